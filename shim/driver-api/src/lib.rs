@@ -1,0 +1,451 @@
+//! The CUDA driver functions that streamsan interposes, described once.
+//!
+//! [`driver_api!`] is an X-macro: it hands a table with one entry per API *family* to a
+//! macro of the caller's choosing. An entry names the family, every symbol the driver
+//! exports for it (`cuMemcpyHtoD_v2`, `cuMemcpyHtoD_v2_ptds`, ...) and its C signature.
+//! The shim expands the table into its exported hooks, the stand-in driver into its fake
+//! entry points, and the fidelity test into calls of every hook; so the three can never
+//! disagree on a name or an argument.
+//!
+//! The types are raw: every `CUresult` and every enum passed by value is a `u32`, and the
+//! structures the shim reads are mirrored here with `u32` in place of enums, so that a
+//! value this crate has never heard of (a new error code, a new memory type) passes
+//! through untouched instead of being undefined behaviour in Rust. Their layouts are
+//! checked against cudarc's bindings at compile time.
+
+#![allow(non_camel_case_types)]
+
+/// The C types the table is written in; a consumer does `use streamsan_driver_api::*`.
+pub use core::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void};
+
+/// A driver status code, kept raw so that any value passes through.
+pub type CUresult = u32;
+pub type CUdeviceptr = u64;
+pub type CUdevice = c_int;
+pub type CUcontext = *mut c_void;
+pub type CUstream = *mut c_void;
+pub type CUevent = *mut c_void;
+pub type CUmodule = *mut c_void;
+pub type CUfunction = *mut c_void;
+pub type CUkernel = *mut c_void;
+pub type CUlibrary = *mut c_void;
+pub type CUgraph = *mut c_void;
+pub type CUgraphExec = *mut c_void;
+pub type CUgraphNode = *mut c_void;
+pub type CUarray = *mut c_void;
+pub type CUmemoryPool = *mut c_void;
+pub type CUmemGenericAllocationHandle = u64;
+pub type CUhostFn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+pub type CUstreamCallback =
+    Option<unsafe extern "C" fn(stream: CUstream, status: CUresult, user_data: *mut c_void)>;
+
+pub const CUDA_SUCCESS: CUresult = 0;
+pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
+pub const CUDA_ERROR_INVALID_CONTEXT: CUresult = 201;
+pub const CUDA_ERROR_INVALID_HANDLE: CUresult = 400;
+pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
+pub const CUDA_ERROR_NOT_READY: CUresult = 600;
+
+/// Stream handles with a meaning of their own (cuda.h).
+pub const CU_STREAM_LEGACY: usize = 0x1;
+pub const CU_STREAM_PER_THREAD: usize = 0x2;
+/// `cuStreamCreate` flag: the stream does not synchronize with the legacy default stream.
+pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
+/// `cuGetProcAddress` flags.
+pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: u64 = 0x2;
+/// `cuGetProcAddress_v2` symbol status.
+pub const CU_GET_PROC_ADDRESS_SUCCESS: u32 = 0;
+pub const CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND: u32 = 1;
+pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: u32 = 2;
+/// `cuEventRecordWithFlags` flag: record a node that other graphs and streams can see.
+pub const CU_EVENT_RECORD_EXTERNAL: c_uint = 0x1;
+/// `CUmemorytype` values.
+pub const CU_MEMORYTYPE_HOST: u32 = 1;
+pub const CU_MEMORYTYPE_DEVICE: u32 = 2;
+pub const CU_MEMORYTYPE_ARRAY: u32 = 3;
+pub const CU_MEMORYTYPE_UNIFIED: u32 = 4;
+/// `kernel extra` markers.
+pub const CU_LAUNCH_PARAM_END: usize = 0x0;
+pub const CU_LAUNCH_PARAM_BUFFER_POINTER: usize = 0x1;
+pub const CU_LAUNCH_PARAM_BUFFER_SIZE: usize = 0x2;
+/// `CUlaunchAttributeID` values that bear on ordering.
+pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: u32 = 6;
+pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
+pub const CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
+/// `CUstreamBatchMemOpType` values.
+pub const CU_STREAM_MEM_OP_WAIT_VALUE_32: u32 = 1;
+pub const CU_STREAM_MEM_OP_WRITE_VALUE_32: u32 = 2;
+pub const CU_STREAM_MEM_OP_WAIT_VALUE_64: u32 = 4;
+pub const CU_STREAM_MEM_OP_WRITE_VALUE_64: u32 = 5;
+
+/// `CUDA_MEMCPY2D`, enums raw.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Memcpy2D {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_memory_type: u32,
+    pub src_host: *const c_void,
+    pub src_device: CUdeviceptr,
+    pub src_array: CUarray,
+    pub src_pitch: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_memory_type: u32,
+    pub dst_host: *mut c_void,
+    pub dst_device: CUdeviceptr,
+    pub dst_array: CUarray,
+    pub dst_pitch: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+}
+
+/// `CUDA_MEMCPY3D`, enums raw.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Memcpy3D {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_z: usize,
+    pub src_lod: usize,
+    pub src_memory_type: u32,
+    pub src_host: *const c_void,
+    pub src_device: CUdeviceptr,
+    pub src_array: CUarray,
+    pub reserved0: *mut c_void,
+    pub src_pitch: usize,
+    pub src_height: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_z: usize,
+    pub dst_lod: usize,
+    pub dst_memory_type: u32,
+    pub dst_host: *mut c_void,
+    pub dst_device: CUdeviceptr,
+    pub dst_array: CUarray,
+    pub reserved1: *mut c_void,
+    pub dst_pitch: usize,
+    pub dst_height: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+    pub depth: usize,
+}
+
+/// `CUDA_MEMCPY3D_PEER`, enums raw.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Memcpy3DPeer {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_z: usize,
+    pub src_lod: usize,
+    pub src_memory_type: u32,
+    pub src_host: *const c_void,
+    pub src_device: CUdeviceptr,
+    pub src_array: CUarray,
+    pub src_context: CUcontext,
+    pub src_pitch: usize,
+    pub src_height: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_z: usize,
+    pub dst_lod: usize,
+    pub dst_memory_type: u32,
+    pub dst_host: *mut c_void,
+    pub dst_device: CUdeviceptr,
+    pub dst_array: CUarray,
+    pub dst_context: CUcontext,
+    pub dst_pitch: usize,
+    pub dst_height: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+    pub depth: usize,
+}
+
+/// `CUlaunchAttribute`: an id and a 64-byte value union.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchAttribute {
+    pub id: u32,
+    pub pad: [u8; 4],
+    pub value: [u64; 8],
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchConfig {
+    pub grid_dim: [c_uint; 3],
+    pub block_dim: [c_uint; 3],
+    pub shared_mem_bytes: c_uint,
+    pub stream: CUstream,
+    pub attrs: *mut LaunchAttribute,
+    pub num_attrs: c_uint,
+}
+
+/// `CUstreamBatchMemOpParams`: a 48-byte union whose first word says which operation.
+/// Wait and write operations keep the address at byte 8 and the value at byte 16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BatchMemOpParams {
+    pub operation: u32,
+    pub pad: u32,
+    pub address: CUdeviceptr,
+    pub value: u64,
+    pub flags: u32,
+    pub pad2: u32,
+    pub alias: CUdeviceptr,
+    pub reserved: u64,
+}
+
+/// Opaque parameter blocks the shim never reads: only their addresses travel.
+pub type CUDA_GRAPH_INSTANTIATE_PARAMS = c_void;
+pub type CUctxCreateParams = c_void;
+pub type CUexecAffinityParam = c_void;
+pub type CUmemAllocationProp = c_void;
+pub type CUmemcpyAttributes = c_void;
+pub type CUDA_MEMCPY3D_BATCH_OP = c_void;
+
+mod layout_checks {
+    use super::*;
+    use cudarc::driver::sys as cu;
+    use core::mem::{align_of, offset_of, size_of};
+
+    const _: () = assert!(size_of::<Memcpy2D>() == size_of::<cu::CUDA_MEMCPY2D>());
+    const _: () = assert!(offset_of!(Memcpy2D, height) == offset_of!(cu::CUDA_MEMCPY2D, Height));
+    const _: () = assert!(size_of::<Memcpy3D>() == size_of::<cu::CUDA_MEMCPY3D>());
+    const _: () = assert!(offset_of!(Memcpy3D, depth) == offset_of!(cu::CUDA_MEMCPY3D, Depth));
+    const _: () = assert!(size_of::<Memcpy3DPeer>() == size_of::<cu::CUDA_MEMCPY3D_PEER>());
+    const _: () =
+        assert!(offset_of!(Memcpy3DPeer, depth) == offset_of!(cu::CUDA_MEMCPY3D_PEER, Depth));
+    const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
+    const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
+    const _: () =
+        assert!(offset_of!(LaunchConfig, num_attrs) == offset_of!(cu::CUlaunchConfig, numAttrs));
+    const _: () =
+        assert!(size_of::<BatchMemOpParams>() == size_of::<cu::CUstreamBatchMemOpParams>());
+    const _: () =
+        assert!(align_of::<BatchMemOpParams>() == align_of::<cu::CUstreamBatchMemOpParams>());
+}
+
+/// Whether an exported name is a per-thread-default-stream variant: `_ptsz` for calls
+/// that take a stream, `_ptds` for those that run on the default stream.
+pub const fn is_per_thread_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let n = b.len();
+    n > 5
+        && b[n - 5] == b'_'
+        && b[n - 4] == b'p'
+        && b[n - 3] == b't'
+        && ((b[n - 2] == b's' && b[n - 1] == b'z') || (b[n - 2] == b'd' && b[n - 1] == b's'))
+}
+
+/// Renders an argument the same way wherever a call is logged, so that the stand-in's log
+/// of what it received can be compared line for line with what a program passed.
+pub trait ArgRepr {
+    fn repr(&self) -> String;
+}
+
+macro_rules! decimal_repr {
+    ($($t:ty),*) => { $(impl ArgRepr for $t { fn repr(&self) -> String { self.to_string() } })* };
+}
+decimal_repr!(u8, u16, u32, i32, u64, usize);
+
+impl<T> ArgRepr for *mut T {
+    fn repr(&self) -> String {
+        format!("{:#x}", *self as usize)
+    }
+}
+impl<T> ArgRepr for *const T {
+    fn repr(&self) -> String {
+        format!("{:#x}", *self as usize)
+    }
+}
+impl ArgRepr for CUhostFn {
+    fn repr(&self) -> String {
+        format!("{:#x}", self.map_or(0, |f| f as usize))
+    }
+}
+impl ArgRepr for CUstreamCallback {
+    fn repr(&self) -> String {
+        format!("{:#x}", self.map_or(0, |f| f as usize))
+    }
+}
+
+/// Formats one call as `name(arg=value, ...)`.
+pub fn render_call(name: &str, args: &[(&str, String)]) -> String {
+    let mut line = String::with_capacity(64);
+    line.push_str(name);
+    line.push('(');
+    for (i, (arg, value)) in args.iter().enumerate() {
+        if i > 0 {
+            line.push_str(", ");
+        }
+        line.push_str(arg);
+        line.push('=');
+        line.push_str(value);
+    }
+    line.push(')');
+    line
+}
+
+
+/// The table. `driver_api!(m)` invokes `m! { ... }` with one entry per family:
+///
+/// ```text
+/// family [ExportedName, ExportedName_ptsz, ...] (arg: Type, ...);
+/// ```
+///
+/// Every function returns `CUresult`. The names of a family share one signature; a
+/// `_ptsz`/`_ptds` name is the per-thread-default-stream variant (see
+/// [`is_per_thread_name`]). 32-bit legacy entry points whose ABI differs (`cuMemAlloc`
+/// without `_v2`, ...) are not in the table: they pass through unseen, and no program
+/// built in the last decade reaches them.
+#[macro_export]
+macro_rules! driver_api {
+    ($m:ident) => {
+        $m! {
+            // Initialisation and contexts.
+            init [cuInit] (flags: c_uint);
+            ctx_create [cuCtxCreate, cuCtxCreate_v2] (pctx: *mut CUcontext, flags: c_uint, dev: CUdevice);
+            ctx_create_v3 [cuCtxCreate_v3] (pctx: *mut CUcontext, params: *mut CUexecAffinityParam, num_params: c_int, flags: c_uint, dev: CUdevice);
+            ctx_create_v4 [cuCtxCreate_v4] (pctx: *mut CUcontext, params: *mut CUctxCreateParams, flags: c_uint, dev: CUdevice);
+            ctx_destroy [cuCtxDestroy, cuCtxDestroy_v2] (ctx: CUcontext);
+            ctx_synchronize [cuCtxSynchronize] ();
+            ctx_synchronize_v2 [cuCtxSynchronize_v2] (ctx: CUcontext);
+            primary_ctx_retain [cuDevicePrimaryCtxRetain] (pctx: *mut CUcontext, dev: CUdevice);
+            primary_ctx_release [cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2] (dev: CUdevice);
+            primary_ctx_reset [cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2] (dev: CUdevice);
+
+            // Allocation and deallocation.
+            mem_alloc [cuMemAlloc_v2] (dptr: *mut CUdeviceptr, bytesize: usize);
+            mem_alloc_pitch [cuMemAllocPitch_v2] (dptr: *mut CUdeviceptr, pitch: *mut usize, width_in_bytes: usize, height: usize, element_size_bytes: c_uint);
+            mem_alloc_managed [cuMemAllocManaged] (dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint);
+            mem_alloc_host [cuMemAllocHost_v2] (pp: *mut *mut c_void, bytesize: usize);
+            mem_host_alloc [cuMemHostAlloc] (pp: *mut *mut c_void, bytesize: usize, flags: c_uint);
+            mem_host_register [cuMemHostRegister, cuMemHostRegister_v2] (p: *mut c_void, bytesize: usize, flags: c_uint);
+            mem_host_unregister [cuMemHostUnregister] (p: *mut c_void);
+            mem_free [cuMemFree_v2] (dptr: CUdeviceptr);
+            mem_free_host [cuMemFreeHost] (p: *mut c_void);
+            mem_alloc_async [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream);
+            mem_alloc_from_pool_async [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut CUdeviceptr, bytesize: usize, pool: CUmemoryPool, stream: CUstream);
+            mem_free_async [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: CUdeviceptr, stream: CUstream);
+            mem_create [cuMemCreate] (handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const CUmemAllocationProp, flags: u64);
+            mem_map [cuMemMap] (ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64);
+            mem_unmap [cuMemUnmap] (ptr: CUdeviceptr, size: usize);
+            mem_release [cuMemRelease] (handle: CUmemGenericAllocationHandle);
+
+            // Copies.
+            memcpy [cuMemcpy, cuMemcpy_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
+            memcpy_async [cuMemcpyAsync, cuMemcpyAsync_ptsz] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
+            memcpy_htod [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: CUdeviceptr, src: *const c_void, bytes: usize);
+            memcpy_dtoh [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: CUdeviceptr, bytes: usize);
+            memcpy_dtod [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
+            memcpy_dtoa [cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds] (dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize);
+            memcpy_atod [cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds] (dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize);
+            memcpy_htod_async [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream);
+            memcpy_dtoh_async [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
+            memcpy_dtod_async [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
+            memcpy_peer [cuMemcpyPeer, cuMemcpyPeer_ptds] (dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CUcontext, bytes: usize);
+            memcpy_peer_async [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: CUdeviceptr, dst_ctx: CUcontext, src: CUdeviceptr, src_ctx: CUcontext, bytes: usize, stream: CUstream);
+            memcpy_2d [cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds] (copy: *const Memcpy2D);
+            memcpy_2d_async [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (copy: *const Memcpy2D, stream: CUstream);
+            memcpy_3d [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (copy: *const Memcpy3D);
+            memcpy_3d_async [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (copy: *const Memcpy3D, stream: CUstream);
+            memcpy_3d_peer [cuMemcpy3DPeer, cuMemcpy3DPeer_ptds] (copy: *const Memcpy3DPeer);
+            memcpy_3d_peer_async [cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz] (copy: *const Memcpy3DPeer, stream: CUstream);
+            memcpy_batch_async [cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz] (dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrs_idxs: *mut usize, num_attrs: usize, fail_idx: *mut usize, stream: CUstream);
+            memcpy_batch_async_v2 [cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz] (dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrs_idxs: *mut usize, num_attrs: usize, stream: CUstream);
+
+            // Memsets.
+            memset_d8 [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: CUdeviceptr, value: c_uchar, count: usize);
+            memset_d16 [cuMemsetD16_v2, cuMemsetD16_v2_ptds] (dst: CUdeviceptr, value: c_ushort, count: usize);
+            memset_d32 [cuMemsetD32_v2, cuMemsetD32_v2_ptds] (dst: CUdeviceptr, value: c_uint, count: usize);
+            memset_d2d8 [cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds] (dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize);
+            memset_d2d16 [cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds] (dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize);
+            memset_d2d32 [cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds] (dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize);
+            memset_d8_async [cuMemsetD8Async, cuMemsetD8Async_ptsz] (dst: CUdeviceptr, value: c_uchar, count: usize, stream: CUstream);
+            memset_d16_async [cuMemsetD16Async, cuMemsetD16Async_ptsz] (dst: CUdeviceptr, value: c_ushort, count: usize, stream: CUstream);
+            memset_d32_async [cuMemsetD32Async, cuMemsetD32Async_ptsz] (dst: CUdeviceptr, value: c_uint, count: usize, stream: CUstream);
+            memset_d2d8_async [cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz] (dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, stream: CUstream);
+            memset_d2d16_async [cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz] (dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, stream: CUstream);
+            memset_d2d32_async [cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz] (dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, stream: CUstream);
+
+            // Launches and host work.
+            launch_kernel [cuLaunchKernel, cuLaunchKernel_ptsz] (f: CUfunction, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_mem_bytes: c_uint, stream: CUstream, kernel_params: *mut *mut c_void, extra: *mut *mut c_void);
+            launch_kernel_ex [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchConfig, f: CUfunction, kernel_params: *mut *mut c_void, extra: *mut *mut c_void);
+            launch_cooperative_kernel [cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz] (f: CUfunction, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_mem_bytes: c_uint, stream: CUstream, kernel_params: *mut *mut c_void);
+            launch_host_func [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (stream: CUstream, func: CUhostFn, user_data: *mut c_void);
+            stream_add_callback [cuStreamAddCallback, cuStreamAddCallback_ptsz] (stream: CUstream, callback: CUstreamCallback, user_data: *mut c_void, flags: c_uint);
+
+            // Code.
+            module_load [cuModuleLoad] (module: *mut CUmodule, fname: *const c_char);
+            module_load_data [cuModuleLoadData] (module: *mut CUmodule, image: *const c_void);
+            module_load_data_ex [cuModuleLoadDataEx] (module: *mut CUmodule, image: *const c_void, num_options: c_uint, options: *mut u32, option_values: *mut *mut c_void);
+            module_load_fat_binary [cuModuleLoadFatBinary] (module: *mut CUmodule, fat_cubin: *const c_void);
+            module_get_function [cuModuleGetFunction] (hfunc: *mut CUfunction, module: CUmodule, name: *const c_char);
+            library_load_data [cuLibraryLoadData] (library: *mut CUlibrary, code: *const c_void, jit_options: *mut u32, jit_option_values: *mut *mut c_void, num_jit_options: c_uint, library_options: *mut u32, library_option_values: *mut *mut c_void, num_library_options: c_uint);
+            library_load_from_file [cuLibraryLoadFromFile] (library: *mut CUlibrary, file_name: *const c_char, jit_options: *mut u32, jit_option_values: *mut *mut c_void, num_jit_options: c_uint, library_options: *mut u32, library_option_values: *mut *mut c_void, num_library_options: c_uint);
+            library_get_kernel [cuLibraryGetKernel] (kernel: *mut CUkernel, library: CUlibrary, name: *const c_char);
+            kernel_get_function [cuKernelGetFunction] (func: *mut CUfunction, kernel: CUkernel);
+
+            // Streams.
+            stream_create [cuStreamCreate] (stream: *mut CUstream, flags: c_uint);
+            stream_create_with_priority [cuStreamCreateWithPriority] (stream: *mut CUstream, flags: c_uint, priority: c_int);
+            stream_destroy [cuStreamDestroy, cuStreamDestroy_v2] (stream: CUstream);
+            stream_synchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (stream: CUstream);
+            stream_query [cuStreamQuery, cuStreamQuery_ptsz] (stream: CUstream);
+            stream_wait_event [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: CUstream, event: CUevent, flags: c_uint);
+            stream_begin_capture_v1 [cuStreamBeginCapture, cuStreamBeginCapture_ptsz] (stream: CUstream);
+            stream_begin_capture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (stream: CUstream, mode: u32);
+            stream_end_capture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (stream: CUstream, graph: *mut CUgraph);
+            stream_wait_value_32 [cuStreamWaitValue32, cuStreamWaitValue32_ptsz, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
+            stream_wait_value_64 [cuStreamWaitValue64, cuStreamWaitValue64_ptsz, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
+            stream_write_value_32 [cuStreamWriteValue32, cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
+            stream_write_value_64 [cuStreamWriteValue64, cuStreamWriteValue64_ptsz, cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
+            stream_batch_mem_op [cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz] (stream: CUstream, count: c_uint, params: *mut BatchMemOpParams, flags: c_uint);
+
+            // Events.
+            event_create [cuEventCreate] (event: *mut CUevent, flags: c_uint);
+            event_record [cuEventRecord, cuEventRecord_ptsz] (event: CUevent, stream: CUstream);
+            event_record_with_flags [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (event: CUevent, stream: CUstream, flags: c_uint);
+            event_synchronize [cuEventSynchronize] (event: CUevent);
+            event_query [cuEventQuery] (event: CUevent);
+            event_destroy [cuEventDestroy, cuEventDestroy_v2] (event: CUevent);
+
+            // Graphs.
+            graph_instantiate [cuGraphInstantiate, cuGraphInstantiate_v2] (exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log_buffer: *mut c_char, buffer_size: usize);
+            graph_instantiate_with_flags [cuGraphInstantiateWithFlags] (exec: *mut CUgraphExec, graph: CUgraph, flags: u64);
+            graph_instantiate_with_params [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS);
+            graph_launch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: CUgraphExec, stream: CUstream);
+            graph_exec_destroy [cuGraphExecDestroy] (exec: CUgraphExec);
+            graph_destroy [cuGraphDestroy] (graph: CUgraph);
+
+            // Entry points.
+            get_proc_address [cuGetProcAddress] (symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64);
+            get_proc_address_v2 [cuGetProcAddress_v2] (symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64, symbol_status: *mut u32);
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_thread_names_are_recognised_by_suffix() {
+        assert!(is_per_thread_name("cuLaunchKernel_ptsz"));
+        assert!(is_per_thread_name("cuMemcpyDtoH_v2_ptds"));
+        assert!(!is_per_thread_name("cuLaunchKernel"));
+        assert!(!is_per_thread_name("cuMemcpyDtoH_v2"));
+        assert!(!is_per_thread_name("_ptsz"));
+    }
+
+    #[test]
+    fn calls_render_as_name_and_arguments() {
+        let p = 0x1000 as *mut c_void;
+        let line = render_call("cuMemFreeAsync", &[("dptr", 16u64.repr()), ("stream", p.repr())]);
+        assert_eq!(line, "cuMemFreeAsync(dptr=16, stream=0x1000)");
+    }
+}

@@ -1,0 +1,24 @@
+//! The streamsan shim: a library preloaded into an unmodified CUDA program.
+//!
+//! Programs reach `libcuda.so.1` by three roads, and the shim stands on all of them:
+//!
+//! 1. **Linking.** [`exports`] exports every hooked driver name (`cuLaunchKernel`,
+//!    `cuLaunchKernel_ptsz`, `cuMemcpyHtoD_v2_ptds`, ...), so a program linked with `-lcuda`
+//!    binds to the shim first.
+//! 2. **`dlopen` + `dlsym`.** [`dlsym`] interposes `dlsym` itself and answers hooked names
+//!    with their hooks, whatever handle they were looked up in.
+//! 3. **`cuGetProcAddress`.** [`getproc`] lets the real driver choose the variant for a
+//!    (symbol, version, flags) request and returns the hook of exactly that variant.
+//!
+//! Every hook calls the real function ([`driver`]) exactly once with the caller's
+//! arguments and returns its status unchanged; the handlers in [`hooks`] tell the model
+//! what the call meant.
+
+pub mod diag;
+pub mod dlsym;
+pub mod driver;
+pub mod exports;
+pub mod getproc;
+pub mod hooks;
+pub mod runtime;
+pub mod stats;

@@ -1,0 +1,114 @@
+//! Starting a program under the shim: find `libstreamsan_shim.so`, put it first in
+//! `LD_PRELOAD` (keeping what is there), pass the options in `STREAMSAN_OPTIONS`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use crate::options::Options;
+
+/// The shim's file name, as cargo builds it.
+pub const SHIM_FILE: &str = "libstreamsan_shim.so";
+
+/// The shim to preload: `STREAMSAN_SHIM` if set, else the one beside `exe`.
+pub fn find_shim(exe: &Path) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("STREAMSAN_SHIM") {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("STREAMSAN_SHIM names {}, which is not a file", path.display()))
+        };
+    }
+    let dir = exe.parent().ok_or_else(|| format!("{} has no directory", exe.display()))?;
+    let path = dir.join(SHIM_FILE);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "cannot find the shim {SHIM_FILE} beside {} (build it with `cargo build`, or set STREAMSAN_SHIM)",
+            exe.display()
+        ))
+    }
+}
+
+/// `shim` first, then whatever `LD_PRELOAD` already held.
+pub fn preload_value(shim: &Path, existing: Option<OsString>) -> OsString {
+    let mut value = OsString::from(shim);
+    if let Some(existing) = existing.filter(|e| !e.is_empty()) {
+        value.push(":");
+        value.push(existing);
+    }
+    value
+}
+
+/// A command that runs `program` with `args` under the shim with `options`.
+pub fn command(shim: &Path, options: &Options, program: &OsString, args: &[OsString]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    cmd.env("LD_PRELOAD", preload_value(shim, std::env::var_os("LD_PRELOAD")));
+    cmd.env("STREAMSAN_OPTIONS", options.to_env());
+    cmd
+}
+
+/// The reports matching `pattern` (a report path, `%p` standing for any process id) that
+/// were written at or after `since`: those of the processes of one run.
+pub fn reports_since(pattern: &str, since: SystemTime) -> Vec<PathBuf> {
+    let pattern = Path::new(pattern);
+    let dir = match pattern.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (prefix, suffix) = name.split_once("%p").unwrap_or((&name, ""));
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let matches = if name.contains("%p") {
+                file.len() > prefix.len() + suffix.len()
+                    && file.starts_with(prefix)
+                    && file.ends_with(suffix)
+                    && file[prefix.len()..file.len() - suffix.len()].bytes().all(|b| b.is_ascii_digit())
+            } else {
+                file == name
+            };
+            matches && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since)
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_reports_of_a_run_by_pattern() {
+        let dir = std::env::temp_dir().join(format!("streamsan-launch-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let since = SystemTime::now() - std::time::Duration::from_secs(1);
+        for name in ["r.12.json", "r.7.json", "r.x.json", "other.json"] {
+            std::fs::write(dir.join(name), "{}").unwrap();
+        }
+        let pattern = dir.join("r.%p.json");
+        let found = reports_since(pattern.to_str().unwrap(), since);
+        let names: Vec<_> = found.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["r.12.json", "r.7.json"]);
+        let exact = reports_since(dir.join("other.json").to_str().unwrap(), since);
+        assert_eq!(exact.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn preload_keeps_existing_entries_after_the_shim() {
+        let shim = Path::new("/x/libstreamsan_shim.so");
+        assert_eq!(preload_value(shim, None), "/x/libstreamsan_shim.so");
+        assert_eq!(preload_value(shim, Some("".into())), "/x/libstreamsan_shim.so");
+        assert_eq!(preload_value(shim, Some("/a.so".into())), "/x/libstreamsan_shim.so:/a.so");
+    }
+}

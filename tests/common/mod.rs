@@ -1,0 +1,194 @@
+//! Shared by the integration tests: build the shim, the stand-in driver and the test
+//! programs, and run a program under `streamsan run` against the stand-in.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use streamsan::report::Report;
+
+/// `target/<profile>`, where cargo put this test binary's siblings.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+}
+
+/// Builds the workspace members the tests run (once per test binary) and returns the
+/// profile directory that holds them.
+pub fn artifacts() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = profile_dir();
+        let target = dir.parent().expect("target dir");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"])
+            .args(["-p", "streamsan-fidelity", "-p", "streamsan-cudarc-app"])
+            .arg("--target-dir")
+            .arg(target);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building the shim and the stand-in failed");
+        // The stand-in answers to the driver's names.
+        let driver = dir.join("standin-driver");
+        std::fs::create_dir_all(&driver).unwrap();
+        for name in ["libcuda.so.1", "libcuda.so"] {
+            let link = driver.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(dir.join("libcuda_standin.so"), &link).unwrap();
+        }
+        dir
+    })
+}
+
+/// The directory holding the stand-in as `libcuda.so.1`.
+pub fn driver_dir() -> PathBuf {
+    artifacts().join("standin-driver")
+}
+
+pub fn shim() -> PathBuf {
+    artifacts().join("libstreamsan_shim.so")
+}
+
+/// Compiles `tests/scenarios/<name>.c` (with `extra` flags) and returns the executable.
+pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
+    compile_c_as(name, name, extra)
+}
+
+/// Compiles `tests/scenarios/<source>.c` into `<output>` (an executable, or a library when
+/// `extra` says `-shared`).
+pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
+    let out_dir = artifacts().join("scenarios");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(output);
+    let output = Command::new("cc")
+        .args(["-O1", "-g", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(extra)
+        .output()
+        .expect("run cc");
+    assert!(output.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    exe
+}
+
+/// `-L<stand-in> -lcuda`: link against the stand-in as against libcuda.
+pub fn link_cuda() -> Vec<String> {
+    vec![format!("-L{}", driver_dir().display()), "-lcuda".into()]
+}
+
+/// A fresh directory for one run's files.
+pub fn scratch(label: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = artifacts()
+        .join("test-runs")
+        .join(format!("{label}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What one run under streamsan left behind.
+pub struct Run {
+    pub output: Output,
+    pub dir: PathBuf,
+    /// The stand-in's log: one line per driver call it received.
+    pub calls: Vec<String>,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// The single report the run wrote.
+    pub fn report(&self) -> Report {
+        let reports = self.reports();
+        assert_eq!(reports.len(), 1, "expected one report in {}", self.dir.display());
+        reports.into_iter().next().unwrap()
+    }
+
+    pub fn reports(&self) -> Vec<Report> {
+        let mut paths: Vec<_> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("report."))
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| Report::read_from(p).expect("readable report")).collect()
+    }
+
+    /// Calls of the intercepted name `name`, per the report.
+    pub fn intercepted(&self, name: &str) -> u64 {
+        self.report().intercepted.get(name).copied().unwrap_or(0)
+    }
+
+    /// How many times the stand-in received `name`.
+    pub fn received(&self, name: &str) -> usize {
+        let prefix = format!("{name}(");
+        self.calls.iter().filter(|l| l.starts_with(&prefix)).count()
+    }
+
+    pub fn assert_success(&self) {
+        assert!(
+            self.output.status.success(),
+            "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        );
+    }
+}
+
+/// Options for [`run_with`].
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    pub env: Vec<(&'a str, String)>,
+    /// Run without the shim: the same program, the same stand-in.
+    pub native: bool,
+}
+
+/// Runs `program args` under `streamsan run` against the stand-in driver.
+pub fn run(program: &Path, args: &[&str]) -> Run {
+    run_with(program, args, RunOptions::default())
+}
+
+pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
+    let dir = scratch(&program.file_name().unwrap().to_string_lossy());
+    let log = dir.join("calls.log");
+    let mut cmd = if options.native {
+        Command::new(program)
+    } else {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamsan"));
+        cmd.arg("run").arg("--report").arg(dir.join("report.%p.json")).arg("--").arg(program);
+        cmd.env("STREAMSAN_SHIM", shim());
+        cmd
+    };
+    cmd.args(args)
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STANDIN_LOG", &log)
+        .env_remove("STANDIN_FAIL")
+        .env_remove("LD_PRELOAD")
+        .env_remove("STREAMSAN_OPTIONS");
+    for (k, v) in options.env {
+        cmd.env(k, v);
+    }
+    let output = cmd.output().expect("run program");
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Run { output, dir, calls }
+}

@@ -1,0 +1,641 @@
+//! What each table entry point does in the stand-in. One function per family, named as in
+//! the table; arguments arrive exactly as the program (through the shim) passed them.
+//!
+//! The stand-in keeps no clock and orders nothing: copies and memsets happen at once,
+//! host functions run inside the call that enqueues them.
+
+#![allow(clippy::too_many_arguments)]
+
+use core::ffi::CStr;
+use std::collections::HashMap;
+
+use streamsan_driver_api::*;
+
+use crate::device::{self, state, MemoryKind, Object};
+use crate::getproc;
+use crate::ptx;
+
+const OK: CUresult = CUDA_SUCCESS;
+
+unsafe fn write<T>(out: *mut T, value: T) -> CUresult {
+    if out.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller's out-parameter.
+    unsafe { out.write(value) };
+    OK
+}
+
+fn is_stream_handle(stream: CUstream) -> bool {
+    let s = stream as usize;
+    s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD
+        || matches!(state().objects.get(&s), Some(Object::Stream { .. }))
+}
+
+fn check_stream(stream: CUstream) -> CUresult {
+    if is_stream_handle(stream) {
+        OK
+    } else {
+        CUDA_ERROR_INVALID_HANDLE
+    }
+}
+
+fn check(handle: *mut c_void, is: impl Fn(&Object) -> bool) -> CUresult {
+    match state().objects.get(&(handle as usize)) {
+        Some(o) if is(o) => OK,
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+
+fn new_object(out: *mut *mut c_void, object: Object) -> CUresult {
+    let handle = state().new_handle(object);
+    unsafe { write(out, handle as *mut c_void) }
+}
+
+/// Copies `len` bytes when at least one side of the copy is stand-in memory.
+unsafe fn move_bytes(dst: u64, src: u64, len: usize) {
+    let s = state();
+    let dst_known = s.is_allocated(dst, len as u64);
+    let src_known = s.is_allocated(src, len as u64);
+    drop(s);
+    // A side that is not stand-in memory is taken to be the program's host memory, but only
+    // when the other side is stand-in memory: sentinel addresses are never touched.
+    if len > 0 && (dst_known || src_known) && dst != 0 && src != 0 {
+        // SAFETY: one side is ours; the other is the program's host buffer.
+        unsafe { core::ptr::copy(src as *const u8, dst as *mut u8, len) };
+    }
+}
+
+unsafe fn fill<T: Copy>(dst: u64, pitch: usize, value: T, width: usize, height: usize) {
+    let elem = core::mem::size_of::<T>();
+    let row_bytes = (width * elem) as u64;
+    let span = if height == 0 { 0 } else { pitch as u64 * (height as u64 - 1) + row_bytes };
+    if !state().is_allocated(dst, span) {
+        return;
+    }
+    for row in 0..height {
+        let base = dst as usize + row * pitch;
+        for i in 0..width {
+            // SAFETY: inside stand-in memory (checked above).
+            unsafe { ((base + i * elem) as *mut T).write_unaligned(value) };
+        }
+    }
+}
+
+// ---- Initialisation and contexts --------------------------------------------------------
+
+pub unsafe fn init(_flags: c_uint) -> CUresult {
+    OK
+}
+
+unsafe fn create_context(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
+    if dev < 0 || dev >= device::device_count() {
+        return 101; // CUDA_ERROR_INVALID_DEVICE
+    }
+    let ctx = state().new_handle(Object::Context { device: dev });
+    device::push_context(ctx);
+    unsafe { write(pctx, ctx as CUcontext) }
+}
+
+pub unsafe fn ctx_create(pctx: *mut CUcontext, _flags: c_uint, dev: CUdevice) -> CUresult {
+    unsafe { create_context(pctx, dev) }
+}
+pub unsafe fn ctx_create_v3(pctx: *mut CUcontext, _p: *mut c_void, _n: c_int, _f: c_uint, dev: CUdevice) -> CUresult {
+    unsafe { create_context(pctx, dev) }
+}
+pub unsafe fn ctx_create_v4(pctx: *mut CUcontext, _p: *mut c_void, _f: c_uint, dev: CUdevice) -> CUresult {
+    unsafe { create_context(pctx, dev) }
+}
+pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
+    let status = check(ctx, |o| matches!(o, Object::Context { .. }));
+    if status == OK && device::current_context() == ctx as usize {
+        device::pop_context();
+    }
+    status
+}
+pub unsafe fn ctx_synchronize() -> CUresult {
+    if device::current_context() == 0 { CUDA_ERROR_INVALID_CONTEXT } else { OK }
+}
+pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
+    OK
+}
+pub unsafe fn primary_ctx_retain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
+    if dev < 0 || dev >= device::device_count() {
+        return 101;
+    }
+    let ctx = state().primary_context(dev);
+    unsafe { write(pctx, ctx as CUcontext) }
+}
+pub unsafe fn primary_ctx_release(_dev: CUdevice) -> CUresult {
+    OK
+}
+pub unsafe fn primary_ctx_reset(_dev: CUdevice) -> CUresult {
+    OK
+}
+
+// ---- Allocation -------------------------------------------------------------------------
+
+unsafe fn device_alloc(dptr: *mut CUdeviceptr, size: usize) -> CUresult {
+    if dptr.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    match state().alloc_device(size as u64) {
+        Some(addr) => unsafe { write(dptr, addr) },
+        None => 2, // CUDA_ERROR_OUT_OF_MEMORY
+    }
+}
+
+unsafe fn host_alloc(pp: *mut *mut c_void, size: usize) -> CUresult {
+    if pp.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    match state().alloc_host(size as u64) {
+        Some(addr) => unsafe { write(pp, addr as *mut c_void) },
+        None => 2,
+    }
+}
+
+pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
+    unsafe { device_alloc(dptr, bytesize) }
+}
+pub unsafe fn mem_alloc_pitch(dptr: *mut CUdeviceptr, pitch: *mut usize, width: usize, height: usize, _elem: c_uint) -> CUresult {
+    let row = width.div_ceil(512) * 512;
+    let status = unsafe { write(pitch, row) };
+    if status != OK {
+        return status;
+    }
+    unsafe { device_alloc(dptr, row * height) }
+}
+pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, _flags: c_uint) -> CUresult {
+    unsafe { device_alloc(dptr, bytesize) }
+}
+pub unsafe fn mem_alloc_host(pp: *mut *mut c_void, bytesize: usize) -> CUresult {
+    unsafe { host_alloc(pp, bytesize) }
+}
+pub unsafe fn mem_host_alloc(pp: *mut *mut c_void, bytesize: usize, _flags: c_uint) -> CUresult {
+    unsafe { host_alloc(pp, bytesize) }
+}
+pub unsafe fn mem_host_register(_p: *mut c_void, _bytesize: usize, _flags: c_uint) -> CUresult {
+    OK
+}
+pub unsafe fn mem_host_unregister(_p: *mut c_void) -> CUresult {
+    OK
+}
+pub unsafe fn mem_free(dptr: CUdeviceptr) -> CUresult {
+    if dptr == 0 || state().free_device(dptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
+}
+pub unsafe fn mem_free_host(p: *mut c_void) -> CUresult {
+    if state().free_host(p as u64) { OK } else { CUDA_ERROR_INVALID_VALUE }
+}
+pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { device_alloc(dptr, bytesize) },
+        e => e,
+    }
+}
+pub unsafe fn mem_alloc_from_pool_async(dptr: *mut CUdeviceptr, bytesize: usize, _pool: CUmemoryPool, stream: CUstream) -> CUresult {
+    unsafe { mem_alloc_async(dptr, bytesize, stream) }
+}
+pub unsafe fn mem_free_async(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { mem_free(dptr) },
+        e => e,
+    }
+}
+pub unsafe fn mem_create(handle: *mut CUmemGenericAllocationHandle, size: usize, _prop: *const c_void, _flags: u64) -> CUresult {
+    let h = state().new_handle(Object::MemHandle { size: size as u64 });
+    unsafe { write(handle, h as u64) }
+}
+pub unsafe fn mem_map(_ptr: CUdeviceptr, _size: usize, _offset: usize, handle: CUmemGenericAllocationHandle, _flags: u64) -> CUresult {
+    check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
+}
+pub unsafe fn mem_unmap(_ptr: CUdeviceptr, _size: usize) -> CUresult {
+    OK
+}
+pub unsafe fn mem_release(handle: CUmemGenericAllocationHandle) -> CUresult {
+    check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
+}
+
+// ---- Copies -----------------------------------------------------------------------------
+
+pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    unsafe { move_bytes(dst, src, bytes) };
+    OK
+}
+pub unsafe fn memcpy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy(dst, src, bytes) },
+        e => e,
+    }
+}
+pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+    unsafe { memcpy(dst, src as u64, bytes) }
+}
+pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+    unsafe { memcpy(dst as u64, src, bytes) }
+}
+pub unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    unsafe { memcpy(dst, src, bytes) }
+}
+pub unsafe fn memcpy_dtoa(_dst: CUarray, _off: usize, _src: CUdeviceptr, _bytes: usize) -> CUresult {
+    OK
+}
+pub unsafe fn memcpy_atod(_dst: CUdeviceptr, _src: CUarray, _off: usize, _bytes: usize) -> CUresult {
+    OK
+}
+pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
+    unsafe { memcpy_async(dst, src as u64, bytes, stream) }
+}
+pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
+    unsafe { memcpy_async(dst as u64, src, bytes, stream) }
+}
+pub unsafe fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
+    unsafe { memcpy_async(dst, src, bytes, stream) }
+}
+pub unsafe fn memcpy_peer(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize) -> CUresult {
+    unsafe { memcpy(dst, src, bytes) }
+}
+pub unsafe fn memcpy_peer_async(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize, stream: CUstream) -> CUresult {
+    unsafe { memcpy_async(dst, src, bytes, stream) }
+}
+pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+}
+pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy_2d(copy) },
+        e => e,
+    }
+}
+pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+}
+pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy_3d(copy) },
+        e => e,
+    }
+}
+pub unsafe fn memcpy_3d_peer(copy: *const Memcpy3DPeer) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+}
+pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy_3d_peer(copy) },
+        e => e,
+    }
+}
+unsafe fn batch(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, stream: CUstream) -> CUresult {
+    if let e @ 1.. = check_stream(stream) {
+        return e;
+    }
+    if dsts.is_null() || srcs.is_null() || sizes.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for i in 0..count {
+        // SAFETY: the caller's arrays of `count` elements.
+        unsafe { move_bytes(*dsts.add(i), *srcs.add(i), *sizes.add(i)) };
+    }
+    OK
+}
+pub unsafe fn memcpy_batch_async(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, _fail: *mut usize, stream: CUstream) -> CUresult {
+    unsafe { batch(dsts, srcs, sizes, count, stream) }
+}
+pub unsafe fn memcpy_batch_async_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, stream: CUstream) -> CUresult {
+    unsafe { batch(dsts, srcs, sizes, count, stream) }
+}
+
+// ---- Memsets ----------------------------------------------------------------------------
+
+pub unsafe fn memset_d8(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+    unsafe { fill(dst, count, value, count, 1) };
+    OK
+}
+pub unsafe fn memset_d16(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+    unsafe { fill(dst, count * 2, value, count, 1) };
+    OK
+}
+pub unsafe fn memset_d32(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+    unsafe { fill(dst, count * 4, value, count, 1) };
+    OK
+}
+pub unsafe fn memset_d2d8(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
+    unsafe { fill(dst, pitch, value, width, height) };
+    OK
+}
+pub unsafe fn memset_d2d16(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
+    unsafe { fill(dst, pitch, value, width, height) };
+    OK
+}
+pub unsafe fn memset_d2d32(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
+    unsafe { fill(dst, pitch, value, width, height) };
+    OK
+}
+pub unsafe fn memset_d8_async(dst: CUdeviceptr, value: c_uchar, count: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d8(dst, value, count) },
+        e => e,
+    }
+}
+pub unsafe fn memset_d16_async(dst: CUdeviceptr, value: c_ushort, count: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d16(dst, value, count) },
+        e => e,
+    }
+}
+pub unsafe fn memset_d32_async(dst: CUdeviceptr, value: c_uint, count: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d32(dst, value, count) },
+        e => e,
+    }
+}
+pub unsafe fn memset_d2d8_async(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d2d8(dst, pitch, value, width, height) },
+        e => e,
+    }
+}
+pub unsafe fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d2d16(dst, pitch, value, width, height) },
+        e => e,
+    }
+}
+pub unsafe fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memset_d2d32(dst, pitch, value, width, height) },
+        e => e,
+    }
+}
+
+// ---- Launches ---------------------------------------------------------------------------
+
+fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
+    match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
+        OK => check_stream(stream),
+        e => e,
+    }
+}
+
+pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
+    check_launch(f, stream)
+}
+pub unsafe fn launch_kernel_ex(config: *const LaunchConfig, f: CUfunction, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
+    if config.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller's launch configuration.
+    check_launch(f, unsafe { (*config).stream })
+}
+pub unsafe fn launch_cooperative_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void) -> CUresult {
+    check_launch(f, stream)
+}
+pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut c_void) -> CUresult {
+    if let e @ 1.. = check_stream(stream) {
+        return e;
+    }
+    match func {
+        // SAFETY: the program's callback with its own data; a real driver runs it later, on its own thread.
+        Some(func) => unsafe { func(user_data) },
+        None => return CUDA_ERROR_INVALID_VALUE,
+    }
+    OK
+}
+pub unsafe fn stream_add_callback(stream: CUstream, callback: CUstreamCallback, user_data: *mut c_void, _flags: c_uint) -> CUresult {
+    if let e @ 1.. = check_stream(stream) {
+        return e;
+    }
+    match callback {
+        // SAFETY: as for launch_host_func.
+        Some(callback) => unsafe { callback(stream, OK, user_data) },
+        None => return CUDA_ERROR_INVALID_VALUE,
+    }
+    OK
+}
+
+// ---- Code -------------------------------------------------------------------------------
+
+unsafe fn text_at(p: *const c_void) -> Option<String> {
+    // SAFETY: images are NUL-terminated PTX text in the stand-in's world.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
+}
+
+unsafe fn file_text(path: *const c_char) -> Option<String> {
+    let path = unsafe { text_at(path.cast())? };
+    std::fs::read_to_string(path).ok()
+}
+
+fn entries_by_name(ptx: &str) -> HashMap<String, ptx::Entry> {
+    ptx::entries(ptx).into_iter().map(|e| (e.name.clone(), e)).collect()
+}
+
+unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
+    match ptx {
+        Some(ptx) => new_object(module, Object::Module { functions: entries_by_name(&ptx) }),
+        None => 218, // CUDA_ERROR_INVALID_PTX
+    }
+}
+
+unsafe fn load_library(library: *mut CUlibrary, ptx: Option<String>) -> CUresult {
+    match ptx {
+        Some(ptx) => new_object(library, Object::Library { kernels: entries_by_name(&ptx) }),
+        None => 218,
+    }
+}
+
+pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresult {
+    unsafe { load_module(module, file_text(fname)) }
+}
+pub unsafe fn module_load_data(module: *mut CUmodule, image: *const c_void) -> CUresult {
+    unsafe { load_module(module, text_at(image)) }
+}
+pub unsafe fn module_load_data_ex(module: *mut CUmodule, image: *const c_void, _n: c_uint, _o: *mut u32, _v: *mut *mut c_void) -> CUresult {
+    unsafe { load_module(module, text_at(image)) }
+}
+pub unsafe fn module_load_fat_binary(module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
+    unsafe { load_module(module, text_at(fat_cubin)) }
+}
+pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name: *const c_char) -> CUresult {
+    let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };
+    let entry = match state().objects.get(&(module as usize)) {
+        Some(Object::Module { functions }) => functions.get(&name).cloned(),
+        _ => return CUDA_ERROR_INVALID_HANDLE,
+    };
+    match entry {
+        Some(entry) => new_object(hfunc, Object::Function { entry, kernel: None }),
+        None => CUDA_ERROR_NOT_FOUND,
+    }
+}
+pub unsafe fn library_load_data(library: *mut CUlibrary, code: *const c_void, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
+    unsafe { load_library(library, text_at(code)) }
+}
+pub unsafe fn library_load_from_file(library: *mut CUlibrary, file_name: *const c_char, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
+    unsafe { load_library(library, file_text(file_name)) }
+}
+pub unsafe fn library_get_kernel(kernel: *mut CUkernel, library: CUlibrary, name: *const c_char) -> CUresult {
+    let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };
+    let entry = match state().objects.get(&(library as usize)) {
+        Some(Object::Library { kernels }) => kernels.get(&name).cloned(),
+        _ => return CUDA_ERROR_INVALID_HANDLE,
+    };
+    match entry {
+        Some(entry) => new_object(kernel, Object::Kernel { entry }),
+        None => CUDA_ERROR_NOT_FOUND,
+    }
+}
+pub unsafe fn kernel_get_function(func: *mut CUfunction, kernel: CUkernel) -> CUresult {
+    let entry = match state().objects.get(&(kernel as usize)) {
+        Some(Object::Kernel { entry }) => entry.clone(),
+        _ => return CUDA_ERROR_INVALID_HANDLE,
+    };
+    new_object(func, Object::Function { entry, kernel: Some(kernel as usize) })
+}
+
+// ---- Streams ----------------------------------------------------------------------------
+
+pub unsafe fn stream_create(stream: *mut CUstream, flags: c_uint) -> CUresult {
+    unsafe { stream_create_with_priority(stream, flags, 0) }
+}
+pub unsafe fn stream_create_with_priority(stream: *mut CUstream, flags: c_uint, priority: c_int) -> CUresult {
+    let ctx = device::current_context();
+    if ctx == 0 {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    new_object(stream, Object::Stream { ctx, flags, priority, capturing: false })
+}
+pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
+    match state().objects.remove(&(stream as usize)) {
+        Some(Object::Stream { .. }) => OK,
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
+    check_stream(stream)
+}
+pub unsafe fn stream_query(stream: CUstream) -> CUresult {
+    check_stream(stream)
+}
+pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, _flags: c_uint) -> CUresult {
+    match check_stream(stream) {
+        OK => check(event, |o| matches!(o, Object::Event)),
+        e => e,
+    }
+}
+fn set_capturing(stream: CUstream, on: bool) -> CUresult {
+    match state().objects.get_mut(&(stream as usize)) {
+        Some(Object::Stream { capturing, .. }) => {
+            *capturing = on;
+            OK
+        }
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+pub unsafe fn stream_begin_capture_v1(stream: CUstream) -> CUresult {
+    set_capturing(stream, true)
+}
+pub unsafe fn stream_begin_capture(stream: CUstream, _mode: u32) -> CUresult {
+    set_capturing(stream, true)
+}
+pub unsafe fn stream_end_capture(stream: CUstream, graph: *mut CUgraph) -> CUresult {
+    match set_capturing(stream, false) {
+        OK => new_object(graph, Object::Graph),
+        e => e,
+    }
+}
+pub unsafe fn stream_wait_value_32(stream: CUstream, _addr: CUdeviceptr, _value: u32, _flags: c_uint) -> CUresult {
+    check_stream(stream)
+}
+pub unsafe fn stream_wait_value_64(stream: CUstream, _addr: CUdeviceptr, _value: u64, _flags: c_uint) -> CUresult {
+    check_stream(stream)
+}
+unsafe fn write_value<T: Copy>(stream: CUstream, addr: CUdeviceptr, value: T) -> CUresult {
+    if let e @ 1.. = check_stream(stream) {
+        return e;
+    }
+    if state().is_allocated(addr, core::mem::size_of::<T>() as u64) {
+        // SAFETY: stand-in memory.
+        unsafe { (addr as *mut T).write_unaligned(value) };
+    }
+    OK
+}
+pub unsafe fn stream_write_value_32(stream: CUstream, addr: CUdeviceptr, value: u32, _flags: c_uint) -> CUresult {
+    unsafe { write_value(stream, addr, value) }
+}
+pub unsafe fn stream_write_value_64(stream: CUstream, addr: CUdeviceptr, value: u64, _flags: c_uint) -> CUresult {
+    unsafe { write_value(stream, addr, value) }
+}
+pub unsafe fn stream_batch_mem_op(stream: CUstream, _count: c_uint, _params: *mut BatchMemOpParams, _flags: c_uint) -> CUresult {
+    check_stream(stream)
+}
+
+// ---- Events -----------------------------------------------------------------------------
+
+pub unsafe fn event_create(event: *mut CUevent, _flags: c_uint) -> CUresult {
+    new_object(event, Object::Event)
+}
+pub unsafe fn event_record(event: CUevent, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => check(event, |o| matches!(o, Object::Event)),
+        e => e,
+    }
+}
+pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: c_uint) -> CUresult {
+    unsafe { event_record(event, stream) }
+}
+pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
+    check(event, |o| matches!(o, Object::Event))
+}
+pub unsafe fn event_query(event: CUevent) -> CUresult {
+    check(event, |o| matches!(o, Object::Event))
+}
+pub unsafe fn event_destroy(event: CUevent) -> CUresult {
+    match state().objects.remove(&(event as usize)) {
+        Some(Object::Event) => OK,
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+
+// ---- Graphs -----------------------------------------------------------------------------
+
+fn instantiate(exec: *mut CUgraphExec, graph: CUgraph) -> CUresult {
+    match check(graph, |o| matches!(o, Object::Graph)) {
+        OK => new_object(exec, Object::GraphExec),
+        e => e,
+    }
+}
+pub unsafe fn graph_instantiate(exec: *mut CUgraphExec, graph: CUgraph, _en: *mut CUgraphNode, _log: *mut c_char, _size: usize) -> CUresult {
+    instantiate(exec, graph)
+}
+pub unsafe fn graph_instantiate_with_flags(exec: *mut CUgraphExec, graph: CUgraph, _flags: u64) -> CUresult {
+    instantiate(exec, graph)
+}
+pub unsafe fn graph_instantiate_with_params(exec: *mut CUgraphExec, graph: CUgraph, _params: *mut c_void) -> CUresult {
+    instantiate(exec, graph)
+}
+pub unsafe fn graph_launch(exec: CUgraphExec, stream: CUstream) -> CUresult {
+    match check(exec, |o| matches!(o, Object::GraphExec)) {
+        OK => check_stream(stream),
+        e => e,
+    }
+}
+pub unsafe fn graph_exec_destroy(exec: CUgraphExec) -> CUresult {
+    check(exec, |o| matches!(o, Object::GraphExec))
+}
+pub unsafe fn graph_destroy(graph: CUgraph) -> CUresult {
+    check(graph, |o| matches!(o, Object::Graph))
+}
+
+// ---- Entry points -----------------------------------------------------------------------
+
+pub unsafe fn get_proc_address(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64) -> CUresult {
+    unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, core::ptr::null_mut()) }
+}
+pub unsafe fn get_proc_address_v2(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64, symbol_status: *mut u32) -> CUresult {
+    unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, symbol_status) }
+}
+
+/// Whether `ptr` is stand-in memory of the given kind.
+pub fn memory_kind(ptr: u64) -> Option<MemoryKind> {
+    let s = state();
+    s.allocations.range(..=ptr).next_back().and_then(|(&base, a)| (ptr < base + a.size.max(1)).then_some(a.kind))
+}

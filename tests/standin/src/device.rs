@@ -1,0 +1,207 @@
+//! The stand-in's state: memory, handles and the calling thread's context.
+//!
+//! Device memory is a range of real, readable and writable host address space, reserved
+//! once, so that copies and memsets can move real bytes and programs can check their
+//! results. Allocations are handed out from it with per-size free lists, so that freed
+//! addresses come back, as they do from the real driver's pools. Handles (contexts,
+//! streams, events, modules, kernels, graphs) are distinct addresses that never point at
+//! anything.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::ptx::Entry;
+
+/// Bytes of address space reserved for device memory.
+const ARENA_BYTES: usize = 16 << 30;
+/// Allocation granularity, as the driver's small allocations.
+const ALIGN: u64 = 256;
+/// First handle value; handles step by 16 from here.
+const FIRST_HANDLE: usize = 0x5eed_0000_0000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    Device,
+    Host,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Allocation {
+    pub size: u64,
+    pub kind: MemoryKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum Object {
+    Context { device: i32 },
+    Stream { ctx: usize, flags: u32, priority: i32, capturing: bool },
+    Event,
+    Module { functions: HashMap<String, Entry> },
+    Library { kernels: HashMap<String, Entry> },
+    /// A `CUfunction`. `kernel`: the `CUkernel` it came from, if any.
+    Function { entry: Entry, kernel: Option<usize> },
+    /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
+    Kernel { entry: Entry },
+    Graph,
+    GraphExec,
+    MemHandle { size: u64 },
+}
+
+pub struct State {
+    arena_base: u64,
+    next: u64,
+    free: HashMap<u64, Vec<u64>>,
+    pub allocations: BTreeMap<u64, Allocation>,
+    pub objects: HashMap<usize, Object>,
+    next_handle: usize,
+    primary: HashMap<i32, usize>,
+}
+
+pub fn state() -> MutexGuard<'static, State> {
+    static STATE: OnceLock<Mutex<State>> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
+            let base = unsafe {
+                libc::mmap(
+                    core::ptr::null_mut(),
+                    ARENA_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            assert!(base != libc::MAP_FAILED, "stand-in: cannot reserve device memory");
+            Mutex::new(State {
+                arena_base: base as u64,
+                next: base as u64,
+                free: HashMap::new(),
+                allocations: BTreeMap::new(),
+                objects: HashMap::new(),
+                next_handle: FIRST_HANDLE,
+                primary: HashMap::new(),
+            })
+        })
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many devices the stand-in has (`STANDIN_DEVICES`, default 2).
+pub fn device_count() -> i32 {
+    std::env::var("STANDIN_DEVICES").ok().and_then(|n| n.parse().ok()).unwrap_or(2)
+}
+
+impl State {
+    pub fn new_handle(&mut self, object: Object) -> usize {
+        let handle = self.next_handle;
+        self.next_handle += 16;
+        self.objects.insert(handle, object);
+        handle
+    }
+
+    /// Device memory of `size` bytes; a freed block of the same rounded size comes back first.
+    pub fn alloc_device(&mut self, size: u64) -> Option<u64> {
+        let rounded = size.max(1).div_ceil(ALIGN) * ALIGN;
+        let addr = match self.free.get_mut(&rounded).and_then(Vec::pop) {
+            Some(addr) => addr,
+            None => {
+                if self.next + rounded > self.arena_base + ARENA_BYTES as u64 {
+                    return None;
+                }
+                let addr = self.next;
+                self.next += rounded;
+                addr
+            }
+        };
+        self.allocations.insert(addr, Allocation { size, kind: MemoryKind::Device });
+        Some(addr)
+    }
+
+    pub fn free_device(&mut self, addr: u64) -> bool {
+        match self.allocations.get(&addr) {
+            Some(a) if a.kind == MemoryKind::Device => {
+                let rounded = a.size.max(1).div_ceil(ALIGN) * ALIGN;
+                self.allocations.remove(&addr);
+                self.free.entry(rounded).or_default().push(addr);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Host memory (pinned, as far as a program can tell).
+    pub fn alloc_host(&mut self, size: u64) -> Option<u64> {
+        // SAFETY: plain allocation, freed in free_host.
+        let p = unsafe { libc::aligned_alloc(4096, size.max(1).div_ceil(4096) as usize * 4096) };
+        if p.is_null() {
+            return None;
+        }
+        self.allocations.insert(p as u64, Allocation { size, kind: MemoryKind::Host });
+        Some(p as u64)
+    }
+
+    pub fn free_host(&mut self, addr: u64) -> bool {
+        match self.allocations.get(&addr) {
+            Some(a) if a.kind == MemoryKind::Host => {
+                self.allocations.remove(&addr);
+                // SAFETY: allocated by alloc_host.
+                unsafe { libc::free(addr as *mut libc::c_void) };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `[addr, addr + len)` lies inside one allocation.
+    pub fn is_allocated(&self, addr: u64, len: u64) -> bool {
+        self.allocations
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&base, a)| addr + len <= base + a.size.max(1))
+    }
+
+    pub fn primary_context(&mut self, device: i32) -> usize {
+        if let Some(&ctx) = self.primary.get(&device) {
+            return ctx;
+        }
+        let ctx = self.new_handle(Object::Context { device });
+        self.primary.insert(device, ctx);
+        ctx
+    }
+
+    pub fn device_of(&self, ctx: usize) -> Option<i32> {
+        match self.objects.get(&ctx) {
+            Some(Object::Context { device }) => Some(*device),
+            _ => None,
+        }
+    }
+}
+
+thread_local! {
+    /// The calling thread's context stack; the top is current.
+    static CONTEXTS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+pub fn current_context() -> usize {
+    CONTEXTS.with(|s| s.borrow().last().copied().unwrap_or(0))
+}
+
+pub fn set_current_context(ctx: usize) {
+    CONTEXTS.with(|s| {
+        let mut s = s.borrow_mut();
+        s.pop();
+        if ctx != 0 {
+            s.push(ctx);
+        }
+    });
+}
+
+pub fn push_context(ctx: usize) {
+    CONTEXTS.with(|s| s.borrow_mut().push(ctx));
+}
+
+pub fn pop_context() -> usize {
+    CONTEXTS.with(|s| s.borrow_mut().pop().unwrap_or(0))
+}

@@ -1,0 +1,193 @@
+//! Driver functions outside the hooked table that programs and the shim call: current
+//! context, devices, kernel parameter layouts and names, stream properties, error strings.
+//! Like the table's entry points they are logged and can be made to fail.
+//!
+//! Kernel queries behave as observed on driver 580: `cuFuncGet*` on a `CUkernel` handle and
+//! `cuKernelGet*` on a `CUfunction` fail with CUDA_ERROR_INVALID_HANDLE, and an index past
+//! the last parameter gives CUDA_ERROR_INVALID_VALUE.
+
+use core::ffi::CStr;
+use std::ffi::CString;
+
+use streamsan_driver_api::*;
+
+use crate::device::{self, state, MemoryKind, Object};
+use crate::ptx::Entry;
+
+const OK: CUresult = CUDA_SUCCESS;
+
+unsafe fn put<T>(out: *mut T, value: T) -> CUresult {
+    if out.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller's out-parameter.
+    unsafe { out.write(value) };
+    OK
+}
+
+fn function_entry(f: usize) -> Option<Entry> {
+    match state().objects.get(&f) {
+        Some(Object::Function { entry, .. }) => Some(entry.clone()),
+        _ => None,
+    }
+}
+
+fn kernel_entry(k: usize) -> Option<Entry> {
+    match state().objects.get(&k) {
+        Some(Object::Kernel { entry }) => Some(entry.clone()),
+        _ => None,
+    }
+}
+
+unsafe fn param_info(entry: Option<Entry>, index: usize, offset: *mut usize, size: *mut usize) -> CUresult {
+    let Some(entry) = entry else { return CUDA_ERROR_INVALID_HANDLE };
+    let Some(param) = entry.params.get(index) else { return CUDA_ERROR_INVALID_VALUE };
+    unsafe {
+        let _ = put(offset, param.offset);
+        put(size, param.size)
+    }
+}
+
+unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
+    let Some(entry) = entry else { return CUDA_ERROR_INVALID_HANDLE };
+    // The driver's names live as long as the module: leaking one per query is the stand-in's version.
+    let name = CString::new(entry.name).unwrap_or_default().into_raw();
+    unsafe { put(out, name.cast_const()) }
+}
+
+fn stream_property(stream: CUstream) -> Option<(usize, u32, i32)> {
+    match state().objects.get(&(stream as usize)) {
+        Some(Object::Stream { ctx, flags, priority, .. }) => Some((*ctx, *flags, *priority)),
+        _ => None,
+    }
+}
+
+const ERROR_NAMES: &[(CUresult, &CStr)] = &[
+    (0, c"CUDA_SUCCESS"),
+    (1, c"CUDA_ERROR_INVALID_VALUE"),
+    (2, c"CUDA_ERROR_OUT_OF_MEMORY"),
+    (3, c"CUDA_ERROR_NOT_INITIALIZED"),
+    (101, c"CUDA_ERROR_INVALID_DEVICE"),
+    (201, c"CUDA_ERROR_INVALID_CONTEXT"),
+    (400, c"CUDA_ERROR_INVALID_HANDLE"),
+    (500, c"CUDA_ERROR_NOT_FOUND"),
+    (600, c"CUDA_ERROR_NOT_READY"),
+];
+
+macro_rules! queries {
+    ($( fn $name:ident($($arg:ident : $ty:ty),*) $body:block )*) => {
+        $(
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case, unused_unsafe)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
+                crate::log::call(stringify!($name), || vec![$((stringify!($arg), $arg.repr())),*], || unsafe { $body })
+            }
+        )*
+
+        /// Every query export, for `cuGetProcAddress`.
+        pub static QUERIES: &[(&str, crate::exports::Address)] = &[$((stringify!($name), crate::exports::Address($name as *const ()))),*];
+    };
+}
+
+queries! {
+    fn cuDriverGetVersion(version: *mut c_int) { put(version, crate::getproc::DRIVER_VERSION) }
+    fn cuDeviceGetCount(count: *mut c_int) { put(count, device::device_count()) }
+    fn cuDeviceGet(dev: *mut CUdevice, ordinal: c_int) {
+        if ordinal < 0 || ordinal >= device::device_count() { 101 } else { put(dev, ordinal) }
+    }
+    fn cuDeviceGetAttribute(value: *mut c_int, attribute: u32, dev: CUdevice) {
+        let _ = (attribute, dev);
+        // Every capability the stand-in is asked about is present, memory pools included.
+        put(value, 1)
+    }
+    fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) {
+        let text = format!("streamsan stand-in {dev}\0");
+        if name.is_null() || len <= 0 { return CUDA_ERROR_INVALID_VALUE; }
+        let n = text.len().min(len as usize);
+        core::ptr::copy_nonoverlapping(text.as_ptr(), name.cast(), n);
+        *name.add(n - 1) = 0;
+        OK
+    }
+    fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) { let _ = dev; put(bytes, 16 << 30) }
+    fn cuDeviceCanAccessPeer(can: *mut c_int, dev: CUdevice, peer: CUdevice) { let _ = (dev, peer); put(can, 1) }
+    fn cuCtxEnablePeerAccess(ctx: CUcontext, flags: c_uint) { let _ = (ctx, flags); OK }
+    fn cuCtxGetCurrent(pctx: *mut CUcontext) { put(pctx, device::current_context() as CUcontext) }
+    fn cuCtxSetCurrent(ctx: CUcontext) { device::set_current_context(ctx as usize); OK }
+    fn cuCtxPushCurrent_v2(ctx: CUcontext) { device::push_context(ctx as usize); OK }
+    fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) {
+        let ctx = device::pop_context();
+        if !pctx.is_null() { *pctx = ctx as CUcontext; }
+        OK
+    }
+    fn cuCtxGetDevice(dev: *mut CUdevice) {
+        match state().device_of(device::current_context()) {
+            Some(d) => put(dev, d),
+            None => CUDA_ERROR_INVALID_CONTEXT,
+        }
+    }
+    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) {
+        if !least.is_null() { *least = 0; }
+        if !greatest.is_null() { *greatest = -5; }
+        OK
+    }
+    fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) {
+        let _ = put(free, 8 << 30);
+        put(total, 16 << 30)
+    }
+    fn cuPointerGetAttribute(data: *mut c_void, attribute: u32, ptr: CUdeviceptr) {
+        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) is the one asked about.
+        match (attribute, crate::behaviour::memory_kind(ptr)) {
+            (2, Some(MemoryKind::Device)) => put(data.cast::<u32>(), CU_MEMORYTYPE_DEVICE),
+            (2, Some(MemoryKind::Host)) => put(data.cast::<u32>(), CU_MEMORYTYPE_HOST),
+            _ => CUDA_ERROR_INVALID_VALUE,
+        }
+    }
+    fn cuFuncGetParamInfo(func: CUfunction, index: usize, offset: *mut usize, size: *mut usize) {
+        param_info(function_entry(func as usize), index, offset, size)
+    }
+    fn cuKernelGetParamInfo(kernel: CUkernel, index: usize, offset: *mut usize, size: *mut usize) {
+        param_info(kernel_entry(kernel as usize), index, offset, size)
+    }
+    fn cuFuncGetName(name: *mut *const c_char, func: CUfunction) { name_of(function_entry(func as usize), name) }
+    fn cuKernelGetName(name: *mut *const c_char, kernel: CUkernel) { name_of(kernel_entry(kernel as usize), name) }
+    fn cuStreamGetCtx(stream: CUstream, pctx: *mut CUcontext) {
+        match stream as usize {
+            0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD => put(pctx, device::current_context() as CUcontext),
+            _ => match stream_property(stream) {
+                Some((ctx, _, _)) => put(pctx, ctx as CUcontext),
+                None => CUDA_ERROR_INVALID_HANDLE,
+            },
+        }
+    }
+    fn cuStreamGetFlags(stream: CUstream, flags: *mut c_uint) {
+        match stream as usize {
+            0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD => put(flags, 0),
+            _ => match stream_property(stream) {
+                Some((_, f, _)) => put(flags, f),
+                None => CUDA_ERROR_INVALID_HANDLE,
+            },
+        }
+    }
+    fn cuStreamGetPriority(stream: CUstream, priority: *mut c_int) {
+        put(priority, stream_property(stream).map_or(0, |(_, _, p)| p))
+    }
+    fn cuStreamIsCapturing(stream: CUstream, status: *mut u32) {
+        let capturing = matches!(state().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
+        put(status, capturing as u32)
+    }
+    fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
+    fn cuModuleUnload(module: CUmodule) { let _ = module; OK }
+    fn cuLibraryUnload(library: CUlibrary) { let _ = library; OK }
+    fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
+        match ERROR_NAMES.iter().find(|(c, _)| *c == code) {
+            Some((_, name)) => put(out, name.as_ptr()),
+            None => CUDA_ERROR_INVALID_VALUE,
+        }
+    }
+    fn cuGetErrorString(code: CUresult, out: *mut *const c_char) {
+        match ERROR_NAMES.iter().find(|(c, _)| *c == code) {
+            Some((_, name)) => put(out, name.as_ptr()),
+            None => CUDA_ERROR_INVALID_VALUE,
+        }
+    }
+}
