@@ -287,3 +287,24 @@ fn without_a_driver_the_program_fails_as_it_would_alone() {
     assert_eq!(extra.len(), 1, "{extra:?}");
     assert!(extra[0].starts_with("streamsan: ") && extra[0].contains("driver"), "{extra:?}");
 }
+
+#[test]
+fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
+    let link = link_cuda();
+    let exe = compile_c("road_linked", &link.iter().map(String::as_str).collect::<Vec<_>>());
+    let standin = artifacts().join("libcuda_standin.so").display().to_string();
+    let named = run_with(&exe, &["2"], RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", standin)], ..Default::default() });
+    named.assert_success();
+    assert_eq!(named.intercepted("cuLaunchKernel"), 2);
+    assert!(!named.stderr().contains("STREAMSAN_REAL_LIBCUDA"), "{}", named.stderr());
+
+    let missing = run_with(&exe, &["2"], RunOptions {
+        env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())],
+        ..Default::default()
+    });
+    missing.assert_success();
+    assert_eq!(missing.intercepted("cuLaunchKernel"), 2);
+    let lines: Vec<String> = missing.stderr().lines().filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA")).map(String::from).collect();
+    assert_eq!(lines.len(), 1, "{}", missing.stderr());
+    assert!(lines[0].starts_with("streamsan: cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA=/nonexistent"));
+}

@@ -52,16 +52,44 @@ pub fn lookup_in(handle: *mut c_void, name: &CStr) -> *mut c_void {
 static LIBRARY: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 static LOAD_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// The path streamsan loads the real driver from.
-pub fn library_path() -> CString {
-    std::env::var_os("STREAMSAN_REAL_LIBCUDA")
-        .and_then(|p| CString::new(p.into_encoded_bytes()).ok())
-        .unwrap_or_else(|| c"libcuda.so.1".to_owned())
+/// The default name of the real driver.
+const DRIVER: &CStr = c"libcuda.so.1";
+
+/// `dlopen`s `path`; on failure, the loader's message.
+fn open(path: &CStr) -> Result<*mut c_void, String> {
+    // SAFETY: a NUL-terminated path. RTLD_LOCAL: the driver adds nothing to the global
+    // scope that the program did not ask for; a program that links or opens libcuda.so.1
+    // itself gets this same object back.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if !handle.is_null() {
+        return Ok(handle);
+    }
+    // SAFETY: dlerror returns a thread-local message or null.
+    let why = unsafe { libc::dlerror() };
+    Err(if why.is_null() {
+        String::from("unknown error")
+    } else {
+        unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
+    })
+}
+
+/// Opens the driver named by `STREAMSAN_REAL_LIBCUDA`, falling back to `libcuda.so.1`
+/// (with one line on stderr) if that cannot be opened.
+fn open_driver() -> Result<*mut c_void, String> {
+    if let Some(path) = std::env::var_os("STREAMSAN_REAL_LIBCUDA") {
+        let shown = path.to_string_lossy().into_owned();
+        match CString::new(path.into_encoded_bytes()).map_err(|e| e.to_string()).and_then(|p| open(&p)) {
+            Ok(handle) => return Ok(handle),
+            Err(why) => crate::diag::warn(&format!(
+                "cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA={shown} ({why}); using libcuda.so.1"
+            )),
+        }
+    }
+    open(DRIVER)
 }
 
 /// The real driver's handle, opening it on first use. `None`, with one line on stderr,
-/// if it cannot be opened: the program then gets the driver's "not initialized" error
-/// from every hooked call it could only have reached through the shim.
+/// if it cannot be opened.
 pub fn library() -> Option<*mut c_void> {
     let handle = LIBRARY.load(Ordering::Acquire);
     if !handle.is_null() {
@@ -70,26 +98,17 @@ pub fn library() -> Option<*mut c_void> {
     if LOAD_FAILED.load(Ordering::Relaxed) {
         return None;
     }
-    let path = library_path();
-    // SAFETY: a NUL-terminated path. RTLD_LOCAL: the driver adds nothing to the global
-    // scope that the program did not ask for; a program that links or opens libcuda.so.1
-    // itself gets this same object back.
-    let opened = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if opened.is_null() {
-        if !LOAD_FAILED.swap(true, Ordering::Relaxed) {
-            // SAFETY: dlerror returns a thread-local message or null.
-            let why = unsafe { libc::dlerror() };
-            let why = if why.is_null() {
-                String::from("unknown error")
-            } else {
-                unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
-            };
-            crate::diag::warn(&format!(
-                "cannot load the CUDA driver ({why}); CUDA calls fail as they would without a driver, and no race is detected"
-            ));
+    let opened = match open_driver() {
+        Ok(handle) => handle,
+        Err(why) => {
+            if !LOAD_FAILED.swap(true, Ordering::Relaxed) {
+                crate::diag::warn(&format!(
+                    "cannot load the CUDA driver ({why}); CUDA calls fail as they would without a driver, and no race is detected"
+                ));
+            }
+            return None;
         }
-        return None;
-    }
+    };
     match LIBRARY.compare_exchange(core::ptr::null_mut(), opened, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Some(opened),
         Err(winner) => {
