@@ -6,5 +6,6 @@
 //! here.
 
 pub mod launch;
+pub mod model;
 pub mod options;
 pub mod report;

@@ -1,0 +1,86 @@
+//! The vocabulary in which the shim describes an intercepted call to the model.
+
+use super::clock::Epoch;
+
+/// A call site: an index into the shim's stack depot (0: unknown).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
+
+/// A host thread, numbered by the shim from 1 in the order threads first call the driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadId(pub u32);
+
+/// A kernel name interned by [`crate::model::Model::kernel_id`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelId(pub u32);
+
+/// Who issued a call, and where from.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin {
+    /// The exported name the program called, e.g. `cuMemcpyHtoDAsync_v2_ptsz`.
+    pub api: &'static str,
+    pub thread: ThreadId,
+    pub site: StackId,
+}
+
+/// How an operation touches memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Read,
+    Write,
+    /// A kernel's pointer that is not declared pointer-to-const: it may write.
+    ReadWrite,
+}
+
+impl Mode {
+    pub fn writes(self) -> bool {
+        !matches!(self, Mode::Read)
+    }
+}
+
+/// One memory access of an operation: `len` bytes at `addr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub addr: u64,
+    pub len: u64,
+    pub mode: Mode,
+    /// Whether an address in freed memory is certainly a use of it. False for a word inside
+    /// a by-value kernel parameter, which may be a stale field the kernel never follows.
+    pub exact: bool,
+}
+
+impl Access {
+    pub fn new(addr: u64, len: u64, mode: Mode) -> Access {
+        Access { addr, len, mode, exact: true }
+    }
+}
+
+/// What the model keeps of an operation so that a report can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpRecord {
+    pub api: &'static str,
+    pub kernel: Option<KernelId>,
+    /// Its epoch; the slot says which stream (or graph lane) it ran on.
+    pub epoch: Epoch,
+    pub thread: ThreadId,
+    pub site: StackId,
+}
+
+impl OpRecord {
+    pub fn new(origin: &Origin, kernel: Option<KernelId>, epoch: Epoch) -> OpRecord {
+        OpRecord { api: origin.api, kernel, epoch, thread: origin.thread, site: origin.site }
+    }
+}
+
+/// How a synchronous call orders the host (SEMANTICS.md, "Synchronous copies and memsets").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostEffect {
+    /// Asynchronous: the host does not wait.
+    #[default]
+    None,
+    /// The stream's earlier work completes before the call starts (a copy from pageable
+    /// host memory), but the call may return before the operation itself completes.
+    WaitsForEarlierWork,
+    /// The host waits for the operation itself.
+    WaitsForOperation,
+}

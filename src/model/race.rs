@@ -1,0 +1,218 @@
+//! What the model finds: races, counted once per pair of call sites, and notes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::buffers::{Buffer, MemoryKind};
+use super::op::{Mode, OpRecord, StackId};
+
+/// The four kinds of race (SEMANTICS.md, "Buffers and accesses").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RaceKind {
+    /// An access not ordered after the stream-ordered allocation of its buffer.
+    UseBeforeAlloc,
+    /// An access to the bytes of a freed buffer.
+    UseAfterFree,
+    /// A free not ordered after an access to the buffer.
+    FreeRace,
+    /// Two accesses to the same bytes, at least one a write, neither ordered first.
+    CrossStream,
+}
+
+impl RaceKind {
+    pub const ALL: [RaceKind; 4] =
+        [RaceKind::UseBeforeAlloc, RaceKind::UseAfterFree, RaceKind::FreeRace, RaceKind::CrossStream];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            RaceKind::UseBeforeAlloc => "use-before-alloc",
+            RaceKind::UseAfterFree => "use-after-free",
+            RaceKind::FreeRace => "free-race",
+            RaceKind::CrossStream => "cross-stream-race",
+        }
+    }
+
+    pub fn from_label(label: &str) -> Option<RaceKind> {
+        RaceKind::ALL.into_iter().find(|k| k.label() == label)
+    }
+}
+
+/// Which accesses a cross-stream race is between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hazard {
+    ReadAfterWrite,
+    WriteAfterRead,
+    WriteAfterWrite,
+}
+
+impl Hazard {
+    pub fn between(first: Mode, second: Mode) -> Hazard {
+        match (first.writes(), second.writes()) {
+            (true, false) => Hazard::ReadAfterWrite,
+            (false, true) => Hazard::WriteAfterRead,
+            _ => Hazard::WriteAfterWrite,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Hazard::ReadAfterWrite => "RAW",
+            Hazard::WriteAfterRead => "WAR",
+            Hazard::WriteAfterWrite => "WAW",
+        }
+    }
+}
+
+/// What an operation did to the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Alloc,
+    Free,
+    Access { mode: Mode, lo: u64, hi: u64 },
+}
+
+/// One of the two operations of a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Side {
+    pub op: OpRecord,
+    pub action: Action,
+}
+
+/// The buffer a race is on, as it was when the race was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferFacts {
+    pub id: u64,
+    pub base: u64,
+    pub size: u64,
+    pub kind: MemoryKind,
+    pub alloc: OpRecord,
+}
+
+impl BufferFacts {
+    pub fn of(buffer: &Buffer) -> BufferFacts {
+        BufferFacts { id: buffer.id, base: buffer.base, size: buffer.size, kind: buffer.kind, alloc: buffer.alloc }
+    }
+}
+
+/// A race: `first` came earlier in issue order; `second` is the operation that exposed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Race {
+    pub kind: RaceKind,
+    pub hazard: Option<Hazard>,
+    pub buffer: BufferFacts,
+    pub first: Side,
+    pub second: Side,
+}
+
+impl Race {
+    /// Races with the same key are one entry of the report.
+    fn key(&self) -> RaceKey {
+        RaceKey {
+            kind: self.kind,
+            hazard: self.hazard,
+            first: (self.first.op.site, self.first.op.api, self.first.op.kernel.map(|k| k.0)),
+            second: (self.second.op.site, self.second.op.api, self.second.op.kernel.map(|k| k.0)),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct RaceKey {
+    kind: RaceKind,
+    hazard: Option<Hazard>,
+    first: (StackId, &'static str, Option<u32>),
+    second: (StackId, &'static str, Option<u32>),
+}
+
+/// A race of the report: its first occurrence and how many times it occurred.
+#[derive(Clone, Copy, Debug)]
+pub struct RaceEntry {
+    pub race: Race,
+    pub count: u64,
+}
+
+/// Every race found, deduplicated.
+#[derive(Default)]
+pub struct Races {
+    inner: Mutex<(HashMap<RaceKey, usize>, Vec<RaceEntry>)>,
+}
+
+impl Races {
+    /// Counts `race`; returns whether it is new.
+    pub fn add(&self, race: Race) -> bool {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (index, list) = &mut *inner;
+        match index.get(&race.key()) {
+            Some(&i) => {
+                list[i].count += 1;
+                false
+            }
+            None => {
+                index.insert(race.key(), list.len());
+                list.push(RaceEntry { race, count: 1 });
+                true
+            }
+        }
+    }
+
+    pub fn entries(&self) -> Vec<RaceEntry> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+    }
+}
+
+/// Things worth telling that are not races.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NoteKind {
+    /// `cuStreamWaitEvent` on an event never recorded: a no-op (legal, common in a
+    /// pipeline's first round).
+    WaitOnUnrecordedEvent,
+    /// A graph launch streamsan could not follow (not captured through the hooks): its work
+    /// is not checked, and no race is reported for it.
+    GraphNotFollowed,
+    /// A stream or event destroyed while work on it had not completed as far as the host
+    /// knew (legal: CUDA releases it when the work is done).
+    DestroyedWhilePending,
+}
+
+impl NoteKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            NoteKind::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
+            NoteKind::GraphNotFollowed => "graph-not-followed",
+            NoteKind::DestroyedWhilePending => "destroyed-while-pending",
+        }
+    }
+}
+
+/// A note: counted once per (kind, call site).
+#[derive(Clone, Debug)]
+pub struct Note {
+    pub kind: NoteKind,
+    pub op: OpRecord,
+    /// What the note is about, e.g. the event handle.
+    pub subject: u64,
+    pub count: u64,
+}
+
+#[derive(Default)]
+pub struct Notes {
+    inner: Mutex<(HashMap<(NoteKind, StackId, &'static str), usize>, Vec<Note>)>,
+}
+
+impl Notes {
+    pub fn add(&self, kind: NoteKind, op: OpRecord, subject: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (index, list) = &mut *inner;
+        match index.get(&(kind, op.site, op.api)) {
+            Some(&i) => list[i].count += 1,
+            None => {
+                index.insert((kind, op.site, op.api), list.len());
+                list.push(Note { kind, op, subject, count: 1 });
+            }
+        }
+    }
+
+    pub fn entries(&self) -> Vec<Note> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+    }
+}

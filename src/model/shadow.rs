@@ -1,0 +1,166 @@
+//! The access history of one buffer: which operations last wrote and read which bytes.
+//!
+//! As in FastTrack, a write supersedes every earlier access to its bytes, and a read
+//! supersedes only the reads it is ordered after; reads that are concurrent with each
+//! other are kept side by side (one per stream, in effect). Unlike FastTrack, records
+//! carry byte ranges: copies and memsets know exactly what they touch, and a kernel's
+//! pointer is taken as the single byte it names (SEMANTICS.md, "Buffers and accesses").
+//!
+//! Dropping a read that happens before a newer read of the same bytes loses no race: any
+//! later write unordered with the old read is unordered with the new one too.
+
+use super::clock::VectorClock;
+use super::op::{Mode, OpRecord};
+
+/// Records kept per buffer before the oldest are forgotten (possibly missing a race,
+/// never inventing one).
+pub const MAX_RECORDS: usize = 32;
+
+/// One access in the history: bytes `[lo, hi)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub lo: u64,
+    pub hi: u64,
+    pub mode: Mode,
+    pub op: OpRecord,
+}
+
+impl Record {
+    fn overlaps(&self, lo: u64, hi: u64) -> bool {
+        self.lo < hi && lo < self.hi
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Shadow {
+    records: Vec<Record>,
+}
+
+impl Shadow {
+    /// Every record that conflicts with an access of `[lo, hi)` by an operation whose clock
+    /// is `clock`: overlapping, at least one of the two writes, and not ordered before it.
+    pub fn conflicts<'a>(
+        &'a self,
+        lo: u64,
+        hi: u64,
+        writes: bool,
+        clock: &'a VectorClock,
+    ) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records.iter().filter(move |r| {
+            r.overlaps(lo, hi) && (writes || r.mode.writes()) && !r.op.epoch.happens_before(clock)
+        })
+    }
+
+    /// Every record not ordered before `clock` (what a free must wait for).
+    pub fn unordered<'a>(&'a self, clock: &'a VectorClock) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records.iter().filter(move |r| !r.op.epoch.happens_before(clock))
+    }
+
+    /// Adds an access by an operation whose clock is `clock`, dropping what it supersedes.
+    pub fn record(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord, clock: &VectorClock) {
+        if mode.writes() {
+            // A write supersedes every earlier access to its bytes: keep only the parts of
+            // records outside [lo, hi).
+            let mut kept = Vec::with_capacity(self.records.len() + 1);
+            for r in self.records.drain(..) {
+                if !r.overlaps(lo, hi) {
+                    kept.push(r);
+                    continue;
+                }
+                if r.lo < lo {
+                    kept.push(Record { hi: lo, ..r });
+                }
+                if hi < r.hi {
+                    kept.push(Record { lo: hi, ..r });
+                }
+            }
+            self.records = kept;
+        } else {
+            // A read supersedes reads of the same or fewer bytes that are ordered before it.
+            self.records.retain(|r| {
+                r.mode.writes() || !(lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock))
+            });
+        }
+        self.records.push(Record { lo, hi, mode, op });
+        if self.records.len() > MAX_RECORDS {
+            self.records.remove(0);
+        }
+    }
+
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    pub fn clear(&mut self) {
+        self.records.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::clock::Epoch;
+    use crate::model::op::{StackId, ThreadId};
+
+    fn op(slot: u32, time: u32) -> OpRecord {
+        OpRecord { api: "test", kernel: None, epoch: Epoch::new(slot, time), thread: ThreadId(1), site: StackId(0) }
+    }
+
+    fn clock(entries: &[(u32, u32)]) -> VectorClock {
+        let mut c = VectorClock::new();
+        for &(s, t) in entries {
+            c.set(s, t);
+        }
+        c
+    }
+
+    #[test]
+    fn unordered_write_then_read_conflicts() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        let reader = clock(&[(2, 1)]);
+        assert_eq!(s.conflicts(4, 5, false, &reader).count(), 1);
+        assert_eq!(s.conflicts(8, 9, false, &reader).count(), 0, "disjoint bytes");
+        let ordered = clock(&[(1, 1), (2, 1)]);
+        assert_eq!(s.conflicts(4, 5, false, &ordered).count(), 0);
+    }
+
+    #[test]
+    fn concurrent_reads_do_not_conflict_but_are_kept() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        assert_eq!(s.records().len(), 2);
+        // A write ordered after only one of the reads conflicts with the other.
+        let writer = clock(&[(1, 1), (3, 1)]);
+        let conflicts: Vec<_> = s.conflicts(0, 8, true, &writer).collect();
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].op.epoch.slot, 2);
+    }
+
+    #[test]
+    fn an_ordered_read_supersedes_older_reads() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
+        assert_eq!(s.records().len(), 1);
+    }
+
+    #[test]
+    fn a_write_trims_what_it_overwrites() {
+        let mut s = Shadow::default();
+        s.record(0, 100, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(40, 60, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.mode)).collect();
+        assert_eq!(ranges, vec![(0, 40, Mode::Read), (60, 100, Mode::Read), (40, 60, Mode::Write)]);
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut s = Shadow::default();
+        for i in 0..(MAX_RECORDS as u64 + 10) {
+            s.record(i, i + 1, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
+        }
+        assert_eq!(s.records().len(), MAX_RECORDS);
+    }
+}

@@ -1,0 +1,356 @@
+//! Streams and contexts, and the slots of the vector clocks.
+//!
+//! Each context has one legacy default stream; each (context, host thread) its per-thread
+//! default stream; every other stream is named by its handle. A stream owns a slot and a
+//! clock behind its own lock. The legacy stream's implicit synchronization with blocking
+//! streams (SEMANTICS.md, "Default streams") is applied when an operation is issued, by
+//! joining clocks that changed since the last time (each stream counts its changes in
+//! `version`), without ever holding two stream locks at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use dashmap::DashMap;
+
+use super::capture::CaptureLane;
+use super::clock::{Slot, VectorClock, HOST};
+use super::op::{StackId, ThreadId};
+
+/// How the shim names a stream: a handle, or the default stream of an entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamRef {
+    /// The legacy default stream of a context (handle 0 in a legacy entry point, or
+    /// `CU_STREAM_LEGACY`).
+    Legacy { ctx: u64 },
+    /// A thread's per-thread default stream (handle 0 in a `_ptsz`/`_ptds` entry point, or
+    /// `CU_STREAM_PER_THREAD`).
+    PerThread { ctx: u64, thread: ThreadId },
+    /// A created stream.
+    Handle(u64),
+}
+
+/// How a stream synchronizes with the legacy default stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    LegacyDefault,
+    PerThreadDefault,
+    /// Created without `CU_STREAM_NON_BLOCKING`: synchronizes with the legacy stream.
+    Blocking,
+    NonBlocking,
+}
+
+impl StreamKind {
+    /// Whether the legacy default stream synchronizes with it.
+    pub fn is_blocking(self) -> bool {
+        matches!(self, StreamKind::PerThreadDefault | StreamKind::Blocking)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            StreamKind::LegacyDefault => "legacy-default",
+            StreamKind::PerThreadDefault => "per-thread-default",
+            StreamKind::Blocking => "blocking",
+            StreamKind::NonBlocking => "non-blocking",
+        }
+    }
+}
+
+/// What the shim tells the model about a stream it did not see created.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamInfo {
+    pub ctx: u64,
+    pub non_blocking: bool,
+}
+
+/// Who a slot belongs to, for reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlotOwner {
+    Host,
+    Stream { handle: u64, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId },
+    /// A lane of an executable graph; its nodes ran on the stream of `launch_slot`.
+    GraphLane { exec: u64, launch_slot: Slot },
+}
+
+/// Hands out slots and remembers their owners.
+pub struct Slots {
+    owners: RwLock<Vec<SlotOwner>>,
+}
+
+impl Slots {
+    pub fn new() -> Slots {
+        Slots { owners: RwLock::new(vec![SlotOwner::Host]) }
+    }
+
+    pub fn allocate(&self, owner: SlotOwner) -> Slot {
+        let mut owners = self.owners.write().unwrap_or_else(|e| e.into_inner());
+        owners.push(owner);
+        (owners.len() - 1) as Slot
+    }
+
+    pub fn owner(&self, slot: Slot) -> SlotOwner {
+        let owners = self.owners.read().unwrap_or_else(|e| e.into_inner());
+        owners.get(slot as usize).cloned().unwrap_or(SlotOwner::Host)
+    }
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Slots::new()
+    }
+}
+
+/// A stream's mutable state.
+pub struct StreamState {
+    pub clock: VectorClock,
+    /// Set while the stream takes part in a graph capture.
+    pub capture: Option<CaptureLane>,
+}
+
+pub struct Stream {
+    pub slot: Slot,
+    pub kind: StreamKind,
+    pub ctx: u64,
+    pub handle: u64,
+    state: Mutex<StreamState>,
+    /// Counts changes of the clock, so that a reader can skip an unchanged one.
+    pub version: AtomicU64,
+    /// The host clock's version last joined into this stream.
+    pub host_seen: AtomicU64,
+    /// The legacy stream's version last joined (blocking streams).
+    pub legacy_seen: AtomicU64,
+    /// Whether the stream is capturing (mirrors `state.capture`, read without the lock).
+    pub capturing: AtomicBool,
+    pub destroyed: AtomicBool,
+}
+
+impl Stream {
+    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64) -> Stream {
+        Stream {
+            slot,
+            kind,
+            ctx,
+            handle,
+            state: Mutex::new(StreamState { clock: VectorClock::new(), capture: None }),
+            version: AtomicU64::new(0),
+            host_seen: AtomicU64::new(u64::MAX),
+            legacy_seen: AtomicU64::new(u64::MAX),
+            capturing: AtomicBool::new(false),
+            destroyed: AtomicBool::new(false),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Joins this stream's clock into `into`.
+    pub fn join_into(&self, into: &mut VectorClock) {
+        into.join(&self.lock().clock);
+    }
+
+    /// Marks a change of the clock (call with the lock held, after the change).
+    pub fn changed(&self) {
+        self.version.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A context: its legacy default stream and every stream created in it.
+pub struct Context {
+    pub handle: u64,
+    pub legacy: Arc<Stream>,
+    members: RwLock<Vec<Arc<Stream>>>,
+    /// The legacy stream's view: the version of each blocking stream it last joined.
+    legacy_view: Mutex<HashMap<Slot, u64>>,
+}
+
+impl Context {
+    pub fn members(&self) -> Vec<Arc<Stream>> {
+        self.members.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn add(&self, stream: Arc<Stream>) {
+        self.members.write().unwrap_or_else(|e| e.into_inner()).push(stream);
+    }
+
+    /// Forgets destroyed streams whose work the host has joined: nothing can wait for them
+    /// any more.
+    pub fn prune(&self, host: &VectorClock) {
+        self.members
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|s| !s.destroyed.load(Ordering::Relaxed) || s.lock().clock.get(s.slot) > host.get(s.slot));
+    }
+
+    /// Joins into `into` the clock of every blocking stream that changed since the legacy
+    /// stream last looked.
+    pub fn join_blocking_into(&self, into: &mut VectorClock) {
+        let mut view = self.legacy_view.lock().unwrap_or_else(|e| e.into_inner());
+        for stream in self.members().iter().filter(|s| s.kind.is_blocking()) {
+            let version = stream.version.load(Ordering::Acquire);
+            if view.get(&stream.slot) != Some(&version) {
+                stream.join_into(into);
+                view.insert(stream.slot, version);
+            }
+        }
+    }
+}
+
+/// Every stream and context the process has used.
+pub struct Streams {
+    pub slots: Slots,
+    contexts: DashMap<u64, Arc<Context>>,
+    streams: DashMap<StreamRef, Arc<Stream>>,
+}
+
+impl Streams {
+    pub fn new() -> Streams {
+        Streams { slots: Slots::new(), contexts: DashMap::new(), streams: DashMap::new() }
+    }
+
+    /// The context `ctx`, created on first use.
+    pub fn context(&self, ctx: u64) -> Arc<Context> {
+        if let Some(c) = self.contexts.get(&ctx) {
+            return c.clone();
+        }
+        self.contexts
+            .entry(ctx)
+            .or_insert_with(|| {
+                let slot = self.slots.allocate(SlotOwner::Stream {
+                    handle: 0,
+                    ctx,
+                    kind: StreamKind::LegacyDefault,
+                    created_at: StackId::default(),
+                    thread: ThreadId::default(),
+                });
+                let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0));
+                Arc::new(Context {
+                    handle: ctx,
+                    legacy: legacy.clone(),
+                    members: RwLock::new(vec![legacy]),
+                    legacy_view: Mutex::new(HashMap::new()),
+                })
+            })
+            .clone()
+    }
+
+    pub fn contexts(&self) -> Vec<Arc<Context>> {
+        self.contexts.iter().map(|c| c.value().clone()).collect()
+    }
+
+    fn register(&self, key: StreamRef, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId) -> Arc<Stream> {
+        let handle = match key {
+            StreamRef::Handle(h) => h,
+            _ => 0,
+        };
+        let slot = self.slots.allocate(SlotOwner::Stream { handle, ctx, kind, created_at, thread });
+        let stream = Arc::new(Stream::new(slot, kind, ctx, handle));
+        self.context(ctx).add(stream.clone());
+        stream
+    }
+
+    /// A stream the program just created.
+    pub fn created(&self, handle: u64, ctx: u64, non_blocking: bool, site: StackId, thread: ThreadId) -> Arc<Stream> {
+        let kind = if non_blocking { StreamKind::NonBlocking } else { StreamKind::Blocking };
+        let key = StreamRef::Handle(handle);
+        let stream = self.register(key, ctx, kind, site, thread);
+        if let Some(old) = self.streams.insert(key, stream.clone()) {
+            // The handle was reused without our seeing the old stream destroyed.
+            old.destroyed.store(true, Ordering::Relaxed);
+        }
+        stream
+    }
+
+    /// Forgets a destroyed stream's handle; its pending work still counts.
+    pub fn destroyed(&self, handle: u64) -> Option<Arc<Stream>> {
+        let (_, stream) = self.streams.remove(&StreamRef::Handle(handle))?;
+        stream.destroyed.store(true, Ordering::Relaxed);
+        Some(stream)
+    }
+
+    /// The stream `key` names; `describe` tells the context and flags of a stream handle
+    /// never seen created.
+    pub fn resolve(&self, key: StreamRef, describe: &dyn Fn(u64) -> Option<StreamInfo>) -> Arc<Stream> {
+        match key {
+            StreamRef::Legacy { ctx } => self.context(ctx).legacy.clone(),
+            _ => {
+                if let Some(s) = self.streams.get(&key) {
+                    return s.clone();
+                }
+                let (ctx, kind, thread) = match key {
+                    StreamRef::PerThread { ctx, thread } => (ctx, StreamKind::PerThreadDefault, thread),
+                    StreamRef::Handle(h) => {
+                        let info = describe(h).unwrap_or(StreamInfo { ctx: 0, non_blocking: false });
+                        let kind = if info.non_blocking { StreamKind::NonBlocking } else { StreamKind::Blocking };
+                        (info.ctx, kind, ThreadId::default())
+                    }
+                    StreamRef::Legacy { .. } => unreachable!(),
+                };
+                self.streams
+                    .entry(key)
+                    .or_insert_with(|| self.register(key, ctx, kind, StackId::default(), thread))
+                    .clone()
+            }
+        }
+    }
+
+    /// The streams of context `ctx` (its legacy stream first).
+    pub fn of_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
+        self.contexts.get(&ctx).map(|c| c.members()).unwrap_or_default()
+    }
+
+    /// Forgets a context and its streams (destroyed or reset).
+    pub fn remove_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
+        let Some((_, context)) = self.contexts.remove(&ctx) else { return Vec::new() };
+        self.streams.retain(|_, s| s.ctx != ctx);
+        context.members()
+    }
+}
+
+impl Default for Streams {
+    fn default() -> Self {
+        Streams::new()
+    }
+}
+
+/// The host's clock: one for the process (SEMANTICS.md, "Clocks").
+pub struct Host {
+    clock: RwLock<VectorClock>,
+    pub version: AtomicU64,
+}
+
+impl Host {
+    pub fn new() -> Host {
+        Host { clock: RwLock::new(VectorClock::new()), version: AtomicU64::new(0) }
+    }
+
+    /// `H ⊔= clock`.
+    pub fn join(&self, clock: &VectorClock) {
+        let mut h = self.clock.write().unwrap_or_else(|e| e.into_inner());
+        if h.join(clock) {
+            self.version.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Ticks the host's own component: a host-side event such as a synchronous allocation.
+    pub fn tick(&self) -> super::clock::Epoch {
+        let mut h = self.clock.write().unwrap_or_else(|e| e.into_inner());
+        let epoch = h.tick(HOST);
+        self.version.fetch_add(1, Ordering::Release);
+        epoch
+    }
+
+    pub fn join_into(&self, into: &mut VectorClock) {
+        into.join(&self.clock.read().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    pub fn snapshot(&self) -> VectorClock {
+        self.clock.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Host::new()
+    }
+}
