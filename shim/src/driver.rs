@@ -7,11 +7,11 @@
 //! driver call made from a library constructor while another thread loads the driver can
 //! neither deadlock nor recurse.
 
-use core::ffi::{c_char, c_void, CStr};
+use core::ffi::{c_char, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ffi::CString;
 
-use streamsan_driver_api::{CUresult, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED};
+use streamsan_driver_api::{CUcontext, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED};
 
 use crate::exports::{Call, Variant, VARIANTS, VARIANT_COUNT};
 
@@ -159,4 +159,46 @@ pub fn missing_function(call: &Call) -> CUresult {
         call.name()
     ));
     CUDA_ERROR_NOT_FOUND
+}
+
+/// Driver functions the shim calls for itself, to learn what the model needs: the current
+/// context, a stream's context and flags, a kernel's name and parameter layout. None of
+/// them is hooked. Each is `None` if the driver lacks it (`cuFuncGetParamInfo` is CUDA 12.4).
+pub struct Queries {
+    pub ctx_get_current: Option<unsafe extern "C" fn(*mut CUcontext) -> CUresult>,
+    pub stream_get_ctx: Option<unsafe extern "C" fn(CUstream, *mut CUcontext) -> CUresult>,
+    pub stream_get_flags: Option<unsafe extern "C" fn(CUstream, *mut c_uint) -> CUresult>,
+    pub func_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUfunction) -> CUresult>,
+    pub kernel_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUkernel) -> CUresult>,
+    pub func_get_param_info: Option<unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult>,
+    pub kernel_get_param_info: Option<unsafe extern "C" fn(CUkernel, usize, *mut usize, *mut usize) -> CUresult>,
+}
+
+/// The query functions, resolved once.
+pub fn queries() -> &'static Queries {
+    static QUERIES: std::sync::OnceLock<Queries> = std::sync::OnceLock::new();
+    fn find<F: Copy>(name: &CStr) -> Option<F> {
+        let f = lookup(name);
+        // SAFETY: F is the driver's signature for `name` (cuda.h).
+        (!f.is_null()).then(|| unsafe { core::mem::transmute_copy::<*mut c_void, F>(&f) })
+    }
+    QUERIES.get_or_init(|| Queries {
+        ctx_get_current: find(c"cuCtxGetCurrent"),
+        stream_get_ctx: find(c"cuStreamGetCtx"),
+        stream_get_flags: find(c"cuStreamGetFlags"),
+        func_get_name: find(c"cuFuncGetName"),
+        kernel_get_name: find(c"cuKernelGetName"),
+        func_get_param_info: find(c"cuFuncGetParamInfo"),
+        kernel_get_param_info: find(c"cuKernelGetParamInfo"),
+    })
+}
+
+/// The calling thread's current context (0 if none).
+pub fn current_context() -> u64 {
+    let mut ctx: CUcontext = core::ptr::null_mut();
+    if let Some(get) = queries().ctx_get_current {
+        // SAFETY: a valid out-pointer.
+        unsafe { get(&mut ctx) };
+    }
+    ctx as u64
 }

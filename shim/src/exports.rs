@@ -21,6 +21,8 @@ use crate::stats;
 /// What the shim knows about one exported name.
 pub struct VariantInfo {
     pub name: &'static CStr,
+    /// The same name, as a string.
+    pub api: &'static str,
     /// `_ptsz`/`_ptds`: handle 0 means the calling thread's per-thread default stream.
     pub per_thread: bool,
     /// The table family, e.g. `memcpy_htod` for `cuMemcpyHtoD_v2_ptds`.
@@ -48,8 +50,7 @@ impl Call {
     }
 
     pub fn name(&self) -> &'static str {
-        // The table's names are ASCII identifiers.
-        self.info().name.to_str().unwrap_or("?")
+        self.info().api
     }
 }
 
@@ -70,6 +71,7 @@ macro_rules! define_hooks {
                 VariantInfo {
                     // SAFETY: the literal ends in exactly one NUL.
                     name: unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                    api: stringify!($name),
                     per_thread: is_per_thread_name(stringify!($name)),
                     family: stringify!($family),
                     hook: $name as *const (),

@@ -20,5 +20,8 @@ pub mod driver;
 pub mod exports;
 pub mod getproc;
 pub mod hooks;
+pub mod kernels;
 pub mod runtime;
+pub mod stack;
 pub mod stats;
+pub mod thread;

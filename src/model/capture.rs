@@ -8,6 +8,7 @@
 //! stream joined with its predecessors' clocks, then ticks its lane (SEMANTICS.md, last
 //! paragraph of "Buffers and accesses").
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use dashmap::DashMap;
@@ -21,9 +22,19 @@ use super::streams::Stream;
 #[derive(Default)]
 pub struct HostCallback {
     clock: Mutex<VectorClock>,
+    /// Captured into a graph: it runs once per launch, not once.
+    captured: AtomicBool,
 }
 
 impl HostCallback {
+    pub fn captured(&self) -> bool {
+        self.captured.load(Ordering::Acquire)
+    }
+
+    pub fn mark_captured(&self) {
+        self.captured.store(true, Ordering::Release);
+    }
+
     pub fn set(&self, clock: &VectorClock) {
         self.clock.lock().unwrap_or_else(|e| e.into_inner()).assign(clock);
     }

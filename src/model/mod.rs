@@ -496,6 +496,7 @@ impl Model {
         let stream = self.stream(stream);
         let callback = Arc::new(HostCallback::default());
         if self.capture_node(&stream, || NodeKind::HostFunc(callback.clone()), origin, None) {
+            callback.mark_captured();
             return callback;
         }
         let (state, _) = self.issue(&stream);

@@ -140,6 +140,16 @@ impl Run {
         self.calls.iter().filter(|l| l.starts_with(&prefix)).count()
     }
 
+    /// Every report of the run validates against `reports/schema.json`.
+    pub fn assert_reports_match_the_schema(&self) {
+        for entry in std::fs::read_dir(&self.dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("report.") {
+                assert_matches_schema(&path);
+            }
+        }
+    }
+
     pub fn assert_success(&self) {
         assert!(
             self.output.status.success(),
@@ -191,4 +201,18 @@ pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
         .map(str::to_string)
         .collect();
     Run { output, dir, calls }
+}
+
+/// Validates a JSON file against `reports/schema.json`.
+pub fn assert_matches_schema(path: &Path) {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
+        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+    });
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let errors: Vec<String> = validator.iter_errors(&document).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
 }

@@ -2,17 +2,24 @@
 //!
 //! A handler receives the call, the real driver function and the caller's arguments; it
 //! calls the real function exactly once, with exactly those arguments, and returns its
-//! status unchanged. Around that call it tells the model what happened.
+//! status unchanged. Around that call it tells the model what happened: after a successful
+//! call for most families; before the call for frees (so that no other thread can be handed
+//! the freed address before the model knows) and for host functions (which a driver may run
+//! before the call returns).
 //!
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder.
 
+use streamsan::model::op::Origin;
+use streamsan::model::streams::StreamRef;
 use streamsan_driver_api::*;
+
+use crate::exports::Call;
+use crate::{driver, stack, thread};
 
 mod forward {
     use super::*;
-    use crate::exports::Call;
 
     macro_rules! define_forwarders {
         ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
@@ -29,8 +36,74 @@ mod forward {
     driver_api!(define_forwarders);
 }
 
+mod code;
+mod contexts;
+mod copies;
 mod entry_points;
+mod events;
+mod graphs;
+mod launches;
+mod memory;
+mod memsets;
+mod streams;
 
+pub use code::{kernel_get_function, library_get_kernel, module_get_function};
+pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
+pub use copies::{
+    memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async,
+    memcpy_atod, memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod, memcpy_dtod_async, memcpy_dtoh,
+    memcpy_dtoh_async, memcpy_htod, memcpy_htod_async, memcpy_peer, memcpy_peer_async,
+};
 pub use entry_points::{get_proc_address, get_proc_address_v2};
+pub use events::{event_destroy, event_query, event_record, event_record_with_flags, event_synchronize};
 #[allow(unused_imports)]
 pub use forward::*;
+pub use graphs::{
+    graph_destroy, graph_exec_destroy, graph_instantiate, graph_instantiate_with_flags, graph_instantiate_with_params,
+    graph_launch,
+};
+pub use launches::{launch_cooperative_kernel, launch_host_func, launch_kernel, launch_kernel_ex, stream_add_callback};
+pub use memory::{
+    mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host, mem_alloc_managed, mem_alloc_pitch, mem_free,
+    mem_free_async, mem_free_host, mem_host_alloc, mem_host_register, mem_host_unregister, mem_map, mem_unmap,
+};
+pub use memsets::{
+    memset_d16, memset_d16_async, memset_d2d16, memset_d2d16_async, memset_d2d32, memset_d2d32_async, memset_d2d8,
+    memset_d2d8_async, memset_d32, memset_d32_async, memset_d8, memset_d8_async,
+};
+pub use streams::{
+    stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create, stream_create_with_priority,
+    stream_destroy, stream_end_capture, stream_query, stream_synchronize, stream_wait_event, stream_wait_value_32,
+    stream_wait_value_64, stream_write_value_32, stream_write_value_64,
+};
+
+/// Whether the driver accepted the call.
+#[inline]
+fn ok(status: CUresult) -> bool {
+    status == CUDA_SUCCESS
+}
+
+/// The call as the model names it: entry point, thread, call site.
+fn origin(call: &Call) -> Origin {
+    Origin { api: call.name(), thread: thread::current(), site: stack::capture() }
+}
+
+/// The stream a handle names at this entry point: handle 0 is the legacy default stream,
+/// or, at a `_ptsz`/`_ptds` entry point, the calling thread's per-thread default stream.
+fn stream(call: &Call, handle: CUstream) -> StreamRef {
+    match handle as usize {
+        0 if call.per_thread() => per_thread_stream(),
+        0 | CU_STREAM_LEGACY => StreamRef::Legacy { ctx: driver::current_context() },
+        CU_STREAM_PER_THREAD => per_thread_stream(),
+        h => StreamRef::Handle(h as u64),
+    }
+}
+
+fn per_thread_stream() -> StreamRef {
+    StreamRef::PerThread { ctx: driver::current_context(), thread: thread::current() }
+}
+
+/// The stream of an entry point that takes none: the default stream it runs on.
+fn default_stream(call: &Call) -> StreamRef {
+    stream(call, core::ptr::null_mut())
+}

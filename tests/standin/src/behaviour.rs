@@ -395,8 +395,7 @@ pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut
         return e;
     }
     match func {
-        // SAFETY: the program's callback with its own data; a real driver runs it later, on its own thread.
-        Some(func) => unsafe { func(user_data) },
+        Some(func) => callbacks::enqueue(Box::new(move || unsafe { func(user_data) })),
         None => return CUDA_ERROR_INVALID_VALUE,
     }
     OK
@@ -406,11 +405,48 @@ pub unsafe fn stream_add_callback(stream: CUstream, callback: CUstreamCallback, 
         return e;
     }
     match callback {
-        // SAFETY: as for launch_host_func.
-        Some(callback) => unsafe { callback(stream, OK, user_data) },
+        Some(callback) => callbacks::enqueue(Box::new(move || unsafe { callback(stream, OK, user_data) })),
         None => return CUDA_ERROR_INVALID_VALUE,
     }
     OK
+}
+
+/// When host functions run. By default at once, inside the call that enqueues them; with
+/// `STANDIN_DEFER_CALLBACKS=1`, when the program calls `standinRunCallbacks()`, so that a
+/// test can decide whether the host waited for one (a real driver runs them on its own
+/// thread once the stream reaches them).
+pub mod callbacks {
+    use std::sync::Mutex;
+
+    pub type Callback = Box<dyn FnOnce()>;
+
+    struct Pending(Vec<Callback>);
+    // SAFETY: the callbacks carry the program's pointers, which the program passed for use
+    // on another thread (the driver's).
+    unsafe impl Send for Pending {}
+
+    static PENDING: Mutex<Pending> = Mutex::new(Pending(Vec::new()));
+
+    fn deferred() -> bool {
+        std::env::var_os("STANDIN_DEFER_CALLBACKS").is_some_and(|v| v == "1")
+    }
+
+    pub fn enqueue(callback: Callback) {
+        if deferred() {
+            PENDING.lock().unwrap().0.push(callback);
+        } else {
+            callback();
+        }
+    }
+
+    /// Runs every deferred callback, in order.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn standinRunCallbacks() {
+        let pending = std::mem::take(&mut PENDING.lock().unwrap().0);
+        for callback in pending {
+            callback();
+        }
+    }
 }
 
 // ---- Code -------------------------------------------------------------------------------

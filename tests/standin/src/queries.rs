@@ -177,6 +177,11 @@ queries! {
     }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
     fn cuModuleUnload(module: CUmodule) { let _ = module; OK }
+    fn cuGraphCreate(graph: *mut CUgraph, flags: c_uint) {
+        let _ = flags;
+        let handle = state().new_handle(Object::Graph);
+        put(graph, handle as CUgraph)
+    }
     fn cuLibraryUnload(library: CUlibrary) { let _ = library; OK }
     fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
         match ERROR_NAMES.iter().find(|(c, _)| *c == code) {

@@ -1,0 +1,50 @@
+//! Code: the names of kernel handles, and which handles are `CUkernel`s.
+
+use core::ffi::c_char;
+
+use streamsan_driver_api::*;
+
+use super::ok;
+use crate::exports::Call;
+use crate::kernels::{self, HandleKind};
+
+pub unsafe fn module_get_function(
+    _call: &Call,
+    real: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult,
+    hfunc: *mut CUfunction,
+    module: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    let status = unsafe { real(hfunc, module, name) };
+    if ok(status) && !hfunc.is_null() {
+        kernels::named_handle(unsafe { *hfunc }, name, HandleKind::Function);
+    }
+    status
+}
+
+pub unsafe fn library_get_kernel(
+    _call: &Call,
+    real: unsafe extern "C" fn(*mut CUkernel, CUlibrary, *const c_char) -> CUresult,
+    kernel: *mut CUkernel,
+    library: CUlibrary,
+    name: *const c_char,
+) -> CUresult {
+    let status = unsafe { real(kernel, library, name) };
+    if ok(status) && !kernel.is_null() {
+        kernels::named_handle(unsafe { *kernel }, name, HandleKind::Kernel);
+    }
+    status
+}
+
+pub unsafe fn kernel_get_function(
+    _call: &Call,
+    real: unsafe extern "C" fn(*mut CUfunction, CUkernel) -> CUresult,
+    func: *mut CUfunction,
+    kernel: CUkernel,
+) -> CUresult {
+    let status = unsafe { real(func, kernel) };
+    if ok(status) && !func.is_null() {
+        kernels::function_of_kernel(unsafe { *func }, kernel);
+    }
+    status
+}

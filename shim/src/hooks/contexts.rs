@@ -1,0 +1,67 @@
+//! Contexts: synchronization of a whole context, destruction and reset.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use streamsan_driver_api::*;
+
+use super::ok;
+use crate::driver;
+use crate::exports::Call;
+use crate::runtime::model;
+
+/// Primary contexts by device, for `cuDevicePrimaryCtxReset`, which names only the device.
+static PRIMARY: Mutex<Option<HashMap<CUdevice, u64>>> = Mutex::new(None);
+
+pub unsafe fn ctx_destroy(_call: &Call, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+    let status = unsafe { real(ctx) };
+    if ok(status) {
+        model().context_destroyed(ctx as u64);
+    }
+    status
+}
+
+/// `cuCtxSynchronize`: the host waits for every stream of the current context.
+pub unsafe fn ctx_synchronize(_call: &Call, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
+    let status = unsafe { real() };
+    if ok(status) {
+        model().context_synchronized(driver::current_context());
+    }
+    status
+}
+
+/// `cuCtxSynchronize_v2(ctx)` (CUDA 13): the named context, or the current one.
+pub unsafe fn ctx_synchronize_v2(_call: &Call, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+    let status = unsafe { real(ctx) };
+    if ok(status) {
+        let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
+        model().context_synchronized(ctx);
+    }
+    status
+}
+
+pub unsafe fn primary_ctx_retain(
+    _call: &Call,
+    real: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
+    pctx: *mut CUcontext,
+    dev: CUdevice,
+) -> CUresult {
+    let status = unsafe { real(pctx, dev) };
+    if ok(status) && !pctx.is_null() {
+        let ctx = unsafe { *pctx } as u64;
+        PRIMARY.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(dev, ctx);
+    }
+    status
+}
+
+/// `cuDevicePrimaryCtxReset`: the device's primary context loses its streams and memory.
+pub unsafe fn primary_ctx_reset(_call: &Call, real: unsafe extern "C" fn(CUdevice) -> CUresult, dev: CUdevice) -> CUresult {
+    let status = unsafe { real(dev) };
+    if ok(status) {
+        let ctx = PRIMARY.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&dev).copied());
+        if let Some(ctx) = ctx {
+            model().context_destroyed(ctx);
+        }
+    }
+    status
+}

@@ -1,0 +1,383 @@
+//! Copies: the bytes they read and write, and how the synchronous ones order the host
+//! (SEMANTICS.md, "Synchronous copies and memsets").
+//!
+//! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
+//! its first byte to its last (which may see a conflict between interleaved regions that
+//! do not overlap).
+
+use core::ffi::c_void;
+
+use streamsan::model::op::{Access, HostEffect, Mode};
+use streamsan::model::streams::StreamRef;
+use streamsan::model::Work;
+use streamsan_driver_api::*;
+
+use super::{default_stream, ok, origin, stream};
+use crate::exports::Call;
+use crate::runtime::model;
+
+/// Rows of a 2D/3D copy tracked one by one.
+pub const MAX_ROWS: usize = 32;
+
+/// Where one side of a copy lives, as the rules for synchronous copies need it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Memory {
+    Device,
+    PinnedHost,
+    PageableHost,
+}
+
+/// The memory at `addr`: a known buffer's kind; anything else is pageable host memory.
+fn memory_at(addr: u64) -> Memory {
+    match model().memory_kind(addr) {
+        Some(kind) if kind.is_host() => Memory::PinnedHost,
+        Some(_) => Memory::Device,
+        None => Memory::PageableHost,
+    }
+}
+
+/// How a synchronous copy orders the host.
+fn synchronous(src: Memory, dst: Memory) -> HostEffect {
+    match (src, dst) {
+        (Memory::Device, Memory::Device) => HostEffect::None,
+        // From pageable memory: the stream is drained first, but the call may return
+        // before the DMA lands.
+        (Memory::PageableHost, Memory::Device) => HostEffect::WaitsForEarlierWork,
+        // From pinned memory, to the host, host to host: the host waits for the copy.
+        _ => HostEffect::WaitsForOperation,
+    }
+}
+
+/// How an asynchronous copy orders the host: only host-to-host copies are synchronous.
+fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
+    if src != Memory::Device && dst != Memory::Device { HostEffect::WaitsForOperation } else { HostEffect::None }
+}
+
+/// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
+fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
+    let accesses: Vec<Access> = reads
+        .iter()
+        .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
+        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
+        .filter(|a| a.addr != 0 && a.len != 0)
+        .collect();
+    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+}
+
+/// A linear copy of `bytes` from `src` to `dst`.
+fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: HostEffect) {
+    copied(call, on, &[(src, bytes as u64)], &[(dst, bytes as u64)], host);
+}
+
+pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, bytes) };
+    if ok(status) {
+        linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
+    }
+    status
+}
+
+pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, src, bytes, h_stream) };
+    if ok(status) {
+        linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
+    }
+    status
+}
+
+pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, bytes) };
+    if ok(status) {
+        let host = synchronous(memory_at(src as u64), Memory::Device);
+        linear(call, default_stream(call), dst, src as u64, bytes, host);
+    }
+    status
+}
+
+pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, bytes) };
+    if ok(status) {
+        linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
+    }
+    status
+}
+
+pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, bytes) };
+    if ok(status) {
+        linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
+    }
+    status
+}
+
+/// Device to array: only the device side is memory streamsan tracks.
+pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, dst_offset, src, bytes) };
+    if ok(status) {
+        copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, src_offset, bytes) };
+    if ok(status) {
+        copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, src, bytes, h_stream) };
+    if ok(status) {
+        linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, src, bytes, h_stream) };
+    if ok(status) {
+        linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, src, bytes, h_stream) };
+    if ok(status) {
+        linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
+    }
+    status
+}
+
+/// A peer copy between devices: on the calling context's default stream.
+pub unsafe fn memcpy_peer(
+    call: &Call,
+    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    bytes: usize,
+) -> CUresult {
+    let status = unsafe { real(dst, dst_ctx, src, src_ctx, bytes) };
+    if ok(status) {
+        linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_peer_async(
+    call: &Call,
+    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(dst, dst_ctx, src, src_ctx, bytes, h_stream) };
+    if ok(status) {
+        linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
+    }
+    status
+}
+
+/// One side of a 2D or 3D copy.
+struct Side {
+    memory_type: u32,
+    host: u64,
+    device: u64,
+    x: usize,
+    y: usize,
+    z: usize,
+    pitch: usize,
+    /// Rows per slice (3D).
+    height: usize,
+}
+
+impl Side {
+    /// The address of the side's first byte, if it is linear memory.
+    fn base(&self) -> Option<u64> {
+        match self.memory_type {
+            CU_MEMORYTYPE_HOST => Some(self.host),
+            CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => Some(self.device),
+            _ => None,
+        }
+    }
+
+    fn memory(&self) -> Memory {
+        match (self.memory_type, self.base()) {
+            (CU_MEMORYTYPE_HOST, Some(addr)) => match memory_at(addr) {
+                Memory::Device => Memory::PinnedHost,
+                other => other,
+            },
+            (CU_MEMORYTYPE_UNIFIED, Some(addr)) => memory_at(addr),
+            _ => Memory::Device,
+        }
+    }
+
+    /// The rows a copy of `width` bytes x `rows` x `depth` touches on this side.
+    fn rows(&self, width: usize, rows: usize, depth: usize) -> Vec<(u64, u64)> {
+        let Some(base) = self.base() else { return Vec::new() };
+        let rows_per_slice = self.height.max(1);
+        let start = |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64;
+        let total = rows * depth;
+        if total == 0 || width == 0 {
+            return Vec::new();
+        }
+        if total <= MAX_ROWS {
+            (0..depth).flat_map(|z| (0..rows).map(move |y| (z, y))).map(|(z, y)| (start(z, y), width as u64)).collect()
+        } else {
+            let (first, last) = (start(0, 0), start(depth - 1, rows - 1));
+            vec![(first, last + width as u64 - first)]
+        }
+    }
+}
+
+/// Tells the model of a 2D/3D copy.
+fn strided(call: &Call, on: StreamRef, src: &Side, dst: &Side, width: usize, rows: usize, depth: usize, sync: bool) {
+    let host = if sync { synchronous(src.memory(), dst.memory()) } else { asynchronous(src.memory(), dst.memory()) };
+    copied(call, on, &src.rows(width, rows, depth), &dst.rows(width, rows, depth), host);
+}
+
+unsafe fn sides_2d(copy: *const Memcpy2D) -> Option<(Side, Side, usize, usize)> {
+    // SAFETY: the caller's descriptor, which the driver accepted.
+    let c = unsafe { copy.as_ref()? };
+    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: 0, pitch: c.src_pitch, height: 0 };
+    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: 0, pitch: c.dst_pitch, height: 0 };
+    Some((src, dst, c.width_in_bytes, c.height))
+}
+
+pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D) -> CUresult, copy: *const Memcpy2D) -> CUresult {
+    let status = unsafe { real(copy) };
+    if ok(status) {
+        if let Some((src, dst, width, rows)) = unsafe { sides_2d(copy) } {
+            strided(call, default_stream(call), &src, &dst, width, rows, 1, true);
+        }
+    }
+    status
+}
+
+pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(copy, h_stream) };
+    if ok(status) {
+        if let Some((src, dst, width, rows)) = unsafe { sides_2d(copy) } {
+            strided(call, stream(call, h_stream), &src, &dst, width, rows, 1, false);
+        }
+    }
+    status
+}
+
+unsafe fn sides_3d(copy: *const Memcpy3D) -> Option<(Side, Side, usize, usize, usize)> {
+    // SAFETY: the caller's descriptor, which the driver accepted.
+    let c = unsafe { copy.as_ref()? };
+    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+    Some((src, dst, c.width_in_bytes, c.height, c.depth))
+}
+
+unsafe fn sides_3d_peer(copy: *const Memcpy3DPeer) -> Option<(Side, Side, usize, usize, usize)> {
+    // SAFETY: the caller's descriptor, which the driver accepted.
+    let c = unsafe { copy.as_ref()? };
+    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+    Some((src, dst, c.width_in_bytes, c.height, c.depth))
+}
+
+pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D) -> CUresult, copy: *const Memcpy3D) -> CUresult {
+    let status = unsafe { real(copy) };
+    if ok(status) {
+        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d(copy) } {
+            strided(call, default_stream(call), &src, &dst, width, rows, depth, true);
+        }
+    }
+    status
+}
+
+pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D, CUstream) -> CUresult, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(copy, h_stream) };
+    if ok(status) {
+        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d(copy) } {
+            strided(call, stream(call, h_stream), &src, &dst, width, rows, depth, false);
+        }
+    }
+    status
+}
+
+pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer) -> CUresult, copy: *const Memcpy3DPeer) -> CUresult {
+    let status = unsafe { real(copy) };
+    if ok(status) {
+        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d_peer(copy) } {
+            strided(call, default_stream(call), &src, &dst, width, rows, depth, true);
+        }
+    }
+    status
+}
+
+pub unsafe fn memcpy_3d_peer_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer, CUstream) -> CUresult, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(copy, h_stream) };
+    if ok(status) {
+        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d_peer(copy) } {
+            strided(call, stream(call, h_stream), &src, &dst, width, rows, depth, false);
+        }
+    }
+    status
+}
+
+/// `count` linear copies in one call, on one stream.
+unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize) {
+    if dsts.is_null() || srcs.is_null() || sizes.is_null() {
+        return;
+    }
+    let mut reads = Vec::with_capacity(count);
+    let mut writes = Vec::with_capacity(count);
+    for i in 0..count {
+        // SAFETY: the caller's arrays of `count` elements, accepted by the driver.
+        let (dst, src, size) = unsafe { (*dsts.add(i), *srcs.add(i), *sizes.add(i) as u64) };
+        reads.push((src, size));
+        writes.push((dst, size));
+    }
+    copied(call, on, &reads, &writes, HostEffect::None);
+}
+
+pub unsafe fn memcpy_batch_async(
+    call: &Call,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, *mut usize, CUstream) -> CUresult,
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    attrs: *mut CUmemcpyAttributes,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
+    fail_idx: *mut usize,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, h_stream) };
+    if ok(status) {
+        unsafe { batch(call, stream(call, h_stream), dsts, srcs, sizes, count) };
+    }
+    status
+}
+
+pub unsafe fn memcpy_batch_async_v2(
+    call: &Call,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, CUstream) -> CUresult,
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    attrs: *mut CUmemcpyAttributes,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, h_stream) };
+    if ok(status) {
+        unsafe { batch(call, stream(call, h_stream), dsts, srcs, sizes, count) };
+    }
+    status
+}

@@ -1,0 +1,57 @@
+//! Events: records, waits (in [`super::streams`]), host synchronization, destruction.
+
+use core::ffi::c_uint;
+
+use streamsan_driver_api::*;
+
+use super::{ok, origin, stream};
+use crate::exports::Call;
+use crate::runtime::model;
+
+pub unsafe fn event_record(call: &Call, real: unsafe extern "C" fn(CUevent, CUstream) -> CUresult, event: CUevent, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(event, h_stream) };
+    if ok(status) {
+        model().event_record(event as u64, stream(call, h_stream), false, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn event_record_with_flags(
+    call: &Call,
+    real: unsafe extern "C" fn(CUevent, CUstream, c_uint) -> CUresult,
+    event: CUevent,
+    h_stream: CUstream,
+    flags: c_uint,
+) -> CUresult {
+    let status = unsafe { real(event, h_stream, flags) };
+    if ok(status) {
+        let external = flags & CU_EVENT_RECORD_EXTERNAL != 0;
+        model().event_record(event as u64, stream(call, h_stream), external, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn event_synchronize(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    let status = unsafe { real(event) };
+    if ok(status) {
+        model().event_synchronized(event as u64);
+    }
+    status
+}
+
+/// `cuEventQuery` returning success means the event completed: as a synchronize.
+pub unsafe fn event_query(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    let status = unsafe { real(event) };
+    if ok(status) {
+        model().event_synchronized(event as u64);
+    }
+    status
+}
+
+pub unsafe fn event_destroy(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    let status = unsafe { real(event) };
+    if ok(status) {
+        model().event_destroyed(event as u64);
+    }
+    status
+}

@@ -1,0 +1,184 @@
+//! Kernel launches, host functions and stream callbacks.
+//!
+//! A launch's accesses come from its parameters ([`crate::kernels`]). A host function is
+//! wrapped: the driver runs the shim's trampoline, which orders the host after the
+//! function's place in its stream, then calls the program's function with its own data.
+
+use core::ffi::{c_uint, c_void};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use streamsan::model::capture::HostCallback;
+use streamsan::model::op::{Access, HostEffect};
+use streamsan::model::streams::StreamRef;
+use streamsan::model::Work;
+use streamsan_driver_api::*;
+
+use super::{ok, origin, stream};
+use crate::exports::Call;
+use crate::kernels;
+use crate::runtime::model;
+
+thread_local! {
+    /// A launch's accesses, reused so that launches do not allocate.
+    static ACCESSES: RefCell<Vec<Access>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Tells the model of a kernel launched on `on`.
+unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
+    let model = model();
+    let info = kernels::info(model, f);
+    ACCESSES.with(|accesses| {
+        let mut accesses = accesses.borrow_mut();
+        accesses.clear();
+        // SAFETY: the launch's own arguments, which the driver accepted.
+        unsafe { kernels::accesses(model, &info, params, extra, &mut accesses) };
+        model.work(on, Work { origin: origin(call), kernel: info.id, accesses: &accesses, host: HostEffect::None });
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_kernel(
+    call: &Call,
+    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_mem_bytes: c_uint,
+    h_stream: CUstream,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
+    if ok(status) {
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra) };
+    }
+    status
+}
+
+/// `cuLaunchKernelEx`: the stream is in the configuration. A programmatic event or a
+/// launch-completion event attribute is taken as an event recorded after the kernel (which
+/// may hide a race, but never invents one).
+pub unsafe fn launch_kernel_ex(
+    call: &Call,
+    real: unsafe extern "C" fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    config: *const LaunchConfig,
+    f: CUfunction,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let status = unsafe { real(config, f, kernel_params, extra) };
+    // SAFETY: the configuration the driver accepted.
+    if ok(status) {
+        if let Some(config) = unsafe { config.as_ref() } {
+            let on = stream(call, config.stream);
+            unsafe { launched(call, on, f, kernel_params, extra) };
+            for i in 0..config.num_attrs as usize {
+                // SAFETY: `num_attrs` attributes.
+                let attr = unsafe { &*config.attrs.add(i) };
+                if matches!(attr.id, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
+                    model().event_record(attr.value[0], on, false, &origin(call));
+                }
+            }
+        }
+    }
+    status
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_cooperative_kernel(
+    call: &Call,
+    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void) -> CUresult,
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_mem_bytes: c_uint,
+    h_stream: CUstream,
+    kernel_params: *mut *mut c_void,
+) -> CUresult {
+    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
+    if ok(status) {
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut()) };
+    }
+    status
+}
+
+/// What the trampoline needs to run the program's host function.
+struct HostFunc {
+    func: unsafe extern "C" fn(*mut c_void),
+    user_data: *mut c_void,
+    callback: Arc<HostCallback>,
+}
+
+unsafe extern "C" fn run_host_func(data: *mut c_void) {
+    // SAFETY: `data` is the HostFunc boxed by launch_host_func.
+    let host_func = unsafe { &*(data as *const HostFunc) };
+    model().host_func_ran(&host_func.callback);
+    unsafe { (host_func.func)(host_func.user_data) };
+    // A captured function runs at every launch of its graph: keep it.
+    if !host_func.callback.captured() {
+        drop(unsafe { Box::from_raw(data as *mut HostFunc) });
+    }
+}
+
+pub unsafe fn launch_host_func(
+    call: &Call,
+    real: unsafe extern "C" fn(CUstream, CUhostFn, *mut c_void) -> CUresult,
+    h_stream: CUstream,
+    func: CUhostFn,
+    user_data: *mut c_void,
+) -> CUresult {
+    let Some(func) = func else {
+        return unsafe { real(h_stream, None, user_data) };
+    };
+    // Before the call: the driver may run the function before the call returns.
+    let callback = model().host_func(stream(call, h_stream), &origin(call));
+    let wrapped = Box::into_raw(Box::new(HostFunc { func, user_data, callback }));
+    let status = unsafe { real(h_stream, Some(run_host_func), wrapped.cast()) };
+    if !ok(status) {
+        drop(unsafe { Box::from_raw(wrapped) });
+    }
+    status
+}
+
+/// What the trampoline needs to run the program's stream callback.
+struct StreamCallback {
+    callback: unsafe extern "C" fn(CUstream, CUresult, *mut c_void),
+    user_data: *mut c_void,
+    ordering: Arc<HostCallback>,
+}
+
+unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, data: *mut c_void) {
+    // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
+    let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
+    model().host_func_ran(&wrapped.ordering);
+    unsafe { (wrapped.callback)(stream, status, wrapped.user_data) };
+}
+
+pub unsafe fn stream_add_callback(
+    call: &Call,
+    real: unsafe extern "C" fn(CUstream, CUstreamCallback, *mut c_void, c_uint) -> CUresult,
+    h_stream: CUstream,
+    callback: CUstreamCallback,
+    user_data: *mut c_void,
+    flags: c_uint,
+) -> CUresult {
+    let Some(callback) = callback else {
+        return unsafe { real(h_stream, None, user_data, flags) };
+    };
+    let ordering = model().host_func(stream(call, h_stream), &origin(call));
+    let wrapped = Box::into_raw(Box::new(StreamCallback { callback, user_data, ordering }));
+    let status = unsafe { real(h_stream, Some(run_stream_callback), wrapped.cast(), flags) };
+    if !ok(status) {
+        drop(unsafe { Box::from_raw(wrapped) });
+    }
+    status
+}

@@ -1,0 +1,155 @@
+//! Streams: creation, destruction, synchronization, event waits, capture, and the
+//! wait/write-value memory operations.
+
+use core::ffi::{c_int, c_uint};
+
+use streamsan_driver_api::*;
+
+use super::{ok, origin, stream};
+use crate::driver;
+use crate::exports::Call;
+use crate::runtime::model;
+
+fn created(call: &Call, out: *mut CUstream, flags: c_uint) {
+    if !out.is_null() {
+        let handle = unsafe { *out } as u64;
+        model().stream_created(handle, driver::current_context(), flags & CU_STREAM_NON_BLOCKING != 0, &origin(call));
+    }
+}
+
+pub unsafe fn stream_create(call: &Call, real: unsafe extern "C" fn(*mut CUstream, c_uint) -> CUresult, out: *mut CUstream, flags: c_uint) -> CUresult {
+    let status = unsafe { real(out, flags) };
+    if ok(status) {
+        created(call, out, flags);
+    }
+    status
+}
+
+pub unsafe fn stream_create_with_priority(
+    call: &Call,
+    real: unsafe extern "C" fn(*mut CUstream, c_uint, c_int) -> CUresult,
+    out: *mut CUstream,
+    flags: c_uint,
+    priority: c_int,
+) -> CUresult {
+    let status = unsafe { real(out, flags, priority) };
+    if ok(status) {
+        created(call, out, flags);
+    }
+    status
+}
+
+pub unsafe fn stream_destroy(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(h_stream) };
+    if ok(status) {
+        model().stream_destroyed(h_stream as u64, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn stream_synchronize(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(h_stream) };
+    if ok(status) {
+        model().stream_synchronized(stream(call, h_stream));
+    }
+    status
+}
+
+/// `cuStreamQuery` returning success means the stream's work is done: as a synchronize.
+pub unsafe fn stream_query(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(h_stream) };
+    if ok(status) {
+        model().stream_synchronized(stream(call, h_stream));
+    }
+    status
+}
+
+pub unsafe fn stream_wait_event(call: &Call, real: unsafe extern "C" fn(CUstream, CUevent, c_uint) -> CUresult, h_stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
+    let status = unsafe { real(h_stream, event, flags) };
+    if ok(status) {
+        model().stream_wait_event(stream(call, h_stream), event as u64, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn stream_begin_capture_v1(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(h_stream) };
+    if ok(status) {
+        model().capture_begin(stream(call, h_stream));
+    }
+    status
+}
+
+pub unsafe fn stream_begin_capture(call: &Call, real: unsafe extern "C" fn(CUstream, u32) -> CUresult, h_stream: CUstream, mode: u32) -> CUresult {
+    let status = unsafe { real(h_stream, mode) };
+    if ok(status) {
+        model().capture_begin(stream(call, h_stream));
+    }
+    status
+}
+
+/// The capture ends whatever the status; on success it made a graph.
+pub unsafe fn stream_end_capture(call: &Call, real: unsafe extern "C" fn(CUstream, *mut CUgraph) -> CUresult, h_stream: CUstream, graph: *mut CUgraph) -> CUresult {
+    let status = unsafe { real(h_stream, graph) };
+    let made = (ok(status) && !graph.is_null()).then(|| unsafe { *graph } as u64).filter(|&g| g != 0);
+    model().capture_end(stream(call, h_stream), made);
+    status
+}
+
+pub unsafe fn stream_wait_value_32(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u32, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+    let status = unsafe { real(h_stream, addr, value, flags) };
+    if ok(status) {
+        model().wait_value(stream(call, h_stream), addr, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn stream_wait_value_64(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u64, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+    let status = unsafe { real(h_stream, addr, value, flags) };
+    if ok(status) {
+        model().wait_value(stream(call, h_stream), addr, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn stream_write_value_32(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u32, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+    let status = unsafe { real(h_stream, addr, value, flags) };
+    if ok(status) {
+        model().write_value(stream(call, h_stream), addr, 4, &origin(call));
+    }
+    status
+}
+
+pub unsafe fn stream_write_value_64(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u64, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+    let status = unsafe { real(h_stream, addr, value, flags) };
+    if ok(status) {
+        model().write_value(stream(call, h_stream), addr, 8, &origin(call));
+    }
+    status
+}
+
+/// A batch of wait and write operations, each as its own call.
+pub unsafe fn stream_batch_mem_op(
+    call: &Call,
+    real: unsafe extern "C" fn(CUstream, c_uint, *mut BatchMemOpParams, c_uint) -> CUresult,
+    h_stream: CUstream,
+    count: c_uint,
+    params: *mut BatchMemOpParams,
+    flags: c_uint,
+) -> CUresult {
+    let status = unsafe { real(h_stream, count, params, flags) };
+    if ok(status) && !params.is_null() {
+        let on = stream(call, h_stream);
+        for i in 0..count as usize {
+            // SAFETY: `count` operations, accepted by the driver.
+            let op = unsafe { *params.add(i) };
+            match op.operation {
+                CU_STREAM_MEM_OP_WAIT_VALUE_32 | CU_STREAM_MEM_OP_WAIT_VALUE_64 => model().wait_value(on, op.address, &origin(call)),
+                CU_STREAM_MEM_OP_WRITE_VALUE_32 => model().write_value(on, op.address, 4, &origin(call)),
+                CU_STREAM_MEM_OP_WRITE_VALUE_64 => model().write_value(on, op.address, 8, &origin(call)),
+                _ => {}
+            }
+        }
+    }
+    status
+}

@@ -1,0 +1,37 @@
+//! Host threads, numbered T1, T2, ... in the order they first call the driver.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use streamsan::model::op::ThreadId;
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+/// Operating-system thread ids, indexed by streamsan's number.
+static TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn register() -> ThreadId {
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let mut tids = TIDS.lock().unwrap_or_else(|e| e.into_inner());
+    if tids.len() <= id as usize {
+        tids.resize(id as usize + 1, 0);
+    }
+    tids[id as usize] = tid;
+    ThreadId(id)
+}
+
+thread_local! {
+    static CURRENT: ThreadId = register();
+}
+
+/// The calling thread.
+#[inline]
+pub fn current() -> ThreadId {
+    CURRENT.with(|t| *t)
+}
+
+/// The operating system's id of a thread.
+pub fn tid(thread: ThreadId) -> Option<u32> {
+    TIDS.lock().unwrap_or_else(|e| e.into_inner()).get(thread.0 as usize).copied().filter(|&t| t != 0)
+}

@@ -1,0 +1,235 @@
+//! The JSON report: one document per process, described by `reports/schema.json`.
+//!
+//! [`build`] turns what the model found into this document; [`text`] renders it the way
+//! ThreadSanitizer prints its warnings. The document is plain data: the `streamsan report`
+//! command and the test harness read it back with the same types.
+
+pub mod build;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// One process's report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Always "streamsan".
+    pub tool: String,
+    pub version: String,
+    pub pid: u32,
+    /// The process's command line.
+    pub command: Vec<String>,
+    /// The races, one entry per pair of call sites.
+    #[serde(default)]
+    pub races: Vec<RaceReport>,
+    #[serde(default)]
+    pub summary: Summary,
+    /// What is not a race but worth knowing.
+    #[serde(default)]
+    pub notes: Vec<NoteReport>,
+    /// Calls intercepted, by exported driver name.
+    #[serde(default)]
+    pub intercepted: BTreeMap<String, u64>,
+    /// Hooked names for which `cuGetProcAddress` returned a pointer streamsan could not
+    /// place: the program calls those functions unseen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrecognised_proc_addresses: BTreeMap<String, u64>,
+}
+
+/// Races by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Entries in `races`.
+    pub races: u64,
+    /// Occurrences, all entries together.
+    pub occurrences: u64,
+    /// Entries by race kind.
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+/// One race: two operations on one buffer, the first not ordered before the second.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RaceReport {
+    /// `use-before-alloc`, `use-after-free`, `free-race` or `cross-stream-race`.
+    pub kind: String,
+    /// For a cross-stream race: `RAW`, `WAR` or `WAW`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hazard: Option<String>,
+    /// How many times it occurred.
+    pub count: u64,
+    pub buffer: BufferReport,
+    /// The earlier operation (in issue order).
+    pub first: OpReport,
+    /// The operation that exposed the race.
+    pub second: OpReport,
+    pub missing_wait: Fix,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BufferReport {
+    /// The buffer's first byte, in hexadecimal.
+    pub address: String,
+    pub size: u64,
+    /// `device`, `stream-ordered`, `managed`, `pinned-host`, ...
+    pub kind: String,
+    pub allocation: OpReport,
+}
+
+/// One operation as the program issued it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpReport {
+    /// The driver entry point, e.g. `cuLaunchKernel_ptsz`.
+    pub api: String,
+    /// The kernel, demangled, for a launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// `alloc`, `free`, `read`, `write` or `read-write`.
+    pub access: String,
+    /// The bytes accessed, for a read or a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<ByteRange>,
+    pub stream: StreamReport,
+    pub thread: ThreadReport,
+    /// The call site, innermost frame first.
+    pub site: Vec<Frame>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteRange {
+    pub start: String,
+    pub end: String,
+}
+
+/// The stream an operation ran on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// How a person would name it, e.g. `stream 0x55d0c0 (non-blocking)`.
+    pub label: String,
+    /// The handle, in hexadecimal (`0x0` for default streams).
+    pub handle: String,
+    /// `legacy-default`, `per-thread-default`, `blocking`, `non-blocking`, `graph` or `host`.
+    pub kind: String,
+    pub context: String,
+    /// Where the stream was created, when streamsan saw it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_at: Vec<Frame>,
+    /// For a node of a graph launch: the executable graph and the stream it was launched on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphLaunch>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphLaunch {
+    pub exec: String,
+    pub launched_on: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadReport {
+    /// streamsan's number for the thread (T1, T2, ...).
+    pub id: u32,
+    /// The operating system's thread id, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+}
+
+/// One stack frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+}
+
+/// The wait that is missing, in words and as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fix {
+    pub text: String,
+    /// `record-and-wait`: record an event on `record_on` after `after`, make `wait_on` wait
+    /// on it before `before`. `host-waits`: synchronize the host with `record_on` after
+    /// `after`, before `before`. `free-after-use`: move the free after the use.
+    pub action: String,
+    pub record_on: String,
+    pub after: String,
+    pub wait_on: String,
+    pub before: String,
+}
+
+/// A note: not a race.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteReport {
+    /// `wait-on-unrecorded-event`, `graph-not-followed` or `destroyed-while-pending`.
+    pub kind: String,
+    pub message: String,
+    pub count: u64,
+    pub api: String,
+    pub site: Vec<Frame>,
+}
+
+/// A call site in one line: the first frame with a source file (`file:line in function`),
+/// else the first frame.
+pub fn describe_site(site: &[Frame]) -> String {
+    let frame = site.iter().find(|f| f.file.is_some()).or(site.first());
+    match frame {
+        Some(f) => {
+            let function = f.function.as_deref().unwrap_or("<unknown>");
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!("{file}:{line} in {function}"),
+                (Some(file), None) => format!("{file} in {function}"),
+                _ => format!("{function} ({})", f.module.as_deref().unwrap_or(&f.address)),
+            }
+        }
+        None => "(no call site)".into(),
+    }
+}
+
+impl Report {
+    /// An empty report for this process.
+    pub fn new(pid: u32, command: Vec<String>) -> Report {
+        Report {
+            tool: "streamsan".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid,
+            command,
+            ..Report::default()
+        }
+    }
+
+    /// Writes the report to `path` atomically: a reader sees the old document or the new one.
+    pub fn write_to(&self, path: &Path) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, text + "\n")?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads a report.
+    pub fn read_from(path: &Path) -> io::Result<Report> {
+        let text = std::fs::read_to_string(path)?;
+        serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// The races of one kind.
+    pub fn races_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a RaceReport> + 'a {
+        self.races.iter().filter(move |r| r.kind == kind)
+    }
+
+    /// Recomputes `summary` from `races`.
+    pub fn summarize(&mut self) {
+        let mut summary = Summary { races: self.races.len() as u64, ..Summary::default() };
+        for race in &self.races {
+            summary.occurrences += race.count;
+            *summary.by_kind.entry(race.kind.clone()).or_insert(0) += 1;
+        }
+        self.summary = summary;
+    }
+}

@@ -1,0 +1,616 @@
+/* One scenario per rule of SEMANTICS.md and per race kind, each with a racy and a fixed twin.
+   Usage: semantics SCENARIO racy|fixed      (semantics list: the scenario names)
+   Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,
+   on a GPU. The kernel scale(float* out, const float* in, int n) writes `out` and reads `in`
+   (pointer to const); the stand-in runs no kernel, the GPU runs an empty one.
+   Exit status: 0 when the scenario ran, 3 when a driver call failed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_min.h"
+
+typedef struct CUgraphNode_st *CUgraphNode;
+
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDeviceGetCount(int *);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize(void);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamQuery(CUstream);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuEventSynchronize(CUevent);
+CUresult cuEventQuery(CUevent);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
+CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
+CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
+CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyPeerAsync(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuModuleLoadData(CUmodule *, const void *);
+CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void **, void **);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void *), void *, unsigned);
+CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
+CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, CUgraph *);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
+CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphCreate(CUgraph *, unsigned);
+CUresult cuStreamDestroy_v2(CUstream);
+
+#define CHECK(call)                                                                   \
+    do {                                                                              \
+        CUresult rc_ = (call);                                                        \
+        if (rc_ != CUDA_SUCCESS) {                                                    \
+            fprintf(stderr, "%s failed: %d (%s:%d)\n", #call, rc_, __FILE__, __LINE__); \
+            exit(3);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define N 256 /* bytes per buffer */
+#define CU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define CU_STREAM_WAIT_VALUE_GEQ 0
+
+static CUcontext ctx_a, ctx_b; /* two devices, or two contexts of one */
+static CUfunction scale;
+
+static void setup(void) {
+    CUdevice dev;
+    int count = 0;
+    CUmodule module;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGetCount(&count));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx_a, dev));
+    if (count > 1) {
+        CUdevice dev1;
+        CHECK(cuDeviceGet(&dev1, 1));
+        CHECK(cuDevicePrimaryCtxRetain(&ctx_b, dev1));
+    } else {
+        CHECK(cuCtxCreate_v2(&ctx_b, 0, dev));
+    }
+    CHECK(cuCtxSetCurrent(ctx_a));
+    CHECK(cuModuleLoadData(&module, SCALE_PTX));
+    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
+}
+
+static CUstream stream(unsigned flags) {
+    CUstream s;
+    CHECK(cuStreamCreate(&s, flags));
+    return s;
+}
+static CUstream nonblocking(void) { return stream(CU_STREAM_NON_BLOCKING); }
+static CUstream blocking(void) { return stream(CU_STREAM_DEFAULT); }
+static CUevent event(void) {
+    CUevent e;
+    CHECK(cuEventCreate(&e, 0));
+    return e;
+}
+static CUdeviceptr dalloc(void) {
+    CUdeviceptr p;
+    CHECK(cuMemAlloc_v2(&p, N));
+    return p;
+}
+static CUdeviceptr dalloc_async(CUstream s) {
+    CUdeviceptr p;
+    CHECK(cuMemAllocAsync(&p, N, s));
+    return p;
+}
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
+    int n = N / 4;
+    void *params[] = {&out, &in, &n};
+    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+}
+/* A kernel that writes x (reading a private scratch buffer), or reads x (writing one). */
+static void writes(CUstream s, CUdeviceptr x) { launch(s, x, dalloc()); }
+static void reads(CUstream s, CUdeviceptr x) { launch(s, dalloc(), x); }
+static void order(CUstream from, CUstream to) {
+    CUevent e = event();
+    CHECK(cuEventRecord(e, from));
+    CHECK(cuStreamWaitEvent(to, e, 0));
+}
+
+/* ---- Synchronization ------------------------------------------------------------------ */
+
+static void event_wait(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed) order(s1, s2);
+    reads(s2, x);
+}
+
+static void wait_unrecorded_event(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUevent e = event();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed) CHECK(cuEventRecord(e, s1));
+    CHECK(cuStreamWaitEvent(s2, e, 0)); /* racy: e was never recorded, the wait orders nothing */
+    reads(s2, x);
+}
+
+static void event_synchronize(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUevent e = event();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    CHECK(cuEventRecord(e, s1));
+    if (fixed) CHECK(cuEventSynchronize(e));
+    reads(s2, x);
+}
+
+static void event_query(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUevent e = event();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    CHECK(cuEventRecord(e, s1));
+    if (fixed)
+        while (cuEventQuery(e) != CUDA_SUCCESS) {}
+    reads(s2, x);
+}
+
+static void stream_synchronize(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    reads(s2, x);
+}
+
+static void stream_query(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed)
+        while (cuStreamQuery(s1) != CUDA_SUCCESS) {}
+    reads(s2, x);
+}
+
+static void context_synchronize(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed) CHECK(cuCtxSynchronize());
+    reads(s2, x);
+}
+
+/* cuMemFree synchronizes the device; cuMemFreeAsync on another stream does not. */
+static void sync_free_is_device_wide(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc_async(s1);
+    order(s1, s2);
+    reads(s2, x);
+    if (fixed)
+        CHECK(cuMemFree_v2(x));
+    else
+        CHECK(cuMemFreeAsync(x, s1));
+}
+
+static void wait_value(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), flag = dalloc();
+    CHECK(cuMemsetD8_v2(flag, 0, 4));
+    CHECK(cuCtxSynchronize());
+    writes(s1, x);
+    CHECK(cuStreamWriteValue32_v2(s1, flag, 1, 0));
+    if (fixed) CHECK(cuStreamWaitValue32_v2(s2, flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    reads(s2, x);
+}
+
+static volatile int callback_ran;
+static void set_flag(void *data) { *(volatile int *)data = 1; }
+static void set_flag_callback(CUstream s, CUresult status, void *data) {
+    (void)s;
+    (void)status;
+    set_flag(data);
+}
+/* The stand-in defers host functions until this is called (STANDIN_DEFER_CALLBACKS=1); a
+   real driver runs them by itself. */
+static void let_the_driver_run_callbacks(void) {
+    void (*run)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "standinRunCallbacks");
+    if (run) run();
+}
+
+static void host_function(int fixed, int as_callback) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    callback_ran = 0;
+    writes(s1, x);
+    if (as_callback)
+        CHECK(cuStreamAddCallback(s1, set_flag_callback, (void *)&callback_ran, 0));
+    else
+        CHECK(cuLaunchHostFunc(s1, set_flag, (void *)&callback_ran));
+    if (fixed) {
+        /* The host waits for the function, through its own flag. */
+        let_the_driver_run_callbacks();
+        while (!callback_ran) {}
+    }
+    reads(s2, x);
+    let_the_driver_run_callbacks();
+    CHECK(cuCtxSynchronize());
+}
+static void host_func(int fixed) { host_function(fixed, 0); }
+static void stream_callback(int fixed) { host_function(fixed, 1); }
+
+/* ---- Default streams ------------------------------------------------------------------ */
+
+/* The legacy default stream waits for blocking streams, not for non-blocking ones. */
+static void legacy_waits_for_blocking_streams(int fixed) {
+    CUstream s = fixed ? blocking() : nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s, x);
+    reads(0, x);
+}
+
+/* Blocking streams wait for the legacy default stream; non-blocking ones do not. */
+static void blocking_streams_wait_for_legacy(int fixed) {
+    CUstream s = fixed ? blocking() : nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(CU_STREAM_LEGACY, x);
+    reads(s, x);
+}
+
+/* Per-thread default streams of two host threads are not ordered with each other; each is
+   ordered with the legacy default stream. */
+static CUdeviceptr shared_x;
+static void *write_on_per_thread_stream(void *arg) {
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx_a));
+    writes(CU_STREAM_PER_THREAD, shared_x);
+    return NULL;
+}
+static void per_thread_default_streams(int fixed) {
+    pthread_t t;
+    shared_x = dalloc();
+    pthread_create(&t, NULL, write_on_per_thread_stream, NULL);
+    pthread_join(t, NULL);
+    reads(fixed ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD, shared_x);
+}
+
+/* ---- Synchronous copies and memsets --------------------------------------------------- */
+
+/* A copy from pageable memory may return before the data lands; from pinned memory, not. */
+static void htod_from_pageable_memory(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc();
+    static char pageable[N];
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuMemcpyHtoD_v2(x, fixed ? pinned : (void *)pageable, N));
+    reads(s, x);
+}
+
+/* A synchronous copy to the host has completed when it returns; an asynchronous one not. */
+static void dtoh_joins_the_host(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    static char pageable[N];
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    if (fixed)
+        CHECK(cuMemcpyDtoH_v2(pageable, x, N));
+    else
+        CHECK(cuMemcpyDtoHAsync_v2(pinned, x, N, s1));
+    writes(s2, x);
+}
+
+/* A synchronous device-to-device copy does not make the host wait for it. */
+static void dtod_does_not_join_the_host(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CHECK(cuMemcpyDtoD_v2(x, y, N));
+    if (fixed) CHECK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    reads(s, x);
+}
+
+/* A synchronous memset of device memory does not make the host wait; of pinned memory, it does. */
+static void memset_of_device_memory(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x;
+    if (fixed) {
+        void *pinned;
+        CHECK(cuMemAllocHost_v2(&pinned, N));
+        x = (CUdeviceptr)pinned;
+    } else {
+        x = dalloc();
+    }
+    CHECK(cuMemsetD8_v2(x, 0, N));
+    reads(s, x);
+}
+
+static void async_copy_does_not_join_the_host(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemcpyHtoDAsync_v2(x, pinned, N, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    reads(s2, x);
+}
+
+/* ---- Buffers and accesses ------------------------------------------------------------- */
+
+/* Warp: "array created on the current stream, kernel launched on another stream without
+   wait_stream". */
+static void use_before_alloc(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc_async(s1);
+    CHECK(cuMemsetD8Async(x, 0, N, s1));
+    if (fixed) order(s1, s2);
+    writes(s2, x);
+    CHECK(cuCtxSynchronize());
+}
+
+/* nvmath-python, "stream-ordered deallocation": allocated on s1, used on s2, freed on s1
+   without s1 waiting for s2. */
+static void free_race(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr a = dalloc_async(s1);
+    order(s1, s2);
+    writes(s2, a);
+    if (fixed) order(s2, s1);
+    CHECK(cuMemFreeAsync(a, s1));
+    CHECK(cuCtxSynchronize());
+}
+
+static void use_after_free(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc_async(s);
+    /* The output buffer first: an allocation after the free could be handed x's address. */
+    CUdeviceptr out = dalloc();
+    if (fixed) launch(s, out, x);
+    CHECK(cuMemFreeAsync(x, s));
+    if (!fixed) launch(s, out, x);
+    CHECK(cuCtxSynchronize());
+}
+
+static void cross_stream_raw(int fixed) { event_wait(fixed); }
+
+static void cross_stream_war(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    reads(s1, x);
+    if (fixed) order(s1, s2);
+    writes(s2, x);
+}
+
+static void cross_stream_waw(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    if (fixed) order(s1, s2);
+    writes(s2, x);
+}
+
+/* Kernels on two streams writing through different pointers into one buffer do not
+   conflict (the single-location rule); through the same pointer they do. */
+static void chunks_of_one_buffer(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    writes(s2, fixed ? x + N / 2 : x);
+}
+
+/* Kernels on two streams reading one buffer through pointers to const do not conflict. */
+static void concurrent_reads(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    reads(s1, x);
+    if (fixed)
+        reads(s2, x);
+    else
+        writes(s2, x);
+}
+
+/* CuPy: "s2.wait_event(e2)" before s2 copies what s1 computed. */
+static void cupy_wait_event(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr a = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    writes(s1, a); /* a_cp = b_cp * a_cp + 8 */
+    if (fixed) order(s1, s2);
+    CHECK(cuMemcpyDtoHAsync_v2(pinned, a, N, s2)); /* cp.asnumpy(a_cp) on s2 */
+    CHECK(cuStreamSynchronize(s2));
+}
+
+/* ---- Graphs --------------------------------------------------------------------------- */
+
+/* Two captured streams writing one buffer: concurrent nodes unless joined by an event. */
+static void graph_branches(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUevent fork = event(), dep = event(), join = event();
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cuCtxSynchronize());
+    CHECK(cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuEventRecord(fork, s1));
+    CHECK(cuStreamWaitEvent(s2, fork, 0));
+    launch(s1, x, in);
+    if (fixed) {
+        CHECK(cuEventRecord(dep, s1));
+        CHECK(cuStreamWaitEvent(s2, dep, 0));
+    }
+    launch(s2, x, in2);
+    CHECK(cuEventRecord(join, s2));
+    CHECK(cuStreamWaitEvent(s1, join, 0));
+    CHECK(cuStreamEndCapture(s1, &graph));
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s1));
+    CHECK(cuStreamSynchronize(s1));
+}
+
+/* Work after a graph launch on another stream must wait for the launch. */
+static void graph_launch_order(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cuCtxSynchronize());
+    CHECK(cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch(s1, x, in);
+    CHECK(cuStreamEndCapture(s1, &graph));
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s1));
+    if (fixed) order(s1, s2);
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+}
+
+/* ---- Several devices ------------------------------------------------------------------ */
+
+/* Warp: a peer copy into an array just allocated on the other device's stream must wait for
+   that stream. */
+static void peer_copy_into_new_array(int fixed) {
+    CUstream s0 = nonblocking();
+    CUdeviceptr a0 = dalloc_async(s0);
+    CHECK(cuMemsetD8Async(a0, 1, N, s0));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CUstream s1 = nonblocking();
+    CUevent allocated = event();
+    CUdeviceptr a1 = dalloc_async(s1);
+    CHECK(cuEventRecord(allocated, s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+    if (fixed) CHECK(cuStreamWaitEvent(s0, allocated, 0));
+    CHECK(cuMemcpyPeerAsync(a1, ctx_b, a0, ctx_a, N, s0));
+    CHECK(cuStreamSynchronize(s0));
+}
+
+/* cuMemFree synchronizes its own device only: a stream of another device reading the
+   buffer (peer access) must be waited for first. */
+static void sync_free_and_another_device(int fixed) {
+    CUdeviceptr x = dalloc();
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CUstream s1 = nonblocking();
+    CUdeviceptr y = dalloc();
+    CHECK(cuMemcpyPeerAsync(y, ctx_b, x, ctx_a, N, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+    CHECK(cuMemFree_v2(x));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+}
+
+/* An event recorded on one device orders a stream of another. */
+static void cross_device_event(int fixed) {
+    CUstream s0 = nonblocking();
+    CUevent e = event();
+    CUdeviceptr x = dalloc();
+    writes(s0, x);
+    CHECK(cuEventRecord(e, s0));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CUstream s1 = nonblocking();
+    CUdeviceptr y = dalloc();
+    if (fixed) CHECK(cuStreamWaitEvent(s1, e, 0));
+    CHECK(cuMemcpyPeerAsync(y, ctx_b, x, ctx_a, N, s1));
+    CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+}
+
+/* ---- Notes, not races ----------------------------------------------------------------- */
+
+/* A stream destroyed with work pending, and a graph built without capture (which streamsan
+   does not follow): two notes, no race. Both twins are the same program. */
+static void notes(int fixed) {
+    (void)fixed;
+    CUstream s = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    CUgraph graph;
+    CUgraphExec exec;
+    writes(s, x);
+    CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuGraphCreate(&graph, 0));
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s2));
+    CHECK(cuStreamSynchronize(s2));
+}
+
+static const struct {
+    const char *name;
+    void (*run)(int fixed);
+} SCENARIOS[] = {
+    {"event_wait", event_wait},
+    {"wait_unrecorded_event", wait_unrecorded_event},
+    {"event_synchronize", event_synchronize},
+    {"event_query", event_query},
+    {"stream_synchronize", stream_synchronize},
+    {"stream_query", stream_query},
+    {"context_synchronize", context_synchronize},
+    {"sync_free_is_device_wide", sync_free_is_device_wide},
+    {"wait_value", wait_value},
+    {"host_func", host_func},
+    {"stream_callback", stream_callback},
+    {"legacy_waits_for_blocking_streams", legacy_waits_for_blocking_streams},
+    {"blocking_streams_wait_for_legacy", blocking_streams_wait_for_legacy},
+    {"per_thread_default_streams", per_thread_default_streams},
+    {"htod_from_pageable_memory", htod_from_pageable_memory},
+    {"dtoh_joins_the_host", dtoh_joins_the_host},
+    {"dtod_does_not_join_the_host", dtod_does_not_join_the_host},
+    {"memset_of_device_memory", memset_of_device_memory},
+    {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host},
+    {"use_before_alloc", use_before_alloc},
+    {"free_race", free_race},
+    {"use_after_free", use_after_free},
+    {"cross_stream_raw", cross_stream_raw},
+    {"cross_stream_war", cross_stream_war},
+    {"cross_stream_waw", cross_stream_waw},
+    {"chunks_of_one_buffer", chunks_of_one_buffer},
+    {"concurrent_reads", concurrent_reads},
+    {"cupy_wait_event", cupy_wait_event},
+    {"graph_branches", graph_branches},
+    {"graph_launch_order", graph_launch_order},
+    {"peer_copy_into_new_array", peer_copy_into_new_array},
+    {"sync_free_and_another_device", sync_free_and_another_device},
+    {"cross_device_event", cross_device_event},
+    {"notes", notes},
+};
+
+int main(int argc, char **argv) {
+    size_t count = sizeof SCENARIOS / sizeof *SCENARIOS;
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        for (size_t i = 0; i < count; i++) printf("%s\n", SCENARIOS[i].name);
+        return 0;
+    }
+    if (argc != 3 || (strcmp(argv[2], "racy") && strcmp(argv[2], "fixed"))) {
+        fprintf(stderr, "usage: semantics SCENARIO racy|fixed | semantics list\n");
+        return 2;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(argv[1], SCENARIOS[i].name) == 0) {
+            setup();
+            SCENARIOS[i].run(strcmp(argv[2], "fixed") == 0);
+            CHECK(cuCtxSynchronize());
+            printf("%s %s: done\n", argv[1], argv[2]);
+            return 0;
+        }
+    }
+    fprintf(stderr, "no scenario %s\n", argv[1]);
+    return 2;
+}

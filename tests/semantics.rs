@@ -1,0 +1,228 @@
+//! One named test per rule of SEMANTICS.md and per race kind: a racy program and its fixed
+//! twin (`tests/scenarios/semantics.c`), run through the shim against the stand-in driver.
+//! The racy twin must be reported with its kind, the fixed twin must be clean, and both
+//! must behave as they do without streamsan.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::*;
+
+fn program() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let mut flags = link_cuda();
+        flags.push("-lpthread".into());
+        flags.push("-ldl".into());
+        compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+}
+
+fn run_twin(scenario: &str, twin: &str) -> Run {
+    let env = vec![("STANDIN_DEFER_CALLBACKS", "1".to_string())];
+    let run = run_with(program(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
+    run.assert_success();
+    run.assert_reports_match_the_schema();
+    let native = run_with(program(), &[scenario, twin], RunOptions { env, native: true });
+    assert_eq!(native.stdout(), run.stdout(), "{scenario} {twin}: output changed");
+    run
+}
+
+/// Runs both twins: the racy one must report `kind` (and `hazard`, for a cross-stream race),
+/// the fixed one nothing.
+fn check(scenario: &str, kind: &str, hazard: Option<&str>) {
+    let racy = run_twin(scenario, "racy").report();
+    assert!(
+        racy.races_of(kind).any(|r| hazard.is_none() || r.hazard.as_deref() == hazard),
+        "{scenario} racy: expected {kind} {hazard:?}, got {:?}",
+        racy.races.iter().map(|r| (&r.kind, &r.hazard)).collect::<Vec<_>>()
+    );
+    let fixed = run_twin(scenario, "fixed").report();
+    assert!(
+        fixed.races.is_empty(),
+        "{scenario} fixed: expected no race, got {:?}",
+        fixed.races.iter().map(|r| (&r.kind, &r.hazard, &r.missing_wait.text)).collect::<Vec<_>>()
+    );
+}
+
+const CROSS: &str = "cross-stream-race";
+
+#[test]
+fn event_record_and_wait_order_two_streams() {
+    check("event_wait", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_wait_on_a_never_recorded_event_orders_nothing_and_is_noted() {
+    check("wait_unrecorded_event", CROSS, Some("RAW"));
+    let racy = run_twin("wait_unrecorded_event", "racy").report();
+    assert!(racy.notes.iter().any(|n| n.kind == "wait-on-unrecorded-event"), "{:?}", racy.notes);
+}
+
+#[test]
+fn event_synchronize_orders_the_host() {
+    check("event_synchronize", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_successful_event_query_orders_the_host() {
+    check("event_query", CROSS, Some("RAW"));
+}
+
+#[test]
+fn stream_synchronize_orders_the_host() {
+    check("stream_synchronize", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_successful_stream_query_orders_the_host() {
+    check("stream_query", CROSS, Some("RAW"));
+}
+
+#[test]
+fn context_synchronize_orders_the_host() {
+    check("context_synchronize", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_synchronous_free_waits_for_the_whole_device() {
+    check("sync_free_is_device_wide", "free-race", None);
+}
+
+#[test]
+fn stream_wait_value_orders_after_the_write() {
+    check("wait_value", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_host_function_that_ran_orders_the_host() {
+    check("host_func", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_stream_callback_that_ran_orders_the_host() {
+    check("stream_callback", CROSS, Some("RAW"));
+}
+
+#[test]
+fn the_legacy_stream_waits_for_blocking_streams_only() {
+    check("legacy_waits_for_blocking_streams", CROSS, Some("RAW"));
+}
+
+#[test]
+fn blocking_streams_wait_for_the_legacy_stream() {
+    check("blocking_streams_wait_for_legacy", CROSS, Some("RAW"));
+}
+
+#[test]
+fn per_thread_default_streams_of_two_threads_are_not_ordered() {
+    check("per_thread_default_streams", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_copy_from_pageable_memory_does_not_wait_for_its_own_completion() {
+    check("htod_from_pageable_memory", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_synchronous_copy_to_the_host_orders_the_host() {
+    check("dtoh_joins_the_host", CROSS, Some("WAR"));
+}
+
+#[test]
+fn a_synchronous_device_to_device_copy_does_not_order_the_host() {
+    check("dtod_does_not_join_the_host", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_synchronous_memset_orders_the_host_only_for_host_memory() {
+    check("memset_of_device_memory", CROSS, Some("RAW"));
+}
+
+#[test]
+fn an_asynchronous_copy_does_not_order_the_host() {
+    check("async_copy_does_not_join_the_host", CROSS, Some("RAW"));
+}
+
+#[test]
+fn use_before_alloc() {
+    check("use_before_alloc", "use-before-alloc", None);
+}
+
+#[test]
+fn free_race() {
+    check("free_race", "free-race", None);
+}
+
+#[test]
+fn use_after_free() {
+    check("use_after_free", "use-after-free", None);
+}
+
+#[test]
+fn cross_stream_read_after_write() {
+    check("cross_stream_raw", CROSS, Some("RAW"));
+}
+
+#[test]
+fn cross_stream_write_after_read() {
+    check("cross_stream_war", CROSS, Some("WAR"));
+}
+
+#[test]
+fn cross_stream_write_after_write() {
+    check("cross_stream_waw", CROSS, Some("WAW"));
+}
+
+#[test]
+fn kernels_on_different_chunks_of_one_buffer_do_not_conflict() {
+    check("chunks_of_one_buffer", CROSS, Some("WAW"));
+}
+
+#[test]
+fn reads_through_pointers_to_const_do_not_conflict() {
+    check("concurrent_reads", CROSS, Some("WAR"));
+}
+
+#[test]
+fn cupy_wait_event_example() {
+    check("cupy_wait_event", CROSS, Some("RAW"));
+}
+
+#[test]
+fn graph_nodes_without_a_path_between_them_are_concurrent() {
+    check("graph_branches", CROSS, Some("WAW"));
+}
+
+#[test]
+fn work_after_a_graph_launch_waits_for_it() {
+    check("graph_launch_order", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_peer_copy_into_a_fresh_array_waits_for_its_allocation() {
+    check("peer_copy_into_new_array", "use-before-alloc", None);
+}
+
+#[test]
+fn a_synchronous_free_does_not_wait_for_other_devices() {
+    check("sync_free_and_another_device", "free-race", None);
+    let racy = run_twin("sync_free_and_another_device", "racy").report();
+    assert_eq!(racy.races[0].missing_wait.action, "host-waits", "{:?}", racy.races[0].missing_wait);
+}
+
+#[test]
+fn an_event_orders_streams_of_two_devices() {
+    check("cross_device_event", CROSS, Some("RAW"));
+}
+
+#[test]
+fn every_scenario_has_a_test() {
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let source = std::fs::read_to_string(file!()).unwrap() + &std::fs::read_to_string("tests/reports.rs").unwrap();
+    for name in listed.lines() {
+        assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
+    }
+}
