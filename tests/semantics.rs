@@ -30,9 +30,17 @@ fn run_twin(scenario: &str, twin: &str) -> Run {
     run
 }
 
+/// What the scenario program's own table says its racy twin reports.
+fn listed_kind(scenario: &str) -> String {
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let line = listed.lines().find(|l| l.split(' ').next() == Some(scenario)).expect("listed scenario");
+    line.split(' ').nth(1).unwrap().to_string()
+}
+
 /// Runs both twins: the racy one must report `kind` (and `hazard`, for a cross-stream race),
 /// the fixed one nothing.
 fn check(scenario: &str, kind: &str, hazard: Option<&str>) {
+    assert_eq!(listed_kind(scenario), kind, "the program's table disagrees for {scenario}");
     let racy = run_twin(scenario, "racy").report();
     assert!(
         racy.races_of(kind).any(|r| hazard.is_none() || r.hazard.as_deref() == hazard),
@@ -222,7 +230,7 @@ fn an_event_orders_streams_of_two_devices() {
 fn every_scenario_has_a_test() {
     let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
     let source = std::fs::read_to_string(file!()).unwrap() + &std::fs::read_to_string("tests/reports.rs").unwrap();
-    for name in listed.lines() {
+    for name in listed.lines().map(|l| l.split(' ').next().unwrap()) {
         assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
     }
 }

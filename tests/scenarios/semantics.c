@@ -1,5 +1,6 @@
 /* One scenario per rule of SEMANTICS.md and per race kind, each with a racy and a fixed twin.
-   Usage: semantics SCENARIO racy|fixed      (semantics list: the scenario names)
+   Usage: semantics SCENARIO racy|fixed   (semantics list: each scenario and what its racy
+   twin must be reported as)
    Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,
    on a GPU. The kernel scale(float* out, const float* in, int n) writes `out` and reads `in`
    (pointer to const); the stand-in runs no kernel, the GPU runs an empty one.
@@ -552,50 +553,52 @@ static void notes(int fixed) {
     CHECK(cuStreamSynchronize(s2));
 }
 
+/* Each scenario, and what its racy twin must be reported as ("clean": nothing). */
 static const struct {
     const char *name;
     void (*run)(int fixed);
+    const char *racy_twin_reports;
 } SCENARIOS[] = {
-    {"event_wait", event_wait},
-    {"wait_unrecorded_event", wait_unrecorded_event},
-    {"event_synchronize", event_synchronize},
-    {"event_query", event_query},
-    {"stream_synchronize", stream_synchronize},
-    {"stream_query", stream_query},
-    {"context_synchronize", context_synchronize},
-    {"sync_free_is_device_wide", sync_free_is_device_wide},
-    {"wait_value", wait_value},
-    {"host_func", host_func},
-    {"stream_callback", stream_callback},
-    {"legacy_waits_for_blocking_streams", legacy_waits_for_blocking_streams},
-    {"blocking_streams_wait_for_legacy", blocking_streams_wait_for_legacy},
-    {"per_thread_default_streams", per_thread_default_streams},
-    {"htod_from_pageable_memory", htod_from_pageable_memory},
-    {"dtoh_joins_the_host", dtoh_joins_the_host},
-    {"dtod_does_not_join_the_host", dtod_does_not_join_the_host},
-    {"memset_of_device_memory", memset_of_device_memory},
-    {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host},
-    {"use_before_alloc", use_before_alloc},
-    {"free_race", free_race},
-    {"use_after_free", use_after_free},
-    {"cross_stream_raw", cross_stream_raw},
-    {"cross_stream_war", cross_stream_war},
-    {"cross_stream_waw", cross_stream_waw},
-    {"chunks_of_one_buffer", chunks_of_one_buffer},
-    {"concurrent_reads", concurrent_reads},
-    {"cupy_wait_event", cupy_wait_event},
-    {"graph_branches", graph_branches},
-    {"graph_launch_order", graph_launch_order},
-    {"peer_copy_into_new_array", peer_copy_into_new_array},
-    {"sync_free_and_another_device", sync_free_and_another_device},
-    {"cross_device_event", cross_device_event},
-    {"notes", notes},
+    {"event_wait", event_wait, "cross-stream-race"},
+    {"wait_unrecorded_event", wait_unrecorded_event, "cross-stream-race"},
+    {"event_synchronize", event_synchronize, "cross-stream-race"},
+    {"event_query", event_query, "cross-stream-race"},
+    {"stream_synchronize", stream_synchronize, "cross-stream-race"},
+    {"stream_query", stream_query, "cross-stream-race"},
+    {"context_synchronize", context_synchronize, "cross-stream-race"},
+    {"sync_free_is_device_wide", sync_free_is_device_wide, "free-race"},
+    {"wait_value", wait_value, "cross-stream-race"},
+    {"host_func", host_func, "cross-stream-race"},
+    {"stream_callback", stream_callback, "cross-stream-race"},
+    {"legacy_waits_for_blocking_streams", legacy_waits_for_blocking_streams, "cross-stream-race"},
+    {"blocking_streams_wait_for_legacy", blocking_streams_wait_for_legacy, "cross-stream-race"},
+    {"per_thread_default_streams", per_thread_default_streams, "cross-stream-race"},
+    {"htod_from_pageable_memory", htod_from_pageable_memory, "cross-stream-race"},
+    {"dtoh_joins_the_host", dtoh_joins_the_host, "cross-stream-race"},
+    {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
+    {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
+    {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
+    {"use_before_alloc", use_before_alloc, "use-before-alloc"},
+    {"free_race", free_race, "free-race"},
+    {"use_after_free", use_after_free, "use-after-free"},
+    {"cross_stream_raw", cross_stream_raw, "cross-stream-race"},
+    {"cross_stream_war", cross_stream_war, "cross-stream-race"},
+    {"cross_stream_waw", cross_stream_waw, "cross-stream-race"},
+    {"chunks_of_one_buffer", chunks_of_one_buffer, "cross-stream-race"},
+    {"concurrent_reads", concurrent_reads, "cross-stream-race"},
+    {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},
+    {"graph_branches", graph_branches, "cross-stream-race"},
+    {"graph_launch_order", graph_launch_order, "cross-stream-race"},
+    {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},
+    {"sync_free_and_another_device", sync_free_and_another_device, "free-race"},
+    {"cross_device_event", cross_device_event, "cross-stream-race"},
+    {"notes", notes, "clean"},
 };
 
 int main(int argc, char **argv) {
     size_t count = sizeof SCENARIOS / sizeof *SCENARIOS;
     if (argc == 2 && strcmp(argv[1], "list") == 0) {
-        for (size_t i = 0; i < count; i++) printf("%s\n", SCENARIOS[i].name);
+        for (size_t i = 0; i < count; i++) printf("%s %s\n", SCENARIOS[i].name, SCENARIOS[i].racy_twin_reports);
         return 0;
     }
     if (argc != 3 || (strcmp(argv[2], "racy") && strcmp(argv[2], "fixed"))) {

@@ -56,7 +56,7 @@ def run(cmd, env, log):
 
 
 def merged_reports(report_dir):
-    calls, unrecognised, processes = {}, {}, 0
+    calls, unrecognised, processes, races = {}, {}, 0, []
     for name in sorted(os.listdir(report_dir)):
         if not name.endswith(".json"):
             continue
@@ -67,7 +67,12 @@ def merged_reports(report_dir):
             calls[k] = calls.get(k, 0) + v
         for k, v in report.get("unrecognised_proc_addresses", {}).items():
             unrecognised[k] = unrecognised.get(k, 0) + v
-    return calls, unrecognised, processes
+        for r in report.get("races", []):
+            races.append({"kind": r["kind"], "hazard": r.get("hazard"), "count": r["count"],
+                          "first": r["first"].get("kernel") or r["first"]["api"],
+                          "second": r["second"].get("kernel") or r["second"]["api"],
+                          "fix": r["missing_wait"]["text"]})
+    return calls, unrecognised, processes, races
 
 
 def main():
@@ -99,7 +104,7 @@ def main():
             os.makedirs(report_dir, exist_ok=True)
             under, streamsan_s = run(
                 [streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--"] + cmd + [str(r)], env, log)
-            calls, unrecognised, processes = merged_reports(report_dir)
+            calls, unrecognised, processes, races = merged_reports(report_dir)
             counts.append(calls)
             for line in native.stdout.splitlines():
                 if line.startswith("EXPECT"):
@@ -108,7 +113,7 @@ def main():
                 "rounds": r, "native_exit": native.returncode, "streamsan_exit": under.returncode,
                 "same_stdout": native.stdout == under.stdout, "native_s": round(native_s, 3),
                 "streamsan_s": round(streamsan_s, 3), "processes_reporting": processes,
-                "unrecognised_proc_addresses": unrecognised,
+                "unrecognised_proc_addresses": unrecognised, "races": races,
             })
         failures = []
         for run_ in result["runs"]:
@@ -135,7 +140,10 @@ def main():
         result.update({"expected_per_round": expect, "delta": delta, "intercepted": counts[1],
                        "ok": not failures, "failures": failures})
         results.append(result)
-        print(f"{'ok  ' if not failures else 'FAIL'} {name}: delta {delta} {failures}", flush=True)
+        reported = result["runs"][-1]["races"]
+        print(f"{'ok  ' if not failures else 'FAIL'} {name}: delta {delta} {failures}; races reported: {len(reported)}", flush=True)
+        for r in reported[:5]:
+            print(f"      {r['kind']} {r['hazard'] or ''} x{r['count']}: {r['first']} -> {r['second']}", flush=True)
     with open(os.path.join(out, "interpose.json"), "w") as f:
         json.dump(results, f, indent=2)
     with open(os.path.join(out, "interpose.md"), "w") as f:

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The scenario suite on a GPU machine, under streamsan.
+
+Three suites: the driver-API programs of tests/scenarios/semantics.c (the same ones the
+stand-in tests run), and the CUDA C++ runtime-API programs of runtime_scenarios.cu, built
+plain and with --default-stream per-thread. Every scenario runs as its racy and its fixed
+twin, natively and under `streamsan run`. A case passes when the racy twin is reported with
+its kind, the fixed twin is clean, and output and exit status are those of the native run.
+
+Writes scenarios.json (a list of {"case", "expected", "reported_kinds", "races", ...}) and
+scenarios.log (every command's output, streamsan's warnings included).
+Usage: run.py STREAMSAN BUILD_DIR OUT_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cmd, log, env=None):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    log.write(f"$ {' '.join(cmd)}\n# exit {proc.returncode}\n{proc.stdout}{proc.stderr}\n")
+    return proc
+
+
+def main():
+    streamsan, build, out = sys.argv[1:4]
+    suites = [
+        ("driver-api", f"{build}/semantics"),
+        ("runtime", f"{build}/runtime_scenarios"),
+        ("runtime-per-thread", f"{build}/runtime_scenarios_ptds"),
+    ]
+    log = open(os.path.join(out, "scenarios.log"), "w")
+    results = []
+    for suite, exe in suites:
+        listing = run([exe, "list"], log).stdout.split("\n")
+        for line in filter(None, listing):
+            name, racy_reports = line.split()
+            for twin in ("racy", "fixed"):
+                expected = racy_reports if twin == "racy" else "clean"
+                if suite == "runtime-per-thread" and name == "default_stream_from_two_threads":
+                    # The default stream is each thread's own in this build: both twins race.
+                    expected = "cross-stream-race"
+                native = run([exe, name, twin], log)
+                report_dir = f"/tmp/scenario-reports/{suite}/{name}-{twin}"
+                os.makedirs(report_dir, exist_ok=True)
+                for f in os.listdir(report_dir):
+                    os.remove(os.path.join(report_dir, f))
+                under = run([streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--", exe, name, twin], log)
+                kinds, races, notes = set(), 0, set()
+                for f in sorted(os.listdir(report_dir)):
+                    with open(os.path.join(report_dir, f)) as fh:
+                        report = json.load(fh)
+                    races += len(report["races"])
+                    kinds.update(r["kind"] for r in report["races"])
+                    notes.update(n["kind"] for n in report["notes"])
+                failures = []
+                if expected == "clean" and kinds:
+                    failures.append(f"expected clean, reported {sorted(kinds)}")
+                if expected != "clean" and expected not in kinds:
+                    failures.append(f"expected {expected}, reported {sorted(kinds) or 'nothing'}")
+                if native.returncode != under.returncode:
+                    failures.append(f"exit {native.returncode} natively, {under.returncode} under streamsan")
+                if native.returncode != 0:
+                    failures.append(f"failed natively: {native.stderr.strip()[:200]}")
+                if native.stdout != under.stdout:
+                    failures.append("output differs")
+                case = f"{suite}/{name}/{twin}"
+                results.append({"case": case, "expected": expected, "reported_kinds": sorted(kinds),
+                                "races": races, "notes": sorted(notes), "native_exit": native.returncode,
+                                "streamsan_exit": under.returncode, "same_output": native.stdout == under.stdout,
+                                "ok": not failures, "failures": failures})
+                print(f"{'ok  ' if not failures else 'FAIL'} {case}: expected {expected}, reported {sorted(kinds)} {failures}", flush=True)
+    with open(os.path.join(out, "scenarios.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    passed = sum(r["ok"] for r in results)
+    print(f"{passed} of {len(results)} cases passed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
