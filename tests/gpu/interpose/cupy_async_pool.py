@@ -21,7 +21,9 @@ for _ in range(rounds):
     s1.wait_event(e2)
     with s1:
         acc += z                      # one kernel
+    # z was allocated on s2 and is freed there: s2 must first wait for s1's read of it.
+    s2.wait_event(s1.record())        # one event record, one wait
     del y, z                          # two frees
 s1.synchronize()
 print("cupy_async_pool:", rounds, "rounds, checksum", float(acc.sum()))
-print("EXPECT", json.dumps({"launch": 3, "alloc": 2, "free": 2, "event_record": 2, "wait": 2}))
+print("EXPECT", json.dumps({"launch": 3, "alloc": 2, "free": 2, "event_record": 3, "wait": 3}))
