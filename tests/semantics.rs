@@ -200,6 +200,15 @@ fn cupy_wait_event_example() {
 }
 
 #[test]
+fn an_annotated_sub_allocation_is_checked_like_a_driver_allocation() {
+    check("annotated_suballocation", "free-race", None);
+    let racy = run_twin("annotated_suballocation", "racy").report();
+    let race = racy.races_of("free-race").next().unwrap();
+    assert_eq!(race.buffer.kind, "annotated");
+    assert_eq!(race.second.api, "streamsan_annotate_free");
+}
+
+#[test]
 fn graph_nodes_without_a_path_between_them_are_concurrent() {
     check("graph_branches", CROSS, Some("WAW"));
 }

@@ -12,8 +12,10 @@
 //!
 //! Every hook calls the real function ([`driver`]) exactly once with the caller's
 //! arguments and returns its status unchanged; the handlers in [`hooks`] tell the model
-//! what the call meant.
+//! what the call meant. [`annotate`] lets a program declare memory the driver does not see
+//! allocated (a framework's own sub-allocations).
 
+pub mod annotate;
 pub mod diag;
 pub mod dlsym;
 pub mod driver;

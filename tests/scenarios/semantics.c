@@ -439,6 +439,27 @@ static void cupy_wait_event(int fixed) {
     CHECK(cuStreamSynchronize(s2));
 }
 
+/* A framework's own sub-allocation inside a driver allocation, declared through the
+   annotation API (shim/include/streamsan.h) when streamsan is there: freed on its
+   allocation stream while another stream still reads it. */
+static void annotated_suballocation(int fixed) {
+    void (*annotate_alloc)(const void *, size_t, void *, int) =
+        (void (*)(const void *, size_t, void *, int))dlsym(RTLD_DEFAULT, "streamsan_annotate_alloc");
+    void (*annotate_free)(const void *, void *, int) =
+        (void (*)(const void *, void *, int))dlsym(RTLD_DEFAULT, "streamsan_annotate_free");
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr segment, block;
+    CHECK(cuMemAlloc_v2(&segment, 1 << 20));
+    block = segment + 4096;
+    if (annotate_alloc) annotate_alloc((const void *)block, N, s1, 0);
+    writes(s1, block);
+    order(s1, s2);
+    reads(s2, block);
+    if (fixed) order(s2, s1);
+    if (annotate_free) annotate_free((const void *)block, s1, 0);
+    CHECK(cuCtxSynchronize());
+}
+
 /* ---- Graphs --------------------------------------------------------------------------- */
 
 /* Two captured streams writing one buffer: concurrent nodes unless joined by an event. */
@@ -587,6 +608,7 @@ static const struct {
     {"chunks_of_one_buffer", chunks_of_one_buffer, "cross-stream-race"},
     {"concurrent_reads", concurrent_reads, "cross-stream-race"},
     {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},
+    {"annotated_suballocation", annotated_suballocation, "free-race"},
     {"graph_branches", graph_branches, "cross-stream-race"},
     {"graph_launch_order", graph_launch_order, "cross-stream-race"},
     {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},

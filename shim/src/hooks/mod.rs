@@ -91,8 +91,13 @@ fn origin(call: &Call) -> Origin {
 /// The stream a handle names at this entry point: handle 0 is the legacy default stream,
 /// or, at a `_ptsz`/`_ptds` entry point, the calling thread's per-thread default stream.
 fn stream(call: &Call, handle: CUstream) -> StreamRef {
+    stream_of_handle(handle, call.per_thread())
+}
+
+/// The stream a handle names; `per_thread`: handle 0 is the per-thread default stream.
+pub fn stream_of_handle(handle: CUstream, per_thread: bool) -> StreamRef {
     match handle as usize {
-        0 if call.per_thread() => per_thread_stream(),
+        0 if per_thread => per_thread_stream(),
         0 | CU_STREAM_LEGACY => StreamRef::Legacy { ctx: driver::current_context() },
         CU_STREAM_PER_THREAD => per_thread_stream(),
         h => StreamRef::Handle(h as u64),

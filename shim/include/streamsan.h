@@ -1,0 +1,28 @@
+/* streamsan's annotation API: declare memory that the CUDA driver does not see allocated.
+ *
+ * A framework that sub-allocates from large driver allocations (a caching allocator, a
+ * memory pool of its own) can tell streamsan about each block, so that the block is checked
+ * like a driver allocation: used before its allocation is ordered, freed while another
+ * stream still uses it, used after its free. A block is looked up before the allocation that
+ * contains it (the innermost buffer wins).
+ *
+ * `stream` orders the allocation or the free like cuMemAllocAsync/cuMemFreeAsync on that
+ * stream (0 is the legacy default stream, CU_STREAM_PER_THREAD the caller's per-thread
+ * one); a synchronous allocation or free passes `synchronous = 1` and any stream.
+ *
+ * The functions exist only while the shim is preloaded: look them up with
+ * dlsym(RTLD_DEFAULT, "streamsan_annotate_alloc") and call them only if found. */
+#ifndef STREAMSAN_H
+#define STREAMSAN_H
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void streamsan_annotate_alloc(const void *ptr, size_t size, void *stream, int synchronous);
+void streamsan_annotate_free(const void *ptr, void *stream, int synchronous);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
