@@ -23,6 +23,7 @@ pub mod exports;
 pub mod getproc;
 pub mod hooks;
 pub mod kernels;
+pub mod python;
 pub mod runtime;
 pub mod stack;
 pub mod stats;

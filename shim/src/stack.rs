@@ -1,9 +1,10 @@
 //! Call sites: captured unresolved on every intercepted call, resolved only for a report.
 //!
-//! A capture walks the stack, drops the shim's own frames, and interns the return
-//! addresses in a depot, so that an operation carries a 4-byte [`StackId`]. Resolving an
-//! id to functions, files and lines (slow: tens of microseconds a frame, tens of
-//! milliseconds the first time) happens when a race is reported.
+//! A capture walks the stack, drops the shim's own frames, adds the Python frames of a
+//! Python program ([`crate::python`]), and interns the whole in a depot, so that an
+//! operation carries a 4-byte [`StackId`]. Resolving an id to functions, files and lines
+//! (slow: tens of microseconds a frame, tens of milliseconds the first time) happens when a
+//! race is reported.
 
 use core::ffi::c_void;
 use std::collections::HashMap;
@@ -14,8 +15,13 @@ use dashmap::DashMap;
 use streamsan::model::op::StackId;
 use streamsan::report::Frame;
 
-/// Frames kept per call site.
+use crate::python;
+
+/// Native frames kept per call site.
 const DEPTH: usize = 24;
+/// Marks a depot entry that is a Python frame id, not a return address (no user-space
+/// address has these bits).
+const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
 
 /// The address range of the shim itself: frames in it are not the program's.
 fn shim_range() -> (u64, u64) {
@@ -61,7 +67,7 @@ fn depot() -> &'static Depot {
 /// The program's stack at the call being intercepted.
 pub fn capture() -> StackId {
     let (lo, hi) = shim_range();
-    let mut ips = [0u64; DEPTH];
+    let mut ips = [0u64; DEPTH + python::DEPTH];
     let mut n = 0;
     let mut in_shim = true;
     // SAFETY: the unwinder is thread-safe; the closure only stores addresses.
@@ -79,6 +85,12 @@ pub fn capture() -> StackId {
             n += 1;
             n < DEPTH
         });
+    }
+    let mut py = [0u32; python::DEPTH];
+    let python_frames = python::capture(&mut py);
+    for &id in &py[..python_frames] {
+        ips[n] = PYTHON_FRAME | id as u64;
+        n += 1;
     }
     intern(&ips[..n])
 }
@@ -100,13 +112,22 @@ fn intern(ips: &[u64]) -> StackId {
     StackId(id)
 }
 
-/// The frames of a call site, resolved (each address once per process).
+/// The frames of a call site, resolved (each address once per process). In a Python
+/// program the interpreter's native frames give way to the Python frames.
 pub fn frames(id: StackId) -> Vec<Frame> {
-    let ips: Vec<u64> = {
+    let entries: Vec<u64> = {
         let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
         stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
-    ips.into_iter().map(resolve).collect()
+    let (python_ids, native): (Vec<u64>, Vec<u64>) = entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
+    let mut frames: Vec<Frame> = native.into_iter().map(resolve).collect();
+    if !python_ids.is_empty() {
+        if let Some(cut) = frames.iter().position(python::is_interpreter) {
+            frames.truncate(cut);
+        }
+        frames.extend(python_ids.into_iter().map(|e| python::frame((e & !PYTHON_FRAME) as u32)));
+    }
+    frames
 }
 
 fn resolve(ip: u64) -> Frame {

@@ -105,7 +105,7 @@ pub fn describe(op: &OpReport) -> String {
         Some(kernel) => format!("{kernel} ({})", op.api),
         None => op.api.clone(),
     };
-    match op.site.iter().find(|f| f.file.is_some()) {
+    match super::program_frame(&op.site) {
         Some(Frame { file: Some(file), line, .. }) => {
             let file = file.rsplit('/').next().unwrap_or(file);
             match line {

@@ -175,10 +175,22 @@ pub struct NoteReport {
     pub site: Vec<Frame>,
 }
 
-/// A call site in one line: the first frame with a source file (`file:line in function`),
-/// else the first frame.
+/// The frame that says where in the program's own code a call was made: its innermost
+/// Python frame (a Python program's code is its script), else its innermost frame with a
+/// source file, else its innermost frame.
+pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
+    site.iter()
+        .find(|f| f.module.as_deref() == Some(PYTHON_MODULE))
+        .or_else(|| site.iter().find(|f| f.file.is_some()))
+        .or(site.first())
+}
+
+/// The `module` of a Python frame.
+pub const PYTHON_MODULE: &str = "python";
+
+/// A call site in one line: `file:line in function` of its [`program_frame`].
 pub fn describe_site(site: &[Frame]) -> String {
-    let frame = site.iter().find(|f| f.file.is_some()).or(site.first());
+    let frame = program_frame(site);
     match frame {
         Some(f) => {
             let function = f.function.as_deref().unwrap_or("<unknown>");

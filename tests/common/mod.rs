@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use streamsan::report::Report;
 
@@ -62,20 +62,29 @@ pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// Compiles `tests/scenarios/<source>.c` into `<output>` (an executable, or a library when
-/// `extra` says `-shared`).
+/// `extra` says `-shared`), once per test process: tests running in parallel share it.
 pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let out_dir = artifacts().join("scenarios");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let exe = out_dir.join(output);
-    let output = Command::new("cc")
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.iter().any(|o| o == output) {
+        return exe;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Build beside, then rename: another test process may be running the old one.
+    let tmp = out_dir.join(format!(".{output}.{}", std::process::id()));
+    let result = Command::new("cc")
         .args(["-O1", "-g", "-Wall", "-o"])
-        .arg(&exe)
+        .arg(&tmp)
         .arg(&src)
         .args(extra)
         .output()
         .expect("run cc");
-    assert!(output.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(result.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&result.stderr));
+    std::fs::rename(&tmp, &exe).unwrap();
+    built.push(output.to_string());
     exe
 }
 

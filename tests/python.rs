@@ -1,0 +1,67 @@
+//! Python programs: their call sites point at the script's own lines.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/python_race.py")
+}
+
+/// The line of `marker` in the script.
+fn line_of(marker: &str) -> u32 {
+    let text = std::fs::read_to_string(script()).unwrap();
+    text.lines().position(|l| l.contains(marker)).expect("marker") as u32 + 1
+}
+
+#[test]
+fn a_python_programs_race_names_its_lines() {
+    check_python_frames(&[]);
+}
+
+#[test]
+fn python_frames_also_come_from_a_thread_that_holds_the_gil() {
+    check_python_frames(&["--hold-gil"]);
+}
+
+fn check_python_frames(extra: &[&str]) {
+    let mut args = vec![script().to_str().unwrap().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let run = run(Path::new("python3"), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    run.assert_success();
+    let report = run.report();
+    let race = report.races_of("use-before-alloc").next().expect("the use-before-alloc is reported");
+    // The Python frames, innermost first: launch() at its driver call, main() at THE LAUNCH,
+    // the module at main().
+    let python: Vec<(String, u32)> = race
+        .second
+        .site
+        .iter()
+        .filter(|f| f.module.as_deref() == Some("python"))
+        .map(|f| {
+            assert!(f.file.as_deref().unwrap().ends_with("python_race.py"), "{f:?}");
+            (f.function.clone().unwrap(), f.line.unwrap())
+        })
+        .collect();
+    assert_eq!(
+        python,
+        vec![
+            ("launch".to_string(), line_of("check(cuda.cuLaunchKernel")),
+            ("main".to_string(), line_of("# THE LAUNCH")),
+            ("<module>".to_string(), line_of("main(\"fixed\" in")),
+        ]
+    );
+    // The interpreter's own frames give way to the script's.
+    assert!(!race.second.site.iter().any(|f| f.function.as_deref() == Some("_PyEval_EvalFrameDefault")));
+    assert!(race.missing_wait.text.contains("python_race.py:"), "{}", race.missing_wait.text);
+    assert!(run.stderr().contains(&format!("python_race.py:{}", line_of("# THE LAUNCH"))), "{}", run.stderr());
+}
+
+#[test]
+fn the_fixed_python_program_is_clean() {
+    let run = run(Path::new("python3"), &[script().to_str().unwrap(), "fixed"]);
+    run.assert_success();
+    assert!(run.report().races.is_empty());
+}
