@@ -120,7 +120,7 @@ pub fn frames(id: StackId) -> Vec<Frame> {
         stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
     let (python_ids, native): (Vec<u64>, Vec<u64>) = entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
-    let mut frames: Vec<Frame> = native.into_iter().map(resolve).collect();
+    let mut frames: Vec<Frame> = native.into_iter().flat_map(resolve).collect();
     if !python_ids.is_empty() {
         if let Some(cut) = frames.iter().position(python::is_interpreter) {
             frames.truncate(cut);
@@ -130,27 +130,34 @@ pub fn frames(id: StackId) -> Vec<Frame> {
     frames
 }
 
-fn resolve(ip: u64) -> Frame {
-    static CACHE: Mutex<Option<HashMap<u64, Frame>>> = Mutex::new(None);
-    if let Some(frame) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&ip) {
-        return frame.clone();
+/// The frames at a return address: one per function inlined there, innermost first.
+fn resolve(ip: u64) -> Vec<Frame> {
+    static CACHE: Mutex<Option<HashMap<u64, Vec<Frame>>>> = Mutex::new(None);
+    if let Some(frames) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&ip) {
+        return frames.clone();
     }
-    let mut frame = Frame { address: format!("{ip:#x}"), ..Frame::default() };
-    // A return address points after the call: look up the call itself.
-    backtrace::resolve(ip.saturating_sub(1) as *mut c_void, |symbol| {
-        if frame.function.is_none() {
-            frame.function = symbol.name().map(|n| n.to_string());
-            frame.file = symbol.filename().map(|f| f.display().to_string());
-            frame.line = symbol.lineno();
-        }
-    });
+    let (mut address, mut module) = (format!("{ip:#x}"), None);
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables.
     if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
-        let module = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-        frame.address = format!("+{:#x}", ip - info.dli_fbase as u64);
-        frame.module = Some(if module.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { module });
+        let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+        address = format!("+{:#x}", ip - info.dli_fbase as u64);
+        module = Some(if name.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { name });
     }
-    CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(ip, frame.clone());
-    frame
+    let mut frames = Vec::new();
+    // A return address points after the call: look up the call itself.
+    backtrace::resolve(ip.saturating_sub(1) as *mut c_void, |symbol| {
+        frames.push(Frame {
+            address: address.clone(),
+            function: symbol.name().map(|n| format!("{n:#}")),
+            file: symbol.filename().map(|f| f.display().to_string()),
+            line: symbol.lineno(),
+            module: module.clone(),
+        });
+    });
+    if frames.is_empty() {
+        frames.push(Frame { address, module, ..Frame::default() });
+    }
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(ip, frames.clone());
+    frames
 }

@@ -175,12 +175,31 @@ pub struct NoteReport {
     pub site: Vec<Frame>,
 }
 
-/// The frame that says where in the program's own code a call was made: its innermost
-/// Python frame (a Python program's code is its script), else its innermost frame with a
-/// source file, else its innermost frame.
+/// Whether a frame belongs to a library rather than to the program: a dependency (cargo's
+/// registry, Python's site-packages), a standard library, the C runtime, the system.
+fn is_library(frame: &Frame) -> bool {
+    const FILES: [&str; 5] = ["/.cargo/registry/", "/rustc/", "/site-packages/", "/dist-packages/", "/lib/python3"];
+    const MODULES: [&str; 6] = ["libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "libdl"];
+    let file = frame.file.as_deref().unwrap_or("");
+    let module = frame.module.as_deref().unwrap_or("");
+    let module = module.rsplit('/').next().unwrap_or(module);
+    FILES.iter().any(|part| file.contains(part))
+        || file.starts_with("/usr/")
+        || file.starts_with('<')
+        || MODULES.iter().any(|m| module.starts_with(m))
+}
+
+/// The frame that says where in the program's own code a call was made: the innermost
+/// Python frame outside libraries (a Python program's code is its script), else the innermost
+/// native frame with a source file outside libraries, else the innermost frame with a source
+/// file, else the innermost frame.
 pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
+    let own = |f: &&Frame| f.file.is_some() && !is_library(f);
+    let python = |f: &&Frame| f.module.as_deref() == Some(PYTHON_MODULE);
     site.iter()
-        .find(|f| f.module.as_deref() == Some(PYTHON_MODULE))
+        .find(|f| python(f) && own(f))
+        .or_else(|| site.iter().find(|f| python(f)))
+        .or_else(|| site.iter().find(own))
         .or_else(|| site.iter().find(|f| f.file.is_some()))
         .or(site.first())
 }
@@ -243,5 +262,39 @@ impl Report {
             *summary.by_kind.entry(race.kind.clone()).or_insert(0) += 1;
         }
         self.summary = summary;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: Option<&str>, module: Option<&str>) -> Frame {
+        Frame {
+            address: "0x0".into(),
+            function: Some(function.into()),
+            file: file.map(String::from),
+            line: Some(1),
+            module: module.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_program_frame_skips_libraries() {
+        let rust = [
+            frame("cuLaunchKernel", Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"), None),
+            frame("call_once", Some("/rustc/abc/library/core/src/ops.rs"), None),
+            frame("main", Some("/work/app/src/main.rs"), None),
+        ];
+        assert_eq!(program_frame(&rust).unwrap().function.as_deref(), Some("main"));
+        let python = [
+            frame("launchKernel", Some("/work/cupy/driver.cpp"), None),
+            frame("forward", Some("/venv/lib/python3.12/site-packages/torch/nn/linear.py"), Some(PYTHON_MODULE)),
+            frame("train", Some("/work/train.py"), Some(PYTHON_MODULE)),
+        ];
+        assert_eq!(program_frame(&python).unwrap().function.as_deref(), Some("train"));
+        assert_eq!(describe_site(&python), "/work/train.py:1 in train");
+        let bare = [frame("libcudart_static", None, None)];
+        assert_eq!(program_frame(&bare).unwrap().function.as_deref(), Some("libcudart_static"));
     }
 }

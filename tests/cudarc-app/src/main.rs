@@ -1,6 +1,10 @@
 //! A Rust program on cudarc's safe API: two streams, a kernel from PTX text, events that
 //! cudarc records and waits on by itself, a copy back. It runs unchanged on a GPU and on
-//! the stand-in driver. Usage: streamsan-cudarc-app [LAUNCHES]
+//! the stand-in driver. Usage: streamsan-cudarc-app [LAUNCHES] [--racy]
+//!
+//! `--racy` turns cudarc's event tracking off (an unsafe call that makes the program
+//! responsible for ordering its streams) and then does not order them: the consumer reads
+//! what the producer allocated and copied without waiting for it.
 
 use cudarc::driver::{CudaContext, DriverError, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
@@ -44,7 +48,12 @@ DONE:
 
 fn main() -> Result<(), DriverError> {
     let launches: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let racy = std::env::args().any(|a| a == "--racy");
     let ctx = CudaContext::new(0)?;
+    if racy {
+        // SAFETY: this program takes over the ordering of its streams (and leaves it out).
+        unsafe { ctx.disable_event_tracking() };
+    }
     let producer = ctx.new_stream()?;
     let consumer = ctx.new_stream()?;
     let module = ctx.load_module(Ptx::from_src(SCALE_PTX))?;
@@ -63,6 +72,10 @@ fn main() -> Result<(), DriverError> {
     }
     let out = producer.clone_dtoh(&y)?;
     producer.synchronize()?;
-    println!("cudarc-app: {launches} launches on 2 streams, out[3] = {}", out[3]);
+    if racy {
+        println!("cudarc-app: {launches} launches on 2 streams, unordered");
+    } else {
+        println!("cudarc-app: {launches} launches on 2 streams, out[3] = {}", out[3]);
+    }
     Ok(())
 }

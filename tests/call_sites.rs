@@ -1,4 +1,5 @@
-//! Python programs: their call sites point at the script's own lines.
+//! Call sites name the program's own code: a Python script's lines (not the interpreter's),
+//! a Rust program's `main.rs` (not its dependencies').
 
 mod common;
 
@@ -64,4 +65,23 @@ fn the_fixed_python_program_is_clean() {
     let run = run(Path::new("python3"), &[script().to_str().unwrap(), "fixed"]);
     run.assert_success();
     assert!(run.report().races.is_empty());
+}
+
+#[test]
+fn a_rust_programs_race_names_its_own_source() {
+    let exe = artifacts().join("streamsan-cudarc-app");
+    let run = run(&exe, &["2", "--racy"]);
+    run.assert_success();
+    let report = run.report();
+    for kind in ["use-before-alloc", "cross-stream-race", "free-race"] {
+        assert!(report.races_of(kind).next().is_some(), "{kind} not reported: {:?}", report.summary);
+    }
+    for race in &report.races {
+        let site = streamsan::report::describe_site(&race.second.site);
+        assert!(site.contains("cudarc-app/src/main.rs:") && site.contains("streamsan_cudarc_app::main"), "{site}");
+        assert!(!site.contains("::h"), "symbol hash left in {site}");
+    }
+    // The same program with cudarc's own event tracking is clean.
+    let clean = run_with(&exe, &["2"], RunOptions::default());
+    assert!(clean.report().races.is_empty(), "{:?}", clean.report().races);
 }

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Real programs on a GPU machine, natively and under streamsan.
+
+Clean workloads must give no race; each racy version (one wait removed) must be reported
+with the expected kind. For each run: same exit status and output as natively (racy
+versions print nothing timing-dependent), whether a race's call site reaches the program's
+own source, and wall times. Writes real-apps.json and real-apps.log.
+Usage: run.py STREAMSAN CUDARC_APP OUT_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+
+
+def cases(cudarc_app):
+    t = lambda mode: [PY, f"{HERE}/torch_train.py", mode]
+    c = lambda pool, mode: [PY, f"{HERE}/cupy_app.py", pool, mode]
+    return [
+        # program, framework, allocator, command, env, expected
+        ("torch_train clean", "pytorch", "native", t("clean"), {}, "clean"),
+        ("torch_train missing_wait_stream", "pytorch", "native", t("missing_wait_stream"), {}, "cross-stream-race"),
+        ("torch_train dropped_record_stream", "pytorch", "native", t("dropped_record_stream"), {}, "cross-stream-race"),
+        ("torch_train clean", "pytorch", "cudaMallocAsync", t("clean"), ASYNC, "clean"),
+        ("torch_train missing_wait_stream", "pytorch", "cudaMallocAsync", t("missing_wait_stream"), ASYNC, "use-before-alloc"),
+        ("torch_train dropped_record_stream", "pytorch", "cudaMallocAsync", t("dropped_record_stream"), ASYNC, "free-race"),
+        ("torch_graph", "pytorch", "native", [PY, f"{HERE}/torch_graph.py"], {}, "clean"),
+        ("torch_graph", "pytorch", "cudaMallocAsync", [PY, f"{HERE}/torch_graph.py"], ASYNC, "clean"),
+        ("torch_compile", "pytorch", "native", [PY, f"{HERE}/torch_compile_app.py"], {}, "clean"),
+        ("cupy_app clean", "cupy", "default pool", c("default", "clean"), {}, "clean"),
+        ("cupy_app missing_wait_event", "cupy", "default pool", c("default", "missing_wait_event"), {}, "cross-stream-race"),
+        ("cupy_app free_without_wait", "cupy", "default pool", c("default", "free_without_wait"), {}, "cross-stream-race"),
+        ("cupy_app clean", "cupy", "MemoryAsyncPool", c("async", "clean"), {}, "clean"),
+        ("cupy_app missing_wait_event", "cupy", "MemoryAsyncPool", c("async", "missing_wait_event"), {}, "use-before-alloc"),
+        ("cupy_app free_without_wait", "cupy", "MemoryAsyncPool", c("async", "free_without_wait"), {}, "free-race"),
+        ("numba_app clean", "numba-cuda", "cuMemAlloc", [PY, f"{HERE}/numba_app.py", "clean"], {}, "clean"),
+        ("numba_app missing_wait", "numba-cuda", "cuMemAlloc", [PY, f"{HERE}/numba_app.py", "missing_wait"], {}, "cross-stream-race"),
+        ("cuda_core_app clean", "cuda.core", "stream-ordered", [PY, f"{HERE}/cuda_core_app.py", "clean"], {}, "clean"),
+        ("cuda_core_app free_without_wait", "cuda.core", "stream-ordered", [PY, f"{HERE}/cuda_core_app.py", "free_without_wait"], {}, "free-race"),
+        ("cuda_core_app use_before_alloc", "cuda.core", "stream-ordered", [PY, f"{HERE}/cuda_core_app.py", "use_before_alloc"], {}, "use-before-alloc"),
+        ("jax_train", "jax", "BFC over cuMemMap", [PY, f"{HERE}/jax_train.py"], {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, "clean"),
+        ("cudarc_app", "cudarc", "stream-ordered", [cudarc_app, "20"], {}, "clean"),
+        ("cudarc_app --racy", "cudarc", "stream-ordered", [cudarc_app, "20", "--racy"], {}, "use-before-alloc"),
+        ("warp_app clean", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "clean"], {}, "clean"),
+        ("warp_app array_on_another_stream", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "array_on_another_stream"], {}, "use-before-alloc"),
+        ("nvmath_app clean", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "clean"], {}, "clean"),
+        ("nvmath_app stream_ordered_deallocation", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "stream_ordered_deallocation"], {}, "free-race"),
+    ]
+
+
+def run(cmd, env, log):
+    start = time.time()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        code, out, err = "timeout", e.stdout or "", e.stderr or ""
+        out, err = (out.decode() if isinstance(out, bytes) else out), (err.decode() if isinstance(err, bytes) else err)
+    elapsed = time.time() - start
+    log.write(f"$ {' '.join(cmd)}\n# exit {code}, {elapsed:.2f} s\n{out}{err}\n")
+    return code, out, err, elapsed
+
+
+def own_files(cmd):
+    """The program's own source: the script, or the Rust program's main.rs."""
+    return [os.path.basename(c) for c in cmd if c.endswith(".py")] or ["cudarc-app/src/main.rs"]
+
+
+def main():
+    streamsan, cudarc_app, out = sys.argv[1:4]
+    log = open(os.path.join(out, "real-apps.log"), "w")
+    results = []
+    for index, (program, framework, allocator, cmd, extra, expected) in enumerate(cases(cudarc_app)):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+        native_code, native_out, native_err, native_s = run(cmd, env, log)
+        report_dir = f"/tmp/real-apps/{index}"
+        os.makedirs(report_dir, exist_ok=True)
+        for f in os.listdir(report_dir):
+            os.remove(os.path.join(report_dir, f))
+        code, stdout, stderr, streamsan_s = run([streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--"] + cmd, env, log)
+        races, notes = [], []
+        for f in sorted(os.listdir(report_dir)):
+            with open(os.path.join(report_dir, f)) as fh:
+                report = json.load(fh)
+            races += report["races"]
+            notes += report["notes"]
+        kinds = sorted({r["kind"] for r in races})
+        files = own_files(cmd)
+        in_program = any(any(fr.get("file", "").endswith(f) for f in files for fr in r[side]["site"])
+                         for r in races for side in ("first", "second"))
+        failures = []
+        if native_code != 0:
+            failures.append(f"fails natively ({native_code}): {native_err.strip()[-300:]}")
+        if code != native_code:
+            failures.append(f"exit {native_code} natively, {code} under streamsan")
+        if stdout != native_out:
+            failures.append("output differs")
+        if expected == "clean" and races:
+            failures.append(f"expected clean, reported {kinds}")
+        if expected != "clean" and expected not in kinds:
+            failures.append(f"expected {expected}, reported {kinds or 'nothing'}")
+        if expected != "clean" and not in_program:
+            failures.append("no call site in the program's own code")
+        summary = [{"kind": r["kind"], "hazard": r.get("hazard"), "count": r["count"],
+                    "first": r["first"].get("kernel") or r["first"]["api"],
+                    "second": r["second"].get("kernel") or r["second"]["api"],
+                    "missing_wait": r["missing_wait"]["text"]} for r in races]
+        results.append({
+            "program": program, "framework": framework, "allocator": allocator, "expected": expected,
+            "reported_kinds": kinds, "races": len(races), "native_s": round(native_s, 2),
+            "streamsan_s": round(streamsan_s, 2), "same_output": stdout == native_out,
+            "native_exit": native_code, "streamsan_exit": code, "call_site_in_program": in_program,
+            "notes": sorted({n["kind"] for n in notes}), "race_summaries": summary[:10],
+            "ok": not failures, "failures": failures,
+        })
+        print(f"{'ok  ' if not failures else 'FAIL'} {framework:13} {allocator:20} {program}: reported {kinds} "
+              f"({native_s:.1f} s / {streamsan_s:.1f} s) {failures}", flush=True)
+        for s in summary[:3] if (races and expected == "clean") else []:
+            print(f"      {s['kind']} {s['hazard'] or ''} x{s['count']}: {s['first']} -> {s['second']}", flush=True)
+    with open(os.path.join(out, "real-apps.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"{sum(r['ok'] for r in results)} of {len(results)} programs as expected")
+
+
+if __name__ == "__main__":
+    main()
