@@ -68,7 +68,7 @@ const BUFFER_SIZE: u64 = 256;
 #[derive(Clone, Debug)]
 enum Item {
     /// An access by a node on the origin (lane 0) or the forked stream (lane 1).
-    Node { lane: usize, buffer: usize, offset: u8, write: bool },
+    Node { lane: usize, buffer: usize, offset: u8, mode: u8 },
     /// The forked stream waits on the origin's work so far.
     ForkSync,
     /// The origin waits on the forked stream's work so far.
@@ -77,7 +77,8 @@ enum Item {
 
 #[derive(Clone, Debug)]
 enum Step {
-    Access { stream: usize, buffer: usize, offset: u8, len: u8, write: bool, host: u8 },
+    /// `mode`: 0 read, 1 write, 2 unknown (a kernel's untyped pointer).
+    Access { stream: usize, buffer: usize, offset: u8, len: u8, mode: u8, host: u8 },
     AllocAsync { stream: usize, buffer: usize },
     AllocSync { buffer: usize },
     FreeAsync { stream: usize, buffer: usize },
@@ -94,15 +95,15 @@ enum Step {
 
 fn item() -> impl Strategy<Value = Item> {
     prop_oneof![
-        6 => (0..2usize, 0..BUFFERS, 0..2u8, any::<bool>()).prop_map(|(lane, buffer, offset, write)| Item::Node { lane, buffer, offset, write }),
+        6 => (0..2usize, 0..BUFFERS, 0..2u8, 0..3u8).prop_map(|(lane, buffer, offset, mode)| Item::Node { lane, buffer, offset, mode }),
         2 => Just(Item::ForkSync),
         2 => Just(Item::JoinSync),
     ]
 }
 
 fn access() -> impl Strategy<Value = Step> {
-    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, any::<bool>(), 0..3u8)
-        .prop_map(|(stream, buffer, offset, len, write, host)| Step::Access { stream, buffer, offset, len, write, host })
+    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, 0..3u8, 0..3u8)
+        .prop_map(|(stream, buffer, offset, len, mode, host)| Step::Access { stream, buffer, offset, len, mode, host })
 }
 
 fn capture_step() -> impl Strategy<Value = Step> {
@@ -173,13 +174,23 @@ struct PastAccess {
     op: usize,
     lo: u64,
     hi: u64,
-    write: bool,
+    mode: Mode,
+}
+
+fn mode_of(code: u8) -> Mode {
+    [Mode::Read, Mode::Write, Mode::Unknown][code as usize]
+}
+
+/// SEMANTICS.md's conflict, with unknown accesses (`Mode::conflicts_with`) written out again.
+fn conflict(a: Mode, b: Mode) -> bool {
+    let writes = |m: Mode| m != Mode::Read;
+    (writes(a) || writes(b)) && !(a == Mode::Unknown && b == Mode::Unknown)
 }
 
 /// A captured graph as the oracle sees it: nodes with their lanes and dependencies.
 #[derive(Clone)]
 struct OracleGraph {
-    nodes: Vec<(usize, Vec<usize>, usize, u8, bool)>, // (lane, deps, buffer, offset, write)
+    nodes: Vec<(usize, Vec<usize>, usize, u8, u8)>, // (lane, deps, buffer, offset, mode)
 }
 
 #[derive(Default)]
@@ -257,7 +268,7 @@ impl Oracle {
         self.verdicts.entry(op).or_insert_with(|| (buffer, BTreeSet::new())).1.insert(kind);
     }
 
-    fn access(&mut self, op: usize, buffer: usize, lo: u64, hi: u64, write: bool) {
+    fn access(&mut self, op: usize, buffer: usize, lo: u64, hi: u64, mode: Mode) {
         match self.buffers.get(&buffer).copied().unwrap_or(BufferState::Never) {
             BufferState::Never => {}
             BufferState::Freed { .. } => self.found(op, buffer, RaceKind::UseAfterFree),
@@ -266,10 +277,13 @@ impl Oracle {
                     self.found(op, buffer, RaceKind::UseBeforeAlloc);
                 }
                 let past = self.accesses.get(&buffer).cloned().unwrap_or_default();
-                if past.iter().any(|p| p.lo < hi && lo < p.hi && (p.write || write) && !self.hb(p.op, op)) {
+                let overlapping = |p: &&PastAccess| p.lo < hi && lo < p.hi;
+                // The first access to never-touched device bytes writes them.
+                let mode = if mode == Mode::Unknown && !past.iter().any(|p| overlapping(&p)) { Mode::Write } else { mode };
+                if past.iter().filter(overlapping).any(|p| conflict(p.mode, mode) && !self.hb(p.op, op)) {
                     self.found(op, buffer, RaceKind::CrossStream);
                 }
-                self.accesses.entry(buffer).or_default().push(PastAccess { op, lo, hi, write });
+                self.accesses.entry(buffer).or_default().push(PastAccess { op, lo, hi, mode });
             }
         }
     }
@@ -334,7 +348,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
     let mut graphs = 0usize;
     for step in steps {
         match *step {
-            Step::Access { stream, buffer, offset, len, write, host } => {
+            Step::Access { stream, buffer, offset, len, mode, host } => {
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let hi = lo + len as u64 * 8;
                 let host_effect = [HostEffect::None, HostEffect::WaitsForEarlierWork, HostEffect::WaitsForOperation][host as usize];
@@ -344,12 +358,11 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                     }
                 }
                 let op = oracle.issue(stream, &[]);
-                oracle.access(op, buffer, lo, hi, write);
+                oracle.access(op, buffer, lo, hi, mode_of(mode));
                 if host_effect == HostEffect::WaitsForOperation {
                     oracle.host_waits(op);
                 }
-                let mode = if write { Mode::Write } else { Mode::Read };
-                let access = [Access::new(lo, hi - lo, mode)];
+                let access = [Access::new(lo, hi - lo, mode_of(mode))];
                 model.work(stream_ref(stream), Work { origin: origin(op, stream), kernel: None, accesses: &access, host: host_effect });
             }
             Step::AllocAsync { stream, buffer } => {
@@ -476,14 +489,14 @@ fn capture(model: &Model, origin_stream: usize, fork: usize, items: &[Item], ind
     let mut frontier: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
     for item in items {
         match *item {
-            Item::Node { lane, buffer, offset, write } => {
+            Item::Node { lane, buffer, offset, mode } => {
                 let stream = if lane == 0 { origin_stream } else { fork };
                 let deps = std::mem::take(&mut frontier[lane]);
-                graph.nodes.push((lane, deps, buffer, offset, write));
+                graph.nodes.push((lane, deps, buffer, offset, mode));
                 let node = graph.nodes.len() - 1;
                 frontier[lane] = vec![node];
                 let lo = buffer_base(buffer) + offset as u64 * 8;
-                let mode = if write { Mode::Write } else { Mode::Read };
+                let mode = mode_of(mode);
                 // The site carries the node index; launch ops are numbered by the oracle later.
                 let node_origin = Origin { api: "node", thread: ThreadId(1), site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32) };
                 model.work(stream_ref(stream), Work { origin: node_origin, kernel: None, accesses: &[Access::new(lo, 8, mode)], host: HostEffect::None });
@@ -523,13 +536,13 @@ fn launch(model: &Model, oracle: &mut Oracle, graph: usize, stream: usize) {
     let previous: Vec<usize> = oracle.last_launch.get(&graph).copied().into_iter().collect();
     let g = oracle.graphs[graph].clone();
     let mut instances = Vec::new();
-    for (node, (_, deps, buffer, offset, write)) in g.nodes.iter().enumerate() {
+    for (node, (_, deps, buffer, offset, mode)) in g.nodes.iter().enumerate() {
         let mut preds = vec![launch_op];
         preds.extend(previous.iter().copied());
         preds.extend(deps.iter().map(|&d| instances[d]));
         let op = oracle.new_op(&preds);
         let lo = buffer_base(*buffer) + *offset as u64 * 8;
-        oracle.access(op, *buffer, lo, lo + 8, *write);
+        oracle.access(op, *buffer, lo, lo + 8, mode_of(*mode));
         instances.push(op);
         LAUNCH_OPS.with(|l| l.borrow_mut().entry((graph, node)).or_default().push(op));
     }
@@ -622,9 +635,9 @@ fn legacy_stream_orders_blocking_streams_both_ways() {
     // non-blocking stream (not ordered with either).
     let steps = vec![
         Step::AllocAsync { stream: 4, buffer: 0 },
-        Step::Access { stream: 0, buffer: 0, offset: 0, len: 1, write: true, host: 0 },
-        Step::Access { stream: 4, buffer: 0, offset: 0, len: 1, write: false, host: 0 },
-        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, write: true, host: 0 },
+        Step::Access { stream: 0, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Access { stream: 4, buffer: 0, offset: 0, len: 1, mode: 0, host: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
     ];
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
@@ -640,8 +653,8 @@ fn launches_of_an_empty_graph_still_order_each_other() {
     let steps = vec![
         Step::AllocSync { buffer: 0 },
         Step::Capture { origin: 5, fork: 4, items: vec![Item::ForkSync] },
-        Step::Capture { origin: 5, fork: 4, items: vec![Item::Node { lane: 0, buffer: 0, offset: 0, write: false }] },
-        Step::Access { stream: 2, buffer: 0, offset: 0, len: 1, write: true, host: 0 },
+        Step::Capture { origin: 5, fork: 4, items: vec![Item::Node { lane: 0, buffer: 0, offset: 0, mode: 0 }] },
+        Step::Access { stream: 2, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
         Step::Launch { graph: 0, stream: 0 },
         Step::Launch { graph: 0, stream: 7 },
         Step::Launch { graph: 1, stream: 7 },

@@ -195,6 +195,16 @@ fn reads_through_pointers_to_const_do_not_conflict() {
 }
 
 #[test]
+fn kernels_of_unknown_signature_conflict_with_writes_only() {
+    check("untyped_kernels", CROSS, Some("RAW"));
+}
+
+#[test]
+fn the_first_kernel_of_unknown_signature_on_fresh_memory_writes_it() {
+    check("untyped_first_touch", CROSS, None);
+}
+
+#[test]
 fn cupy_wait_event_example() {
     check("cupy_wait_event", CROSS, Some("RAW"));
 }

@@ -8,7 +8,10 @@
 //! only. Both are cached per handle: they never change.
 //!
 //! Every 8-byte-aligned word of the parameter buffer that falls where buffers live is an
-//! access of the single byte it points at (SEMANTICS.md, "Kernel launches").
+//! access of the single byte it points at (SEMANTICS.md, "Kernel launches"): a read through a
+//! pointer-to-const parameter, read-write through another pointer parameter, of unknown
+//! direction when the kernel's name gives no parameter types or the word sits inside a
+//! by-value structure.
 
 use core::ffi::{c_char, c_void, CStr};
 use std::sync::{Arc, OnceLock};
@@ -26,6 +29,8 @@ use crate::driver;
 pub struct Param {
     pub offset: usize,
     pub size: usize,
+    /// The demangled name gave the parameter's type.
+    pub typed: bool,
     /// Declared as a pointer to const.
     pub read_only: bool,
 }
@@ -112,7 +117,12 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     let params = layout
         .into_iter()
         .enumerate()
-        .map(|(i, (offset, size))| Param { offset, size, read_only: read_only.as_ref().is_some_and(|r| r[i]) })
+        .map(|(i, (offset, size))| Param {
+            offset,
+            size,
+            typed: read_only.is_some(),
+            read_only: read_only.as_ref().is_some_and(|r| r[i]),
+        })
         .collect();
     KernelInfo { id: demangled.map(|d| model.kernel_id(&d)), params }
 }
@@ -204,7 +214,13 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
 pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
     let mut word = |addr: u64, param: Option<&Param>| {
         if model.may_be_buffer(addr) {
-            let mode = if param.is_some_and(|p| p.read_only) { Mode::Read } else { Mode::ReadWrite };
+            // A pointer parameter whose type the kernel's name gives: read only if declared
+            // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
+            // a by-value structure) may read or write.
+            let mode = match param {
+                Some(p) if p.typed && p.size == 8 => if p.read_only { Mode::Read } else { Mode::ReadWrite },
+                _ => Mode::Unknown,
+            };
             // A whole pointer parameter surely points where it says; a word inside a
             // by-value structure may be a stale field.
             let exact = param.is_some_and(|p| p.size == 8);

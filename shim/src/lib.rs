@@ -25,6 +25,7 @@ pub mod hooks;
 pub mod kernels;
 pub mod python;
 pub mod runtime;
+pub mod signals;
 pub mod stack;
 pub mod stats;
 pub mod thread;

@@ -41,6 +41,7 @@ fn read_options() -> Options {
 
 extern "C" fn on_load() {
     options();
+    crate::signals::install();
 }
 
 #[used]

@@ -161,3 +161,13 @@ fn resolve(ip: u64) -> Vec<Frame> {
     CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(ip, frames.clone());
     frames
 }
+
+/// Every frame of the calling thread, the shim's included, resolved (for a crash report).
+pub fn current_frames() -> Vec<Frame> {
+    let mut ips = Vec::with_capacity(64);
+    backtrace::trace(|frame| {
+        ips.push(frame.ip() as u64);
+        ips.len() < 64
+    });
+    ips.into_iter().filter(|&ip| ip != 0).flat_map(resolve).collect()
+}

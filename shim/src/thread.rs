@@ -25,10 +25,10 @@ thread_local! {
     static CURRENT: ThreadId = register();
 }
 
-/// The calling thread.
+/// The calling thread (T0 once its storage is gone, in exit handlers).
 #[inline]
 pub fn current() -> ThreadId {
-    CURRENT.with(|t| *t)
+    CURRENT.try_with(|t| *t).unwrap_or_default()
 }
 
 /// The operating system's id of a thread.

@@ -73,14 +73,16 @@ thread_local! {
     static SCRATCH: Cell<Option<VectorClock>> = const { Cell::new(None) };
 }
 
+/// A cleared clock: the thread's reused one, or a new one once the thread's storage is gone
+/// (a program's exit handlers may still call the driver).
 fn scratch() -> VectorClock {
-    let mut clock = SCRATCH.with(|s| s.take()).unwrap_or_default();
+    let mut clock = SCRATCH.try_with(|s| s.take()).ok().flatten().unwrap_or_default();
     clock.clear();
     clock
 }
 
 fn return_scratch(clock: VectorClock) {
-    SCRATCH.with(|s| s.set(Some(clock)));
+    let _ = SCRATCH.try_with(|s| s.set(Some(clock)));
 }
 
 type Describe = dyn Fn(u64) -> Option<StreamInfo> + Send + Sync;
@@ -307,19 +309,26 @@ impl Model {
             let next = match self.buffers.find(addr) {
                 Found::Live(buffer) => {
                     let (lo, hi) = (addr, end.min(buffer.end()));
-                    let this = Side { op, action: Action::Access { mode: access.mode, lo, hi } };
+                    let mut state = buffer.lock();
+                    // The first access to bytes of fresh device memory writes them: a program does
+                    // not read device memory it never wrote. So an unknown first access is a write.
+                    let mode = if access.mode == Mode::Unknown && !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed && state.shadow.untouched(lo, hi) {
+                        Mode::Write
+                    } else {
+                        access.mode
+                    };
+                    let this = Side { op, action: Action::Access { mode, lo, hi } };
                     let facts = BufferFacts::of(&buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
                         let alloc = Side { op: buffer.alloc, action: Action::Alloc };
                         found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts, first: alloc, second: this });
                     }
-                    let mut state = buffer.lock();
-                    for earlier in state.shadow.conflicts(lo, hi, access.mode.writes(), clock) {
+                    for earlier in state.shadow.conflicts(lo, hi, mode, clock) {
                         let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
-                        let hazard = Hazard::between(earlier.mode, access.mode);
+                        let hazard = Hazard::between(earlier.mode, mode);
                         found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts, first, second: this });
                     }
-                    state.shadow.record(lo, hi, access.mode, op, clock);
+                    state.shadow.record(lo, hi, mode, op, clock);
                     hi
                 }
                 Found::Freed(buffer) => {

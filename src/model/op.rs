@@ -28,13 +28,24 @@ pub struct Origin {
 pub enum Mode {
     Read,
     Write,
-    /// A kernel's pointer that is not declared pointer-to-const: it may write.
+    /// A kernel's pointer parameter not declared pointer-to-const: it may write.
     ReadWrite,
+    /// A kernel's pointer whose parameter types say nothing (an `extern "C"` kernel, a
+    /// pointer inside a by-value structure): it may read or write.
+    Unknown,
 }
 
 impl Mode {
+    /// Whether the access may write.
     pub fn writes(self) -> bool {
         !matches!(self, Mode::Read)
+    }
+
+    /// Whether two accesses of these modes to the same bytes, unordered, are a race. Two
+    /// unknown accesses are not: both may be reads (kernels on two streams reading a shared
+    /// input are common and correct), and nothing says otherwise.
+    pub fn conflicts_with(self, other: Mode) -> bool {
+        (self.writes() || other.writes()) && !(self == Mode::Unknown && other == Mode::Unknown)
     }
 }
 

@@ -46,8 +46,12 @@ pub enum Hazard {
 }
 
 impl Hazard {
+    /// The hazard between two conflicting accesses. An access of unknown direction counts as
+    /// the read it most often is (a consumer's input); the write it conflicts with is the
+    /// other access, since two unknown accesses do not conflict.
     pub fn between(first: Mode, second: Mode) -> Hazard {
-        match (first.writes(), second.writes()) {
+        let declared_writable = |mode| matches!(mode, Mode::Write | Mode::ReadWrite);
+        match (declared_writable(first), declared_writable(second)) {
             (true, false) => Hazard::ReadAfterWrite,
             (false, true) => Hazard::WriteAfterRead,
             _ => Hazard::WriteAfterWrite,

@@ -37,18 +37,23 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Every record that conflicts with an access of `[lo, hi)` by an operation whose clock
-    /// is `clock`: overlapping, at least one of the two writes, and not ordered before it.
+    /// Every record that conflicts with an access of `[lo, hi)` in `mode` by an operation
+    /// whose clock is `clock`: overlapping, conflicting modes, and not ordered before it.
     pub fn conflicts<'a>(
         &'a self,
         lo: u64,
         hi: u64,
-        writes: bool,
+        mode: Mode,
         clock: &'a VectorClock,
     ) -> impl Iterator<Item = &'a Record> + 'a {
         self.records.iter().filter(move |r| {
-            r.overlaps(lo, hi) && (writes || r.mode.writes()) && !r.op.epoch.happens_before(clock)
+            r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
         })
+    }
+
+    /// Whether no access to `[lo, hi)` is remembered.
+    pub fn untouched(&self, lo: u64, hi: u64) -> bool {
+        !self.records.iter().any(|r| r.overlaps(lo, hi))
     }
 
     /// Every record not ordered before `clock` (what a free must wait for).
@@ -58,7 +63,7 @@ impl Shadow {
 
     /// Adds an access by an operation whose clock is `clock`, dropping what it supersedes.
     pub fn record(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord, clock: &VectorClock) {
-        if mode.writes() {
+        if matches!(mode, Mode::Write | Mode::ReadWrite) {
             // A write supersedes every earlier access to its bytes: keep only the parts of
             // records outside [lo, hi).
             let mut kept = Vec::with_capacity(self.records.len() + 1);
@@ -76,10 +81,10 @@ impl Shadow {
             }
             self.records = kept;
         } else {
-            // A read supersedes reads of the same or fewer bytes that are ordered before it.
-            self.records.retain(|r| {
-                r.mode.writes() || !(lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock))
-            });
+            // A read (an unknown access) supersedes reads (unknown accesses) of the same or fewer
+            // bytes that are ordered before it: whatever races with them races with it. Neither
+            // supersedes the other kind, which conflicts with different accesses.
+            self.records.retain(|r| !(r.mode == mode && lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock)));
         }
         self.records.push(Record { lo, hi, mode, op });
         if self.records.len() > MAX_RECORDS {
@@ -119,10 +124,10 @@ mod tests {
         let mut s = Shadow::default();
         s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         let reader = clock(&[(2, 1)]);
-        assert_eq!(s.conflicts(4, 5, false, &reader).count(), 1);
-        assert_eq!(s.conflicts(8, 9, false, &reader).count(), 0, "disjoint bytes");
+        assert_eq!(s.conflicts(4, 5, Mode::Read, &reader).count(), 1);
+        assert_eq!(s.conflicts(8, 9, Mode::Read, &reader).count(), 0, "disjoint bytes");
         let ordered = clock(&[(1, 1), (2, 1)]);
-        assert_eq!(s.conflicts(4, 5, false, &ordered).count(), 0);
+        assert_eq!(s.conflicts(4, 5, Mode::Read, &ordered).count(), 0);
     }
 
     #[test]
@@ -133,9 +138,20 @@ mod tests {
         assert_eq!(s.records().len(), 2);
         // A write ordered after only one of the reads conflicts with the other.
         let writer = clock(&[(1, 1), (3, 1)]);
-        let conflicts: Vec<_> = s.conflicts(0, 8, true, &writer).collect();
+        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Write, &writer).collect();
         assert_eq!(conflicts.len(), 1);
         assert_eq!(conflicts[0].op.epoch.slot, 2);
+    }
+
+    #[test]
+    fn unknown_accesses_conflict_with_reads_and_writes_but_not_each_other() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Unknown, op(1, 1), &clock(&[(1, 1)]));
+        let other = clock(&[(2, 1)]);
+        assert_eq!(s.conflicts(0, 8, Mode::Unknown, &other).count(), 0);
+        assert_eq!(s.conflicts(0, 8, Mode::Read, &other).count(), 1);
+        assert_eq!(s.conflicts(0, 8, Mode::Write, &other).count(), 1);
+        assert!(!s.untouched(0, 1) && s.untouched(8, 9));
     }
 
     #[test]

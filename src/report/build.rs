@@ -84,6 +84,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
                 Mode::Read => "read",
                 Mode::Write => "write",
                 Mode::ReadWrite => "read-write",
+                Mode::Unknown => "read-or-write",
             };
             (access, Some(ByteRange { start: hex(lo), end: hex(hi) }))
         }

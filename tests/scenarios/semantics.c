@@ -72,7 +72,7 @@ CUresult cuStreamDestroy_v2(CUstream);
 #define CU_STREAM_WAIT_VALUE_GEQ 0
 
 static CUcontext ctx_a, ctx_b; /* two devices, or two contexts of one */
-static CUfunction scale;
+static CUfunction scale, touch;
 
 static void setup(void) {
     CUdevice dev;
@@ -92,6 +92,7 @@ static void setup(void) {
     CHECK(cuCtxSetCurrent(ctx_a));
     CHECK(cuModuleLoadData(&module, SCALE_PTX));
     CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
+    CHECK(cuModuleGetFunction(&touch, module, TOUCH_NAME));
 }
 
 static CUstream stream(unsigned flags) {
@@ -124,6 +125,12 @@ static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
 /* A kernel that writes x (reading a private scratch buffer), or reads x (writing one). */
 static void writes(CUstream s, CUdeviceptr x) { launch(s, x, dalloc()); }
 static void reads(CUstream s, CUdeviceptr x) { launch(s, dalloc(), x); }
+/* The untyped kernel on x and a private scratch buffer: x may be read or written. */
+static void touches(CUstream s, CUdeviceptr x) {
+    CUdeviceptr scratch = dalloc();
+    void *params[] = {&x, &scratch};
+    CHECK(cuLaunchKernel(touch, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+}
 static void order(CUstream from, CUstream to) {
     CUevent e = event();
     CHECK(cuEventRecord(e, from));
@@ -426,6 +433,31 @@ static void concurrent_reads(int fixed) {
         writes(s2, x);
 }
 
+/* Kernels whose signature is unknown (extern "C", as Warp, CuPy's RawKernel and Numba emit
+   them): two may run together on the same data (they are taken to read it, or to write
+   disjoint parts of it), but not alongside a write. */
+static void untyped_kernels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    CHECK(cuMemsetD8_v2(x, 0, N));
+    CHECK(cuCtxSynchronize());
+    if (fixed)
+        touches(s1, x);
+    else
+        writes(s1, x);
+    touches(s2, x);
+}
+
+/* ...except the first kernel on fresh memory: whatever it does is the initialization the
+   next one must wait for. */
+static void untyped_first_touch(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    touches(s1, x);
+    if (fixed) order(s1, s2);
+    touches(s2, x);
+}
+
 /* CuPy: "s2.wait_event(e2)" before s2 copies what s1 computed. */
 static void cupy_wait_event(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
@@ -607,6 +639,8 @@ static const struct {
     {"cross_stream_waw", cross_stream_waw, "cross-stream-race"},
     {"chunks_of_one_buffer", chunks_of_one_buffer, "cross-stream-race"},
     {"concurrent_reads", concurrent_reads, "cross-stream-race"},
+    {"untyped_kernels", untyped_kernels, "cross-stream-race"},
+    {"untyped_first_touch", untyped_first_touch, "cross-stream-race"},
     {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},
     {"annotated_suballocation", annotated_suballocation, "free-race"},
     {"graph_branches", graph_branches, "cross-stream-race"},

@@ -28,13 +28,16 @@ thread_local! {
 unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
     let model = model();
     let info = kernels::info(model, f);
-    ACCESSES.with(|accesses| {
-        let mut accesses = accesses.borrow_mut();
+    let tell = |accesses: &mut Vec<Access>| {
         accesses.clear();
         // SAFETY: the launch's own arguments, which the driver accepted.
-        unsafe { kernels::accesses(model, &info, params, extra, &mut accesses) };
-        model.work(on, Work { origin: origin(call), kernel: info.id, accesses: &accesses, host: HostEffect::None });
-    });
+        unsafe { kernels::accesses(model, &info, params, extra, accesses) };
+        model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
+    };
+    // Once the thread's storage is gone (exit handlers), a fresh list.
+    if ACCESSES.try_with(|accesses| tell(&mut accesses.borrow_mut())).is_err() {
+        tell(&mut Vec::new());
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

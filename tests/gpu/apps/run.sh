@@ -13,4 +13,4 @@ if [ -f .warp3/warp.part02 ] && [ -f /tmp/warp.part00 ] && [ -f /tmp/warp.part01
 fi
 python3 -c 'import torch, cupy, jax, numba; print("torch", torch.__version__, "cupy", cupy.__version__, "jax", jax.__version__, "numba", numba.__version__)'
 python3 -c 'import warp, nvmath; print("warp", warp.__version__, "nvmath", nvmath.__version__)' 2>&1 | tail -1
-python3 tests/gpu/apps/run.py "$PWD/.device/streamsan" "$PWD/.device/streamsan-cudarc-app" "${OUT:-/tmp}"
+python3 tests/gpu/apps/run.py "$PWD/.device/streamsan" "$PWD/.device/streamsan-cudarc-app" "${OUT:-/tmp}" "$@"
