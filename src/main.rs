@@ -81,7 +81,11 @@ fn run(args: &[OsString]) -> ExitCode {
     };
     if let Some(pattern) = &options.log_path {
         if launch::reports_since(pattern, started).is_empty() {
-            eprintln!("streamsan: no report: {}", why_no_report());
+            match status.signal() {
+                // Reports are written at exit: a process killed before it leaves none.
+                Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
+                None => eprintln!("streamsan: no report: {}", why_no_report()),
+            }
         }
     }
     if let Some(code) = status.code() {

@@ -5,7 +5,9 @@
 //! query fails with CUDA_ERROR_INVALID_HANDLE on them). Its name comes from the call that
 //! made the handle (`cuModuleGetFunction`, `cuLibraryGetKernel`) or from `cuFuncGetName` /
 //! `cuKernelGetName`; a parameter declared pointer-to-const in the demangled name is read
-//! only. Both are cached per handle: they never change.
+//! only. Both are cached per handle, and forgotten when code is unloaded or a context
+//! destroyed: the driver hands the same handle values out again, for other kernels (XLA's
+//! autotuner loads and unloads hundreds of modules).
 //!
 //! Every 8-byte-aligned word of the parameter buffer that falls where buffers live is an
 //! access of the single byte it points at (SEMANTICS.md, "Kernel launches"): a read through a
@@ -53,6 +55,8 @@ pub enum HandleKind {
 struct Named {
     name: String,
     kind: HandleKind,
+    /// The module or library the handle came from.
+    owner: usize,
 }
 
 fn named() -> &'static DashMap<usize, Named> {
@@ -65,22 +69,35 @@ fn infos() -> &'static DashMap<usize, Arc<KernelInfo>> {
     INFO.get_or_init(DashMap::new)
 }
 
-/// A handle the program got by name (`cuModuleGetFunction`, `cuLibraryGetKernel`).
-pub fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind) {
+/// A handle the program got by name from `owner` (`cuModuleGetFunction`,
+/// `cuLibraryGetKernel`). What was learnt of an earlier kernel at the same handle goes.
+pub fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, owner: *mut c_void) {
     if handle.is_null() || name.is_null() {
         return;
     }
     // SAFETY: the driver accepted `name` as a NUL-terminated kernel name.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    named().insert(handle as usize, Named { name, kind });
+    infos().remove(&(handle as usize));
+    named().insert(handle as usize, Named { name, kind, owner: owner as usize });
 }
 
 /// `cuKernelGetFunction`: the function handle stands for the kernel.
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
-    let name = named().get(&(kernel as usize)).map(|n| n.name.clone());
-    if let Some(name) = name {
-        named().insert(function as usize, Named { name, kind: HandleKind::Function });
+    let known = named().get(&(kernel as usize)).map(|n| (n.name.clone(), n.owner));
+    infos().remove(&(function as usize));
+    if let Some((name, owner)) = known {
+        named().insert(function as usize, Named { name, kind: HandleKind::Function, owner });
     }
+}
+
+/// A module or library was unloaded (`owner`), or every one of a context (None): handles
+/// from it may come back for other kernels. Layouts are cheap to learn again, so all go.
+pub fn code_unloaded(owner: Option<*mut c_void>) {
+    match owner {
+        Some(owner) => named().retain(|_, n| n.owner != owner as usize),
+        None => named().clear(),
+    }
+    infos().clear();
 }
 
 /// The kernel behind a launch handle, learnt on its first launch.

@@ -385,10 +385,12 @@ macro_rules! driver_api {
             module_load_data_ex [cuModuleLoadDataEx] (module: *mut CUmodule, image: *const c_void, num_options: c_uint, options: *mut u32, option_values: *mut *mut c_void);
             module_load_fat_binary [cuModuleLoadFatBinary] (module: *mut CUmodule, fat_cubin: *const c_void);
             module_get_function [cuModuleGetFunction] (hfunc: *mut CUfunction, module: CUmodule, name: *const c_char);
+            module_unload [cuModuleUnload] (hmod: CUmodule);
             library_load_data [cuLibraryLoadData] (library: *mut CUlibrary, code: *const c_void, jit_options: *mut u32, jit_option_values: *mut *mut c_void, num_jit_options: c_uint, library_options: *mut u32, library_option_values: *mut *mut c_void, num_library_options: c_uint);
             library_load_from_file [cuLibraryLoadFromFile] (library: *mut CUlibrary, file_name: *const c_char, jit_options: *mut u32, jit_option_values: *mut *mut c_void, num_jit_options: c_uint, library_options: *mut u32, library_option_values: *mut *mut c_void, num_library_options: c_uint);
             library_get_kernel [cuLibraryGetKernel] (kernel: *mut CUkernel, library: CUlibrary, name: *const c_char);
             kernel_get_function [cuKernelGetFunction] (func: *mut CUfunction, kernel: CUkernel);
+            library_unload [cuLibraryUnload] (library: CUlibrary);
 
             // Streams.
             stream_create [cuStreamCreate] (stream: *mut CUstream, flags: c_uint);

@@ -1,4 +1,4 @@
-//! Code: the names of kernel handles, and which handles are `CUkernel`s.
+//! Code: the names of kernel handles, which handles are `CUkernel`s, and when handles die.
 
 use core::ffi::c_char;
 
@@ -17,7 +17,7 @@ pub unsafe fn module_get_function(
 ) -> CUresult {
     let status = unsafe { real(hfunc, module, name) };
     if ok(status) && !hfunc.is_null() {
-        kernels::named_handle(unsafe { *hfunc }, name, HandleKind::Function);
+        kernels::named_handle(unsafe { *hfunc }, name, HandleKind::Function, module);
     }
     status
 }
@@ -31,7 +31,7 @@ pub unsafe fn library_get_kernel(
 ) -> CUresult {
     let status = unsafe { real(kernel, library, name) };
     if ok(status) && !kernel.is_null() {
-        kernels::named_handle(unsafe { *kernel }, name, HandleKind::Kernel);
+        kernels::named_handle(unsafe { *kernel }, name, HandleKind::Kernel, library);
     }
     status
 }
@@ -45,6 +45,22 @@ pub unsafe fn kernel_get_function(
     let status = unsafe { real(func, kernel) };
     if ok(status) && !func.is_null() {
         kernels::function_of_kernel(unsafe { *func }, kernel);
+    }
+    status
+}
+
+pub unsafe fn module_unload(_call: &Call, real: unsafe extern "C" fn(CUmodule) -> CUresult, module: CUmodule) -> CUresult {
+    let status = unsafe { real(module) };
+    if ok(status) {
+        kernels::code_unloaded(Some(module));
+    }
+    status
+}
+
+pub unsafe fn library_unload(_call: &Call, real: unsafe extern "C" fn(CUlibrary) -> CUresult, library: CUlibrary) -> CUresult {
+    let status = unsafe { real(library) };
+    if ok(status) {
+        kernels::code_unloaded(Some(library));
     }
     status
 }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use streamsan_driver_api::*;
 
 use super::ok;
-use crate::driver;
+use crate::{driver, kernels};
 use crate::exports::Call;
 use crate::runtime::model;
 
@@ -17,6 +17,7 @@ pub unsafe fn ctx_destroy(_call: &Call, real: unsafe extern "C" fn(CUcontext) ->
     let status = unsafe { real(ctx) };
     if ok(status) {
         model().context_destroyed(ctx as u64);
+        kernels::code_unloaded(None);
     }
     status
 }
@@ -62,6 +63,7 @@ pub unsafe fn primary_ctx_reset(_call: &Call, real: unsafe extern "C" fn(CUdevic
         if let Some(ctx) = ctx {
             model().context_destroyed(ctx);
         }
+        kernels::code_unloaded(None);
     }
     status
 }

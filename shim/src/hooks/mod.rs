@@ -47,7 +47,7 @@ mod memory;
 mod memsets;
 mod streams;
 
-pub use code::{kernel_get_function, library_get_kernel, module_get_function};
+pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
 pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{
     memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async,

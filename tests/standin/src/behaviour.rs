@@ -498,7 +498,7 @@ pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
     match entry {
-        Some(entry) => new_object(hfunc, Object::Function { entry, kernel: None }),
+        Some(entry) => new_object(hfunc, Object::Function { entry, kernel: None, owner: module as usize }),
         None => CUDA_ERROR_NOT_FOUND,
     }
 }
@@ -515,16 +515,30 @@ pub unsafe fn library_get_kernel(kernel: *mut CUkernel, library: CUlibrary, name
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
     match entry {
-        Some(entry) => new_object(kernel, Object::Kernel { entry }),
+        Some(entry) => new_object(kernel, Object::Kernel { entry, owner: library as usize }),
         None => CUDA_ERROR_NOT_FOUND,
     }
 }
 pub unsafe fn kernel_get_function(func: *mut CUfunction, kernel: CUkernel) -> CUresult {
-    let entry = match state().objects.get(&(kernel as usize)) {
-        Some(Object::Kernel { entry }) => entry.clone(),
+    let (entry, owner) = match state().objects.get(&(kernel as usize)) {
+        Some(Object::Kernel { entry, owner }) => (entry.clone(), *owner),
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
-    new_object(func, Object::Function { entry, kernel: Some(kernel as usize) })
+    new_object(func, Object::Function { entry, kernel: Some(kernel as usize), owner })
+}
+fn unload(owner: usize, is_owner: fn(&Object) -> bool) -> CUresult {
+    let mut s = state();
+    if !s.objects.get(&owner).is_some_and(is_owner) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    s.unload(owner);
+    OK
+}
+pub unsafe fn module_unload(module: CUmodule) -> CUresult {
+    unload(module as usize, |o| matches!(o, Object::Module { .. }))
+}
+pub unsafe fn library_unload(library: CUlibrary) -> CUresult {
+    unload(library as usize, |o| matches!(o, Object::Library { .. }))
 }
 
 // ---- Streams ----------------------------------------------------------------------------

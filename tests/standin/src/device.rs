@@ -39,10 +39,11 @@ pub enum Object {
     Event,
     Module { functions: HashMap<String, Entry> },
     Library { kernels: HashMap<String, Entry> },
-    /// A `CUfunction`. `kernel`: the `CUkernel` it came from, if any.
-    Function { entry: Entry, kernel: Option<usize> },
+    /// A `CUfunction` of the module or library `owner`. `kernel`: the `CUkernel` it came
+    /// from, if any.
+    Function { entry: Entry, kernel: Option<usize>, owner: usize },
     /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
-    Kernel { entry: Entry },
+    Kernel { entry: Entry, owner: usize },
     Graph,
     GraphExec,
     MemHandle { size: u64 },
@@ -55,6 +56,9 @@ pub struct State {
     pub allocations: BTreeMap<u64, Allocation>,
     pub objects: HashMap<usize, Object>,
     next_handle: usize,
+    /// Handles of unloaded code, handed out again first (last retired, first reused), as a
+    /// driver's allocator reuses freed addresses.
+    retired: Vec<usize>,
     primary: HashMap<i32, usize>,
 }
 
@@ -81,6 +85,7 @@ pub fn state() -> MutexGuard<'static, State> {
                 allocations: BTreeMap::new(),
                 objects: HashMap::new(),
                 next_handle: FIRST_HANDLE,
+                retired: Vec::new(),
                 primary: HashMap::new(),
             })
         })
@@ -95,10 +100,29 @@ pub fn device_count() -> i32 {
 
 impl State {
     pub fn new_handle(&mut self, object: Object) -> usize {
-        let handle = self.next_handle;
-        self.next_handle += 16;
+        let handle = self.retired.pop().unwrap_or_else(|| {
+            self.next_handle += 16;
+            self.next_handle - 16
+        });
         self.objects.insert(handle, object);
         handle
+    }
+
+    /// Unloads a module or library: its functions and kernels go, their handles and its own
+    /// to be handed out again.
+    pub fn unload(&mut self, owner: usize) {
+        let mut code: Vec<usize> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| matches!(o, Object::Function { owner: of, .. } | Object::Kernel { owner: of, .. } if *of == owner))
+            .map(|(&h, _)| h)
+            .collect();
+        code.sort_unstable();
+        code.push(owner);
+        for handle in code {
+            self.objects.remove(&handle);
+            self.retired.push(handle);
+        }
     }
 
     /// Device memory of `size` bytes; a freed block of the same rounded size comes back first.

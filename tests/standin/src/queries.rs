@@ -34,7 +34,7 @@ fn function_entry(f: usize) -> Option<Entry> {
 
 fn kernel_entry(k: usize) -> Option<Entry> {
     match state().objects.get(&k) {
-        Some(Object::Kernel { entry }) => Some(entry.clone()),
+        Some(Object::Kernel { entry, .. }) => Some(entry.clone()),
         _ => None,
     }
 }
@@ -176,13 +176,11 @@ queries! {
         put(status, capturing as u32)
     }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
-    fn cuModuleUnload(module: CUmodule) { let _ = module; OK }
     fn cuGraphCreate(graph: *mut CUgraph, flags: c_uint) {
         let _ = flags;
         let handle = state().new_handle(Object::Graph);
         put(graph, handle as CUgraph)
     }
-    fn cuLibraryUnload(library: CUlibrary) { let _ = library; OK }
     fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
         match ERROR_NAMES.iter().find(|(c, _)| *c == code) {
             Some((_, name)) => put(out, name.as_ptr()),

@@ -1,0 +1,27 @@
+//! What streamsan learns of kernels from their handles: names and parameter layouts, which
+//! belong to a handle only until its code is unloaded.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn a_handle_reused_after_unload_is_learnt_again() {
+    let exe = compile_c("module_reload", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>());
+    let run = run(&exe, &[]);
+    run.assert_success();
+    run.assert_reports_match_the_schema();
+    // The stand-in reuses handles as a driver does; without reuse the test proves nothing.
+    assert_eq!(run.stdout().trim(), "function handle reused");
+    let report = run.report();
+    let pairs: Vec<_> = report
+        .races
+        .iter()
+        .map(|r| (r.kind.as_str(), r.hazard.as_deref(), r.first.kernel.as_deref(), r.second.kernel.as_deref()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("cross-stream-race", Some("WAR"), Some("first(float const*)"), Some("second(float*, float*)"))],
+        "second's write of x must meet first's read, under their own names"
+    );
+}

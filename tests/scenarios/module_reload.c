@@ -1,0 +1,71 @@
+/* Kernel handles outlive nothing: after cuModuleUnload the driver hands the same handle
+   values out again, for other kernels (XLA's autotuner loads and unloads hundreds of
+   modules). Module A's first(const float *x) reads x on s1; A is unloaded; module B's
+   second(float *y, float *x), whose handle is first's, writes x on s2 with no wait: a race
+   between first and second.
+   Prints whether the driver reused the handles. Exit status: 0, or 3 when a call failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "cuda_min.h"
+
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuModuleLoadData(CUmodule *, const void *);
+CUresult cuModuleUnload(CUmodule);
+CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void **, void **);
+CUresult cuCtxSynchronize(void);
+
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        CUresult rc_ = (call);                                                 \
+        if (rc_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
+            exit(3);                                                           \
+        }                                                                      \
+    } while (0)
+
+static const char MODULE_A[] =
+    ".version 7.0\n.target sm_52\n.address_size 64\n"
+    ".visible .entry _Z5firstPKf(\n  .param .u64 _Z5firstPKf_param_0\n)\n{\n ret;\n}\n";
+static const char MODULE_B[] =
+    ".version 7.0\n.target sm_52\n.address_size 64\n"
+    ".visible .entry _Z6secondPfS_(\n  .param .u64 _Z6secondPfS__param_0,\n"
+    "  .param .u64 _Z6secondPfS__param_1\n)\n{\n ret;\n}\n";
+
+int main(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream s1, s2;
+    CUmodule a, b;
+    CUfunction first, second;
+    CUdeviceptr x, y;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc_v2(&x, 256));
+    CHECK(cuMemAlloc_v2(&y, 256));
+    CHECK(cuCtxSynchronize());
+
+    CHECK(cuModuleLoadData(&a, MODULE_A));
+    CHECK(cuModuleGetFunction(&first, a, "_Z5firstPKf"));
+    void *first_params[] = {&x};
+    CHECK(cuLaunchKernel(first, 1, 1, 1, 32, 1, 1, 0, s1, first_params, NULL));
+    CHECK(cuModuleUnload(a));
+
+    CHECK(cuModuleLoadData(&b, MODULE_B));
+    CHECK(cuModuleGetFunction(&second, b, "_Z6secondPfS_"));
+    void *second_params[] = {&y, &x};
+    CHECK(cuLaunchKernel(second, 1, 1, 1, 32, 1, 1, 0, s2, second_params, NULL));
+    CHECK(cuCtxSynchronize());
+    printf("function handle %s\n", second == first ? "reused" : "not reused");
+    return 0;
+}
