@@ -12,13 +12,13 @@
 //! model reports a race too, of exactly the oracle's kinds. After a buffer's first race the
 //! model, like FastTrack, may report fewer of the pairs.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 
 use streamsan::model::buffers::MemoryKind;
-use streamsan::model::op::{Access, HostEffect, Mode, Origin, StackId, ThreadId};
+use streamsan::model::op::{Access, HostEffect, KernelId, Mode, Origin, StackId, ThreadId};
 use streamsan::model::race::{RaceEntry, RaceKind};
 use streamsan::model::streams::{StreamInfo, StreamRef};
 use streamsan::model::{Alloc, FreeOn, Model, Sink, Work};
@@ -77,7 +77,7 @@ enum Item {
 
 #[derive(Clone, Debug)]
 enum Step {
-    /// `mode`: 0 read, 1 write, 2 unknown (a kernel's untyped pointer).
+    /// `mode`: see [`kind_of`].
     Access { stream: usize, buffer: usize, offset: u8, len: u8, mode: u8, host: u8 },
     AllocAsync { stream: usize, buffer: usize },
     AllocSync { buffer: usize },
@@ -95,14 +95,14 @@ enum Step {
 
 fn item() -> impl Strategy<Value = Item> {
     prop_oneof![
-        6 => (0..2usize, 0..BUFFERS, 0..2u8, 0..3u8).prop_map(|(lane, buffer, offset, mode)| Item::Node { lane, buffer, offset, mode }),
+        6 => (0..2usize, 0..BUFFERS, 0..2u8, 0..MODES).prop_map(|(lane, buffer, offset, mode)| Item::Node { lane, buffer, offset, mode }),
         2 => Just(Item::ForkSync),
         2 => Just(Item::JoinSync),
     ]
 }
 
 fn access() -> impl Strategy<Value = Step> {
-    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, 0..3u8, 0..3u8)
+    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, 0..MODES, 0..3u8)
         .prop_map(|(stream, buffer, offset, len, mode, host)| Step::Access { stream, buffer, offset, len, mode, host })
 }
 
@@ -177,8 +177,31 @@ struct PastAccess {
     mode: Mode,
 }
 
-fn mode_of(code: u8) -> Mode {
-    [Mode::Read, Mode::Write, Mode::Unknown][code as usize]
+/// How an access is drawn: its mode, and for a kernel's pointer the kernel and the slot.
+#[derive(Clone, Copy)]
+struct Kind {
+    mode: Mode,
+    kernel: Option<KernelId>,
+    slot: Option<u32>,
+}
+
+const MODES: u8 = 5;
+
+/// 0 read, 1 write (copies, memsets, typed kernels); 2 to 4 untyped pointers: kernel 0
+/// through slots 0 and 8, kernel 1 through slot 0.
+fn kind_of(code: u8) -> Kind {
+    let untyped = |kernel, slot| Kind { mode: Mode::Unknown, kernel: Some(KernelId(kernel)), slot: Some(slot) };
+    match code {
+        0 => Kind { mode: Mode::Read, kernel: None, slot: None },
+        1 => Kind { mode: Mode::Write, kernel: None, slot: None },
+        2 => untyped(0, 0),
+        3 => untyped(0, 8),
+        _ => untyped(1, 0),
+    }
+}
+
+fn model_access(lo: u64, len: u64, kind: Kind) -> Access {
+    Access { slot: kind.slot, ..Access::new(lo, len, kind.mode) }
 }
 
 /// SEMANTICS.md's conflict, with unknown accesses (`Mode::conflicts_with`) written out again.
@@ -207,6 +230,8 @@ struct Oracle {
     /// Per graph, the end of its last launch (which the next launch follows, even when the
     /// graph has no nodes: "each launch is ordered behind any previous launch").
     last_launch: HashMap<usize, usize>,
+    /// (kernel, slot) pairs seen given never-touched bytes: outputs (model::direction).
+    outputs: HashSet<(KernelId, u32)>,
     /// Per op that is the second of a race: (buffer, kinds).
     verdicts: BTreeMap<usize, (usize, BTreeSet<RaceKind>)>,
 }
@@ -268,7 +293,7 @@ impl Oracle {
         self.verdicts.entry(op).or_insert_with(|| (buffer, BTreeSet::new())).1.insert(kind);
     }
 
-    fn access(&mut self, op: usize, buffer: usize, lo: u64, hi: u64, mode: Mode) {
+    fn access(&mut self, op: usize, buffer: usize, lo: u64, hi: u64, kind: Kind) {
         match self.buffers.get(&buffer).copied().unwrap_or(BufferState::Never) {
             BufferState::Never => {}
             BufferState::Freed { .. } => self.found(op, buffer, RaceKind::UseAfterFree),
@@ -278,8 +303,17 @@ impl Oracle {
                 }
                 let past = self.accesses.get(&buffer).cloned().unwrap_or_default();
                 let overlapping = |p: &&PastAccess| p.lo < hi && lo < p.hi;
-                // The first access to never-touched device bytes writes them.
-                let mode = if mode == Mode::Unknown && !past.iter().any(|p| overlapping(&p)) { Mode::Write } else { mode };
+                // The first access to never-touched device bytes writes them, and makes its
+                // kernel's slot an output.
+                let key = kind.kernel.zip(kind.slot);
+                let mode = match kind.mode {
+                    Mode::Unknown if key.is_some_and(|k| self.outputs.contains(&k)) => Mode::ReadWrite,
+                    Mode::Unknown if !past.iter().any(|p| overlapping(&p)) => {
+                        self.outputs.extend(key);
+                        Mode::Write
+                    }
+                    mode => mode,
+                };
                 if past.iter().filter(overlapping).any(|p| conflict(p.mode, mode) && !self.hb(p.op, op)) {
                     self.found(op, buffer, RaceKind::CrossStream);
                 }
@@ -358,12 +392,13 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                     }
                 }
                 let op = oracle.issue(stream, &[]);
-                oracle.access(op, buffer, lo, hi, mode_of(mode));
+                oracle.access(op, buffer, lo, hi, kind_of(mode));
                 if host_effect == HostEffect::WaitsForOperation {
                     oracle.host_waits(op);
                 }
-                let access = [Access::new(lo, hi - lo, mode_of(mode))];
-                model.work(stream_ref(stream), Work { origin: origin(op, stream), kernel: None, accesses: &access, host: host_effect });
+                let kind = kind_of(mode);
+                let access = [model_access(lo, hi - lo, kind)];
+                model.work(stream_ref(stream), Work { origin: origin(op, stream), kernel: kind.kernel, accesses: &access, host: host_effect });
             }
             Step::AllocAsync { stream, buffer } => {
                 if matches!(oracle.buffers.get(&buffer), Some(BufferState::Live { .. })) {
@@ -496,10 +531,11 @@ fn capture(model: &Model, origin_stream: usize, fork: usize, items: &[Item], ind
                 let node = graph.nodes.len() - 1;
                 frontier[lane] = vec![node];
                 let lo = buffer_base(buffer) + offset as u64 * 8;
-                let mode = mode_of(mode);
+                let kind = kind_of(mode);
                 // The site carries the node index; launch ops are numbered by the oracle later.
                 let node_origin = Origin { api: "node", thread: ThreadId(1), site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32) };
-                model.work(stream_ref(stream), Work { origin: node_origin, kernel: None, accesses: &[Access::new(lo, 8, mode)], host: HostEffect::None });
+                let access = [model_access(lo, 8, kind)];
+                model.work(stream_ref(stream), Work { origin: node_origin, kernel: kind.kernel, accesses: &access, host: HostEffect::None });
             }
             Item::ForkSync => {
                 let from = frontier[0].clone();
@@ -542,7 +578,7 @@ fn launch(model: &Model, oracle: &mut Oracle, graph: usize, stream: usize) {
         preds.extend(deps.iter().map(|&d| instances[d]));
         let op = oracle.new_op(&preds);
         let lo = buffer_base(*buffer) + *offset as u64 * 8;
-        oracle.access(op, *buffer, lo, lo + 8, mode_of(*mode));
+        oracle.access(op, *buffer, lo, lo + 8, kind_of(*mode));
         instances.push(op);
         LAUNCH_OPS.with(|l| l.borrow_mut().entry((graph, node)).or_default().push(op));
     }

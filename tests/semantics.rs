@@ -205,6 +205,11 @@ fn the_first_kernel_of_unknown_signature_on_fresh_memory_writes_it() {
 }
 
 #[test]
+fn a_kernel_parameter_once_given_fresh_memory_writes() {
+    check("untyped_learned_output", CROSS, Some("RAW"));
+}
+
+#[test]
 fn cupy_wait_event_example() {
     check("cupy_wait_event", CROSS, Some("RAW"));
 }

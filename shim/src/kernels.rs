@@ -229,7 +229,8 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
 pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
-    let mut word = |addr: u64, param: Option<&Param>| {
+    // `slot`: the word's byte offset in the parameters.
+    let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
         if model.may_be_buffer(addr) {
             // A pointer parameter whose type the kernel's name gives: read only if declared
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
@@ -241,7 +242,7 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
             // A whole pointer parameter surely points where it says; a word inside a
             // by-value structure may be a stale field.
             let exact = param.is_some_and(|p| p.size == 8);
-            out.push(Access { addr, len: 1, mode, exact });
+            out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });
         }
     };
     if !params.is_null() && !info.params.is_empty() {
@@ -254,7 +255,7 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
             let mut k = (8 - p.offset % 8) % 8;
             while k + 8 <= p.size {
                 // SAFETY: inside the parameter's `size` bytes.
-                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, Some(p));
+                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
                 k += 8;
             }
         }
@@ -285,7 +286,7 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
     while offset + 8 <= size {
         let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
         // SAFETY: inside the `size` bytes of the buffer.
-        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, param);
+        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
         offset += 8;
     }
 }

@@ -15,6 +15,7 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
+pub mod direction;
 pub mod events;
 pub mod op;
 pub mod race;
@@ -31,6 +32,7 @@ use dashmap::DashMap;
 use buffers::{Buffer, BufferMap, Found, MemoryKind};
 use capture::{Capture, CaptureLane, Exec, ExecState, Graphs, HostCallback, Node, NodeKind};
 use clock::{Epoch, VectorClock};
+use direction::Directions;
 use events::{EventState, Events};
 use op::{Access, HostEffect, KernelId, Mode, OpRecord, Origin};
 use race::{Action, BufferFacts, Hazard, Note, NoteKind, Notes, Race, RaceEntry, RaceKind, Races, Side};
@@ -96,6 +98,7 @@ pub struct Model {
     /// The clock of the last `cuStreamWriteValue` to each address.
     values: DashMap<u64, VectorClock>,
     kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
+    directions: Directions,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -121,6 +124,7 @@ impl Model {
             graphs: Graphs::default(),
             values: DashMap::new(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
+            directions: Directions::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),
@@ -310,13 +314,9 @@ impl Model {
                 Found::Live(buffer) => {
                     let (lo, hi) = (addr, end.min(buffer.end()));
                     let mut state = buffer.lock();
-                    // The first access to bytes of fresh device memory writes them: a program does
-                    // not read device memory it never wrote. So an unknown first access is a write.
-                    let mode = if access.mode == Mode::Unknown && !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed && state.shadow.untouched(lo, hi) {
-                        Mode::Write
-                    } else {
-                        access.mode
-                    };
+                    // Host and managed memory may be written by the host, unseen: never fresh.
+                    let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
+                    let mode = self.directions.resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
                     let this = Side { op, action: Action::Access { mode, lo, hi } };
                     let facts = BufferFacts::of(&buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {

@@ -58,11 +58,14 @@ pub struct Access {
     /// Whether an address in freed memory is certainly a use of it. False for a word inside
     /// a by-value kernel parameter, which may be a stale field the kernel never follows.
     pub exact: bool,
+    /// For a kernel's pointer, its byte offset in the kernel's parameters: where the model
+    /// learns the direction of pointers of unknown direction ([`super::direction`]).
+    pub slot: Option<u32>,
 }
 
 impl Access {
     pub fn new(addr: u64, len: u64, mode: Mode) -> Access {
-        Access { addr, len, mode, exact: true }
+        Access { addr, len, mode, exact: true, slot: None }
     }
 }
 

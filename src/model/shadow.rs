@@ -34,6 +34,8 @@ impl Record {
 #[derive(Clone, Debug, Default)]
 pub struct Shadow {
     records: Vec<Record>,
+    /// The hull of the bytes of forgotten records: touched, though no record says so.
+    forgotten: Option<(u64, u64)>,
 }
 
 impl Shadow {
@@ -51,9 +53,11 @@ impl Shadow {
         })
     }
 
-    /// Whether no access to `[lo, hi)` is remembered.
+    /// Whether `[lo, hi)` was never accessed (as far as the history knows, erring towards
+    /// touched).
     pub fn untouched(&self, lo: u64, hi: u64) -> bool {
-        !self.records.iter().any(|r| r.overlaps(lo, hi))
+        let forgotten = self.forgotten.is_some_and(|(flo, fhi)| flo < hi && lo < fhi);
+        !forgotten && !self.records.iter().any(|r| r.overlaps(lo, hi))
     }
 
     /// Every record not ordered before `clock` (what a free must wait for).
@@ -88,7 +92,9 @@ impl Shadow {
         }
         self.records.push(Record { lo, hi, mode, op });
         if self.records.len() > MAX_RECORDS {
-            self.records.remove(0);
+            let oldest = self.records.remove(0);
+            let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
+            self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
         }
     }
 
@@ -98,6 +104,7 @@ impl Shadow {
 
     pub fn clear(&mut self) {
         self.records.clear();
+        self.forgotten = None;
     }
 }
 
@@ -178,5 +185,7 @@ mod tests {
             s.record(i, i + 1, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
         }
         assert_eq!(s.records().len(), MAX_RECORDS);
+        assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
+        assert!(s.untouched(MAX_RECORDS as u64 + 10, MAX_RECORDS as u64 + 11));
     }
 }

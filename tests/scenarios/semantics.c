@@ -125,11 +125,17 @@ static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
 /* A kernel that writes x (reading a private scratch buffer), or reads x (writing one). */
 static void writes(CUstream s, CUdeviceptr x) { launch(s, x, dalloc()); }
 static void reads(CUstream s, CUdeviceptr x) { launch(s, dalloc(), x); }
-/* The untyped kernel on x and a private scratch buffer: x may be read or written. */
-static void touches(CUstream s, CUdeviceptr x) {
-    CUdeviceptr scratch = dalloc();
-    void *params[] = {&x, &scratch};
+/* The untyped kernel touch(a, b), and touch(x, a private scratch buffer). */
+static void touch_both(CUstream s, CUdeviceptr a, CUdeviceptr b) {
+    void *params[] = {&a, &b};
     CHECK(cuLaunchKernel(touch, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+}
+static void touches(CUstream s, CUdeviceptr x) { touch_both(s, x, dalloc()); }
+static CUdeviceptr initialized(void) {
+    CUdeviceptr x = dalloc();
+    CHECK(cuMemsetD8_v2(x, 0, N));
+    CHECK(cuCtxSynchronize());
+    return x;
 }
 static void order(CUstream from, CUstream to) {
     CUevent e = event();
@@ -438,9 +444,7 @@ static void concurrent_reads(int fixed) {
    disjoint parts of it), but not alongside a write. */
 static void untyped_kernels(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
-    CUdeviceptr x = dalloc();
-    CHECK(cuMemsetD8_v2(x, 0, N));
-    CHECK(cuCtxSynchronize());
+    CUdeviceptr x = initialized();
     if (fixed)
         touches(s1, x);
     else
@@ -456,6 +460,18 @@ static void untyped_first_touch(int fixed) {
     touches(s1, x);
     if (fixed) order(s1, s2);
     touches(s2, x);
+}
+
+/* ...and a kernel's parameter once given fresh memory is an output of that kernel: here
+   touch's first parameter. touch(x, y) on s1 then writes x, which touch(z, x) on s2 reads
+   (Numba, Warp and CuPy's producer and consumer kernels on two streams). */
+static void untyped_learned_output(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized(), y = initialized(), z = initialized();
+    touch_both(s1, dalloc(), y); /* a fresh output: touch's first parameter writes */
+    touch_both(s1, x, y);        /* produce x */
+    if (fixed) order(s1, s2);
+    touch_both(s2, z, x);        /* consume x */
 }
 
 /* CuPy: "s2.wait_event(e2)" before s2 copies what s1 computed. */
@@ -641,6 +657,7 @@ static const struct {
     {"concurrent_reads", concurrent_reads, "cross-stream-race"},
     {"untyped_kernels", untyped_kernels, "cross-stream-race"},
     {"untyped_first_touch", untyped_first_touch, "cross-stream-race"},
+    {"untyped_learned_output", untyped_learned_output, "cross-stream-race"},
     {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},
     {"annotated_suballocation", annotated_suballocation, "free-race"},
     {"graph_branches", graph_branches, "cross-stream-race"},

@@ -1,0 +1,76 @@
+//! Which way a kernel's pointer of unknown direction goes.
+//!
+//! A kernel whose name carries no parameter types (`extern "C"`: Warp, CuPy's elementwise
+//! and raw kernels, Numba's array structures) gives accesses of unknown direction. Two of
+//! them are not taken to conflict: kernels on two streams reading a shared input are common
+//! and correct. That alone would hide the commonest race of all, a kernel reading on one
+//! stream what a kernel writes on another, so the model learns directions from what it
+//! sees:
+//!
+//! - the first access to device bytes nobody touched writes them (a program does not read
+//!   memory it never wrote);
+//! - a kernel's parameter slot (the pointer's byte offset in the kernel's parameters) that
+//!   was once given such fresh memory is an output of that kernel: every later access
+//!   through the same slot of the same kernel may write.
+
+use dashmap::DashSet;
+
+use super::op::{KernelId, Mode};
+
+/// The parameter slots known to be outputs, per kernel.
+#[derive(Default)]
+pub struct Directions {
+    outputs: DashSet<(KernelId, u32)>,
+}
+
+impl Directions {
+    /// The mode to record for an access in `mode` by `kernel` through the parameter slot
+    /// `slot`, to bytes that nobody touched yet if `untouched`.
+    pub fn resolve(&self, mode: Mode, kernel: Option<KernelId>, slot: Option<u32>, untouched: impl FnOnce() -> bool) -> Mode {
+        if mode != Mode::Unknown {
+            return mode;
+        }
+        let key = kernel.zip(slot);
+        if key.is_some_and(|key| self.outputs.contains(&key)) {
+            return Mode::ReadWrite;
+        }
+        if !untouched() {
+            return Mode::Unknown;
+        }
+        if let Some(key) = key {
+            self.outputs.insert(key);
+        }
+        Mode::Write
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: Option<KernelId> = Some(KernelId(7));
+
+    #[test]
+    fn known_directions_are_kept() {
+        let d = Directions::default();
+        assert_eq!(d.resolve(Mode::Read, K, Some(0), || true), Mode::Read);
+        assert_eq!(d.resolve(Mode::ReadWrite, K, Some(0), || true), Mode::ReadWrite);
+    }
+
+    #[test]
+    fn a_slot_given_fresh_memory_is_an_output_from_then_on() {
+        let d = Directions::default();
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || false), Mode::Unknown);
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || true), Mode::Write);
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || false), Mode::ReadWrite);
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(0), || false), Mode::Unknown, "another slot");
+        assert_eq!(d.resolve(Mode::Unknown, Some(KernelId(8)), Some(8), || false), Mode::Unknown, "another kernel");
+    }
+
+    #[test]
+    fn without_a_slot_only_the_first_touch_writes() {
+        let d = Directions::default();
+        assert_eq!(d.resolve(Mode::Unknown, K, None, || true), Mode::Write);
+        assert_eq!(d.resolve(Mode::Unknown, K, None, || false), Mode::Unknown);
+    }
+}
