@@ -308,3 +308,17 @@ fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
     assert_eq!(lines.len(), 1, "{}", missing.stderr());
     assert!(lines[0].starts_with("streamsan: cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA=/nonexistent"));
 }
+
+#[test]
+fn driver_calls_in_exit_handlers_are_followed() {
+    let exe = compile_c("driver_at_exit", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>());
+    let run = run(&exe, &[]);
+    run.assert_success();
+    assert_eq!(run.stdout(), "exit handler done\n");
+    let report = run.report();
+    assert!(
+        report.races.iter().any(|r| r.kind == "cross-stream-race" && r.hazard.as_deref() == Some("RAW")),
+        "the exit handler's read races with main's write: {:?}",
+        report.races
+    );
+}

@@ -189,18 +189,33 @@ fn is_library(frame: &Frame) -> bool {
         || MODULES.iter().any(|m| module.starts_with(m))
 }
 
+/// Whether a frame is in CUDA's own libraries (runtime, driver, math libraries), which say
+/// how the driver was reached, not who asked.
+fn is_cuda_library(frame: &Frame) -> bool {
+    const MODULES: [&str; 12] = [
+        "libcuda.", "libcudart", "libcublas", "libcudnn", "libcufft", "libcurand", "libcusparse", "libcusolver",
+        "libnccl", "libnvrtc", "libnvJitLink", "libstreamsan",
+    ];
+    let module = frame.module.as_deref().unwrap_or("");
+    let module = module.rsplit('/').next().unwrap_or(module);
+    MODULES.iter().any(|m| module.starts_with(m))
+}
+
 /// The frame that says where in the program's own code a call was made: the innermost
 /// Python frame outside libraries (a Python program's code is its script), else the innermost
 /// native frame with a source file outside libraries, else the innermost frame with a source
-/// file, else the innermost frame.
+/// file, else the innermost named frame outside CUDA's libraries (a framework's function,
+/// when a thread of its own made the call), else the innermost frame.
 pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
     let own = |f: &&Frame| f.file.is_some() && !is_library(f);
     let python = |f: &&Frame| f.module.as_deref() == Some(PYTHON_MODULE);
+    let named_caller = |f: &&Frame| f.function.is_some() && !is_cuda_library(f);
     site.iter()
         .find(|f| python(f) && own(f))
         .or_else(|| site.iter().find(|f| python(f)))
         .or_else(|| site.iter().find(own))
         .or_else(|| site.iter().find(|f| f.file.is_some()))
+        .or_else(|| site.iter().find(named_caller))
         .or(site.first())
 }
 
@@ -296,5 +311,13 @@ mod tests {
         assert_eq!(describe_site(&python), "/work/train.py:1 in train");
         let bare = [frame("libcudart_static", None, None)];
         assert_eq!(program_frame(&bare).unwrap().function.as_deref(), Some("libcudart_static"));
+        // A framework's own thread (PyTorch's autograd engine): no Python, no source files.
+        let no_lines = |function: &str, module: &str| Frame { file: None, line: None, ..frame(function, None, Some(module)) };
+        let engine = [
+            Frame { function: None, ..no_lines("", "/venv/nvidia/cu13/lib/libcudart.so.13") },
+            no_lines("cudaLaunchKernel", "/venv/nvidia/cu13/lib/libcudart.so.13"),
+            no_lines("at::native::nll_loss_backward_out_cuda_template", "/venv/torch/lib/libtorch_cuda.so"),
+        ];
+        assert_eq!(describe_site(&engine), "at::native::nll_loss_backward_out_cuda_template (/venv/torch/lib/libtorch_cuda.so)");
     }
 }

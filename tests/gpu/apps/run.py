@@ -50,6 +50,7 @@ def cases(cudarc_app):
         ("cudarc_app --racy", "cudarc", "stream-ordered", [cudarc_app, "20", "--racy"], {}, "use-before-alloc"),
         ("warp_app clean", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "clean"], {}, "clean"),
         ("warp_app array_on_another_stream", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "array_on_another_stream"], {}, "use-before-alloc"),
+        ("warp_app copy_without_wait", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "copy_without_wait"], {}, "use-before-alloc"),
         ("nvmath_app clean", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "clean"], {}, "clean"),
         ("nvmath_app stream_ordered_deallocation", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "stream_ordered_deallocation"], {}, "free-race"),
     ]

@@ -7,7 +7,7 @@
 //! streams, events, modules, kernels, graphs) are distinct addresses that never point at
 //! anything.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -203,29 +203,46 @@ impl State {
     }
 }
 
+/// Contexts a thread may push.
+const STACK_DEPTH: usize = 16;
+
 thread_local! {
-    /// The calling thread's context stack; the top is current.
-    static CONTEXTS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The calling thread's context stack; the top is current. Plain values with no
+    /// destructor, so that, as with a driver, it outlives the thread's other thread-locals
+    /// (programs call the driver from exit handlers).
+    static CONTEXTS: Cell<[usize; STACK_DEPTH]> = const { Cell::new([0; STACK_DEPTH]) };
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 pub fn current_context() -> usize {
-    CONTEXTS.with(|s| s.borrow().last().copied().unwrap_or(0))
+    match DEPTH.get() {
+        0 => 0,
+        depth => CONTEXTS.get()[depth - 1],
+    }
 }
 
 pub fn set_current_context(ctx: usize) {
-    CONTEXTS.with(|s| {
-        let mut s = s.borrow_mut();
-        s.pop();
-        if ctx != 0 {
-            s.push(ctx);
-        }
-    });
+    pop_context();
+    if ctx != 0 {
+        push_context(ctx);
+    }
 }
 
 pub fn push_context(ctx: usize) {
-    CONTEXTS.with(|s| s.borrow_mut().push(ctx));
+    let depth = DEPTH.get();
+    assert!(depth < STACK_DEPTH, "the stand-in's context stack is full");
+    let mut stack = CONTEXTS.get();
+    stack[depth] = ctx;
+    CONTEXTS.set(stack);
+    DEPTH.set(depth + 1);
 }
 
 pub fn pop_context() -> usize {
-    CONTEXTS.with(|s| s.borrow_mut().pop().unwrap_or(0))
+    match DEPTH.get() {
+        0 => 0,
+        depth => {
+            DEPTH.set(depth - 1);
+            CONTEXTS.get()[depth - 1]
+        }
+    }
 }
