@@ -5,7 +5,9 @@
 //! (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the model
 //! here.
 
+pub mod hash;
 pub mod launch;
 pub mod model;
 pub mod options;
+pub mod recent;
 pub mod report;

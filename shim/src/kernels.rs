@@ -16,9 +16,10 @@
 //! by-value structure.
 
 use core::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use dashmap::DashMap;
+use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
@@ -59,14 +60,33 @@ struct Named {
     owner: usize,
 }
 
-fn named() -> &'static DashMap<usize, Named> {
-    static NAMED: OnceLock<DashMap<usize, Named>> = OnceLock::new();
-    NAMED.get_or_init(DashMap::new)
+fn named() -> &'static FastMap<usize, Named> {
+    static NAMED: OnceLock<FastMap<usize, Named>> = OnceLock::new();
+    NAMED.get_or_init(fast_map)
 }
 
-fn infos() -> &'static DashMap<usize, Arc<KernelInfo>> {
-    static INFO: OnceLock<DashMap<usize, Arc<KernelInfo>>> = OnceLock::new();
-    INFO.get_or_init(DashMap::new)
+fn infos() -> &'static FastMap<usize, Arc<KernelInfo>> {
+    static INFO: OnceLock<FastMap<usize, Arc<KernelInfo>>> = OnceLock::new();
+    INFO.get_or_init(fast_map)
+}
+
+/// Bumped whenever what was learnt of a handle is forgotten: [`Recent`] entries of an older
+/// generation are not used.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The kernels one thread launched lately ([`streamsan::recent`]): a training step
+/// launches the same few hundred kernels every iteration.
+#[derive(Default)]
+pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 256>);
+
+impl Recent {
+    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
+        let generation = GENERATION.load(Ordering::Acquire);
+        if self.0.get(&(f as usize), generation).is_none() {
+            self.0.put(f as usize, generation, info(model, f));
+        }
+        self.0.get(&(f as usize), generation).expect("just put")
+    }
 }
 
 /// A handle the program got by name from `owner` (`cuModuleGetFunction`,
@@ -79,6 +99,7 @@ pub fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, 
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
     infos().remove(&(handle as usize));
     named().insert(handle as usize, Named { name, kind, owner: owner as usize });
+    GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// `cuKernelGetFunction`: the function handle stands for the kernel.
@@ -88,6 +109,7 @@ pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     if let Some((name, owner)) = known {
         named().insert(function as usize, Named { name, kind: HandleKind::Function, owner });
     }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// A module or library was unloaded (`owner`), or every one of a context (None): handles
@@ -98,6 +120,7 @@ pub fn code_unloaded(owner: Option<*mut c_void>) {
         None => named().clear(),
     }
     infos().clear();
+    GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The kernel behind a launch handle, learnt on its first launch.

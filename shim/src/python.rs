@@ -26,7 +26,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use dashmap::DashMap;
+use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::report::{Frame, PYTHON_MODULE};
 
@@ -244,13 +244,13 @@ unsafe fn walk_with_gil(api: &Api, out: &mut [(usize, c_int); DEPTH]) -> usize {
 
 /// Interned frames: (code object, offset) -> id, and id -> resolved frame.
 struct Frames {
-    ids: DashMap<(usize, c_int), u32>,
+    ids: FastMap<(usize, c_int), u32>,
     resolved: RwLock<Vec<Frame>>,
 }
 
 fn frames() -> &'static Frames {
     static FRAMES: OnceLock<Frames> = OnceLock::new();
-    FRAMES.get_or_init(|| Frames { ids: DashMap::new(), resolved: RwLock::new(Vec::new()) })
+    FRAMES.get_or_init(|| Frames { ids: fast_map(), resolved: RwLock::new(Vec::new()) })
 }
 
 /// The calling thread's Python frames, innermost first, as interned ids.

@@ -7,10 +7,11 @@
 //! race is reported.
 
 use core::ffi::c_void;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
 
-use dashmap::DashMap;
+use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::model::op::StackId;
 use streamsan::report::Frame;
@@ -55,44 +56,160 @@ fn shim_range() -> (u64, u64) {
 }
 
 struct Depot {
-    ids: DashMap<Box<[u64]>, u32>,
+    ids: FastMap<Box<[u64]>, u32>,
     stacks: RwLock<Vec<Box<[u64]>>>,
 }
 
 fn depot() -> &'static Depot {
     static DEPOT: OnceLock<Depot> = OnceLock::new();
-    DEPOT.get_or_init(|| Depot { ids: DashMap::new(), stacks: RwLock::new(vec![Box::new([])]) })
+    DEPOT.get_or_init(|| Depot { ids: fast_map(), stacks: RwLock::new(vec![Box::new([])]) })
 }
 
 /// The program's stack at the call being intercepted.
+///
+/// Unwinding costs about a hundred nanoseconds a frame, and programs call the driver from
+/// the same few places again and again; so a thread remembers the chains it unwound lately
+/// ([`Recent`]) and checks one against the stack instead of unwinding again.
+#[inline(never)]
 pub fn capture() -> StackId {
+    let marker = 0u8;
+    // The same call chain puts this frame at the same address.
+    let anchor = core::hint::black_box(&marker) as *const u8 as usize;
+    let mut native = [0u64; DEPTH];
+    let mut cached_id = None;
+    let n = match RECENT.try_with(|recent| recent.borrow().find(anchor).map(|r| (r.copy_native(&mut native), r.id))) {
+        Ok(Some((n, id))) => {
+            cached_id = id;
+            n
+        }
+        _ => unwind(anchor, &mut native),
+    };
+    let mut py = [0u32; python::DEPTH];
+    let python_frames = python::capture(&mut py);
+    if python_frames == 0 {
+        if let Some(id) = cached_id {
+            return id;
+        }
+    }
+    let mut entries = [0u64; DEPTH + python::DEPTH];
+    entries[..n].copy_from_slice(&native[..n]);
+    for (slot, &id) in entries[n..].iter_mut().zip(&py[..python_frames]) {
+        *slot = PYTHON_FRAME | id as u64;
+    }
+    let id = intern(&entries[..n + python_frames]);
+    if python_frames == 0 {
+        let _ = RECENT.try_with(|recent| recent.borrow_mut().set_id(anchor, id));
+    }
+    id
+}
+
+/// Frames of a chain, the shim's included: enough for the shim's own and `DEPTH` more.
+const CHAIN: usize = DEPTH + 16;
+
+/// Unwinds the stack into `native` (the program's frames, innermost first), remembers the
+/// chain for [`capture`]'s check, and returns how many frames it kept.
+fn unwind(anchor: usize, native: &mut [u64; DEPTH]) -> usize {
     let (lo, hi) = shim_range();
-    let mut ips = [0u64; DEPTH + python::DEPTH];
-    let mut n = 0;
-    let mut in_shim = true;
+    // (return address, stack pointer at the call) of every frame, the shim's included.
+    let mut chain = [(0u64, 0u64); CHAIN];
+    let mut len = 0;
+    let mut kept = 0;
     // SAFETY: the unwinder is thread-safe; the closure only stores addresses.
     unsafe {
         backtrace::trace_unsynchronized(|frame| {
             let ip = frame.ip() as u64;
-            if in_shim && (lo..hi).contains(&ip) {
-                return true;
-            }
-            in_shim = false;
             if ip == 0 {
                 return false;
             }
-            ips[n] = ip;
-            n += 1;
-            n < DEPTH
+            chain[len] = (ip, frame.sp() as u64);
+            len += 1;
+            if kept > 0 || !(lo..hi).contains(&ip) {
+                native[kept] = ip;
+                kept += 1;
+            }
+            kept < DEPTH && len < CHAIN
         });
     }
-    let mut py = [0u32; python::DEPTH];
-    let python_frames = python::capture(&mut py);
-    for &id in &py[..python_frames] {
-        ips[n] = PYTHON_FRAME | id as u64;
-        n += 1;
+    let _ = RECENT.try_with(|recent| recent.borrow_mut().remember(Recent::of_chain(anchor, &chain[..len], native, kept)));
+    kept
+}
+
+/// A chain a thread unwound lately. Every frame above the capture is still on the stack at
+/// the next capture from the same place: if the capture's frame is at the same address and
+/// every return address of the chain still sits where the unwinder found it, the chain is
+/// the same, and so are its program frames.
+struct Recent {
+    anchor: usize,
+    /// (address, return address read there) for each call above the capture.
+    slots: Vec<(usize, u64)>,
+    native: [u64; DEPTH],
+    kept: usize,
+    /// The interned stack, when it had no Python frames.
+    id: Option<StackId>,
+}
+
+impl Recent {
+    /// None when the chain does not keep return addresses where x86-64 puts them: the
+    /// unwinder gives each frame's stack pointer at its call, and the call pushed the return
+    /// address into that frame just below it. Such a chain is unwound every time.
+    fn of_chain(anchor: usize, chain: &[(u64, u64)], native: &[u64; DEPTH], kept: usize) -> Option<Recent> {
+        let mut slots = Vec::with_capacity(chain.len());
+        for &(ip, sp) in chain {
+            if sp as usize <= anchor {
+                continue; // returns into the unwinder's own frames, gone once it returned
+            }
+            let slot = sp as usize - 8;
+            // SAFETY: the return-address word of a frame that encloses this one, on this
+            // thread's stack.
+            if unsafe { core::ptr::read_volatile(slot as *const u64) } != ip {
+                return None;
+            }
+            slots.push((slot, ip));
+        }
+        Some(Recent { anchor, slots, native: *native, kept, id: None })
     }
-    intern(&ips[..n])
+
+    fn matches(&self, anchor: usize) -> bool {
+        // SAFETY: each slot is in a frame that encloses the capture's frame, which is at the
+        // same address as when the slot was recorded: live stack of this thread.
+        self.anchor == anchor && self.slots.iter().all(|&(slot, ip)| unsafe { core::ptr::read_volatile(slot as *const u64) } == ip)
+    }
+
+    fn copy_native(&self, out: &mut [u64; DEPTH]) -> usize {
+        out[..self.kept].copy_from_slice(&self.native[..self.kept]);
+        self.kept
+    }
+}
+
+/// The last few chains of one thread, replaced in turn.
+#[derive(Default)]
+struct RecentChains {
+    chains: [Option<Recent>; 8],
+    next: usize,
+}
+
+impl RecentChains {
+    fn find(&self, anchor: usize) -> Option<&Recent> {
+        self.chains.iter().flatten().find(|r| r.matches(anchor))
+    }
+
+    fn remember(&mut self, recent: Option<Recent>) {
+        if let Some(recent) = recent {
+            let i = self.next;
+            self.chains[i] = Some(recent);
+            self.next = (i + 1) % self.chains.len();
+        }
+    }
+
+    fn set_id(&mut self, anchor: usize, id: StackId) {
+        if let Some(recent) = self.chains.iter_mut().flatten().find(|r| r.id.is_none() && r.matches(anchor)) {
+            recent.id = Some(id);
+        }
+    }
+}
+
+thread_local! {
+    static RECENT: RefCell<RecentChains> = RefCell::new(RecentChains::default());
 }
 
 fn intern(ips: &[u64]) -> StackId {

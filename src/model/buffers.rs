@@ -1,18 +1,22 @@
 //! Known allocations, found by address.
 //!
 //! A buffer is registered in every 2 MiB granule its bytes touch, so finding the buffer of
-//! an address is one hash lookup and a short scan. Freed buffers stay findable, marked
+//! an address is one hash lookup and a binary search in the granule (a stream-ordered pool
+//! packs thousands of small allocations in one granule). Freed buffers stay findable, marked
 //! freed, in a bounded quarantine, so that a later access to their bytes is reported as a
 //! use-after-free until the address is allocated again or the quarantine forgets it.
 //! An address resolves to the innermost live buffer containing it (sub-allocations
 //! declared inside a larger buffer), else to the most recently freed one.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use dashmap::DashMap;
+use crate::hash::{fast_map, FastMap};
+use crate::recent::Recent;
 
+use super::lock::{Guard, Lock};
 use super::op::OpRecord;
 use super::shadow::Shadow;
 
@@ -81,12 +85,12 @@ pub struct Buffer {
     pub alloc: OpRecord,
     /// Mirrors `state.freed.is_some()`, readable without the lock.
     freed: AtomicBool,
-    state: Mutex<BufferState>,
+    state: Lock<BufferState>,
 }
 
 impl Buffer {
     pub fn new(id: u64, base: u64, size: u64, kind: MemoryKind, ctx: u64, alloc: OpRecord) -> Buffer {
-        Buffer { id, base, size, kind, ctx, alloc, freed: AtomicBool::new(false), state: Mutex::new(BufferState::default()) }
+        Buffer { id, base, size, kind, ctx, alloc, freed: AtomicBool::new(false), state: Lock::new(BufferState::default()) }
     }
 
     pub fn end(&self) -> u64 {
@@ -97,8 +101,8 @@ impl Buffer {
         self.base <= addr && addr < self.end()
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, BufferState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> Guard<'_, BufferState> {
+        self.state.lock()
     }
 
     pub fn is_freed(&self) -> bool {
@@ -112,19 +116,128 @@ impl Buffer {
     }
 }
 
-/// What an address resolves to.
-pub enum Found {
-    Live(Arc<Buffer>),
-    Freed(Arc<Buffer>),
+/// What an address resolves to: a buffer (owned, or borrowed from the map) or nothing.
+pub enum Found<B = Arc<Buffer>> {
+    Live(B),
+    Freed(B),
     Nothing,
 }
 
+/// The buffers with bytes in one granule, sorted by base (and, at one base, the larger
+/// first), with the furthest end reached by each prefix of them: the search for an address
+/// walks back from the last base at or below it and stops where no earlier buffer reaches it.
+/// Bases, ends and reaches sit in arrays of their own, so that the binary search reads
+/// contiguous words rather than one buffer after another.
+#[derive(Default)]
+struct Granule {
+    bases: Vec<u64>,
+    ends: Vec<u64>,
+    reach: Vec<u64>,
+    buffers: Vec<Arc<Buffer>>,
+}
+
+impl Granule {
+    fn insert(&mut self, buffer: Arc<Buffer>) {
+        let key = (buffer.base, std::cmp::Reverse(buffer.end()));
+        let at = self.bases.partition_point(|&b| b < key.0);
+        let at = at + self.ends[at..].iter().zip(&self.bases[at..]).take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key).count();
+        self.bases.insert(at, buffer.base);
+        self.ends.insert(at, buffer.end());
+        self.buffers.insert(at, buffer);
+        self.update_reach(at);
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        self.bases.remove(i);
+        self.ends.remove(i);
+        self.buffers.remove(i);
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Arc<Buffer>) -> bool) {
+        let mut lowest = None;
+        for i in (0..self.buffers.len()).rev() {
+            if !keep(&self.buffers[i]) {
+                self.remove_at(i);
+                lowest = Some(i);
+            }
+        }
+        if let Some(from) = lowest {
+            self.update_reach(from);
+        }
+    }
+
+    /// Removes the buffers overlapping `[base, end)` that `drop` selects.
+    fn remove_overlapping(&mut self, base: u64, end: u64, mut drop: impl FnMut(&Arc<Buffer>) -> bool) {
+        let mut i = self.bases.partition_point(|&b| b < end);
+        let mut lowest = None;
+        while i > 0 && self.reach[i - 1] > base {
+            i -= 1;
+            if base < self.ends[i] && drop(&self.buffers[i]) {
+                self.remove_at(i);
+                lowest = Some(i);
+            }
+        }
+        if let Some(from) = lowest {
+            self.update_reach(from);
+        }
+    }
+
+    /// Recomputes `reach` from index `from` on.
+    fn update_reach(&mut self, from: usize) {
+        self.reach.truncate(from);
+        let mut furthest = if from == 0 { 0 } else { self.reach[from - 1] };
+        for &end in &self.ends[from..] {
+            furthest = furthest.max(end);
+            self.reach.push(furthest);
+        }
+    }
+
+    /// The innermost live buffer containing `addr`, else the most recently freed one. With
+    /// buffers nested properly, the first live one met walking back is the innermost.
+    fn find(&self, addr: u64) -> Found<&Arc<Buffer>> {
+        let mut freed: Option<&Arc<Buffer>> = None;
+        let mut i = self.bases.partition_point(|&b| b <= addr);
+        while i > 0 && self.reach[i - 1] > addr {
+            i -= 1;
+            if addr >= self.ends[i] {
+                continue;
+            }
+            let b = &self.buffers[i];
+            if !b.is_freed() {
+                return Found::Live(b);
+            }
+            if freed.is_none_or(|f| b.id > f.id) {
+                freed = Some(b);
+            }
+        }
+        match freed {
+            Some(b) => Found::Freed(b),
+            None => Found::Nothing,
+        }
+    }
+}
+
 pub struct BufferMap {
-    granules: DashMap<u64, Vec<Arc<Buffer>>>,
+    granules: FastMap<u64, Granule>,
     quarantine: Mutex<VecDeque<Arc<Buffer>>>,
     /// Lowest and highest byte ever registered: a cheap first test for a kernel's words.
     low: AtomicU64,
     high: AtomicU64,
+    /// Tells this map's entries in [`RECENT`] from another map's.
+    id: u64,
+    /// Bumped after every change that can make an address resolve to another live buffer:
+    /// a buffer registered over a live one (nested, or over one whose free went unseen), or
+    /// live buffers forgotten. Registering over free memory or freed buffers changes no
+    /// live answer, and a freed buffer is told by its own flag.
+    generation: AtomicU64,
+}
+
+/// Unique map ids.
+static NEXT_MAP: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The live buffers this thread found lately, by (map, address) ([`crate::recent`]).
+    static RECENT: RefCell<Recent<(u64, u64), Arc<Buffer>, 512>> = RefCell::new(Recent::default());
 }
 
 fn granules(base: u64, end: u64) -> impl Iterator<Item = u64> {
@@ -134,11 +247,18 @@ fn granules(base: u64, end: u64) -> impl Iterator<Item = u64> {
 impl BufferMap {
     pub fn new() -> BufferMap {
         BufferMap {
-            granules: DashMap::new(),
+            granules: fast_map(),
             quarantine: Mutex::new(VecDeque::new()),
             low: AtomicU64::new(u64::MAX),
             high: AtomicU64::new(0),
+            id: NEXT_MAP.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// To be called after a change that can make an address resolve to another live buffer.
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether `addr` could belong to a buffer at all.
@@ -151,17 +271,21 @@ impl BufferMap {
     /// ones it overlaps without nesting inside them: their free went unseen.
     pub fn insert(&self, buffer: Arc<Buffer>) {
         let (base, end) = (buffer.base, buffer.end());
+        let mut over_live = false;
         for g in granules(base, end) {
-            let mut entry = self.granules.entry(g).or_default();
-            entry.retain(|b| {
-                let overlaps = b.base < end && base < b.end();
+            let mut granule = self.granules.entry(g).or_default();
+            granule.remove_overlapping(base, end, |b| {
+                over_live |= !b.is_freed();
                 let encloses_new = b.base <= base && end <= b.end() && (b.base, b.end()) != (base, end);
-                !overlaps || (encloses_new && !b.is_freed())
+                !(encloses_new && !b.is_freed())
             });
-            entry.push(buffer.clone());
+            granule.insert(buffer.clone());
         }
         self.low.fetch_min(base, Ordering::Relaxed);
         self.high.fetch_max(end, Ordering::Relaxed);
+        if over_live {
+            self.changed();
+        }
     }
 
     /// Finds what `addr` belongs to.
@@ -169,25 +293,50 @@ impl BufferMap {
         if !self.in_range(addr) {
             return Found::Nothing;
         }
-        let Some(entry) = self.granules.get(&(addr >> GRANULE_SHIFT)) else {
-            return Found::Nothing;
+        match self.granules.get(&(addr >> GRANULE_SHIFT)) {
+            Some(granule) => match granule.find(addr) {
+                Found::Live(b) => Found::Live(b.clone()),
+                Found::Freed(b) => Found::Freed(b.clone()),
+                Found::Nothing => Found::Nothing,
+            },
+            None => Found::Nothing,
+        }
+    }
+
+    /// Calls `f` with what `addr` belongs to, borrowed: on the launch path, which looks up
+    /// every pointer, no lock is taken and no reference count touched when the thread
+    /// resolved the same address lately ([`RECENT`]). `f` must not register, free or remove
+    /// buffers.
+    pub fn with<R>(&self, addr: u64, f: impl FnOnce(Found<&Arc<Buffer>>) -> R) -> R {
+        if !self.in_range(addr) {
+            return f(Found::Nothing);
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let key = (self.id, addr);
+        let mut f = Some(f);
+        let cached = RECENT.try_with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            let buffer = recent.get(&key, generation).filter(|b| !b.is_freed())?;
+            Some((f.take()?)(Found::Live(buffer)))
+        });
+        if let Ok(Some(result)) = cached {
+            return result;
+        }
+        let f = f.take().expect("not called yet");
+        let found = self.find(addr);
+        let result = match &found {
+            Found::Live(b) => f(Found::Live(b)),
+            Found::Freed(b) => f(Found::Freed(b)),
+            Found::Nothing => f(Found::Nothing),
         };
-        let mut live: Option<&Arc<Buffer>> = None;
-        let mut freed: Option<&Arc<Buffer>> = None;
-        for b in entry.iter().filter(|b| b.contains(addr)) {
-            if b.is_freed() {
-                if freed.is_none_or(|f| b.id > f.id) {
-                    freed = Some(b);
+        if let Found::Live(buffer) = found {
+            let _ = RECENT.try_with(|recent| {
+                if let Ok(mut recent) = recent.try_borrow_mut() {
+                    recent.put(key, generation, buffer);
                 }
-            } else if live.is_none_or(|l| b.size < l.size) {
-                live = Some(b);
-            }
+            });
         }
-        match (live, freed) {
-            (Some(b), _) => Found::Live(b.clone()),
-            (None, Some(b)) => Found::Freed(b.clone()),
-            (None, None) => Found::Nothing,
-        }
+        result
     }
 
     /// The live buffer that starts at `base`, if any.
@@ -213,24 +362,28 @@ impl BufferMap {
     /// Forgets a buffer entirely.
     pub fn remove(&self, buffer: &Arc<Buffer>) {
         for g in granules(buffer.base, buffer.end()) {
-            if let Some(mut entry) = self.granules.get_mut(&g) {
-                entry.retain(|b| !Arc::ptr_eq(b, buffer));
+            if let Some(mut granule) = self.granules.get_mut(&g) {
+                granule.retain(|b| !Arc::ptr_eq(b, buffer));
             }
+        }
+        if !buffer.is_freed() {
+            self.changed();
         }
     }
 
     /// Forgets every buffer of a context (destroyed or reset).
     pub fn remove_context(&self, ctx: u64) {
-        for mut entry in self.granules.iter_mut() {
-            entry.retain(|b| b.ctx != ctx);
+        for mut granule in self.granules.iter_mut() {
+            granule.retain(|b| b.ctx != ctx);
         }
+        self.changed();
     }
 
     /// How many buffers are registered (live or quarantined).
     pub fn len(&self) -> usize {
         let mut seen = std::collections::HashSet::new();
-        for entry in self.granules.iter() {
-            for b in entry.iter() {
+        for granule in self.granules.iter() {
+            for b in &granule.buffers {
                 seen.insert(b.id);
             }
         }
@@ -245,5 +398,59 @@ impl BufferMap {
 impl Default for BufferMap {
     fn default() -> Self {
         BufferMap::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::clock::Epoch;
+    use crate::model::op::{Origin, StackId, ThreadId};
+
+    fn buffer(map: &BufferMap, id: u64, base: u64, size: u64) -> Arc<Buffer> {
+        let origin = Origin { api: "test", thread: ThreadId(1), site: StackId(0) };
+        let b = Arc::new(Buffer::new(id, base, size, MemoryKind::Device, 1, OpRecord::new(&origin, None, Epoch::new(0, 1))));
+        map.insert(b.clone());
+        b
+    }
+
+    fn found(map: &BufferMap, addr: u64) -> Option<(bool, u64)> {
+        match map.find(addr) {
+            Found::Live(b) => Some((true, b.id)),
+            Found::Freed(b) => Some((false, b.id)),
+            Found::Nothing => None,
+        }
+    }
+
+    #[test]
+    fn packed_buffers_are_found_by_address() {
+        let map = BufferMap::new();
+        for i in 0..4096 {
+            buffer(&map, i, 0x1000_0000 + i * 512, 64);
+        }
+        assert_eq!(found(&map, 0x1000_0000 + 17 * 512 + 63), Some((true, 17)));
+        assert_eq!(found(&map, 0x1000_0000 + 17 * 512 + 64), None, "the gap after a buffer");
+        assert_eq!(found(&map, 0x0fff_ffff), None);
+    }
+
+    #[test]
+    fn the_innermost_live_buffer_wins_then_the_latest_freed() {
+        let map = BufferMap::new();
+        let pool = buffer(&map, 1, 0x2000_0000, 8 << 20); // spans four granules
+        let block = buffer(&map, 2, 0x2030_0000, 4096);
+        let same_base = buffer(&map, 3, 0x2030_0000, 256);
+        assert_eq!(found(&map, 0x2030_0010), Some((true, 3)));
+        assert_eq!(found(&map, 0x2030_0200), Some((true, 2)));
+        assert_eq!(found(&map, 0x2070_0000), Some((true, 1)));
+        block.mark_freed(&mut block.lock(), block.alloc);
+        same_base.mark_freed(&mut same_base.lock(), same_base.alloc);
+        assert_eq!(found(&map, 0x2030_0010), Some((true, 1)), "live enclosing before freed nested");
+        pool.mark_freed(&mut pool.lock(), pool.alloc);
+        assert_eq!(found(&map, 0x2030_0010), Some((false, 3)), "the most recently freed");
+        // A new allocation over freed bytes forgets them where it lies.
+        buffer(&map, 4, 0x2030_0000, 128);
+        assert_eq!(found(&map, 0x2030_0010), Some((true, 4)));
+        assert_eq!(found(&map, 0x2030_0100), None);
+        assert_eq!(found(&map, 0x2070_0000), Some((false, 1)));
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use dashmap::DashMap;
+use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
 use super::op::{Access, KernelId, Origin};
@@ -141,6 +141,6 @@ pub struct ExecState {
 /// Graphs and executable graphs by handle.
 #[derive(Default)]
 pub struct Graphs {
-    pub graphs: DashMap<u64, Arc<Graph>>,
-    pub execs: DashMap<u64, Arc<Exec>>,
+    pub graphs: FastMap<u64, Arc<Graph>>,
+    pub execs: FastMap<u64, Arc<Exec>>,
 }

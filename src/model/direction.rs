@@ -13,14 +13,14 @@
 //!   was once given such fresh memory is an output of that kernel: every later access
 //!   through the same slot of the same kernel may write.
 
-use dashmap::DashSet;
+use crate::hash::FastSet;
 
 use super::op::{KernelId, Mode};
 
 /// The parameter slots known to be outputs, per kernel.
 #[derive(Default)]
 pub struct Directions {
-    outputs: DashSet<(KernelId, u32)>,
+    outputs: FastSet<(KernelId, u32)>,
 }
 
 impl Directions {

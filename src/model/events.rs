@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use dashmap::DashMap;
+use crate::hash::FastMap;
 
 use super::capture::Capture;
 use super::clock::VectorClock;
@@ -33,7 +33,7 @@ impl Event {
 /// Every event, by handle; an event first seen in a record or wait is created then.
 #[derive(Default)]
 pub struct Events {
-    map: DashMap<u64, Arc<Event>>,
+    map: FastMap<u64, Arc<Event>>,
 }
 
 impl Events {

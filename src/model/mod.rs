@@ -17,6 +17,7 @@ pub mod capture;
 pub mod clock;
 pub mod direction;
 pub mod events;
+pub mod lock;
 pub mod op;
 pub mod race;
 pub mod shadow;
@@ -25,9 +26,9 @@ pub mod streams;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use dashmap::DashMap;
+use crate::hash::{fast_map, FastMap};
 
 use buffers::{Buffer, BufferMap, Found, MemoryKind};
 use capture::{Capture, CaptureLane, Exec, ExecState, Graphs, HostCallback, Node, NodeKind};
@@ -96,7 +97,7 @@ pub struct Model {
     events: Events,
     graphs: Graphs,
     /// The clock of the last `cuStreamWriteValue` to each address.
-    values: DashMap<u64, VectorClock>,
+    values: FastMap<u64, VectorClock>,
     kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
     directions: Directions,
     races: Races,
@@ -122,7 +123,7 @@ impl Model {
             buffers: BufferMap::new(),
             events: Events::default(),
             graphs: Graphs::default(),
-            values: DashMap::new(),
+            values: fast_map(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
             races: Races::default(),
@@ -205,37 +206,40 @@ impl Model {
     /// a blocking stream, `C_S ⊔= C_L`; then `C_S[S] += 1`. Returns the stream's locked
     /// state and the operation's epoch. Clocks of other streams are gathered before the
     /// stream's own lock is taken.
-    fn issue<'s>(&self, stream: &'s Stream) -> (MutexGuard<'s, StreamState>, Epoch) {
-        let mut incoming = scratch();
+    fn issue<'s>(&self, stream: &'s Stream) -> (lock::Guard<'s, StreamState>, Epoch) {
+        // Only what changed since this stream last looked is joined; on the common path (a
+        // non-blocking stream, the host unchanged) nothing is.
         let host_version = self.host.version.load(Ordering::Acquire);
-        let join_host = stream.host_seen.load(Ordering::Relaxed) != host_version;
-        if join_host {
-            self.host.join_into(&mut incoming);
-        }
+        let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
+        let mut incoming = None;
         let mut legacy_version = None;
-        if stream.kind.is_blocking() || stream.kind == streams::StreamKind::LegacyDefault {
-            let context = self.streams.context(stream.ctx);
-            if stream.kind == streams::StreamKind::LegacyDefault {
-                context.join_blocking_into(&mut incoming);
-            } else {
-                let version = context.legacy.version.load(Ordering::Acquire);
-                if stream.legacy_seen.load(Ordering::Relaxed) != version {
-                    context.legacy.join_into(&mut incoming);
-                    legacy_version = Some(version);
-                }
+        if stream.kind == streams::StreamKind::LegacyDefault {
+            let mut clock = scratch();
+            self.streams.context(stream.ctx).join_blocking_into(&mut clock);
+            incoming = Some(clock);
+        } else if let Some(legacy) = &stream.legacy {
+            let version = legacy.version.load(Ordering::Acquire);
+            if stream.legacy_seen.load(Ordering::Relaxed) != version {
+                let mut clock = scratch();
+                legacy.join_into(&mut clock);
+                incoming = Some(clock);
+                legacy_version = Some(version);
             }
         }
         let mut state = stream.lock();
-        state.clock.join(&incoming);
-        let epoch = state.clock.tick(stream.slot);
-        stream.changed();
-        if join_host {
+        if let Some(host) = &host {
+            state.clock.join_host(host);
             stream.host_seen.store(host_version, Ordering::Relaxed);
+        }
+        if let Some(clock) = incoming {
+            state.clock.join(&clock);
+            return_scratch(clock);
         }
         if let Some(version) = legacy_version {
             stream.legacy_seen.store(version, Ordering::Relaxed);
         }
-        return_scratch(incoming);
+        let epoch = state.clock.tick(stream.slot);
+        stream.changed();
         (state, epoch)
     }
 
@@ -264,7 +268,7 @@ impl Model {
     pub fn stream_destroyed(&self, handle: u64, origin: &Origin) {
         let Some(stream) = self.streams.destroyed(handle) else { return };
         let last = stream.lock().clock.get(stream.slot);
-        if last > self.host.snapshot().get(stream.slot) {
+        if last > self.host.get(stream.slot) {
             let op = OpRecord::new(origin, None, Epoch::new(stream.slot, last));
             self.notes.add(NoteKind::DestroyedWhilePending, op, handle);
         }
@@ -310,7 +314,7 @@ impl Model {
         let mut addr = access.addr;
         // An access may span adjacent buffers (a copy over two): take each in turn.
         for _ in 0..8 {
-            let next = match self.buffers.find(addr) {
+            let next = self.buffers.with(addr, |buffer_at| match buffer_at {
                 Found::Live(buffer) => {
                     let (lo, hi) = (addr, end.min(buffer.end()));
                     let mut state = buffer.lock();
@@ -342,8 +346,8 @@ impl Model {
                     }
                     buffer.end()
                 }
-                Found::Nothing => return,
-            };
+                Found::Nothing => end,
+            });
             if next >= end {
                 return;
             }

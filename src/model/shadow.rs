@@ -70,20 +70,25 @@ impl Shadow {
         if matches!(mode, Mode::Write | Mode::ReadWrite) {
             // A write supersedes every earlier access to its bytes: keep only the parts of
             // records outside [lo, hi).
-            let mut kept = Vec::with_capacity(self.records.len() + 1);
-            for r in self.records.drain(..) {
+            // In place: this runs on every write. A record straddling the write leaves a tail
+            // (rare: it allocates only then).
+            let mut tails = Vec::new();
+            self.records.retain_mut(|r| {
                 if !r.overlaps(lo, hi) {
-                    kept.push(r);
-                    continue;
+                    return true;
+                }
+                match (r.lo < lo, hi < r.hi) {
+                    (false, false) => return false,
+                    (true, true) => tails.push(Record { lo: hi, ..*r }),
+                    (false, true) => r.lo = hi,
+                    (true, false) => {}
                 }
                 if r.lo < lo {
-                    kept.push(Record { hi: lo, ..r });
+                    r.hi = lo;
                 }
-                if hi < r.hi {
-                    kept.push(Record { lo: hi, ..r });
-                }
-            }
-            self.records = kept;
+                true
+            });
+            self.records.append(&mut tails);
         } else {
             // A read (an unknown access) supersedes reads (unknown accesses) of the same or fewer
             // bytes that are ordered before it: whatever races with them races with it. Neither

@@ -7,14 +7,17 @@
 //! joining clocks that changed since the last time (each stream counts its changes in
 //! `version`), without ever holding two stream locks at once.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
-use dashmap::DashMap;
+use crate::hash::{fast_map, FastMap};
+use crate::recent::Recent;
 
 use super::capture::CaptureLane;
-use super::clock::{Slot, VectorClock, HOST};
+use super::clock::{HostClock, HostSnapshot, Slot, VectorClock};
+use super::lock::{Guard, Lock};
 use super::op::{StackId, ThreadId};
 
 /// How the shim names a stream: a handle, or the default stream of an entry point.
@@ -112,26 +115,29 @@ pub struct Stream {
     pub kind: StreamKind,
     pub ctx: u64,
     pub handle: u64,
-    state: Mutex<StreamState>,
+    state: Lock<StreamState>,
     /// Counts changes of the clock, so that a reader can skip an unchanged one.
     pub version: AtomicU64,
     /// The host clock's version last joined into this stream.
     pub host_seen: AtomicU64,
     /// The legacy stream's version last joined (blocking streams).
     pub legacy_seen: AtomicU64,
+    /// A blocking stream's context's legacy stream, which it synchronizes with.
+    pub legacy: Option<Arc<Stream>>,
     /// Whether the stream is capturing (mirrors `state.capture`, read without the lock).
     pub capturing: AtomicBool,
     pub destroyed: AtomicBool,
 }
 
 impl Stream {
-    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64) -> Stream {
+    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64, legacy: Option<Arc<Stream>>) -> Stream {
         Stream {
             slot,
             kind,
             ctx,
             handle,
-            state: Mutex::new(StreamState { clock: VectorClock::new(), capture: None }),
+            legacy,
+            state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),
             legacy_seen: AtomicU64::new(u64::MAX),
@@ -140,8 +146,8 @@ impl Stream {
         }
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, StreamState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> Guard<'_, StreamState> {
+        self.state.lock()
     }
 
     /// Joins this stream's clock into `into`.
@@ -149,9 +155,11 @@ impl Stream {
         into.join(&self.lock().clock);
     }
 
-    /// Marks a change of the clock (call with the lock held, after the change).
+    /// Marks a change of the clock (call with the lock held, after the change). The lock
+    /// makes this thread the only writer: a plain store, not a read-modify-write, on the
+    /// issue path.
     pub fn changed(&self) {
-        self.version.fetch_add(1, Ordering::Release);
+        self.version.store(self.version.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 }
 
@@ -199,13 +207,29 @@ impl Context {
 /// Every stream and context the process has used.
 pub struct Streams {
     pub slots: Slots,
-    contexts: DashMap<u64, Arc<Context>>,
-    streams: DashMap<StreamRef, Arc<Stream>>,
+    contexts: FastMap<u64, Arc<Context>>,
+    streams: FastMap<StreamRef, Arc<Stream>>,
+    /// Tells this table's entries in [`RECENT`] from another table's.
+    id: u64,
+}
+
+/// Bumped whenever a name may come to mean another stream (a handle created again or
+/// destroyed, a context removed) and whenever a table is made: a thread's [`RECENT`] entries
+/// of an older generation are not used.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The streams this thread resolved lately, by (table, name) ([`crate::recent`]).
+    static RECENT: RefCell<Recent<(u64, StreamRef), Arc<Stream>, 64>> = RefCell::new(Recent::default());
+}
+
+fn new_generation() -> u64 {
+    GENERATION.fetch_add(1, Ordering::AcqRel) + 1
 }
 
 impl Streams {
     pub fn new() -> Streams {
-        Streams { slots: Slots::new(), contexts: DashMap::new(), streams: DashMap::new() }
+        Streams { slots: Slots::new(), contexts: fast_map(), streams: fast_map(), id: new_generation() }
     }
 
     /// The context `ctx`, created on first use.
@@ -223,7 +247,7 @@ impl Streams {
                     created_at: StackId::default(),
                     thread: ThreadId::default(),
                 });
-                let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0));
+                let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None));
                 Arc::new(Context {
                     handle: ctx,
                     legacy: legacy.clone(),
@@ -244,8 +268,10 @@ impl Streams {
             _ => 0,
         };
         let slot = self.slots.allocate(SlotOwner::Stream { handle, ctx, kind, created_at, thread });
-        let stream = Arc::new(Stream::new(slot, kind, ctx, handle));
-        self.context(ctx).add(stream.clone());
+        let context = self.context(ctx);
+        let legacy = kind.is_blocking().then(|| context.legacy.clone());
+        let stream = Arc::new(Stream::new(slot, kind, ctx, handle, legacy));
+        context.add(stream.clone());
         stream
     }
 
@@ -258,12 +284,15 @@ impl Streams {
             // The handle was reused without our seeing the old stream destroyed.
             old.destroyed.store(true, Ordering::Relaxed);
         }
+        // After the change: a lookup that raced with it is cached under the old generation.
+        new_generation();
         stream
     }
 
     /// Forgets a destroyed stream's handle; its pending work still counts.
     pub fn destroyed(&self, handle: u64) -> Option<Arc<Stream>> {
         let (_, stream) = self.streams.remove(&StreamRef::Handle(handle))?;
+        new_generation();
         stream.destroyed.store(true, Ordering::Relaxed);
         Some(stream)
     }
@@ -271,6 +300,22 @@ impl Streams {
     /// The stream `key` names; `describe` tells the context and flags of a stream handle
     /// never seen created.
     pub fn resolve(&self, key: StreamRef, describe: &dyn Fn(u64) -> Option<StreamInfo>) -> Arc<Stream> {
+        let generation = GENERATION.load(Ordering::Acquire);
+        let recent = RECENT.try_with(|recent| recent.try_borrow().ok()?.get(&(self.id, key), generation).cloned());
+        if let Ok(Some(stream)) = recent {
+            return stream;
+        }
+        let stream = self.resolve_shared(key, describe);
+        let _ = RECENT.try_with(|recent| {
+            if let Ok(mut recent) = recent.try_borrow_mut() {
+                recent.put((self.id, key), generation, stream.clone());
+            }
+        });
+        stream
+    }
+
+    /// [`Streams::resolve`] through the shared tables.
+    fn resolve_shared(&self, key: StreamRef, describe: &dyn Fn(u64) -> Option<StreamInfo>) -> Arc<Stream> {
         match key {
             StreamRef::Legacy { ctx } => self.context(ctx).legacy.clone(),
             _ => {
@@ -303,6 +348,7 @@ impl Streams {
     pub fn remove_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
         let Some((_, context)) = self.contexts.remove(&ctx) else { return Vec::new() };
         self.streams.retain(|_, s| s.ctx != ctx);
+        new_generation();
         context.members()
     }
 }
@@ -315,37 +361,54 @@ impl Default for Streams {
 
 /// The host's clock: one for the process (SEMANTICS.md, "Clocks").
 pub struct Host {
-    clock: RwLock<VectorClock>,
+    clock: RwLock<HostClock>,
+    /// Counts the clock's changes, readable without the lock.
     pub version: AtomicU64,
 }
 
 impl Host {
     pub fn new() -> Host {
-        Host { clock: RwLock::new(VectorClock::new()), version: AtomicU64::new(0) }
+        Host { clock: RwLock::new(HostClock::default()), version: AtomicU64::new(0) }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HostClock> {
+        self.clock.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `H ⊔= clock`.
     pub fn join(&self, clock: &VectorClock) {
-        let mut h = self.clock.write().unwrap_or_else(|e| e.into_inner());
-        if h.join(clock) {
+        if self.write().join(clock) {
             self.version.fetch_add(1, Ordering::Release);
         }
     }
 
     /// Ticks the host's own component: a host-side event such as a synchronous allocation.
     pub fn tick(&self) -> super::clock::Epoch {
-        let mut h = self.clock.write().unwrap_or_else(|e| e.into_inner());
-        let epoch = h.tick(HOST);
+        let epoch = self.write().tick();
         self.version.fetch_add(1, Ordering::Release);
         epoch
     }
 
+    /// `into ⊔= H`.
     pub fn join_into(&self, into: &mut VectorClock) {
-        into.join(&self.clock.read().unwrap_or_else(|e| e.into_inner()));
+        into.join_host(&self.current());
     }
 
+    /// The host's clock now, shared.
+    pub fn current(&self) -> Arc<HostSnapshot> {
+        self.write().snapshot()
+    }
+
+    /// The host's clock now, as a clock.
     pub fn snapshot(&self) -> VectorClock {
-        self.clock.read().unwrap_or_else(|e| e.into_inner()).clone()
+        let mut clock = VectorClock::new();
+        self.join_into(&mut clock);
+        clock
+    }
+
+    /// The host's time in `slot`.
+    pub fn get(&self, slot: Slot) -> u32 {
+        self.clock.read().unwrap_or_else(|e| e.into_inner()).get(slot)
     }
 }
 

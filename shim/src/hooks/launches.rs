@@ -19,24 +19,32 @@ use crate::exports::Call;
 use crate::kernels;
 use crate::runtime::model;
 
+/// What a thread reuses from launch to launch, so that launches neither allocate nor take
+/// shared locks: the list of accesses, the kernels launched lately.
+#[derive(Default)]
+struct Launcher {
+    accesses: Vec<Access>,
+    kernels: kernels::Recent,
+}
+
 thread_local! {
-    /// A launch's accesses, reused so that launches do not allocate.
-    static ACCESSES: RefCell<Vec<Access>> = const { RefCell::new(Vec::new()) };
+    static LAUNCHER: RefCell<Launcher> = RefCell::new(Launcher::default());
 }
 
 /// Tells the model of a kernel launched on `on`.
 unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
     let model = model();
-    let info = kernels::info(model, f);
-    let tell = |accesses: &mut Vec<Access>| {
+    let tell = |launcher: &mut Launcher| {
+        let Launcher { accesses, kernels } = launcher;
+        let info = kernels.info(model, f);
         accesses.clear();
         // SAFETY: the launch's own arguments, which the driver accepted.
-        unsafe { kernels::accesses(model, &info, params, extra, accesses) };
+        unsafe { kernels::accesses(model, info, params, extra, accesses) };
         model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
     };
-    // Once the thread's storage is gone (exit handlers), a fresh list.
-    if ACCESSES.try_with(|accesses| tell(&mut accesses.borrow_mut())).is_err() {
-        tell(&mut Vec::new());
+    // Once the thread's storage is gone (exit handlers), a fresh one.
+    if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
+        tell(&mut Launcher::default());
     }
 }
 

@@ -1,0 +1,116 @@
+//! The driver functions the workloads call, looked up by name with `dlopen` and `dlsym`, the
+//! road cudart and the frameworks take: under the shim, `dlsym` answers with its hooks.
+
+use libloading::Library;
+use streamsan_driver_api::*;
+
+macro_rules! functions {
+    ($( $field:ident = $name:literal : fn($($arg:ty),*) ; )*) => {
+        /// The driver's entry points.
+        pub struct Driver {
+            _library: Library,
+            $( pub $field: unsafe extern "C" fn($($arg),*) -> CUresult, )*
+        }
+
+        impl Driver {
+            /// Loads `libcuda.so.1` (found on the library path).
+            pub fn load() -> Driver {
+                // SAFETY: loading the driver runs its initializers, as any CUDA program does.
+                let library = unsafe { Library::new("libcuda.so.1") }.expect("load libcuda.so.1");
+                // SAFETY: each symbol has the driver's signature for its name.
+                unsafe {
+                    Driver {
+                        $( $field: *library.get(concat!($name, "\0").as_bytes()).expect($name), )*
+                        _library: library,
+                    }
+                }
+            }
+        }
+    };
+}
+
+functions! {
+    init = "cuInit": fn(c_uint);
+    device_get = "cuDeviceGet": fn(*mut CUdevice, c_int);
+    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CUcontext, CUdevice);
+    ctx_set_current = "cuCtxSetCurrent": fn(CUcontext);
+    ctx_synchronize = "cuCtxSynchronize": fn();
+    stream_create = "cuStreamCreate": fn(*mut CUstream, c_uint);
+    stream_wait_event = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
+    event_create = "cuEventCreate": fn(*mut CUevent, c_uint);
+    event_record = "cuEventRecord": fn(CUevent, CUstream);
+    mem_alloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
+    mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
+    mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
+    module_load_data = "cuModuleLoadData": fn(*mut CUmodule, *const c_void);
+    module_get_function = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
+    launch_kernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);
+}
+
+/// Panics with the call's name unless it succeeded: a workload measures working calls only.
+pub fn check(status: CUresult, what: &str) {
+    assert_eq!(status, CUDA_SUCCESS, "{what} failed");
+}
+
+/// A kernel with four pointer parameters, `quad(float*, const float*, const float*, float*)`.
+const QUAD_PTX: &str = concat!(
+    ".version 7.0\n.target sm_52\n.address_size 64\n",
+    ".visible .entry _Z4quadPfPKfS1_S_(\n",
+    "  .param .u64 p0,\n  .param .u64 p1,\n  .param .u64 p2,\n  .param .u64 p3\n",
+    ")\n{\n ret;\n}\n\0"
+);
+
+/// A context made current on device 0 and the four-pointer kernel.
+pub struct Setup {
+    pub context: CUcontext,
+    pub quad: CUfunction,
+}
+
+impl Driver {
+    pub fn setup(&self) -> Setup {
+        let (mut device, mut context, mut module, mut quad) = (0, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        // SAFETY: out-pointers to locals; a NUL-terminated PTX image and kernel name.
+        unsafe {
+            check((self.init)(0), "cuInit");
+            check((self.device_get)(&mut device, 0), "cuDeviceGet");
+            check((self.primary_ctx_retain)(&mut context, device), "cuDevicePrimaryCtxRetain");
+            check((self.ctx_set_current)(context), "cuCtxSetCurrent");
+            check((self.module_load_data)(&mut module, QUAD_PTX.as_ptr().cast()), "cuModuleLoadData");
+            check((self.module_get_function)(&mut quad, module, c"_Z4quadPfPKfS1_S_".as_ptr()), "cuModuleGetFunction");
+        }
+        Setup { context, quad }
+    }
+
+    pub fn stream(&self) -> CUstream {
+        let mut stream = core::ptr::null_mut();
+        // SAFETY: an out-pointer to a local.
+        check(unsafe { (self.stream_create)(&mut stream, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate");
+        stream
+    }
+
+    pub fn buffer(&self, bytes: usize) -> CUdeviceptr {
+        let mut ptr = 0;
+        // SAFETY: an out-pointer to a local.
+        check(unsafe { (self.mem_alloc)(&mut ptr, bytes) }, "cuMemAlloc");
+        ptr
+    }
+
+    pub fn event(&self) -> CUevent {
+        let mut event = core::ptr::null_mut();
+        // SAFETY: an out-pointer to a local.
+        check(unsafe { (self.event_create)(&mut event, 0) }, "cuEventCreate");
+        event
+    }
+
+    /// Launches `quad` on `stream` with the four pointers.
+    ///
+    /// # Safety
+    /// `quad` is the setup's kernel and `stream` a live stream.
+    #[inline]
+    pub unsafe fn launch(&self, quad: CUfunction, stream: CUstream, pointers: &mut [CUdeviceptr; 4]) -> CUresult {
+        let [a, b, c, d] = pointers;
+        let mut params: [*mut c_void; 4] = [(a as *mut u64).cast(), (b as *mut u64).cast(), (c as *mut u64).cast(), (d as *mut u64).cast()];
+        // SAFETY: four parameter pointers for a four-parameter kernel.
+        unsafe { (self.launch_kernel)(quad, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
+    }
+}

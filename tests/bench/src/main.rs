@@ -1,0 +1,235 @@
+//! streamsan-bench: what the shim adds to each driver call, against the stand-in driver.
+//!
+//! Each workload (`workloads.rs`) runs in a child process twice, natively and with the shim
+//! preloaded: the same loop against the same stand-in, so that the difference of the two
+//! runs' percentiles is streamsan's cost alone. The pairs of runs are repeated, interleaved,
+//! and each side's best run kept: on a shared machine, other tenants only ever add time, so
+//! the minimum is the figure that reproduces. Writes `target/streamsan-bench.json` and
+//! prints a table.
+//!
+//! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N]
+//! By default the shim and the stand-in are those beside this executable; under `cargo run`
+//! they are built first.
+
+mod driver;
+mod workloads;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use workloads::WORKLOADS;
+
+struct Args {
+    shim: PathBuf,
+    driver: PathBuf,
+    out: PathBuf,
+    repeat: usize,
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, name] = argv.as_slice() {
+        if flag == "--child" {
+            return child(name);
+        }
+    }
+    let args = match parse(&argv) {
+        Ok(args) => args,
+        Err(why) => {
+            eprintln!("streamsan-bench: {why}\nusage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N]");
+            std::process::exit(2);
+        }
+    };
+    let results: Vec<(&str, Stats, Stats)> = WORKLOADS
+        .iter()
+        .map(|&(name, _)| {
+            eprint!("streamsan-bench: {name} ");
+            let (native, shim) = measure(&args, name);
+            eprintln!();
+            (name, native, shim)
+        })
+        .collect();
+    let document = summarize(&results);
+    print_table(&document);
+    std::fs::write(&args.out, serde_json::to_string_pretty(&document).unwrap() + "\n")
+        .unwrap_or_else(|e| panic!("write {}: {e}", args.out.display()));
+    println!("written to {}", args.out.display());
+}
+
+fn parse(argv: &[String]) -> Result<Args, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let profile = exe.parent().ok_or("this executable has no directory")?.to_path_buf();
+    let mut shim = None;
+    let mut driver = None;
+    let mut out = profile.parent().unwrap_or(&profile).join("streamsan-bench.json");
+    let mut repeat = 5;
+    let mut it = argv.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--shim" => shim = Some(PathBuf::from(value()?)),
+            "--driver" => driver = Some(PathBuf::from(value()?)),
+            "--out" => out = PathBuf::from(value()?),
+            "--repeat" => repeat = value()?.parse().map_err(|_| "--repeat needs a number".to_string())?,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if shim.is_none() && driver.is_none() {
+        build_beside(&profile)?;
+    }
+    let shim = shim.unwrap_or_else(|| profile.join("libstreamsan_shim.so"));
+    let driver = match driver {
+        Some(dir) => dir,
+        None => driver_dir(&profile)?,
+    };
+    for path in [&shim, &driver.join("libcuda.so.1")] {
+        if !path.exists() {
+            return Err(format!("{} is missing (build the workspace with --release, or pass --shim/--driver)", path.display()));
+        }
+    }
+    Ok(Args { shim, driver, out, repeat: repeat.max(1) })
+}
+
+/// Under `cargo run`, builds the shim and the stand-in into this executable's profile.
+fn build_beside(profile: &Path) -> Result<(), String> {
+    let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"]);
+    if profile.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if let Some(target) = profile.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        _ => Err("building the shim and the stand-in failed".into()),
+    }
+}
+
+/// A directory where the stand-in answers to `libcuda.so.1`.
+fn driver_dir(profile: &Path) -> Result<PathBuf, String> {
+    let dir = profile.join("bench-driver");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let link = dir.join("libcuda.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link).map_err(|e| format!("link {}: {e}", link.display()))?;
+    Ok(dir)
+}
+
+/// Percentiles of one workload run, as the child reports them.
+#[derive(Clone, Copy, Default)]
+struct Stats {
+    p50: f64,
+    p99: f64,
+    buffer_bytes: f64,
+}
+
+/// Runs the workload natively and under the shim, `repeat` times each, interleaved; the
+/// smallest of each statistic.
+fn measure(args: &Args, name: &str) -> (Stats, Stats) {
+    let mut native = Vec::new();
+    let mut shim = Vec::new();
+    for _ in 0..args.repeat {
+        native.push(run_child(args, name, false));
+        shim.push(run_child(args, name, true));
+        eprint!(".");
+    }
+    (best(&native), best(&shim))
+}
+
+fn best(runs: &[Stats]) -> Stats {
+    let min = |f: fn(&Stats) -> f64| runs.iter().map(f).fold(f64::INFINITY, f64::min);
+    Stats { p50: min(|s| s.p50), p99: min(|s| s.p99), buffer_bytes: min(|s| s.buffer_bytes) }
+}
+
+fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
+    let exe = std::env::current_exe().expect("this executable");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--child", name])
+        .env("LD_LIBRARY_PATH", &args.driver)
+        .env("STREAMSAN_OPTIONS", "")
+        .env_remove("STANDIN_LOG")
+        .env_remove("LD_PRELOAD");
+    if with_shim {
+        cmd.env("LD_PRELOAD", &args.shim);
+    }
+    let output = cmd.output().expect("run the workload");
+    assert!(
+        output.status.success(),
+        "{name} ({}) failed: {}{}",
+        if with_shim { "with the shim" } else { "natively" },
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = String::from_utf8_lossy(&output.stdout);
+    let value: Value = serde_json::from_str(line.trim()).expect("the workload's figures");
+    Stats {
+        p50: value["p50"].as_f64().unwrap_or(0.0),
+        p99: value["p99"].as_f64().unwrap_or(0.0),
+        buffer_bytes: value["buffer_bytes"].as_f64().unwrap_or(0.0),
+    }
+}
+
+/// In the child: runs one workload and prints its figures as one JSON line.
+fn child(name: &str) {
+    let run = WORKLOADS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no workload {name}")).1;
+    let driver = driver::Driver::load();
+    let mut measured = run(&driver);
+    measured.latencies.sort_unstable();
+    let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes });
+    println!("{figures}");
+}
+
+/// The document written to `streamsan-bench.json`: the headline figures, then the raw ones.
+fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
+    let find = |name: &str| results.iter().find(|(n, _, _)| *n == name).map(|&(_, n, s)| (n, s)).expect("workload");
+    let added = |name: &str, p: fn(&Stats) -> f64| {
+        let (native, shim) = find(name);
+        (p(&shim) - p(&native)).round()
+    };
+    let (native_big, shim_big) = find("launch_1m_buffers");
+    let details: serde_json::Map<String, Value> = results
+        .iter()
+        .map(|(name, n, s)| {
+            (name.to_string(), json!({ "native_p50_ns": n.p50, "native_p99_ns": n.p99, "streamsan_p50_ns": s.p50, "streamsan_p99_ns": s.p99 }))
+        })
+        .collect();
+    json!({
+        "launch_added_ns_p50_1t": added("launch_1t", |s| s.p50),
+        "launch_added_ns_p99_1t": added("launch_1t", |s| s.p99),
+        "launch_added_ns_p50_16t": added("launch_16t", |s| s.p50),
+        "alloc_free_added_ns_p50": added("alloc_free", |s| s.p50),
+        "event_added_ns_p50": added("event", |s| s.p50),
+        "bytes_per_live_buffer": ((shim_big.buffer_bytes - native_big.buffer_bytes) / 1e6).round(),
+        "launch_added_ns_p50_1m_buffers": added("launch_1m_buffers", |s| s.p50),
+        "launch_added_ns_p50_1m_buffers_cold": added("launch_1m_buffers_cold", |s| s.p50),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "details": details,
+    })
+}
+
+fn print_table(document: &Value) {
+    let one_thread = document["launch_added_ns_p50_1t"].as_f64().unwrap_or(0.0);
+    let rows: [(&str, &str, f64); 8] = [
+        ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
+        ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
+        ("launch_added_ns_p50_16t", "launch, 16 threads, median (ns)", 2.0 * one_thread),
+        ("alloc_free_added_ns_p50", "alloc + free, median (ns)", 300.0),
+        ("event_added_ns_p50", "event record + wait, median (ns)", 300.0),
+        ("bytes_per_live_buffer", "bytes per live buffer", 256.0),
+        ("launch_added_ns_p50_1m_buffers", "launch, 1M buffers, median (ns)", 2.0 * one_thread),
+        ("launch_added_ns_p50_1m_buffers_cold", "  every launch cold, median (ns)", f64::INFINITY),
+    ];
+    println!("{:<34} {:>10} {:>10}", "added by streamsan", "measured", "target");
+    for (key, label, target) in rows {
+        let value = document[key].as_f64().unwrap_or(f64::NAN);
+        let mark = if value <= target { "" } else { "  over" };
+        let target = if target.is_finite() { format!("≤ {target:.0}") } else { "-".into() };
+        println!("{label:<34} {value:>10.0} {target:>10}{mark}");
+    }
+    println!("({} CPUs)", document["cpus"]);
+}

@@ -1,0 +1,185 @@
+//! The measured loops. Each times every call (or pair of calls) it makes and returns the
+//! latencies; the parent runs it with and without the shim and subtracts.
+//!
+//! The programs are correct (each stream works on its own buffers, waits come before use),
+//! as a program that streamsan watches in CI mostly is: the figures are the cost of watching,
+//! not of reporting.
+
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use streamsan_driver_api::*;
+
+use crate::driver::{check, Driver, Setup};
+
+/// What one run of a workload measured.
+pub struct Measured {
+    /// Nanoseconds per timed call (or pair of calls).
+    pub latencies: Vec<u64>,
+    /// Growth of the resident set while the workload's buffers were allocated.
+    pub buffer_bytes: Option<i64>,
+}
+
+/// The workloads, by name.
+pub const WORKLOADS: [(&str, fn(&Driver) -> Measured); 6] = [
+    ("launch_1t", launch_one_thread),
+    ("launch_16t", launch_sixteen_threads),
+    ("alloc_free", alloc_free),
+    ("event", event_record_and_wait),
+    ("launch_1m_buffers", launch_among_a_million_buffers),
+    ("launch_1m_buffers_cold", launch_cold_among_a_million_buffers),
+];
+
+const WARM_UP: usize = 5_000;
+/// Timed launches of the one-thread workloads.
+const LAUNCHES: usize = 200_000;
+
+/// Calls `call(i)` for `WARM_UP` untimed iterations, then `count` timed ones.
+fn time_each(count: usize, mut call: impl FnMut(usize)) -> Vec<u64> {
+    (0..WARM_UP).for_each(&mut call);
+    (WARM_UP..WARM_UP + count)
+        .map(|i| {
+            let start = Instant::now();
+            call(i);
+            start.elapsed().as_nanos() as u64
+        })
+        .collect()
+}
+
+/// Resident bytes of this process.
+fn resident_bytes() -> i64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
+    let pages: i64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("statm resident pages");
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64
+}
+
+/// One thread, 8 streams, 64 live buffers: each launch passes four of its stream's eight.
+fn launch_one_thread(driver: &Driver) -> Measured {
+    const STREAMS: usize = 8;
+    let setup = driver.setup();
+    let streams: Vec<CUstream> = (0..STREAMS).map(|_| driver.stream()).collect();
+    let buffers: Vec<CUdeviceptr> = (0..STREAMS * 8).map(|_| driver.buffer(256)).collect();
+    let latencies = time_each(LAUNCHES, |i| {
+        let s = i % STREAMS;
+        let j = (i / STREAMS) % 8;
+        let mut pointers = [0, 1, 2, 3].map(|k| buffers[s * 8 + (j + k) % 8]);
+        // SAFETY: the setup's kernel on a live stream.
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// 16 threads launching at once, each on its own stream with its own four buffers.
+fn launch_sixteen_threads(driver: &Driver) -> Measured {
+    const THREADS: usize = 16;
+    const PER_THREAD: usize = 20_000;
+    let setup = driver.setup();
+    let start = Arc::new(Barrier::new(THREADS));
+    let context = setup.context as usize;
+    let quad = setup.quad as usize;
+    let latencies = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let start = start.clone();
+                scope.spawn(move || {
+                    // SAFETY: the context made by the setup.
+                    check(unsafe { (driver.ctx_set_current)(context as CUcontext) }, "cuCtxSetCurrent");
+                    let stream = driver.stream();
+                    let mut pointers = [0; 4].map(|_| driver.buffer(256));
+                    start.wait();
+                    time_each(PER_THREAD, |_| {
+                        pointers.rotate_left(1);
+                        // SAFETY: the setup's kernel on this thread's stream.
+                        check(unsafe { driver.launch(quad as CUfunction, stream, &mut pointers) }, "cuLaunchKernel");
+                    })
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("worker")).collect()
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// A stream-ordered allocation and its free on one stream.
+fn alloc_free(driver: &Driver) -> Measured {
+    const PAIRS: usize = 100_000;
+    driver.setup();
+    let stream = driver.stream();
+    let latencies = time_each(PAIRS, |_| {
+        let mut ptr = 0;
+        // SAFETY: an out-pointer to a local; the pointer just allocated on this stream.
+        unsafe {
+            check((driver.mem_alloc_async)(&mut ptr, 256, stream), "cuMemAllocAsync");
+            check((driver.mem_free_async)(ptr, stream), "cuMemFreeAsync");
+        }
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// An event recorded on one stream and waited on by another.
+fn event_record_and_wait(driver: &Driver) -> Measured {
+    const PAIRS: usize = 100_000;
+    driver.setup();
+    let (first, second) = (driver.stream(), driver.stream());
+    let event = driver.event();
+    let latencies = time_each(PAIRS, |_| {
+        // SAFETY: live event and streams.
+        unsafe {
+            check((driver.event_record)(event, first), "cuEventRecord");
+            check((driver.stream_wait_event)(second, event, 0), "cuStreamWaitEvent");
+        }
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// 1,000,000 live buffers of 64 bytes (packed by the thousand in each 2 MiB granule) and
+/// 10,000 streams, then synchronized: the loop of [`launch_one_thread`] over 8 of the
+/// streams and 64 buffers spread over the million. Measures how the model's tables and
+/// clocks scale; also the resident bytes the buffers cost.
+fn launch_among_a_million_buffers(driver: &Driver) -> Measured {
+    let (setup, streams, buffers, buffer_bytes) = a_million_buffers(driver);
+    let used: Vec<CUdeviceptr> = (0..64).map(|i| buffers[i * (buffers.len() / 64)]).collect();
+    let latencies = time_each(LAUNCHES, |i| {
+        let s = i % 8;
+        let j = (i / 8) % 8;
+        let mut pointers = [0, 1, 2, 3].map(|k| used[s * 8 + (j + k) % 8]);
+        // SAFETY: the setup's kernel on a live stream.
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
+    });
+    Measured { latencies, buffer_bytes: Some(buffer_bytes) }
+}
+
+/// The same million buffers and ten thousand streams, every launch on the next stream with
+/// four of its own hundred buffers: nothing a launch touches is in the processor's caches.
+/// The worst case, not the common one.
+fn launch_cold_among_a_million_buffers(driver: &Driver) -> Measured {
+    let (setup, streams, buffers, _) = a_million_buffers(driver);
+    let per_stream = buffers.len() / streams.len();
+    let latencies = time_each(LAUNCHES, |i| {
+        let s = i % streams.len();
+        let j = (i / streams.len()) % (per_stream / 4);
+        let mut pointers = [0, 1, 2, 3].map(|k| buffers[s * per_stream + j * 4 + k]);
+        // SAFETY: the setup's kernel on a live stream.
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// The setup, 10,000 streams and 1,000,000 buffers, synchronized; and the resident bytes the
+/// buffers cost.
+fn a_million_buffers(driver: &Driver) -> (Setup, Vec<CUstream>, Vec<CUdeviceptr>, i64) {
+    const STREAMS: usize = 10_000;
+    const BUFFERS: usize = 1_000_000;
+    let setup = driver.setup();
+    let streams: Vec<CUstream> = (0..STREAMS).map(|_| driver.stream()).collect();
+    let mut buffers: Vec<CUdeviceptr> = Vec::with_capacity(BUFFERS);
+    let before = resident_bytes();
+    for _ in 0..BUFFERS {
+        buffers.push(driver.buffer(64));
+    }
+    let buffer_bytes = resident_bytes() - before;
+    // SAFETY: no arguments.
+    check(unsafe { (driver.ctx_synchronize)() }, "cuCtxSynchronize");
+    (setup, streams, buffers, buffer_bytes)
+}
