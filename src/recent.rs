@@ -38,9 +38,9 @@ impl<K: Hash + Eq, V, const SLOTS: usize> Recent<K, V, SLOTS> {
     }
 
     /// Remembers `value` for `key` at `generation`, in place of whatever shared its slot.
-    pub fn put(&mut self, key: K, generation: u64, value: V) -> &V {
-        let slot = &mut self.slots[Self::slot(&key)];
-        &slot.insert((key, generation, value)).2
+    pub fn put(&mut self, key: K, generation: u64, value: V) {
+        let slot = Self::slot(&key);
+        self.slots[slot] = Some((key, generation, value));
     }
 }
 

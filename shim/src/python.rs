@@ -176,7 +176,7 @@ fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
 
 /// The calling thread's frames as (code object, byte offset), innermost first, read
 /// through `layout`. None if anything read does not look like a frame.
-fn walk(api: &Api, layout: &Layout, out: &mut [(usize, c_int); DEPTH]) -> Option<usize> {
+fn read_chain(api: &Api, layout: &Layout, out: &mut [RawFrame; DEPTH]) -> Option<usize> {
     let checked = PROVEN.load(Ordering::Relaxed) < PROBATION;
     // SAFETY: thread-local lookup, valid without the GIL.
     let thread = unsafe { (api.this_thread_state)() } as usize;
@@ -213,7 +213,7 @@ fn walk(api: &Api, layout: &Layout, out: &mut [(usize, c_int); DEPTH]) -> Option
 ///
 /// # Safety
 /// The calling thread holds the GIL.
-unsafe fn walk_with_gil(api: &Api, out: &mut [(usize, c_int); DEPTH]) -> usize {
+unsafe fn walk_with_gil(api: &Api, out: &mut [RawFrame; DEPTH]) -> usize {
     unsafe {
         let mut frame = (api.get_frame)();
         let mut owned = false;
@@ -253,18 +253,20 @@ fn frames() -> &'static Frames {
     FRAMES.get_or_init(|| Frames { ids: fast_map(), resolved: RwLock::new(Vec::new()) })
 }
 
-/// The calling thread's Python frames, innermost first, as interned ids.
-pub fn capture(out: &mut [u32; DEPTH]) -> usize {
+/// A Python frame as found on a thread's stack: (code object, byte offset).
+pub type RawFrame = (usize, c_int);
+
+/// The calling thread's Python frames, innermost first, as found: cheap, and enough to tell
+/// a call site from another ([`intern_all`] names them).
+pub fn walk(out: &mut [RawFrame; DEPTH]) -> usize {
     let Some(api) = api() else { return 0 };
-    let mut pairs = [(0usize, 0 as c_int); DEPTH];
     // SAFETY: CPython's API; the GIL-only calls only with the GIL held.
-    let n = unsafe {
+    unsafe {
         if (api.is_initialized)() == 0 {
             return 0;
         }
-        let with_gil = (api.gil_check)() != 0;
         match api.layout.filter(|_| !LAYOUT_FAILED.load(Ordering::Relaxed)) {
-            Some(layout) => match walk(api, &layout, &mut pairs) {
+            Some(layout) => match read_chain(api, &layout, out) {
                 Some(n) => n,
                 None => {
                     LAYOUT_FAILED.store(true, Ordering::Relaxed);
@@ -272,20 +274,30 @@ pub fn capture(out: &mut [u32; DEPTH]) -> usize {
                     0
                 }
             },
-            None if with_gil => walk_with_gil(api, &mut pairs),
+            None if (api.gil_check)() != 0 => walk_with_gil(api, out),
             None => 0,
         }
-    };
-    for (slot, &(code, offset)) in out.iter_mut().zip(&pairs[..n]) {
-        *slot = intern(api, code, offset);
     }
-    n
 }
 
-fn intern(api: &'static Api, code: usize, offset: c_int) -> u32 {
+/// Interned ids of frames [`walk`] just found (still on the calling thread's stack, so their
+/// code objects live), into `out`. Returns whether every one was resolved to a name (one that
+/// was not gets a fresh id, and is tried again next time).
+pub fn intern_all(frames: &[RawFrame], out: &mut [u32; DEPTH]) -> bool {
+    let Some(api) = api() else { return true };
+    let mut all = true;
+    for (slot, &(code, offset)) in out.iter_mut().zip(frames) {
+        let (id, resolved) = intern(api, code, offset);
+        *slot = id;
+        all &= resolved;
+    }
+    all
+}
+
+fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
     let frames = frames();
     if let Some(id) = frames.ids.get(&(code, offset)) {
-        return *id;
+        return (*id, true);
     }
     let (frame, resolved) = match resolve_now(api, code, offset) {
         Some(frame) => (frame, true),
@@ -298,9 +310,9 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> u32 {
     };
     if !resolved {
         // Not remembered under its key: the next capture tries again.
-        return push(frame);
+        return (push(frame), false);
     }
-    *frames.ids.entry((code, offset)).or_insert_with(|| push(frame)).value()
+    (*frames.ids.entry((code, offset)).or_insert_with(|| push(frame)).value(), true)
 }
 
 /// Resolves a pair whose frame is on the calling thread's stack (so its code object lives).

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use streamsan::hash::{fast_map, FastMap};
+use streamsan::recent::Recent;
 
 use streamsan::model::op::StackId;
 use streamsan::report::Frame;
@@ -68,50 +69,64 @@ fn depot() -> &'static Depot {
 /// The program's stack at the call being intercepted.
 ///
 /// Unwinding costs about a hundred nanoseconds a frame, and programs call the driver from
-/// the same few places again and again; so a thread remembers the chains it unwound lately
-/// ([`Recent`]) and checks one against the stack instead of unwinding again.
+/// the same few places again and again; so a thread remembers the native chains it unwound
+/// lately ([`RecentChain`]) and checks one against the stack instead of unwinding again, and
+/// remembers which stack a native chain and a Python chain made ([`PYTHON_STACKS`]).
 #[inline(never)]
 pub fn capture() -> StackId {
     let marker = 0u8;
     // The same call chain puts this frame at the same address.
     let anchor = core::hint::black_box(&marker) as *const u8 as usize;
-    let mut native = [0u64; DEPTH];
-    let mut cached_id = None;
-    let n = match RECENT.try_with(|recent| recent.borrow().find(anchor).map(|r| (r.copy_native(&mut native), r.id))) {
-        Ok(Some((n, id))) => {
-            cached_id = id;
-            n
-        }
-        _ => unwind(anchor, &mut native),
+    let native = match RECENT.try_with(|recent| recent.borrow().find(anchor).map(|r| r.id)) {
+        Ok(Some(id)) => id,
+        _ => unwind(anchor),
     };
-    let mut py = [0u32; python::DEPTH];
-    let python_frames = python::capture(&mut py);
-    if python_frames == 0 {
-        if let Some(id) = cached_id {
-            return id;
-        }
+    let mut python = [(0usize, 0); python::DEPTH];
+    let n = python::walk(&mut python);
+    if n == 0 {
+        return native;
     }
-    let mut entries = [0u64; DEPTH + python::DEPTH];
-    entries[..n].copy_from_slice(&native[..n]);
-    for (slot, &id) in entries[n..].iter_mut().zip(&py[..python_frames]) {
-        *slot = PYTHON_FRAME | id as u64;
+    let key = (native, python, n);
+    if let Ok(Some(id)) = PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied()) {
+        return id;
     }
-    let id = intern(&entries[..n + python_frames]);
-    if python_frames == 0 {
-        let _ = RECENT.try_with(|recent| recent.borrow_mut().set_id(anchor, id));
+    let mut ids = [0u32; python::DEPTH];
+    let resolved = python::intern_all(&python[..n], &mut ids);
+    let mut entries = native_entries(native);
+    entries.extend(ids[..n].iter().map(|&id| PYTHON_FRAME | id as u64));
+    let id = intern(&entries);
+    if resolved {
+        let _ = PYTHON_STACKS.try_with(|stacks| {
+            if let Ok(mut stacks) = stacks.try_borrow_mut() {
+                stacks.put(key, 0, id);
+            }
+        });
     }
     id
+}
+
+thread_local! {
+    /// Stacks made of a native chain and Python frames, by the two as found: a training loop
+    /// launches from the same few lines over and over.
+    static PYTHON_STACKS: RefCell<Recent<(StackId, [python::RawFrame; python::DEPTH], usize), StackId, 256>> =
+        RefCell::new(Recent::default());
+}
+
+/// The entries of an interned native stack.
+fn native_entries(id: StackId) -> Vec<u64> {
+    depot().stacks.read().unwrap_or_else(|e| e.into_inner()).get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
 }
 
 /// Frames of a chain, the shim's included: enough for the shim's own and `DEPTH` more.
 const CHAIN: usize = DEPTH + 16;
 
-/// Unwinds the stack into `native` (the program's frames, innermost first), remembers the
-/// chain for [`capture`]'s check, and returns how many frames it kept.
-fn unwind(anchor: usize, native: &mut [u64; DEPTH]) -> usize {
+/// Unwinds the stack, interns its program frames (innermost first), and remembers the chain
+/// for [`capture`]'s check.
+fn unwind(anchor: usize) -> StackId {
     let (lo, hi) = shim_range();
     // (return address, stack pointer at the call) of every frame, the shim's included.
     let mut chain = [(0u64, 0u64); CHAIN];
+    let mut native = [0u64; DEPTH];
     let mut len = 0;
     let mut kept = 0;
     // SAFETY: the unwinder is thread-safe; the closure only stores addresses.
@@ -130,29 +145,28 @@ fn unwind(anchor: usize, native: &mut [u64; DEPTH]) -> usize {
             kept < DEPTH && len < CHAIN
         });
     }
-    let _ = RECENT.try_with(|recent| recent.borrow_mut().remember(Recent::of_chain(anchor, &chain[..len], native, kept)));
-    kept
+    let id = intern(&native[..kept]);
+    let _ = RECENT.try_with(|recent| recent.borrow_mut().remember(RecentChain::of_chain(anchor, &chain[..len], id)));
+    id
 }
 
 /// A chain a thread unwound lately. Every frame above the capture is still on the stack at
 /// the next capture from the same place: if the capture's frame is at the same address and
 /// every return address of the chain still sits where the unwinder found it, the chain is
 /// the same, and so are its program frames.
-struct Recent {
+struct RecentChain {
     anchor: usize,
     /// (address, return address read there) for each call above the capture.
     slots: Vec<(usize, u64)>,
-    native: [u64; DEPTH],
-    kept: usize,
-    /// The interned stack, when it had no Python frames.
-    id: Option<StackId>,
+    /// The interned program frames.
+    id: StackId,
 }
 
-impl Recent {
+impl RecentChain {
     /// None when the chain does not keep return addresses where x86-64 puts them: the
     /// unwinder gives each frame's stack pointer at its call, and the call pushed the return
     /// address into that frame just below it. Such a chain is unwound every time.
-    fn of_chain(anchor: usize, chain: &[(u64, u64)], native: &[u64; DEPTH], kept: usize) -> Option<Recent> {
+    fn of_chain(anchor: usize, chain: &[(u64, u64)], id: StackId) -> Option<RecentChain> {
         let mut slots = Vec::with_capacity(chain.len());
         for &(ip, sp) in chain {
             if sp as usize <= anchor {
@@ -166,7 +180,7 @@ impl Recent {
             }
             slots.push((slot, ip));
         }
-        Some(Recent { anchor, slots, native: *native, kept, id: None })
+        Some(RecentChain { anchor, slots, id })
     }
 
     fn matches(&self, anchor: usize) -> bool {
@@ -174,36 +188,25 @@ impl Recent {
         // same address as when the slot was recorded: live stack of this thread.
         self.anchor == anchor && self.slots.iter().all(|&(slot, ip)| unsafe { core::ptr::read_volatile(slot as *const u64) } == ip)
     }
-
-    fn copy_native(&self, out: &mut [u64; DEPTH]) -> usize {
-        out[..self.kept].copy_from_slice(&self.native[..self.kept]);
-        self.kept
-    }
 }
 
 /// The last few chains of one thread, replaced in turn.
 #[derive(Default)]
 struct RecentChains {
-    chains: [Option<Recent>; 8],
+    chains: [Option<RecentChain>; 8],
     next: usize,
 }
 
 impl RecentChains {
-    fn find(&self, anchor: usize) -> Option<&Recent> {
+    fn find(&self, anchor: usize) -> Option<&RecentChain> {
         self.chains.iter().flatten().find(|r| r.matches(anchor))
     }
 
-    fn remember(&mut self, recent: Option<Recent>) {
+    fn remember(&mut self, recent: Option<RecentChain>) {
         if let Some(recent) = recent {
             let i = self.next;
             self.chains[i] = Some(recent);
             self.next = (i + 1) % self.chains.len();
-        }
-    }
-
-    fn set_id(&mut self, anchor: usize, id: StackId) {
-        if let Some(recent) = self.chains.iter_mut().flatten().find(|r| r.id.is_none() && r.matches(anchor)) {
-            recent.id = Some(id);
         }
     }
 }

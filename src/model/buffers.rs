@@ -10,7 +10,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::hash::{fast_map, FastMap};
@@ -85,12 +85,25 @@ pub struct Buffer {
     pub alloc: OpRecord,
     /// Mirrors `state.freed.is_some()`, readable without the lock.
     freed: AtomicBool,
+    /// How many granules list the buffer (a freed buffer whose bytes were allocated again
+    /// is dropped from them before it leaves quarantine).
+    granules: AtomicU32,
     state: Lock<BufferState>,
 }
 
 impl Buffer {
     pub fn new(id: u64, base: u64, size: u64, kind: MemoryKind, ctx: u64, alloc: OpRecord) -> Buffer {
-        Buffer { id, base, size, kind, ctx, alloc, freed: AtomicBool::new(false), state: Lock::new(BufferState::default()) }
+        Buffer {
+            id,
+            base,
+            size,
+            kind,
+            ctx,
+            alloc,
+            freed: AtomicBool::new(false),
+            granules: AtomicU32::new(0),
+            state: Lock::new(BufferState::default()),
+        }
     }
 
     pub fn end(&self) -> u64 {
@@ -143,6 +156,7 @@ impl Granule {
         let at = at + self.ends[at..].iter().zip(&self.bases[at..]).take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key).count();
         self.bases.insert(at, buffer.base);
         self.ends.insert(at, buffer.end());
+        buffer.granules.fetch_add(1, Ordering::Relaxed);
         self.buffers.insert(at, buffer);
         self.update_reach(at);
     }
@@ -150,7 +164,7 @@ impl Granule {
     fn remove_at(&mut self, i: usize) {
         self.bases.remove(i);
         self.ends.remove(i);
-        self.buffers.remove(i);
+        self.buffers.remove(i).granules.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn retain(&mut self, mut keep: impl FnMut(&Arc<Buffer>) -> bool) {
@@ -281,8 +295,13 @@ impl BufferMap {
             });
             granule.insert(buffer.clone());
         }
-        self.low.fetch_min(base, Ordering::Relaxed);
-        self.high.fetch_max(end, Ordering::Relaxed);
+        // Read first: most buffers widen nothing, and a read is no read-modify-write.
+        if base < self.low.load(Ordering::Relaxed) {
+            self.low.fetch_min(base, Ordering::Relaxed);
+        }
+        if end > self.high.load(Ordering::Relaxed) {
+            self.high.fetch_max(end, Ordering::Relaxed);
+        }
         if over_live {
             self.changed();
         }
@@ -361,6 +380,9 @@ impl BufferMap {
 
     /// Forgets a buffer entirely.
     pub fn remove(&self, buffer: &Arc<Buffer>) {
+        if buffer.granules.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         for g in granules(buffer.base, buffer.end()) {
             if let Some(mut granule) = self.granules.get_mut(&g) {
                 granule.retain(|b| !Arc::ptr_eq(b, buffer));

@@ -322,15 +322,15 @@ impl Model {
                     let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
                     let mode = self.directions.resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
                     let this = Side { op, action: Action::Access { mode, lo, hi } };
-                    let facts = BufferFacts::of(&buffer);
+                    let facts = || BufferFacts::of(buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
                         let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-                        found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts, first: alloc, second: this });
+                        found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts(), first: alloc, second: this });
                     }
-                    for earlier in state.shadow.conflicts(lo, hi, mode, clock) {
+                    for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
                         let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
                         let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts, first, second: this });
+                        found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
                     hi

@@ -9,7 +9,7 @@
 //! Dropping a read that happens before a newer read of the same bytes loses no race: any
 //! later write unordered with the old read is unordered with the new one too.
 
-use super::clock::VectorClock;
+use super::clock::{Epoch, Slot, VectorClock};
 use super::op::{Mode, OpRecord};
 
 /// Records kept per buffer before the oldest are forgotten (possibly missing a race,
@@ -36,19 +36,26 @@ pub struct Shadow {
     records: Vec<Record>,
     /// The hull of the bytes of forgotten records: touched, though no record says so.
     forgotten: Option<(u64, u64)>,
+    /// The slot of every record, when they share one: a buffer used by one stream (the
+    /// common case) then needs no check, everything before being ordered before.
+    sole: Option<Slot>,
 }
 
 impl Shadow {
-    /// Every record that conflicts with an access of `[lo, hi)` in `mode` by an operation
-    /// whose clock is `clock`: overlapping, conflicting modes, and not ordered before it.
+    /// Every record that conflicts with an access of `[lo, hi)` in `mode` by the operation
+    /// `epoch`, whose clock is `clock`: overlapping, conflicting modes, and not ordered before
+    /// it.
     pub fn conflicts<'a>(
         &'a self,
         lo: u64,
         hi: u64,
         mode: Mode,
+        epoch: Epoch,
         clock: &'a VectorClock,
     ) -> impl Iterator<Item = &'a Record> + 'a {
-        self.records.iter().filter(move |r| {
+        // Earlier operations of the same slot are ordered before this one.
+        let records = if self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
+        records.iter().filter(move |r| {
             r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
         })
     }
@@ -95,6 +102,14 @@ impl Shadow {
             // supersedes the other kind, which conflicts with different accesses.
             self.records.retain(|r| !(r.mode == mode && lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock)));
         }
+        let slot = op.epoch.slot;
+        self.sole = match self.sole {
+            _ if self.records.is_empty() => Some(slot),
+            Some(sole) if sole == slot => Some(slot),
+            // A write may have left only this slot's records.
+            _ if self.records.iter().all(|r| r.op.epoch.slot == slot) => Some(slot),
+            _ => None,
+        };
         self.records.push(Record { lo, hi, mode, op });
         if self.records.len() > MAX_RECORDS {
             let oldest = self.records.remove(0);
@@ -110,13 +125,13 @@ impl Shadow {
     pub fn clear(&mut self) {
         self.records.clear();
         self.forgotten = None;
+        self.sole = None;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::clock::Epoch;
     use crate::model::op::{StackId, ThreadId};
 
     fn op(slot: u32, time: u32) -> OpRecord {
@@ -136,10 +151,11 @@ mod tests {
         let mut s = Shadow::default();
         s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         let reader = clock(&[(2, 1)]);
-        assert_eq!(s.conflicts(4, 5, Mode::Read, &reader).count(), 1);
-        assert_eq!(s.conflicts(8, 9, Mode::Read, &reader).count(), 0, "disjoint bytes");
+        let on_2 = Epoch::new(2, 1);
+        assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &reader).count(), 1);
+        assert_eq!(s.conflicts(8, 9, Mode::Read, on_2, &reader).count(), 0, "disjoint bytes");
         let ordered = clock(&[(1, 1), (2, 1)]);
-        assert_eq!(s.conflicts(4, 5, Mode::Read, &ordered).count(), 0);
+        assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &ordered).count(), 0);
     }
 
     #[test]
@@ -150,7 +166,7 @@ mod tests {
         assert_eq!(s.records().len(), 2);
         // A write ordered after only one of the reads conflicts with the other.
         let writer = clock(&[(1, 1), (3, 1)]);
-        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Write, &writer).collect();
+        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Write, Epoch::new(3, 1), &writer).collect();
         assert_eq!(conflicts.len(), 1);
         assert_eq!(conflicts[0].op.epoch.slot, 2);
     }
@@ -159,11 +175,27 @@ mod tests {
     fn unknown_accesses_conflict_with_reads_and_writes_but_not_each_other() {
         let mut s = Shadow::default();
         s.record(0, 8, Mode::Unknown, op(1, 1), &clock(&[(1, 1)]));
-        let other = clock(&[(2, 1)]);
-        assert_eq!(s.conflicts(0, 8, Mode::Unknown, &other).count(), 0);
-        assert_eq!(s.conflicts(0, 8, Mode::Read, &other).count(), 1);
-        assert_eq!(s.conflicts(0, 8, Mode::Write, &other).count(), 1);
+        let (other, on_2) = (clock(&[(2, 1)]), Epoch::new(2, 1));
+        assert_eq!(s.conflicts(0, 8, Mode::Unknown, on_2, &other).count(), 0);
+        assert_eq!(s.conflicts(0, 8, Mode::Read, on_2, &other).count(), 1);
+        assert_eq!(s.conflicts(0, 8, Mode::Write, on_2, &other).count(), 1);
         assert!(!s.untouched(0, 1) && s.untouched(8, 9));
+    }
+
+    #[test]
+    fn records_of_one_stream_are_not_searched_by_that_stream() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
+        // Stream 1's next access sees nothing to check, another stream's sees the write.
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 0);
+        assert_eq!(s.conflicts(0, 8, Mode::Read, Epoch::new(2, 1), &clock(&[(2, 1)])).count(), 1);
+        // Once another stream's record is there, every check is made.
+        s.record(0, 8, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 1);
+        // A write of stream 1 ordered after it leaves stream 1 alone again.
+        s.record(0, 8, Mode::Write, op(1, 3), &clock(&[(1, 3), (2, 1)]));
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 4), &clock(&[(1, 4)])).count(), 0);
     }
 
     #[test]

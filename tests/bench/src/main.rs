@@ -42,9 +42,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let results: Vec<(&str, Stats, Stats)> = WORKLOADS
-        .iter()
-        .map(|&(name, _)| {
+    let names = WORKLOADS.iter().map(|&(name, _)| name).chain(python_available().then_some(PYTHON_WORKLOAD));
+    let results: Vec<(&str, Stats, Stats)> = names
+        .map(|name| {
             eprint!("streamsan-bench: {name} ");
             let (native, shim) = measure(&args, name);
             eprintln!();
@@ -145,10 +145,25 @@ fn best(runs: &[Stats]) -> Stats {
     Stats { p50: min(|s| s.p50), p99: min(|s| s.p99), buffer_bytes: min(|s| s.buffer_bytes) }
 }
 
+/// The launch workload written in Python (`python_launch.py`): what a Python program's
+/// launches cost, its frames captured too.
+const PYTHON_WORKLOAD: &str = "launch_python";
+
+fn python_available() -> bool {
+    Command::new("python3").arg("-c").arg("import ctypes").output().is_ok_and(|o| o.status.success())
+}
+
 fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
-    let exe = std::env::current_exe().expect("this executable");
-    let mut cmd = Command::new(exe);
-    cmd.args(["--child", name])
+    let mut cmd = if name == PYTHON_WORKLOAD {
+        let mut cmd = Command::new("python3");
+        cmd.arg("-c").arg(include_str!("../python_launch.py"));
+        cmd
+    } else {
+        let mut cmd = Command::new(std::env::current_exe().expect("this executable"));
+        cmd.args(["--child", name]);
+        cmd
+    };
+    cmd
         .env("LD_LIBRARY_PATH", &args.driver)
         .env("STREAMSAN_OPTIONS", "")
         .env_remove("STANDIN_LOG")
@@ -186,12 +201,9 @@ fn child(name: &str) {
 
 /// The document written to `streamsan-bench.json`: the headline figures, then the raw ones.
 fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
-    let find = |name: &str| results.iter().find(|(n, _, _)| *n == name).map(|&(_, n, s)| (n, s)).expect("workload");
-    let added = |name: &str, p: fn(&Stats) -> f64| {
-        let (native, shim) = find(name);
-        (p(&shim) - p(&native)).round()
-    };
-    let (native_big, shim_big) = find("launch_1m_buffers");
+    let find = |name: &str| results.iter().find(|(n, _, _)| *n == name).map(|&(_, n, s)| (n, s));
+    let added = |name: &str, p: fn(&Stats) -> f64| find(name).map(|(native, shim)| (p(&shim) - p(&native)).round());
+    let (native_big, shim_big) = find("launch_1m_buffers").expect("workload");
     let details: serde_json::Map<String, Value> = results
         .iter()
         .map(|(name, n, s)| {
@@ -207,6 +219,7 @@ fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
         "bytes_per_live_buffer": ((shim_big.buffer_bytes - native_big.buffer_bytes) / 1e6).round(),
         "launch_added_ns_p50_1m_buffers": added("launch_1m_buffers", |s| s.p50),
         "launch_added_ns_p50_1m_buffers_cold": added("launch_1m_buffers_cold", |s| s.p50),
+        "launch_added_ns_p50_python": added(PYTHON_WORKLOAD, |s| s.p50),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "details": details,
     })
@@ -214,7 +227,8 @@ fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
 
 fn print_table(document: &Value) {
     let one_thread = document["launch_added_ns_p50_1t"].as_f64().unwrap_or(0.0);
-    let rows: [(&str, &str, f64); 8] = [
+    // Keys without a figure (no python3 here) print as "-".
+    let rows: [(&str, &str, f64); 9] = [
         ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
         ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
         ("launch_added_ns_p50_16t", "launch, 16 threads, median (ns)", 2.0 * one_thread),
@@ -223,11 +237,12 @@ fn print_table(document: &Value) {
         ("bytes_per_live_buffer", "bytes per live buffer", 256.0),
         ("launch_added_ns_p50_1m_buffers", "launch, 1M buffers, median (ns)", 2.0 * one_thread),
         ("launch_added_ns_p50_1m_buffers_cold", "  every launch cold, median (ns)", f64::INFINITY),
+        ("launch_added_ns_p50_python", "launch from Python, median (ns)", f64::INFINITY),
     ];
     println!("{:<34} {:>10} {:>10}", "added by streamsan", "measured", "target");
     for (key, label, target) in rows {
         let value = document[key].as_f64().unwrap_or(f64::NAN);
-        let mark = if value <= target { "" } else { "  over" };
+        let mark = if value.is_nan() || value <= target { "" } else { "  over" };
         let target = if target.is_finite() { format!("≤ {target:.0}") } else { "-".into() };
         println!("{label:<34} {value:>10.0} {target:>10}{mark}");
     }

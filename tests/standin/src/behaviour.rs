@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use streamsan_driver_api::*;
 
-use crate::device::{self, state, MemoryKind, Object};
+use crate::device::{self, state, state_read, MemoryKind, Object};
 use crate::getproc;
 use crate::ptx;
 
@@ -29,7 +29,7 @@ unsafe fn write<T>(out: *mut T, value: T) -> CUresult {
 fn is_stream_handle(stream: CUstream) -> bool {
     let s = stream as usize;
     s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD
-        || matches!(state().objects.get(&s), Some(Object::Stream { .. }))
+        || matches!(state_read().objects.get(&s), Some(Object::Stream { .. }))
 }
 
 fn check_stream(stream: CUstream) -> CUresult {
@@ -41,7 +41,7 @@ fn check_stream(stream: CUstream) -> CUresult {
 }
 
 fn check(handle: *mut c_void, is: impl Fn(&Object) -> bool) -> CUresult {
-    match state().objects.get(&(handle as usize)) {
+    match state_read().objects.get(&(handle as usize)) {
         Some(o) if is(o) => OK,
         _ => CUDA_ERROR_INVALID_HANDLE,
     }

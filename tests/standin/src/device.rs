@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::ptx::Entry;
 
@@ -62,8 +62,20 @@ pub struct State {
     primary: HashMap<i32, usize>,
 }
 
-pub fn state() -> MutexGuard<'static, State> {
-    static STATE: OnceLock<Mutex<State>> = OnceLock::new();
+/// The device's state, to change it.
+pub fn state() -> RwLockWriteGuard<'static, State> {
+    shared().write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The device's state, to look at it: launches and stream checks from many threads at once
+/// do not queue behind each other (the benchmark's many-thread figure would otherwise be
+/// this lock's).
+pub fn state_read() -> RwLockReadGuard<'static, State> {
+    shared().read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shared() -> &'static RwLock<State> {
+    static STATE: OnceLock<RwLock<State>> = OnceLock::new();
     STATE
         .get_or_init(|| {
             // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
@@ -78,7 +90,7 @@ pub fn state() -> MutexGuard<'static, State> {
                 )
             };
             assert!(base != libc::MAP_FAILED, "stand-in: cannot reserve device memory");
-            Mutex::new(State {
+            RwLock::new(State {
                 arena_base: base as u64,
                 next: base as u64,
                 free: HashMap::new(),
@@ -89,8 +101,6 @@ pub fn state() -> MutexGuard<'static, State> {
                 primary: HashMap::new(),
             })
         })
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// How many devices the stand-in has (`STANDIN_DEVICES`, default 2).

@@ -11,7 +11,7 @@ use std::ffi::CString;
 
 use streamsan_driver_api::*;
 
-use crate::device::{self, state, MemoryKind, Object};
+use crate::device::{self, state, state_read, MemoryKind, Object};
 use crate::ptx::Entry;
 
 const OK: CUresult = CUDA_SUCCESS;
@@ -26,14 +26,14 @@ unsafe fn put<T>(out: *mut T, value: T) -> CUresult {
 }
 
 fn function_entry(f: usize) -> Option<Entry> {
-    match state().objects.get(&f) {
+    match state_read().objects.get(&f) {
         Some(Object::Function { entry, .. }) => Some(entry.clone()),
         _ => None,
     }
 }
 
 fn kernel_entry(k: usize) -> Option<Entry> {
-    match state().objects.get(&k) {
+    match state_read().objects.get(&k) {
         Some(Object::Kernel { entry, .. }) => Some(entry.clone()),
         _ => None,
     }
@@ -56,7 +56,7 @@ unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
 }
 
 fn stream_property(stream: CUstream) -> Option<(usize, u32, i32)> {
-    match state().objects.get(&(stream as usize)) {
+    match state_read().objects.get(&(stream as usize)) {
         Some(Object::Stream { ctx, flags, priority, .. }) => Some((*ctx, *flags, *priority)),
         _ => None,
     }
@@ -120,7 +120,7 @@ queries! {
         OK
     }
     fn cuCtxGetDevice(dev: *mut CUdevice) {
-        match state().device_of(device::current_context()) {
+        match state_read().device_of(device::current_context()) {
             Some(d) => put(dev, d),
             None => CUDA_ERROR_INVALID_CONTEXT,
         }
@@ -172,7 +172,7 @@ queries! {
         put(priority, stream_property(stream).map_or(0, |(_, _, p)| p))
     }
     fn cuStreamIsCapturing(stream: CUstream, status: *mut u32) {
-        let capturing = matches!(state().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
+        let capturing = matches!(state_read().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
         put(status, capturing as u32)
     }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
