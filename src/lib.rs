@@ -10,4 +10,5 @@ pub mod launch;
 pub mod model;
 pub mod options;
 pub mod recent;
+pub mod suppressions;
 pub mod report;

@@ -1,22 +1,47 @@
-//! The `streamsan` command.
+//! The `streamsan` command: `run` a program under the shim, or render and merge `report`s.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::process::ExitCode;
+use std::path::PathBuf;
+use std::process::{ExitCode, ExitStatus};
 use std::time::SystemTime;
 
 use streamsan::launch;
 use streamsan::options::Options;
+use streamsan::report::file::check_destination;
+use streamsan::report::{merge, text, Report};
+use streamsan::suppressions::Suppressions;
 
-const USAGE: &str = "usage: streamsan run [--report PATH] -- PROGRAM [ARGS...]
+const USAGE: &str = "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
+       streamsan report [--format text|json] [--kind KIND]... [--suppressions FILE] REPORT...
 
-Runs PROGRAM with the streamsan shim preloaded and writes a JSON race report.
-  --report PATH   where the report goes (%p: the process id); default streamsan.%p.json";
+run: runs PROGRAM with the streamsan shim preloaded; each process that calls the CUDA
+driver writes a JSON race report. Exit status: the program's own when it is not 0, else
+the --exitcode when races were found.
+  --report PATH          where reports go (%p: the process id); default streamsan.%p.json
+  --halt-on-error        stop the program at its first race
+  --exitcode N           exit status of a run with races (default 66)
+  --suppressions FILE    races not to report (ThreadSanitizer's format)
+  --print-limit N        print at most N races on stderr (all go to the report)
+  --backtrace-depth N    frames per call site (default 24)
+  --quiet                print nothing on stderr but errors
+The same options, for a shim preloaded by hand: STREAMSAN_OPTIONS=log_path=r.%p.json:
+halt_on_error=1:exitcode=66:suppressions=FILE:print_limit=N:backtrace_depth=N:quiet=1
+
+report: prints reports (merged, races seen twice counted once) and exits 1 while any race
+remains, 0 when none does.
+  --format text|json     a ThreadSanitizer-style listing (default), or the merged report
+  --kind KIND            only races of this kind (use-before-alloc, free-race,
+                         use-after-free, cross-stream-race); may be repeated
+  --suppressions FILE    leave out the races this file suppresses";
+
+const KINDS: [&str; 4] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race"];
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match args.first().and_then(|a| a.to_str()) {
         Some("run") => run(&args[1..]),
+        Some("report") => report(&args[1..]),
         Some("--help" | "-h" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -25,7 +50,8 @@ fn main() -> ExitCode {
             println!("streamsan {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        _ => usage_error("expected a command"),
+        Some(other) => usage_error(&format!("unknown command {other:?}")),
+        None => usage_error("expected a command"),
     }
 }
 
@@ -34,42 +60,93 @@ fn usage_error(why: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+fn error(why: &str) -> ExitCode {
+    eprintln!("streamsan: {why}");
+    ExitCode::from(2)
+}
+
+/// The flags before `--` (or before the program), and what follows them.
+struct Flags<'a> {
+    args: &'a [OsString],
+    next: usize,
+}
+
+impl<'a> Flags<'a> {
+    /// The next flag, or None at `--` or the first argument that is not a flag.
+    fn flag(&mut self) -> Option<&'a str> {
+        let arg = self.args.get(self.next)?.to_str()?;
+        if arg == "--" {
+            self.next += 1;
+            return None;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            return None;
+        }
+        self.next += 1;
+        Some(arg)
+    }
+
+    fn value(&mut self, flag: &str) -> Result<&'a str, String> {
+        let value = self.args.get(self.next).and_then(|v| v.to_str()).ok_or(format!("{flag} needs a value"))?;
+        self.next += 1;
+        Ok(value)
+    }
+
+    fn rest(&self) -> &'a [OsString] {
+        &self.args[self.next.min(self.args.len())..]
+    }
+}
+
+// ---- streamsan run ----------------------------------------------------------------------
+
 fn run(args: &[OsString]) -> ExitCode {
-    let mut options = Options { log_path: Some("streamsan.%p.json".to_string()) };
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].to_str() {
-            Some("--") => {
-                i += 1;
-                break;
-            }
-            Some("--report") => {
-                let Some(path) = args.get(i + 1).and_then(|p| p.to_str()) else {
-                    return usage_error("--report needs a path");
-                };
-                options.log_path = Some(path.to_string());
-                i += 2;
-            }
-            Some(flag) if flag.starts_with('-') => return usage_error(&format!("unknown option {flag}")),
-            _ => break,
+    // STREAMSAN_OPTIONS first, the command line over it.
+    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default()) {
+        Ok(options) => options,
+        Err(e) => return error(&format!("STREAMSAN_OPTIONS: {e}")),
+    };
+    if options.log_path.is_none() {
+        options.log_path = Some("streamsan.%p.json".to_string());
+    }
+    let mut flags = Flags { args, next: 0 };
+    while let Some(flag) = flags.flag() {
+        let set = match flag {
+            "--report" => flags.value(flag).and_then(|v| options.set("log_path", v).map_err(|e| e.to_string())),
+            "--halt-on-error" => options.set("halt_on_error", "1").map_err(|e| e.to_string()),
+            "--quiet" => options.set("quiet", "1").map_err(|e| e.to_string()),
+            "--exitcode" => flags.value(flag).and_then(|v| options.set("exitcode", v).map_err(|e| e.to_string())),
+            "--suppressions" => flags.value(flag).and_then(|v| options.set("suppressions", v).map_err(|e| e.to_string())),
+            "--print-limit" => flags.value(flag).and_then(|v| options.set("print_limit", v).map_err(|e| e.to_string())),
+            "--backtrace-depth" => flags.value(flag).and_then(|v| options.set("backtrace_depth", v).map_err(|e| e.to_string())),
+            other => Err(format!("unknown option {other}")),
+        };
+        if let Err(why) = set {
+            return usage_error(&why);
         }
     }
-    let Some((program, program_args)) = args[i..].split_first() else {
+    let Some((program, program_args)) = flags.rest().split_first() else {
         return usage_error("no program to run");
     };
+    // Mistakes stop the run before the program starts.
+    if let Some(file) = &options.suppressions {
+        if let Err(e) = Suppressions::load(file.as_ref()) {
+            return error(&e.to_string());
+        }
+        // The program may change directory: give it the file's full path.
+        options.suppressions = std::path::absolute(file).ok().map(|p| p.to_string_lossy().into_owned()).or(options.suppressions);
+    }
+    let pattern = options.log_path.clone().expect("set above");
+    if let Err(why) = check_destination(&pattern) {
+        return error(&why);
+    }
+    options.log_path = std::path::absolute(&pattern).ok().map(|p| p.to_string_lossy().into_owned()).or(options.log_path);
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
-        Err(e) => {
-            eprintln!("streamsan: cannot find my own executable: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(&format!("cannot find my own executable: {e}")),
     };
     let shim = match launch::find_shim(&exe) {
         Ok(shim) => shim,
-        Err(why) => {
-            eprintln!("streamsan: {why}");
-            return ExitCode::from(2);
-        }
+        Err(why) => return error(&why),
     };
     let started = SystemTime::now();
     let status = match launch::command(&shim, &options, program, program_args).status() {
@@ -79,15 +156,30 @@ fn run(args: &[OsString]) -> ExitCode {
             return ExitCode::from(127);
         }
     };
-    if let Some(pattern) = &options.log_path {
-        if launch::reports_since(pattern, started).is_empty() {
-            match status.signal() {
-                // Reports are written at exit: a process killed before it leaves none.
-                Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
-                None => eprintln!("streamsan: no report: {}", why_no_report()),
-            }
-        }
+    let reports = launch::reports_since(options.log_path.as_deref().unwrap_or(&pattern), started);
+    if !options.quiet {
+        summarize_run(&reports, status);
     }
+    exit_like(status)
+}
+
+/// One line after the run: the races of all its processes, and where their reports are.
+fn summarize_run(paths: &[PathBuf], status: ExitStatus) {
+    if paths.is_empty() {
+        match status.signal() {
+            Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
+            None => eprintln!("streamsan: no report: {}", why_no_report()),
+        }
+        return;
+    }
+    let reports: Vec<Report> = paths.iter().filter_map(|p| Report::read_from(p).ok()).collect();
+    let merged = merge::merge(&reports);
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("{} in {} report{}: {}", text::summary(&merged), paths.len(), if paths.len() == 1 { "" } else { "s" }, names.join(", "));
+}
+
+/// Exits as the program did: with its status, or of its signal.
+fn exit_like(status: ExitStatus) -> ExitCode {
     if let Some(code) = status.code() {
         return ExitCode::from(code as u8);
     }
@@ -123,5 +215,62 @@ fn why_no_report() -> String {
         // SAFETY: the handle opened above.
         unsafe { libc::dlclose(handle) };
         "the program made no CUDA driver call".to_string()
+    }
+}
+
+// ---- streamsan report -------------------------------------------------------------------
+
+fn report(args: &[OsString]) -> ExitCode {
+    let mut json = false;
+    let mut kinds: Vec<String> = Vec::new();
+    let mut suppressions = Suppressions::default();
+    let mut flags = Flags { args, next: 0 };
+    while let Some(flag) = flags.flag() {
+        let set = match flag {
+            "--format" => flags.value(flag).and_then(|v| match v {
+                "json" => Ok(json = true),
+                "text" => Ok(json = false),
+                _ => Err(format!("--format takes text or json, not {v:?}")),
+            }),
+            "--kind" => flags.value(flag).and_then(|v| match KINDS.contains(&v) {
+                true => Ok(kinds.push(v.to_string())),
+                false => Err(format!("unknown race kind {v:?} (known: {})", KINDS.join(", "))),
+            }),
+            "--suppressions" => flags.value(flag).and_then(|v| Suppressions::load(v.as_ref()).map(|s| suppressions = s).map_err(|e| e.to_string())),
+            other => Err(format!("unknown option {other}")),
+        };
+        if let Err(why) = set {
+            return usage_error(&why);
+        }
+    }
+    let paths = flags.rest();
+    if paths.is_empty() {
+        return usage_error("no report to read");
+    }
+    let mut reports = Vec::new();
+    for path in paths {
+        match Report::read_from(path.as_ref()) {
+            Ok(report) => reports.push(report),
+            Err(e) => return error(&format!("{}: {e}", path.to_string_lossy())),
+        }
+    }
+    let mut merged = merge::merge(&reports);
+    if !kinds.is_empty() {
+        merged.races.retain(|r| kinds.contains(&r.kind));
+        merged.summarize();
+    }
+    merged.suppress(&suppressions);
+    if json {
+        match serde_json::to_string_pretty(&merged) {
+            Ok(text) => println!("{text}"),
+            Err(e) => return error(&format!("cannot render the report: {e}")),
+        }
+    } else {
+        print!("{}", text::report(&merged));
+    }
+    if merged.races.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

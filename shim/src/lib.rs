@@ -13,7 +13,9 @@
 //! Every hook calls the real function ([`driver`]) exactly once with the caller's
 //! arguments and returns its status unchanged; the handlers in [`hooks`] tell the model
 //! what the call meant. [`annotate`] lets a program declare memory the driver does not see
-//! allocated (a framework's own sub-allocations).
+//! allocated (a framework's own sub-allocations); [`query`] lets it ask for its report so far.
+//! [`runtime`] holds the process-wide state and writes the report, [`signals`] makes sure a
+//! dying process writes it too.
 
 pub mod annotate;
 pub mod diag;
@@ -24,6 +26,7 @@ pub mod getproc;
 pub mod hooks;
 pub mod kernels;
 pub mod python;
+pub mod query;
 pub mod runtime;
 pub mod signals;
 pub mod stack;

@@ -181,6 +181,13 @@ impl Model {
         self.races.entries()
     }
 
+    /// Forgets the races and notes found so far, keeping what is ordered with what: a forked
+    /// child reports what it finds itself, not its parent's findings again.
+    pub fn forget_findings(&self) {
+        self.races.clear();
+        self.notes.clear();
+    }
+
     pub fn notes(&self) -> Vec<Note> {
         self.notes.entries()
     }

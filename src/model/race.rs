@@ -162,6 +162,12 @@ impl Races {
     pub fn entries(&self) -> Vec<RaceEntry> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
     }
+
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.0.clear();
+        inner.1.clear();
+    }
 }
 
 /// Things worth telling that are not races.
@@ -218,5 +224,11 @@ impl Notes {
 
     pub fn entries(&self) -> Vec<Note> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+    }
+
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.0.clear();
+        inner.1.clear();
     }
 }

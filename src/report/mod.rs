@@ -5,6 +5,8 @@
 //! command and the test harness read it back with the same types.
 
 pub mod build;
+pub mod file;
+pub mod merge;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -48,6 +50,9 @@ pub struct Summary {
     pub occurrences: u64,
     /// Entries by race kind.
     pub by_kind: BTreeMap<String, u64>,
+    /// Entries left out by suppressions.
+    #[serde(default)]
+    pub suppressed: u64,
 }
 
 /// One race: two operations on one buffer, the first not ordered before the second.
@@ -250,18 +255,25 @@ impl Report {
         }
     }
 
-    /// Writes the report to `path` atomically: a reader sees the old document or the new one.
-    pub fn write_to(&self, path: &Path) -> io::Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, text + "\n")?;
-        std::fs::rename(&tmp, path)
-    }
-
-    /// Reads a report.
+    /// Reads a report; a file that is not one (truncated, corrupt, another tool's) is an
+    /// `InvalidData` error that says where it went wrong.
     pub fn read_from(path: &Path) -> io::Result<Report> {
         let text = std::fs::read_to_string(path)?;
-        serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        let report: Report = serde_json::from_str(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
+        if report.tool != "streamsan" {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report (tool {:?})", report.tool)));
+        }
+        Ok(report)
+    }
+
+    /// Leaves out the races `suppressions` suppress, counting them in the summary.
+    pub fn suppress(&mut self, suppressions: &crate::suppressions::Suppressions) {
+        let before = self.races.len();
+        self.races.retain(|race| !suppressions.suppresses(race));
+        let suppressed = self.summary.suppressed + (before - self.races.len()) as u64;
+        self.summarize();
+        self.summary.suppressed = suppressed;
     }
 
     /// The races of one kind.
@@ -269,9 +281,9 @@ impl Report {
         self.races.iter().filter(move |r| r.kind == kind)
     }
 
-    /// Recomputes `summary` from `races`.
+    /// Recomputes `summary` from `races` (keeping the count of suppressed ones).
     pub fn summarize(&mut self) {
-        let mut summary = Summary { races: self.races.len() as u64, ..Summary::default() };
+        let mut summary = Summary { races: self.races.len() as u64, suppressed: self.summary.suppressed, ..Summary::default() };
         for race in &self.races {
             summary.occurrences += race.count;
             *summary.by_kind.entry(race.kind.clone()).or_insert(0) += 1;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{describe_site, Frame, OpReport, RaceReport};
+use super::{describe_site, Frame, OpReport, RaceReport, Report};
 
 const RULE: &str = "==================";
 
@@ -82,4 +82,34 @@ pub fn race(race: &RaceReport) -> String {
     let _ = writeln!(out, "SUMMARY: streamsan: {} {}", race.kind, describe_site(&race.second.site));
     let _ = writeln!(out, "{RULE}");
     out
+}
+
+/// A whole report: every race, every note, and a summary line.
+pub fn report(report: &Report) -> String {
+    let mut out = String::new();
+    for r in &report.races {
+        out.push_str(&race(r));
+    }
+    for note in &report.notes {
+        let times = if note.count > 1 { format!(" ({} times)", note.count) } else { String::new() };
+        let _ = writeln!(out, "NOTE: streamsan: {}{times}: {} at {}", note.kind, note.message, describe_site(&note.site));
+    }
+    let _ = writeln!(out, "{}", summary(report));
+    out
+}
+
+/// `streamsan: 3 races (2 cross-stream-race, 1 free-race), 1 suppressed`, or `streamsan: no
+/// race`.
+pub fn summary(report: &Report) -> String {
+    let s = &report.summary;
+    let kinds: Vec<String> = s.by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+    let mut line = match s.races {
+        0 => "streamsan: no race".to_string(),
+        1 => format!("streamsan: 1 race ({})", kinds.join(", ")),
+        n => format!("streamsan: {n} races ({})", kinds.join(", ")),
+    };
+    if s.suppressed > 0 {
+        line.push_str(&format!(", {} suppressed", s.suppressed));
+    }
+    line
 }
