@@ -4,7 +4,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::SystemTime;
 
 use crate::options::Options;
 
@@ -52,9 +51,10 @@ pub fn command(shim: &Path, options: &Options, program: &OsString, args: &[OsStr
     cmd
 }
 
-/// The reports matching `pattern` (a report path, `%p` standing for any process id) that
-/// were written at or after `since`: those of the processes of one run.
-pub fn reports_since(pattern: &str, since: SystemTime) -> Vec<PathBuf> {
+/// The files matching `pattern` (a report path, `%p` standing for any process id, and a
+/// forked child's `.PID` after a path without one). Listed before and after a run, the new
+/// ones are the run's reports: the shim never writes over a file already there.
+pub fn reports_matching(pattern: &str) -> Vec<PathBuf> {
     let pattern = Path::new(pattern);
     let dir = match pattern.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -62,20 +62,20 @@ pub fn reports_since(pattern: &str, since: SystemTime) -> Vec<PathBuf> {
     };
     let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (prefix, suffix) = name.split_once("%p").unwrap_or((&name, ""));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| {
             let file = e.file_name().to_string_lossy().into_owned();
-            let matches = if name.contains("%p") {
+            if name.contains("%p") {
                 file.len() > prefix.len() + suffix.len()
                     && file.starts_with(prefix)
                     && file.ends_with(suffix)
-                    && file[prefix.len()..file.len() - suffix.len()].bytes().all(|b| b.is_ascii_digit())
+                    && digits(&file[prefix.len()..file.len() - suffix.len()])
             } else {
-                file == name
-            };
-            matches && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since)
+                file == name || file.strip_prefix(&format!("{name}.")).is_some_and(digits)
+            }
         })
         .map(|e| e.path())
         .collect();
@@ -91,16 +91,14 @@ mod tests {
     fn finds_the_reports_of_a_run_by_pattern() {
         let dir = std::env::temp_dir().join(format!("streamsan-launch-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let since = SystemTime::now() - std::time::Duration::from_secs(1);
-        for name in ["r.12.json", "r.7.json", "r.x.json", "other.json"] {
+        for name in ["r.12.json", "r.7.json", "r.x.json", "other.json", "other.json.31", "other.json.x"] {
             std::fs::write(dir.join(name), "{}").unwrap();
         }
-        let pattern = dir.join("r.%p.json");
-        let found = reports_since(pattern.to_str().unwrap(), since);
-        let names: Vec<_> = found.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
-        assert_eq!(names, ["r.12.json", "r.7.json"]);
-        let exact = reports_since(dir.join("other.json").to_str().unwrap(), since);
-        assert_eq!(exact.len(), 1);
+        let names = |pattern: &str| -> Vec<String> {
+            reports_matching(dir.join(pattern).to_str().unwrap()).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(names("r.%p.json"), ["r.12.json", "r.7.json"]);
+        assert_eq!(names("other.json"), ["other.json", "other.json.31"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

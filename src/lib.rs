@@ -1,14 +1,16 @@
 //! streamsan: a race-detecting stream-order sanitizer for CUDA.
 //!
-//! This crate holds everything that is not FFI: the options, the report document, the
-//! `streamsan` command line and the launcher it shares with the test harness. The shim
-//! (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the model
-//! here.
+//! This crate holds everything that is not the shim's FFI: the happens-before [`model`],
+//! the [`report`] document (built, rendered, merged, written), the [`options`] and
+//! [`suppressions`], the `streamsan` command line and the [`launch`]er it shares with the
+//! test [`harness`]. The shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds
+//! what it sees to the model here; [`hash`] and [`recent`] keep that fast.
 
+pub mod harness;
 pub mod hash;
 pub mod launch;
 pub mod model;
 pub mod options;
 pub mod recent;
-pub mod suppressions;
 pub mod report;
+pub mod suppressions;

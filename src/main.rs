@@ -4,7 +4,6 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
-use std::time::SystemTime;
 
 use streamsan::launch;
 use streamsan::options::Options;
@@ -87,7 +86,7 @@ impl<'a> Flags<'a> {
     }
 
     fn value(&mut self, flag: &str) -> Result<&'a str, String> {
-        let value = self.args.get(self.next).and_then(|v| v.to_str()).ok_or(format!("{flag} needs a value"))?;
+        let value = self.args.get(self.next).and_then(|v| v.to_str()).filter(|v| *v != "--").ok_or(format!("{flag} needs a value"))?;
         self.next += 1;
         Ok(value)
     }
@@ -148,7 +147,8 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(shim) => shim,
         Err(why) => return error(&why),
     };
-    let started = SystemTime::now();
+    let report_pattern = options.log_path.clone().unwrap_or(pattern);
+    let before = launch::reports_matching(&report_pattern);
     let status = match launch::command(&shim, &options, program, program_args).status() {
         Ok(status) => status,
         Err(e) => {
@@ -156,7 +156,7 @@ fn run(args: &[OsString]) -> ExitCode {
             return ExitCode::from(127);
         }
     };
-    let reports = launch::reports_since(options.log_path.as_deref().unwrap_or(&pattern), started);
+    let reports: Vec<PathBuf> = launch::reports_matching(&report_pattern).into_iter().filter(|p| !before.contains(p)).collect();
     if !options.quiet {
         summarize_run(&reports, status);
     }

@@ -175,6 +175,7 @@ fn boolean(key: &str, value: &str) -> Result<bool, OptionError> {
 fn number(key: &str, value: &str, min: u64, max: u64) -> Result<u64, OptionError> {
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ if max == u64::MAX => Err(OptionError(format!("option {key} takes a whole number from {min} up, not {value:?}"))),
         _ => Err(OptionError(format!("option {key} takes a whole number from {min} to {max}, not {value:?}"))),
     }
 }

@@ -216,6 +216,43 @@ pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
     Run { output, dir, calls }
 }
 
+/// The `streamsan` command, set up like [`run`]'s (the shim, the stand-in, its call log in
+/// `dir`), for a test that gives its own arguments.
+pub fn streamsan(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamsan"));
+    cmd.env("STREAMSAN_SHIM", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STANDIN_LOG", dir.join("calls.log"))
+        .env_remove("STANDIN_FAIL")
+        .env_remove("LD_PRELOAD")
+        .env_remove("STREAMSAN_OPTIONS");
+    cmd
+}
+
+/// The lines of `dir`'s stand-in call log: empty when the program never reached the driver.
+pub fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// `tests/scenarios/lifecycle.c`, built.
+pub fn lifecycle() -> PathBuf {
+    compile_c("lifecycle", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The reports in `dir` whose names start with `prefix`.
+pub fn reports_in(dir: &Path, prefix: &str) -> Vec<(PathBuf, Report)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    paths.sort();
+    paths.into_iter().map(|p| {
+        let report = Report::read_from(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        (p, report)
+    }).collect()
+}
+
 /// Validates a JSON file against `reports/schema.json`.
 pub fn assert_matches_schema(path: &Path) {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();

@@ -1,0 +1,71 @@
+//! No race is lost: a process that is killed, interrupted or crashes after a race leaves it
+//! in its report, and dies as it would have without streamsan. Races are written as they are
+//! found; the final report, written on the way out, also counts the synchronization the
+//! program made after its race (two `cuCtxSynchronize` calls, where the report written at
+//! the race counts one).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// Starts `lifecycle sleep` under streamsan, waits for its race, sends `signal`.
+fn killed_after_a_race(signal: i32) {
+    let exe = lifecycle();
+    let dir = scratch("killed");
+    let mut child = Command::new(&exe)
+        .arg("sleep")
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", dir.join("report.%p.json").display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "raced\n");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(signal), "died of the signal, as without streamsan: {status:?}");
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].1.races.len(), 1);
+    assert_eq!(reports[0].1.races[0].kind, "cross-stream-race");
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report");
+}
+
+#[test]
+fn sigterm_after_a_race_leaves_the_report() {
+    killed_after_a_race(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_after_a_race_leaves_the_report() {
+    killed_after_a_race(libc::SIGINT);
+}
+
+#[test]
+fn a_crash_after_a_race_leaves_the_report() {
+    let exe = lifecycle();
+    let dir = scratch("crash");
+    let out = streamsan(&dir)
+        .args(["run", "--report"])
+        .arg(dir.join("report.%p.json"))
+        .arg("--")
+        .arg(&exe)
+        .arg("crash")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "streamsan dies of the program's signal: {:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("streamsan: the program received SIGSEGV"), "{stderr}");
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1, "{stderr}");
+    assert_eq!(reports[0].1.races.len(), 1);
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report");
+}

@@ -1,0 +1,134 @@
+/* A program's life under streamsan: what happens to its report when it has two races, stops
+   at one, is killed, crashes, forks, or exits with its own status.
+   Usage: lifecycle MODE, MODE one of
+     races     two different races (a RAW and a use-before-alloc), then "done"
+     clean     the same work, ordered, then "done"
+     fail      the races, then exit status 3
+     sleep     a race, a synchronization, "raced", then waits to be killed
+     crash     a race, a synchronization, then a segmentation fault
+     fork      a child that races and exits; the parent waits, then "done"
+   The kernel is cuda_min.h's scale(out, in, n). Exit status 0 unless said otherwise. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "cuda_min.h"
+
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize(void);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
+CUresult cuModuleLoadData(CUmodule *, const void *);
+CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void **, void **);
+
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        CUresult rc_ = (call);                                                 \
+        if (rc_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
+            exit(4);                                                           \
+        }                                                                      \
+    } while (0)
+
+static CUfunction scale;
+static CUstream s1, s2;
+
+static void setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule module;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&module, SCALE_PTX));
+    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
+    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+}
+
+static CUdeviceptr buffer(void) {
+    CUdeviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 256));
+    return p;
+}
+
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
+    int n = 64;
+    void *params[] = {&out, &in, &n};
+    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+}
+
+static void order(CUstream from, CUstream to) {
+    CUevent e;
+    CHECK(cuEventCreate(&e, 0));
+    CHECK(cuEventRecord(e, from));
+    CHECK(cuStreamWaitEvent(to, e, 0));
+}
+
+/* s1 writes x, s2 reads it (a RAW unless ordered). */
+static void cross_stream(int ordered) {
+    CUdeviceptr x = buffer(), y = buffer(), z = buffer();
+    CHECK(cuCtxSynchronize());
+    launch(s1, x, y);
+    if (ordered) order(s1, s2);
+    launch(s2, z, x);
+}
+
+/* x allocated on s1, used on s2 (a use-before-alloc unless ordered). */
+static void before_alloc(int ordered) {
+    CUdeviceptr x, y = buffer();
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemAllocAsync(&x, 256, s1));
+    if (ordered) order(s1, s2);
+    launch(s2, y, x);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    setup();
+    if (strcmp(mode, "clean") == 0) {
+        cross_stream(1);
+        before_alloc(1);
+    } else if (strcmp(mode, "races") == 0 || strcmp(mode, "fail") == 0) {
+        cross_stream(0);
+        before_alloc(0);
+        if (strcmp(mode, "fail") == 0) return 3;
+    } else if (strcmp(mode, "sleep") == 0) {
+        cross_stream(0);
+        CHECK(cuCtxSynchronize()); /* only the final report counts this one */
+        printf("raced\n");
+        fflush(stdout);
+        for (;;) pause();
+    } else if (strcmp(mode, "crash") == 0) {
+        cross_stream(0);
+        CHECK(cuCtxSynchronize()); /* only the final report counts this one */
+        fflush(stdout);
+        raise(SIGSEGV);
+    } else if (strcmp(mode, "fork") == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            before_alloc(0);
+            exit(0);
+        }
+        int status;
+        waitpid(child, &status, 0);
+        printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else {
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork\n");
+        return 2;
+    }
+    printf("done\n");
+    return 0;
+}
