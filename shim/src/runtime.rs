@@ -33,6 +33,8 @@ static SUPPRESSIONS: OnceLock<Suppressions> = OnceLock::new();
 static CALLED: AtomicBool = AtomicBool::new(false);
 /// Whether this process is a forked child of the one that loaded the shim.
 static FORKED: AtomicBool = AtomicBool::new(false);
+/// Set at a fork, in the child, until its first driver call forgets what the parent found.
+static FORK_PENDING: AtomicBool = AtomicBool::new(false);
 /// Races printed on stderr so far (for `print_limit`).
 static PRINTED: AtomicU64 = AtomicU64::new(0);
 
@@ -68,8 +70,8 @@ extern "C" fn on_load() {
     signals::install_fatal();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
-    // SAFETY: registering a plain extern "C" function; the child handler is async-signal-safe
-    // enough for a single-threaded child (it takes no lock another thread could hold).
+    // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
+    // closes a descriptor.
     unsafe {
         on_exit(at_exit, core::ptr::null_mut());
         libc::pthread_atfork(None, None, Some(forked_child));
@@ -84,6 +86,11 @@ static ON_LOAD: extern "C" fn() = on_load;
 #[inline]
 pub fn start() {
     if !CALLED.load(Ordering::Relaxed) && !CALLED.swap(true, Ordering::AcqRel) {
+        if FORK_PENDING.swap(false, Ordering::AcqRel) {
+            // A forked child reports what it finds itself, to a file of its own.
+            *REPORT.lock().unwrap_or_else(|e| e.into_inner()) = Destination::NotYet;
+            model().forget_findings();
+        }
         signals::install_termination();
     }
 }
@@ -110,21 +117,19 @@ fn exit_now(status: i32) -> ! {
     }
 }
 
+/// In a forked child, at once: flags only (no lock, which a thread of the parent may have
+/// held at the fork); the child's first driver call does the rest ([`start`]).
 extern "C" fn forked_child() {
     FORKED.store(true, Ordering::Relaxed);
+    FORK_PENDING.store(true, Ordering::Relaxed);
     CALLED.store(false, Ordering::Relaxed);
     PRINTED.store(0, Ordering::Relaxed);
-    *REPORT.lock().unwrap_or_else(|e| e.into_inner()) = Destination::NotYet;
     signals::forked_child();
-    if let Some(model) = MODEL.get() {
-        model.forget_findings();
-    }
 }
-
-static MODEL: OnceLock<Model> = OnceLock::new();
 
 /// The happens-before model of this process.
 pub fn model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
     MODEL.get_or_init(|| Model::new(Box::new(describe_stream), Some(Box::new(Reporter))))
 }
 

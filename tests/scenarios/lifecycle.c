@@ -6,7 +6,7 @@
      fail      the races, then exit status 3
      sleep     a race, a synchronization, "raced", then waits to be killed
      crash     a race, a synchronization, then a segmentation fault
-     fork      a child that races and exits; the parent waits, then "done"
+     fork      a race, then a child with a race of another kind; the parent waits, "done"
    The kernel is cuda_min.h's scale(out, in, n). Exit status 0 unless said otherwise. */
 #include <signal.h>
 #include <stdio.h>
@@ -117,6 +117,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
         raise(SIGSEGV);
     } else if (strcmp(mode, "fork") == 0) {
+        cross_stream(0);
+        fflush(stdout);
         pid_t child = fork();
         if (child == 0) {
             before_alloc(0);
