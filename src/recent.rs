@@ -4,7 +4,7 @@
 //! share. Each shared lookup takes a lock and a reference count: atomic read-modify-writes
 //! that cost more than the rest of the lookup, and that bounce between cores when threads
 //! launch at once. A program asks for the same few streams, kernels and pointers over and
-//! over, so each thread keeps what it found in a small direct-mapped table, stamped with the
+//! over, so each thread keeps what it found in a small table, stamped with the
 //! shared table's generation: a table bumps its generation when an answer may have changed,
 //! and older entries are ignored.
 
@@ -12,7 +12,9 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash};
 
 use crate::hash::FastHasher;
 
-/// A direct-mapped table of `(key, generation) -> value`, `SLOTS` entries.
+/// A two-way set-associative table of `(key, generation) -> value`, `SLOTS` entries: a key
+/// may sit in either slot of its pair, the more recently put first, so that two keys that
+/// hash alike (an address pattern, a handle pattern) do not evict each other in turn.
 pub struct Recent<K, V, const SLOTS: usize> {
     slots: Box<[Option<(K, u64, V)>]>,
 }
@@ -24,23 +26,30 @@ impl<K: Hash + Eq, V, const SLOTS: usize> Default for Recent<K, V, SLOTS> {
 }
 
 impl<K: Hash + Eq, V, const SLOTS: usize> Recent<K, V, SLOTS> {
-    fn slot(key: &K) -> usize {
-        BuildHasherDefault::<FastHasher>::default().hash_one(key) as usize % SLOTS
+    /// The first slot of `key`'s pair.
+    fn set(key: &K) -> usize {
+        (BuildHasherDefault::<FastHasher>::default().hash_one(key) as usize % (SLOTS / 2)) * 2
     }
 
     /// The value remembered for `key` at `generation`.
     #[inline]
     pub fn get(&self, key: &K, generation: u64) -> Option<&V> {
-        match &self.slots[Self::slot(key)] {
+        let set = Self::set(key);
+        self.slots[set..set + 2].iter().find_map(|slot| match slot {
             Some((k, g, v)) if *g == generation && k == key => Some(v),
             _ => None,
-        }
+        })
     }
 
-    /// Remembers `value` for `key` at `generation`, in place of whatever shared its slot.
+    /// Remembers `value` for `key` at `generation`, in the first slot of its pair; what was
+    /// there moves to the second (unless it was `key`'s own), and what was second goes.
     pub fn put(&mut self, key: K, generation: u64, value: V) {
-        let slot = Self::slot(&key);
-        self.slots[slot] = Some((key, generation, value));
+        let set = Self::set(&key);
+        let first_is_key = self.slots[set].as_ref().is_some_and(|(k, _, _)| *k == key);
+        if !first_is_key {
+            self.slots.swap(set, set + 1);
+        }
+        self.slots[set] = Some((key, generation, value));
     }
 }
 
@@ -60,5 +69,16 @@ mod tests {
             recent.put(k, 1, "other");
         }
         assert!((100..200).filter(|k| recent.get(k, 1).is_some()).count() <= 16);
+    }
+
+    #[test]
+    fn two_keys_of_one_set_both_stay() {
+        let mut recent: Recent<u64, u64, 4> = Recent::default();
+        // Two keys that fall in the same pair.
+        let (a, b) = (0..100u64).flat_map(|a| (a + 1..100).map(move |b| (a, b))).find(|&(a, b)| Recent::<u64, u64, 4>::set(&a) == Recent::<u64, u64, 4>::set(&b)).unwrap();
+        recent.put(a, 1, a);
+        recent.put(b, 1, b);
+        recent.put(b, 1, b);
+        assert_eq!((recent.get(&a, 1), recent.get(&b, 1)), (Some(&a), Some(&b)));
     }
 }
