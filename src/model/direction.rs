@@ -13,14 +13,35 @@
 //!   was once given such fresh memory is an output of that kernel: every later access
 //!   through the same slot of the same kernel may write.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::hash::FastSet;
+use crate::recent::Recent;
 
 use super::op::{KernelId, Mode};
 
 /// The parameter slots known to be outputs, per kernel.
-#[derive(Default)]
 pub struct Directions {
     outputs: FastSet<(KernelId, u32)>,
+    /// Tells this table's entries in [`KNOWN`] from another's.
+    id: u64,
+    /// Bumped when a slot is learnt: a thread's remembered "not an output" may be stale.
+    generation: AtomicU64,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// Whether (table, kernel, slot) is an output, as this thread last looked it up: every
+    /// launch of an untyped kernel asks for each of its pointers ([`crate::recent`]).
+    static KNOWN: RefCell<Recent<(u64, KernelId, u32), bool, 256>> = RefCell::new(Recent::default());
+}
+
+impl Default for Directions {
+    fn default() -> Directions {
+        Directions { outputs: FastSet::default(), id: NEXT_ID.fetch_add(1, Ordering::Relaxed), generation: AtomicU64::new(0) }
+    }
 }
 
 impl Directions {
@@ -31,16 +52,33 @@ impl Directions {
             return mode;
         }
         let key = kernel.zip(slot);
-        if key.is_some_and(|key| self.outputs.contains(&key)) {
+        if key.is_some_and(|key| self.is_output(key)) {
             return Mode::ReadWrite;
         }
         if !untouched() {
             return Mode::Unknown;
         }
         if let Some(key) = key {
-            self.outputs.insert(key);
+            if self.outputs.insert(key) {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            }
         }
         Mode::Write
+    }
+
+    fn is_output(&self, (kernel, slot): (KernelId, u32)) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        let key = (self.id, kernel, slot);
+        if let Ok(Some(known)) = KNOWN.try_with(|k| k.try_borrow().ok()?.get(&key, generation).copied()) {
+            return known;
+        }
+        let known = self.outputs.contains(&(kernel, slot));
+        let _ = KNOWN.try_with(|k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                k.put(key, generation, known);
+            }
+        });
+        known
     }
 }
 
