@@ -220,9 +220,17 @@ impl Model {
         let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
         let mut incoming = None;
         let mut legacy_version = None;
-        if stream.kind == streams::StreamKind::LegacyDefault {
+        // The legacy stream joins the blocking streams that changed: their clocks are gathered
+        // with the context's member list held, and marked joined once in the legacy clock.
+        let context = match stream.kind {
+            streams::StreamKind::LegacyDefault => stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx))),
+            _ => None,
+        };
+        let members = context.as_ref().map(|c| c.members_guard());
+        let mut joined = Vec::new();
+        if let Some(members) = &members {
             let mut clock = scratch();
-            self.streams.context(stream.ctx).join_blocking_into(&mut clock);
+            streams::Context::join_blocking_into(members, &mut clock, &mut joined);
             incoming = Some(clock);
         } else if let Some(legacy) = &stream.legacy {
             let version = legacy.version.load(Ordering::Acquire);
@@ -244,6 +252,11 @@ impl Model {
         }
         if let Some(version) = legacy_version {
             stream.legacy_seen.store(version, Ordering::Relaxed);
+        }
+        if let Some(members) = &members {
+            for &(i, version) in &joined {
+                members[i].joined_by_legacy.store(version, Ordering::Relaxed);
+            }
         }
         let epoch = state.clock.tick(stream.slot);
         stream.changed();

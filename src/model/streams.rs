@@ -8,9 +8,8 @@
 //! `version`), without ever holding two stream locks at once.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 
 use crate::hash::{fast_map, FastMap};
 use crate::recent::Recent;
@@ -124,6 +123,11 @@ pub struct Stream {
     pub legacy_seen: AtomicU64,
     /// A blocking stream's context's legacy stream, which it synchronizes with.
     pub legacy: Option<Arc<Stream>>,
+    /// A blocking stream's version last joined into its legacy stream's clock (written under
+    /// the legacy stream's lock, once the join is in its clock).
+    pub joined_by_legacy: AtomicU64,
+    /// The legacy stream's context.
+    pub context: OnceLock<Weak<Context>>,
     /// Whether the stream is capturing (mirrors `state.capture`, read without the lock).
     pub capturing: AtomicBool,
     pub destroyed: AtomicBool,
@@ -137,6 +141,8 @@ impl Stream {
             ctx,
             handle,
             legacy,
+            joined_by_legacy: AtomicU64::new(u64::MAX),
+            context: OnceLock::new(),
             state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),
@@ -168,13 +174,16 @@ pub struct Context {
     pub handle: u64,
     pub legacy: Arc<Stream>,
     members: RwLock<Vec<Arc<Stream>>>,
-    /// The legacy stream's view: the version of each blocking stream it last joined.
-    legacy_view: Mutex<HashMap<Slot, u64>>,
 }
 
 impl Context {
     pub fn members(&self) -> Vec<Arc<Stream>> {
         self.members.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The streams of the context, borrowed for as long as the guard lives.
+    pub fn members_guard(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Stream>>> {
+        self.members.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn add(&self, stream: Arc<Stream>) {
@@ -190,15 +199,15 @@ impl Context {
             .retain(|s| !s.destroyed.load(Ordering::Relaxed) || s.lock().clock.get(s.slot) > host.get(s.slot));
     }
 
-    /// Joins into `into` the clock of every blocking stream that changed since the legacy
-    /// stream last looked.
-    pub fn join_blocking_into(&self, into: &mut VectorClock) {
-        let mut view = self.legacy_view.lock().unwrap_or_else(|e| e.into_inner());
-        for stream in self.members().iter().filter(|s| s.kind.is_blocking()) {
+    /// Joins into `into` the clock of every blocking stream of `members` that changed since
+    /// the legacy stream last joined it, noting in `joined` (index, version) for each: the
+    /// caller marks them ([`Stream::joined_by_legacy`]) once `into` is in the legacy clock.
+    pub fn join_blocking_into(members: &[Arc<Stream>], into: &mut VectorClock, joined: &mut Vec<(usize, u64)>) {
+        for (i, stream) in members.iter().enumerate().filter(|(_, s)| s.kind.is_blocking()) {
             let version = stream.version.load(Ordering::Acquire);
-            if view.get(&stream.slot) != Some(&version) {
+            if stream.joined_by_legacy.load(Ordering::Relaxed) != version {
                 stream.join_into(into);
-                view.insert(stream.slot, version);
+                joined.push((i, version));
             }
         }
     }
@@ -248,12 +257,9 @@ impl Streams {
                     thread: ThreadId::default(),
                 });
                 let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None));
-                Arc::new(Context {
-                    handle: ctx,
-                    legacy: legacy.clone(),
-                    members: RwLock::new(vec![legacy]),
-                    legacy_view: Mutex::new(HashMap::new()),
-                })
+                let context = Arc::new(Context { handle: ctx, legacy: legacy.clone(), members: RwLock::new(vec![legacy.clone()]) });
+                let _ = legacy.context.set(Arc::downgrade(&context));
+                context
             })
             .clone()
     }

@@ -21,8 +21,9 @@ pub struct Measured {
 }
 
 /// The workloads, by name.
-pub const WORKLOADS: [(&str, fn(&Driver) -> Measured); 6] = [
+pub const WORKLOADS: [(&str, fn(&Driver) -> Measured); 7] = [
     ("launch_1t", launch_one_thread),
+    ("launch_legacy", launch_on_the_legacy_stream),
     ("launch_16t", launch_sixteen_threads),
     ("alloc_free", alloc_free),
     ("event", event_record_and_wait),
@@ -66,6 +67,24 @@ fn launch_one_thread(driver: &Driver) -> Measured {
         let mut pointers = [0, 1, 2, 3].map(|k| buffers[s * 8 + (j + k) % 8]);
         // SAFETY: the setup's kernel on a live stream.
         check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// One thread on the legacy default stream (handle 0), as PyTorch's and CuPy's default
+/// streams are, with two blocking streams in the context that it synchronizes with.
+fn launch_on_the_legacy_stream(driver: &Driver) -> Measured {
+    let setup = driver.setup();
+    let mut blocking = [core::ptr::null_mut(); 2];
+    for s in &mut blocking {
+        // SAFETY: an out-pointer to a local.
+        check(unsafe { (driver.stream_create)(s, 0) }, "cuStreamCreate");
+    }
+    let buffers: Vec<CUdeviceptr> = (0..8).map(|_| driver.buffer(256)).collect();
+    let latencies = time_each(LAUNCHES, |i| {
+        let mut pointers = [0, 1, 2, 3].map(|k| buffers[(i + k) % 8]);
+        // SAFETY: the setup's kernel on the legacy stream.
+        check(unsafe { driver.launch(setup.quad, core::ptr::null_mut(), &mut pointers) }, "cuLaunchKernel");
     });
     Measured { latencies, buffer_bytes: None }
 }
