@@ -228,15 +228,23 @@ fn report(args: &[OsString]) -> ExitCode {
     while let Some(flag) = flags.flag() {
         let set = match flag {
             "--format" => flags.value(flag).and_then(|v| match v {
-                "json" => Ok(json = true),
-                "text" => Ok(json = false),
+                "json" | "text" => {
+                    json = v == "json";
+                    Ok(())
+                }
                 _ => Err(format!("--format takes text or json, not {v:?}")),
             }),
-            "--kind" => flags.value(flag).and_then(|v| match KINDS.contains(&v) {
-                true => Ok(kinds.push(v.to_string())),
-                false => Err(format!("unknown race kind {v:?} (known: {})", KINDS.join(", "))),
+            "--kind" => flags.value(flag).and_then(|v| {
+                if !KINDS.contains(&v) {
+                    return Err(format!("unknown race kind {v:?} (known: {})", KINDS.join(", ")));
+                }
+                kinds.push(v.to_string());
+                Ok(())
             }),
-            "--suppressions" => flags.value(flag).and_then(|v| Suppressions::load(v.as_ref()).map(|s| suppressions = s).map_err(|e| e.to_string())),
+            "--suppressions" => flags.value(flag).and_then(|v| {
+                suppressions = Suppressions::load(v.as_ref()).map_err(|e| e.to_string())?;
+                Ok(())
+            }),
             other => Err(format!("unknown option {other}")),
         };
         if let Err(why) = set {

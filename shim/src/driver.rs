@@ -41,9 +41,12 @@ pub fn real_dlsym() -> Option<DlsymFn> {
 }
 
 /// Looks `name` up in `handle` with glibc's `dlsym`.
-pub fn lookup_in(handle: *mut c_void, name: &CStr) -> *mut c_void {
+///
+/// # Safety
+/// `handle` is `RTLD_DEFAULT`, `RTLD_NEXT` or a handle `dlopen` returned and not closed.
+pub unsafe fn lookup_in(handle: *mut c_void, name: &CStr) -> *mut c_void {
     match real_dlsym() {
-        // SAFETY: both arguments are valid for dlsym.
+        // SAFETY: a valid handle (the caller's promise) and a NUL-terminated name.
         Some(dlsym) => unsafe { dlsym(handle, name.as_ptr()) },
         None => core::ptr::null_mut(),
     }
@@ -123,7 +126,8 @@ pub fn library() -> Option<*mut c_void> {
 /// Looks `name` up in the real driver.
 pub fn lookup(name: &CStr) -> *mut c_void {
     match library() {
-        Some(handle) => lookup_in(handle, name),
+        // SAFETY: the driver's handle, never closed.
+        Some(handle) => unsafe { lookup_in(handle, name) },
         None => core::ptr::null_mut(),
     }
 }

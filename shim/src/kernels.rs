@@ -91,7 +91,10 @@ impl Recent {
 
 /// A handle the program got by name from `owner` (`cuModuleGetFunction`,
 /// `cuLibraryGetKernel`). What was learnt of an earlier kernel at the same handle goes.
-pub fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, owner: *mut c_void) {
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, owner: *mut c_void) {
     if handle.is_null() || name.is_null() {
         return;
     }

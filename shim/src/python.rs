@@ -106,11 +106,13 @@ fn api() -> Option<&'static Api> {
     static API: OnceLock<Option<Api>> = OnceLock::new();
     API.get_or_init(|| {
         fn find<F: Copy>(name: &CStr) -> Option<F> {
-            let f = driver::lookup_in(libc::RTLD_DEFAULT, name);
+            // SAFETY: the global scope.
+            let f = unsafe { driver::lookup_in(libc::RTLD_DEFAULT, name) };
             // SAFETY: F is CPython's signature for `name`.
             (!f.is_null()).then(|| unsafe { core::mem::transmute_copy::<*mut c_void, F>(&f) })
         }
-        let code_type = driver::lookup_in(libc::RTLD_DEFAULT, c"PyCode_Type") as usize;
+        // SAFETY: the global scope.
+        let code_type = unsafe { driver::lookup_in(libc::RTLD_DEFAULT, c"PyCode_Type") } as usize;
         if code_type == 0 {
             return None;
         }
@@ -157,7 +159,7 @@ static LAYOUT_FAILED: AtomicBool = AtomicBool::new(false);
 /// Reads a `T` at `addr` of this process: while on probation through `process_vm_readv`,
 /// which reports a bad address instead of faulting.
 fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
-    if addr == 0 || addr % core::mem::align_of::<T>() != 0 {
+    if addr == 0 || !addr.is_multiple_of(core::mem::align_of::<T>()) {
         return None;
     }
     if !checked {

@@ -55,15 +55,14 @@ fn install(signal: c_int, handler: extern "C" fn(c_int, *mut libc::siginfo_t, *m
         action.sa_sigaction = handler as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigemptyset(&mut action.sa_mask);
-        let previous = &mut *(&raw mut PREVIOUS[signal as usize]);
-        libc::sigaction(signal, &action, previous.as_mut_ptr());
+        libc::sigaction(signal, &action, (&raw mut PREVIOUS[signal as usize]).cast());
     }
 }
 
 /// Puts back the action that was there before ours.
 fn restore(signal: c_int) {
     // SAFETY: PREVIOUS[signal] was written when ours was installed.
-    unsafe { libc::sigaction(signal, (*(&raw const PREVIOUS[signal as usize])).as_ptr(), core::ptr::null_mut()) };
+    unsafe { libc::sigaction(signal, (&raw const PREVIOUS[signal as usize]).cast(), core::ptr::null_mut()) };
 }
 
 /// At load: the fatal signals.

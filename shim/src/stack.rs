@@ -105,11 +105,13 @@ pub fn capture() -> StackId {
     id
 }
 
+/// A native chain's id, the Python frames found with it and how many of them there are.
+type MixedChain = (StackId, [python::RawFrame; python::DEPTH], usize);
+
 thread_local! {
     /// Stacks made of a native chain and Python frames, by the two as found: a training loop
     /// launches from the same few lines over and over.
-    static PYTHON_STACKS: RefCell<Recent<(StackId, [python::RawFrame; python::DEPTH], usize), StackId, 256>> =
-        RefCell::new(Recent::default());
+    static PYTHON_STACKS: RefCell<Recent<MixedChain, StackId, 256>> = RefCell::new(Recent::default());
 }
 
 /// The entries of an interned native stack.

@@ -291,7 +291,7 @@ impl BufferMap {
             granule.remove_overlapping(base, end, |b| {
                 over_live |= !b.is_freed();
                 let encloses_new = b.base <= base && end <= b.end() && (b.base, b.end()) != (base, end);
-                !(encloses_new && !b.is_freed())
+                !encloses_new || b.is_freed()
             });
             granule.insert(buffer.clone());
         }

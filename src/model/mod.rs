@@ -361,7 +361,7 @@ impl Model {
                         let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
                         if let Some(free) = buffer.lock().freed {
                             let first = Side { op: free, action: Action::Free };
-                            found.push(Race { kind: RaceKind::UseAfterFree, hazard: None, buffer: BufferFacts::of(&buffer), first, second: this });
+                            found.push(Race { kind: RaceKind::UseAfterFree, hazard: None, buffer: BufferFacts::of(buffer), first, second: this });
                         }
                     }
                     buffer.end()

@@ -204,9 +204,12 @@ pub struct Note {
     pub count: u64,
 }
 
+/// What makes two notes one: their kind, call site and entry point.
+type NoteKey = (NoteKind, StackId, &'static str);
+
 #[derive(Default)]
 pub struct Notes {
-    inner: Mutex<(HashMap<(NoteKind, StackId, &'static str), usize>, Vec<Note>)>,
+    inner: Mutex<(HashMap<NoteKey, usize>, Vec<Note>)>,
 }
 
 impl Notes {

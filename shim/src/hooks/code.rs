@@ -17,7 +17,8 @@ pub unsafe fn module_get_function(
 ) -> CUresult {
     let status = unsafe { real(hfunc, module, name) };
     if ok(status) && !hfunc.is_null() {
-        kernels::named_handle(unsafe { *hfunc }, name, HandleKind::Function, module);
+        // SAFETY: the driver accepted `name` as a kernel name.
+        unsafe { kernels::named_handle(*hfunc, name, HandleKind::Function, module) };
     }
     status
 }
@@ -31,7 +32,8 @@ pub unsafe fn library_get_kernel(
 ) -> CUresult {
     let status = unsafe { real(kernel, library, name) };
     if ok(status) && !kernel.is_null() {
-        kernels::named_handle(unsafe { *kernel }, name, HandleKind::Kernel, library);
+        // SAFETY: the driver accepted `name` as a kernel name.
+        unsafe { kernels::named_handle(*kernel, name, HandleKind::Kernel, library) };
     }
     status
 }

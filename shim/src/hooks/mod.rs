@@ -7,6 +7,10 @@
 //! the freed address before the model knows) and for host functions (which a driver may run
 //! before the call returns).
 //!
+//! Safety, for every handler: the arguments are the caller's, as it gave them to the
+//! driver's entry point, and the handler reads through them only what the driver's
+//! documentation says the driver reads, after the driver accepted the call.
+//!
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder.

@@ -20,8 +20,11 @@ pub struct Measured {
     pub buffer_bytes: Option<i64>,
 }
 
+/// A workload: runs against a driver and says what it measured.
+type Workload = fn(&Driver) -> Measured;
+
 /// The workloads, by name.
-pub const WORKLOADS: [(&str, fn(&Driver) -> Measured); 7] = [
+pub const WORKLOADS: [(&str, Workload); 7] = [
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
     ("launch_16t", launch_sixteen_threads),
