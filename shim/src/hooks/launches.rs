@@ -48,7 +48,6 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_kernel(
     call: &Call,
     real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
@@ -100,7 +99,6 @@ pub unsafe fn launch_kernel_ex(
     status
 }
 
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_cooperative_kernel(
     call: &Call,
     real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void) -> CUresult,

@@ -4,8 +4,6 @@
 //! The stand-in keeps no clock and orders nothing: copies and memsets happen at once,
 //! host functions run inside the call that enqueues them.
 
-#![allow(clippy::too_many_arguments)]
-
 use core::ffi::CStr;
 use std::collections::HashMap;
 
