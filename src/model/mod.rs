@@ -220,10 +220,13 @@ impl Model {
         let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
         let mut incoming = None;
         let mut legacy_version = None;
-        // The legacy stream joins the blocking streams that changed: their clocks are gathered
-        // with the context's member list held, and marked joined once in the legacy clock.
+        // The legacy stream joins the blocking streams that changed, if any did: their clocks
+        // are gathered with the context's member list held, and marked joined once in the
+        // legacy clock.
         let context = match stream.kind {
-            streams::StreamKind::LegacyDefault => stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx))),
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
+                stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx)))
+            }
             _ => None,
         };
         let members = context.as_ref().map(|c| c.members_guard());

@@ -128,6 +128,10 @@ pub struct Stream {
     pub joined_by_legacy: AtomicU64,
     /// The legacy stream's context.
     pub context: OnceLock<Weak<Context>>,
+    /// On a legacy stream: whether a blocking stream of its context changed since the legacy
+    /// stream last joined them. Lets a legacy-stream operation skip the member list (a lock
+    /// and reference counts) when none did, as in a program that uses the legacy stream only.
+    blocking_changed: AtomicBool,
     /// Whether the stream is capturing (mirrors `state.capture`, read without the lock).
     pub capturing: AtomicBool,
     pub destroyed: AtomicBool,
@@ -143,6 +147,7 @@ impl Stream {
             legacy,
             joined_by_legacy: AtomicU64::new(u64::MAX),
             context: OnceLock::new(),
+            blocking_changed: AtomicBool::new(false),
             state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),
@@ -166,6 +171,25 @@ impl Stream {
     /// issue path.
     pub fn changed(&self) {
         self.version.store(self.version.load(Ordering::Relaxed) + 1, Ordering::Release);
+        if let Some(legacy) = &self.legacy {
+            legacy.note_blocking_change();
+        }
+    }
+
+    /// On a legacy stream: a blocking stream of its context changed (after its `version`).
+    /// A load first, so that a blocking stream used on its own writes the flag once, not on
+    /// every operation.
+    fn note_blocking_change(&self) {
+        if !self.blocking_changed.load(Ordering::Relaxed) {
+            self.blocking_changed.store(true, Ordering::Release);
+        }
+    }
+
+    /// On a legacy stream: whether a blocking stream changed since the last call, clearing
+    /// the flag. Cleared before the members' versions are read, so a change made meanwhile is
+    /// either read now or flagged again.
+    pub fn take_blocking_changes(&self) -> bool {
+        self.blocking_changed.load(Ordering::Acquire) && self.blocking_changed.swap(false, Ordering::AcqRel)
     }
 }
 
@@ -187,7 +211,11 @@ impl Context {
     }
 
     fn add(&self, stream: Arc<Stream>) {
+        let blocking = stream.kind.is_blocking();
         self.members.write().unwrap_or_else(|e| e.into_inner()).push(stream);
+        if blocking {
+            self.legacy.note_blocking_change();
+        }
     }
 
     /// Forgets destroyed streams whose work the host has joined: nothing can wait for them

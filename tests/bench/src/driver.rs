@@ -1,6 +1,8 @@
 //! The driver functions the workloads call, looked up by name with `dlopen` and `dlsym`, the
 //! road cudart and the frameworks take: under the shim, `dlsym` answers with its hooks.
 
+use core::ffi::CStr;
+
 use libloading::Library;
 use streamsan_driver_api::*;
 
@@ -60,15 +62,28 @@ const QUAD_PTX: &str = concat!(
     ")\n{\n ret;\n}\n\0"
 );
 
-/// A context made current on device 0 and the four-pointer kernel.
+/// PyTorch's vectorized elementwise kernel for `tensor * scalar`, as its library declares it:
+/// `(int n, AUnaryFunctor<float, float, float, MulFunctor<float>>, std::array<char*, 2>)`.
+/// Its pointers sit inside a by-value array, so their direction is not in the name.
+pub const ELEMENTWISE_NAME: &CStr = c"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_";
+const ELEMENTWISE_PTX: &str = concat!(
+    ".version 7.0\n.target sm_52\n.address_size 64\n",
+    ".visible .entry _ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_(\n",
+    "  .param .u32 p0,\n  .param .align 4 .b8 p1[4],\n  .param .align 8 .b8 p2[16]\n",
+    ")\n{\n ret;\n}\n\0"
+);
+
+/// A context made current on device 0, the four-pointer kernel and the elementwise one.
 pub struct Setup {
     pub context: CUcontext,
     pub quad: CUfunction,
+    pub elementwise: CUfunction,
 }
 
 impl Driver {
     pub fn setup(&self) -> Setup {
-        let (mut device, mut context, mut module, mut quad) = (0, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        let (mut device, mut context, mut quad, mut elementwise) = (0, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        let (mut module, mut torch) = (core::ptr::null_mut(), core::ptr::null_mut());
         // SAFETY: out-pointers to locals; a NUL-terminated PTX image and kernel name.
         unsafe {
             check((self.init)(0), "cuInit");
@@ -77,8 +92,10 @@ impl Driver {
             check((self.ctx_set_current)(context), "cuCtxSetCurrent");
             check((self.module_load_data)(&mut module, QUAD_PTX.as_ptr().cast()), "cuModuleLoadData");
             check((self.module_get_function)(&mut quad, module, c"_Z4quadPfPKfS1_S_".as_ptr()), "cuModuleGetFunction");
+            check((self.module_load_data)(&mut torch, ELEMENTWISE_PTX.as_ptr().cast()), "cuModuleLoadData");
+            check((self.module_get_function)(&mut elementwise, torch, ELEMENTWISE_NAME.as_ptr()), "cuModuleGetFunction");
         }
-        Setup { context, quad }
+        Setup { context, quad, elementwise }
     }
 
     pub fn stream(&self) -> CUstream {
@@ -112,5 +129,17 @@ impl Driver {
         let mut params: [*mut c_void; 4] = [(a as *mut u64).cast(), (b as *mut u64).cast(), (c as *mut u64).cast(), (d as *mut u64).cast()];
         // SAFETY: four parameter pointers for a four-parameter kernel.
         unsafe { (self.launch_kernel)(quad, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
+    }
+
+    /// Launches the elementwise kernel on `stream`: `n` floats of `input` scaled into `output`.
+    ///
+    /// # Safety
+    /// `elementwise` is the setup's kernel and `stream` a live stream.
+    #[inline]
+    pub unsafe fn launch_elementwise(&self, elementwise: CUfunction, stream: CUstream, n: i32, output: CUdeviceptr, input: CUdeviceptr) -> CUresult {
+        let (mut n, mut scalar, mut data) = (n, 1.0001f32, [output, input]);
+        let mut params: [*mut c_void; 3] = [(&mut n as *mut i32).cast(), (&mut scalar as *mut f32).cast(), data.as_mut_ptr().cast()];
+        // SAFETY: three parameter pointers for a three-parameter kernel.
+        unsafe { (self.launch_kernel)(elementwise, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
     }
 }

@@ -24,9 +24,10 @@ pub struct Measured {
 type Workload = fn(&Driver) -> Measured;
 
 /// The workloads, by name.
-pub const WORKLOADS: [(&str, Workload); 7] = [
+pub const WORKLOADS: [(&str, Workload); 8] = [
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
+    ("launch_pytorch_like", launch_like_pytorch),
     ("launch_16t", launch_sixteen_threads),
     ("alloc_free", alloc_free),
     ("event", event_record_and_wait),
@@ -90,6 +91,38 @@ fn launch_on_the_legacy_stream(driver: &Driver) -> Measured {
         check(unsafe { driver.launch(setup.quad, core::ptr::null_mut(), &mut pointers) }, "cuLaunchKernel");
     });
     Measured { latencies, buffer_bytes: None }
+}
+
+/// PyTorch's launch-bound loop (`x = x * c; x = x + c`, tests/gpu/perf/workload.py) as the
+/// driver sees it: its elementwise kernel on the legacy default stream, from a native stack
+/// some thirty frames deep (interpreter, dispatcher, TensorIterator, cudart), on 16 KiB
+/// blocks that its caching allocator carves out of one 2 MiB segment and hands back and forth
+/// (each op's output takes the block its input's predecessor freed).
+fn launch_like_pytorch(driver: &Driver) -> Measured {
+    const BLOCK: u64 = 16 << 10;
+    let setup = driver.setup();
+    let segment = driver.buffer(2 << 20);
+    let blocks = [segment, segment + BLOCK];
+    let latencies = time_each(LAUNCHES, |i| {
+        let (input, output) = (blocks[i % 2], blocks[(i + 1) % 2]);
+        at_depth(30, &mut || {
+            // SAFETY: the setup's elementwise kernel on the legacy stream.
+            check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
+        });
+    });
+    Measured { latencies, buffer_bytes: None }
+}
+
+/// Calls `f` from `depth` frames further down the stack.
+#[inline(never)]
+fn at_depth(depth: usize, f: &mut dyn FnMut()) {
+    if depth == 0 {
+        f();
+    } else {
+        at_depth(depth - 1, f);
+    }
+    // Keeps the recursion a real call, not a loop.
+    core::hint::black_box(depth);
 }
 
 /// 16 threads launching at once, each on its own stream with its own four buffers.

@@ -3,8 +3,8 @@
 under compute-sanitizer memcheck with stream-ordered race tracking, and with PyTorch's
 CUDA sanitizer (TORCH_CUDA_SANITIZER=1), in one run side by side.
 
-For each: the best time of the workload's timed loop (what the program itself measures) and
-the whole process's wall time. Writes gpu-overhead.json (a list of {"workload", "native_s",
+For each: the best time of the workload's timed loop (what the program itself measures; the
+best over its runs) and the whole process's wall time of each run. Writes gpu-overhead.json (a list of {"workload", "native_s",
 "streamsan_s", "memcheck_s", "csan_s", ...}) and gpu-overhead.log.
 Usage: run.py STREAMSAN OUT_DIR
 """
@@ -36,27 +36,41 @@ def run(cmd, env, log, timeout=400):
     return loop, wall, code
 
 
+# Native and streamsan runs alternate, three each, so that a machine's slow minute falls on
+# both; the slower tools run once, with fewer repeats of the loop (memcheck's compute-bound
+# loop takes over a second).
+ROUNDS = 3
+REPEATS = {"native": 20, "streamsan": 20, "memcheck": 5, "csan": 20}
+
+
 def main():
     streamsan, out = sys.argv[1], sys.argv[2]
     log = open(os.path.join(out, "gpu-overhead.log"), "w")
     results = []
     for workload in ("launch_bound", "compute_bound"):
-        script = [sys.executable, os.path.join(HERE, "workload.py"), workload]
+        def script(mode):
+            return [sys.executable, os.path.join(HERE, "workload.py"), workload, str(REPEATS[mode])]
+
         modes = {
-            "native": (script, {}),
-            "streamsan": ([streamsan, "run", "--report", f"/tmp/overhead-{workload}.%p.json", "--"] + script, {}),
-            "memcheck": (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script, {}),
-            "csan": (script, {"TORCH_CUDA_SANITIZER": "1"}),
+            "native": (script("native"), {}),
+            "streamsan": ([streamsan, "run", "--report", f"/tmp/overhead-{workload}.%p.json", "--"] + script("streamsan"), {}),
+            "memcheck": (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script("memcheck"), {}),
+            "csan": (script("csan"), {"TORCH_CUDA_SANITIZER": "1"}),
         }
+        order = ["native", "streamsan"] * ROUNDS + ["memcheck", "csan"]
         row = {"workload": workload}
-        for mode, (cmd, extra) in modes.items():
+        for mode in order:
+            cmd, extra = modes[mode]
             loop, wall, code = run(cmd, dict(os.environ, **extra), log)
-            row[f"{mode}_s"] = round(loop["best_s"], 4) if loop else None
-            row[f"{mode}_process_s"] = round(wall, 2)
-            row[f"{mode}_exit"] = code
+            row.setdefault(f"{mode}_runs_s", []).append(round(loop["best_s"], 5) if loop else None)
+            row.setdefault(f"{mode}_process_s", []).append(round(wall, 2))
+            row.setdefault(f"{mode}_exit", []).append(code)
             if loop:
-                row[f"{mode}_checksum"] = loop["checksum"]
-            print(f"{workload:14} {mode:10} loop {row[f'{mode}_s']} s, process {wall:.1f} s, exit {code}", flush=True)
+                row.setdefault(f"{mode}_checksum", []).append(loop["checksum"])
+            print(f"{workload:14} {mode:10} loop {loop and loop['best_s']} s, process {wall:.1f} s, exit {code}", flush=True)
+        for mode in modes:
+            times = [t for t in row[f"{mode}_runs_s"] if t is not None]
+            row[f"{mode}_s"] = min(times) if times else None
         if row["native_s"]:
             for mode in ("streamsan", "memcheck", "csan"):
                 if row[f"{mode}_s"]:

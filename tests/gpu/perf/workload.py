@@ -1,5 +1,5 @@
 # PyTorch workloads for the overhead comparison (run.py): prints one line of JSON with the
-# best time of the timed loop. Usage: workload.py launch_bound|compute_bound
+# best time of the timed loop. Usage: workload.py launch_bound|compute_bound [REPEATS]
 import json
 import sys
 import time
@@ -7,6 +7,7 @@ import time
 import torch
 
 kind = sys.argv[1]
+repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 torch.manual_seed(0)
 if kind == "launch_bound":
     # 2000 small elementwise ops: each is one kernel launch, the GPU idles between them.
@@ -30,7 +31,7 @@ else:
 step()
 torch.cuda.synchronize()
 times = []
-for _ in range(5):
+for _ in range(repeats):
     start = time.perf_counter()
     step()
     torch.cuda.synchronize()
