@@ -10,7 +10,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::hash::{fast_map, FastMap};
@@ -85,9 +85,6 @@ pub struct Buffer {
     pub alloc: OpRecord,
     /// Mirrors `state.freed.is_some()`, readable without the lock.
     freed: AtomicBool,
-    /// How many granules list the buffer (a freed buffer whose bytes were allocated again
-    /// is dropped from them before it leaves quarantine).
-    granules: AtomicU32,
     state: Lock<BufferState>,
 }
 
@@ -101,7 +98,6 @@ impl Buffer {
             ctx,
             alloc,
             freed: AtomicBool::new(false),
-            granules: AtomicU32::new(0),
             state: Lock::new(BufferState::default()),
         }
     }
@@ -156,7 +152,6 @@ impl Granule {
         let at = at + self.ends[at..].iter().zip(&self.bases[at..]).take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key).count();
         self.bases.insert(at, buffer.base);
         self.ends.insert(at, buffer.end());
-        buffer.granules.fetch_add(1, Ordering::Relaxed);
         self.buffers.insert(at, buffer);
         self.update_reach(at);
     }
@@ -164,7 +159,7 @@ impl Granule {
     fn remove_at(&mut self, i: usize) {
         self.bases.remove(i);
         self.ends.remove(i);
-        self.buffers.remove(i).granules.fetch_sub(1, Ordering::Relaxed);
+        self.buffers.remove(i);
     }
 
     fn retain(&mut self, mut keep: impl FnMut(&Arc<Buffer>) -> bool) {
@@ -231,9 +226,16 @@ impl Granule {
     }
 }
 
+/// A freed buffer in quarantine: where it was, and which one.
+struct Quarantined {
+    base: u64,
+    end: u64,
+    id: u64,
+}
+
 pub struct BufferMap {
     granules: FastMap<u64, Granule>,
-    quarantine: Mutex<VecDeque<Arc<Buffer>>>,
+    quarantine: Mutex<VecDeque<Quarantined>>,
     /// Lowest and highest byte ever registered: a cheap first test for a kernel's words.
     low: AtomicU64,
     high: AtomicU64,
@@ -366,30 +368,23 @@ impl BufferMap {
         }
     }
 
-    /// Moves a freed buffer into quarantine, forgetting the oldest one beyond its size.
-    pub fn quarantine(&self, buffer: Arc<Buffer>) {
+    /// Puts a freed buffer in quarantine, forgetting the oldest one beyond its size.
+    ///
+    /// The quarantine names buffers, it does not own them: a buffer whose bytes are
+    /// allocated again leaves its granules then, and its memory is released at once (warm),
+    /// not when the quarantine forgets it sixty thousand frees later (cold).
+    pub fn quarantine(&self, buffer: &Buffer) {
         let evicted = {
             let mut q = self.quarantine.lock().unwrap_or_else(|e| e.into_inner());
-            q.push_back(buffer);
+            q.push_back(Quarantined { base: buffer.base, end: buffer.end(), id: buffer.id });
             if q.len() > QUARANTINE { q.pop_front() } else { None }
         };
         if let Some(old) = evicted {
-            self.remove(&old);
-        }
-    }
-
-    /// Forgets a buffer entirely.
-    pub fn remove(&self, buffer: &Arc<Buffer>) {
-        if buffer.granules.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        for g in granules(buffer.base, buffer.end()) {
-            if let Some(mut granule) = self.granules.get_mut(&g) {
-                granule.retain(|b| !Arc::ptr_eq(b, buffer));
+            for g in granules(old.base, old.end) {
+                if let Some(mut granule) = self.granules.get_mut(&g) {
+                    granule.remove_overlapping(old.base, old.end, |b| b.id == old.id);
+                }
             }
-        }
-        if !buffer.is_freed() {
-            self.changed();
         }
     }
 
@@ -474,5 +469,33 @@ mod tests {
         assert_eq!(found(&map, 0x2030_0010), Some((true, 4)));
         assert_eq!(found(&map, 0x2030_0100), None);
         assert_eq!(found(&map, 0x2070_0000), Some((false, 1)));
+    }
+
+    fn free(map: &BufferMap, b: &Buffer) {
+        b.mark_freed(&mut b.lock(), b.alloc);
+        map.quarantine(b);
+    }
+
+    #[test]
+    fn the_quarantine_forgets_the_oldest_freed_buffer_only() {
+        let map = BufferMap::new();
+        let first = buffer(&map, 0, 0x3000_0000, 64);
+        free(&map, &first);
+        // Its address allocated again and freed: the quarantine names both.
+        let again = buffer(&map, 1, 0x3000_0000, 64);
+        free(&map, &again);
+        for i in 2..QUARANTINE as u64 {
+            let b = buffer(&map, i, 0x4000_0000 + i * 64, 64);
+            free(&map, &b);
+        }
+        assert_eq!(found(&map, 0x3000_0000), Some((false, 1)), "still in quarantine");
+        // Forgetting `first` (already gone from its granule) leaves `again` findable.
+        let b = buffer(&map, 1 << 20, 0x5000_0000, 64);
+        free(&map, &b);
+        assert_eq!(found(&map, 0x3000_0000), Some((false, 1)));
+        let b = buffer(&map, (1 << 20) + 1, 0x5000_0040, 64);
+        free(&map, &b);
+        assert_eq!(found(&map, 0x3000_0000), None, "forgotten once QUARANTINE frees came after it");
+        assert_eq!(found(&map, 0x4000_0000 + 2 * 64), Some((false, 2)));
     }
 }

@@ -447,7 +447,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.buffers.quarantine(buffer);
+        self.buffers.quarantine(&buffer);
     }
 
     // ---- Events and synchronization -------------------------------------------------------
@@ -482,22 +482,36 @@ impl Model {
     /// recorded; in a capture, S joins the capture (fork) or merges E's nodes (join).
     pub fn stream_wait_event(&self, stream: StreamRef, event: u64, origin: &Origin) {
         let stream = self.stream(stream);
-        let event_state = self.events.get(event).lock().clone();
-        match event_state {
+        // A recorded clock is copied into the thread's scratch clock (no allocation; the
+        // state keeps an empty placeholder), and the event unlocked before the stream is
+        // locked: a record takes the two locks the other way round.
+        let mut recorded = scratch();
+        let state = {
+            let event_ref = self.events.get(event);
+            let event_state = event_ref.lock();
+            match &*event_state {
+                EventState::Recorded(clock) => {
+                    recorded.assign(clock);
+                    EventState::Recorded(VectorClock::new())
+                }
+                other => other.clone(),
+            }
+        };
+        match state {
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
                 self.notes.add(NoteKind::WaitOnUnrecordedEvent, OpRecord::new(origin, None, epoch), event);
             }
             EventState::Captured { capture, nodes } => self.join_capture(&stream, capture, nodes),
-            EventState::Recorded(clock) => {
-                if self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) {
-                    return;
+            EventState::Recorded(_) => {
+                if !self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) {
+                    let (mut state, _) = self.issue(&stream);
+                    state.clock.join(&recorded);
+                    stream.changed();
                 }
-                let (mut state, _) = self.issue(&stream);
-                state.clock.join(&clock);
-                stream.changed();
             }
         }
+        return_scratch(recorded);
     }
 
     /// `cuEventSynchronize(E)`, or `cuEventQuery(E)` returning success: `H ⊔= E.clock`.

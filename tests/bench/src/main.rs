@@ -7,7 +7,7 @@
 //! the minimum is the figure that reproduces. Writes `target/streamsan-bench.json` and
 //! prints a table.
 //!
-//! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N]
+//! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N] [--only NAME,...]
 //! By default the shim and the stand-in are those beside this executable; under `cargo run`
 //! they are built first.
 
@@ -26,6 +26,8 @@ struct Args {
     driver: PathBuf,
     out: PathBuf,
     repeat: usize,
+    /// Workloads to run (all if empty): for profiling one; the summary needs them all.
+    only: Vec<String>,
 }
 
 fn main() {
@@ -38,11 +40,15 @@ fn main() {
     let args = match parse(&argv) {
         Ok(args) => args,
         Err(why) => {
-            eprintln!("streamsan-bench: {why}\nusage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N]");
+            eprintln!("streamsan-bench: {why}\nusage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N] [--only NAME,...]");
             std::process::exit(2);
         }
     };
-    let names = WORKLOADS.iter().map(|&(name, _)| name).chain(python_available().then_some(PYTHON_WORKLOAD));
+    let names = WORKLOADS
+        .iter()
+        .map(|&(name, _)| name)
+        .chain(python_available().then_some(PYTHON_WORKLOAD))
+        .filter(|name| args.only.is_empty() || args.only.iter().any(|o| o == name));
     let results: Vec<(&str, Stats, Stats)> = names
         .map(|name| {
             eprint!("streamsan-bench: {name} ");
@@ -51,6 +57,12 @@ fn main() {
             (name, native, shim)
         })
         .collect();
+    if !args.only.is_empty() {
+        for (name, native, shim) in &results {
+            println!("{name}: added median {:.0} ns, p99 {:.0} ns", shim.p50 - native.p50, shim.p99 - native.p99);
+        }
+        return;
+    }
     let document = summarize(&results);
     print_table(&document);
     std::fs::write(&args.out, serde_json::to_string_pretty(&document).unwrap() + "\n")
@@ -65,6 +77,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     let mut driver = None;
     let mut out = profile.parent().unwrap_or(&profile).join("streamsan-bench.json");
     let mut repeat = 5;
+    let mut only = Vec::new();
     let mut it = argv.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
@@ -73,6 +86,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
             "--driver" => driver = Some(PathBuf::from(value()?)),
             "--out" => out = PathBuf::from(value()?),
             "--repeat" => repeat = value()?.parse().map_err(|_| "--repeat needs a number".to_string())?,
+            "--only" => only = value()?.split(',').map(str::to_string).collect(),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -89,7 +103,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
             return Err(format!("{} is missing (build the workspace with --release, or pass --shim/--driver)", path.display()));
         }
     }
-    Ok(Args { shim, driver, out, repeat: repeat.max(1) })
+    if let Some(unknown) = only.iter().find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o)) {
+        return Err(format!("no workload {unknown:?}"));
+    }
+    Ok(Args { shim, driver, out, repeat: repeat.max(1), only })
 }
 
 /// Under `cargo run`, builds the shim and the stand-in into this executable's profile.
