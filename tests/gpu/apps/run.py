@@ -7,7 +7,8 @@ versions print nothing timing-dependent; the last output line is the result comp
 before it may hold timings), whether a race's call site reaches the program's
 own source, and wall times. Writes real-apps.json and real-apps.log.
 Usage: run.py STREAMSAN CUDARC_APP OUT_DIR [WORD...]  (WORDs: run only programs whose
-name or framework contains one of them)
+name or framework contains one of them). On a machine with two GPUs, Warp's multi-GPU
+scenarios (warp_multi_gpu.py) run too.
 """
 import json
 import os
@@ -53,7 +54,24 @@ def cases(cudarc_app):
         ("warp_app copy_without_wait", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "copy_without_wait"], {}, "use-before-alloc"),
         ("nvmath_app clean", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "clean"], {}, "clean"),
         ("nvmath_app stream_ordered_deallocation", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "stream_ordered_deallocation"], {}, "free-race"),
+    ] + (multi_gpu_cases() if gpu_count() >= 2 else [])
+
+
+def multi_gpu_cases():
+    w = lambda mode: [PY, f"{HERE}/warp_multi_gpu.py", mode]
+    return [
+        ("warp_multi_gpu clean", "warp", "mempool", w("clean"), {}, "clean"),
+        ("warp_multi_gpu peer_copy_without_wait", "warp", "mempool", w("peer_copy_without_wait"), {}, "use-before-alloc"),
+        ("warp_multi_gpu copy_without_source_sync", "warp", "mempool", w("copy_without_source_sync"), {}, "use-before-alloc"),
     ]
+
+
+def gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    except OSError:
+        return 0
+    return sum(line.startswith("GPU ") for line in out.splitlines())
 
 
 def run(cmd, env, log):
