@@ -207,16 +207,22 @@ fn is_cuda_library(frame: &Frame) -> bool {
 }
 
 /// The frame that says where in the program's own code a call was made: the innermost
-/// Python frame outside libraries (a Python program's code is its script), else the innermost
-/// native frame with a source file outside libraries, else the innermost frame with a source
-/// file, else the innermost named frame outside CUDA's libraries (a framework's function,
-/// when a thread of its own made the call), else the innermost frame.
+/// Python frame beside the script (under the directory of the outermost Python frame outside
+/// libraries: a package put on `PYTHONPATH` or installed with `pip --target` is not in
+/// `site-packages`, yet it is not the program), else the innermost Python frame outside
+/// libraries, else the innermost native frame with a source file outside libraries, else
+/// the innermost frame with a source file, else the innermost named frame outside CUDA's
+/// libraries (a framework's function, when a thread of its own made the call), else the
+/// innermost frame.
 pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
     let own = |f: &&Frame| f.file.is_some() && !is_library(f);
     let python = |f: &&Frame| f.module.as_deref() == Some(PYTHON_MODULE);
     let named_caller = |f: &&Frame| f.function.is_some() && !is_cuda_library(f);
+    let script_dir = site.iter().rev().find(|f| python(f) && own(f)).and_then(|f| Path::new(f.file.as_deref()?).parent());
+    let beside_script = |f: &&Frame| python(f) && script_dir.is_some_and(|dir| f.file.as_deref().is_some_and(|file| Path::new(file).starts_with(dir)));
     site.iter()
-        .find(|f| python(f) && own(f))
+        .find(beside_script)
+        .or_else(|| site.iter().find(|f| python(f) && own(f)))
         .or_else(|| site.iter().find(|f| python(f)))
         .or_else(|| site.iter().find(own))
         .or_else(|| site.iter().find(|f| f.file.is_some()))
@@ -321,6 +327,14 @@ mod tests {
         ];
         assert_eq!(program_frame(&python).unwrap().function.as_deref(), Some("train"));
         assert_eq!(describe_site(&python), "/work/train.py:1 in train");
+        // A package outside site-packages (PYTHONPATH, pip --target): the script's line.
+        let beside = [
+            frame("copy", Some("/tmp/site/warp/context.py"), Some(PYTHON_MODULE)),
+            frame("step", Some("/work/app/lib/steps.py"), Some(PYTHON_MODULE)),
+            frame("<module>", Some("/work/app/main.py"), Some(PYTHON_MODULE)),
+        ];
+        assert_eq!(program_frame(&beside).unwrap().function.as_deref(), Some("step"));
+        assert_eq!(program_frame(&beside[..1]).unwrap().function.as_deref(), Some("copy"));
         let bare = [frame("libcudart_static", None, None)];
         assert_eq!(program_frame(&bare).unwrap().function.as_deref(), Some("libcudart_static"));
         // A framework's own thread (PyTorch's autograd engine): no Python, no source files.
