@@ -328,6 +328,7 @@ impl BufferMap {
     /// every pointer, no lock is taken and no reference count touched when the thread
     /// resolved the same address lately ([`RECENT`]). `f` must not register, free or remove
     /// buffers.
+    #[inline]
     pub fn with<R>(&self, addr: u64, f: impl FnOnce(Found<&Arc<Buffer>>) -> R) -> R {
         if !self.in_range(addr) {
             return f(Found::Nothing);
