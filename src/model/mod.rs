@@ -456,7 +456,6 @@ impl Model {
     /// frontier (and, recorded external, becomes a node).
     pub fn event_record(&self, event: u64, stream: StreamRef, external: bool, origin: &Origin) {
         let stream = self.stream(stream);
-        let event_ref = self.events.get(event);
         if stream.capturing.load(Ordering::Acquire) {
             let capture = {
                 let state = stream.lock();
@@ -466,16 +465,15 @@ impl Model {
                 if external {
                     self.capture_node(&stream, || NodeKind::RecordEvent { event }, origin, None);
                 }
-                *event_ref.lock() = EventState::Captured { capture, nodes };
+                self.events.with(event, |e| *e.lock() = EventState::Captured { capture, nodes });
                 return;
             }
         }
         let (state, _) = self.issue(&stream);
-        let mut event_state = event_ref.lock();
-        match &mut *event_state {
+        self.events.with(event, |e| match &mut *e.lock() {
             EventState::Recorded(clock) => clock.assign(&state.clock),
             other => *other = EventState::Recorded(state.clock.clone()),
-        }
+        });
     }
 
     /// `cuStreamWaitEvent(S, E)`: `C_S ⊔= E.clock`; a no-op (and a note) if E was never
@@ -486,17 +484,13 @@ impl Model {
         // state keeps an empty placeholder), and the event unlocked before the stream is
         // locked: a record takes the two locks the other way round.
         let mut recorded = scratch();
-        let state = {
-            let event_ref = self.events.get(event);
-            let event_state = event_ref.lock();
-            match &*event_state {
-                EventState::Recorded(clock) => {
-                    recorded.assign(clock);
-                    EventState::Recorded(VectorClock::new())
-                }
-                other => other.clone(),
+        let state = self.events.with(event, |e| match &*e.lock() {
+            EventState::Recorded(clock) => {
+                recorded.assign(clock);
+                EventState::Recorded(VectorClock::new())
             }
-        };
+            other => other.clone(),
+        });
         match state {
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
@@ -516,9 +510,11 @@ impl Model {
 
     /// `cuEventSynchronize(E)`, or `cuEventQuery(E)` returning success: `H ⊔= E.clock`.
     pub fn event_synchronized(&self, event: u64) {
-        if let EventState::Recorded(clock) = &*self.events.get(event).lock() {
-            self.host.join(clock);
-        }
+        self.events.with(event, |e| {
+            if let EventState::Recorded(clock) = &*e.lock() {
+                self.host.join(clock);
+            }
+        });
     }
 
     pub fn event_destroyed(&self, event: u64) {
@@ -708,9 +704,11 @@ impl Model {
                 clock.join(&clocks[dep]);
             }
             if let NodeKind::WaitEvent { event } = node.kind {
-                if let EventState::Recorded(recorded) = &*self.events.get(event).lock() {
-                    clock.join(recorded);
-                }
+                self.events.with(event, |e| {
+                    if let EventState::Recorded(recorded) = &*e.lock() {
+                        clock.join(recorded);
+                    }
+                });
             }
             let epoch = clock.tick(exec_state.lane_slots[node.lane]);
             let op = OpRecord::new(&node.origin, node.kernel, epoch);
@@ -725,7 +723,7 @@ impl Model {
                     self.register(alloc, op);
                 }
                 NodeKind::Free { base } => self.release(*base, op, &clock, &mut found),
-                NodeKind::RecordEvent { event } => *self.events.get(*event).lock() = EventState::Recorded(clock.clone()),
+                NodeKind::RecordEvent { event } => self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
                 NodeKind::HostFunc(callback) => callback.set(&clock),
                 NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
             }
