@@ -86,6 +86,8 @@ enum Step {
     Record { event: usize, stream: usize },
     Wait { stream: usize, event: usize },
     EventSync { event: usize },
+    /// The event destroyed and its handle made again: a fresh, unrecorded event.
+    EventRecreate { event: usize },
     StreamSync { stream: usize },
     CtxSync { ctx: usize },
     HostFunc { stream: usize },
@@ -147,6 +149,7 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (0..EVENTS, 0..STREAMS).prop_map(|(event, stream)| Step::Record { event, stream }),
         4 => (0..STREAMS, 0..EVENTS).prop_map(|(stream, event)| Step::Wait { stream, event }),
         1 => (0..EVENTS).prop_map(|event| Step::EventSync { event }),
+        1 => (0..EVENTS).prop_map(|event| Step::EventRecreate { event }),
         1 => (0..STREAMS).prop_map(|stream| Step::StreamSync { stream }),
         1 => (0..2usize).prop_map(|ctx| Step::CtxSync { ctx }),
         1 => (0..STREAMS).prop_map(|stream| Step::HostFunc { stream }),
@@ -459,6 +462,10 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 model.event_synchronized(0xe0 + event as u64);
             }
+            Step::EventRecreate { event } => {
+                oracle.events.remove(&event);
+                model.event_destroyed(0xe0 + event as u64);
+            }
             Step::StreamSync { stream } => {
                 if let Some(&l) = oracle.last.get(&stream) {
                     oracle.host_waits(l);
@@ -698,4 +705,21 @@ fn launches_of_an_empty_graph_still_order_each_other() {
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
     assert!(oracle.verdicts.is_empty() && races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+#[test]
+fn a_recreated_event_handle_orders_nothing_until_recorded() {
+    // A write on one stream, recorded in an event; the event destroyed and its handle made
+    // again; another stream waits on it (a wait on an unrecorded event) and reads: a race.
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::Access { stream: 4, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Record { event: 0, stream: 4 },
+        Step::EventRecreate { event: 0 },
+        Step::Wait { stream: 5, event: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 0, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
 }
