@@ -3,9 +3,10 @@
 under compute-sanitizer memcheck with stream-ordered race tracking, and with PyTorch's
 CUDA sanitizer (TORCH_CUDA_SANITIZER=1), in one run side by side.
 
-For each: the best time of the workload's timed loop (what the program itself measures; the
-best over its runs) and the whole process's wall time of each run. Writes gpu-overhead.json (a list of {"workload", "native_s",
-"streamsan_s", "memcheck_s", "csan_s", ...}) and gpu-overhead.log.
+For each: the best time of the workload's timed loop (what the program itself measures),
+the best and the median over its runs, and each run's process wall time. Writes
+gpu-overhead.json (a list of {"workload", "native_s", "streamsan_s", "memcheck_s", "csan_s",
+...}) and gpu-overhead.log.
 Usage: run.py STREAMSAN OUT_DIR
 """
 import json
@@ -36,10 +37,12 @@ def run(cmd, env, log, timeout=400):
     return loop, wall, code
 
 
-# Native and streamsan runs alternate, three each, so that a machine's slow minute falls on
-# both; the slower tools run once, with fewer repeats of the loop (memcheck's compute-bound
-# loop takes over a second).
-ROUNDS = 3
+# Native and streamsan runs alternate, five each, so that a machine's slow minute falls on
+# both (on the H100 machine one process's loop runs up to 1.5x slower than the next one's,
+# either way); the slower tools run once, with fewer repeats of the loop (memcheck's
+# compute-bound loop takes over a second). STREAMSAN_PERF_CPUS (a taskset list) pins every
+# run to the same cores.
+ROUNDS = 5
 REPEATS = {"native": 20, "streamsan": 20, "memcheck": 5, "csan": 20}
 
 
@@ -57,6 +60,9 @@ def main():
             "memcheck": (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script("memcheck"), {}),
             "csan": (script("csan"), {"TORCH_CUDA_SANITIZER": "1"}),
         }
+        pin = os.environ.get("STREAMSAN_PERF_CPUS")
+        if pin:
+            modes = {mode: (["taskset", "-c", pin] + cmd, extra) for mode, (cmd, extra) in modes.items()}
         order = ["native", "streamsan"] * ROUNDS + ["memcheck", "csan"]
         row = {"workload": workload}
         for mode in order:
@@ -71,10 +77,12 @@ def main():
         for mode in modes:
             times = [t for t in row[f"{mode}_runs_s"] if t is not None]
             row[f"{mode}_s"] = min(times) if times else None
+            row[f"{mode}_median_s"] = sorted(times)[len(times) // 2] if times else None
         if row["native_s"]:
             for mode in ("streamsan", "memcheck", "csan"):
                 if row[f"{mode}_s"]:
                     row[f"{mode}_ratio"] = round(row[f"{mode}_s"] / row["native_s"], 3)
+            row["streamsan_median_ratio"] = round(row["streamsan_median_s"] / row["native_median_s"], 3)
         results.append(row)
     with open(os.path.join(out, "gpu-overhead.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Overhead on the GPU machine. From the repository root, with .device/ holding the release
 # streamsan, its shim, streamsan-bench and the stand-in (libcuda_standin.so):
-#   sh tests/gpu/perf/run.sh
+#   sh tests/gpu/perf/run.sh       (STREAMSAN_PERF_CPUS=4-7 pins the PyTorch runs to cores 4-7)
 # 1. streamsan-bench against the stand-in on this machine's cores (no GPU used);
 # 2. run.py: PyTorch workloads natively, under streamsan, memcheck and TORCH_CUDA_SANITIZER.
 set -u
