@@ -9,7 +9,9 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The flag first, beside the value's first fields (`repr(C)`).
 #[derive(Default)]
+#[repr(C)]
 pub struct Lock<T> {
     held: AtomicBool,
     value: UnsafeCell<T>,

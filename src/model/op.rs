@@ -69,13 +69,15 @@ impl Access {
     }
 }
 
-/// What the model keeps of an operation so that a report can name it.
+/// What the model keeps of an operation so that a report can name it. The epoch first: the
+/// checks read only it ([`super::buffers::Buffer`] keeps it beside the fields they read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct OpRecord {
-    pub api: &'static str,
-    pub kernel: Option<KernelId>,
     /// Its epoch; the slot says which stream (or graph lane) it ran on.
     pub epoch: Epoch,
+    pub api: &'static str,
+    pub kernel: Option<KernelId>,
     pub thread: ThreadId,
     pub site: StackId,
 }

@@ -32,13 +32,14 @@ impl Record {
 }
 
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct Shadow {
     records: Vec<Record>,
-    /// The hull of the bytes of forgotten records: touched, though no record says so.
-    forgotten: Option<(u64, u64)>,
     /// The slot of every record, when they share one: a buffer used by one stream (the
     /// common case) then needs no check, everything before being ordered before.
     sole: Option<Slot>,
+    /// The hull of the bytes of forgotten records: touched, though no record says so.
+    forgotten: Option<(u64, u64)>,
 }
 
 impl Shadow {
