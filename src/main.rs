@@ -41,10 +41,7 @@ fn main() -> ExitCode {
     match args.first().and_then(|a| a.to_str()) {
         Some("run") => run(&args[1..]),
         Some("report") => report(&args[1..]),
-        Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
+        Some("--help" | "-h" | "help") => help(),
         Some("--version" | "-V") => {
             println!("streamsan {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -52,6 +49,11 @@ fn main() -> ExitCode {
         Some(other) => usage_error(&format!("unknown command {other:?}")),
         None => usage_error("expected a command"),
     }
+}
+
+fn help() -> ExitCode {
+    println!("{USAGE}");
+    ExitCode::SUCCESS
 }
 
 fn usage_error(why: &str) -> ExitCode {
@@ -117,6 +119,7 @@ fn run(args: &[OsString]) -> ExitCode {
             "--suppressions" => flags.value(flag).and_then(|v| options.set("suppressions", v).map_err(|e| e.to_string())),
             "--print-limit" => flags.value(flag).and_then(|v| options.set("print_limit", v).map_err(|e| e.to_string())),
             "--backtrace-depth" => flags.value(flag).and_then(|v| options.set("backtrace_depth", v).map_err(|e| e.to_string())),
+            "--help" | "-h" => return help(),
             other => Err(format!("unknown option {other}")),
         };
         if let Err(why) = set {
@@ -245,6 +248,7 @@ fn report(args: &[OsString]) -> ExitCode {
                 suppressions = Suppressions::load(v.as_ref()).map_err(|e| e.to_string())?;
                 Ok(())
             }),
+            "--help" | "-h" => return help(),
             other => Err(format!("unknown option {other}")),
         };
         if let Err(why) = set {

@@ -204,3 +204,19 @@ fn every_process_of_a_job_writes_its_own_report() {
     assert_eq!(found.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>(), [vec!["cross-stream-race"], vec!["use-before-alloc"]]);
     assert_ne!(found[0].0, found[1].0);
 }
+
+#[test]
+fn help_is_asked_for_before_the_program_and_given_to_it_after() {
+    let dir = scratch("help");
+    for args in [&["--help"][..], &["run", "--help"], &["run", "-h"], &["report", "--help"]] {
+        let out = run_cli(&dir, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with("usage: streamsan run"), "{args:?}: {}", text(&out.stdout));
+    }
+    // After `--`, or after the program's name, `--help` is the program's.
+    let report = report_arg(&dir);
+    for args in [&["run", "--report", &report, "--", "printf", "%s\n", "--help"][..], &["run", "printf", "%s\n", "--help"]] {
+        let out = run_cli(&dir, args);
+        assert_eq!(text(&out.stdout), "--help\n", "{args:?}: {}", text(&out.stderr));
+    }
+}
