@@ -1,9 +1,9 @@
-//! The lock of each stream and each buffer.
+//! The lock of each stream, buffer and event.
 //!
-//! Every launch takes the lock of its stream and of every buffer it touches, each for a few
-//! dozen instructions. A mutex takes and releases with two atomic read-modify-writes; this
-//! lock releases with a plain store, and spins (then yields) in the rare case that two
-//! threads meet on one stream or buffer.
+//! Every launch takes the lock of its stream and of every buffer it touches (a record or a
+//! wait, of its event), each for a few dozen instructions. A mutex takes and releases with
+//! two atomic read-modify-writes; this lock releases with a plain store, and spins (then
+//! yields) in the rare case that two threads meet on one of them.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
