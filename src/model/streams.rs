@@ -177,12 +177,15 @@ impl Stream {
     }
 
     /// On a legacy stream: a blocking stream of its context changed (after its `version`).
-    /// A load first, so that a blocking stream used on its own writes the flag once, not on
-    /// every operation.
+    ///
+    /// Always a store, never "load, and store if clear": the load could be answered before
+    /// the `version` store is visible (a store may wait in the processor's buffer while a
+    /// later load goes ahead), see the flag still set, and skip the store while the legacy
+    /// stream clears the flag and reads the old version: the change would be lost. A
+    /// release store either lands before the legacy stream's swap, which then sees the new
+    /// version, or after it, and stays set for the next legacy operation.
     fn note_blocking_change(&self) {
-        if !self.blocking_changed.load(Ordering::Relaxed) {
-            self.blocking_changed.store(true, Ordering::Release);
-        }
+        self.blocking_changed.store(true, Ordering::Release);
     }
 
     /// On a legacy stream: whether a blocking stream changed since the last call, clearing
