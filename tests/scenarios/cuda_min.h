@@ -4,6 +4,9 @@
 #define STREAMSAN_CUDA_MIN_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -42,5 +45,77 @@ static const char SCALE_PTX[] =
     ")\n{\n ret;\n}\n";
 #define SCALE_NAME "_Z5scalePfPKfi"
 #define TOUCH_NAME "touch"
+
+/* Stops the program when a driver call fails, with exit status 4 (distinct from the statuses
+   the programs choose). A program whose checks run in an exit handler defines CHECK_EXIT as
+   _exit first. */
+#ifndef CHECK_EXIT
+#define CHECK_EXIT exit
+#endif
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        CUresult rc_ = (call);                                                 \
+        if (rc_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
+            CHECK_EXIT(4);                                                     \
+        }                                                                      \
+    } while (0)
+
+/* The driver functions the programs linked with -lcuda call (the others look them up). */
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDeviceGetCount(int *);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize(void);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamQuery(CUstream);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuEventSynchronize(CUevent);
+CUresult cuEventQuery(CUevent);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
+CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
+CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
+CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyPeerAsync(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuModuleLoadData(CUmodule *, const void *);
+CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void **, void **);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void *), void *, unsigned);
+CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
+CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, CUgraph *);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
+CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphCreate(CUgraph *, unsigned);
+CUresult cuStreamDestroy_v2(CUstream);
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+CUresult cuModuleUnload(CUmodule);
+CUresult cuEventDestroy_v2(CUevent);
+
+/* Launches `scale(out, in, n)` as one block of 64 threads on `stream`. A macro, so that the
+   launch's call site is the program's own line, not this header's. */
+#define LAUNCH_SCALE(scale, stream, out, in, n)                                     \
+    do {                                                                            \
+        CUdeviceptr out_ = (out), in_ = (in);                                       \
+        int n_ = (n);                                                               \
+        void *params_[] = {&out_, &in_, &n_};                                       \
+        CHECK(cuLaunchKernel((scale), 1, 1, 1, 64, 1, 1, 0, (stream), params_, NULL)); \
+    } while (0)
 
 #endif

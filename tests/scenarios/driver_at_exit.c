@@ -4,39 +4,15 @@
    synchronizes. The race must still be reported. Prints "exit handler done". */
 #include <stdio.h>
 #include <stdlib.h>
+/* Its checks run in an exit handler too, where exit() must not be called again. */
+#define CHECK_EXIT _exit
 #include "cuda_min.h"
-
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(CUdevice *, int);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuCtxSynchronize(void);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
-CUresult cuMemFree_v2(CUdeviceptr);
-CUresult cuModuleLoadData(CUmodule *, const void *);
-CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void **, void **);
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        CUresult rc_ = (call);                                                 \
-        if (rc_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            _exit(3);                                                          \
-        }                                                                      \
-    } while (0)
 
 static CUfunction scale;
 static CUstream s1, s2;
 static CUdeviceptr x, scratch;
 
-static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
-    int n = 64;
-    void *params[] = {&out, &in, &n};
-    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
-}
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) { LAUNCH_SCALE(scale, s, out, in, 64); }
 
 static void at_exit(void) {
     launch(s2, scratch, x); /* reads x: no wait for s1 */

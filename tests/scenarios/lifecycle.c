@@ -16,31 +16,6 @@
 #include <unistd.h>
 #include "cuda_min.h"
 
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(CUdevice *, int);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuCtxSynchronize(void);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
-CUresult cuEventCreate(CUevent *, unsigned);
-CUresult cuEventRecord(CUevent, CUstream);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
-CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
-CUresult cuModuleLoadData(CUmodule *, const void *);
-CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void **, void **);
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        CUresult rc_ = (call);                                                 \
-        if (rc_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(4);                                                           \
-        }                                                                      \
-    } while (0)
-
 static CUfunction scale;
 static CUstream s1, s2;
 
@@ -64,11 +39,7 @@ static CUdeviceptr buffer(void) {
     return p;
 }
 
-static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
-    int n = 64;
-    void *params[] = {&out, &in, &n};
-    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
-}
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) { LAUNCH_SCALE(scale, s, out, in, 64); }
 
 static void order(CUstream from, CUstream to) {
     CUevent e;

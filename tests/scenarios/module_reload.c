@@ -3,32 +3,10 @@
    modules). Module A's first(const float *x) reads x on s1; A is unloaded; module B's
    second(float *y, float *x), whose handle is first's, writes x on s2 with no wait: a race
    between first and second.
-   Prints whether the driver reused the handles. Exit status: 0, or 3 when a call failed. */
+   Prints whether the driver reused the handles. Exit status: 0, or 4 when a call failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "cuda_min.h"
-
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(CUdevice *, int);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
-CUresult cuModuleLoadData(CUmodule *, const void *);
-CUresult cuModuleUnload(CUmodule);
-CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void **, void **);
-CUresult cuCtxSynchronize(void);
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        CUresult rc_ = (call);                                                 \
-        if (rc_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(3);                                                           \
-        }                                                                      \
-    } while (0)
 
 static const char MODULE_A[] =
     ".version 7.0\n.target sm_52\n.address_size 64\n"

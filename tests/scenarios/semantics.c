@@ -4,7 +4,7 @@
    Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,
    on a GPU. The kernel scale(float* out, const float* in, int n) writes `out` and reads `in`
    (pointer to const); the stand-in runs no kernel, the GPU runs an empty one.
-   Exit status: 0 when the scenario ran, 3 when a driver call failed. */
+   Exit status: 0 when the scenario ran, 4 when a driver call failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -14,58 +14,6 @@
 #include "cuda_min.h"
 
 typedef struct CUgraphNode_st *CUgraphNode;
-
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(CUdevice *, int);
-CUresult cuDeviceGetCount(int *);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
-CUresult cuCtxCreate_v2(CUcontext *, unsigned, CUdevice);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuCtxSynchronize(void);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamSynchronize(CUstream);
-CUresult cuStreamQuery(CUstream);
-CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
-CUresult cuEventCreate(CUevent *, unsigned);
-CUresult cuEventRecord(CUevent, CUstream);
-CUresult cuEventSynchronize(CUevent);
-CUresult cuEventQuery(CUevent);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
-CUresult cuMemFree_v2(CUdeviceptr);
-CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
-CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
-CUresult cuMemAllocHost_v2(void **, size_t);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
-CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
-CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
-CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
-CUresult cuMemcpyPeerAsync(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
-CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
-CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
-CUresult cuModuleLoadData(CUmodule *, const void *);
-CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void **, void **);
-CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
-CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void *), void *, unsigned);
-CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
-CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
-CUresult cuStreamBeginCapture_v2(CUstream, int);
-CUresult cuStreamEndCapture(CUstream, CUgraph *);
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
-CUresult cuGraphLaunch(CUgraphExec, CUstream);
-CUresult cuGraphCreate(CUgraph *, unsigned);
-CUresult cuStreamDestroy_v2(CUstream);
-
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        CUresult rc_ = (call);                                                        \
-        if (rc_ != CUDA_SUCCESS) {                                                    \
-            fprintf(stderr, "%s failed: %d (%s:%d)\n", #call, rc_, __FILE__, __LINE__); \
-            exit(3);                                                                  \
-        }                                                                             \
-    } while (0)
 
 #define N 256 /* bytes per buffer */
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
@@ -117,11 +65,7 @@ static CUdeviceptr dalloc_async(CUstream s) {
     CHECK(cuMemAllocAsync(&p, N, s));
     return p;
 }
-static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
-    int n = N / 4;
-    void *params[] = {&out, &in, &n};
-    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
-}
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) { LAUNCH_SCALE(scale, s, out, in, N / 4); }
 /* A kernel that writes x (reading a private scratch buffer), or reads x (writing one). */
 static void writes(CUstream s, CUdeviceptr x) { launch(s, x, dalloc()); }
 static void reads(CUstream s, CUdeviceptr x) { launch(s, dalloc(), x); }

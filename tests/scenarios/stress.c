@@ -12,38 +12,11 @@
 #include <string.h>
 #include "cuda_min.h"
 
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(CUdevice *, int);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamSynchronize(CUstream);
-CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
-CUresult cuEventCreate(CUevent *, unsigned);
-CUresult cuEventRecord(CUevent, CUstream);
-CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
-CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
-CUresult cuModuleLoadData(CUmodule *, const void *);
-CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
-CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void **, void **);
-
 #define THREADS 16
 #define STREAMS 16
 #define BUFFERS 8
 #define EVENTS 4
 #define OPS_PER_THREAD 6250 /* 100,000 in all */
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        CUresult rc_ = (call);                                                 \
-        if (rc_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(4);                                                           \
-        }                                                                      \
-    } while (0)
 
 static CUcontext ctx;
 static CUfunction scale;
@@ -55,11 +28,7 @@ static unsigned next(unsigned *state) {
     return *state;
 }
 
-static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) {
-    int n = 64;
-    void *params[] = {&out, &in, &n};
-    CHECK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
-}
+static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) { LAUNCH_SCALE(scale, s, out, in, 64); }
 
 static void *work(void *arg) {
     int t = (int)(size_t)arg;

@@ -30,15 +30,6 @@ typedef struct {
     CUresult (*EventDestroy)(CUevent);
 } Driver;
 
-#define CHECK(call)                                                             \
-    do {                                                                        \
-        CUresult rc_ = (call);                                                  \
-        if (rc_ != CUDA_SUCCESS) {                                              \
-            fprintf(stderr, "%s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(3);                                                            \
-        }                                                                       \
-    } while (0)
-
 static int run_workload(const Driver *d, int launches) {
     CUdevice dev;
     CUcontext ctx;
