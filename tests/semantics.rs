@@ -155,6 +155,11 @@ fn an_asynchronous_copy_does_not_order_the_host() {
 }
 
 #[test]
+fn a_2d_copy_reads_the_rows_it_names() {
+    check("strided_copy", CROSS, Some("RAW"));
+}
+
+#[test]
 fn use_before_alloc() {
     check("use_before_alloc", "use-before-alloc", None);
 }

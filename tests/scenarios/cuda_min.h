@@ -19,6 +19,24 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef void (*CUhostFn)(void *userData);
+typedef struct CUarray_st *CUarray;
+typedef enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 } CUmemorytype;
+/* A 2D copy's descriptor, laid out as in cuda.h. */
+typedef struct {
+    size_t srcXInBytes, srcY;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
 
 #define CUDA_SUCCESS 0
 #define CU_STREAM_DEFAULT 0x0
@@ -87,6 +105,7 @@ CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
 CUresult cuMemcpyPeerAsync(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
 CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
 CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);

@@ -298,6 +298,25 @@ static void memset_of_device_memory(int fixed) {
     reads(s, x);
 }
 
+/* A 2D copy reads the rows it names: here the first of four 32-byte rows, 64 bytes apart,
+   is where the kernel on s1 wrote. */
+static void strided_copy(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    writes(s1, x);
+    if (fixed) order(s1, s2);
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = 64;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y;
+    copy.dstPitch = 64;
+    copy.WidthInBytes = 32;
+    copy.Height = 4;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s2));
+}
+
 static void async_copy_does_not_join_the_host(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
     CUdeviceptr x = dalloc();
@@ -591,6 +610,7 @@ static const struct {
     {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
+    {"strided_copy", strided_copy, "cross-stream-race"},
     {"use_before_alloc", use_before_alloc, "use-before-alloc"},
     {"free_race", free_race, "free-race"},
     {"use_after_free", use_after_free, "use-after-free"},

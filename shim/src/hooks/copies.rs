@@ -237,26 +237,46 @@ impl Side {
     }
 }
 
-/// Tells the model of a 2D/3D copy.
-fn strided(call: &Call, on: StreamRef, src: &Side, dst: &Side, width: usize, rows: usize, depth: usize, sync: bool) {
+/// A 2D or 3D copy as its descriptor gives it: both sides and `width` bytes x `rows` x
+/// `depth`.
+struct Strided {
+    src: Side,
+    dst: Side,
+    width: usize,
+    rows: usize,
+    depth: usize,
+}
+
+/// Tells the model of a 2D/3D copy (none when the descriptor was null). `sync`: the call
+/// is a synchronous copy.
+fn strided(call: &Call, on: StreamRef, copy: Option<Strided>, sync: bool) {
+    let Some(Strided { src, dst, width, rows, depth }) = copy else { return };
     let host = if sync { synchronous(src.memory(), dst.memory()) } else { asynchronous(src.memory(), dst.memory()) };
     copied(call, on, &src.rows(width, rows, depth), &dst.rows(width, rows, depth), host);
 }
 
-unsafe fn sides_2d(copy: *const Memcpy2D) -> Option<(Side, Side, usize, usize)> {
+unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
     // SAFETY: the caller's descriptor, which the driver accepted.
     let c = unsafe { copy.as_ref()? };
     let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: 0, pitch: c.src_pitch, height: 0 };
     let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: 0, pitch: c.dst_pitch, height: 0 };
-    Some((src, dst, c.width_in_bytes, c.height))
+    Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
+}
+
+/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
+macro_rules! strided_3d {
+    ($copy:expr) => {{
+        let c = $copy;
+        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
+    }};
 }
 
 pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D) -> CUresult, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
-        if let Some((src, dst, width, rows)) = unsafe { sides_2d(copy) } {
-            strided(call, default_stream(call), &src, &dst, width, rows, 1, true);
-        }
+        strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
     }
     status
 }
@@ -264,35 +284,16 @@ pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D)
 pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
-        if let Some((src, dst, width, rows)) = unsafe { sides_2d(copy) } {
-            strided(call, stream(call, h_stream), &src, &dst, width, rows, 1, false);
-        }
+        strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
     }
     status
-}
-
-unsafe fn sides_3d(copy: *const Memcpy3D) -> Option<(Side, Side, usize, usize, usize)> {
-    // SAFETY: the caller's descriptor, which the driver accepted.
-    let c = unsafe { copy.as_ref()? };
-    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
-    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
-    Some((src, dst, c.width_in_bytes, c.height, c.depth))
-}
-
-unsafe fn sides_3d_peer(copy: *const Memcpy3DPeer) -> Option<(Side, Side, usize, usize, usize)> {
-    // SAFETY: the caller's descriptor, which the driver accepted.
-    let c = unsafe { copy.as_ref()? };
-    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
-    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
-    Some((src, dst, c.width_in_bytes, c.height, c.depth))
 }
 
 pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D) -> CUresult, copy: *const Memcpy3D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
-        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d(copy) } {
-            strided(call, default_stream(call), &src, &dst, width, rows, depth, true);
-        }
+        // SAFETY: the caller's descriptor, which the driver accepted.
+        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
     }
     status
 }
@@ -300,9 +301,8 @@ pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D)
 pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D, CUstream) -> CUresult, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
-        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d(copy) } {
-            strided(call, stream(call, h_stream), &src, &dst, width, rows, depth, false);
-        }
+        // SAFETY: as above.
+        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
     }
     status
 }
@@ -310,9 +310,8 @@ pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
 pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer) -> CUresult, copy: *const Memcpy3DPeer) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
-        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d_peer(copy) } {
-            strided(call, default_stream(call), &src, &dst, width, rows, depth, true);
-        }
+        // SAFETY: as above.
+        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
     }
     status
 }
@@ -320,9 +319,8 @@ pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memc
 pub unsafe fn memcpy_3d_peer_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer, CUstream) -> CUresult, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
-        if let Some((src, dst, width, rows, depth)) = unsafe { sides_3d_peer(copy) } {
-            strided(call, stream(call, h_stream), &src, &dst, width, rows, depth, false);
-        }
+        // SAFETY: as above.
+        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
     }
     status
 }
