@@ -402,21 +402,6 @@ impl BufferMap {
         }
         self.changed();
     }
-
-    /// How many buffers are registered (live or quarantined).
-    pub fn len(&self) -> usize {
-        let mut seen = std::collections::HashSet::new();
-        for granule in self.granules.iter() {
-            for b in &granule.buffers {
-                seen.insert(b.id);
-            }
-        }
-        seen.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Default for BufferMap {

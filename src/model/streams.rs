@@ -295,10 +295,6 @@ impl Streams {
             .clone()
     }
 
-    pub fn contexts(&self) -> Vec<Arc<Context>> {
-        self.contexts.iter().map(|c| c.value().clone()).collect()
-    }
-
     fn register(&self, key: StreamRef, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId) -> Arc<Stream> {
         let handle = match key {
             StreamRef::Handle(h) => h,
