@@ -15,7 +15,7 @@ use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
 use super::op::{Access, KernelId, Origin};
-use super::streams::Stream;
+use super::streams::{Slots, Stream};
 
 /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): when it runs, the host is
 /// ordered after the clock of the operation that enqueued it.
@@ -136,6 +136,16 @@ pub struct Exec {
 pub struct ExecState {
     pub lane_slots: Vec<Slot>,
     pub end: VectorClock,
+}
+
+impl Exec {
+    /// The graph is destroyed: its lanes' slots go back, each with the time of its last node.
+    pub fn retire_lanes(&self, slots: &Slots) {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        for &slot in &state.lane_slots {
+            slots.retire_lane(slot, state.end.get(slot));
+        }
+    }
 }
 
 /// Graphs and executable graphs by handle.

@@ -153,9 +153,9 @@ impl Model {
         k.1.get(id.0 as usize).cloned().unwrap_or_default()
     }
 
-    /// Who owns a slot (for reports).
-    pub fn slot_owner(&self, slot: clock::Slot) -> SlotOwner {
-        self.streams.slots.owner(slot)
+    /// Who issued the operation `epoch` (for reports).
+    pub fn slot_owner(&self, epoch: Epoch) -> SlotOwner {
+        self.streams.slots.owner(epoch)
     }
 
     /// Whether `addr` could be in a buffer: a cheap filter for a kernel's parameter words.
@@ -223,17 +223,14 @@ impl Model {
         // The legacy stream joins the blocking streams that changed, if any did: their clocks
         // are gathered with the context's member list held, and marked joined once in the
         // legacy clock.
-        let context = match stream.kind {
-            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
-                stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx)))
-            }
+        let members = match stream.kind {
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => Some(stream.take_changed_blocking()),
             _ => None,
         };
-        let members = context.as_ref().map(|c| c.members_guard());
         let mut joined = Vec::new();
         if let Some(members) = &members {
             let mut clock = scratch();
-            streams::Context::join_blocking_into(members, &mut clock, &mut joined);
+            Stream::join_blocking_into(members, &mut clock, &mut joined);
             incoming = Some(clock);
         } else if let Some(legacy) = &stream.legacy {
             let version = legacy.version.load(Ordering::Acquire);
@@ -295,13 +292,12 @@ impl Model {
             let op = OpRecord::new(origin, None, Epoch::new(stream.slot, last));
             self.notes.add(NoteKind::DestroyedWhilePending, op, handle);
         }
+        self.streams.retire_if_done(&stream, &self.host);
     }
 
     /// A context destroyed or reset: its work is done, its streams and memory are gone.
     pub fn context_destroyed(&self, ctx: u64) {
-        for stream in self.streams.remove_context(ctx) {
-            self.host_joins(&stream);
-        }
+        self.streams.remove_context(ctx, &self.host);
         self.buffers.remove_context(ctx);
     }
 
@@ -419,9 +415,7 @@ impl Model {
             FreeOn::Synchronous { ctx } => {
                 // Device-wide: the host first waits for every stream of the context.
                 let ctx = self.buffers.live_at(base).map_or(ctx, |b| b.ctx);
-                for stream in self.streams.of_context(ctx) {
-                    self.host_joins(&stream);
-                }
+                self.streams.host_waits_for_context(ctx, &self.host);
                 let epoch = self.host.tick();
                 let clock = self.host.snapshot();
                 self.release(base, OpRecord::new(origin, None, epoch), &clock, &mut found);
@@ -529,10 +523,7 @@ impl Model {
 
     /// `cuCtxSynchronize`: `H ⊔= C_S` for every stream of the context.
     pub fn context_synchronized(&self, ctx: u64) {
-        for stream in self.streams.of_context(ctx) {
-            self.host_joins(&stream);
-        }
-        self.streams.context(ctx).prune(&self.host.snapshot());
+        self.streams.host_waits_for_context(ctx, &self.host);
     }
 
     /// `cuLaunchHostFunc`, `cuStreamAddCallback`: an operation on the stream with no device
@@ -666,7 +657,9 @@ impl Model {
     }
 
     pub fn exec_destroyed(&self, exec: u64) {
-        self.graphs.execs.remove(&exec);
+        if let Some((_, exec)) = self.graphs.execs.remove(&exec) {
+            exec.retire_lanes(&self.streams.slots);
+        }
     }
 
     /// `cuGraphLaunch(G, S)`: every node is ordered after the work issued on S before the
@@ -690,8 +683,10 @@ impl Model {
         let graph = &exec_graph.graph;
         let mut exec_state = exec_graph.state.lock().unwrap_or_else(|e| e.into_inner());
         if exec_state.lane_slots.is_empty() {
+            // A lane may take the slot of a destroyed graph's lane that this launch is ordered
+            // after (a graph captured and launched again on one stream, destroyed in between).
             exec_state.lane_slots = (0..graph.lane_streams.len())
-                .map(|_| self.streams.slots.allocate(SlotOwner::GraphLane { exec, launch_slot: stream.slot }))
+                .map(|_| self.streams.slots.allocate_lane(SlotOwner::GraphLane { exec, launch: epoch }, &base))
                 .collect();
         }
         base.join(&exec_state.end);

@@ -1,7 +1,7 @@
 //! From what the model found to the report document: names for streams and kernels,
 //! symbolized call sites, and the missing wait in words and as data.
 
-use crate::model::clock::{Slot, HOST};
+use crate::model::clock::{Epoch, Slot, HOST};
 use crate::model::op::{Mode, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, Note, NoteKind, RaceEntry, RaceKind, Side};
 use crate::model::streams::{SlotOwner, StreamKind};
@@ -34,8 +34,8 @@ fn hex(value: u64) -> String {
 }
 
 /// The stream (or host, or graph lane) a slot belongs to.
-pub fn stream(model: &Model, slot: Slot, symbols: &dyn Symbols) -> StreamReport {
-    match model.slot_owner(slot) {
+pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamReport {
+    match model.slot_owner(epoch) {
         SlotOwner::Host => StreamReport {
             label: "the host".into(),
             handle: hex(0),
@@ -61,8 +61,16 @@ pub fn stream(model: &Model, slot: Slot, symbols: &dyn Symbols) -> StreamReport 
                 graph: None,
             }
         }
-        SlotOwner::GraphLane { exec, launch_slot } => {
-            let launched = stream(model, launch_slot, symbols);
+        SlotOwner::Forgotten => StreamReport {
+            label: "a stream destroyed long ago".into(),
+            handle: hex(0),
+            kind: "forgotten".into(),
+            context: hex(0),
+            created_at: Vec::new(),
+            graph: None,
+        },
+        SlotOwner::GraphLane { exec, launch } => {
+            let launched = stream(model, launch, symbols);
             StreamReport {
                 label: format!("a node of graph {exec:#x} launched on {}", launched.label),
                 handle: launched.handle,
@@ -94,7 +102,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
         kernel: record.kernel.map(|k| model.kernel_name(k)),
         access: access.into(),
         range,
-        stream: stream(model, record.epoch.slot, symbols),
+        stream: stream(model, record.epoch, symbols),
         thread: ThreadReport { id: record.thread.0, tid: symbols.tid(record.thread) },
         site: symbols.frames(record.site),
     }
@@ -183,7 +191,7 @@ pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceRepo
 }
 
 fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
-    let on = stream(model, note.op.epoch.slot, symbols).label;
+    let on = stream(model, note.op.epoch, symbols).label;
     let message = match note.kind {
         NoteKind::WaitOnUnrecordedEvent => format!(
             "{} on {on} waits on event {:#x}, which was never recorded: the wait orders nothing",
