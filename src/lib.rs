@@ -11,6 +11,7 @@ pub mod hash;
 pub mod launch;
 pub mod model;
 pub mod options;
+pub mod phases;
 pub mod recent;
 pub mod report;
 pub mod suppressions;

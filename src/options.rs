@@ -11,6 +11,7 @@
 //! | `print_limit` | races printed on stderr at most (all go to the report) | unlimited |
 //! | `backtrace_depth` | frames per call site in reports | 24 |
 //! | `quiet` | print nothing on stderr but errors | 0 |
+//! | `phase_times` | print at exit the time spent per phase of the intercepted calls ([`crate::phases`]) | 0 |
 
 use std::fmt;
 
@@ -31,6 +32,7 @@ pub struct Options {
     pub print_limit: Option<u64>,
     pub backtrace_depth: usize,
     pub quiet: bool,
+    pub phase_times: bool,
 }
 
 impl Default for Options {
@@ -43,6 +45,7 @@ impl Default for Options {
             print_limit: None,
             backtrace_depth: DEFAULT_BACKTRACE_DEPTH,
             quiet: false,
+            phase_times: false,
         }
     }
 }
@@ -82,6 +85,7 @@ impl Options {
             "print_limit" => self.print_limit = Some(number(key, value, 0, u64::MAX)?),
             "backtrace_depth" => self.backtrace_depth = number(key, value, 1, 1024)? as usize,
             "quiet" => self.quiet = boolean(key, value)?,
+            "phase_times" => self.phase_times = boolean(key, value)?,
             _ => {
                 return Err(OptionError(format!(
                     "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet)"

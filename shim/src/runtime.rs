@@ -19,6 +19,7 @@ use streamsan::model::race::RaceEntry;
 use streamsan::model::streams::StreamInfo;
 use streamsan::model::{Model, Sink};
 use streamsan::options::{expand_path, Options};
+use streamsan::phases;
 use streamsan::report::build::{self, Symbols};
 use streamsan::report::file::{render, ReportFile};
 use streamsan::report::{text, Frame, Report};
@@ -65,7 +66,9 @@ extern "C" {
 }
 
 extern "C" fn on_load() {
-    options();
+    if options().phase_times {
+        phases::enable();
+    }
     suppressions();
     signals::install_fatal();
     // Registered first, so run last: driver calls in the program's own exit handlers and
@@ -101,6 +104,9 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     }
     let races = write_report();
     report_to_stderr_if_unwritten();
+    if phases::enabled() {
+        eprint!("{}", phases::table());
+    }
     // The program's own status, unless it would claim success with races found.
     if status == 0 && races > 0 {
         exit_now(options().exitcode);
@@ -172,6 +178,7 @@ struct Reporter;
 
 impl Sink for Reporter {
     fn race(&self, entry: &RaceEntry) {
+        let _timer = phases::start(phases::Phase::Report);
         let race = build::race(model(), entry, &ProcessSymbols);
         if suppressions().suppresses(&race) {
             return;

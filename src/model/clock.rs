@@ -192,6 +192,12 @@ impl VectorClock {
         self.own.len()
     }
 
+    /// The components it holds beside its host snapshot: all the host must learn to follow
+    /// it (the snapshot is an earlier state of the host's own clock).
+    pub fn own_entries(&self) -> &[(Slot, u32)] {
+        &self.own
+    }
+
     /// Empties the clock, keeping its storage.
     pub fn clear(&mut self) {
         self.host = None;
@@ -246,8 +252,13 @@ impl HostClock {
     /// `H ⊔= clock`. The clock's host snapshot is an earlier state of this clock, already
     /// included. Returns whether anything changed.
     pub fn join(&mut self, clock: &VectorClock) -> bool {
+        self.join_entries(&clock.own)
+    }
+
+    /// `H ⊔=` the components `entries` (slot, time), in any order.
+    pub fn join_entries(&mut self, entries: &[(Slot, u32)]) -> bool {
         let mut changed = false;
-        for &(slot, time) in &clock.own {
+        for &(slot, time) in entries {
             let i = slot as usize;
             if i >= self.times.len() {
                 self.times.resize(i + 1, 0);

@@ -497,15 +497,11 @@ impl Streams {
         }
     }
 
-    /// The host waits for every stream of context `ctx` (`H ⊔= C_S` for each, in one join),
+    /// The host waits for every stream of context `ctx` (`H ⊔= C_S` for each, in one change),
     /// after which the destroyed ones are forgotten and their slots freed.
     pub fn host_waits_for_context(&self, ctx: u64, host: &Host) {
         let Some(context) = self.contexts.get(&ctx).map(|c| c.clone()) else { return };
-        let mut all = VectorClock::new();
-        for stream in context.members_guard().iter() {
-            stream.join_into(&mut all);
-        }
-        host.join(&all);
+        host.join_streams(context.members_guard().iter());
         context.prune(host, &self.slots);
     }
 
@@ -516,11 +512,7 @@ impl Streams {
         self.streams.retain(|_, s| s.ctx != ctx);
         new_generation();
         let members = context.members();
-        let mut all = VectorClock::new();
-        for stream in &members {
-            stream.join_into(&mut all);
-        }
-        host.join(&all);
+        host.join_streams(&members);
         for stream in &members {
             self.slots.retire(stream.slot, stream.lock().clock.get(stream.slot));
         }
@@ -551,7 +543,21 @@ impl Host {
 
     /// `H ⊔= clock`.
     pub fn join(&self, clock: &VectorClock) {
-        if self.write().join(clock) {
+        self.join_entries(clock.own_entries());
+    }
+
+    /// `H ⊔=` the clocks of `streams`, each read under its own lock, in one change of the
+    /// host's clock (linear in what they hold beyond the host).
+    pub fn join_streams<'a>(&self, streams: impl IntoIterator<Item = &'a Arc<Stream>>) {
+        let mut entries = Vec::new();
+        for stream in streams {
+            entries.extend_from_slice(stream.lock().clock.own_entries());
+        }
+        self.join_entries(&entries);
+    }
+
+    fn join_entries(&self, entries: &[(Slot, u32)]) {
+        if self.write().join_entries(entries) {
             self.version.fetch_add(1, Ordering::Release);
         }
     }

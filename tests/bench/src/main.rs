@@ -67,7 +67,7 @@ fn main() {
     if !args.only.is_empty() {
         for (name, runs) in &results {
             let (p50, p99) = (runs.added(|s| s.p50), runs.added(|s| s.p99));
-            let growth = runs.shim.iter().filter_map(|s| s.resident_growth).map(|g| g as f64).collect::<Vec<_>>();
+            let growth: Vec<f64> = runs.shim.iter().filter_map(|s| s.resident_growth).collect();
             let growth = if growth.is_empty() { String::new() } else { format!(", resident growth {:.0} MB", median(&growth) / 1e6) };
             println!(
                 "{name}: added median {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",

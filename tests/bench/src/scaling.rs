@@ -259,12 +259,16 @@ pub fn races(driver: &Driver) -> Measured {
     Measured::of(latencies)
 }
 
+/// Frees timed in the live-buffer workloads: more than the model's quarantine of freed
+/// buffers holds, so that most frees also forget the oldest freed buffer.
+const FREES: usize = 100_000;
+
 /// `L` live buffers of 256 bytes; then a free of one of them, timed, and its allocation
 /// again (the stand-in hands the same address back).
 pub fn free_among_live<const L: usize>(driver: &Driver) -> Measured {
     driver.setup();
     let mut buffers: Vec<CUdeviceptr> = (0..L).map(|_| driver.buffer(256)).collect();
-    let latencies = time_parts(20_000, |i| {
+    let latencies = time_parts(FREES, |i| {
         // Spread over the whole set, far apart from one free to the next.
         let j = (i * 7919) % L;
         // SAFETY: a live buffer.
@@ -275,17 +279,22 @@ pub fn free_among_live<const L: usize>(driver: &Driver) -> Measured {
     Measured::of(latencies)
 }
 
-/// `L` live buffers of 256 bytes; then a stream-ordered allocation, timed, and its free.
+/// `L` live buffers of 256 bytes; then, again and again, one of them freed and a
+/// stream-ordered allocation, timed, which the stand-in places at the freed address, among
+/// the others (as a pool reuses its blocks).
 pub fn alloc_async_among_live<const L: usize>(driver: &Driver) -> Measured {
     driver.setup();
     let stream = driver.stream();
-    let _buffers: Vec<CUdeviceptr> = (0..L).map(|_| driver.buffer(256)).collect();
-    let latencies = time_parts(20_000, |_| {
+    let mut buffers: Vec<CUdeviceptr> = (0..L).map(|_| driver.buffer(256)).collect();
+    let latencies = time_parts(FREES, |i| {
+        let j = (i * 7919) % L;
+        // SAFETY: a live buffer (allocated synchronously, or on `stream`, which the
+        // synchronous free waits for).
+        check(unsafe { (driver.mem_free)(buffers[j]) }, "cuMemFree");
         let mut ptr = 0;
         // SAFETY: an out-pointer to a local; a live stream.
         let took = timed(|| check(unsafe { (driver.mem_alloc_async)(&mut ptr, 256, stream) }, "cuMemAllocAsync"));
-        // SAFETY: the pointer just allocated on this stream.
-        check(unsafe { (driver.mem_free_async)(ptr, stream) }, "cuMemFreeAsync");
+        buffers[j] = ptr;
         took
     });
     Measured::of(latencies)
