@@ -31,7 +31,7 @@ static void trial(const char* what, char* h, size_t n, char* d, cudaStream_t s) 
   memset(h, 7, n);
   int r = mprotect(prot_lo, prot_len, PROT_READ); printf("  mprotect(READ) = %d %s\n", r, r ? strerror(errno) : "");
   CK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s)); CK(cudaStreamSynchronize(s));
-  int before = faults; h[n / 2] = 1; printf("  host write to protected source: faults %d -> %d, addr ok %d\n", before, faults, fault_addr == h + n / 2);
+  int before = faults; ((volatile char*)h)[n / 2] = 1;  // volatile: the store must happen before faults is read printf("  host write to protected source: faults %d -> %d, addr ok %d\n", before, faults, fault_addr == h + n / 2);
   char* back = (char*)malloc(n); CK(cudaMemcpy(back, d, n, cudaMemcpyDeviceToHost));
   int ok = 1; for (size_t i = 0; i < n; i++) ok &= back[i] == 7; printf("  H2D data correct: %d\n", ok);
   // D2H into a fully protected destination
