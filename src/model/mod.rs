@@ -58,20 +58,47 @@ use std::sync::Mutex;
 
 use crate::hash::{fast_map, FastMap};
 
-use buffers::BufferMap;
+use buffers::{BufferMap, MemoryKind};
 use capture::Graphs;
 use clock::VectorClock;
 use direction::Directions;
 use events::Events;
+use op::{Access, HostEffect, KernelId, Origin};
 use race::{Notes, RaceEntry, Races};
-use streams::{Host, StreamInfo, Streams};
-
-pub use rules::memory::{Alloc, FreeOn};
-pub use rules::work::Work;
+use streams::{Host, StreamInfo, StreamRef, Streams};
 
 /// Receives each new race as the model finds it.
 pub trait Sink: Send + Sync {
     fn race(&self, entry: &RaceEntry);
+}
+
+// The arguments of the entry points ([`Model::work`], [`Model::alloc`], [`Model::free`]).
+
+/// A kernel launch, copy or memset.
+#[derive(Clone, Copy, Debug)]
+pub struct Work<'a> {
+    pub origin: Origin,
+    pub kernel: Option<KernelId>,
+    pub accesses: &'a [Access],
+    pub host: HostEffect,
+}
+
+/// A new allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct Alloc {
+    pub base: u64,
+    pub size: u64,
+    pub kind: MemoryKind,
+    pub ctx: u64,
+}
+
+/// How a free is ordered.
+#[derive(Clone, Copy, Debug)]
+pub enum FreeOn {
+    /// `cuMemFreeAsync`: an operation on a stream.
+    Stream(StreamRef),
+    /// `cuMemFree`, `cuMemFreeHost`, ...: synchronous and device-wide.
+    Synchronous { ctx: u64 },
 }
 
 type Describe = dyn Fn(u64) -> Option<StreamInfo> + Send + Sync;

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::model::buffers::MemoryKind;
-use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Graph, Node, NodeKind};
+use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
 use crate::model::clock::{Slot, VectorClock};
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
@@ -25,7 +25,7 @@ impl Model {
     pub fn capture_begin(&self, stream: StreamRef) {
         let stream = self.stream(stream);
         let capture = Capture::new();
-        let lane = capture.join(&stream);
+        let lane = capture.join(stream.clone(), stream.slot);
         stream.lock().capture = Some(CaptureLane { capture, lane, frontier: Vec::new() });
         stream.capturing.store(true, Ordering::Release);
     }
@@ -44,7 +44,7 @@ impl Model {
             }
             Some(_) => {}
             None => {
-                let lane = capture.join(stream);
+                let lane = capture.join(stream.clone(), stream.slot);
                 state.capture = Some(CaptureLane { capture, lane, frontier: nodes });
                 stream.capturing.store(true, Ordering::Release);
             }
@@ -58,11 +58,7 @@ impl Model {
         let Some(lane) = stream.lock().capture.take() else { return };
         stream.capturing.store(false, Ordering::Release);
         for member in lane.capture.members() {
-            let mut state = member.lock();
-            if state.capture.as_ref().is_some_and(|l| Arc::ptr_eq(&l.capture, &lane.capture)) {
-                state.capture = None;
-                member.capturing.store(false, Ordering::Release);
-            }
+            member.leave(&lane.capture);
         }
         let captured = lane.capture.finish();
         if let Some(graph) = graph {
@@ -184,6 +180,17 @@ impl Model {
             NodeKind::RecordEvent { event } => self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
             NodeKind::HostFunc(callback) => callback.set(clock),
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
+        }
+    }
+}
+
+/// A stream leaves a capture when the capture ends, whichever of its streams ends it.
+impl Member for Stream {
+    fn leave(&self, capture: &Arc<Capture>) {
+        let mut state = self.lock();
+        if state.capture.as_ref().is_some_and(|l| Arc::ptr_eq(&l.capture, capture)) {
+            state.capture = None;
+            self.capturing.store(false, Ordering::Release);
         }
     }
 }

@@ -10,31 +10,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::buffers::{Buffer, MemoryKind};
+use crate::model::buffers::Buffer;
 use crate::model::capture::NodeKind;
 use crate::model::clock::VectorClock;
 use crate::model::op::{OpRecord, Origin};
 use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
-use crate::model::Model;
-
-/// A new allocation.
-#[derive(Clone, Copy, Debug)]
-pub struct Alloc {
-    pub base: u64,
-    pub size: u64,
-    pub kind: MemoryKind,
-    pub ctx: u64,
-}
-
-/// How a free is ordered.
-#[derive(Clone, Copy, Debug)]
-pub enum FreeOn {
-    /// `cuMemFreeAsync`: an operation on a stream.
-    Stream(StreamRef),
-    /// `cuMemFree`, `cuMemFreeHost`, ...: synchronous and device-wide.
-    Synchronous { ctx: u64 },
-}
+use crate::model::{Alloc, FreeOn, Model};
 
 impl Model {
 

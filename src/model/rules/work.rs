@@ -12,19 +12,10 @@
 use crate::model::buffers::{Found, MemoryKind};
 use crate::model::clock::VectorClock;
 use crate::model::capture::NodeKind;
-use crate::model::op::{Access, HostEffect, KernelId, OpRecord, Origin};
+use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
-use crate::model::Model;
-
-/// A kernel launch, copy or memset.
-#[derive(Clone, Copy, Debug)]
-pub struct Work<'a> {
-    pub origin: Origin,
-    pub kernel: Option<KernelId>,
-    pub accesses: &'a [Access],
-    pub host: HostEffect,
-}
+use crate::model::{Model, Work};
 
 impl Model {
 
