@@ -5,8 +5,8 @@
 //! joined through events). A stream that waits on an event recorded in a capture joins the
 //! capture as a new *lane*. Nodes of one lane form a chain, so at launch each lane needs
 //! only one slot of the vector clocks: a launch gives every node the clock of the launch
-//! stream joined with its predecessors' clocks, then ticks its lane (SEMANTICS.md, last
-//! paragraph of "Buffers and accesses").
+//! stream joined with its predecessors' clocks, then ticks its lane
+//! (`docs/semantics.md#capture-and-graphs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -44,7 +44,7 @@ impl Model {
         self.streams.resolve(key, &*self.describe)
     }
 
-    /// Issues an operation on `stream` (SEMANTICS.md, "Issue rule" and "Default streams"):
+    /// Issues an operation on `stream` (`docs/semantics.md#issuing-an-operation`):
     /// `C_S ⊔= H`; for the legacy stream, `C_L ⊔=` every blocking stream of the context; for
     /// a blocking stream, `C_S ⊔= C_L`; then `C_S[S] += 1`. Returns the stream's locked
     /// state and the operation's epoch. Clocks of other streams are gathered before the

@@ -43,8 +43,8 @@ impl Model {
         self.buffers.insert(Arc::new(buffer));
     }
 
-    /// A free of the buffer at `base` (SEMANTICS.md: every earlier access must happen
-    /// before it, or it is a free-race).
+    /// A free of the buffer at `base`: every earlier access must happen before it, or it is
+    /// a free-race (`docs/semantics.md#allocation-and-free`).
     pub fn free(&self, base: u64, on: FreeOn, origin: &Origin) {
         let mut found = Vec::new();
         match on {
