@@ -1,4 +1,4 @@
-//! One named test per rule of SEMANTICS.md and per race kind: a racy program and its fixed
+//! One named test per rule of `docs/semantics.md` and per race kind: a racy program and its fixed
 //! twin (`tests/scenarios/semantics.c`), run through the shim against the stand-in driver.
 //! The racy twin must be reported with its kind, the fixed twin must be clean, and both
 //! must behave as they do without streamsan.

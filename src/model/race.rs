@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use super::buffers::{Buffer, MemoryKind};
 use super::op::{Mode, OpRecord, StackId};
 
-/// The four kinds of race (SEMANTICS.md, "Buffers and accesses").
+/// The four kinds of race (`docs/semantics.md#accesses-and-races`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RaceKind {
     /// An access not ordered after the stream-ordered allocation of its buffer.

@@ -1,5 +1,5 @@
 //! Copies: the bytes they read and write, and how the synchronous ones order the host
-//! (SEMANTICS.md, "Synchronous copies and memsets").
+//! (`docs/semantics.md#copies`).
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that

@@ -1,4 +1,4 @@
-//! Allocations and frees (SEMANTICS.md, "Buffers and accesses").
+//! Allocations and frees (`docs/semantics.md#allocation-and-free`).
 
 use core::ffi::{c_uint, c_void};
 
