@@ -8,7 +8,7 @@ use std::process::{ExitCode, ExitStatus};
 use streamsan::launch;
 use streamsan::options::Options;
 use streamsan::report::file::check_destination;
-use streamsan::report::{merge, text, Report};
+use streamsan::report::{merge, text, RaceKind, Report};
 use streamsan::suppressions::Suppressions;
 
 const USAGE: &str = "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
@@ -33,8 +33,6 @@ remains, 0 when none does.
   --kind KIND            only races of this kind (use-before-alloc, free-race,
                          use-after-free, cross-stream-race); may be repeated
   --suppressions FILE    leave out the races this file suppresses";
-
-const KINDS: [&str; 4] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race"];
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -225,7 +223,7 @@ fn why_no_report() -> String {
 
 fn report(args: &[OsString]) -> ExitCode {
     let mut json = false;
-    let mut kinds: Vec<String> = Vec::new();
+    let mut kinds: Vec<RaceKind> = Vec::new();
     let mut suppressions = Suppressions::default();
     let mut flags = Flags { args, next: 0 };
     while let Some(flag) = flags.flag() {
@@ -238,10 +236,7 @@ fn report(args: &[OsString]) -> ExitCode {
                 _ => Err(format!("--format takes text or json, not {v:?}")),
             }),
             "--kind" => flags.value(flag).and_then(|v| {
-                if !KINDS.contains(&v) {
-                    return Err(format!("unknown race kind {v:?} (known: {})", KINDS.join(", ")));
-                }
-                kinds.push(v.to_string());
+                kinds.push(v.parse()?);
                 Ok(())
             }),
             "--suppressions" => flags.value(flag).and_then(|v| {
