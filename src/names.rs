@@ -1,5 +1,5 @@
 //! Enums whose variants have names in the report, on the command line and in suppressions
-//! files (race kinds, hazards, accesses, ...): [`named_enum!`] declares each variant once with
+//! files (race kinds, hazards, accesses, ...): `named_enum!` declares each variant once with
 //! its name, and derives from that one line everything that reads or writes the name, so that
 //! adding a kind is adding a variant.
 

@@ -1,4 +1,4 @@
-//! streamsan's options, declared once in the [`options!`] table below: one line per option
+//! streamsan's options, declared once in the `options!` table below: one line per option
 //! gives its `STREAMSAN_OPTIONS` name, type, default, syntax, `streamsan run` flag and help,
 //! and from it come the [`Options`] struct, its defaults, the parser (whose error lists the
 //! known names), the environment form ([`Options::to_env`]), the command line's flags and
