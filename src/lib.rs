@@ -6,6 +6,9 @@
 //! test [`harness`]. The shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds
 //! what it sees to the model here; [`hash`] and [`recent`] keep that fast.
 
+#[macro_use]
+mod names;
+
 pub mod harness;
 pub mod hash;
 pub mod launch;
