@@ -8,6 +8,7 @@ use std::process::{ExitCode, ExitStatus};
 use streamsan::launch;
 use streamsan::options::Options;
 use streamsan::report::file::check_destination;
+use streamsan::report::sink::Policy;
 use streamsan::report::{merge, text, Report};
 use streamsan::suppressions::Suppressions;
 
@@ -271,7 +272,7 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.races.retain(|r| kinds.contains(&r.kind));
         merged.summarize();
     }
-    merged.suppress(&suppressions);
+    Policy::suppressing(suppressions).apply(&mut merged);
     if json {
         match serde_json::to_string_pretty(&merged) {
             Ok(text) => println!("{text}"),

@@ -1,12 +1,15 @@
 //! The JSON report: one document per process, described by `reports/schema.json`.
 //!
 //! [`build`] turns what the model found into this document; [`text`] renders it the way
-//! ThreadSanitizer prints its warnings. The document is plain data: the `streamsan report`
-//! command and the test harness read it back with the same types.
+//! ThreadSanitizer prints its warnings; [`sink`] decides what becomes of each race as it is
+//! found (suppressions, the print limit) and writes the [`file`]. The document is plain
+//! data: the `streamsan report` command and the test harness read it back with the same
+//! types.
 
 pub mod build;
 pub mod file;
 pub mod merge;
+pub mod sink;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -271,15 +274,6 @@ impl Report {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report (tool {:?})", report.tool)));
         }
         Ok(report)
-    }
-
-    /// Leaves out the races `suppressions` suppress, counting them in the summary.
-    pub fn suppress(&mut self, suppressions: &crate::suppressions::Suppressions) {
-        let before = self.races.len();
-        self.races.retain(|race| !suppressions.suppresses(race));
-        let suppressed = self.summary.suppressed + (before - self.races.len()) as u64;
-        self.summarize();
-        self.summary.suppressed = suppressed;
     }
 
     /// The races of one kind.
