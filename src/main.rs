@@ -10,7 +10,7 @@ use streamsan::options::Options;
 use streamsan::report::file::check_destination;
 use streamsan::report::sink::Policy;
 use streamsan::report::{merge, text, Report};
-use streamsan::suppressions::Suppressions;
+use streamsan::report::suppressions::Suppressions;
 
 const USAGE: &str = "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
        streamsan report [--format text|json] [--kind KIND]... [--suppressions FILE] REPORT...

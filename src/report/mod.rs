@@ -2,7 +2,7 @@
 //!
 //! [`build`] turns what the model found into this document; [`text`] renders it the way
 //! ThreadSanitizer prints its warnings; [`sink`] decides what becomes of each race as it is
-//! found (suppressions, the print limit) and writes the [`file`]. The document is plain
+//! found ([`suppressions`], the print limit) and writes the [`file`]. The document is plain
 //! data: the `streamsan report` command and the test harness read it back with the same
 //! types.
 
@@ -10,6 +10,7 @@ pub mod build;
 pub mod file;
 pub mod merge;
 pub mod sink;
+pub mod suppressions;
 pub mod text;
 
 use std::collections::BTreeMap;

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use crate::model::race::RaceEntry;
 use crate::model::{Model, Sink};
 use crate::options::Options;
-use crate::suppressions::Suppressions;
+use super::suppressions::Suppressions;
 
 use super::build::{self, Symbols};
 use super::file::{render, ReportFile};

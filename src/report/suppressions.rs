@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::report::{program_frame, Frame, RaceReport};
+use super::{program_frame, Frame, RaceReport};
 
 /// What a rule looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
