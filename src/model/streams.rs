@@ -3,10 +3,10 @@
 //! Each context has one legacy default stream; each (context, host thread) its per-thread
 //! default stream; every other stream is named by its handle. A stream owns a slot and a
 //! clock behind its own lock. The legacy stream's implicit synchronization with blocking
-//! streams (SEMANTICS.md, "Default streams") is applied when an operation is issued, by
-//! joining the clocks of the blocking streams that changed since the last time (each queues
-//! itself on its legacy stream when it changes), without ever holding two stream locks at
-//! once.
+//! streams (`docs/semantics.md#streams-and-default-streams`) is applied when an operation is
+//! issued, by joining the clocks of the blocking streams that changed since the last time
+//! (each queues itself on its legacy stream when it changes), without ever holding two
+//! stream locks at once.
 //!
 //! Slots are reused: a destroyed stream's slot (a destroyed graph's lanes') goes back to a
 //! free list once every operation it issued is ordered before the host's clock, and so
@@ -525,7 +525,7 @@ impl Default for Streams {
     }
 }
 
-/// The host's clock: one for the process (SEMANTICS.md, "Clocks").
+/// The host's clock: one for the process (`docs/semantics.md#clocks`).
 pub struct Host {
     clock: RwLock<HostClock>,
     /// Counts the clock's changes, readable without the lock.
