@@ -7,6 +7,12 @@
 //! costs one relaxed load and a branch. On, it reads the time-stamp counter twice (rdtsc on
 //! x86-64, converted to nanoseconds at exit against the wall clock; elsewhere `Instant`)
 //! and adds to a per-thread-shard counter, so that timing does not itself serialize threads.
+//!
+//! The phases are those of launches, copies and memsets, the calls a program makes by the
+//! thousand; race reports and lock waits are counted wherever they happen (inside a model
+//! update, mostly). The shim also times each entry point whole, the driver included
+//! ([`now`], [`since`]), and prints those totals after this table: an entry point's time
+//! less its phases is the driver's and the shim's glue (stream lookup, the first-call check).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -19,33 +25,52 @@ pub enum Phase {
     CallSite,
     /// Walking and interning Python frames (inside `CallSite`).
     PythonFrames,
+    /// The real driver's `cuLaunchKernel` (and its `Ex` and cooperative forms).
+    LaunchDriver,
     /// Finding a launched kernel's name and parameter layout.
     KernelInfo,
     /// Reading the parameter words of a launch for pointers.
     ParamScan,
-    /// The happens-before model: clocks, buffers, shadow checks (call sites and report
-    /// bookkeeping excluded).
+    /// The happens-before model for a launch: clocks, buffers, shadow checks (the call site
+    /// excluded; a new race's report, [`Phase::Report`], included).
     Model,
+    /// The same for a copy, with its list of accesses built.
+    CopyModel,
+    /// The same for a memset, with its list of accesses built.
+    MemsetModel,
     /// A new race: its report built, printed, written.
     Report,
     /// Waiting for a stream's, buffer's or event's lock held by another thread.
     LockWait,
 }
 
-const PHASES: usize = 7;
-const ALL: [Phase; PHASES] =
-    [Phase::CallSite, Phase::PythonFrames, Phase::KernelInfo, Phase::ParamScan, Phase::Model, Phase::Report, Phase::LockWait];
+const PHASES: usize = 10;
+const ALL: [Phase; PHASES] = [
+    Phase::CallSite,
+    Phase::PythonFrames,
+    Phase::LaunchDriver,
+    Phase::KernelInfo,
+    Phase::ParamScan,
+    Phase::Model,
+    Phase::CopyModel,
+    Phase::MemsetModel,
+    Phase::Report,
+    Phase::LockWait,
+];
 
 impl Phase {
     fn label(self) -> &'static str {
         match self {
             Phase::CallSite => "call-site capture",
             Phase::PythonFrames => "  of which Python frames",
+            Phase::LaunchDriver => "launches in the driver",
             Phase::KernelInfo => "kernel name and layout",
             Phase::ParamScan => "parameter scan",
-            Phase::Model => "model update",
-            Phase::Report => "report bookkeeping",
-            Phase::LockWait => "lock waits",
+            Phase::Model => "model update: launches",
+            Phase::CopyModel => "model update: copies",
+            Phase::MemsetModel => "model update: memsets",
+            Phase::Report => "race reports (in updates)",
+            Phase::LockWait => "lock waits (in updates)",
         }
     }
 }
@@ -98,6 +123,24 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// The time now, in ticks, if timing is on: the start of a span measured by hand with
+/// [`since`] (per entry point, in the shim's call counts), where a [`Phase`] does not fit.
+#[inline]
+pub fn now() -> Option<u64> {
+    enabled().then(ticks)
+}
+
+/// Ticks since `start`, a time from [`now`].
+#[inline]
+pub fn since(start: u64) -> u64 {
+    ticks().wrapping_sub(start)
+}
+
+/// Milliseconds in `ticks` ticks.
+pub fn millis(ticks: u64) -> f64 {
+    ticks as f64 * nanos_per_tick() / 1e6
+}
+
 /// Times a phase until dropped; inert when timing is off.
 pub struct Timer {
     phase: Phase,
@@ -121,7 +164,7 @@ impl Drop for Timer {
     #[inline]
     fn drop(&mut self) {
         let row = &ROWS[shard()];
-        row.ticks[self.phase as usize].fetch_add(ticks().wrapping_sub(self.start), Ordering::Relaxed);
+        row.ticks[self.phase as usize].fetch_add(since(self.start), Ordering::Relaxed);
         row.counts[self.phase as usize].fetch_add(1, Ordering::Relaxed);
     }
 }

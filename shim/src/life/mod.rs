@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use streamsan::phases;
 
 use crate::hooks::model;
-use crate::intercept::first_call;
+use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
 /// Set at a fork, in the child, until its first driver call forgets what the parent found.
@@ -72,7 +72,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     let races = sink.write();
     sink.to_stderr_if_unwritten();
     if phases::enabled() {
-        eprint!("{}", phases::table());
+        eprint!("{}{}", phases::table(), stats::time_table());
     }
     // The program's own status, unless it would claim success with races found.
     if status == 0 && races > 0 {
