@@ -15,6 +15,9 @@
 
 #![allow(non_camel_case_types)]
 
+pub mod nccl;
+pub use nccl::{datatype_size, NcclComm, NcclResult, NCCL_IN_PROGRESS, NCCL_INVALID_ARGUMENT, NCCL_SUCCESS};
+
 /// The C types the table is written in; a consumer does `use streamsan_driver_api::*`.
 pub use core::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void};
 

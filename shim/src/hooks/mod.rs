@@ -57,6 +57,7 @@ mod launches;
 mod memory;
 mod memsets;
 pub mod model;
+mod nccl;
 mod streams;
 
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
