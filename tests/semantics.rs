@@ -261,6 +261,31 @@ fn work_after_a_graph_launch_waits_for_it() {
 }
 
 #[test]
+fn built_graph_nodes_without_an_edge_between_them_are_concurrent() {
+    check("built_graph_kernels", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_built_graph_s_memcpy_node_follows_the_kernel_node_it_depends_on() {
+    check("built_graph_memcpy_after_kernel", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_child_graph_runs_after_the_nodes_its_node_depends_on() {
+    check("built_graph_child", CROSS, Some("WAW"));
+}
+
+#[test]
+fn an_event_record_node_records_what_it_follows() {
+    check("built_graph_event_record", CROSS, Some("RAW"));
+}
+
+#[test]
+fn an_event_wait_node_orders_the_nodes_after_it() {
+    check("built_graph_event_wait", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_peer_copy_into_a_fresh_array_waits_for_its_allocation() {
     check("peer_copy_into_new_array", "use-before-alloc", None);
 }

@@ -14,6 +14,53 @@
 #include "cuda_min.h"
 
 typedef struct CUgraphNode_st *CUgraphNode;
+/* The explicit graph API's parameter blocks, laid out as in cuda.h. */
+typedef struct {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    void *kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct { /* CUstreamBatchMemOpParams, as a 32-bit value write */
+    unsigned operation, pad;
+    CUdeviceptr address;
+    unsigned long long value;
+    unsigned flags, pad2;
+    CUdeviceptr alias;
+    unsigned long long reserved;
+} CUstreamBatchMemOpParams;
+typedef struct {
+    CUcontext ctx;
+    unsigned count;
+    CUstreamBatchMemOpParams *paramArray;
+    unsigned flags;
+} CUDA_BATCH_MEM_OP_NODE_PARAMS;
+#define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+CUresult cuGraphAddMemcpyNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
+CUresult cuGraphAddChildGraphNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
+CUresult cuGraphAddEventRecordNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+CUresult cuGraphAddEventWaitNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+CUresult cuGraphAddDependencies(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+CUresult cuGraphAddBatchMemOpNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_BATCH_MEM_OP_NODE_PARAMS *);
 
 #define N 256 /* bytes per buffer */
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
@@ -621,6 +668,112 @@ static void graph_launch_order(int fixed) {
     CHECK(cuCtxSynchronize());
 }
 
+
+/* ---- Graphs built with the explicit graph API ------------------------------------------ */
+
+/* A kernel node scale(out, in) after `deps`. The parameters are copied by the driver. */
+static CUgraphNode kernel_node(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr out, CUdeviceptr in) {
+    CUgraphNode node;
+    int count = N / 4;
+    void *params[] = {&out, &in, &count};
+    CUDA_KERNEL_NODE_PARAMS p = {scale, 1, 1, 1, 64, 1, 1, 0, params, NULL, NULL, NULL};
+    CHECK(cuGraphAddKernelNode_v2(&node, g, deps, n, &p));
+    return node;
+}
+static void run_graph(CUgraph g, CUstream s) {
+    CUgraphExec exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, s));
+}
+
+/* Two kernel nodes writing one buffer: concurrent unless an edge joins them. */
+static void built_graph_kernels(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = kernel_node(g, NULL, 0, x, in);
+    CUgraphNode b = kernel_node(g, NULL, 0, x, in2);
+    if (fixed) CHECK(cuGraphAddDependencies(g, &a, &b, 1));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A memcpy node copying what a kernel node writes: after it only with the edge. */
+static void built_graph_memcpy_after_kernel(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode copy;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = x;
+    c.srcPitch = N;
+    c.srcHeight = 1;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = y;
+    c.dstPitch = N;
+    c.dstHeight = 1;
+    c.WidthInBytes = N;
+    c.Height = 1;
+    c.Depth = 1;
+    CHECK(cuGraphAddMemcpyNode(&copy, g, fixed ? &k : NULL, fixed ? 1 : 0, &c, ctx_a));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A child graph's kernel and the parent's kernel write one buffer. */
+static void built_graph_child(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph child, g;
+    CUgraphNode c;
+    CHECK(cuGraphCreate(&child, 0));
+    kernel_node(child, NULL, 0, x, in);
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in2);
+    CHECK(cuGraphAddChildGraphNode(&c, g, fixed ? &k : NULL, fixed ? 1 : 0, child));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* An event record node after a kernel node: a stream that waits on the event reads what the
+   kernel wrote. In the racy twin the record node does not follow the kernel node. */
+static void built_graph_event_record(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUevent e = event();
+    CUgraph g;
+    CUgraphNode r;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphAddEventRecordNode(&r, g, fixed ? &k : NULL, fixed ? 1 : 0, e));
+    run_graph(g, s1);
+    CHECK(cuStreamWaitEvent(s2, e, 0));
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+}
+
+/* An event wait node before a kernel node that reads what another stream wrote before
+   recording the event. In the racy twin the kernel node does not follow the wait node. */
+static void built_graph_event_wait(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), out = dalloc();
+    CUevent e = event();
+    CUgraph g;
+    CUgraphNode w;
+    writes(s2, x);
+    CHECK(cuEventRecord(e, s2));
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddEventWaitNode(&w, g, NULL, 0, e));
+    kernel_node(g, fixed ? &w : NULL, fixed ? 1 : 0, out, x);
+    run_graph(g, s1);
+    CHECK(cuCtxSynchronize());
+}
+
 /* ---- Several devices ------------------------------------------------------------------ */
 
 /* Warp: a peer copy into an array just allocated on the other device's stream must wait for
@@ -675,8 +828,9 @@ static void cross_device_event(int fixed) {
 
 /* ---- Notes, not races ----------------------------------------------------------------- */
 
-/* A stream destroyed with work pending, and a graph built without capture (which streamsan
-   does not follow): two notes, no race. Both twins are the same program. */
+/* A stream destroyed with work pending, and a graph holding a batch memory operation node
+   (whose effect streamsan does not follow): two notes, no race. Both twins are the same
+   program. */
 static void notes(int fixed) {
     (void)fixed;
     CUstream s = nonblocking(), s2 = nonblocking();
@@ -685,7 +839,11 @@ static void notes(int fixed) {
     CUgraphExec exec;
     writes(s, x);
     CHECK(cuStreamDestroy_v2(s));
+    CUgraphNode node;
+    CUstreamBatchMemOpParams op = {CU_STREAM_MEM_OP_WRITE_VALUE_32, 0, x, 1, 0, 0, 0, 0};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS params = {ctx_a, 1, &op, 0};
     CHECK(cuGraphCreate(&graph, 0));
+    CHECK(cuGraphAddBatchMemOpNode(&node, graph, NULL, 0, &params));
     CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
     CHECK(cuGraphLaunch(exec, s2));
     CHECK(cuStreamSynchronize(s2));
@@ -736,6 +894,11 @@ static const struct {
     {"graph_branches", graph_branches, "cross-stream-race"},
     {"graph_launch_order", graph_launch_order, "cross-stream-race"},
     {"capture_waits_on_a_later_event", capture_waits_on_a_later_event, "cross-stream-race"},
+    {"built_graph_kernels", built_graph_kernels, "cross-stream-race"},
+    {"built_graph_memcpy_after_kernel", built_graph_memcpy_after_kernel, "cross-stream-race"},
+    {"built_graph_child", built_graph_child, "cross-stream-race"},
+    {"built_graph_event_record", built_graph_event_record, "cross-stream-race"},
+    {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
     {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},
     {"sync_free_and_another_device", sync_free_and_another_device, "free-race"},
     {"cross_device_event", cross_device_event, "cross-stream-race"},

@@ -63,17 +63,38 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
-fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
-    let origin = origin(call);
-    let _timer = phases::start(Phase::CopyModel);
-    let accesses: Vec<Access> = reads
+/// The accesses of a copy that reads `reads` and writes `writes`.
+fn copy_accesses(reads: &[(u64, u64)], writes: &[(u64, u64)]) -> Vec<Access> {
+    reads
         .iter()
         .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
         .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
         .filter(|a| a.addr != 0 && a.len != 0)
-        .collect();
+        .collect()
+}
+
+/// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
+fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
+    let origin = origin(call);
+    let _timer = phases::start(Phase::CopyModel);
+    let accesses = copy_accesses(reads, writes);
     model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+}
+
+/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
+macro_rules! strided_3d {
+    ($copy:expr) => {{
+        let c = $copy;
+        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
+    }};
+}
+
+/// The accesses of a 3D copy (a graph's memcpy node).
+pub(super) fn copy_3d_accesses(copy: &Memcpy3D) -> Vec<Access> {
+    let Strided { src, dst, width, rows, depth } = strided_3d!(copy);
+    copy_accesses(&src.rows(width, rows, depth), &dst.rows(width, rows, depth))
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.
@@ -277,15 +298,6 @@ unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
     Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
 }
 
-/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
-macro_rules! strided_3d {
-    ($copy:expr) => {{
-        let c = $copy;
-        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
-        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
-        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
-    }};
-}
 
 pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
