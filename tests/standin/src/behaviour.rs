@@ -30,7 +30,7 @@ fn is_stream_handle(stream: CUstream) -> bool {
         || matches!(state_read().objects.get(&s), Some(Object::Stream { .. }))
 }
 
-fn check_stream(stream: CUstream) -> CUresult {
+pub fn check_stream(stream: CUstream) -> CUresult {
     if is_stream_handle(stream) {
         OK
     } else {

@@ -181,6 +181,63 @@ queries! {
         let handle = state().new_handle(Object::Graph);
         put(graph, handle as CUgraph)
     }
+    fn cuDeviceGetDefaultMemPool(pool: *mut CUmemoryPool, dev: CUdevice) {
+        if dev < 0 || dev >= device::device_count() { return 101; }
+        // One pool per device, named by a handle of its own.
+        let handle = state().default_pool(dev);
+        put(pool, handle as CUmemoryPool)
+    }
+    // Virtual memory management: a reserved range is real stand-in memory, so that what is
+    // mapped there can be copied and set.
+    fn cuMemGetAllocationGranularity(granularity: *mut usize, prop: *const c_void, option: u32) {
+        let _ = (prop, option);
+        put(granularity, 2 << 20)
+    }
+    fn cuMemAddressReserve(ptr: *mut CUdeviceptr, size: usize, alignment: usize, addr: CUdeviceptr, flags: u64) {
+        let _ = (alignment, addr, flags);
+        match state().alloc_device(size as u64) {
+            Some(base) => put(ptr, base),
+            None => 2,
+        }
+    }
+    fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) {
+        let _ = size;
+        if state().free_device(ptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
+    }
+    fn cuMemSetAccess(ptr: CUdeviceptr, size: usize, desc: *const c_void, count: usize) {
+        let _ = (ptr, size);
+        if desc.is_null() || count == 0 { CUDA_ERROR_INVALID_VALUE } else { OK }
+    }
+    // Managed-memory hints and stream attributes: accepted, and nothing to do without a device.
+    fn cuMemPrefetchAsync_v2(ptr: CUdeviceptr, count: usize, location: u64, flags: c_uint, stream: CUstream) {
+        let _ = (ptr, count, location, flags);
+        crate::behaviour::check_stream(stream)
+    }
+    fn cuMemAdvise_v2(ptr: CUdeviceptr, count: usize, advice: u32, location: u64) {
+        let _ = (ptr, count, advice, location);
+        OK
+    }
+    fn cuStreamAttachMemAsync(stream: CUstream, ptr: CUdeviceptr, length: usize, flags: c_uint) {
+        let _ = (ptr, length, flags);
+        crate::behaviour::check_stream(stream)
+    }
+    fn cuStreamSetAttribute(stream: CUstream, attribute: u32, value: *const c_void) {
+        let _ = attribute;
+        if value.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        crate::behaviour::check_stream(stream)
+    }
+    // Arrays: opaque handles; their contents are not kept.
+    fn cuArrayCreate_v2(array: *mut CUarray, descriptor: *const c_void) {
+        if descriptor.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        let handle = state().new_handle(Object::Array);
+        put(array, handle as CUarray)
+    }
+    fn cuArrayDestroy(array: CUarray) {
+        match state().objects.remove(&(array as usize)) {
+            Some(Object::Array) => OK,
+            _ => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
     fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
         match ERROR_NAMES.iter().find(|(c, _)| *c == code) {
             Some((_, name)) => put(out, name.as_ptr()),
