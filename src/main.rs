@@ -8,8 +8,9 @@ use std::process::{ExitCode, ExitStatus};
 use streamsan::launch;
 use streamsan::options::{Flag, Options};
 use streamsan::report::file::check_destination;
+use streamsan::report::sink::Policy;
+use streamsan::report::suppressions::Suppressions;
 use streamsan::report::{merge, text, RaceKind, Report};
-use streamsan::suppressions::Suppressions;
 
 /// Where `streamsan run` puts reports unless told otherwise.
 const DEFAULT_REPORT: &str = "streamsan.%p.json";
@@ -303,7 +304,7 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.races.retain(|r| kinds.contains(&r.kind));
         merged.summarize();
     }
-    merged.suppress(&suppressions);
+    Policy::suppressing(suppressions).apply(&mut merged);
     if json {
         match serde_json::to_string_pretty(&merged) {
             Ok(text) => println!("{text}"),

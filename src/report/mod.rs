@@ -5,13 +5,17 @@
 //! [`build`] turns what the model found into it; [`frames`] decides which frame of a call
 //! site is the program's; [`text`] is the one place that puts things into words: the
 //! ThreadSanitizer-style listing, and the sentences the JSON carries beside the data (the
-//! missing wait's `text`, written when a race is serialized, and a note's `message`). The
-//! `streamsan report` command and the test harness read the document back with these types.
+//! missing wait's `text`, written when a race is serialized, and a note's `message`);
+//! [`sink`] decides what becomes of each race as it is found ([`suppressions`], the print
+//! limit) and writes the [`file`]. The `streamsan report` command and the test harness read
+//! the document back with these types.
 
 pub mod build;
 pub mod file;
 pub mod frames;
 pub mod merge;
+pub mod sink;
+pub mod suppressions;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -287,15 +291,6 @@ impl Report {
             ));
         }
         Ok(report)
-    }
-
-    /// Leaves out the races `suppressions` suppress, counting them in the summary.
-    pub fn suppress(&mut self, suppressions: &crate::suppressions::Suppressions) {
-        let before = self.races.len();
-        self.races.retain(|race| !suppressions.suppresses(race));
-        let suppressed = self.summary.suppressed + (before - self.races.len()) as u64;
-        self.summarize();
-        self.summary.suppressed = suppressed;
     }
 
     /// The races of one kind (by its name, `free-race`, as tests and people write it).

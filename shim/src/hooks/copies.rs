@@ -13,8 +13,8 @@ use streamsan::model::Work;
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -69,7 +69,7 @@ fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: Ho
     copied(call, on, &[(src, bytes as u64)], &[(dst, bytes as u64)], host);
 }
 
-pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
@@ -77,7 +77,7 @@ pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdevi
     status
 }
 
-pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
@@ -85,7 +85,7 @@ pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -94,7 +94,7 @@ pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *
     status
 }
 
-pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
@@ -102,7 +102,7 @@ pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, C
     status
 }
 
-pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
@@ -111,7 +111,7 @@ pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
 }
 
 /// Device to array: only the device side is memory streamsan tracks.
-pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
@@ -119,7 +119,7 @@ pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize
     status
 }
 
-pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
@@ -127,7 +127,7 @@ pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
     status
 }
 
-pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
@@ -135,7 +135,7 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
     status
 }
 
-pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
@@ -143,7 +143,7 @@ pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_v
     status
 }
 
-pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtod_async(call: &Call, real: real::memcpy_dtod_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
@@ -154,7 +154,7 @@ pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
 /// A peer copy between devices: on the calling context's default stream.
 pub unsafe fn memcpy_peer(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    real: real::memcpy_peer,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -170,7 +170,7 @@ pub unsafe fn memcpy_peer(
 
 pub unsafe fn memcpy_peer_async(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    real: real::memcpy_peer_async,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -273,7 +273,7 @@ macro_rules! strided_3d {
     }};
 }
 
-pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D) -> CUresult, copy: *const Memcpy2D) -> CUresult {
+pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
@@ -281,7 +281,7 @@ pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D)
     status
 }
 
-pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_2d_async(call: &Call, real: real::memcpy_2d_async, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
@@ -289,7 +289,7 @@ pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D) -> CUresult, copy: *const Memcpy3D) -> CUresult {
+pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: the caller's descriptor, which the driver accepted.
@@ -298,7 +298,7 @@ pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D)
     status
 }
 
-pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D, CUstream) -> CUresult, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_async(call: &Call, real: real::memcpy_3d_async, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -307,7 +307,7 @@ pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer) -> CUresult, copy: *const Memcpy3DPeer) -> CUresult {
+pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *const Memcpy3DPeer) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: as above.
@@ -316,7 +316,7 @@ pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memc
     status
 }
 
-pub unsafe fn memcpy_3d_peer_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer, CUstream) -> CUresult, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -343,7 +343,7 @@ unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *con
 
 pub unsafe fn memcpy_batch_async(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, *mut usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,
@@ -363,7 +363,7 @@ pub unsafe fn memcpy_batch_async(
 
 pub unsafe fn memcpy_batch_async_v2(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async_v2,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::report::{program_frame, Frame, RaceKind, RaceReport};
+use super::{program_frame, Frame, RaceKind, RaceReport};
 
 /// What a rule looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
 use streamsan_driver_api::{CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
 
-use crate::driver;
+use crate::intercept::driver;
 
 /// One parameter of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
