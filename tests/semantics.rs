@@ -415,3 +415,31 @@ fn library_kernels_are_named_by_their_hooks() {
 fn destroying_a_context_waits_for_its_work() {
     check("context_destroy", CROSS, Some("RAW"));
 }
+
+#[test]
+fn array_copies_touch_their_host_side() {
+    let racy = check("array_copies", CROSS, None);
+    assert_eq!(second_apis(&racy), ["cuMemcpyAtoHAsync_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2", "cuMemcpyHtoA_v2"]);
+}
+
+#[test]
+fn managed_memory_hints_order_nothing() {
+    check("managed_memory_hints", CROSS, Some("RAW"));
+}
+
+#[test]
+fn memory_opened_from_an_ipc_handle_is_a_buffer() {
+    let racy = check("ipc_memory", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "imported");
+}
+
+#[test]
+fn a_pointer_imported_from_a_pool_is_a_buffer() {
+    let racy = check("pool_import", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "imported");
+}
+
+#[test]
+fn an_external_semaphore_orders_like_an_event() {
+    check("external_semaphore", CROSS, Some("RAW"));
+}

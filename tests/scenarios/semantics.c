@@ -1,6 +1,7 @@
 /* One scenario per rule of docs/semantics.md and per race kind, each with a racy and a fixed twin.
-   Usage: semantics SCENARIO racy|fixed   (semantics list: each scenario and what its racy
-   twin must be reported as)
+   Usage: semantics SCENARIO racy|fixed   (semantics list: each scenario and the kinds its racy
+   twin must be reported with, comma-separated; on a real driver, without the scenarios that
+   only the stand-in can run)
    Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,
    on a GPU. The kernel scale(float* out, const float* in, int n) writes `out` and reads `in`
    (pointer to const); the stand-in runs no kernel, the GPU runs an empty one.
@@ -899,6 +900,112 @@ static void context_destroy(int fixed) {
     if (!fixed) CHECK(cuCtxDestroy_v2(ctx));
 }
 
+/* Copies to and from arrays touch the host memory they name (arrays are not tracked): each of
+   the four reads or writes a pinned buffer a copy on s1 wrote. */
+static void array_copies(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUDA_ARRAY_DESCRIPTOR descriptor = {N, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1};
+    CUarray array;
+    void *pinned[4];
+    CUdeviceptr x = initialized();
+    CHECK(cuArrayCreate_v2(&array, &descriptor));
+    for (int i = 0; i < 4; i++) {
+        CHECK(cuMemAllocHost_v2(&pinned[i], N));
+        CHECK(cuMemcpyDtoHAsync_v2(pinned[i], x, N, s1));
+    }
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    CHECK(cuMemcpyHtoAAsync_v2(array, 0, pinned[0], N, s2));
+    CHECK(cuMemcpyAtoHAsync_v2(pinned[1], array, 0, N, s2));
+    CHECK(cuMemcpyHtoA_v2(array, 0, pinned[2], N));
+    CHECK(cuMemcpyAtoH_v2(pinned[3], array, 0, N));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(array));
+}
+
+/* Managed-memory hints order nothing and touch nothing: advice, a prefetch and an attachment
+   on s2 do not make s2 wait for a kernel on s1. */
+#define CU_MEM_ADVISE_SET_PREFERRED_LOCATION 3
+static void managed_memory_hints(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr m;
+    CUmemLocation device0 = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CHECK(cuMemAllocManaged(&m, N, CU_MEM_ATTACH_GLOBAL));
+    writes(s1, m);
+    CHECK(cuMemAdvise_v2(m, N, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device0));
+    CHECK(cuMemPrefetchAsync_v2(m, N, device0, 0, s2));
+    CHECK(cuStreamAttachMemAsync(s2, m, 0, CU_MEM_ATTACH_SINGLE));
+    order_if(fixed, s1, s2);
+    reads(s2, m);
+}
+
+/* ---- Imports (stand-in only) -------------------------------------------------------------
+   Memory and semaphores another process or API exported. A real driver refuses to open an
+   IPC handle in the process that made it, and external semaphores come from Vulkan or
+   similar; the stand-in imports its own exports, so these run there only (`list` leaves them
+   out on a real driver). */
+
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
+typedef struct CUextSemaphore_st *CUexternalSemaphore;
+CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
+CUresult cuIpcCloseMemHandle(CUdeviceptr);
+CUresult cuMemPoolExportPointer(void *, CUdeviceptr);
+CUresult cuMemPoolImportPointer(CUdeviceptr *, CUmemoryPool, void *);
+CUresult cuImportExternalSemaphore(CUexternalSemaphore *, const void *);
+CUresult cuDestroyExternalSemaphore(CUexternalSemaphore);
+CUresult cuSignalExternalSemaphoresAsync(const CUexternalSemaphore *, const void *, unsigned, CUstream);
+CUresult cuWaitExternalSemaphoresAsync(const CUexternalSemaphore *, const void *, unsigned, CUstream);
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+
+/* Memory opened from an IPC handle is a buffer. */
+static void ipc_memory(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUipcMemHandle handle;
+    CUdeviceptr exported = dalloc(), x;
+    CHECK(cuIpcGetMemHandle(&handle, exported));
+    CHECK(cuIpcOpenMemHandle_v2(&x, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    writes(s1, x);
+    order_if(fixed, s1, s2);
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuIpcCloseMemHandle(x));
+}
+
+/* A pointer imported from another process's pool is a buffer. */
+static void pool_import(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUmemoryPool pool;
+    CUdeviceptr exported, x;
+    char data[64];
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0));
+    CHECK(cuMemAllocFromPoolAsync(&exported, N, pool, s1));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemPoolExportPointer(data, exported));
+    CHECK(cuMemPoolImportPointer(&x, pool, data));
+    writes(s1, x);
+    order_if(fixed, s1, s2);
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(x));
+}
+
+/* An external semaphore signalled on s1 and waited for on s2 orders s2 like an event. */
+static void external_semaphore(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUexternalSemaphore sem;
+    char description[128] = {0}, params[256] = {0};
+    CUdeviceptr x = dalloc();
+    CHECK(cuImportExternalSemaphore(&sem, description));
+    writes(s1, x);
+    CHECK(cuSignalExternalSemaphoresAsync(&sem, params, 1, s1));
+    if (fixed) CHECK(cuWaitExternalSemaphoresAsync(&sem, params, 1, s2));
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuDestroyExternalSemaphore(sem));
+}
+
 /* ---- Notes, not races ----------------------------------------------------------------- */
 
 /* A stream destroyed with work pending, and a graph built without capture (which streamsan
@@ -922,6 +1029,7 @@ static const struct {
     const char *name;
     void (*run)(int fixed);
     const char *racy_twin_reports;
+    int standin_only;
 } SCENARIOS[] = {
     {"event_wait", event_wait, "cross-stream-race"},
     {"wait_unrecorded_event", wait_unrecorded_event, "cross-stream-race"},
@@ -980,13 +1088,21 @@ static const struct {
     {"event_record_with_flags", event_record_with_flags, "cross-stream-race"},
     {"library_kernels", library_kernels, "cross-stream-race"},
     {"context_destroy", context_destroy, "cross-stream-race"},
+    {"array_copies", array_copies, "cross-stream-race"},
+    {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
+    {"ipc_memory", ipc_memory, "cross-stream-race", 1},
+    {"pool_import", pool_import, "cross-stream-race", 1},
+    {"external_semaphore", external_semaphore, "cross-stream-race", 1},
     {"notes", notes, "clean"},
 };
 
 int main(int argc, char **argv) {
     size_t count = sizeof SCENARIOS / sizeof *SCENARIOS;
     if (argc == 2 && strcmp(argv[1], "list") == 0) {
-        for (size_t i = 0; i < count; i++) printf("%s %s\n", SCENARIOS[i].name, SCENARIOS[i].racy_twin_reports);
+        int standin = dlsym(RTLD_DEFAULT, "standinRunCallbacks") != NULL;
+        for (size_t i = 0; i < count; i++)
+            if (standin || !SCENARIOS[i].standin_only)
+                printf("%s %s\n", SCENARIOS[i].name, SCENARIOS[i].racy_twin_reports);
         return 0;
     }
     if (argc != 3 || (strcmp(argv[2], "racy") && strcmp(argv[2], "fixed"))) {

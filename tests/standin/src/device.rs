@@ -49,6 +49,7 @@ pub enum Object {
     MemHandle { size: u64 },
     MemPool { device: i32 },
     Array,
+    ExternalSemaphore,
 }
 
 pub struct State {
