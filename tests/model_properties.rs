@@ -26,7 +26,7 @@ use proptest::prelude::*;
 
 use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, KernelId, Mode, Origin, StackId, ThreadId};
-use streamsan::model::race::{RaceEntry, RaceKind};
+use streamsan::model::race::{NoteKind, RaceEntry, RaceKind};
 use streamsan::model::streams::{StreamInfo, StreamRef};
 use streamsan::model::{Alloc, FreeOn, Model, Sink, Work};
 
@@ -826,4 +826,33 @@ fn a_recreated_event_handle_orders_nothing_until_recorded() {
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
     assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+/// A graph or executable graph handle, once destroyed, names nothing the model followed: a
+/// graph the driver later makes at the same address (with the explicit graph API, which the
+/// model does not follow) runs unchecked, with a note, not as the old captured graph.
+#[test]
+fn a_destroyed_graph_or_executable_graph_is_forgotten() {
+    let model = Model::new(Box::new(describe), None);
+    let s = stream_ref(5);
+    model.stream_created(0x105, CTX[0], true, &origin(0, 5));
+    let access = [Access::new(buffer_base(0), 8, Mode::Write)];
+    let capture = |graph: u64| {
+        model.capture_begin(s);
+        model.work(s, Work { origin: origin(1, 5), kernel: None, accesses: &access, host: HostEffect::None });
+        model.capture_end(s, Some(graph));
+    };
+    let not_followed = || model.notes().iter().filter(|n| n.kind == NoteKind::GraphNotFollowed).count();
+
+    capture(0x6000);
+    model.graph_destroyed(0x6000);
+    model.graph_instantiated(0x7000, 0x6000);
+    model.graph_launch(0x7000, s, &origin(2, 5));
+    assert_eq!(not_followed(), 1, "an executable of a destroyed graph handle");
+
+    capture(0x6001);
+    model.graph_instantiated(0x7001, 0x6001);
+    model.exec_destroyed(0x7001);
+    model.graph_launch(0x7001, s, &origin(3, 5));
+    assert_eq!(not_followed(), 2, "a destroyed executable graph handle");
 }

@@ -443,3 +443,9 @@ fn a_pointer_imported_from_a_pool_is_a_buffer() {
 fn an_external_semaphore_orders_like_an_event() {
     check("external_semaphore", CROSS, Some("RAW"));
 }
+
+#[test]
+fn a_refused_call_tells_the_model_nothing() {
+    check("refused_wait", CROSS, Some("RAW"));
+    assert!(!run_twin("refused_wait", "racy").stderr().contains("unexpected status"));
+}

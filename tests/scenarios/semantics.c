@@ -938,6 +938,19 @@ static void managed_memory_hints(int fixed) {
     reads(s2, m);
 }
 
+/* A call the driver refuses does nothing, and tells the model nothing: a wait with flags no
+   driver accepts orders nothing (the program ignores its status). */
+static void refused_wait(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUevent e = event();
+    CUdeviceptr x = dalloc();
+    writes(s1, x);
+    CHECK(cuEventRecord(e, s1));
+    CUresult status = cuStreamWaitEvent(s2, e, fixed ? 0 : 0xff);
+    if ((status == CUDA_SUCCESS) != fixed) fprintf(stderr, "unexpected status %d\n", status);
+    reads(s2, x);
+}
+
 /* ---- Imports (stand-in only) -------------------------------------------------------------
    Memory and semaphores another process or API exported. A real driver refuses to open an
    IPC handle in the process that made it, and external semaphores come from Vulkan or
@@ -1089,6 +1102,7 @@ static const struct {
     {"library_kernels", library_kernels, "cross-stream-race"},
     {"context_destroy", context_destroy, "cross-stream-race"},
     {"array_copies", array_copies, "cross-stream-race"},
+    {"refused_wait", refused_wait, "cross-stream-race"},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},
     {"pool_import", pool_import, "cross-stream-race", 1},

@@ -608,7 +608,11 @@ pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
     check_stream(stream)
 }
-pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
+    // CU_EVENT_WAIT_DEFAULT and CU_EVENT_WAIT_EXTERNAL are the only flags.
+    if flags > 1 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     match check_stream(stream) {
         OK => check(event, |o| matches!(o, Object::Event)),
         e => e,
