@@ -99,6 +99,8 @@ options! {
         "frames per call site";
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
+    phase_times: bool = false, Syntax::Switch, "--phase-times",
+        "print at exit the time spent in each phase of the intercepted calls";
 }
 
 /// One `streamsan run` flag: the option it sets, and its help.
@@ -399,7 +401,7 @@ mod tests {
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:phase_times=1");
     }
 
     #[test]
