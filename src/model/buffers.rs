@@ -39,6 +39,8 @@ pub enum MemoryKind {
     RegisteredHost,
     /// `cuMemCreate` + `cuMemMap`.
     Mapped,
+    /// Exported by another process: `cuIpcOpenMemHandle`, `cuMemPoolImportPointer`.
+    Imported,
     /// Allocated by a memory node of a graph.
     GraphOwned,
     /// Declared through streamsan's annotation API.
@@ -54,6 +56,7 @@ impl MemoryKind {
             MemoryKind::PinnedHost => "pinned-host",
             MemoryKind::RegisteredHost => "registered-host",
             MemoryKind::Mapped => "mapped",
+            MemoryKind::Imported => "imported",
             MemoryKind::GraphOwned => "graph-owned",
             MemoryKind::Annotated => "annotated",
         }

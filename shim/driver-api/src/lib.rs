@@ -38,6 +38,7 @@ pub type CUgraphNode = *mut c_void;
 pub type CUarray = *mut c_void;
 pub type CUmemoryPool = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
+pub type CUexternalSemaphore = *mut c_void;
 pub type CUhostFn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 pub type CUstreamCallback =
     Option<unsafe extern "C" fn(stream: CUstream, status: CUresult, user_data: *mut c_void)>;
@@ -241,6 +242,13 @@ pub struct MemAllocNodeParams {
     pub dptr: CUdeviceptr,
 }
 
+/// `CUipcMemHandle`: 64 opaque bytes, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IpcMemHandle {
+    pub reserved: [u8; 64],
+}
+
 /// Opaque parameter blocks the shim never reads: only their addresses travel.
 pub type CUDA_GRAPH_INSTANTIATE_PARAMS = c_void;
 pub type CUctxCreateParams = c_void;
@@ -253,6 +261,9 @@ pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = c_void;
 pub type CUgraphNodeParams = c_void;
 pub type CUgraphEdgeData = c_void;
 pub type CUgraphExecUpdateResultInfo = c_void;
+pub type CUmemPoolPtrExportData = c_void;
+pub type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = c_void;
+pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = c_void;
 
 mod layout_checks {
     use super::*;
@@ -266,6 +277,7 @@ mod layout_checks {
     const _: () = assert!(size_of::<Memcpy3DPeer>() == size_of::<cu::CUDA_MEMCPY3D_PEER>());
     const _: () =
         assert!(offset_of!(Memcpy3DPeer, depth) == offset_of!(cu::CUDA_MEMCPY3D_PEER, Depth));
+    const _: () = assert!(size_of::<IpcMemHandle>() == size_of::<cu::CUipcMemHandle>());
     const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
     const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
     const _: () =
@@ -314,6 +326,14 @@ impl<T> ArgRepr for *mut T {
 impl<T> ArgRepr for *const T {
     fn repr(&self) -> String {
         format!("{:#x}", *self as usize)
+    }
+}
+/// A handle's first eight bytes, enough to tell sentinels apart.
+impl ArgRepr for IpcMemHandle {
+    fn repr(&self) -> String {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.reserved[..8]);
+        format!("{:#x}", u64::from_le_bytes(first))
     }
 }
 impl ArgRepr for CUhostFn {
@@ -389,6 +409,9 @@ macro_rules! driver_api {
             mem_map [cuMemMap] (ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64);
             mem_unmap [cuMemUnmap] (ptr: CUdeviceptr, size: usize);
             mem_release [cuMemRelease] (handle: CUmemGenericAllocationHandle);
+            ipc_open_mem_handle [cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2] (pdptr: *mut CUdeviceptr, handle: IpcMemHandle, flags: c_uint);
+            ipc_close_mem_handle [cuIpcCloseMemHandle] (dptr: CUdeviceptr);
+            mem_pool_import_pointer [cuMemPoolImportPointer] (ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, share_data: *mut CUmemPoolPtrExportData);
 
             // Copies.
             memcpy [cuMemcpy, cuMemcpy_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
@@ -398,6 +421,10 @@ macro_rules! driver_api {
             memcpy_dtod [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
             memcpy_dtoa [cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds] (dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize);
             memcpy_atod [cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds] (dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize);
+            memcpy_htoa [cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds] (dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize);
+            memcpy_atoh [cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds] (dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize);
+            memcpy_htoa_async [cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz] (dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize, stream: CUstream);
+            memcpy_atoh_async [cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz] (dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize, stream: CUstream);
             memcpy_htod_async [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream);
             memcpy_dtoh_async [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
             memcpy_dtod_async [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
@@ -463,6 +490,8 @@ macro_rules! driver_api {
             stream_wait_value_64 [cuStreamWaitValue64, cuStreamWaitValue64_ptsz, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
             stream_write_value_32 [cuStreamWriteValue32, cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
             stream_write_value_64 [cuStreamWriteValue64, cuStreamWriteValue64_ptsz, cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
+            signal_external_semaphores [cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz] (sems: *const CUexternalSemaphore, params: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, count: c_uint, stream: CUstream);
+            wait_external_semaphores [cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz] (sems: *const CUexternalSemaphore, params: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, count: c_uint, stream: CUstream);
             stream_batch_mem_op [cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz] (stream: CUstream, count: c_uint, params: *mut BatchMemOpParams, flags: c_uint);
 
             // Events.

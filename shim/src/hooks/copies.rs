@@ -160,6 +160,42 @@ pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr
     status
 }
 
+/// Host to array: the host side is read (arrays are not tracked); from pageable or pinned
+/// memory, the host is ordered as by a copy to the device.
+pub unsafe fn memcpy_htoa(call: &Call, real: real::memcpy_htoa, dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, dst_offset, src, bytes) };
+    if ok(status) {
+        let host = synchronous(memory_at(src as u64), Memory::Device);
+        copied(call, default_stream(call), &[(src as u64, bytes as u64)], &[], host);
+    }
+    status
+}
+
+/// Array to host: the host side is written, and the host waits for the copy.
+pub unsafe fn memcpy_atoh(call: &Call, real: real::memcpy_atoh, dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+    let status = unsafe { real(dst, src, src_offset, bytes) };
+    if ok(status) {
+        copied(call, default_stream(call), &[], &[(dst as u64, bytes as u64)], HostEffect::WaitsForOperation);
+    }
+    status
+}
+
+pub unsafe fn memcpy_htoa_async(call: &Call, real: real::memcpy_htoa_async, dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, dst_offset, src, bytes, h_stream) };
+    if ok(status) {
+        copied(call, stream(call, h_stream), &[(src as u64, bytes as u64)], &[], HostEffect::None);
+    }
+    status
+}
+
+pub unsafe fn memcpy_atoh_async(call: &Call, real: real::memcpy_atoh_async, dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize, h_stream: CUstream) -> CUresult {
+    let status = unsafe { real(dst, src, src_offset, bytes, h_stream) };
+    if ok(status) {
+        copied(call, stream(call, h_stream), &[], &[(dst as u64, bytes as u64)], HostEffect::None);
+    }
+    status
+}
+
 pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {

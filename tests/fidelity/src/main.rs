@@ -47,6 +47,14 @@ impl<T> Sentinel for *const T {
     }
 }
 
+impl Sentinel for IpcMemHandle {
+    fn make(k: &mut usize) -> Self {
+        let mut reserved = [0u8; 64];
+        reserved[..8].copy_from_slice(&(u64::make(k)).to_le_bytes());
+        IpcMemHandle { reserved }
+    }
+}
+
 /// Every user-data pointer a callback was called with.
 static CALLBACK_DATA: AtomicUsize = AtomicUsize::new(0);
 

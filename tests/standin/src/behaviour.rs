@@ -30,7 +30,7 @@ fn is_stream_handle(stream: CUstream) -> bool {
         || matches!(state_read().objects.get(&s), Some(Object::Stream { .. }))
 }
 
-fn check_stream(stream: CUstream) -> CUresult {
+pub fn check_stream(stream: CUstream) -> CUresult {
     if is_stream_handle(stream) {
         OK
     } else {
@@ -213,6 +213,30 @@ pub unsafe fn mem_unmap(_ptr: CUdeviceptr, _size: usize) -> CUresult {
 pub unsafe fn mem_release(handle: CUmemGenericAllocationHandle) -> CUresult {
     check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
 }
+/// A buffer "imported" from another process: the stand-in has one process, so an imported
+/// handle names a size, and opening it makes a new allocation of that size (a real driver
+/// refuses to open a handle in the process that made it).
+unsafe fn import(ptr: *mut CUdeviceptr, exported: *const u8) -> CUresult {
+    if exported.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    let mut size = [0u8; 8];
+    // SAFETY: the caller's 64-byte handle or export data.
+    unsafe { core::ptr::copy_nonoverlapping(exported.add(8), size.as_mut_ptr(), 8) };
+    unsafe { device_alloc(ptr, u64::from_le_bytes(size) as usize) }
+}
+pub unsafe fn ipc_open_mem_handle(pdptr: *mut CUdeviceptr, handle: IpcMemHandle, _flags: c_uint) -> CUresult {
+    unsafe { import(pdptr, handle.reserved.as_ptr()) }
+}
+pub unsafe fn ipc_close_mem_handle(dptr: CUdeviceptr) -> CUresult {
+    unsafe { mem_free(dptr) }
+}
+pub unsafe fn mem_pool_import_pointer(ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, share_data: *mut c_void) -> CUresult {
+    match check(pool, |o| matches!(o, Object::MemPool { .. })) {
+        OK => unsafe { import(ptr_out, share_data.cast()) },
+        e => e,
+    }
+}
 
 // ---- Copies -----------------------------------------------------------------------------
 
@@ -240,6 +264,27 @@ pub unsafe fn memcpy_dtoa(_dst: CUarray, _off: usize, _src: CUdeviceptr, _bytes:
 }
 pub unsafe fn memcpy_atod(_dst: CUdeviceptr, _src: CUarray, _off: usize, _bytes: usize) -> CUresult {
     OK
+}
+fn check_array(array: CUarray) -> CUresult {
+    check(array, |o| matches!(o, Object::Array))
+}
+pub unsafe fn memcpy_htoa(dst: CUarray, _off: usize, _src: *const c_void, _bytes: usize) -> CUresult {
+    check_array(dst)
+}
+pub unsafe fn memcpy_atoh(_dst: *mut c_void, src: CUarray, _off: usize, _bytes: usize) -> CUresult {
+    check_array(src)
+}
+pub unsafe fn memcpy_htoa_async(dst: CUarray, off: usize, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy_htoa(dst, off, src, bytes) },
+        e => e,
+    }
+}
+pub unsafe fn memcpy_atoh_async(dst: *mut c_void, src: CUarray, off: usize, bytes: usize, stream: CUstream) -> CUresult {
+    match check_stream(stream) {
+        OK => unsafe { memcpy_atoh(dst, src, off, bytes) },
+        e => e,
+    }
 }
 pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst, src as u64, bytes, stream) }
@@ -563,7 +608,11 @@ pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
     check_stream(stream)
 }
-pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
+    // CU_EVENT_WAIT_DEFAULT and CU_EVENT_WAIT_EXTERNAL are the only flags.
+    if flags > 1 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     match check_stream(stream) {
         OK => check(event, |o| matches!(o, Object::Event)),
         e => e,
@@ -630,6 +679,23 @@ pub unsafe fn stream_write_value_32(stream: CUstream, addr: CUdeviceptr, value: 
 }
 pub unsafe fn stream_write_value_64(stream: CUstream, addr: CUdeviceptr, value: u64, _flags: c_uint) -> CUresult {
     unsafe { write_value(stream, addr, value) }
+}
+unsafe fn external_semaphores(sems: *const CUexternalSemaphore, count: c_uint, stream: CUstream) -> CUresult {
+    if let e @ 1.. = check_stream(stream) {
+        return e;
+    }
+    if sems.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller's array of `count` handles.
+    let sems = unsafe { core::slice::from_raw_parts(sems, count as usize) };
+    if sems.iter().all(|&sem| check(sem, |o| matches!(o, Object::ExternalSemaphore)) == OK) { OK } else { CUDA_ERROR_INVALID_HANDLE }
+}
+pub unsafe fn signal_external_semaphores(sems: *const CUexternalSemaphore, _params: *const c_void, count: c_uint, stream: CUstream) -> CUresult {
+    unsafe { external_semaphores(sems, count, stream) }
+}
+pub unsafe fn wait_external_semaphores(sems: *const CUexternalSemaphore, _params: *const c_void, count: c_uint, stream: CUstream) -> CUresult {
+    unsafe { external_semaphores(sems, count, stream) }
 }
 pub unsafe fn stream_batch_mem_op(stream: CUstream, _count: c_uint, _params: *mut BatchMemOpParams, _flags: c_uint) -> CUresult {
     check_stream(stream)
