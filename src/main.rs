@@ -24,6 +24,8 @@ the --exitcode when races were found.
   --print-limit N        print at most N races on stderr (all go to the report)
   --backtrace-depth N    frames per call site (default 24)
   --quiet                print nothing on stderr but errors
+  --footprint MODE       what kernels touch: exact (measured every launch), learn (measured
+                         at a kernel's first launches), params (its pointer parameters)
 The same options, for a shim preloaded by hand: STREAMSAN_OPTIONS=log_path=r.%p.json:
 halt_on_error=1:exitcode=66:suppressions=FILE:print_limit=N:backtrace_depth=N:quiet=1
 
@@ -115,6 +117,7 @@ fn run(args: &[OsString]) -> ExitCode {
             "--report" => flags.value(flag).and_then(|v| options.set("log_path", v).map_err(|e| e.to_string())),
             "--halt-on-error" => options.set("halt_on_error", "1").map_err(|e| e.to_string()),
             "--quiet" => options.set("quiet", "1").map_err(|e| e.to_string()),
+            "--footprint" => flags.value(flag).and_then(|v| options.set("footprint", v).map_err(|e| e.to_string())),
             "--exitcode" => flags.value(flag).and_then(|v| options.set("exitcode", v).map_err(|e| e.to_string())),
             "--suppressions" => flags.value(flag).and_then(|v| options.set("suppressions", v).map_err(|e| e.to_string())),
             "--print-limit" => flags.value(flag).and_then(|v| options.set("print_limit", v).map_err(|e| e.to_string())),

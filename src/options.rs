@@ -11,6 +11,7 @@
 //! | `print_limit` | races printed on stderr at most (all go to the report) | unlimited |
 //! | `backtrace_depth` | frames per call site in reports | 24 |
 //! | `quiet` | print nothing on stderr but errors | 0 |
+//! | `footprint` | what a kernel touches: `exact` (measured at every launch), `learn` (measured at a kernel's first launches, then applied), `params` (its parameters' pointers) | `params` |
 
 use std::fmt;
 
@@ -31,6 +32,31 @@ pub struct Options {
     pub print_limit: Option<u64>,
     pub backtrace_depth: usize,
     pub quiet: bool,
+    pub footprint: Footprint,
+}
+
+/// How the shim learns what a kernel launch touches (the footprint engine,
+/// `shim/footprint`, measures; without it every mode is `params`, with a note).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Footprint {
+    /// Every launch measured: exact, checked when the program synchronizes with it.
+    Exact,
+    /// A kernel's first launches measured; what they showed (each parameter's direction
+    /// and extent) applies to its later launches, unmeasured.
+    #[default]
+    Learn,
+    /// The parameters' pointers only, each the byte it names.
+    Params,
+}
+
+impl Footprint {
+    pub fn label(self) -> &'static str {
+        match self {
+            Footprint::Exact => "exact",
+            Footprint::Learn => "learn",
+            Footprint::Params => "params",
+        }
+    }
 }
 
 impl Default for Options {
@@ -43,6 +69,7 @@ impl Default for Options {
             print_limit: None,
             backtrace_depth: DEFAULT_BACKTRACE_DEPTH,
             quiet: false,
+            footprint: Footprint::default(),
         }
     }
 }
@@ -82,9 +109,17 @@ impl Options {
             "print_limit" => self.print_limit = Some(number(key, value, 0, u64::MAX)?),
             "backtrace_depth" => self.backtrace_depth = number(key, value, 1, 1024)? as usize,
             "quiet" => self.quiet = boolean(key, value)?,
+            "footprint" => {
+                self.footprint = match value {
+                    "exact" => Footprint::Exact,
+                    "learn" => Footprint::Learn,
+                    "params" => Footprint::Params,
+                    _ => return Err(OptionError(format!("option footprint takes exact, learn or params, not {value:?}"))),
+                }
+            }
             _ => {
                 return Err(OptionError(format!(
-                    "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet)"
+                    "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet, footprint)"
                 )))
             }
         }
@@ -115,6 +150,9 @@ impl Options {
         }
         if self.quiet {
             items.push("quiet=1".to_string());
+        }
+        if self.footprint != default.footprint {
+            items.push(format!("footprint={}", self.footprint.label()));
         }
         items.join(":")
     }
@@ -191,7 +229,8 @@ mod tests {
 
     #[test]
     fn parses_tsan_syntax() {
-        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true").unwrap();
+        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact").unwrap();
+        assert_eq!(o.footprint, Footprint::Exact);
         assert_eq!(o.log_path.as_deref(), Some("/tmp/r.%p.json"));
         assert!(o.halt_on_error && o.quiet);
         assert_eq!((o.exitcode, o.print_limit, o.backtrace_depth), (3, Some(5), 8));

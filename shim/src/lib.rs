@@ -26,6 +26,7 @@ pub mod diag;
 pub mod dlsym;
 pub mod driver;
 pub mod exports;
+pub mod footprint;
 pub mod getproc;
 pub mod hooks;
 pub mod kernels;

@@ -92,6 +92,7 @@ pub fn start() {
             model().forget_findings();
         }
         signals::install_termination();
+        crate::footprint::start();
     }
 }
 
@@ -99,6 +100,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !CALLED.load(Ordering::Acquire) {
         return;
     }
+    crate::footprint::finish();
     let races = write_report();
     report_to_stderr_if_unwritten();
     // The program's own status, unless it would claim success with races found.

@@ -15,6 +15,7 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
+pub mod deferred;
 pub mod direction;
 pub mod events;
 pub mod lock;
@@ -100,6 +101,8 @@ pub struct Model {
     values: FastMap<u64, VectorClock>,
     kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
     directions: Directions,
+    /// Measured launches waiting for their footprint ([`deferred`]).
+    deferred: deferred::Deferred,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -126,6 +129,7 @@ impl Model {
             values: fast_map(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
+            deferred: deferred::Deferred::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),
@@ -356,6 +360,8 @@ impl Model {
                         found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
+                    drop(state);
+                    self.deferred.observe(lo, hi, mode, false, op, clock);
                     hi
                 }
                 Found::Freed(buffer) => {
@@ -447,6 +453,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
+        self.deferred.observe(buffer.base, buffer.end(), Mode::Write, true, op, clock);
         self.buffers.quarantine(&buffer);
     }
 

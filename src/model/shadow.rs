@@ -119,6 +119,22 @@ impl Shadow {
         }
     }
 
+    /// Adds an access recorded late (a measured launch read after later operations were
+    /// recorded): it supersedes nothing, since what is here may be ordered after it.
+    pub fn insert_unordered(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord) {
+        if self.sole != Some(op.epoch.slot) && !self.records.is_empty() {
+            self.sole = None;
+        } else if self.records.is_empty() {
+            self.sole = Some(op.epoch.slot);
+        }
+        self.records.push(Record { lo, hi, mode, op });
+        if self.records.len() > MAX_RECORDS {
+            let oldest = self.records.remove(0);
+            let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
+            self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
+        }
+    }
+
     pub fn records(&self) -> &[Record] {
         &self.records
     }

@@ -85,6 +85,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
                 Mode::Write => "write",
                 Mode::ReadWrite => "read-write",
                 Mode::Unknown => "read-or-write",
+                Mode::Atomic => "atomic",
             };
             (access, Some(ByteRange { start: hex(lo), end: hex(hi) }))
         }
@@ -195,6 +196,18 @@ fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
         ),
         NoteKind::DestroyedWhilePending => {
             format!("{on} was destroyed while work on it may still run (the host had not synchronized with it)")
+        }
+        NoteKind::FootprintUnavailable => match note.subject {
+            0 => "footprint=exact/learn needs the Compute Sanitizer library (libsanitizer-public.so, in a CUDA toolkit's compute-sanitizer/ or `pip install nvidia-cuda-sanitizer-api-cu12`; set CUDA_HOME or STREAMSAN_SANITIZER_LIB): kernels' footprints are their parameters' pointers (footprint=params)".into(),
+            1 => "another tool holds the Compute Sanitizer API (streamsan cannot run under compute-sanitizer): kernels' footprints are their parameters' pointers (footprint=params)".into(),
+            _ => "the Compute Sanitizer API refused to start on this driver or GPU: kernels' footprints are their parameters' pointers (footprint=params)".into(),
+        },
+        NoteKind::FootprintOverflow => format!(
+            "a launch of {} touched more 64 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
+            note.op.kernel.map(|k| model.kernel_name(k)).unwrap_or_else(|| "a kernel".into())
+        ),
+        NoteKind::FootprintUnmeasured => {
+            "launches found every footprint table waiting to be read (the program did not synchronize for a long time): their parameters' pointers stood in".into()
         }
     };
     NoteReport {

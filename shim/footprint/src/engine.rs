@@ -322,12 +322,10 @@ impl Engine {
 
 /// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
 /// footprint to `found` (None: the table could not be read). The tables are zeroed and free
-/// again afterwards.
+/// again afterwards. A ticket the engine does not hold (read already by another thread, or
+/// its context destroyed) is skipped.
 pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
-    let Some(engine) = ENGINE.get() else {
-        tickets.iter().for_each(|&t| found(t, None));
-        return;
-    };
+    let Some(engine) = ENGINE.get() else { return };
     let mut taken: Vec<(usize, usize, Ticket)> = {
         let mut map = engine.tickets.lock().unwrap_or_else(|e| e.into_inner());
         tickets
@@ -335,11 +333,6 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             .filter_map(|&t| map.remove(&t.0).map(|(ctx, table)| (ctx, table, t)))
             .collect()
     };
-    for &t in tickets {
-        if !taken.iter().any(|&(_, _, k)| k == t) {
-            found(t, None);
-        }
-    }
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());

@@ -27,6 +27,7 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: unsafe extern "C" fn() -> CUre
     let status = unsafe { real() };
     if ok(status) {
         model().context_synchronized(driver::current_context());
+        crate::footprint::collect();
     }
     status
 }
@@ -37,6 +38,7 @@ pub unsafe fn ctx_synchronize_v2(_call: &Call, real: unsafe extern "C" fn(CUcont
     if ok(status) {
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
         model().context_synchronized(ctx);
+        crate::footprint::collect();
     }
     status
 }

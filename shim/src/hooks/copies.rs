@@ -62,6 +62,9 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
     model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    if host != HostEffect::None {
+        crate::footprint::collect();
+    }
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.

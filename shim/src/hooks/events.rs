@@ -35,6 +35,7 @@ pub unsafe fn event_synchronize(_call: &Call, real: unsafe extern "C" fn(CUevent
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
+        crate::footprint::collect();
     }
     status
 }
@@ -44,6 +45,7 @@ pub unsafe fn event_query(_call: &Call, real: unsafe extern "C" fn(CUevent) -> C
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
+        crate::footprint::collect();
     }
     status
 }

@@ -16,6 +16,7 @@ use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
 use crate::exports::Call;
+use crate::footprint;
 use crate::kernels;
 use crate::runtime::model;
 
@@ -31,8 +32,9 @@ thread_local! {
     static LAUNCHER: RefCell<Launcher> = RefCell::new(Launcher::default());
 }
 
-/// Tells the model of a kernel launched on `on`.
-unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
+/// Tells the model of a kernel launched on `on`; `ticket`: its footprint will be measured
+/// ([`footprint`]), and its parameters' accesses wait for it.
+unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, ticket: Option<u64>) {
     let model = model();
     let tell = |launcher: &mut Launcher| {
         let Launcher { accesses, kernels } = launcher;
@@ -40,7 +42,13 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
         accesses.clear();
         // SAFETY: the launch's own arguments, which the driver accepted.
         unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
+        let work = Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None };
+        match ticket {
+            Some(ticket) => {
+                model.launch_deferred(on, work, ticket);
+            }
+            None => model.work(on, work),
+        }
     };
     // Once the thread's storage is gone (exit handlers), a fresh one.
     if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
@@ -63,9 +71,11 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    footprint::arm(true);
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
+    let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra) };
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
     }
     status
 }
@@ -81,12 +91,14 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    footprint::arm(true);
     let status = unsafe { real(config, f, kernel_params, extra) };
+    let ticket = footprint::ticket();
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
             let on = stream(call, config.stream);
-            unsafe { launched(call, on, f, kernel_params, extra) };
+            unsafe { launched(call, on, f, kernel_params, extra, ticket) };
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
@@ -113,9 +125,11 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
+    footprint::arm(true);
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
+    let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut()) };
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
     }
     status
 }

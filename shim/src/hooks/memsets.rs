@@ -27,6 +27,9 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
         vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
     };
     model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    if host != HostEffect::None {
+        crate::footprint::collect();
+    }
 }
 
 pub unsafe fn memset_d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uchar, usize) -> CUresult, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {

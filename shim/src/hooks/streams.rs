@@ -51,6 +51,7 @@ pub unsafe fn stream_synchronize(call: &Call, real: unsafe extern "C" fn(CUstrea
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        crate::footprint::collect();
     }
     status
 }
@@ -60,6 +61,7 @@ pub unsafe fn stream_query(call: &Call, real: unsafe extern "C" fn(CUstream) -> 
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        crate::footprint::collect();
     }
     status
 }

@@ -1,0 +1,143 @@
+//! The footprint engine ([`streamsan_footprint`]) in the shim: started with the first
+//! driver call when the options ask for `exact` or `learn`, told of each launch, and read
+//! when the program synchronizes.
+//!
+//! A measured launch is issued to the model at once ([`streamsan::model::Model::launch_deferred`])
+//! and checked when its footprint is read. Footprints are read only after the program's own
+//! synchronization told the model that their launches completed ([`collect`], called by the
+//! hooks of synchronizing calls): the engine never waits on a program's stream.
+//!
+//! Where the engine cannot run (no Compute Sanitizer library, another tool holding the API,
+//! a driver that refuses), the shim works as with `footprint=params`, with a note in the
+//! report saying why.
+
+use core::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use streamsan::model::op::Access;
+use streamsan::model::race::{FootprintUnavailable, NoteKind};
+use streamsan::options::Footprint;
+use streamsan_footprint as engine;
+
+use crate::driver;
+use crate::runtime::{model, options};
+
+/// Whether launches are measured (the options ask for it and the engine started).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Starts the engine if the options ask for it; once, before the program's first driver
+/// call reaches the driver.
+pub fn start() {
+    if options().footprint == Footprint::Params {
+        return;
+    }
+    let why = match real_driver() {
+        None => engine::Unavailable::NoLibrary("the CUDA driver lacks context or stream functions".into()),
+        Some(driver) => match engine::start(driver) {
+            Ok(()) => {
+                ACTIVE.store(true, Ordering::Release);
+                return;
+            }
+            Err(why) => why,
+        },
+    };
+    let subject = match why {
+        engine::Unavailable::NoLibrary(_) => FootprintUnavailable::NoLibrary,
+        engine::Unavailable::OtherSubscriber => FootprintUnavailable::OtherSubscriber,
+        engine::Unavailable::Refused(_) => FootprintUnavailable::Refused,
+    };
+    model().footprint_note(NoteKind::FootprintUnavailable, subject as u64, None);
+    crate::diag::warn(&format!("footprint={} is not available: {why}; kernels' footprints are their parameters' pointers", options().footprint.label()));
+}
+
+fn real_driver() -> Option<engine::Driver> {
+    fn find<F: Copy>(name: &core::ffi::CStr) -> Option<F> {
+        let f = driver::lookup(name);
+        // SAFETY: F is the driver's signature for `name` (cuda.h).
+        (!f.is_null()).then(|| unsafe { core::mem::transmute_copy::<*mut c_void, F>(&f) })
+    }
+    Some(engine::Driver {
+        dlsym: driver::real_dlsym()?,
+        ctx_push_current: find(c"cuCtxPushCurrent_v2")?,
+        ctx_pop_current: find(c"cuCtxPopCurrent_v2")?,
+        stream_create: find(c"cuStreamCreate")?,
+    })
+}
+
+/// `STREAMSAN_FOOTPRINT_TRACE=1`: each footprint read is printed on stderr (for debugging
+/// the engine on a new driver or GPU).
+fn trace() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("STREAMSAN_FOOTPRINT_TRACE").is_some_and(|v| v == "1"))
+}
+
+/// Whether launches are measured.
+#[inline]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Just before a launch's real call: measure it (or not).
+#[inline]
+pub fn arm(measure: bool) {
+    if active() {
+        engine::arm(measure);
+    }
+}
+
+/// Just after a launch's real call: its ticket, if it was measured.
+#[inline]
+pub fn ticket() -> Option<u64> {
+    if !active() {
+        return None;
+    }
+    engine::take_ticket().map(|t| t.0)
+}
+
+/// Reads the footprints of the launches the program has now synchronized with, and gives
+/// them to the model. Called after a synchronizing call's hook told the model.
+pub fn collect() {
+    if !active() {
+        return;
+    }
+    let model = model();
+    let tickets = model.completed_launches();
+    if tickets.is_empty() {
+        return;
+    }
+    let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
+    let mut accesses = Vec::new();
+    engine::collect(&tickets, |ticket, measured| match measured {
+        Some(measured) => {
+            if trace() {
+                eprintln!("streamsan: footprint of launch {}: {:x?} overflow {:x?}", ticket.0, measured.ranges, measured.overflow);
+            }
+            accesses.clear();
+            accesses.extend(measured.ranges.iter().chain(measured.overflow.iter()).map(|r| Access {
+                addr: r.lo,
+                len: r.hi - r.lo,
+                mode: streamsan::model::deferred::measured_mode(r.flags),
+                exact: true,
+                slot: None,
+            }));
+            if measured.overflow.is_some() {
+                model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
+            }
+            model.launch_measured(ticket.0, Some(&accesses));
+        }
+        None => model.launch_measured(ticket.0, None),
+    });
+}
+
+/// At exit: reads what completed, and lets the launches still pending stand on their
+/// parameters (their kernels may still run: their tables are not read).
+pub fn finish() {
+    if !active() {
+        return;
+    }
+    collect();
+    let model = model();
+    for ticket in model.pending_launches() {
+        model.launch_measured(ticket, None);
+    }
+}
