@@ -25,8 +25,8 @@ use crate::runtime::{model, options};
 /// Whether launches are measured (the options ask for it and the engine started).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-/// Starts the engine if the options ask for it; once, before the program's first driver
-/// call reaches the driver.
+/// Starts the engine if the options ask for it; once, from the shim's constructor, before
+/// the program's first driver call (the API must subscribe before the driver starts).
 pub fn start() {
     if options().footprint == Footprint::Params {
         return;
@@ -58,8 +58,7 @@ fn real_driver() -> Option<engine::Driver> {
     }
     Some(engine::Driver {
         dlsym: driver::real_dlsym()?,
-        ctx_push_current: find(c"cuCtxPushCurrent_v2")?,
-        ctx_pop_current: find(c"cuCtxPopCurrent_v2")?,
+        ctx_get_current: find(c"cuCtxGetCurrent")?,
         stream_create: find(c"cuStreamCreate")?,
     })
 }
@@ -81,7 +80,7 @@ pub fn active() -> bool {
 #[inline]
 pub fn arm(measure: bool) {
     if active() {
-        engine::arm(measure);
+        engine::arm(measure && engine::prepare());
     }
 }
 

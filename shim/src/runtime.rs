@@ -68,6 +68,7 @@ extern "C" fn on_load() {
     options();
     suppressions();
     signals::install_fatal();
+    crate::footprint::start();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
     // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
@@ -92,7 +93,6 @@ pub fn start() {
             model().forget_findings();
         }
         signals::install_termination();
-        crate::footprint::start();
     }
 }
 

@@ -1,10 +1,11 @@
 //! The host half of the engine: subscription, patching, one table per measured launch, and
 //! reading tables back once their launches are known to be complete.
 //!
-//! Nothing here synchronizes a program's stream. A launch callback only takes a table from
-//! the pool and hands it to the launch; tables are read when the caller (the shim, after the
-//! program itself synchronized) says their launches completed, with copies on a stream of
-//! the engine's own, which holds nothing but the engine's copies and resets.
+//! Nothing here synchronizes a program's stream, and a callback never calls the driver: a
+//! launch callback only takes a table from the pool, which [`prepare`] filled before the
+//! launch's real call, and hands it to the launch. Tables are read when the caller (the
+//! shim, after the program itself synchronized) says their launches completed, with copies
+//! on a stream of the engine's own, which holds nothing but the engine's copies and resets.
 
 use core::ffi::c_void;
 use std::cell::Cell;
@@ -28,8 +29,7 @@ const MAX_TABLES: usize = 4096;
 #[derive(Clone, Copy)]
 pub struct Driver {
     pub dlsym: api::Dlsym,
-    pub ctx_push_current: unsafe extern "C" fn(Handle) -> u32,
-    pub ctx_pop_current: unsafe extern "C" fn(*mut Handle) -> u32,
+    pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
     pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
 }
 
@@ -50,6 +50,8 @@ struct Engine {
     api: Api,
     driver: Driver,
     pools: Mutex<HashMap<usize, Pool>>,
+    /// Contexts the patch was added to.
+    patched: Mutex<Vec<usize>>,
     /// Ticket to (context, table).
     tickets: Mutex<HashMap<u64, (usize, usize)>>,
     next_ticket: AtomicU64,
@@ -126,6 +128,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         api,
         driver,
         pools: Mutex::new(HashMap::new()),
+        patched: Mutex::new(Vec::new()),
         tickets: Mutex::new(HashMap::new()),
         next_ticket: AtomicU64::new(1),
         unmeasured: AtomicU64::new(0),
@@ -167,76 +170,50 @@ pub fn counters() -> (u64, u64) {
 unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
     let Some(engine) = ENGINE.get() else { return };
     match (domain, cbid) {
-        (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_CREATION_FINISHED) => {
-            // SAFETY: the data of this callback.
-            let data = unsafe { &*(data as *const api::ContextData) };
-            // SAFETY: the patch image lives for the process.
-            unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) };
-        }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
+            // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            // A context created before the subscription (none, from the constructor) would
-            // lack the patches; adding them again is harmless.
+            {
+                let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
+                if !patched.contains(&(data.context as usize)) {
+                    // SAFETY: the patch image lives for the process.
+                    if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) } != api::SANITIZER_SUCCESS {
+                        return;
+                    }
+                    patched.push(data.context as usize);
+                }
+            }
             unsafe {
-                (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context);
-                (engine.api.patch_instructions)(
-                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
-                    data.module,
-                    PATCH_FUNCTION.as_ptr(),
-                );
+                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, data.module, PATCH_FUNCTION.as_ptr());
                 (engine.api.patch_module)(data.module);
             }
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
-            engine
-                .pools
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&(data.context as usize));
-            engine
-                .tickets
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|_, (ctx, _)| *ctx != data.context as usize);
+            let ctx = data.context as usize;
+            engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
+            engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
+            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| *c != ctx);
         }
         (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
             let data = unsafe { &*(data as *const api::LaunchData) };
             let armed = ARMED.try_with(|a| a.replace(false)).unwrap_or(false);
-            let table = if armed {
-                engine.launch_table(data.context)
-            } else {
-                None
-            };
+            let table = if armed { engine.launch_table(data.context) } else { None };
             let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
             // Every launch says its table, or none: a table left from an earlier launch of
             // the same kernel would be written again.
-            unsafe {
-                (engine.api.set_launch_callback_data)(
-                    data.h_launch,
-                    data.function,
-                    data.h_stream,
-                    userdata,
-                )
-            };
+            unsafe { (engine.api.set_launch_callback_data)(data.h_launch, data.function, data.h_stream, userdata) };
             if let Some((ticket, _)) = table {
                 let _ = LAST.try_with(|l| l.set(Some(ticket)));
             }
         }
         (api::DOMAIN_GRAPHS, api::CBID_GRAPHS_NODE_LAUNCH_BEGIN) => {
-            // Graph kernels are not measured (their launches are told to the model as the
-            // graph's, at cuGraphLaunch): they run with no table.
+            // Graph kernels are not measured (the model hears of them as the graph's, at
+            // cuGraphLaunch): they run with no table.
             let data = unsafe { &*(data as *const api::GraphNodeLaunchData) };
             if data.node_type == api::GRAPH_NODE_KERNEL {
                 let l = &data.launch;
-                unsafe {
-                    (engine.api.set_launch_callback_data)(
-                        l.h_launch,
-                        l.function,
-                        l.h_stream,
-                        core::ptr::null(),
-                    )
-                };
+                unsafe { (engine.api.set_launch_callback_data)(l.h_launch, l.function, l.h_stream, core::ptr::null()) };
             }
         }
         _ => {}
@@ -244,80 +221,68 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
 }
 
 impl Engine {
-    /// A free table of `ctx` for a launch, and its ticket; None when every table waits to be
-    /// read.
+    /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
+    /// driver function: [`prepare`] filled the pool.
     fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
-        let table = {
-            let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
-            let pool = pools.entry(ctx as usize).or_default();
-            if pool.free.is_empty() && pool.allocated < MAX_TABLES {
-                self.grow(ctx, pool);
-            }
-            pool.free.pop()
-        };
-        let Some(table) = table else {
-            self.unmeasured.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
+        let table = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
-        self.tickets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(ticket.0, (ctx as usize, table));
+        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table));
         Some((ticket, table))
     }
 
     /// Allocates a chunk of zeroed tables. The zeroing is ordered before their first use by
     /// a synchronization of the engine's own stream (it holds only this memset).
     fn grow(&self, ctx: Handle, pool: &mut Pool) {
-        let Some(stream) = self.own_stream(ctx, pool) else {
-            return;
-        };
+        let Some(stream) = pool.stream else { return };
         let bytes = TABLES_PER_CHUNK * TABLE_BYTES;
         let mut chunk: *mut c_void = core::ptr::null_mut();
+        // SAFETY: the API's functions, on the engine's own stream and memory.
         unsafe {
-            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null()
-            {
+            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null() {
                 return;
             }
-            if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS
-                || (self.api.stream_synchronize)(stream) != api::SANITIZER_SUCCESS
-            {
+            if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS || (self.api.stream_synchronize)(stream) != api::SANITIZER_SUCCESS {
                 return;
             }
         }
         pool.allocated += TABLES_PER_CHUNK;
-        pool.free.extend(
-            (0..TABLES_PER_CHUNK)
-                .rev()
-                .map(|i| chunk as usize + i * TABLE_BYTES),
-        );
+        pool.free.extend((0..TABLES_PER_CHUNK).rev().map(|i| chunk as usize + i * TABLE_BYTES));
     }
+}
 
-    /// The engine's stream in `ctx`, made on first need.
-    fn own_stream(&self, ctx: Handle, pool: &mut Pool) -> Option<Handle> {
-        if pool.stream.is_none() {
-            let d = self.driver;
-            let mut stream: Handle = core::ptr::null_mut();
-            let mut popped: Handle = core::ptr::null_mut();
-            // SAFETY: real driver functions; the context is the launch's, alive.
-            let made = unsafe {
-                (d.ctx_push_current)(ctx) == 0 && {
-                    let ok = (d.stream_create)(&mut stream, 1) == 0;
-                    (d.ctx_pop_current)(&mut popped);
-                    ok
-                }
-            };
-            let mut handle: Handle = core::ptr::null_mut();
-            if made
-                && unsafe { (self.api.get_stream_handle)(ctx, stream, &mut handle) }
-                    == api::SANITIZER_SUCCESS
-            {
-                pool.stream = Some(handle);
-            }
-        }
-        pool.stream
+/// Before a launch to be measured, outside any callback: makes sure the current context has
+/// the engine's stream and a free table. Returns whether the launch can be measured.
+pub fn prepare() -> bool {
+    let Some(engine) = ENGINE.get() else { return false };
+    let mut ctx: Handle = core::ptr::null_mut();
+    // SAFETY: a real driver function and a valid out-pointer.
+    if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
+        return false;
     }
+    let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = pools.entry(ctx as usize).or_default();
+    if !pool.free.is_empty() {
+        return true;
+    }
+    if pool.stream.is_none() {
+        let mut stream: Handle = core::ptr::null_mut();
+        let mut handle: Handle = core::ptr::null_mut();
+        // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING: it waits on no stream.
+        if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
+            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) } != api::SANITIZER_SUCCESS
+        {
+            return false;
+        }
+        pool.stream = Some(handle);
+    }
+    if pool.allocated < MAX_TABLES {
+        engine.grow(ctx, pool);
+    }
+    if pool.free.is_empty() {
+        engine.unmeasured.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    true
 }
 
 /// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
@@ -347,7 +312,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         let run = &taken[i..j];
         let bytes = run.len() * TABLE_BYTES;
         let pool = pools.entry(ctx).or_default();
-        let stream = engine.own_stream(ctx as Handle, pool);
+        let stream = pool.stream;
         host.resize(bytes, 0u8);
         let read = stream.is_some_and(|s| unsafe {
             (engine.api.memcpy_device_to_host)(
