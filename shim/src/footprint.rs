@@ -14,16 +14,25 @@
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::hash::Hasher;
+use std::sync::OnceLock;
+
+use streamsan::hash::FastHasher;
+use streamsan::model::learnt::Lookup;
 use streamsan::model::op::Access;
 use streamsan::model::race::{FootprintUnavailable, NoteKind};
+use streamsan::model::Model;
 use streamsan::options::Footprint;
 use streamsan_footprint as engine;
 
 use crate::driver;
+use crate::kernels::{self, KernelInfo};
 use crate::runtime::{model, options};
 
 /// Whether launches are measured (the options ask for it and the engine started).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The mode in force once the engine started.
+static MODE: OnceLock<Footprint> = OnceLock::new();
 
 /// Starts the engine if the options ask for it; once, from the shim's constructor, before
 /// the program's first driver call (the API must subscribe before the driver starts).
@@ -35,6 +44,7 @@ pub fn start() {
         None => engine::Unavailable::NoLibrary("the CUDA driver lacks context or stream functions".into()),
         Some(driver) => match engine::start(driver) {
             Ok(()) => {
+                let _ = MODE.set(options().footprint);
                 ACTIVE.store(true, Ordering::Release);
                 return;
             }
@@ -76,12 +86,72 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Just before a launch's real call: measure it (or not).
-#[inline]
-pub fn arm(measure: bool) {
-    if active() {
-        engine::arm(measure && engine::prepare());
+/// Before a launch's real call, its parameters' `accesses` read: decides whether to measure
+/// it and arms the engine. In `footprint=learn`, a launch whose footprint was learnt gets
+/// the learnt accesses instead and is not measured; the others are measured, and the key
+/// to learn under is returned.
+///
+/// # Safety
+/// `params` and `extra` are the launch's own arguments, valid as the driver requires.
+pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &mut [Access]) -> Option<u64> {
+    if !active() {
+        return None;
     }
+    let (measure, key) = match MODE.get().copied().unwrap_or(Footprint::Params) {
+        Footprint::Exact => (true, None),
+        Footprint::Params => (false, None),
+        Footprint::Learn => {
+            // SAFETY: the caller's promise.
+            let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
+            (model.apply_learnt(key, accesses) != Lookup::Applied, Some(key))
+        }
+    };
+    let measure = measure && engine::prepare();
+    engine::arm(measure);
+    key.filter(|_| measure)
+}
+
+/// The key of a launch's learnt footprint: its kernel, its shape, and every parameter byte
+/// but the pointers into buffers (`accesses`' slots), which the footprint is relative to.
+unsafe fn learn_key(info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &[Access]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write_u64(info.id.map_or(f as u64, |k| u64::from(k.0) | 1 << 63));
+    for d in shape {
+        h.write_u32(d);
+    }
+    let pointer = |offset: usize| accesses.iter().any(|a| a.slot == Some(offset as u32));
+    let mut bytes = |base: *const u8, at: usize, len: usize| {
+        let mut k = 0;
+        while k < len {
+            let offset = at + k;
+            if offset % 8 == 0 && k + 8 <= len {
+                if !pointer(offset) {
+                    // SAFETY: inside the parameter's bytes.
+                    h.write_u64(unsafe { (base.add(k) as *const u64).read_unaligned() });
+                }
+                k += 8;
+                continue;
+            }
+            // SAFETY: inside the parameter's bytes.
+            h.write_u8(unsafe { *base.add(k) });
+            k += 1;
+        }
+    };
+    if !params.is_null() && !info.params.is_empty() {
+        for (i, p) in info.params.iter().enumerate() {
+            // SAFETY: one pointer per parameter, each to the parameter's value.
+            let value = unsafe { *params.add(i) } as *const u8;
+            if !value.is_null() {
+                bytes(value, p.offset, p.size);
+            }
+        }
+    } else if !extra.is_null() {
+        // SAFETY: the caller's promise.
+        if let Some((buffer, size)) = unsafe { kernels::extra_buffer(extra) } {
+            bytes(buffer, 0, size);
+        }
+    }
+    h.finish()
 }
 
 /// Just after a launch's real call: its ticket, if it was measured.

@@ -59,6 +59,8 @@ struct Pending {
     /// What its parameters say (the union with what is measured: memory reached without a
     /// patch point, such as Hopper's bulk tensor copies, is seen by no measure).
     guess: Vec<Access>,
+    /// The key to learn its footprint under ([`super::learnt`]), in `footprint=learn`.
+    learn: Option<u64>,
 }
 
 /// An access (or a free) issued while some launch was pending.
@@ -168,8 +170,9 @@ impl Model {
     /// A kernel launch on `stream` whose footprint will be measured: it is issued now (its
     /// clock taken) and checked when [`Model::launch_measured`] gives its accesses. `work`'s
     /// accesses are what its parameters say. Returns false when the stream captures: the
-    /// launch became a graph node with those accesses, and no footprint will come.
-    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64) -> bool {
+    /// launch became a graph node with those accesses, and no footprint will come. `learn`:
+    /// the key under which to learn its footprint.
+    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<u64>) -> bool {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
             return false;
@@ -185,6 +188,7 @@ impl Model {
             clock: state.clock.clone(),
             next_buffer: self.next_buffer.load(Ordering::Relaxed),
             guess: work.accesses.to_vec(),
+            learn,
         };
         window.pending.push(pending);
         self.deferred.pending.fetch_add(1, Ordering::AcqRel);
@@ -231,6 +235,9 @@ impl Model {
             (pending, later)
         };
         let accesses = self.union(&pending, measured);
+        if let (Some(key), Some(measured)) = (pending.learn, measured) {
+            self.learn(key, &pending.guess, measured);
+        }
         let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
         let mut found = Vec::new();
         for access in &accesses {

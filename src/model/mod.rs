@@ -18,6 +18,7 @@ pub mod clock;
 pub mod deferred;
 pub mod direction;
 pub mod events;
+pub mod learnt;
 pub mod lock;
 pub mod op;
 pub mod race;
@@ -103,6 +104,8 @@ pub struct Model {
     directions: Directions,
     /// Measured launches waiting for their footprint ([`deferred`]).
     deferred: deferred::Deferred,
+    /// Footprints learnt from measured launches ([`learnt`]).
+    learnt: learnt::Learnt,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -130,6 +133,7 @@ impl Model {
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
             deferred: deferred::Deferred::default(),
+            learnt: learnt::Learnt::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),

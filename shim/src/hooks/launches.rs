@@ -1,6 +1,9 @@
 //! Kernel launches, host functions and stream callbacks.
 //!
-//! A launch's accesses come from its parameters ([`crate::kernels`]). A host function is
+//! A launch's accesses come from its parameters ([`crate::kernels`]), read before the real
+//! call so that the footprint engine ([`footprint`]) can be told whether to measure it; a
+//! measured launch is told to the model at once and checked when its footprint is read, a
+//! launch whose footprint was learnt is checked with that. A host function is
 //! wrapped: the driver runs the shim's trampoline, which orders the host after the
 //! function's place in its stream, then calls the program's function with its own data.
 
@@ -9,7 +12,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use streamsan::model::capture::HostCallback;
-use streamsan::model::op::{Access, HostEffect};
+use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan_driver_api::*;
@@ -26,34 +29,57 @@ use crate::runtime::model;
 struct Launcher {
     accesses: Vec<Access>,
     kernels: kernels::Recent,
+    /// The kernel of the launch being made.
+    kernel: Option<KernelId>,
+    /// Its key for learnt footprints (`footprint=learn`).
+    learn: Option<u64>,
 }
 
 thread_local! {
     static LAUNCHER: RefCell<Launcher> = RefCell::new(Launcher::default());
 }
 
-/// Tells the model of a kernel launched on `on`; `ticket`: its footprint will be measured
-/// ([`footprint`]), and its parameters' accesses wait for it.
-unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, ticket: Option<u64>) {
+/// Runs `f` on the thread's launcher, or on a fresh one once the thread's storage is gone
+/// (exit handlers).
+fn with_launcher(f: impl FnOnce(&mut Launcher)) {
+    let mut f = Some(f);
+    let done = LAUNCHER.try_with(|launcher| (f.take().expect("once"))(&mut launcher.borrow_mut()));
+    if done.is_err() {
+        if let Some(f) = f {
+            f(&mut Launcher::default());
+        }
+    }
+}
+
+/// Before the real call: reads the launch's parameters into the thread's launcher and tells
+/// the footprint engine whether to measure it. `shape`: grid and block dimensions.
+unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) {
     let model = model();
-    let tell = |launcher: &mut Launcher| {
-        let Launcher { accesses, kernels } = launcher;
+    with_launcher(|launcher| {
+        let Launcher { accesses, kernels, kernel, learn } = launcher;
         let info = kernels.info(model, f);
         accesses.clear();
-        // SAFETY: the launch's own arguments, which the driver accepted.
+        // SAFETY: the launch's own arguments, as the driver requires them.
         unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        let work = Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None };
+        *kernel = info.id;
+        // SAFETY: likewise.
+        *learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses) };
+    });
+}
+
+/// After a successful real call: tells the model of the kernel launched on `on`; `ticket`:
+/// its footprint is being measured, and its check waits for it.
+fn launched(call: &Call, on: StreamRef, ticket: Option<u64>) {
+    let model = model();
+    with_launcher(|launcher| {
+        let work = Work { origin: origin(call), kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {
             Some(ticket) => {
-                model.launch_deferred(on, work, ticket);
+                model.launch_deferred(on, work, ticket, launcher.learn);
             }
             None => model.work(on, work),
         }
-    };
-    // Once the thread's storage is gone (exit handlers), a fresh one.
-    if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
-        tell(&mut Launcher::default());
-    }
+    });
 }
 
 pub unsafe fn launch_kernel(
@@ -71,11 +97,11 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    footprint::arm(true);
+    unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
     let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
+        launched(call, stream(call, h_stream), ticket);
     }
     status
 }
@@ -91,14 +117,16 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    footprint::arm(true);
+    // SAFETY: null or the program's configuration.
+    let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]);
+    unsafe { plan(f, kernel_params, extra, shape) };
     let status = unsafe { real(config, f, kernel_params, extra) };
     let ticket = footprint::ticket();
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
             let on = stream(call, config.stream);
-            unsafe { launched(call, on, f, kernel_params, extra, ticket) };
+            launched(call, on, ticket);
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
@@ -125,11 +153,11 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
-    footprint::arm(true);
+    unsafe { plan(f, kernel_params, core::ptr::null_mut(), [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
     let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
+        launched(call, stream(call, h_stream), ticket);
     }
     status
 }

@@ -1,0 +1,128 @@
+//! Footprints learnt from measured launches, applied to later launches of the same kernel
+//! with the same scalar arguments (`footprint=learn`).
+//!
+//! What a kernel touches, relative to the pointers it is given, is a function of its scalar
+//! arguments and launch shape in all but data-dependent kernels (a gather by an index tensor).
+//! So a launch is keyed by its kernel, its launch shape and every parameter byte that is not
+//! a pointer into a buffer (the shim computes the key); its first launch is measured, and
+//! what it touched through each pointer parameter, as a direction and an extent relative to
+//! the pointer, is kept for the key ([`Model::apply_learnt`]). Later launches with the same
+//! key are checked at issue like any other, at no device cost.
+//!
+//! A measured range is attributed to the pointer parameter into the same buffer at or
+//! nearest below it. A key whose launch touched a buffer no parameter points into (pointers
+//! read from memory: pointer tables, NCCL's work descriptors) is unlearnable: its launches
+//! are measured every time. A parameter whose buffer was not touched keeps its pointer's
+//! own access (memory reached without a patch point, such as Hopper's bulk tensor copies).
+//! A data-dependent kernel may touch other bytes than its first launch did: learnt, it may
+//! miss a race (or, touching fewer, report one its hull covers), as the README says.
+
+use std::sync::Arc;
+
+use crate::hash::{fast_map, FastMap};
+
+use super::buffers::Found;
+use super::op::{Access, Mode};
+use super::Model;
+
+/// What one pointer parameter's launch touched, relative to the pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Extent {
+    slot: u32,
+    mode: Mode,
+    /// From the pointer to the first byte touched (may be negative).
+    lo: i64,
+    len: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Known {
+    Extents(Arc<[Extent]>),
+    Unlearnable,
+}
+
+/// The learnt footprints, by launch key.
+pub struct Learnt {
+    keys: FastMap<u64, Known>,
+}
+
+impl Default for Learnt {
+    fn default() -> Learnt {
+        Learnt { keys: fast_map() }
+    }
+}
+
+/// What [`Model::apply_learnt`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The accesses are now the learnt ones: check the launch at once.
+    Applied,
+    /// Nothing learnt for this key yet: measure the launch.
+    Unknown,
+    /// Its launches touch memory no parameter points into: measure every launch.
+    Unlearnable,
+}
+
+fn union(a: Mode, b: Mode) -> Mode {
+    if a == b {
+        a
+    } else if a == Mode::Read && b == Mode::Read {
+        Mode::Read
+    } else {
+        Mode::ReadWrite
+    }
+}
+
+impl Model {
+    /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
+    /// learnt for `key`, if anything was.
+    pub fn apply_learnt(&self, key: u64, accesses: &mut [Access]) -> Lookup {
+        let extents = match self.learnt.keys.get(&key).map(|k| k.clone()) {
+            None => return Lookup::Unknown,
+            Some(Known::Unlearnable) => return Lookup::Unlearnable,
+            Some(Known::Extents(extents)) => extents,
+        };
+        for access in accesses.iter_mut() {
+            if let Some(e) = access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
+                *access = Access { addr: access.addr.wrapping_add_signed(e.lo), len: e.len, mode: e.mode, exact: true, slot: access.slot };
+            }
+        }
+        Lookup::Applied
+    }
+
+    /// Learns `key`'s footprint from a measured launch: `guess` its parameters' accesses,
+    /// `measured` what it touched.
+    pub(super) fn learn(&self, key: u64, guess: &[Access], measured: &[Access]) {
+        let bounds = |addr: u64| match self.buffers.find(addr) {
+            Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
+            Found::Nothing => None,
+        };
+        let mut extents: Vec<Extent> = Vec::new();
+        for m in measured {
+            let Some(buffer) = bounds(m.addr) else { continue };
+            // A cover beyond its buffer (an overflowed table) is no extent of one pointer.
+            if m.addr + m.len > buffer.1 {
+                self.learnt.keys.insert(key, Known::Unlearnable);
+                return;
+            }
+            // The pointer into this buffer at or nearest below the range, else the lowest.
+            let into = guess.iter().filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
+            let below = into.clone().filter(|g| g.addr <= m.addr).max_by_key(|g| g.addr);
+            let Some(pointer) = below.or_else(|| into.min_by_key(|g| g.addr)) else {
+                self.learnt.keys.insert(key, Known::Unlearnable);
+                return;
+            };
+            let slot = pointer.slot.expect("filtered");
+            let lo = m.addr.wrapping_sub(pointer.addr) as i64;
+            let hi = lo + m.len as i64;
+            match extents.iter_mut().find(|e| e.slot == slot) {
+                Some(e) => {
+                    let (elo, ehi) = (e.lo.min(lo), (e.lo + e.len as i64).max(hi));
+                    *e = Extent { slot, mode: union(e.mode, m.mode), lo: elo, len: (ehi - elo) as u64 };
+                }
+                None => extents.push(Extent { slot, mode: m.mode, lo, len: m.len }),
+            }
+        }
+        self.learnt.keys.insert(key, Known::Extents(extents.into()));
+    }
+}
