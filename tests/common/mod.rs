@@ -27,7 +27,7 @@ pub fn artifacts() -> &'static Path {
         let mut cmd = Command::new(cargo);
         cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
             .args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"])
-            .args(["-p", "streamsan-fidelity", "-p", "streamsan-cudarc-app"])
+            .args(["-p", "streamsan-fidelity", "-p", "streamsan-cudarc-app", "-p", "streamsan-standin-sanitizer"])
             .arg("--target-dir")
             .arg(target);
         if dir.file_name().is_some_and(|n| n == "release") {
@@ -54,6 +54,11 @@ pub fn driver_dir() -> PathBuf {
 
 pub fn shim() -> PathBuf {
     artifacts().join("libstreamsan_shim.so")
+}
+
+/// The stand-in Compute Sanitizer library (`tests/standin-sanitizer`).
+pub fn standin_sanitizer() -> PathBuf {
+    artifacts().join("libsanitizer_standin.so")
 }
 
 /// Compiles `tests/scenarios/<name>.c` (with `extra` flags) and returns the executable.

@@ -177,32 +177,61 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
                 if !patched.contains(&(data.context as usize)) {
                     // SAFETY: the patch image lives for the process.
-                    if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) } != api::SANITIZER_SUCCESS {
+                    if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) }
+                        != api::SANITIZER_SUCCESS
+                    {
                         return;
                     }
                     patched.push(data.context as usize);
                 }
             }
             unsafe {
-                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, data.module, PATCH_FUNCTION.as_ptr());
+                (engine.api.patch_instructions)(
+                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                    data.module,
+                    PATCH_FUNCTION.as_ptr(),
+                );
                 (engine.api.patch_module)(data.module);
             }
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
             let ctx = data.context as usize;
-            engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
-            engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
-            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| *c != ctx);
+            engine
+                .pools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&ctx);
+            engine
+                .patched
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|&c| c != ctx);
+            engine
+                .tickets
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|_, (c, _)| *c != ctx);
         }
         (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
             let data = unsafe { &*(data as *const api::LaunchData) };
             let armed = ARMED.try_with(|a| a.replace(false)).unwrap_or(false);
-            let table = if armed { engine.launch_table(data.context) } else { None };
+            let table = if armed {
+                engine.launch_table(data.context)
+            } else {
+                None
+            };
             let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
             // Every launch says its table, or none: a table left from an earlier launch of
             // the same kernel would be written again.
-            unsafe { (engine.api.set_launch_callback_data)(data.h_launch, data.function, data.h_stream, userdata) };
+            unsafe {
+                (engine.api.set_launch_callback_data)(
+                    data.h_launch,
+                    data.function,
+                    data.h_stream,
+                    userdata,
+                )
+            };
             if let Some((ticket, _)) = table {
                 let _ = LAST.try_with(|l| l.set(Some(ticket)));
             }
@@ -213,7 +242,14 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             let data = unsafe { &*(data as *const api::GraphNodeLaunchData) };
             if data.node_type == api::GRAPH_NODE_KERNEL {
                 let l = &data.launch;
-                unsafe { (engine.api.set_launch_callback_data)(l.h_launch, l.function, l.h_stream, core::ptr::null()) };
+                unsafe {
+                    (engine.api.set_launch_callback_data)(
+                        l.h_launch,
+                        l.function,
+                        l.h_stream,
+                        core::ptr::null(),
+                    )
+                };
             }
         }
         _ => {}
@@ -224,9 +260,17 @@ impl Engine {
     /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
     /// driver function: [`prepare`] filled the pool.
     fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
-        let table = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
+        let table = self
+            .pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&(ctx as usize))
+            .and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
-        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table));
+        self.tickets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ticket.0, (ctx as usize, table));
         Some((ticket, table))
     }
 
@@ -238,22 +282,31 @@ impl Engine {
         let mut chunk: *mut c_void = core::ptr::null_mut();
         // SAFETY: the API's functions, on the engine's own stream and memory.
         unsafe {
-            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null() {
+            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null()
+            {
                 return;
             }
-            if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS || (self.api.stream_synchronize)(stream) != api::SANITIZER_SUCCESS {
+            if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS
+                || (self.api.stream_synchronize)(stream) != api::SANITIZER_SUCCESS
+            {
                 return;
             }
         }
         pool.allocated += TABLES_PER_CHUNK;
-        pool.free.extend((0..TABLES_PER_CHUNK).rev().map(|i| chunk as usize + i * TABLE_BYTES));
+        pool.free.extend(
+            (0..TABLES_PER_CHUNK)
+                .rev()
+                .map(|i| chunk as usize + i * TABLE_BYTES),
+        );
     }
 }
 
 /// Before a launch to be measured, outside any callback: makes sure the current context has
 /// the engine's stream and a free table. Returns whether the launch can be measured.
 pub fn prepare() -> bool {
-    let Some(engine) = ENGINE.get() else { return false };
+    let Some(engine) = ENGINE.get() else {
+        return false;
+    };
     let mut ctx: Handle = core::ptr::null_mut();
     // SAFETY: a real driver function and a valid out-pointer.
     if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
@@ -269,7 +322,8 @@ pub fn prepare() -> bool {
         let mut handle: Handle = core::ptr::null_mut();
         // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING: it waits on no stream.
         if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
-            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) } != api::SANITIZER_SUCCESS
+            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) }
+                != api::SANITIZER_SUCCESS
         {
             return false;
         }

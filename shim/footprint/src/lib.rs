@@ -16,7 +16,9 @@ mod api;
 mod engine;
 pub mod table;
 
-pub use engine::{arm, collect, counters, prepare, running, start, take_ticket, Driver, Ticket, Unavailable};
+pub use engine::{
+    arm, collect, counters, prepare, running, start, take_ticket, Driver, Ticket, Unavailable,
+};
 pub use table::{Measured, Range};
 
 #[cfg(test)]
