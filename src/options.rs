@@ -43,9 +43,9 @@ pub enum Footprint {
     Exact,
     /// A kernel's first launches measured; what they showed (each parameter's direction
     /// and extent) applies to its later launches, unmeasured.
-    #[default]
     Learn,
     /// The parameters' pointers only, each the byte it names.
+    #[default]
     Params,
 }
 

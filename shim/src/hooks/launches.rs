@@ -39,14 +39,16 @@ thread_local! {
     static LAUNCHER: RefCell<Launcher> = RefCell::new(Launcher::default());
 }
 
-/// Runs `f` on the thread's launcher, or on a fresh one once the thread's storage is gone
-/// (exit handlers).
+/// Runs `f` on the thread's launcher, or, once the thread's storage is gone (exit
+/// handlers), on one shared by such threads: a launch's plan and its telling must meet the
+/// same launcher.
 fn with_launcher(f: impl FnOnce(&mut Launcher)) {
+    static AFTER_EXIT: std::sync::Mutex<Option<Launcher>> = std::sync::Mutex::new(None);
     let mut f = Some(f);
     let done = LAUNCHER.try_with(|launcher| (f.take().expect("once"))(&mut launcher.borrow_mut()));
     if done.is_err() {
         if let Some(f) = f {
-            f(&mut Launcher::default());
+            f(AFTER_EXIT.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Launcher::default));
         }
     }
 }
