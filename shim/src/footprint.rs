@@ -29,6 +29,10 @@ use crate::driver;
 use crate::kernels::{self, KernelInfo};
 use crate::runtime::{model, options};
 
+/// In `footprint=learn`, launches of a module's kernels in a row that used learnt footprints
+/// before the module is unpatched.
+const QUIET_LAUNCHES: u64 = 64;
+
 /// Whether launches are measured (the options ask for it and the engine started).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The mode in force once the engine started.
@@ -45,6 +49,11 @@ pub fn start() {
         Some(driver) => match engine::start(driver) {
             Ok(()) => {
                 let _ = MODE.set(options().footprint);
+                if options().footprint == Footprint::Learn {
+                    // Learnt kernels run their code as compiled: a module whose launches all
+                    // used what was learnt for a while is unpatched, until one must be measured.
+                    engine::unpatch_quiet_modules(QUIET_LAUNCHES);
+                }
                 ACTIVE.store(true, Ordering::Release);
                 return;
             }
@@ -93,7 +102,7 @@ pub fn active() -> bool {
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &mut [Access]) -> Option<u64> {
+pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &mut [Access]) -> Option<(u64, u64)> {
     if !active() {
         return None;
     }
@@ -103,19 +112,26 @@ pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mu
         Footprint::Learn => {
             // SAFETY: the caller's promise.
             let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
-            (model.apply_learnt(key, accesses) != Lookup::Applied, Some(key))
+            let kernel = kernel_key(info, f);
+            (model.apply_learnt(key, kernel, accesses) != Lookup::Applied, Some((key, kernel)))
         }
     };
+    engine::maintain();
     let measure = measure && engine::prepare();
     engine::arm(measure);
     key.filter(|_| measure)
+}
+
+/// A kernel's identity for learnt footprints: its name's id, else its handle.
+fn kernel_key(info: &KernelInfo, f: *mut c_void) -> u64 {
+    info.id.map_or(f as u64, |k| u64::from(k.0) | 1 << 63)
 }
 
 /// The key of a launch's learnt footprint: its kernel, its shape, and every parameter byte
 /// but the pointers into buffers (`accesses`' slots), which the footprint is relative to.
 unsafe fn learn_key(info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &[Access]) -> u64 {
     let mut h = FastHasher::default();
-    h.write_u64(info.id.map_or(f as u64, |k| u64::from(k.0) | 1 << 63));
+    h.write_u64(kernel_key(info, f));
     for d in shape {
         h.write_u32(d);
     }

@@ -59,8 +59,9 @@ struct Pending {
     /// What its parameters say (the union with what is measured: memory reached without a
     /// patch point, such as Hopper's bulk tensor copies, is seen by no measure).
     guess: Vec<Access>,
-    /// The key to learn its footprint under ([`super::learnt`]), in `footprint=learn`.
-    learn: Option<u64>,
+    /// The key and kernel to learn its footprint under ([`super::learnt`]), in
+    /// `footprint=learn`.
+    learn: Option<(u64, u64)>,
 }
 
 /// An access (or a free) issued while some launch was pending.
@@ -172,7 +173,7 @@ impl Model {
     /// accesses are what its parameters say. Returns false when the stream captures: the
     /// launch became a graph node with those accesses, and no footprint will come. `learn`:
     /// the key under which to learn its footprint.
-    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<u64>) -> bool {
+    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<(u64, u64)>) -> bool {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
             return false;
@@ -235,8 +236,8 @@ impl Model {
             (pending, later)
         };
         let accesses = self.union(&pending, measured);
-        if let (Some(key), Some(measured)) = (pending.learn, measured) {
-            self.learn(key, &pending.guess, measured);
+        if let (Some((key, kernel)), Some(measured)) = (pending.learn, measured) {
+            self.learn(key, kernel, &pending.guess, measured);
         }
         let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
         let mut found = Vec::new();

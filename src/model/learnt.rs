@@ -16,6 +16,10 @@
 //! own access (memory reached without a patch point, such as Hopper's bulk tensor copies).
 //! A data-dependent kernel may touch other bytes than its first launch did: learnt, it may
 //! miss a race (or, touching fewer, report one its hull covers), as the README says.
+//!
+//! Some scalars change at every launch without changing the footprint (a random generator's
+//! seed and offset: every dropout). A kernel whose first [`AGREEING_KEYS`] learnt keys all
+//! gave the same extents is taken to have those extents for every key.
 
 use std::sync::Arc;
 
@@ -41,14 +45,19 @@ enum Known {
     Unlearnable,
 }
 
-/// The learnt footprints, by launch key.
+/// Learnt keys of one kernel that agree before its extents stand for all its keys.
+pub const AGREEING_KEYS: u32 = 3;
+
+/// The learnt footprints, by launch key, and by kernel where its keys agree.
 pub struct Learnt {
     keys: FastMap<u64, Known>,
+    /// Per kernel: the extents its learnt keys gave, and how many agreed (0: they differed).
+    kernels: FastMap<u64, (Arc<[Extent]>, u32)>,
 }
 
 impl Default for Learnt {
     fn default() -> Learnt {
-        Learnt { keys: fast_map() }
+        Learnt { keys: fast_map(), kernels: fast_map() }
     }
 }
 
@@ -75,12 +84,15 @@ fn union(a: Mode, b: Mode) -> Mode {
 
 impl Model {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for `key`, if anything was.
-    pub fn apply_learnt(&self, key: u64, accesses: &mut [Access]) -> Lookup {
+    /// learnt for `key` (of `kernel`), if anything was.
+    pub fn apply_learnt(&self, key: u64, kernel: u64, accesses: &mut [Access]) -> Lookup {
         let extents = match self.learnt.keys.get(&key).map(|k| k.clone()) {
-            None => return Lookup::Unknown,
             Some(Known::Unlearnable) => return Lookup::Unlearnable,
             Some(Known::Extents(extents)) => extents,
+            None => match self.learnt.kernels.get(&kernel).map(|k| k.clone()) {
+                Some((extents, agreed)) if agreed >= AGREEING_KEYS => extents,
+                _ => return Lookup::Unknown,
+            },
         };
         for access in accesses.iter_mut() {
             if let Some(e) = access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
@@ -92,7 +104,7 @@ impl Model {
 
     /// Learns `key`'s footprint from a measured launch: `guess` its parameters' accesses,
     /// `measured` what it touched.
-    pub(super) fn learn(&self, key: u64, guess: &[Access], measured: &[Access]) {
+    pub(super) fn learn(&self, key: u64, kernel: u64, guess: &[Access], measured: &[Access]) {
         let bounds = |addr: u64| match self.buffers.find(addr) {
             Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
             Found::Nothing => None,
@@ -103,6 +115,7 @@ impl Model {
             // A cover beyond its buffer (an overflowed table) is no extent of one pointer.
             if m.addr + m.len > buffer.1 {
                 self.learnt.keys.insert(key, Known::Unlearnable);
+                self.learnt.kernels.insert(kernel, (Arc::from(Vec::new()), 0));
                 return;
             }
             // The pointer into this buffer at or nearest below the range, else the lowest.
@@ -110,6 +123,7 @@ impl Model {
             let below = into.clone().filter(|g| g.addr <= m.addr).max_by_key(|g| g.addr);
             let Some(pointer) = below.or_else(|| into.min_by_key(|g| g.addr)) else {
                 self.learnt.keys.insert(key, Known::Unlearnable);
+                self.learnt.kernels.insert(kernel, (Arc::from(Vec::new()), 0));
                 return;
             };
             let slot = pointer.slot.expect("filtered");
@@ -123,6 +137,13 @@ impl Model {
                 None => extents.push(Extent { slot, mode: m.mode, lo, len: m.len }),
             }
         }
-        self.learnt.keys.insert(key, Known::Extents(extents.into()));
+        let extents: Arc<[Extent]> = extents.into();
+        self.learnt.keys.insert(key, Known::Extents(extents.clone()));
+        let mut entry = self.learnt.kernels.entry(kernel).or_insert_with(|| (extents.clone(), 0));
+        if entry.1 > 0 && entry.0 != extents {
+            entry.1 = 0;
+        } else if entry.0 == extents {
+            entry.1 = entry.1.saturating_add(1).max(1);
+        }
     }
 }

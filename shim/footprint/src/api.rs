@@ -104,6 +104,7 @@ api! {
     add_patches: "sanitizerAddPatches" fn(*const c_void, Handle);
     patch_instructions: "sanitizerPatchInstructions" fn(u32, Handle, *const c_char);
     patch_module: "sanitizerPatchModule" fn(Handle);
+    unpatch_module: "sanitizerUnpatchModule" fn(Handle);
     set_launch_callback_data: "sanitizerSetLaunchCallbackData" fn(Handle, Handle, Handle, *const c_void);
     alloc: "sanitizerAlloc" fn(Handle, *mut *mut c_void, usize);
     memcpy_device_to_host: "sanitizerMemcpyDeviceToHost" fn(*mut c_void, *mut c_void, usize, Handle);

@@ -52,6 +52,15 @@ struct Engine {
     pools: Mutex<HashMap<usize, Pool>>,
     /// Contexts the patch was added to.
     patched: Mutex<Vec<usize>>,
+    /// Modules, by handle: whether patched, and launches of their kernels since one was
+    /// last measured.
+    modules: Mutex<HashMap<usize, Module>>,
+    /// Modules to patch again or to unpatch, outside callbacks ([`maintain`]).
+    changes: Mutex<Vec<(usize, bool)>>,
+    changes_pending: AtomicBool,
+    /// Unpatch a module once this many launches of its kernels in a row were not measured
+    /// (0: never, as in `exact`).
+    quiet_launches: AtomicU64,
     /// Ticket to (context, table).
     tickets: Mutex<HashMap<u64, (usize, usize)>>,
     next_ticket: AtomicU64,
@@ -129,6 +138,10 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         driver,
         pools: Mutex::new(HashMap::new()),
         patched: Mutex::new(Vec::new()),
+        modules: Mutex::new(HashMap::new()),
+        changes: Mutex::new(Vec::new()),
+        changes_pending: AtomicBool::new(false),
+        quiet_launches: AtomicU64::new(0),
         tickets: Mutex::new(HashMap::new()),
         next_ticket: AtomicU64::new(1),
         unmeasured: AtomicU64::new(0),
@@ -136,6 +149,81 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
     };
     let _ = ENGINE.set(engine);
     Ok(())
+}
+
+/// A module's patching.
+struct Module {
+    patched: bool,
+    /// Launches of its kernels since one was last measured.
+    quiet: u64,
+    /// A change is queued.
+    queued: bool,
+}
+
+/// Lets modules whose kernels went `launches` launches in a row unmeasured run unpatched
+/// (their code as compiled, at native speed), patched again when a launch of theirs is to
+/// be measured (`footprint=learn`). 0: modules stay patched.
+pub fn unpatch_quiet_modules(launches: u64) {
+    if let Some(engine) = ENGINE.get() {
+        engine.quiet_launches.store(launches, Ordering::Relaxed);
+    }
+}
+
+/// Patches or unpatches the modules queued by launch callbacks. Call outside callbacks,
+/// before launches (cheap when nothing is queued).
+#[inline]
+pub fn maintain() {
+    let Some(engine) = ENGINE.get() else { return };
+    if !engine.changes_pending.load(Ordering::Acquire) {
+        return;
+    }
+    let changes = std::mem::take(&mut *engine.changes.lock().unwrap_or_else(|e| e.into_inner()));
+    engine.changes_pending.store(false, Ordering::Release);
+    for (module, patch) in changes {
+        let handle = module as Handle;
+        // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
+        let status = unsafe {
+            if patch {
+                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
+                (engine.api.patch_module)(handle)
+            } else {
+                (engine.api.unpatch_module)(handle)
+            }
+        };
+        let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = modules.get_mut(&module) {
+            m.queued = false;
+            if status == api::SANITIZER_SUCCESS {
+                m.patched = patch;
+                m.quiet = 0;
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Whether a launch of `module`'s kernel can be measured (its module is patched); counts
+    /// unmeasured launches and queues the module's change if one is due.
+    fn module_allows(&self, module: Handle, armed: bool) -> bool {
+        let quiet_limit = self.quiet_launches.load(Ordering::Relaxed);
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let m = modules.entry(module as usize).or_insert(Module { patched: true, quiet: 0, queued: false });
+        let change = if armed {
+            m.quiet = 0;
+            (!m.patched).then_some(true)
+        } else {
+            m.quiet += 1;
+            (quiet_limit > 0 && m.patched && m.quiet >= quiet_limit).then_some(false)
+        };
+        let patched = m.patched;
+        if let Some(patch) = change.filter(|_| !m.queued) {
+            m.queued = true;
+            drop(modules);
+            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module as usize, patch));
+            self.changes_pending.store(true, Ordering::Release);
+        }
+        patched
+    }
 }
 
 /// Whether the engine runs.
@@ -193,6 +281,11 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 );
                 (engine.api.patch_module)(data.module);
             }
+            // A new module at a handle an unloaded one had: patched, counted afresh.
+            engine.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                data.module as usize,
+                Module { patched: true, quiet: 0, queued: false },
+            );
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
@@ -216,7 +309,10 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
             let data = unsafe { &*(data as *const api::LaunchData) };
             let armed = ARMED.try_with(|a| a.replace(false)).unwrap_or(false);
-            let table = if armed {
+            // An unpatched module's kernel records nothing: its launch goes unmeasured (and
+            // the module is patched again for the next).
+            let patched = engine.module_allows(data.module, armed);
+            let table = if armed && patched {
                 engine.launch_table(data.context)
             } else {
                 None

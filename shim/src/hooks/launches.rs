@@ -31,8 +31,8 @@ struct Launcher {
     kernels: kernels::Recent,
     /// The kernel of the launch being made.
     kernel: Option<KernelId>,
-    /// Its key for learnt footprints (`footprint=learn`).
-    learn: Option<u64>,
+    /// Its key and kernel for learnt footprints (`footprint=learn`).
+    learn: Option<(u64, u64)>,
 }
 
 thread_local! {

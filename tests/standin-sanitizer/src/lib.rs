@@ -110,6 +110,11 @@ pub extern "C" fn sanitizerPatchModule(_module: Handle) -> u32 {
 }
 
 #[unsafe(no_mangle)]
+pub extern "C" fn sanitizerUnpatchModule(_module: Handle) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
 pub extern "C" fn sanitizerSetLaunchCallbackData(
     _launch: Handle,
     _kernel: Handle,
