@@ -31,7 +31,7 @@ use crate::runtime::{model, options};
 
 /// In `footprint=learn`, launches of a module's kernels in a row that used learnt footprints
 /// before the module is unpatched.
-const QUIET_LAUNCHES: u64 = 64;
+const QUIET_LAUNCHES: u64 = 4;
 
 /// Whether launches are measured (the options ask for it and the engine started).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -221,6 +221,10 @@ pub fn finish() {
         return;
     }
     collect();
+    if trace() {
+        let [measured, unmeasured, overflowed, unpatched, repatched] = engine::counters();
+        eprintln!("streamsan: footprints: {measured} launches measured, {unmeasured} without a free table, {overflowed} overflowed; modules unpatched {unpatched} times, patched again {repatched} times");
+    }
     let model = model();
     for ticket in model.pending_launches() {
         model.launch_measured(ticket, None);

@@ -68,6 +68,10 @@ struct Engine {
     unmeasured: AtomicU64,
     /// Tables whose patch found no entry for some granule.
     overflowed: AtomicU64,
+    /// Launches given a table; modules unpatched and patched again.
+    measured: AtomicU64,
+    unpatched: AtomicU64,
+    repatched: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -146,6 +150,9 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         next_ticket: AtomicU64::new(1),
         unmeasured: AtomicU64::new(0),
         overflowed: AtomicU64::new(0),
+        measured: AtomicU64::new(0),
+        unpatched: AtomicU64::new(0),
+        repatched: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -196,6 +203,7 @@ pub fn maintain() {
             if status == api::SANITIZER_SUCCESS {
                 m.patched = patch;
                 m.quiet = 0;
+                if patch { &engine.repatched } else { &engine.unpatched }.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -245,13 +253,11 @@ pub fn take_ticket() -> Option<Ticket> {
     LAST.try_with(|l| l.take()).ok().flatten()
 }
 
-/// Launches measured so far that found no table free, and tables that overflowed.
-pub fn counters() -> (u64, u64) {
-    ENGINE.get().map_or((0, 0), |e| {
-        (
-            e.unmeasured.load(Ordering::Relaxed),
-            e.overflowed.load(Ordering::Relaxed),
-        )
+/// What the engine did so far: launches measured, launches that found no table free,
+/// tables that overflowed, modules unpatched and patched again.
+pub fn counters() -> [u64; 5] {
+    ENGINE.get().map_or([0; 5], |e| {
+        [&e.measured, &e.unmeasured, &e.overflowed, &e.unpatched, &e.repatched].map(|c| c.load(Ordering::Relaxed))
     })
 }
 
@@ -363,6 +369,7 @@ impl Engine {
             .get_mut(&(ctx as usize))
             .and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
+        self.measured.fetch_add(1, Ordering::Relaxed);
         self.tickets
             .lock()
             .unwrap_or_else(|e| e.into_inner())
