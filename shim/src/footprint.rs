@@ -82,11 +82,20 @@ fn real_driver() -> Option<engine::Driver> {
     })
 }
 
-/// `STREAMSAN_FOOTPRINT_TRACE=1`: each footprint read is printed on stderr (for debugging
-/// the engine on a new driver or GPU).
+/// `STREAMSAN_FOOTPRINT_TRACE=1`: each footprint read is printed on stderr, and the engine's
+/// counters at exit; `=counters`: the counters only (for debugging the engine on a new
+/// driver or GPU).
 fn trace() -> bool {
-    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(|| std::env::var_os("STREAMSAN_FOOTPRINT_TRACE").is_some_and(|v| v == "1"))
+    trace_level() == 2
+}
+
+fn trace_level() -> u8 {
+    static TRACE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| match std::env::var("STREAMSAN_FOOTPRINT_TRACE").as_deref() {
+        Ok("1") => 2,
+        Ok("counters") => 1,
+        _ => 0,
+    })
 }
 
 /// Whether launches are measured.
@@ -221,7 +230,7 @@ pub fn finish() {
         return;
     }
     collect();
-    if trace() {
+    if trace_level() > 0 {
         let [measured, unmeasured, overflowed, unpatched, repatched] = engine::counters();
         eprintln!("streamsan: footprints: {measured} launches measured, {unmeasured} without a free table, {overflowed} overflowed; modules unpatched {unpatched} times, patched again {repatched} times");
     }
