@@ -45,7 +45,9 @@ pub fn start() {
         return;
     }
     let why = match real_driver() {
-        None => engine::Unavailable::NoLibrary("the CUDA driver lacks context or stream functions".into()),
+        None => engine::Unavailable::NoLibrary(
+            "the CUDA driver lacks context or stream functions".into(),
+        ),
         Some(driver) => match engine::start(driver) {
             Ok(()) => {
                 let _ = MODE.set(options().footprint);
@@ -66,7 +68,10 @@ pub fn start() {
         engine::Unavailable::Refused(_) => FootprintUnavailable::Refused,
     };
     model().footprint_note(NoteKind::FootprintUnavailable, subject as u64, None);
-    crate::diag::warn(&format!("footprint={} is not available: {why}; kernels' footprints are their parameters' pointers", options().footprint.label()));
+    crate::diag::warn(&format!(
+        "footprint={} is not available: {why}; kernels' footprints are their parameters' pointers",
+        options().footprint.label()
+    ));
 }
 
 fn real_driver() -> Option<engine::Driver> {
@@ -91,11 +96,13 @@ fn trace() -> bool {
 
 fn trace_level() -> u8 {
     static TRACE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(|| match std::env::var("STREAMSAN_FOOTPRINT_TRACE").as_deref() {
-        Ok("1") => 2,
-        Ok("counters") => 1,
-        _ => 0,
-    })
+    *TRACE.get_or_init(
+        || match std::env::var("STREAMSAN_FOOTPRINT_TRACE").as_deref() {
+            Ok("1") => 2,
+            Ok("counters") => 1,
+            _ => 0,
+        },
+    )
 }
 
 /// Whether launches are measured.
@@ -111,7 +118,15 @@ pub fn active() -> bool {
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &mut [Access]) -> Option<(u64, u64)> {
+pub unsafe fn plan(
+    model: &Model,
+    info: &KernelInfo,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    shape: [u32; 6],
+    accesses: &mut [Access],
+) -> Option<(u64, u64)> {
     if !active() {
         return None;
     }
@@ -122,7 +137,10 @@ pub unsafe fn plan(model: &Model, info: &KernelInfo, f: *mut c_void, params: *mu
             // SAFETY: the caller's promise.
             let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
             let kernel = kernel_key(info, f);
-            (model.apply_learnt(key, kernel, accesses) != Lookup::Applied, Some((key, kernel)))
+            (
+                model.apply_learnt(key, kernel, accesses) != Lookup::Applied,
+                Some((key, kernel)),
+            )
         }
     };
     engine::maintain();
@@ -138,7 +156,14 @@ fn kernel_key(info: &KernelInfo, f: *mut c_void) -> u64 {
 
 /// The key of a launch's learnt footprint: its kernel, its shape, and every parameter byte
 /// but the pointers into buffers (`accesses`' slots), which the footprint is relative to.
-unsafe fn learn_key(info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [u32; 6], accesses: &[Access]) -> u64 {
+unsafe fn learn_key(
+    info: &KernelInfo,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    shape: [u32; 6],
+    accesses: &[Access],
+) -> u64 {
     let mut h = FastHasher::default();
     h.write_u64(kernel_key(info, f));
     for d in shape {
@@ -149,7 +174,7 @@ unsafe fn learn_key(info: &KernelInfo, f: *mut c_void, params: *mut *mut c_void,
         let mut k = 0;
         while k < len {
             let offset = at + k;
-            if offset % 8 == 0 && k + 8 <= len {
+            if offset.is_multiple_of(8) && k + 8 <= len {
                 if !pointer(offset) {
                     // SAFETY: inside the parameter's bytes.
                     h.write_u64(unsafe { (base.add(k) as *const u64).read_unaligned() });
@@ -204,16 +229,25 @@ pub fn collect() {
     engine::collect(&tickets, |ticket, measured| match measured {
         Some(measured) => {
             if trace() {
-                eprintln!("streamsan: footprint of launch {}: {:x?} overflow {:x?}", ticket.0, measured.ranges, measured.overflow);
+                eprintln!(
+                    "streamsan: footprint of launch {}: {:x?} overflow {:x?}",
+                    ticket.0, measured.ranges, measured.overflow
+                );
             }
             accesses.clear();
-            accesses.extend(measured.ranges.iter().chain(measured.overflow.iter()).map(|r| Access {
-                addr: r.lo,
-                len: r.hi - r.lo,
-                mode: streamsan::model::deferred::measured_mode(r.flags),
-                exact: true,
-                slot: None,
-            }));
+            accesses.extend(
+                measured
+                    .ranges
+                    .iter()
+                    .chain(measured.overflow.iter())
+                    .map(|r| Access {
+                        addr: r.lo,
+                        len: r.hi - r.lo,
+                        mode: streamsan::model::deferred::measured_mode(r.flags),
+                        exact: true,
+                        slot: None,
+                    }),
+            );
             if measured.overflow.is_some() {
                 model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
             }

@@ -80,7 +80,9 @@ struct Logged {
 impl Logged {
     /// Whether the launch at `epoch` happens before this access.
     fn after(&self, epoch: Epoch) -> bool {
-        self.knew.iter().any(|&(slot, time)| slot == epoch.slot && epoch.time <= time)
+        self.knew
+            .iter()
+            .any(|&(slot, time)| slot == epoch.slot && epoch.time <= time)
     }
 }
 
@@ -142,7 +144,15 @@ impl Deferred {
 
     /// Logs an access (or a free) by `op` with clock `clock`, if a launch is pending.
     #[inline]
-    pub fn observe(&self, lo: u64, hi: u64, mode: Mode, free: bool, op: OpRecord, clock: &VectorClock) {
+    pub fn observe(
+        &self,
+        lo: u64,
+        hi: u64,
+        mode: Mode,
+        free: bool,
+        op: OpRecord,
+        clock: &VectorClock,
+    ) {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -151,7 +161,15 @@ impl Deferred {
             return;
         }
         window.seq += 1;
-        let entry = Logged { seq: window.seq, lo, hi, mode, free, op, knew: window.knew(clock) };
+        let entry = Logged {
+            seq: window.seq,
+            lo,
+            hi,
+            mode,
+            free,
+            op,
+            knew: window.knew(clock),
+        };
         window.push(entry, &self.dropped);
     }
 }
@@ -173,9 +191,22 @@ impl Model {
     /// accesses are what its parameters say. Returns false when the stream captures: the
     /// launch became a graph node with those accesses, and no footprint will come. `learn`:
     /// the key under which to learn its footprint.
-    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<(u64, u64)>) -> bool {
+    pub fn launch_deferred(
+        &self,
+        stream: StreamRef,
+        work: Work<'_>,
+        ticket: u64,
+        learn: Option<(u64, u64)>,
+    ) -> bool {
         let stream = self.stream(stream);
-        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
+        if self.capture_node(
+            &stream,
+            || NodeKind::Work {
+                accesses: work.accesses.to_vec(),
+            },
+            &work.origin,
+            work.kernel,
+        ) {
             return false;
         }
         let (state, epoch) = self.issue(&stream);
@@ -203,18 +234,41 @@ impl Model {
             return Vec::new();
         }
         let window = self.deferred.window();
-        window.pending.iter().filter(|p| p.op.epoch.time <= self.host.get(p.op.epoch.slot)).map(|p| p.ticket).collect()
+        window
+            .pending
+            .iter()
+            .filter(|p| p.op.epoch.time <= self.host.get(p.op.epoch.slot))
+            .map(|p| p.ticket)
+            .collect()
     }
 
     /// The tickets of every pending launch (at exit: read what can be).
     pub fn pending_launches(&self) -> Vec<u64> {
-        self.deferred.window().pending.iter().map(|p| p.ticket).collect()
+        self.deferred
+            .window()
+            .pending
+            .iter()
+            .map(|p| p.ticket)
+            .collect()
     }
 
     /// A note about footprints; `ticket` names the pending launch it concerns, if one does.
     pub fn footprint_note(&self, kind: NoteKind, subject: u64, ticket: Option<u64>) {
-        let pending = ticket.and_then(|t| self.deferred.window().pending.iter().find(|p| p.ticket == t).map(|p| p.op));
-        let op = pending.unwrap_or(OpRecord { api: "footprint", kernel: None, epoch: Epoch::default(), thread: ThreadId(0), site: StackId(0) });
+        let pending = ticket.and_then(|t| {
+            self.deferred
+                .window()
+                .pending
+                .iter()
+                .find(|p| p.ticket == t)
+                .map(|p| p.op)
+        });
+        let op = pending.unwrap_or(OpRecord {
+            api: "footprint",
+            kernel: None,
+            epoch: Epoch::default(),
+            thread: ThreadId(0),
+            site: StackId(0),
+        });
         self.notes.add(kind, op, subject);
     }
 
@@ -229,10 +283,17 @@ impl Model {
     pub fn launch_measured(&self, ticket: u64, measured: Option<&[Access]>) {
         let (pending, later) = {
             let mut window = self.deferred.window();
-            let Some(at) = window.pending.iter().position(|p| p.ticket == ticket) else { return };
+            let Some(at) = window.pending.iter().position(|p| p.ticket == ticket) else {
+                return;
+            };
             let pending = window.pending.remove(at);
             self.deferred.pending.fetch_sub(1, Ordering::AcqRel);
-            let later: Vec<Logged> = window.log.iter().filter(|l| l.seq > pending.seq).cloned().collect();
+            let later: Vec<Logged> = window
+                .log
+                .iter()
+                .filter(|l| l.seq > pending.seq)
+                .cloned()
+                .collect();
             (pending, later)
         };
         let accesses = self.union(&pending, measured);
@@ -249,7 +310,10 @@ impl Model {
             if entry.after(pending.op.epoch) {
                 continue;
             }
-            for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
+            for access in accesses
+                .iter()
+                .filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1))
+            {
                 if !entry.free && !access.mode.conflicts_with(entry.mode) {
                     continue;
                 }
@@ -257,13 +321,37 @@ impl Model {
                     Found::Live(b) | Found::Freed(b) => BufferFacts::of(&b),
                     Found::Nothing => continue,
                 };
-                let first = Side { op: pending.op, action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + access.len.max(1) } };
+                let first = Side {
+                    op: pending.op,
+                    action: Action::Access {
+                        mode: access.mode,
+                        lo: access.addr,
+                        hi: access.addr + access.len.max(1),
+                    },
+                };
                 let (kind, hazard, action) = if entry.free {
                     (RaceKind::FreeRace, None, Action::Free)
                 } else {
-                    (RaceKind::CrossStream, Some(Hazard::between(access.mode, entry.mode)), Action::Access { mode: entry.mode, lo: entry.lo, hi: entry.hi })
+                    (
+                        RaceKind::CrossStream,
+                        Some(Hazard::between(access.mode, entry.mode)),
+                        Action::Access {
+                            mode: entry.mode,
+                            lo: entry.lo,
+                            hi: entry.hi,
+                        },
+                    )
                 };
-                found.push(Race { kind, hazard, buffer: facts, first, second: Side { op: entry.op, action } });
+                found.push(Race {
+                    kind,
+                    hazard,
+                    buffer: facts,
+                    first,
+                    second: Side {
+                        op: entry.op,
+                        action,
+                    },
+                });
                 break;
             }
         }
@@ -273,7 +361,15 @@ impl Model {
             if !window.pending.is_empty() {
                 let knew = window.knew(&pending.clock);
                 for a in &accesses {
-                    let entry = Logged { seq: pending.seq, lo: a.addr, hi: a.addr + a.len.max(1), mode: a.mode, free: false, op: pending.op, knew: knew.clone() };
+                    let entry = Logged {
+                        seq: pending.seq,
+                        lo: a.addr,
+                        hi: a.addr + a.len.max(1),
+                        mode: a.mode,
+                        free: false,
+                        op: pending.op,
+                        knew: knew.clone(),
+                    };
                     window.push(entry, &self.deferred.dropped);
                 }
             }
@@ -286,7 +382,9 @@ impl Model {
     /// at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers the measure
     /// did not see.
     fn union(&self, pending: &Pending, measured: Option<&[Access]>) -> Vec<Access> {
-        let Some(measured) = measured else { return pending.guess.clone() };
+        let Some(measured) = measured else {
+            return pending.guess.clone();
+        };
         let mut out: Vec<Access> = measured.to_vec();
         out.sort_unstable_by_key(|a| a.addr);
         let mut compact: Vec<Access> = Vec::with_capacity(out.len());
@@ -297,7 +395,14 @@ impl Model {
             while j < out.len() && self.buffer_id(out[j].addr) == id {
                 j += 1;
             }
-            compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
+            compact.extend(join_closest(
+                &out[i..j],
+                if id.is_some() {
+                    MAX_RANGES_PER_BUFFER
+                } else {
+                    usize::MAX
+                },
+            ));
             i = j;
         }
         for g in &pending.guess {
@@ -318,7 +423,13 @@ impl Model {
 
     /// Checks one access of a measured launch against the histories (records issued before
     /// it) and records it.
-    fn check_deferred(&self, access: &Access, p: &Pending, later: &FastSet<Epoch>, found: &mut Vec<Race>) {
+    fn check_deferred(
+        &self,
+        access: &Access,
+        p: &Pending,
+        later: &FastSet<Epoch>,
+        found: &mut Vec<Race>,
+    ) {
         let end = access.addr.saturating_add(access.len.max(1));
         let mut addr = access.addr;
         let (op, clock) = (p.op, &p.clock);
@@ -329,12 +440,28 @@ impl Model {
                     let (lo, hi) = (addr, end.min(buffer.end()));
                     let mut state = buffer.lock();
                     let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
-                    let mode = self.directions.resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
-                    let this = Side { op, action: Action::Access { mode, lo, hi } };
+                    let mode = self
+                        .directions
+                        .resolve(access.mode, op.kernel, access.slot, || {
+                            device_only && state.shadow.untouched(lo, hi)
+                        });
+                    let this = Side {
+                        op,
+                        action: Action::Access { mode, lo, hi },
+                    };
                     let facts = || BufferFacts::of(buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
-                        let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-                        found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts(), first: alloc, second: this });
+                        let alloc = Side {
+                            op: buffer.alloc,
+                            action: Action::Alloc,
+                        };
+                        found.push(Race {
+                            kind: RaceKind::UseBeforeAlloc,
+                            hazard: None,
+                            buffer: facts(),
+                            first: alloc,
+                            second: this,
+                        });
                     }
                     let mut issued_later = false;
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
@@ -342,12 +469,30 @@ impl Model {
                             issued_later = true;
                             continue;
                         }
-                        let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+                        let first = Side {
+                            op: earlier.op,
+                            action: Action::Access {
+                                mode: earlier.mode,
+                                lo: earlier.lo,
+                                hi: earlier.hi,
+                            },
+                        };
                         let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
+                        found.push(Race {
+                            kind: RaceKind::CrossStream,
+                            hazard: Some(hazard),
+                            buffer: facts(),
+                            first,
+                            second: this,
+                        });
                     }
                     // Late: it must not supersede records of operations issued after it.
-                    let later_here = issued_later || state.shadow.records().iter().any(|r| later.contains(&r.op.epoch));
+                    let later_here = issued_later
+                        || state
+                            .shadow
+                            .records()
+                            .iter()
+                            .any(|r| later.contains(&r.op.epoch));
                     if later_here {
                         state.shadow.insert_unordered(lo, hi, mode, op);
                     } else {
@@ -359,9 +504,25 @@ impl Model {
                     let free = buffer.lock().freed;
                     // A free issued after the launch is in the log, checked there.
                     if let Some(free) = free.filter(|f| access.exact && !later.contains(&f.epoch)) {
-                        let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi: end.min(buffer.end()) } };
-                        let first = Side { op: free, action: Action::Free };
-                        found.push(Race { kind: RaceKind::UseAfterFree, hazard: None, buffer: BufferFacts::of(buffer), first, second: this });
+                        let this = Side {
+                            op,
+                            action: Action::Access {
+                                mode: access.mode,
+                                lo: addr,
+                                hi: end.min(buffer.end()),
+                            },
+                        };
+                        let first = Side {
+                            op: free,
+                            action: Action::Free,
+                        };
+                        found.push(Race {
+                            kind: RaceKind::UseAfterFree,
+                            hazard: None,
+                            buffer: BufferFacts::of(buffer),
+                            first,
+                            second: this,
+                        });
                     }
                     buffer.end()
                 }
@@ -380,11 +541,25 @@ impl Model {
 fn join_closest(ranges: &[Access], cap: usize) -> Vec<Access> {
     let mut out: Vec<Access> = ranges.to_vec();
     while out.len() > cap {
-        let (i, _) = out.windows(2).enumerate().min_by_key(|(_, w)| w[1].addr.saturating_sub(w[0].addr + w[0].len)).expect("two or more");
+        let (i, _) = out
+            .windows(2)
+            .enumerate()
+            .min_by_key(|(_, w)| w[1].addr.saturating_sub(w[0].addr + w[0].len))
+            .expect("two or more");
         let (a, b) = (out[i], out[i + 1]);
         let hi = (a.addr + a.len).max(b.addr + b.len);
-        let mode = if a.mode == b.mode { a.mode } else { Mode::ReadWrite };
-        out[i] = Access { addr: a.addr, len: hi - a.addr, mode, exact: a.exact && b.exact, slot: None };
+        let mode = if a.mode == b.mode {
+            a.mode
+        } else {
+            Mode::ReadWrite
+        };
+        out[i] = Access {
+            addr: a.addr,
+            len: hi - a.addr,
+            mode,
+            exact: a.exact && b.exact,
+            slot: None,
+        };
         out.remove(i + 1);
     }
     out
@@ -402,7 +577,13 @@ mod tests {
     fn ranges_beyond_the_cap_are_joined_across_the_smallest_gaps() {
         let ranges = [read(0, 4), read(8, 4), read(100, 4), read(1000, 4)];
         let joined = join_closest(&ranges, 2);
-        assert_eq!(joined.iter().map(|a| (a.addr, a.addr + a.len)).collect::<Vec<_>>(), vec![(0, 104), (1000, 1004)]);
+        assert_eq!(
+            joined
+                .iter()
+                .map(|a| (a.addr, a.addr + a.len))
+                .collect::<Vec<_>>(),
+            vec![(0, 104), (1000, 1004)]
+        );
         assert_eq!(join_closest(&ranges, 8).len(), 4);
     }
 

@@ -191,7 +191,11 @@ pub fn maintain() {
         // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
         let status = unsafe {
             if patch {
-                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
+                (engine.api.patch_instructions)(
+                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                    handle,
+                    PATCH_FUNCTION.as_ptr(),
+                );
                 (engine.api.patch_module)(handle)
             } else {
                 (engine.api.unpatch_module)(handle)
@@ -203,7 +207,12 @@ pub fn maintain() {
             if status == api::SANITIZER_SUCCESS {
                 m.patched = patch;
                 m.quiet = 0;
-                if patch { &engine.repatched } else { &engine.unpatched }.fetch_add(1, Ordering::Relaxed);
+                if patch {
+                    &engine.repatched
+                } else {
+                    &engine.unpatched
+                }
+                .fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -215,7 +224,11 @@ impl Engine {
     fn module_allows(&self, module: Handle, armed: bool) -> bool {
         let quiet_limit = self.quiet_launches.load(Ordering::Relaxed);
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let m = modules.entry(module as usize).or_insert(Module { patched: true, quiet: 0, queued: false });
+        let m = modules.entry(module as usize).or_insert(Module {
+            patched: true,
+            quiet: 0,
+            queued: false,
+        });
         let change = if armed {
             m.quiet = 0;
             (!m.patched).then_some(true)
@@ -227,7 +240,10 @@ impl Engine {
         if let Some(patch) = change.filter(|_| !m.queued) {
             m.queued = true;
             drop(modules);
-            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module as usize, patch));
+            self.changes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((module as usize, patch));
             self.changes_pending.store(true, Ordering::Release);
         }
         patched
@@ -257,7 +273,14 @@ pub fn take_ticket() -> Option<Ticket> {
 /// tables that overflowed, modules unpatched and patched again.
 pub fn counters() -> [u64; 5] {
     ENGINE.get().map_or([0; 5], |e| {
-        [&e.measured, &e.unmeasured, &e.overflowed, &e.unpatched, &e.repatched].map(|c| c.load(Ordering::Relaxed))
+        [
+            &e.measured,
+            &e.unmeasured,
+            &e.overflowed,
+            &e.unpatched,
+            &e.repatched,
+        ]
+        .map(|c| c.load(Ordering::Relaxed))
     })
 }
 
@@ -288,10 +311,18 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 (engine.api.patch_module)(data.module);
             }
             // A new module at a handle an unloaded one had: patched, counted afresh.
-            engine.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(
-                data.module as usize,
-                Module { patched: true, quiet: 0, queued: false },
-            );
+            engine
+                .modules
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    data.module as usize,
+                    Module {
+                        patched: true,
+                        quiet: 0,
+                        queued: false,
+                    },
+                );
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };

@@ -16,7 +16,10 @@ mod api;
 mod engine;
 pub mod table;
 
-pub use engine::{arm, collect, counters, maintain, prepare, running, start, take_ticket, unpatch_quiet_modules, Driver, Ticket, Unavailable};
+pub use engine::{
+    arm, collect, counters, maintain, prepare, running, start, take_ticket, unpatch_quiet_modules,
+    Driver, Ticket, Unavailable,
+};
 pub use table::{Measured, Range};
 
 #[cfg(test)]

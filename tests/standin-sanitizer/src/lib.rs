@@ -48,6 +48,10 @@ struct LaunchData {
 
 const OK: u32 = 0;
 
+/// `sanitizerSubscribe`.
+///
+/// # Safety
+/// `subscriber` is a valid out-pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerSubscribe(
     subscriber: *mut Handle,
@@ -125,12 +129,20 @@ pub extern "C" fn sanitizerSetLaunchCallbackData(
     OK
 }
 
+/// `sanitizerAlloc`: host memory stands for the device's.
+///
+/// # Safety
+/// `ptr` is a valid out-pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerAlloc(_ctx: Handle, ptr: *mut *mut c_void, size: usize) -> u32 {
     unsafe { *ptr = libc::calloc(1, size) };
     OK
 }
 
+/// `sanitizerMemcpyDeviceToHost`.
+///
+/// # Safety
+/// `dst` and `src` hold `count` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
     dst: *mut c_void,
@@ -142,6 +154,10 @@ pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
     OK
 }
 
+/// `sanitizerMemset`.
+///
+/// # Safety
+/// `ptr` holds `count` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerMemset(
     ptr: *mut c_void,
@@ -158,6 +174,10 @@ pub extern "C" fn sanitizerStreamSynchronize(_stream: Handle) -> u32 {
     OK
 }
 
+/// `sanitizerGetStreamHandle`: the stream stands for its handle.
+///
+/// # Safety
+/// `out` is a valid out-pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerGetStreamHandle(
     _ctx: Handle,
