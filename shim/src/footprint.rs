@@ -213,6 +213,12 @@ pub fn ticket() -> Option<u64> {
     engine::take_ticket().map(|t| t.0)
 }
 
+/// A measured launch that the model took as a graph node (its stream captures): its table
+/// goes back unread.
+pub fn discard(ticket: u64) {
+    engine::discard(engine::Ticket(ticket));
+}
+
 /// Reads the footprints of the launches the program has now synchronized with, and gives
 /// them to the model. Called after a synchronizing call's hook told the model.
 pub fn collect() {

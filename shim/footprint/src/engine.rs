@@ -473,6 +473,27 @@ pub fn prepare() -> bool {
     true
 }
 
+/// Gives back the table of a launch that will not run as measured (it was captured into a
+/// graph instead): nothing was written to it.
+pub fn discard(ticket: Ticket) {
+    let Some(engine) = ENGINE.get() else { return };
+    let taken = engine
+        .tickets
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&ticket.0);
+    if let Some((ctx, table)) = taken {
+        if let Some(pool) = engine
+            .pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&ctx)
+        {
+            pool.free.push(table);
+        }
+    }
+}
+
 /// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
 /// footprint to `found` (None: the table could not be read). The tables are zeroed and free
 /// again afterwards. A ticket the engine does not hold (read already by another thread, or

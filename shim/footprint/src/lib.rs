@@ -17,8 +17,8 @@ mod engine;
 pub mod table;
 
 pub use engine::{
-    arm, collect, counters, maintain, prepare, running, start, take_ticket, unpatch_quiet_modules,
-    Driver, Ticket, Unavailable,
+    arm, collect, counters, discard, maintain, prepare, running, start, take_ticket,
+    unpatch_quiet_modules, Driver, Ticket, Unavailable,
 };
 pub use table::{Measured, Range};
 

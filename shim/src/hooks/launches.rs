@@ -77,7 +77,9 @@ fn launched(call: &Call, on: StreamRef, ticket: Option<u64>) {
         let work = Work { origin: origin(call), kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {
             Some(ticket) => {
-                model.launch_deferred(on, work, ticket, launcher.learn);
+                if !model.launch_deferred(on, work, ticket, launcher.learn) {
+                    footprint::discard(ticket);
+                }
             }
             None => model.work(on, work),
         }
