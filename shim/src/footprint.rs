@@ -111,10 +111,9 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Before a launch's real call, its parameters' `accesses` read: decides whether to measure
-/// it and arms the engine. In `footprint=learn`, a launch whose footprint was learnt gets
-/// the learnt accesses instead and is not measured; the others are measured, and the key
-/// to learn under is returned.
+/// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
+/// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
+/// the others are measured, and the key and kernel to learn under are returned.
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
@@ -127,26 +126,31 @@ pub unsafe fn plan(
     shape: [u32; 6],
     accesses: &mut [Access],
 ) -> Option<(u64, u64)> {
-    if !active() {
-        return None;
-    }
-    let (measure, key) = match MODE.get().copied().unwrap_or(Footprint::Params) {
-        Footprint::Exact => (true, None),
-        Footprint::Params => (false, None),
-        Footprint::Learn => {
-            // SAFETY: the caller's promise.
-            let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
-            let kernel = kernel_key(info, f);
-            (
-                model.apply_learnt(key, kernel, accesses) != Lookup::Applied,
-                Some((key, kernel)),
-            )
-        }
-    };
+    // SAFETY: the caller's promise.
+    let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
+    let kernel = kernel_key(info, f);
+    let measure = model.apply_learnt(key, kernel, accesses) != Lookup::Applied;
     engine::maintain();
     let measure = measure && engine::prepare();
     engine::arm(measure);
-    key.filter(|_| measure)
+    measure.then_some((key, kernel))
+}
+
+/// Whether a launch's parameters are read before its real call: in `footprint=learn`, to
+/// know whether its footprint was learnt ([`plan`]).
+#[inline]
+pub fn reads_parameters_first() -> bool {
+    active() && MODE.get() == Some(&Footprint::Learn)
+}
+
+/// Before the real call of a launch whose parameters are read after it: arms the engine in
+/// `footprint=exact`.
+#[inline]
+pub fn arm_for_launch() {
+    if active() {
+        let measure = MODE.get() == Some(&Footprint::Exact) && engine::prepare();
+        engine::arm(measure);
+    }
 }
 
 /// A kernel's identity for learnt footprints: its name's id, else its handle.

@@ -33,6 +33,8 @@ struct Launcher {
     kernel: Option<KernelId>,
     /// Its key and kernel for learnt footprints (`footprint=learn`).
     learn: Option<(u64, u64)>,
+    /// Its parameters were read before the real call ([`plan`]).
+    planned: bool,
 }
 
 thread_local! {
@@ -55,25 +57,42 @@ fn with_launcher(f: impl FnOnce(&mut Launcher)) {
 
 /// Before the real call: reads the launch's parameters into the thread's launcher and tells
 /// the footprint engine whether to measure it. `shape`: grid and block dimensions.
+/// Only `footprint=learn` reads them before the call: elsewhere they are read after it, as a
+/// kernel's layout is best asked once the driver accepted (and loaded) it.
 unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) {
+    if !footprint::reads_parameters_first() {
+        footprint::arm_for_launch();
+        return;
+    }
     let model = model();
     with_launcher(|launcher| {
-        let Launcher { accesses, kernels, kernel, learn } = launcher;
-        let info = kernels.info(model, f);
-        accesses.clear();
+        let info = launcher.kernels.info(model, f);
+        launcher.accesses.clear();
         // SAFETY: the launch's own arguments, as the driver requires them.
-        unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        *kernel = info.id;
+        unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) };
+        launcher.kernel = info.id;
         // SAFETY: likewise.
-        *learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses) };
+        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, &mut launcher.accesses) };
+        launcher.planned = true;
     });
 }
 
 /// After a successful real call: tells the model of the kernel launched on `on`; `ticket`:
 /// its footprint is being measured, and its check waits for it.
-fn launched(call: &Call, on: StreamRef, ticket: Option<u64>) {
+///
+/// # Safety
+/// `params` and `extra` are the launch's own arguments, which the driver accepted.
+unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, ticket: Option<u64>) {
     let model = model();
     with_launcher(|launcher| {
+        if !std::mem::take(&mut launcher.planned) {
+            let info = launcher.kernels.info(model, f);
+            launcher.accesses.clear();
+            // SAFETY: the caller's promise.
+            unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) };
+            launcher.kernel = info.id;
+            launcher.learn = None;
+        }
         let work = Work { origin: origin(call), kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {
             Some(ticket) => {
@@ -105,7 +124,7 @@ pub unsafe fn launch_kernel(
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
     let ticket = footprint::ticket();
     if ok(status) {
-        launched(call, stream(call, h_stream), ticket);
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
     }
     status
 }
@@ -130,7 +149,7 @@ pub unsafe fn launch_kernel_ex(
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
             let on = stream(call, config.stream);
-            launched(call, on, ticket);
+            unsafe { launched(call, on, f, kernel_params, extra, ticket) };
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
@@ -161,7 +180,7 @@ pub unsafe fn launch_cooperative_kernel(
     let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
     let ticket = footprint::ticket();
     if ok(status) {
-        launched(call, stream(call, h_stream), ticket);
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
     }
     status
 }
