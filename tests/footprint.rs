@@ -49,10 +49,10 @@ fn races(run: &Run) -> Vec<(String, Option<String>, String, String)> {
         .flat_map(|r| r.races.iter())
         .map(|r| {
             (
-                r.kind.clone(),
-                r.hazard.clone(),
-                r.first.access.clone(),
-                r.second.access.clone(),
+                r.kind.to_string(),
+                r.hazard.map(|h| h.to_string()),
+                r.first.access.to_string(),
+                r.second.access.to_string(),
             )
         })
         .collect()
@@ -62,7 +62,7 @@ fn notes(run: &Run) -> Vec<String> {
     run.reports()
         .iter()
         .flat_map(|r| r.notes.iter())
-        .map(|n| n.kind.clone())
+        .map(|n| n.kind.to_string())
         .collect()
 }
 
@@ -181,7 +181,7 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
         .reports()
         .iter()
         .flat_map(|r| r.races.iter())
-        .map(|r| (r.kind.clone(), r.count))
+        .map(|r| (r.kind.to_string(), r.count))
         .collect::<Vec<_>>();
     // Rounds 2 and 3 are checked at issue with the learnt extents: the same race, 3 times.
     assert_eq!(found, vec![("cross-stream-race".to_string(), 3)]);

@@ -6,43 +6,27 @@ use std::sync::Mutex;
 use super::buffers::{Buffer, MemoryKind};
 use super::op::{Mode, OpRecord, StackId};
 
-/// The four kinds of race (SEMANTICS.md, "Buffers and accesses").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RaceKind {
-    /// An access not ordered after the stream-ordered allocation of its buffer.
-    UseBeforeAlloc,
-    /// An access to the bytes of a freed buffer.
-    UseAfterFree,
-    /// A free not ordered after an access to the buffer.
-    FreeRace,
-    /// Two accesses to the same bytes, at least one a write, neither ordered first.
-    CrossStream,
-}
-
-impl RaceKind {
-    pub const ALL: [RaceKind; 4] =
-        [RaceKind::UseBeforeAlloc, RaceKind::UseAfterFree, RaceKind::FreeRace, RaceKind::CrossStream];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            RaceKind::UseBeforeAlloc => "use-before-alloc",
-            RaceKind::UseAfterFree => "use-after-free",
-            RaceKind::FreeRace => "free-race",
-            RaceKind::CrossStream => "cross-stream-race",
-        }
-    }
-
-    pub fn from_label(label: &str) -> Option<RaceKind> {
-        RaceKind::ALL.into_iter().find(|k| k.label() == label)
+named_enum! {
+    /// The kinds of race (`docs/semantics.md#accesses-and-races`).
+    pub enum RaceKind("race kind") {
+        /// An access not ordered after the stream-ordered allocation of its buffer.
+        UseBeforeAlloc = "use-before-alloc",
+        /// A free not ordered after an access to the buffer.
+        FreeRace = "free-race",
+        /// An access to the bytes of a freed buffer.
+        UseAfterFree = "use-after-free",
+        /// Two accesses to the same bytes, at least one a write, neither ordered first.
+        CrossStream = "cross-stream-race",
     }
 }
 
-/// Which accesses a cross-stream race is between.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Hazard {
-    ReadAfterWrite,
-    WriteAfterRead,
-    WriteAfterWrite,
+named_enum! {
+    /// Which accesses a cross-stream race is between.
+    pub enum Hazard("hazard") {
+        ReadAfterWrite = "RAW",
+        WriteAfterRead = "WAR",
+        WriteAfterWrite = "WAW",
+    }
 }
 
 impl Hazard {
@@ -55,14 +39,6 @@ impl Hazard {
             (true, false) => Hazard::ReadAfterWrite,
             (false, true) => Hazard::WriteAfterRead,
             _ => Hazard::WriteAfterWrite,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Hazard::ReadAfterWrite => "RAW",
-            Hazard::WriteAfterRead => "WAR",
-            Hazard::WriteAfterWrite => "WAW",
         }
     }
 }
@@ -94,7 +70,13 @@ pub struct BufferFacts {
 
 impl BufferFacts {
     pub fn of(buffer: &Buffer) -> BufferFacts {
-        BufferFacts { id: buffer.id, base: buffer.base, size: buffer.size, kind: buffer.kind, alloc: buffer.alloc }
+        BufferFacts {
+            id: buffer.id,
+            base: buffer.base,
+            size: buffer.size,
+            kind: buffer.kind,
+            alloc: buffer.alloc,
+        }
     }
 }
 
@@ -114,8 +96,16 @@ impl Race {
         RaceKey {
             kind: self.kind,
             hazard: self.hazard,
-            first: (self.first.op.site, self.first.op.api, self.first.op.kernel.map(|k| k.0)),
-            second: (self.second.op.site, self.second.op.api, self.second.op.kernel.map(|k| k.0)),
+            first: (
+                self.first.op.site,
+                self.first.op.api,
+                self.first.op.kernel.map(|k| k.0),
+            ),
+            second: (
+                self.second.op.site,
+                self.second.op.api,
+                self.second.op.kernel.map(|k| k.0),
+            ),
         }
     }
 }
@@ -160,7 +150,11 @@ impl Races {
     }
 
     pub fn entries(&self) -> Vec<RaceEntry> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
     }
 
     pub fn clear(&self) {
@@ -170,27 +164,28 @@ impl Races {
     }
 }
 
-/// Things worth telling that are not races.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum NoteKind {
-    /// `cuStreamWaitEvent` on an event never recorded: a no-op (legal, common in a
-    /// pipeline's first round).
-    WaitOnUnrecordedEvent,
-    /// A graph launch streamsan could not follow (not captured through the hooks): its work
-    /// is not checked, and no race is reported for it.
-    GraphNotFollowed,
-    /// A stream or event destroyed while work on it had not completed as far as the host
-    /// knew (legal: CUDA releases it when the work is done).
-    DestroyedWhilePending,
-    /// The footprint engine could not run (subject: [`FootprintUnavailable`] as a number):
-    /// kernels' footprints are their parameters' pointers.
-    FootprintUnavailable,
-    /// A measured launch touched more granules than its table holds: the rest of its bytes
-    /// were taken as one cover (subject: its kernel's id).
-    FootprintOverflow,
-    /// A launch to be measured found no table free (too many unread): its parameters stood
-    /// in for its footprint.
-    FootprintUnmeasured,
+named_enum! {
+    /// Things worth telling that are not races.
+    pub enum NoteKind("note kind") {
+        /// `cuStreamWaitEvent` on an event never recorded: a no-op (legal, common in a
+        /// pipeline's first round).
+        WaitOnUnrecordedEvent = "wait-on-unrecorded-event",
+        /// A graph launch streamsan could not follow (not captured through the hooks): its work
+        /// is not checked, and no race is reported for it.
+        GraphNotFollowed = "graph-not-followed",
+        /// A stream or event destroyed while work on it had not completed as far as the host
+        /// knew (legal: CUDA releases it when the work is done).
+        DestroyedWhilePending = "destroyed-while-pending",
+        /// The footprint engine could not run (subject: a [`FootprintUnavailable`] as a
+        /// number): kernels' footprints are their parameters' pointers.
+        FootprintUnavailable = "footprint-unavailable",
+        /// A measured launch touched more granules than its table holds: the rest of its bytes
+        /// were taken as one cover.
+        FootprintOverflow = "footprint-overflow",
+        /// A launch to be measured found no table free (too many unread): its parameters stood
+        /// in for its footprint.
+        FootprintUnmeasured = "footprint-unmeasured",
+    }
 }
 
 /// Why the footprint engine is off (a [`NoteKind::FootprintUnavailable`] note's subject).
@@ -200,19 +195,6 @@ pub enum FootprintUnavailable {
     NoLibrary = 0,
     OtherSubscriber = 1,
     Refused = 2,
-}
-
-impl NoteKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            NoteKind::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
-            NoteKind::GraphNotFollowed => "graph-not-followed",
-            NoteKind::DestroyedWhilePending => "destroyed-while-pending",
-            NoteKind::FootprintUnavailable => "footprint-unavailable",
-            NoteKind::FootprintOverflow => "footprint-overflow",
-            NoteKind::FootprintUnmeasured => "footprint-unmeasured",
-        }
-    }
 }
 
 /// A note: counted once per (kind, call site).
@@ -241,13 +223,22 @@ impl Notes {
             Some(&i) => list[i].count += 1,
             None => {
                 index.insert((kind, op.site, op.api), list.len());
-                list.push(Note { kind, op, subject, count: 1 });
+                list.push(Note {
+                    kind,
+                    op,
+                    subject,
+                    count: 1,
+                });
             }
         }
     }
 
     pub fn entries(&self) -> Vec<Note> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
     }
 
     pub fn clear(&self) {

@@ -1,5 +1,5 @@
 //! Copies: the bytes they read and write, and how the synchronous ones order the host
-//! (SEMANTICS.md, "Synchronous copies and memsets").
+//! (`docs/semantics.md#copies`).
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that
@@ -10,11 +10,12 @@ use core::ffi::c_void;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -55,15 +56,20 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
+    let origin = origin(call);
+    let _timer = phases::start(Phase::CopyModel);
     let accesses: Vec<Access> = reads
         .iter()
         .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
         .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
-    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    // A synchronous one completed what the host waited for: measured footprints can be
+    // read (a phase of its own).
+    drop(_timer);
     if host != HostEffect::None {
-        crate::footprint::collect();
+        super::footprint::collect();
     }
 }
 
@@ -72,7 +78,7 @@ fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: Ho
     copied(call, on, &[(src, bytes as u64)], &[(dst, bytes as u64)], host);
 }
 
-pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
@@ -80,7 +86,7 @@ pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdevi
     status
 }
 
-pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
@@ -88,7 +94,7 @@ pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -97,7 +103,7 @@ pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *
     status
 }
 
-pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
@@ -105,7 +111,7 @@ pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, C
     status
 }
 
-pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
@@ -114,7 +120,7 @@ pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
 }
 
 /// Device to array: only the device side is memory streamsan tracks.
-pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
@@ -122,7 +128,7 @@ pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize
     status
 }
 
-pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
@@ -130,7 +136,7 @@ pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
     status
 }
 
-pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
@@ -138,7 +144,7 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
     status
 }
 
-pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
@@ -146,7 +152,7 @@ pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_v
     status
 }
 
-pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtod_async(call: &Call, real: real::memcpy_dtod_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
@@ -157,7 +163,7 @@ pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
 /// A peer copy between devices: on the calling context's default stream.
 pub unsafe fn memcpy_peer(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    real: real::memcpy_peer,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -173,7 +179,7 @@ pub unsafe fn memcpy_peer(
 
 pub unsafe fn memcpy_peer_async(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    real: real::memcpy_peer_async,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -276,7 +282,7 @@ macro_rules! strided_3d {
     }};
 }
 
-pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D) -> CUresult, copy: *const Memcpy2D) -> CUresult {
+pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
@@ -284,7 +290,7 @@ pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D)
     status
 }
 
-pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_2d_async(call: &Call, real: real::memcpy_2d_async, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
@@ -292,7 +298,7 @@ pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D) -> CUresult, copy: *const Memcpy3D) -> CUresult {
+pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: the caller's descriptor, which the driver accepted.
@@ -301,7 +307,7 @@ pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D)
     status
 }
 
-pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D, CUstream) -> CUresult, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_async(call: &Call, real: real::memcpy_3d_async, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -310,7 +316,7 @@ pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer) -> CUresult, copy: *const Memcpy3DPeer) -> CUresult {
+pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *const Memcpy3DPeer) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: as above.
@@ -319,7 +325,7 @@ pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memc
     status
 }
 
-pub unsafe fn memcpy_3d_peer_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer, CUstream) -> CUresult, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -346,7 +352,7 @@ unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *con
 
 pub unsafe fn memcpy_batch_async(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, *mut usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,
@@ -366,7 +372,7 @@ pub unsafe fn memcpy_batch_async(
 
 pub unsafe fn memcpy_batch_async_v2(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async_v2,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,

@@ -1,11 +1,12 @@
 //! Kernel launches, host functions and stream callbacks.
 //!
-//! A launch's accesses come from its parameters ([`crate::kernels`]), read before the real
-//! call so that the footprint engine ([`footprint`]) can be told whether to measure it; a
-//! measured launch is told to the model at once and checked when its footprint is read, a
-//! launch whose footprint was learnt is checked with that. A host function is
-//! wrapped: the driver runs the shim's trampoline, which orders the host after the
-//! function's place in its stream, then calls the program's function with its own data.
+//! A launch's accesses come from its parameters ([`super::kernels`]), read after the real
+//! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
+//! be told whether to measure it; a measured launch is told to the model at once and
+//! checked when its footprint is read, a launch whose footprint was learnt is checked with
+//! that. A host function is wrapped: the driver runs the shim's trampoline, which orders
+//! the host after the function's place in its stream, then calls the program's function
+//! with its own data.
 
 use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;
@@ -15,13 +16,14 @@ use streamsan::model::capture::HostCallback;
 use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::exports::Call;
-use crate::footprint;
-use crate::kernels;
-use crate::runtime::model;
+use super::footprint;
+use super::kernels;
+use super::model::model;
+use crate::intercept::variants::{real, Call};
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
 /// shared locks: the list of accesses, the kernels launched lately.
@@ -66,10 +68,10 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
     }
     let model = model();
     with_launcher(|launcher| {
-        let info = launcher.kernels.info(model, f);
+        let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
         launcher.accesses.clear();
         // SAFETY: the launch's own arguments, as the driver requires them.
-        unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) };
+        phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
         launcher.kernel = info.id;
         // SAFETY: likewise.
         launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, &mut launcher.accesses) };
@@ -86,14 +88,16 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
     let model = model();
     with_launcher(|launcher| {
         if !std::mem::take(&mut launcher.planned) {
-            let info = launcher.kernels.info(model, f);
+            let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
             launcher.accesses.clear();
             // SAFETY: the caller's promise.
-            unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) };
+            phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
             launcher.kernel = info.id;
             launcher.learn = None;
         }
-        let work = Work { origin: origin(call), kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
+        let origin = origin(call);
+        let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
+        let _timer = phases::start(Phase::Model);
         match ticket {
             Some(ticket) => {
                 if !model.launch_deferred(on, work, ticket, launcher.learn) {
@@ -107,7 +111,7 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
 
 pub unsafe fn launch_kernel(
     call: &Call,
-    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    real: real::launch_kernel,
     f: CUfunction,
     grid_x: c_uint,
     grid_y: c_uint,
@@ -121,7 +125,9 @@ pub unsafe fn launch_kernel(
     extra: *mut *mut c_void,
 ) -> CUresult {
     unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
+    });
     let ticket = footprint::ticket();
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
@@ -134,7 +140,7 @@ pub unsafe fn launch_kernel(
 /// may hide a race, but never invents one).
 pub unsafe fn launch_kernel_ex(
     call: &Call,
-    real: unsafe extern "C" fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    real: real::launch_kernel_ex,
     config: *const LaunchConfig,
     f: CUfunction,
     kernel_params: *mut *mut c_void,
@@ -143,7 +149,7 @@ pub unsafe fn launch_kernel_ex(
     // SAFETY: null or the program's configuration.
     let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]);
     unsafe { plan(f, kernel_params, extra, shape) };
-    let status = unsafe { real(config, f, kernel_params, extra) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
     let ticket = footprint::ticket();
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
@@ -164,7 +170,7 @@ pub unsafe fn launch_kernel_ex(
 
 pub unsafe fn launch_cooperative_kernel(
     call: &Call,
-    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void) -> CUresult,
+    real: real::launch_cooperative_kernel,
     f: CUfunction,
     grid_x: c_uint,
     grid_y: c_uint,
@@ -177,7 +183,9 @@ pub unsafe fn launch_cooperative_kernel(
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
     unsafe { plan(f, kernel_params, core::ptr::null_mut(), [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
+    });
     let ticket = footprint::ticket();
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
@@ -205,7 +213,7 @@ unsafe extern "C" fn run_host_func(data: *mut c_void) {
 
 pub unsafe fn launch_host_func(
     call: &Call,
-    real: unsafe extern "C" fn(CUstream, CUhostFn, *mut c_void) -> CUresult,
+    real: real::launch_host_func,
     h_stream: CUstream,
     func: CUhostFn,
     user_data: *mut c_void,
@@ -239,7 +247,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
 
 pub unsafe fn stream_add_callback(
     call: &Call,
-    real: unsafe extern "C" fn(CUstream, CUstreamCallback, *mut c_void, c_uint) -> CUresult,
+    real: real::stream_add_callback,
     h_stream: CUstream,
     callback: CUstreamCallback,
     user_data: *mut c_void,

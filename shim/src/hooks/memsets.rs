@@ -7,18 +7,21 @@ use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::copies::MAX_ROWS;
 use super::{default_stream, ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
     if dst == 0 || row_bytes == 0 || rows == 0 {
         return;
     }
+    let origin = origin(call);
+    let _timer = phases::start(Phase::MemsetModel);
     let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     let accesses: Vec<Access> = if rows <= MAX_ROWS {
@@ -26,13 +29,16 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     } else {
         vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
     };
-    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    // A synchronous one completed what the host waited for: measured footprints can be
+    // read (a phase of its own).
+    drop(_timer);
     if host != HostEffect::None {
-        crate::footprint::collect();
+        super::footprint::collect();
     }
 }
 
-pub unsafe fn memset_d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uchar, usize) -> CUresult, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count, 1, true);
@@ -40,7 +46,7 @@ pub unsafe fn memset_d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_u
     status
 }
 
-pub unsafe fn memset_d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_ushort, usize) -> CUresult, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+pub unsafe fn memset_d16(call: &Call, real: real::memset_d16, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 2, 1, true);
@@ -48,7 +54,7 @@ pub unsafe fn memset_d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_
     status
 }
 
-pub unsafe fn memset_d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> CUresult, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+pub unsafe fn memset_d32(call: &Call, real: real::memset_d32, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 4, 1, true);
@@ -56,7 +62,7 @@ pub unsafe fn memset_d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_
     status
 }
 
-pub unsafe fn memset_d2d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uchar, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d8(call: &Call, real: real::memset_d2d8, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width, height, true);
@@ -64,7 +70,7 @@ pub unsafe fn memset_d2d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, u
     status
 }
 
-pub unsafe fn memset_d2d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_ushort, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d16(call: &Call, real: real::memset_d2d16, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 2, height, true);
@@ -72,7 +78,7 @@ pub unsafe fn memset_d2d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d2d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uint, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d32(call: &Call, real: real::memset_d2d32, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 4, height, true);
@@ -80,7 +86,7 @@ pub unsafe fn memset_d2d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d8_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uchar, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d8_async(call: &Call, real: real::memset_d8_async, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count, 1, false);
@@ -88,7 +94,7 @@ pub unsafe fn memset_d8_async(call: &Call, real: unsafe extern "C" fn(CUdevicept
     status
 }
 
-pub unsafe fn memset_d16_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_ushort, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d16_async(call: &Call, real: real::memset_d16_async, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 2, 1, false);
@@ -96,7 +102,7 @@ pub unsafe fn memset_d16_async(call: &Call, real: unsafe extern "C" fn(CUdevicep
     status
 }
 
-pub unsafe fn memset_d32_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uint, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d32_async(call: &Call, real: real::memset_d32_async, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 4, 1, false);
@@ -104,7 +110,7 @@ pub unsafe fn memset_d32_async(call: &Call, real: unsafe extern "C" fn(CUdevicep
     status
 }
 
-pub unsafe fn memset_d2d8_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uchar, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d8_async(call: &Call, real: real::memset_d2d8_async, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width, height, false);
@@ -112,7 +118,7 @@ pub unsafe fn memset_d2d8_async(call: &Call, real: unsafe extern "C" fn(CUdevice
     status
 }
 
-pub unsafe fn memset_d2d16_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_ushort, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d16_async(call: &Call, real: real::memset_d2d16_async, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 2, height, false);
@@ -120,7 +126,7 @@ pub unsafe fn memset_d2d16_async(call: &Call, real: unsafe extern "C" fn(CUdevic
     status
 }
 
-pub unsafe fn memset_d2d32_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uint, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d32_async(call: &Call, real: real::memset_d2d32_async, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 4, height, false);

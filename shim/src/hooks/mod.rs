@@ -1,7 +1,9 @@
-//! The handlers: what each API family means to streamsan.
+//! What calls mean: the third layer, between the call sites below and the process life
+//! above. It tells the process's [`model`] what each intercepted call did.
 //!
-//! A handler receives the call, the real driver function and the caller's arguments; it
-//! calls the real function exactly once, with exactly those arguments, and returns its
+//! Here the exported hooks are made ([`crate::intercept::exports`] gives their shape), each
+//! calling the handler of its family. A handler receives the call, the real driver function
+//! (typed by the table, [`real`]) and the caller's arguments; it calls the real function exactly once, with exactly those arguments, and returns its
 //! status unchanged. Around that call it tells the model what happened: after a successful
 //! call for most families; before the call for frees (so that no other thread can be handed
 //! the freed address before the model knows) and for host functions (which a driver may run
@@ -13,14 +15,19 @@
 //!
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
-//! topic modules, which shadows the forwarder.
+//! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
+//! [`footprint`] measures what launches touch (`footprint=exact|learn`); [`annotate`] is
+//! the program's own declaration of memory the driver does not see.
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
-use crate::exports::Call;
-use crate::{driver, stack, thread};
+use crate::intercept::driver;
+use crate::intercept::exports::export_hooks;
+use crate::intercept::variants::{real, Call};
+use crate::sites::{stack, thread};
 
 mod forward {
     use super::*;
@@ -30,7 +37,7 @@ mod forward {
             $(
                 #[allow(dead_code)]
                 #[inline]
-                pub unsafe fn $family(_call: &Call, real: unsafe extern "C" fn($($ty),*) -> CUresult, $($arg: $ty),*) -> CUresult {
+                pub unsafe fn $family(_call: &Call, real: real::$family, $($arg: $ty),*) -> CUresult {
                     // SAFETY: the caller's own arguments, passed on unchanged.
                     unsafe { real($($arg),*) }
                 }
@@ -40,15 +47,19 @@ mod forward {
     driver_api!(define_forwarders);
 }
 
+pub mod annotate;
 mod code;
 mod contexts;
 mod copies;
 mod entry_points;
 mod events;
+pub mod footprint;
 mod graphs;
+pub mod kernels;
 mod launches;
 mod memory;
 mod memsets;
+pub mod model;
 mod streams;
 
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
@@ -81,6 +92,8 @@ pub use streams::{
     stream_wait_value_64, stream_write_value_32, stream_write_value_64,
 };
 
+driver_api!(export_hooks);
+
 /// Whether the driver accepted the call.
 #[inline]
 fn ok(status: CUresult) -> bool {
@@ -89,7 +102,7 @@ fn ok(status: CUresult) -> bool {
 
 /// The call as the model names it: entry point, thread, call site.
 fn origin(call: &Call) -> Origin {
-    Origin { api: call.name(), thread: thread::current(), site: stack::capture() }
+    Origin { api: call.name(), thread: thread::current(), site: phases::time(Phase::CallSite, stack::capture) }
 }
 
 /// The stream a handle names at this entry point: handle 0 is the legacy default stream,

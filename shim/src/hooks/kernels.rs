@@ -1,0 +1,348 @@
+//! Kernels: what a launch's parameters say about the memory it touches.
+//!
+//! A kernel's parameter layout comes from `cuFuncGetParamInfo`, or `cuKernelGetParamInfo`
+//! for the `CUkernel` handles cudart passes where a `CUfunction` is declared (the `cuFunc*`
+//! query fails with CUDA_ERROR_INVALID_HANDLE on them). Its name comes from the call that
+//! made the handle (`cuModuleGetFunction`, `cuLibraryGetKernel`) or from `cuFuncGetName` /
+//! `cuKernelGetName`; a parameter declared pointer-to-const in the demangled name is read
+//! only. Both are cached per handle, and forgotten when code is unloaded or a context
+//! destroyed: the driver hands the same handle values out again, for other kernels (XLA's
+//! autotuner loads and unloads hundreds of modules).
+//!
+//! Every 8-byte-aligned word of the parameter buffer that falls where buffers live is an
+//! access of the single byte it points at (`docs/semantics.md#kernel-launches`): a read through a
+//! pointer-to-const parameter, read-write through another pointer parameter, of unknown
+//! direction when the kernel's name gives no parameter types or the word sits inside a
+//! by-value structure.
+
+use core::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use streamsan::hash::{fast_map, FastMap};
+
+use streamsan::model::op::{Access, KernelId, Mode};
+use streamsan::model::Model;
+use streamsan_driver_api::{CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+
+use crate::intercept::driver;
+
+/// One parameter of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub offset: usize,
+    pub size: usize,
+    /// The demangled name gave the parameter's type.
+    pub typed: bool,
+    /// Declared as a pointer to const.
+    pub read_only: bool,
+}
+
+/// What streamsan knows of a kernel.
+#[derive(Debug, Default)]
+pub struct KernelInfo {
+    pub id: Option<KernelId>,
+    /// Empty when the driver could not say.
+    pub params: Vec<Param>,
+}
+
+/// What kind of handle the program got from the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleKind {
+    Function,
+    Kernel,
+}
+
+struct Named {
+    name: String,
+    kind: HandleKind,
+    /// The module or library the handle came from.
+    owner: usize,
+}
+
+fn named() -> &'static FastMap<usize, Named> {
+    static NAMED: OnceLock<FastMap<usize, Named>> = OnceLock::new();
+    NAMED.get_or_init(fast_map)
+}
+
+fn infos() -> &'static FastMap<usize, Arc<KernelInfo>> {
+    static INFO: OnceLock<FastMap<usize, Arc<KernelInfo>>> = OnceLock::new();
+    INFO.get_or_init(fast_map)
+}
+
+/// Bumped whenever what was learnt of a handle is forgotten: [`Recent`] entries of an older
+/// generation are not used.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The kernels one thread launched lately ([`streamsan::recent`]): a training step
+/// launches the same few hundred kernels every iteration.
+#[derive(Default)]
+pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 256>);
+
+impl Recent {
+    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
+        let generation = GENERATION.load(Ordering::Acquire);
+        if self.0.get(&(f as usize), generation).is_none() {
+            self.0.put(f as usize, generation, info(model, f));
+        }
+        self.0.get(&(f as usize), generation).expect("just put")
+    }
+}
+
+/// A handle the program got by name from `owner` (`cuModuleGetFunction`,
+/// `cuLibraryGetKernel`). What was learnt of an earlier kernel at the same handle goes.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, owner: *mut c_void) {
+    if handle.is_null() || name.is_null() {
+        return;
+    }
+    // SAFETY: the driver accepted `name` as a NUL-terminated kernel name.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    infos().remove(&(handle as usize));
+    named().insert(handle as usize, Named { name, kind, owner: owner as usize });
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// `cuKernelGetFunction`: the function handle stands for the kernel.
+pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
+    let known = named().get(&(kernel as usize)).map(|n| (n.name.clone(), n.owner));
+    infos().remove(&(function as usize));
+    if let Some((name, owner)) = known {
+        named().insert(function as usize, Named { name, kind: HandleKind::Function, owner });
+    }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// A module or library was unloaded (`owner`), or every one of a context (None): handles
+/// from it may come back for other kernels. Layouts are cheap to learn again, so all go.
+pub fn code_unloaded(owner: Option<*mut c_void>) {
+    match owner {
+        Some(owner) => named().retain(|_, n| n.owner != owner as usize),
+        None => named().clear(),
+    }
+    infos().clear();
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The kernel behind a launch handle, learnt on its first launch.
+pub fn info(model: &Model, f: *mut c_void) -> Arc<KernelInfo> {
+    if let Some(info) = infos().get(&(f as usize)) {
+        return info.clone();
+    }
+    let info = Arc::new(learn(model, f));
+    infos().insert(f as usize, info.clone());
+    info
+}
+
+fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
+    let queries = driver::queries();
+    let known = named().get(&(f as usize)).map(|n| (n.name.clone(), n.kind));
+    let kind_hint = known.as_ref().map(|k| k.1);
+    // The layout: ask as a CUfunction unless the handle is known to be a CUkernel, and fall
+    // back to the CUkernel query on INVALID_HANDLE.
+    let mut layout = Vec::new();
+    let mut kind = kind_hint.unwrap_or(HandleKind::Function);
+    if kind == HandleKind::Function {
+        match param_layout(queries.func_get_param_info, f) {
+            Ok(params) => layout = params,
+            Err(CUDA_ERROR_INVALID_HANDLE) => kind = HandleKind::Kernel,
+            Err(_) => {}
+        }
+    }
+    if kind == HandleKind::Kernel {
+        layout = param_layout(queries.kernel_get_param_info, f).unwrap_or_default();
+    }
+    let mangled = known.map(|k| k.0).or_else(|| query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f));
+    let demangled = mangled.map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
+    let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
+    let params = layout
+        .into_iter()
+        .enumerate()
+        .map(|(i, (offset, size))| Param {
+            offset,
+            size,
+            typed: read_only.is_some(),
+            read_only: read_only.as_ref().is_some_and(|r| r[i]),
+        })
+        .collect();
+    KernelInfo { id: demangled.map(|d| model.kernel_id(&d)), params }
+}
+
+type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
+
+/// (offset, size) of every parameter; the driver's status if the first query fails.
+fn param_layout(query: Option<ParamInfo>, f: *mut c_void) -> Result<Vec<(usize, usize)>, u32> {
+    let Some(query) = query else { return Err(CUDA_ERROR_INVALID_HANDLE) };
+    let mut params = Vec::new();
+    for index in 0..4096 {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: valid out-pointers; the driver checks the handle and index.
+        let status = unsafe { query(f, index, &mut offset, &mut size) };
+        if status != CUDA_SUCCESS {
+            return if index == 0 && status == CUDA_ERROR_INVALID_HANDLE { Err(status) } else { Ok(params) };
+        }
+        params.push((offset, size));
+    }
+    Ok(params)
+}
+
+fn query_name(query: Option<unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32>, f: *mut c_void) -> Option<String> {
+    let query = query?;
+    let mut name: *const c_char = core::ptr::null();
+    // SAFETY: a valid out-pointer.
+    let status = unsafe { query(&mut name, f) };
+    // SAFETY: on success the driver returns a NUL-terminated name it owns.
+    (status == CUDA_SUCCESS && !name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+}
+
+/// For each parameter of a demangled signature, whether it is a pointer to const:
+/// `scale(float*, float const*, int)` gives `[false, true, false]`. None without a
+/// parameter list (an `extern "C"` kernel).
+pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
+    let s = demangled.trim_end();
+    if !s.ends_with(')') {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let mut depth = 0i32;
+    let mut open = None;
+    for i in (0..bytes.len()).rev() {
+        match bytes[i] {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    open = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let inner = s[open? + 1..s.len() - 1].trim();
+    if inner.is_empty() || inner == "void" {
+        return Some(Vec::new());
+    }
+    let mut params = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                params.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    params.push(&inner[start..]);
+    Some(
+        params
+            .into_iter()
+            .map(|p| {
+                let p = p.trim().trim_end_matches("__restrict__").trim_end_matches("restrict").trim_end();
+                p.ends_with("const*") || p.ends_with("const *")
+            })
+            .collect(),
+    )
+}
+
+/// The parameter buffer and its size in a launch's `extra`:
+/// {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END}. None without one.
+///
+/// # Safety
+/// `extra` is null or a launch's `extra`, terminated by CU_LAUNCH_PARAM_END.
+pub unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<(*const u8, usize)> {
+    if extra.is_null() {
+        return None;
+    }
+    let (mut buffer, mut size) = (core::ptr::null::<u8>(), 0usize);
+    for i in (0..64).step_by(2) {
+        // SAFETY: the list is terminated by CU_LAUNCH_PARAM_END.
+        let key = unsafe { *extra.add(i) } as usize;
+        if key == CU_LAUNCH_PARAM_END {
+            break;
+        }
+        let value = unsafe { *extra.add(i + 1) };
+        match key {
+            CU_LAUNCH_PARAM_BUFFER_POINTER => buffer = value as *const u8,
+            CU_LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = unsafe { *(value as *const usize) },
+            _ => {}
+        }
+    }
+    (!buffer.is_null()).then_some((buffer, size))
+}
+
+/// The accesses of a launch: each word of the parameters that may point into a buffer.
+///
+/// # Safety
+/// `params` and `extra` are the launch's own arguments, valid as the driver requires.
+pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
+    // `slot`: the word's byte offset in the parameters.
+    let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
+        if model.may_be_buffer(addr) {
+            // A pointer parameter whose type the kernel's name gives: read only if declared
+            // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
+            // a by-value structure) may read or write.
+            let mode = match param {
+                Some(p) if p.typed && p.size == 8 => if p.read_only { Mode::Read } else { Mode::ReadWrite },
+                _ => Mode::Unknown,
+            };
+            // A whole pointer parameter surely points where it says; a word inside a
+            // by-value structure may be a stale field.
+            let exact = param.is_some_and(|p| p.size == 8);
+            out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });
+        }
+    };
+    if !params.is_null() && !info.params.is_empty() {
+        for (i, p) in info.params.iter().enumerate() {
+            // SAFETY: one pointer per parameter, each to the parameter's value.
+            let value = unsafe { *params.add(i) } as *const u8;
+            if value.is_null() {
+                continue;
+            }
+            let mut k = (8 - p.offset % 8) % 8;
+            while k + 8 <= p.size {
+                // SAFETY: inside the parameter's `size` bytes.
+                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
+                k += 8;
+            }
+        }
+        return;
+    }
+    // SAFETY: the caller's promise.
+    let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
+    let mut offset = 0;
+    while offset + 8 <= size {
+        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
+        // SAFETY: inside the `size` bytes of the buffer.
+        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
+        offset += 8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn const_pointer_parameters_are_read_only() {
+        assert_eq!(read_only_params("scale(float*, float const*, int)"), Some(vec![false, true, false]));
+        assert_eq!(
+            read_only_params("void k<float, 2>(std::array<char*, 2ul>, float const* __restrict__, float* const)"),
+            Some(vec![false, true, false])
+        );
+        assert_eq!(read_only_params("empty()"), Some(vec![]));
+        assert_eq!(read_only_params("extern_c_kernel"), None);
+    }
+
+    #[test]
+    fn mangled_names_demangle_to_their_signature() {
+        let demangled = backtrace::SymbolName::new(b"_Z5scalePfPKfi").to_string();
+        assert_eq!(demangled, "scale(float*, float const*, int)");
+        assert_eq!(read_only_params(&demangled), Some(vec![false, true, false]));
+    }
+}

@@ -1,0 +1,90 @@
+//! The interposed `dlsym`.
+//!
+//! `dlsym(handle, name)` on the driver's handle searches only the driver and its
+//! dependencies, never the preloaded shim, so cudart, PyTorch, cuBLAS and XLA would bypass
+//! the exported hooks. This `dlsym` answers a hooked driver name with its hook and passes
+//! every other lookup on to glibc's `dlsym` by a *tail call*: glibc resolves `RTLD_NEXT`
+//! and `$ORIGIN`-relative lookups by the return address of its caller, which must remain
+//! the original caller's. Hence the few lines of assembly.
+//!
+//! The decision allocates nothing, takes no lock and never calls the public `dlsym`: it
+//! may run inside a library constructor, while glibc holds its loader lock, on several
+//! threads at once.
+
+use core::ffi::{c_char, c_void, CStr};
+
+use super::driver;
+use super::variants::variant_by_name;
+
+/// [`decide`]'s answer "let glibc answer, as if the shim were not there".
+const DEFER: usize = 0;
+/// [`decide`]'s answer "the symbol does not exist": return NULL.
+const NOT_FOUND: usize = 1;
+
+/// The exported `dlsym`: `decide`, then either return its answer or tail-call glibc.
+///
+/// # Safety
+/// Called as `dlsym(3)`.
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        // Keep the arguments; three pushes keep the stack 16-byte aligned for the call.
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {decide}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "cmp rax, {defer}",
+        "je 2f",
+        "cmp rax, {not_found}",
+        "je 3f",
+        "ret",
+        "2:",
+        // Tail call: glibc sees our caller's return address on the stack.
+        "jmp qword ptr [rip + {real}]",
+        "3:",
+        "xor eax, eax",
+        "ret",
+        decide = sym decide,
+        real = sym driver::REAL_DLSYM,
+        defer = const DEFER,
+        not_found = const NOT_FOUND,
+    )
+}
+
+/// Decides a `dlsym` lookup: a hook address, [`DEFER`] or [`NOT_FOUND`].
+extern "C" fn decide(handle: *mut c_void, symbol: *const c_char) -> usize {
+    let Some(real_dlsym) = driver::real_dlsym() else {
+        return NOT_FOUND;
+    };
+    if symbol.is_null() || handle == libc::RTLD_NEXT {
+        return DEFER;
+    }
+    // SAFETY: dlsym's contract: a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(symbol) };
+    if !name.to_bytes().starts_with(b"cu") {
+        return DEFER;
+    }
+    let Some(variant) = variant_by_name(name.to_bytes()) else {
+        return DEFER;
+    };
+    // SAFETY: valid dlsym arguments.
+    let found = unsafe { real_dlsym(handle, symbol) };
+    if found.is_null() {
+        // Absent where the program looked: glibc answers again, and sets dlerror.
+        return DEFER;
+    }
+    if found as *const () == variant.hook {
+        // The lookup reached the shim itself (RTLD_DEFAULT). Answer as the process would
+        // without the shim: the next definition after it, if there is one.
+        // SAFETY: valid dlsym arguments; the caller is the shim, so RTLD_NEXT starts after it.
+        let next = unsafe { real_dlsym(libc::RTLD_NEXT, symbol) };
+        if next.is_null() {
+            return NOT_FOUND;
+        }
+    }
+    variant.hook as usize
+}

@@ -1,0 +1,417 @@
+//! Python frames in call sites.
+//!
+//! In a Python program the native stack of a driver call shows the interpreter
+//! (`_PyEval_EvalFrameDefault`), not the script. When the process is a CPython interpreter, a
+//! capture also records the calling thread's Python frames as (code object, byte offset)
+//! pairs; reports put them where the interpreter's native frames were.
+//!
+//! Frameworks call the driver with the GIL released (PyTorch's dispatcher, CuPy's and
+//! cuda-bindings' `nogil` calls, ctypes), so the frames cannot be asked for through the C
+//! API. But the calling thread is inside the driver call: its own frame chain cannot change
+//! under us. For CPython 3.11 and 3.12 the chain is read directly, from the thread state
+//! through `cframe` to each `_PyInterpreterFrame`; every code object found must be of type
+//! `PyCode_Type`, and until a few captures have succeeded every read goes through
+//! `process_vm_readv`, which fails instead of faulting, so a wrong layout turns the feature
+//! off rather than crashing the program. Other versions use the C API, when the caller holds
+//! the GIL.
+//!
+//! A pair seen for the first time is resolved to function, file and line at once, while its
+//! frame, hence its code object, is alive: through the C API if this thread holds the GIL,
+//! else by a helper thread that takes the GIL (given up after a short wait, so that a thread
+//! holding the GIL and waiting on this one cannot deadlock the program).
+
+use core::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use streamsan::hash::{fast_map, FastMap};
+
+use streamsan::report::{Frame, PYTHON_MODULE};
+
+use crate::intercept::{diag, driver};
+
+/// Python frames kept per call site.
+pub const DEPTH: usize = 8;
+
+type Object = *mut c_void;
+
+/// The CPython functions streamsan uses; absent outside a Python process.
+struct Api {
+    is_initialized: unsafe extern "C" fn() -> c_int,
+    gil_check: unsafe extern "C" fn() -> c_int,
+    gil_ensure: unsafe extern "C" fn() -> c_int,
+    gil_release: unsafe extern "C" fn(c_int),
+    this_thread_state: unsafe extern "C" fn() -> Object,
+    /// Borrowed reference to the current frame (GIL held).
+    get_frame: unsafe extern "C" fn() -> Object,
+    frame_get_back: unsafe extern "C" fn(Object) -> Object,
+    frame_get_code: unsafe extern "C" fn(Object) -> Object,
+    frame_get_lasti: unsafe extern "C" fn(Object) -> c_int,
+    code_addr2line: unsafe extern "C" fn(Object, c_int) -> c_int,
+    get_attr_string: unsafe extern "C" fn(Object, *const c_char) -> Object,
+    unicode_as_utf8: unsafe extern "C" fn(Object) -> *const c_char,
+    dec_ref: unsafe extern "C" fn(Object),
+    err_clear: unsafe extern "C" fn(),
+    /// `&PyCode_Type`.
+    code_type: usize,
+    /// `offsetof(PyCodeObject, co_code_adaptive)`: where a code object's instructions start.
+    code_units: usize,
+    /// The frame layout of this interpreter version, if streamsan knows it.
+    layout: Option<Layout>,
+}
+
+/// Where CPython keeps the frame chain (`Include/cpython/pystate.h`,
+/// `Include/internal/pycore_frame.h`).
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    thread_cframe: usize,
+    cframe_current_frame: usize,
+    frame_code: usize,
+    frame_previous: usize,
+    frame_prev_instr: usize,
+    frame_owner: usize,
+    /// Frames owned by the C stack are the interpreter's, not the program's.
+    owner_c_stack: Option<u8>,
+}
+
+impl Layout {
+    fn for_version(major: u32, minor: u32) -> Option<Layout> {
+        match (major, minor) {
+            (3, 11) => Some(Layout {
+                thread_cframe: 56,
+                cframe_current_frame: 8,
+                frame_code: 32,
+                frame_previous: 48,
+                frame_prev_instr: 56,
+                frame_owner: 69,
+                owner_c_stack: None,
+            }),
+            (3, 12) => Some(Layout {
+                thread_cframe: 56,
+                cframe_current_frame: 0,
+                frame_code: 0,
+                frame_previous: 8,
+                frame_prev_instr: 56,
+                frame_owner: 70,
+                owner_c_stack: Some(3),
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn api() -> Option<&'static Api> {
+    static API: OnceLock<Option<Api>> = OnceLock::new();
+    API.get_or_init(|| {
+        fn find<F: Copy>(name: &CStr) -> Option<F> {
+            // SAFETY: the global scope.
+            let f = unsafe { driver::lookup_in(libc::RTLD_DEFAULT, name) };
+            // SAFETY: F is CPython's signature for `name`.
+            (!f.is_null()).then(|| unsafe { core::mem::transmute_copy::<*mut c_void, F>(&f) })
+        }
+        // SAFETY: the global scope.
+        let code_type = unsafe { driver::lookup_in(libc::RTLD_DEFAULT, c"PyCode_Type") } as usize;
+        if code_type == 0 {
+            return None;
+        }
+        // SAFETY: PyTypeObject.tp_basicsize, after the object header and tp_name; for the
+        // code type it is offsetof(PyCodeObject, co_code_adaptive).
+        let code_units = unsafe { *((code_type + 32) as *const isize) } as usize;
+        let get_version: Option<unsafe extern "C" fn() -> *const c_char> = find(c"Py_GetVersion");
+        let layout = get_version.and_then(|v| {
+            // SAFETY: a static version string such as "3.12.0 (main, ...".
+            let version = unsafe { CStr::from_ptr(v()) }.to_string_lossy();
+            let mut parts = version.split(|c: char| !c.is_ascii_digit());
+            Layout::for_version(parts.next()?.parse().ok()?, parts.next()?.parse().ok()?)
+        });
+        Some(Api {
+            is_initialized: find(c"Py_IsInitialized")?,
+            gil_check: find(c"PyGILState_Check")?,
+            gil_ensure: find(c"PyGILState_Ensure")?,
+            gil_release: find(c"PyGILState_Release")?,
+            this_thread_state: find(c"PyGILState_GetThisThreadState")?,
+            get_frame: find(c"PyEval_GetFrame")?,
+            frame_get_back: find(c"PyFrame_GetBack")?,
+            frame_get_code: find(c"PyFrame_GetCode")?,
+            frame_get_lasti: find(c"PyFrame_GetLasti")?,
+            code_addr2line: find(c"PyCode_Addr2Line")?,
+            get_attr_string: find(c"PyObject_GetAttrString")?,
+            unicode_as_utf8: find(c"PyUnicode_AsUTF8")?,
+            dec_ref: find(c"Py_DecRef")?,
+            err_clear: find(c"PyErr_Clear")?,
+            code_type,
+            code_units,
+            layout,
+        })
+    })
+    .as_ref()
+}
+
+// ---- Reading the frame chain without the GIL ------------------------------------------------
+
+/// Captures that must succeed with checked reads before reads go direct.
+const PROBATION: u32 = 64;
+static PROVEN: AtomicU32 = AtomicU32::new(0);
+static LAYOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Reads a `T` at `addr` of this process: while on probation through `process_vm_readv`,
+/// which reports a bad address instead of faulting.
+fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
+    if addr == 0 || !addr.is_multiple_of(core::mem::align_of::<T>()) {
+        return None;
+    }
+    if !checked {
+        // SAFETY: the layout has read valid frames PROBATION times; the chain is this
+        // thread's own, stable while it is inside the driver call.
+        return Some(unsafe { core::ptr::read(addr as *const T) });
+    }
+    let mut value = core::mem::MaybeUninit::<T>::uninit();
+    let local = libc::iovec { iov_base: value.as_mut_ptr().cast(), iov_len: core::mem::size_of::<T>() };
+    let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: core::mem::size_of::<T>() };
+    // SAFETY: reads our own memory into `value`; fails cleanly on an unmapped address.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    // SAFETY: fully written when n equals its size.
+    (n == core::mem::size_of::<T>() as isize).then(|| unsafe { value.assume_init() })
+}
+
+/// The calling thread's frames as (code object, byte offset), innermost first, read
+/// through `layout`. None if anything read does not look like a frame.
+fn read_chain(api: &Api, layout: &Layout, out: &mut [RawFrame; DEPTH]) -> Option<usize> {
+    let checked = PROVEN.load(Ordering::Relaxed) < PROBATION;
+    // SAFETY: thread-local lookup, valid without the GIL.
+    let thread = unsafe { (api.this_thread_state)() } as usize;
+    if thread == 0 {
+        return Some(0);
+    }
+    let cframe: usize = read(thread + layout.thread_cframe, checked)?;
+    let mut frame: usize = read(cframe + layout.cframe_current_frame, checked)?;
+    let mut n = 0;
+    let mut steps = 0;
+    while frame != 0 && n < DEPTH && steps < 4 * DEPTH {
+        steps += 1;
+        let owner: u8 = read(frame + layout.frame_owner, checked)?;
+        if layout.owner_c_stack != Some(owner) {
+            let code: usize = read(frame + layout.frame_code, checked)?;
+            let code_type: usize = read(code + 8, checked)?;
+            if code_type != api.code_type {
+                return None;
+            }
+            let instr: usize = read(frame + layout.frame_prev_instr, checked)?;
+            let offset = instr.saturating_sub(code + api.code_units);
+            out[n] = (code, offset as c_int);
+            n += 1;
+        }
+        frame = read(frame + layout.frame_previous, checked)?;
+    }
+    if checked {
+        PROVEN.fetch_add(1, Ordering::Relaxed);
+    }
+    Some(n)
+}
+
+/// The frames through the C API: only with the GIL held.
+///
+/// # Safety
+/// The calling thread holds the GIL.
+unsafe fn walk_with_gil(api: &Api, out: &mut [RawFrame; DEPTH]) -> usize {
+    unsafe {
+        let mut frame = (api.get_frame)();
+        let mut owned = false;
+        let mut n = 0;
+        while !frame.is_null() && n < DEPTH {
+            let code = (api.frame_get_code)(frame);
+            if !code.is_null() {
+                out[n] = (code as usize, (api.frame_get_lasti)(frame));
+                n += 1;
+                // The frame holds its own reference: the pointer stays valid while it lives.
+                (api.dec_ref)(code);
+            }
+            let back = (api.frame_get_back)(frame);
+            if owned {
+                (api.dec_ref)(frame);
+            }
+            frame = back;
+            owned = true;
+        }
+        if owned && !frame.is_null() {
+            (api.dec_ref)(frame);
+        }
+        n
+    }
+}
+
+// ---- Interning and resolving ------------------------------------------------------------
+
+/// Interned frames: (code object, offset) -> id, and id -> resolved frame.
+struct Frames {
+    ids: FastMap<(usize, c_int), u32>,
+    resolved: RwLock<Vec<Frame>>,
+}
+
+fn frames() -> &'static Frames {
+    static FRAMES: OnceLock<Frames> = OnceLock::new();
+    FRAMES.get_or_init(|| Frames { ids: fast_map(), resolved: RwLock::new(Vec::new()) })
+}
+
+/// A Python frame as found on a thread's stack: (code object, byte offset).
+pub type RawFrame = (usize, c_int);
+
+/// The calling thread's Python frames, innermost first, as found: cheap, and enough to tell
+/// a call site from another ([`intern_all`] names them).
+pub fn walk(out: &mut [RawFrame; DEPTH]) -> usize {
+    let Some(api) = api() else { return 0 };
+    // SAFETY: CPython's API; the GIL-only calls only with the GIL held.
+    unsafe {
+        if (api.is_initialized)() == 0 {
+            return 0;
+        }
+        match api.layout.filter(|_| !LAYOUT_FAILED.load(Ordering::Relaxed)) {
+            Some(layout) => match read_chain(api, &layout, out) {
+                Some(n) => n,
+                None => {
+                    LAYOUT_FAILED.store(true, Ordering::Relaxed);
+                    diag::warn("cannot read this Python's frames; reports show native frames only");
+                    0
+                }
+            },
+            None if (api.gil_check)() != 0 => walk_with_gil(api, out),
+            None => 0,
+        }
+    }
+}
+
+/// Interned ids of frames [`walk`] just found (still on the calling thread's stack, so their
+/// code objects live), into `out`. Returns whether every one was resolved to a name (one that
+/// was not gets a fresh id, and is tried again next time).
+pub fn intern_all(frames: &[RawFrame], out: &mut [u32; DEPTH]) -> bool {
+    let Some(api) = api() else { return true };
+    let mut all = true;
+    for (slot, &(code, offset)) in out.iter_mut().zip(frames) {
+        let (id, resolved) = intern(api, code, offset);
+        *slot = id;
+        all &= resolved;
+    }
+    all
+}
+
+fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
+    let frames = frames();
+    if let Some(id) = frames.ids.get(&(code, offset)) {
+        return (*id, true);
+    }
+    let (frame, resolved) = match resolve_now(api, code, offset) {
+        Some(frame) => (frame, true),
+        None => (Frame { address: format!("py+{offset}"), module: Some(PYTHON_MODULE.into()), ..Frame::default() }, false),
+    };
+    let push = |frame: Frame| {
+        let mut list = frames.resolved.write().unwrap_or_else(|e| e.into_inner());
+        list.push(frame);
+        (list.len() - 1) as u32
+    };
+    if !resolved {
+        // Not remembered under its key: the next capture tries again.
+        return (push(frame), false);
+    }
+    (*frames.ids.entry((code, offset)).or_insert_with(|| push(frame)).value(), true)
+}
+
+/// Resolves a pair whose frame is on the calling thread's stack (so its code object lives).
+fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
+    // SAFETY: PyGILState_Check has no precondition.
+    if unsafe { (api.gil_check)() } != 0 {
+        // SAFETY: the GIL is held and the code object alive.
+        return Some(unsafe { resolve(api, code as Object, offset) });
+    }
+    let (requests, replies) = resolver(api)?;
+    let replies = replies.lock().unwrap_or_else(|e| e.into_inner());
+    requests.send((code, offset)).ok()?;
+    let deadline = std::time::Instant::now() + Duration::from_millis(200);
+    loop {
+        let left = deadline.checked_duration_since(std::time::Instant::now())?;
+        // Answers to requests that timed out earlier may come first: skip them.
+        match replies.recv_timeout(left) {
+            Ok((key, frame)) if key == (code, offset) => return Some(frame),
+            Ok(_) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+type Resolver = (SyncSender<(usize, c_int)>, Mutex<Receiver<((usize, c_int), Frame)>>);
+
+/// A thread that takes the GIL to resolve frames for threads that do not hold it.
+fn resolver(api: &'static Api) -> Option<&'static Resolver> {
+    static RESOLVER: OnceLock<Option<Resolver>> = OnceLock::new();
+    RESOLVER
+        .get_or_init(|| {
+            let (requests, incoming) = mpsc::sync_channel::<(usize, c_int)>(16);
+            let (answers, replies) = mpsc::sync_channel::<((usize, c_int), Frame)>(16);
+            std::thread::Builder::new()
+                .name("streamsan-python".into())
+                .spawn(move || {
+                    for (code, offset) in incoming {
+                        // SAFETY: the GIL is taken for the resolution. The requester waits with
+                        // the frame alive; one that gave up may have let the code object go, so
+                        // check that it still is one.
+                        let frame = unsafe {
+                            let gil = (api.gil_ensure)();
+                            let alive = read::<usize>(code + 8, true) == Some(api.code_type);
+                            let frame = alive.then(|| resolve(api, code as Object, offset));
+                            (api.gil_release)(gil);
+                            frame
+                        };
+                        if let Some(frame) = frame {
+                            if answers.send(((code, offset), frame)).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                })
+                .ok()?;
+            Some((requests, Mutex::new(replies)))
+        })
+        .as_ref()
+}
+
+/// # Safety
+/// With the GIL held, `code` a live code object.
+unsafe fn resolve(api: &Api, code: Object, offset: c_int) -> Frame {
+    let attr = |name: &CStr| unsafe {
+        let value = (api.get_attr_string)(code, name.as_ptr());
+        if value.is_null() {
+            (api.err_clear)();
+            return None;
+        }
+        let text = (api.unicode_as_utf8)(value);
+        let text = if text.is_null() {
+            (api.err_clear)();
+            None
+        } else {
+            Some(CStr::from_ptr(text).to_string_lossy().into_owned())
+        };
+        (api.dec_ref)(value);
+        text
+    };
+    let line = unsafe { (api.code_addr2line)(code, offset) };
+    Frame {
+        address: format!("py+{offset}"),
+        function: attr(c"co_qualname").or_else(|| attr(c"co_name")),
+        file: attr(c"co_filename"),
+        line: (line >= 0).then_some(line as u32),
+        module: Some(PYTHON_MODULE.to_string()),
+    }
+}
+
+/// The frame an id stands for.
+pub fn frame(id: u32) -> Frame {
+    frames().resolved.read().unwrap_or_else(|e| e.into_inner()).get(id as usize).cloned().unwrap_or_default()
+}
+
+/// Whether a native frame belongs to the interpreter (where Python frames go instead).
+pub fn is_interpreter(frame: &Frame) -> bool {
+    let module = frame.module.as_deref().unwrap_or("");
+    let file = module.rsplit('/').next().unwrap_or(module);
+    file.starts_with("python") || file.starts_with("libpython")
+}
