@@ -71,7 +71,8 @@ struct Logged {
     lo: u64,
     hi: u64,
     mode: Mode,
-    free: bool,
+    /// A free: the buffer it freed, as it was (freed host memory is forgotten at once).
+    freed: Option<BufferFacts>,
     op: OpRecord,
     /// For each stream (slot) with pending launches then: how far this access's clock knew it.
     knew: Vec<(Slot, u32)>,
@@ -142,14 +143,15 @@ impl Deferred {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Logs an access (or a free) by `op` with clock `clock`, if a launch is pending.
+    /// Logs an access (or the free of `freed`) by `op` with clock `clock`, if a launch is
+    /// pending.
     #[inline]
     pub fn observe(
         &self,
         lo: u64,
         hi: u64,
         mode: Mode,
-        free: bool,
+        freed: Option<BufferFacts>,
         op: OpRecord,
         clock: &VectorClock,
     ) {
@@ -166,7 +168,7 @@ impl Deferred {
             lo,
             hi,
             mode,
-            free,
+            freed,
             op,
             knew: window.knew(clock),
         };
@@ -314,12 +316,13 @@ impl Model {
                 .iter()
                 .filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1))
             {
-                if !entry.free && !access.mode.conflicts_with(entry.mode) {
+                if entry.freed.is_none() && !access.mode.conflicts_with(entry.mode) {
                     continue;
                 }
-                let facts = match self.buffers.find(entry.lo) {
-                    Found::Live(b) | Found::Freed(b) => BufferFacts::of(&b),
-                    Found::Nothing => continue,
+                let facts = match (entry.freed, self.buffers.find(entry.lo)) {
+                    (Some(facts), _) => facts,
+                    (None, Found::Live(b) | Found::Freed(b)) => BufferFacts::of(&b),
+                    (None, Found::Nothing) => continue,
                 };
                 let first = Side {
                     op: pending.op,
@@ -329,7 +332,7 @@ impl Model {
                         hi: access.addr + access.len.max(1),
                     },
                 };
-                let (kind, hazard, action) = if entry.free {
+                let (kind, hazard, action) = if entry.freed.is_some() {
                     (RaceKind::FreeRace, None, Action::Free)
                 } else {
                     (
@@ -366,7 +369,7 @@ impl Model {
                         lo: a.addr,
                         hi: a.addr + a.len.max(1),
                         mode: a.mode,
-                        free: false,
+                        freed: None,
                         op: pending.op,
                         knew: knew.clone(),
                     };

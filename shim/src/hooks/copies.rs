@@ -1,5 +1,6 @@
-//! Copies: the bytes they read and write, and how the synchronous ones order the host
-//! (`docs/semantics.md#copies`).
+//! Copies: the bytes they read and write, and how they order the host
+//! (`docs/semantics.md#copies`): the synchronous ones by [`synchronous`], the `*Async` ones
+//! by [`asynchronous`], each following CUDA's "API synchronization behavior" per memory kind.
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that
@@ -49,9 +50,17 @@ fn synchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// How an asynchronous copy orders the host: only host-to-host copies are synchronous.
+/// How an asynchronous copy orders the host, as CUDA documents it ("API synchronization
+/// behavior"): to pageable host memory from the device, the call returns once the copy has
+/// completed; host to host, it is fully synchronous. Every other direction leaves the host
+/// unordered: from pageable memory the driver may stage the copy and wait for the stream,
+/// but a program may not rely on it.
 fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
-    if src != Memory::Device && dst != Memory::Device { HostEffect::WaitsForOperation } else { HostEffect::None }
+    match (src, dst) {
+        (Memory::Device, Memory::PageableHost) => HostEffect::WaitsForOperation,
+        (Memory::Device, _) | (_, Memory::Device) => HostEffect::None,
+        _ => HostEffect::WaitsForOperation,
+    }
 }
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
@@ -65,8 +74,8 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
     model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
-    // A synchronous one completed what the host waited for: measured footprints can be
-    // read (a phase of its own).
+    // A copy that orders the host completed what the host waited for: measured footprints
+    // can be read (a phase of its own).
     drop(_timer);
     if host != HostEffect::None {
         super::footprint::collect();
@@ -139,7 +148,8 @@ pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr
 pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
+        let host = asynchronous(memory_at(src as u64), Memory::Device);
+        linear(call, stream(call, h_stream), dst, src as u64, bytes, host);
     }
     status
 }
@@ -147,7 +157,8 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst:
 pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
+        let host = asynchronous(Memory::Device, memory_at(dst as u64));
+        linear(call, stream(call, h_stream), dst as u64, src, bytes, host);
     }
     status
 }

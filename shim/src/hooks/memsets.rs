@@ -30,8 +30,8 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
         vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
     };
     model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
-    // A synchronous one completed what the host waited for: measured footprints can be
-    // read (a phase of its own).
+    // A memset that orders the host completed what the host waited for: measured
+    // footprints can be read (a phase of its own).
     drop(_timer);
     if host != HostEffect::None {
         super::footprint::collect();

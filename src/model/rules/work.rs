@@ -69,7 +69,7 @@ impl Model {
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
                     drop(state);
-                    self.deferred.observe(lo, hi, mode, false, op, clock);
+                    self.deferred.observe(lo, hi, mode, None, op, clock);
                     hi
                 }
                 Found::Freed(buffer) => {
