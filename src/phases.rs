@@ -42,9 +42,15 @@ pub enum Phase {
     Report,
     /// Waiting for a stream's, buffer's or event's lock held by another thread.
     LockWait,
+    /// `footprint=exact|learn`: before a launch's real call, its learnt footprint looked up
+    /// and the engine armed (or not); after it, the launch's table taken.
+    FootprintPlan,
+    /// `footprint=exact|learn`: at a synchronizing call, the footprints of the launches it
+    /// completed read and checked.
+    FootprintCollect,
 }
 
-const PHASES: usize = 10;
+const PHASES: usize = 12;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -56,6 +62,8 @@ const ALL: [Phase; PHASES] = [
     Phase::MemsetModel,
     Phase::Report,
     Phase::LockWait,
+    Phase::FootprintPlan,
+    Phase::FootprintCollect,
 ];
 
 impl Phase {
@@ -71,6 +79,8 @@ impl Phase {
             Phase::MemsetModel => "model update: memsets",
             Phase::Report => "race reports (in updates)",
             Phase::LockWait => "lock waits (in updates)",
+            Phase::FootprintPlan => "footprint: plan/arm",
+            Phase::FootprintCollect => "footprint: collect",
         }
     }
 }

@@ -23,6 +23,13 @@
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
 //!
+//! Measured footprints (`footprint=exact|learn`) add a rule and its state in one file each:
+//!
+//! | file | rule and state |
+//! |---|---|
+//! | [`deferred`] | a measured launch, issued at once and checked when its footprint arrives, against what was issued before it (with its clock) and after it (a log kept while it is pending) |
+//! | [`learnt`] | footprints learnt from measured launches, applied at issue to later launches with the same key (`footprint=learn`) |
+//!
 //! What the rules keep, one data structure each:
 //!
 //! | file | holds |
@@ -44,9 +51,11 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
+pub mod deferred;
 pub mod definition;
 pub mod direction;
 pub mod events;
+pub mod learnt;
 pub mod lock;
 pub mod op;
 mod queries;
@@ -120,6 +129,10 @@ pub struct Model {
     values: FastMap<u64, VectorClock>,
     kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
     directions: Directions,
+    /// Measured launches waiting for their footprint ([`deferred`]).
+    deferred: deferred::Deferred,
+    /// Footprints learnt from measured launches ([`learnt`]).
+    learnt: learnt::Learnt,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -146,6 +159,8 @@ impl Model {
             values: fast_map(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
+            deferred: deferred::Deferred::default(),
+            learnt: learnt::Learnt::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),

@@ -113,6 +113,11 @@ impl Shadow {
         };
         self.records.push(Record { lo, hi, mode, op });
         // A write that split records left a tail for each: as many may go as came.
+        self.forget_beyond_bound();
+    }
+
+    /// Forgets the oldest records beyond [`MAX_RECORDS`], keeping the bytes they covered.
+    fn forget_beyond_bound(&mut self) {
         if self.records.len() > MAX_RECORDS {
             let excess = self.records.len() - MAX_RECORDS;
             for oldest in self.records.drain(..excess) {
@@ -120,6 +125,18 @@ impl Shadow {
                 self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
             }
         }
+    }
+
+    /// Adds an access recorded late (a measured launch read after later operations were
+    /// recorded): it supersedes nothing, since what is here may be ordered after it.
+    pub fn insert_unordered(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord) {
+        if self.sole != Some(op.epoch.slot) && !self.records.is_empty() {
+            self.sole = None;
+        } else if self.records.is_empty() {
+            self.sole = Some(op.epoch.slot);
+        }
+        self.records.push(Record { lo, hi, mode, op });
+        self.forget_beyond_bound();
     }
 
     pub fn records(&self) -> &[Record] {

@@ -101,6 +101,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
                 Mode::Write => AccessKind::Write,
                 Mode::ReadWrite => AccessKind::ReadWrite,
                 Mode::Unknown => AccessKind::ReadOrWrite,
+                Mode::Atomic => AccessKind::Atomic,
             };
             (
                 access,
@@ -183,7 +184,8 @@ pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceRepo
 
 fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
     let on = stream(model, note.op.epoch, symbols).label;
-    let message = note_message(note.kind, note.op.api, &on, note.subject);
+    let kernel = note.op.kernel.map(|k| model.kernel_name(k));
+    let message = note_message(note.kind, note.op.api, &on, kernel.as_deref(), note.subject);
     NoteReport {
         kind: note.kind,
         message,

@@ -38,6 +38,8 @@ pub fn artifacts() -> &'static Path {
                 "streamsan-standin",
                 "-p",
                 "streamsan-nccl-standin",
+                "-p",
+                "streamsan-standin-sanitizer",
             ])
             .args(["-p", "streamsan-fidelity", "-p", "streamsan-cudarc-app"])
             .arg("--target-dir")
@@ -74,6 +76,11 @@ pub fn driver_dir() -> PathBuf {
 
 pub fn shim() -> PathBuf {
     artifacts().join("libstreamsan_shim.so")
+}
+
+/// The stand-in Compute Sanitizer library (`tests/standin-sanitizer`).
+pub fn standin_sanitizer() -> PathBuf {
+    artifacts().join("libsanitizer_standin.so")
 }
 
 /// Compiles `tests/scenarios/<name>.c` (with `extra` flags) and returns the executable.

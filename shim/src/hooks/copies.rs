@@ -79,6 +79,12 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
     let _timer = phases::start(Phase::CopyModel);
     let accesses = copy_accesses(reads, writes);
     model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    // A copy that orders the host completed what the host waited for: measured footprints
+    // can be read (a phase of its own).
+    drop(_timer);
+    if host != HostEffect::None {
+        super::footprint::collect();
+    }
 }
 
 /// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.

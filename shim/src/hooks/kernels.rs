@@ -295,6 +295,32 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
     )
 }
 
+/// The parameter buffer and its size in a launch's `extra`:
+/// {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END}. None without one.
+///
+/// # Safety
+/// `extra` is null or a launch's `extra`, terminated by CU_LAUNCH_PARAM_END.
+pub unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<(*const u8, usize)> {
+    if extra.is_null() {
+        return None;
+    }
+    let (mut buffer, mut size) = (core::ptr::null::<u8>(), 0usize);
+    for i in (0..64).step_by(2) {
+        // SAFETY: the list is terminated by CU_LAUNCH_PARAM_END.
+        let key = unsafe { *extra.add(i) } as usize;
+        if key == CU_LAUNCH_PARAM_END {
+            break;
+        }
+        let value = unsafe { *extra.add(i + 1) };
+        match key {
+            CU_LAUNCH_PARAM_BUFFER_POINTER => buffer = value as *const u8,
+            CU_LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = unsafe { *(value as *const usize) },
+            _ => {}
+        }
+    }
+    (!buffer.is_null()).then_some((buffer, size))
+}
+
 /// The accesses of a launch: each word of the parameters that may point into a buffer.
 ///
 /// # Safety
@@ -337,27 +363,8 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
         }
         return;
     }
-    if extra.is_null() {
-        return;
-    }
-    // `extra`: {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END}.
-    let (mut buffer, mut size) = (core::ptr::null::<u8>(), 0usize);
-    for i in (0..64).step_by(2) {
-        // SAFETY: the list is terminated by CU_LAUNCH_PARAM_END.
-        let key = unsafe { *extra.add(i) } as usize;
-        if key == CU_LAUNCH_PARAM_END {
-            break;
-        }
-        let value = unsafe { *extra.add(i + 1) };
-        match key {
-            CU_LAUNCH_PARAM_BUFFER_POINTER => buffer = value as *const u8,
-            CU_LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = unsafe { *(value as *const usize) },
-            _ => {}
-        }
-    }
-    if buffer.is_null() {
-        return;
-    }
+    // SAFETY: the caller's promise.
+    let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
     let mut offset = 0;
     while offset + 8 <= size {
         let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);

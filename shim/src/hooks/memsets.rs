@@ -26,6 +26,12 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     let accesses = set_accesses(dst, pitch, row_bytes, rows);
     model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    // A memset that orders the host completed what the host waited for: measured
+    // footprints can be read (a phase of its own).
+    drop(_timer);
+    if host != HostEffect::None {
+        super::footprint::collect();
+    }
 }
 
 /// What a memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst` writes (a

@@ -16,7 +16,8 @@
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
-//! [`annotate`] is the program's own declaration of memory the driver does not see.
+//! [`footprint`] measures what launches touch (`footprint=exact|learn`); [`annotate`] is
+//! the program's own declaration of memory the driver does not see.
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
@@ -52,6 +53,7 @@ mod contexts;
 mod copies;
 mod entry_points;
 mod events;
+pub mod footprint;
 mod graph_nodes;
 mod graphs;
 pub mod kernels;

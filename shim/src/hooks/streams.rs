@@ -51,6 +51,7 @@ pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        super::footprint::collect();
     }
     status
 }
@@ -60,6 +61,7 @@ pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUst
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        super::footprint::collect();
     }
     status
 }

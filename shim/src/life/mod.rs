@@ -7,7 +7,9 @@
 //! (as ThreadSanitizer does). Only processes that called the driver write a report
 //! ([`crate::intercept::first_call`]). What becomes of each race is decided in
 //! `streamsan::report::sink`; [`reports`] installs that sink with what only the shim knows,
-//! and [`query`] lets the program ask for its report so far.
+//! and [`query`] lets the program ask for its report so far. The footprint engine
+//! (`footprint=exact|learn`, [`crate::hooks::footprint`]) is started at load, before the
+//! driver starts, and its pending launches are settled at exit, before the report.
 
 pub mod query;
 pub mod reports;
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamsan::phases;
 
-use crate::hooks::model;
+use crate::hooks::{footprint, model};
 use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
@@ -36,6 +38,8 @@ extern "C" fn on_load() {
     }
     reports::install();
     signals::install_fatal();
+    // The Compute Sanitizer API must subscribe before the driver starts.
+    footprint::start();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
     // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
@@ -68,6 +72,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !first_call::called() {
         return;
     }
+    footprint::finish();
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();

@@ -40,7 +40,7 @@ pub(super) fn return_scratch(clock: VectorClock) {
 
 impl Model {
     /// The stream a handle or default-stream name stands for, made on first sight.
-    pub(super) fn stream(&self, key: StreamRef) -> Arc<Stream> {
+    pub(in crate::model) fn stream(&self, key: StreamRef) -> Arc<Stream> {
         self.streams.resolve(key, &*self.describe)
     }
 
@@ -49,7 +49,7 @@ impl Model {
     /// a blocking stream, `C_S ⊔= C_L`; then `C_S[S] += 1`. Returns the stream's locked
     /// state and the operation's epoch. Clocks of other streams are gathered before the
     /// stream's own lock is taken.
-    pub(super) fn issue<'s>(&self, stream: &'s Stream) -> (lock::Guard<'s, StreamState>, Epoch) {
+    pub(in crate::model) fn issue<'s>(&self, stream: &'s Stream) -> (lock::Guard<'s, StreamState>, Epoch) {
         // Only what changed since this stream last looked is joined; on the common path (a
         // non-blocking stream, the host unchanged) nothing is.
         let host_version = self.host.version.load(Ordering::Acquire);
@@ -114,7 +114,7 @@ impl Model {
     }
 
     /// If `stream` is capturing, appends a node for the operation and returns true.
-    pub(super) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
+    pub(in crate::model) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
         if !stream.capturing.load(Ordering::Acquire) {
             return false;
         }

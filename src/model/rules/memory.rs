@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::model::buffers::Buffer;
 use crate::model::capture::NodeKind;
 use crate::model::clock::VectorClock;
-use crate::model::op::{OpRecord, Origin};
+use crate::model::op::{Mode, OpRecord, Origin};
 use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
@@ -86,6 +86,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
+        self.deferred.observe(buffer.base, buffer.end(), Mode::Write, Some(facts), op, clock);
         if buffer.kind.is_host() {
             // Freed pinned or unregistered host memory is the system allocator's again:
             // copies at those addresses later are copies of ordinary pageable memory.

@@ -420,8 +420,13 @@ fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
     }
 }
 
-pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
-    check_launch(f, stream)
+pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
+    let status = check_launch(f, stream);
+    if status == OK {
+        // SAFETY: the program's parameters, one per parameter of `f`.
+        unsafe { crate::sanitizer::launched(f, stream, params) };
+    }
+    status
 }
 pub unsafe fn launch_kernel_ex(config: *const LaunchConfig, f: CUfunction, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
     if config.is_null() {
