@@ -311,7 +311,6 @@ CUresult cuCtxDestroy_v2(CUcontext);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
 CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
 CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
-CUresult cuStreamSetAttribute(CUstream, int, const CUlaunchAttributeValue *);
 CUresult cuArrayCreate_v2(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
 CUresult cuArrayDestroy(CUarray);
 CUresult cuMemcpyHtoA_v2(CUarray, size_t, const void *, size_t);
