@@ -16,7 +16,7 @@ use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
+use super::model::{model, with_accesses};
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -67,13 +67,16 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
     let _timer = phases::start(Phase::CopyModel);
-    let accesses: Vec<Access> = reads
-        .iter()
-        .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
-        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
-        .filter(|a| a.addr != 0 && a.len != 0)
-        .collect();
-    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    with_accesses(|accesses| {
+        accesses.extend(
+            reads
+                .iter()
+                .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
+                .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
+                .filter(|a| a.addr != 0 && a.len != 0),
+        );
+        model().work(on, Work { origin, kernel: None, accesses, host });
+    });
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.

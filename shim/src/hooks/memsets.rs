@@ -13,7 +13,7 @@ use streamsan_driver_api::*;
 use super::copies::MAX_ROWS;
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
+use super::model::{model, with_accesses};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
@@ -24,12 +24,14 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let _timer = phases::start(Phase::MemsetModel);
     let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
-    let accesses: Vec<Access> = if rows <= MAX_ROWS {
-        (0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)).collect()
-    } else {
-        vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
-    };
-    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    with_accesses(|accesses| {
+        if rows <= MAX_ROWS {
+            accesses.extend((0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)));
+        } else {
+            accesses.push(Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write));
+        }
+        model().work(on, Work { origin, kernel: None, accesses, host });
+    });
 }
 
 pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
