@@ -219,7 +219,9 @@ struct ChainNode {
     fork: usize,
     /// Where they end, the interned program frames.
     id: StackId,
-    /// (return address at `fork`, next node): the first inline, since most forks are two-way.
+    /// (return address at `fork`, next node): the first inline, since most forks are two-way;
+    /// the others by return address, for a binary search (a fork where every kernel's launch
+    /// stub calls the same launch function has hundreds).
     first: (u64, u32),
     more: Vec<(u64, u32)>,
 }
@@ -233,14 +235,15 @@ impl ChainNode {
         if self.first.0 == value && self.first.1 != u32::MAX {
             return Some(self.first.1);
         }
-        self.more.iter().find(|&&(v, _)| v == value).map(|&(_, node)| node)
+        self.more.binary_search_by_key(&value, |&(v, _)| v).ok().map(|i| self.more[i].1)
     }
 
     fn link(&mut self, value: u64, node: u32) {
         if self.first.1 == u32::MAX {
             self.first = (value, node);
         } else {
-            self.more.push((value, node));
+            let at = self.more.partition_point(|&(v, _)| v < value);
+            self.more.insert(at, (value, node));
         }
     }
 }
@@ -454,6 +457,21 @@ mod tests {
         }
         words.0[9] = 1;
         assert_eq!(trie.find(1), None, "a return address no chain has");
+    }
+
+    #[test]
+    fn a_fork_of_hundreds_of_ways_finds_each() {
+        let mut words = Words(vec![0; 4]);
+        let mut trie = ChainTrie::default();
+        let chain = |c: u64| [(0, 7), (1, 1000 + (c * 7919) % 4096), (2, 9)];
+        for c in 0..300 {
+            words.hold(&chain(c));
+            trie.remember(1, &words.slots(&chain(c)), StackId(c as u32));
+        }
+        for c in (0..300).rev() {
+            words.hold(&chain(c));
+            assert_eq!(trie.find(1), Some(StackId(c as u32)));
+        }
     }
 
     #[test]
