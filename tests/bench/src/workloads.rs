@@ -40,6 +40,7 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("launch_legacy", launch_on_the_legacy_stream),
     ("launch_pytorch_like", launch_like_pytorch),
     ("launch_many_call_sites", launch_from_many_call_sites),
+    ("launch_many_kernels", launch_many_kernels),
     ("launch_16t", launch_sixteen_threads),
     ("alloc_free", alloc_free),
     ("event", event_record_and_wait),
@@ -183,6 +184,35 @@ fn launch_from_many_call_sites(driver: &Driver) -> Measured {
                 check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
             });
         });
+    });
+    Measured::of(latencies)
+}
+
+/// A training step as its kernels see it: 1024 distinct `extern "C"` kernels (as Triton's
+/// are: no parameter types in the name, so every pointer's direction is learnt per kernel
+/// and parameter), launched in turn with four pointers each to tensors of one 2 MiB segment.
+fn launch_many_kernels(driver: &Driver) -> Measured {
+    const KERNELS: usize = 1024;
+    const TENSORS: u64 = 64;
+    driver.setup();
+    let kernels: Vec<CUfunction> = (0..KERNELS)
+        .map(|k| {
+            let name = format!("triton_k{k}");
+            let ptx = format!(
+                ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry {name}(\n  .param .u64 p0,\n  .param .u64 p1,\n  .param .u64 p2,\n  .param .u64 p3\n)\n{{\n ret;\n}}\n\0"
+            );
+            driver.kernel(&ptx, &std::ffi::CString::new(name).expect("a kernel name"))
+        })
+        .collect();
+    let stream = driver.stream();
+    let segment = driver.buffer(2 << 20);
+    let tensor = |t: u64| segment + (t % TENSORS) * (32 << 10);
+    let latencies = time_each(LAUNCHES, |i| {
+        let k = (i * 389) % KERNELS;
+        let t = i as u64;
+        let mut pointers = [tensor(t), tensor(t + 1), tensor(t + 7), tensor(t + 13)];
+        // SAFETY: four 8-byte parameters, a live stream.
+        check(unsafe { driver.launch_pointers(kernels[k], stream, &mut pointers) }, "cuLaunchKernel");
     });
     Measured::of(latencies)
 }
