@@ -35,7 +35,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// Whether (table, kernel, slot) is an output, as this thread last looked it up: every
     /// launch of an untyped kernel asks for each of its pointers ([`crate::recent`]).
-    static KNOWN: RefCell<Recent<(u64, KernelId, u32), bool, 256>> = RefCell::new(Recent::default());
+    static KNOWN: RefCell<Recent<(u64, KernelId, u32), bool, 4096>> = RefCell::new(Recent::default());
 }
 
 impl Default for Directions {

@@ -16,7 +16,7 @@ use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
+use super::model::{model, with_accesses};
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -63,22 +63,25 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// The accesses of a copy that reads `reads` and writes `writes`.
-fn copy_accesses(reads: &[(u64, u64)], writes: &[(u64, u64)]) -> Vec<Access> {
-    reads
-        .iter()
-        .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
-        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
-        .filter(|a| a.addr != 0 && a.len != 0)
-        .collect()
+/// Adds to `out` the accesses of a copy that reads `reads` and writes `writes`.
+fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
+    out.extend(
+        reads
+            .iter()
+            .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
+            .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
+            .filter(|a| a.addr != 0 && a.len != 0),
+    );
 }
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
     let _timer = phases::start(Phase::CopyModel);
-    let accesses = copy_accesses(reads, writes);
-    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    with_accesses(|accesses| {
+        push_copy_accesses(accesses, reads, writes);
+        model().work(on, Work { origin, kernel: None, accesses, host });
+    });
     // A copy that orders the host completed what the host waited for: measured footprints
     // can be read (a phase of its own).
     drop(_timer);
@@ -100,7 +103,9 @@ macro_rules! strided_3d {
 /// The accesses of a 3D copy (a graph's memcpy node).
 pub(super) fn copy_3d_accesses(copy: &Memcpy3D) -> Vec<Access> {
     let Strided { src, dst, width, rows, depth } = strided_3d!(copy);
-    copy_accesses(&src.rows(width, rows, depth), &dst.rows(width, rows, depth))
+    let mut accesses = Vec::new();
+    push_copy_accesses(&mut accesses, &src.rows(width, rows, depth), &dst.rows(width, rows, depth));
+    accesses
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.

@@ -18,7 +18,7 @@ use streamsan_driver_api::*;
 
 use super::copies::copy_3d_accesses;
 use super::kernels;
-use super::memsets::set_accesses;
+use super::memsets::push_set_accesses;
 use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::driver;
@@ -97,13 +97,9 @@ unsafe fn memcpy_node(copy: *const Memcpy3D) -> Option<(NodeKind, Option<KernelI
 unsafe fn memset_node(params: *const MemsetNodeParams) -> Option<(NodeKind, Option<KernelId>)> {
     // SAFETY: the parameters the driver accepted.
     let p = unsafe { params.as_ref()? };
-    let row_bytes = p.width * p.element_size as usize;
-    Some((
-        NodeKind::Work {
-            accesses: set_accesses(p.dst, p.pitch, row_bytes, p.height),
-        },
-        None,
-    ))
+    let mut accesses = Vec::new();
+    push_set_accesses(&mut accesses, p.dst, p.pitch, p.width * p.element_size as usize, p.height);
+    Some((NodeKind::Work { accesses }, None))
 }
 
 pub unsafe fn graph_create(

@@ -119,9 +119,10 @@ fn infos() -> &'static FastMap<usize, Arc<KernelInfo>> {
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// The kernels one thread launched lately ([`streamsan::recent`]): a training step
-/// launches the same few hundred kernels every iteration.
+/// launches the same few hundred kernels every iteration (room for a few thousand, so that
+/// they rarely evict each other).
 #[derive(Default)]
-pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 256>);
+pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 2048>);
 
 impl Recent {
     pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
@@ -143,15 +144,27 @@ pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: Handl
         return;
     }
     // SAFETY: the driver accepted `name` as a NUL-terminated kernel name.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    // Asked again for the same kernel (cudart does, often): what was learnt still holds, and
+    // forgetting it would send every thread's next launches to the shared tables.
+    if named().get(&(handle as usize)).is_some_and(|n| n.name == name && n.kind == kind && n.owner == owner as usize) {
+        return;
+    }
+    let name = name.into_owned();
     infos().remove(&(handle as usize));
     named().insert(handle as usize, Named { name, kind, owner: owner as usize });
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-/// `cuKernelGetFunction`: the function handle stands for the kernel.
+/// `cuKernelGetFunction`: the function handle stands for the kernel. PyTorch asks before
+/// many launches, for the same pair every time: that changes nothing.
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     let known = named().get(&(kernel as usize)).map(|n| (n.name.clone(), n.owner));
+    if let Some((name, owner)) = &known {
+        if named().get(&(function as usize)).is_some_and(|n| n.name == *name && n.owner == *owner && n.kind == HandleKind::Function) {
+            return;
+        }
+    }
     infos().remove(&(function as usize));
     if let Some((name, owner)) = known {
         named().insert(function as usize, Named { name, kind: HandleKind::Function, owner });

@@ -13,7 +13,7 @@ use streamsan_driver_api::*;
 use super::copies::MAX_ROWS;
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
+use super::model::{model, with_accesses};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
@@ -24,8 +24,10 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let _timer = phases::start(Phase::MemsetModel);
     let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
-    let accesses = set_accesses(dst, pitch, row_bytes, rows);
-    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    with_accesses(|accesses| {
+        push_set_accesses(accesses, dst, pitch, row_bytes, rows);
+        model().work(on, Work { origin, kernel: None, accesses, host });
+    });
     // A memset that orders the host completed what the host waited for: measured
     // footprints can be read (a phase of its own).
     drop(_timer);
@@ -36,14 +38,14 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
 
 /// What a memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst` writes (a
 /// graph's memset node too).
-pub(super) fn set_accesses(dst: u64, pitch: usize, row_bytes: usize, rows: usize) -> Vec<Access> {
+pub(super) fn push_set_accesses(out: &mut Vec<Access>, dst: u64, pitch: usize, row_bytes: usize, rows: usize) {
     if dst == 0 || row_bytes == 0 || rows == 0 {
-        return Vec::new();
+        return;
     }
     if rows <= MAX_ROWS {
-        (0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)).collect()
+        out.extend((0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)));
     } else {
-        vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
+        out.push(Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write));
     }
 }
 

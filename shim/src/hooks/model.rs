@@ -5,8 +5,10 @@
 //! life installs ([`install_sink`]); until then the model keeps them, and the process life
 //! hands those to the sink when it installs it.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
+use streamsan::model::op::Access;
 use streamsan::model::race::RaceEntry;
 use streamsan::model::streams::StreamInfo;
 use streamsan::model::{Model, Sink};
@@ -20,6 +22,21 @@ static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
 /// The happens-before model of this process.
 pub fn model() -> &'static Model {
     MODEL.get_or_init(|| Model::new(Box::new(describe_stream), Some(Box::new(Installed))))
+}
+
+thread_local! {
+    static ACCESSES: Cell<Vec<Access>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's list for the accesses of a copy or a memset, emptied: the
+/// list is kept from call to call, so that telling the model allocates nothing. (A call made
+/// inside `f`, or in exit handlers once the thread's storage is gone, gets a fresh one.)
+pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
+    let mut list = ACCESSES.try_with(Cell::take).unwrap_or_default();
+    list.clear();
+    let result = f(&mut list);
+    let _ = ACCESSES.try_with(|kept| kept.set(list));
+    result
 }
 
 /// The model, if a call has made it.

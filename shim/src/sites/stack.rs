@@ -9,9 +9,10 @@
 use core::ffi::c_void;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::{Mutex, OnceLock, RwLock};
 
-use streamsan::hash::{fast_map, FastMap};
+use streamsan::hash::{fast_map, FastHasher, FastMap};
 use streamsan::recent::Recent;
 
 use streamsan::model::op::StackId;
@@ -69,16 +70,18 @@ fn depot() -> &'static Depot {
 
 /// The program's stack at the call being intercepted.
 ///
-/// Unwinding costs about a hundred nanoseconds a frame, and programs call the driver from
-/// the same few places again and again; so a thread remembers the native chains it unwound
-/// lately ([`RecentChain`]) and checks one against the stack instead of unwinding again, and
-/// remembers which stack a native chain and a Python chain made ([`PYTHON_STACKS`]).
+/// Unwinding costs a few hundred nanoseconds a frame, and a program calls the driver from
+/// the same places again and again (a training step from a few hundred to a few thousand
+/// distinct native chains); so a thread remembers every native chain it unwound
+/// ([`ChainTrie`]) and reads the return addresses of one from the stack instead of unwinding
+/// again, and remembers which stack a native chain and a Python chain made
+/// ([`PYTHON_STACKS`]).
 #[inline(never)]
 pub fn capture() -> StackId {
     let marker = 0u8;
     // The same call chain puts this frame at the same address.
     let anchor = core::hint::black_box(&marker) as *const u8 as usize;
-    let native = match RECENT.try_with(|recent| recent.borrow().find(anchor).map(|r| r.id)) {
+    let native = match CHAINS.try_with(|chains| chains.try_borrow().ok()?.find(anchor)) {
         Ok(Some(id)) => id,
         _ => unwind(anchor),
     };
@@ -111,8 +114,8 @@ type MixedChain = (StackId, [python::RawFrame; python::DEPTH], usize);
 
 thread_local! {
     /// Stacks made of a native chain and Python frames, by the two as found: a training loop
-    /// launches from the same few lines over and over.
-    static PYTHON_STACKS: RefCell<Recent<MixedChain, StackId, 256>> = RefCell::new(Recent::default());
+    /// launches from a few hundred lines over and over.
+    static PYTHON_STACKS: RefCell<Recent<MixedChain, StackId, 2048>> = RefCell::new(Recent::default());
 }
 
 /// The entries of an interned native stack.
@@ -149,73 +152,195 @@ fn unwind(anchor: usize) -> StackId {
         });
     }
     let id = intern(&native[..kept]);
-    let _ = RECENT.try_with(|recent| recent.borrow_mut().remember(RecentChain::of_chain(anchor, &chain[..len], id)));
+    if let Some(slots) = return_slots(anchor, &chain[..len]) {
+        let _ = CHAINS.try_with(|chains| {
+            if let Ok(mut chains) = chains.try_borrow_mut() {
+                chains.remember(anchor, &slots, id);
+            }
+        });
+    }
     id
 }
 
-/// A chain a thread unwound lately. Every frame above the capture is still on the stack at
+/// The (address, return address read there) of each call of `chain` above the capture's
+/// frame at `anchor`, innermost first. Every frame above the capture is still on the stack at
 /// the next capture from the same place: if the capture's frame is at the same address and
 /// every return address of the chain still sits where the unwinder found it, the chain is
 /// the same, and so are its program frames.
-struct RecentChain {
-    anchor: usize,
-    /// (address, return address read there) for each call above the capture.
-    slots: Vec<(usize, u64)>,
-    /// The interned program frames.
-    id: StackId,
+///
+/// None when the chain does not keep return addresses where x86-64 puts them: the unwinder
+/// gives each frame's stack pointer at its call, and the call pushed the return address into
+/// that frame just below it. Such a chain is unwound every time.
+fn return_slots(anchor: usize, chain: &[(u64, u64)]) -> Option<Vec<(usize, u64)>> {
+    let mut slots = Vec::with_capacity(chain.len());
+    for &(ip, sp) in chain {
+        if sp as usize <= anchor {
+            continue; // returns into the unwinder's own frames, gone once it returned
+        }
+        let slot = sp as usize - 8;
+        // SAFETY: the return-address word of a frame that encloses this one, on this
+        // thread's stack.
+        if unsafe { core::ptr::read_volatile(slot as *const u64) } != ip {
+            return None;
+        }
+        slots.push((slot, ip));
+    }
+    Some(slots)
 }
 
-impl RecentChain {
-    /// None when the chain does not keep return addresses where x86-64 puts them: the
-    /// unwinder gives each frame's stack pointer at its call, and the call pushed the return
-    /// address into that frame just below it. Such a chain is unwound every time.
-    fn of_chain(anchor: usize, chain: &[(u64, u64)], id: StackId) -> Option<RecentChain> {
-        let mut slots = Vec::with_capacity(chain.len());
-        for &(ip, sp) in chain {
-            if sp as usize <= anchor {
-                continue; // returns into the unwinder's own frames, gone once it returned
-            }
-            let slot = sp as usize - 8;
-            // SAFETY: the return-address word of a frame that encloses this one, on this
-            // thread's stack.
-            if unsafe { core::ptr::read_volatile(slot as *const u64) } != ip {
+/// Return-address slots a thread's [`ChainTrie`] holds before it starts over (a few
+/// megabytes): several thousand chains of forty frames, however they share their frames.
+const TRIE_SLOTS: usize = 1 << 17;
+
+/// The native chains a thread unwound, as a trie of the return addresses on its stack: a
+/// root per anchor (the capture's frame address), then at each node the slots that every
+/// chain through it shares, and where chains part, the node to go on with by the return
+/// address found there, down to a chain's end and its id.
+///
+/// A lookup reads each return-address slot of the chain once, whatever the number of chains
+/// remembered: chains from different places part at the first slot where they differ. Given
+/// the frame at a slot and the return address into its caller, the caller's frame (and so the
+/// next slot) is where the unwinder found it before; a chain that breaks this (a caller that
+/// sizes its frame at run time) is not remembered where it would contradict a remembered one.
+/// A lookup neither allocates nor locks.
+#[derive(Default)]
+struct ChainTrie {
+    roots: HashMap<usize, u32, BuildHasherDefault<FastHasher>>,
+    nodes: Vec<ChainNode>,
+    /// Slots held, for the bound.
+    held: usize,
+}
+
+/// A node of a [`ChainTrie`].
+struct ChainNode {
+    /// (address, return address there) that every chain through the node has, in turn.
+    run: Vec<(usize, u64)>,
+    /// The slot after the run where the chains through the node part; 0 where they end.
+    fork: usize,
+    /// Where they end, the interned program frames.
+    id: StackId,
+    /// (return address at `fork`, next node): the first inline, since most forks are two-way;
+    /// the others by return address, for a binary search (a fork where every kernel's launch
+    /// stub calls the same launch function has hundreds).
+    first: (u64, u32),
+    more: Vec<(u64, u32)>,
+}
+
+impl ChainNode {
+    fn end(run: &[(usize, u64)], id: StackId) -> ChainNode {
+        ChainNode { run: run.to_vec(), fork: 0, id, first: (0, u32::MAX), more: Vec::new() }
+    }
+
+    fn next(&self, value: u64) -> Option<u32> {
+        if self.first.0 == value && self.first.1 != u32::MAX {
+            return Some(self.first.1);
+        }
+        self.more.binary_search_by_key(&value, |&(v, _)| v).ok().map(|i| self.more[i].1)
+    }
+
+    fn link(&mut self, value: u64, node: u32) {
+        if self.first.1 == u32::MAX {
+            self.first = (value, node);
+        } else {
+            let at = self.more.partition_point(|&(v, _)| v < value);
+            self.more.insert(at, (value, node));
+        }
+    }
+}
+
+/// The word at a return-address slot.
+///
+/// # Safety
+/// The slot held a return address of a chain that matched the stack up to it, above the
+/// capture's frame, which is at the same address: this thread's live stack.
+#[inline]
+unsafe fn read_slot(slot: usize) -> u64 {
+    unsafe { core::ptr::read_volatile(slot as *const u64) }
+}
+
+impl ChainTrie {
+    /// The id of the chain on the stack above the capture's frame at `anchor`, if remembered.
+    #[inline]
+    fn find(&self, anchor: usize) -> Option<StackId> {
+        let mut node = &self.nodes[*self.roots.get(&anchor)? as usize];
+        loop {
+            // SAFETY (both reads): slots of a chain that matched the stack so far (read_slot).
+            if !node.run.iter().all(|&(slot, value)| unsafe { read_slot(slot) } == value) {
                 return None;
             }
-            slots.push((slot, ip));
+            if node.fork == 0 {
+                return Some(node.id);
+            }
+            node = &self.nodes[node.next(unsafe { read_slot(node.fork) })? as usize];
         }
-        Some(RecentChain { anchor, slots, id })
     }
 
-    fn matches(&self, anchor: usize) -> bool {
-        // SAFETY: each slot is in a frame that encloses the capture's frame, which is at the
-        // same address as when the slot was recorded: live stack of this thread.
-        self.anchor == anchor && self.slots.iter().all(|&(slot, ip)| unsafe { core::ptr::read_volatile(slot as *const u64) } == ip)
-    }
-}
-
-/// The last few chains of one thread, replaced in turn.
-#[derive(Default)]
-struct RecentChains {
-    chains: [Option<RecentChain>; 8],
-    next: usize,
-}
-
-impl RecentChains {
-    fn find(&self, anchor: usize) -> Option<&RecentChain> {
-        self.chains.iter().flatten().find(|r| r.matches(anchor))
-    }
-
-    fn remember(&mut self, recent: Option<RecentChain>) {
-        if let Some(recent) = recent {
-            let i = self.next;
-            self.chains[i] = Some(recent);
-            self.next = (i + 1) % self.chains.len();
+    /// Remembers the chain of return `slots` above the capture's frame at `anchor`.
+    fn remember(&mut self, anchor: usize, slots: &[(usize, u64)], id: StackId) {
+        if self.held + slots.len() > TRIE_SLOTS {
+            *self = ChainTrie::default();
         }
+        self.held += slots.len();
+        let Some(&root) = self.roots.get(&anchor) else {
+            let root = self.add(ChainNode::end(slots, id));
+            self.roots.insert(anchor, root);
+            return;
+        };
+        let (mut node, mut rest) = (root as usize, slots);
+        loop {
+            let run = &self.nodes[node].run;
+            let shared = run.iter().zip(rest).take_while(|(a, b)| a == b).count();
+            if shared < run.len() {
+                // The chains part inside the run: at the same slot, else contradiction.
+                let Some(&(slot, value)) = rest.get(shared) else { return };
+                if slot != run[shared].0 {
+                    return;
+                }
+                let tail = self.nodes[node].run.split_off(shared);
+                let old = &mut self.nodes[node];
+                let after = ChainNode {
+                    run: tail[1..].to_vec(),
+                    fork: old.fork,
+                    id: old.id,
+                    first: old.first,
+                    more: core::mem::take(&mut old.more),
+                };
+                (old.fork, old.first) = (slot, (0, u32::MAX));
+                let after = self.add(after);
+                let new = self.add(ChainNode::end(&rest[shared + 1..], id));
+                self.nodes[node].link(tail[0].1, after);
+                self.nodes[node].link(value, new);
+                return;
+            }
+            rest = &rest[shared..];
+            let fork = self.nodes[node].fork;
+            match rest.first() {
+                None if fork == 0 => {
+                    self.nodes[node].id = id;
+                    return;
+                }
+                Some(&(slot, value)) if slot == fork => match self.nodes[node].next(value) {
+                    Some(next) => (node, rest) = (next as usize, &rest[1..]),
+                    None => {
+                        let new = self.add(ChainNode::end(&rest[1..], id));
+                        self.nodes[node].link(value, new);
+                        return;
+                    }
+                },
+                // Ends where another goes on, or goes on elsewhere: contradiction.
+                _ => return,
+            }
+        }
+    }
+
+    fn add(&mut self, node: ChainNode) -> u32 {
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as u32
     }
 }
 
 thread_local! {
-    static RECENT: RefCell<RecentChains> = RefCell::new(RecentChains::default());
+    static CHAINS: RefCell<ChainTrie> = RefCell::new(ChainTrie::default());
 }
 
 fn intern(ips: &[u64]) -> StackId {
@@ -293,4 +418,75 @@ pub fn current_frames() -> Vec<Frame> {
         ips.len() < 64
     });
     ips.into_iter().filter(|&ip| ip != 0).flat_map(resolve).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in stack: chains are (index of a word, return address) pairs over it.
+    struct Words(Vec<u64>);
+
+    impl Words {
+        fn slots(&self, chain: &[(usize, u64)]) -> Vec<(usize, u64)> {
+            chain.iter().map(|&(i, v)| (&self.0[i] as *const u64 as usize, v)).collect()
+        }
+
+        fn hold(&mut self, chain: &[(usize, u64)]) {
+            for &(i, v) in chain {
+                self.0[i] = v;
+            }
+        }
+    }
+
+    #[test]
+    fn a_trie_finds_each_chain_it_remembers_by_what_the_stack_holds() {
+        let mut words = Words(vec![0; 16]);
+        // 64 chains that part bit by bit, from the third slot to the eighth.
+        let chains: Vec<Vec<(usize, u64)>> = (0..64u64).map(|c| (0..10).map(|i| (i, if (2..8).contains(&i) { 100 + (c >> (7 - i)) } else { 7 })).collect()).collect();
+        let mut trie = ChainTrie::default();
+        for (c, chain) in chains.iter().enumerate() {
+            words.hold(chain);
+            assert_eq!(trie.find(1), None, "chain {c} before it is remembered");
+            trie.remember(1, &words.slots(chain), StackId(c as u32));
+        }
+        for (c, chain) in chains.iter().enumerate().rev() {
+            words.hold(chain);
+            assert_eq!(trie.find(1), Some(StackId(c as u32)));
+            assert_eq!(trie.find(2), None, "another anchor");
+        }
+        words.0[9] = 1;
+        assert_eq!(trie.find(1), None, "a return address no chain has");
+    }
+
+    #[test]
+    fn a_fork_of_hundreds_of_ways_finds_each() {
+        let mut words = Words(vec![0; 4]);
+        let mut trie = ChainTrie::default();
+        let chain = |c: u64| [(0, 7), (1, 1000 + (c * 7919) % 4096), (2, 9)];
+        for c in 0..300 {
+            words.hold(&chain(c));
+            trie.remember(1, &words.slots(&chain(c)), StackId(c as u32));
+        }
+        for c in (0..300).rev() {
+            words.hold(&chain(c));
+            assert_eq!(trie.find(1), Some(StackId(c as u32)));
+        }
+    }
+
+    #[test]
+    fn a_chain_that_contradicts_a_remembered_one_is_left_to_the_unwinder() {
+        let mut words = Words(vec![0; 16]);
+        let long = [(0, 1), (1, 2), (2, 3)];
+        let shorter = [(0, 1), (1, 2)];
+        let elsewhere = [(0, 1), (3, 2), (4, 5)];
+        let mut trie = ChainTrie::default();
+        words.hold(&long);
+        trie.remember(1, &words.slots(&long), StackId(1));
+        trie.remember(1, &words.slots(&shorter), StackId(2));
+        words.hold(&elsewhere);
+        trie.remember(1, &words.slots(&elsewhere), StackId(3));
+        words.hold(&long);
+        assert_eq!(trie.find(1), Some(StackId(1)));
+    }
 }

@@ -39,6 +39,8 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
     ("launch_pytorch_like", launch_like_pytorch),
+    ("launch_many_call_sites", launch_from_many_call_sites),
+    ("launch_many_kernels", launch_many_kernels),
     ("launch_16t", launch_sixteen_threads),
     ("alloc_free", alloc_free),
     ("event", event_record_and_wait),
@@ -157,6 +159,87 @@ fn launch_like_pytorch(driver: &Driver) -> Measured {
         });
     });
     Measured::of(latencies)
+}
+
+/// Distinct call chains of `launch_many_call_sites`.
+const CALL_SITES: usize = 768;
+
+/// A training step as its call sites see it: the elementwise launch of
+/// `launch_pytorch_like`, from 768 distinct native call chains cycled in a scrambled order
+/// (each op of a step, forward and backward, reaches the driver by its own path). The chains
+/// are 40 to 70 frames deep and share their stack depth in groups of 256, so that chains at
+/// the same depth differ only in the return addresses of their middle frames.
+fn launch_from_many_call_sites(driver: &Driver) -> Measured {
+    const BLOCK: u64 = 16 << 10;
+    let setup = driver.setup();
+    let segment = driver.buffer(2 << 20);
+    let blocks = [segment, segment + BLOCK];
+    let latencies = time_each(LAUNCHES, |i| {
+        let (input, output) = (blocks[i % 2], blocks[(i + 1) % 2]);
+        // A scrambled cycle through the call sites (multiplier coprime to their count).
+        let site = (i * 389) % CALL_SITES;
+        at_depth(30 + 10 * (site / 256), &mut || {
+            left(site % 256, 8, &mut || {
+                // SAFETY: the setup's elementwise kernel on the legacy stream.
+                check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
+            });
+        });
+    });
+    Measured::of(latencies)
+}
+
+/// A training step as its kernels see it: 1024 distinct `extern "C"` kernels (as Triton's
+/// are: no parameter types in the name, so every pointer's direction is learnt per kernel
+/// and parameter), launched in turn with four pointers each to tensors of one 2 MiB segment.
+fn launch_many_kernels(driver: &Driver) -> Measured {
+    const KERNELS: usize = 1024;
+    const TENSORS: u64 = 64;
+    driver.setup();
+    let kernels: Vec<CUfunction> = (0..KERNELS)
+        .map(|k| {
+            let name = format!("triton_k{k}");
+            let ptx = format!(
+                ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry {name}(\n  .param .u64 p0,\n  .param .u64 p1,\n  .param .u64 p2,\n  .param .u64 p3\n)\n{{\n ret;\n}}\n\0"
+            );
+            driver.kernel(&ptx, &std::ffi::CString::new(name).expect("a kernel name"))
+        })
+        .collect();
+    let stream = driver.stream();
+    let segment = driver.buffer(2 << 20);
+    let tensor = |t: u64| segment + (t % TENSORS) * (32 << 10);
+    let latencies = time_each(LAUNCHES, |i| {
+        let k = (i * 389) % KERNELS;
+        let t = i as u64;
+        let mut pointers = [tensor(t), tensor(t + 1), tensor(t + 7), tensor(t + 13)];
+        // SAFETY: four 8-byte parameters, a live stream.
+        check(unsafe { driver.launch_pointers(kernels[k], stream, &mut pointers) }, "cuLaunchKernel");
+    });
+    Measured::of(latencies)
+}
+
+/// Calls `f` through `bits` frames, each a call of [`left`] or [`right`] by a bit of
+/// `path`: 2^bits chains of the same depth that differ in their return addresses.
+fn along_path(path: usize, bits: u32, f: &mut dyn FnMut()) {
+    if bits == 0 {
+        f();
+    } else if path & 1 == 0 {
+        left(path >> 1, bits - 1, f);
+    } else {
+        right(path >> 1, bits - 1, f);
+    }
+}
+
+#[inline(never)]
+fn left(path: usize, bits: u32, f: &mut dyn FnMut()) {
+    along_path(path, bits, f);
+    // Keeps the call a real call, not a jump.
+    core::hint::black_box(path);
+}
+
+#[inline(never)]
+fn right(path: usize, bits: u32, f: &mut dyn FnMut()) {
+    along_path(path, bits, f);
+    core::hint::black_box(bits);
 }
 
 /// Calls `f` from `depth` frames further down the stack.
