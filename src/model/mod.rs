@@ -113,7 +113,8 @@ pub struct Model {
     graphs: Graphs,
     /// The clock of the last `cuStreamWriteValue` to each address.
     values: FastMap<u64, VectorClock>,
-    kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
+    /// Kernels by symbol, and (name, symbol) by id.
+    kernels: Mutex<(HashMap<String, u32>, Vec<(String, String)>)>,
     directions: Directions,
     races: Races,
     notes: Notes,
