@@ -17,36 +17,27 @@ pub const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGH
 
 /// The running program's pid, 0 while there is none.
 static PROGRAM: AtomicI32 = AtomicI32::new(0);
+/// A signal that came before the program's pid was known, to pass on once it is.
+static EARLY: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn forward(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    let from_terminal = unsafe { (*info).si_code } == libc::SI_KERNEL;
-    let program = PROGRAM.load(Ordering::Acquire);
-    if program > 0 && !from_terminal {
-        // SAFETY: kill(2) is async-signal-safe.
-        unsafe { libc::kill(program, signal) };
+    if unsafe { (*info).si_code } == libc::SI_KERNEL {
+        // From the terminal: the program got it too.
+        return;
     }
-}
-
-/// The forwarded signals, as a set.
-fn forwarded_set() -> libc::sigset_t {
-    // SAFETY: a set initialized by sigemptyset before use.
-    unsafe {
-        let mut set: libc::sigset_t = core::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for signal in FORWARDED {
-            libc::sigaddset(&mut set, signal);
-        }
-        set
+    match PROGRAM.load(Ordering::Acquire) {
+        0 => EARLY.store(signal, Ordering::Release),
+        // SAFETY: kill(2) is async-signal-safe.
+        program => unsafe {
+            libc::kill(program, signal);
+        },
     }
 }
 
 /// Runs `command` to its end, passing on the signals sent to this process meanwhile.
 pub fn run(command: &mut Command) -> io::Result<ExitStatus> {
-    let set = forwarded_set();
-    // SAFETY: installing a handler that only reads an atomic and calls kill(2); blocking
-    // the signals until the program's pid is known (the child starts with an empty mask:
-    // the standard library resets it).
+    // SAFETY: installing a handler that only uses atomics and kill(2).
     unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
         action.sa_sigaction = forward as *const () as usize;
@@ -55,15 +46,15 @@ pub fn run(command: &mut Command) -> io::Result<ExitStatus> {
         for signal in FORWARDED {
             libc::sigaction(signal, &action, core::ptr::null_mut());
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, core::ptr::null_mut());
     }
-    let spawned = command.spawn();
-    if let Ok(child) = &spawned {
-        PROGRAM.store(child.id() as i32, Ordering::Release);
+    let mut child = command.spawn()?;
+    PROGRAM.store(child.id() as i32, Ordering::Release);
+    let early = EARLY.swap(0, Ordering::AcqRel);
+    if early != 0 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, early) };
     }
-    // SAFETY: unblocking what was blocked above; pending signals are forwarded now.
-    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, core::ptr::null_mut()) };
-    let status = spawned?.wait();
+    let status = child.wait();
     PROGRAM.store(0, Ordering::Release);
     status
 }

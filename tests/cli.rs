@@ -437,3 +437,24 @@ fn help_is_asked_for_before_the_program_and_given_to_it_after() {
         );
     }
 }
+
+#[test]
+fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
+    let exe = lifecycle();
+    let dir = scratch("default-path");
+    let out = Command::new(&exe)
+        .arg("races")
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env_remove("STREAMSAN_OPTIONS")
+        .env_remove("STREAMSAN_RUN")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
+    let reports = reports_in(&dir, "streamsan.");
+    assert_eq!(reports.len(), 1, "as `streamsan run` does");
+    let (path, report) = &reports[0];
+    assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("streamsan.{}.json", report.pid));
+    assert_eq!(report.races.len(), 2);
+}

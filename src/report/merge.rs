@@ -15,8 +15,7 @@ fn op_key(op: &OpReport) -> String {
     )
 }
 
-/// What makes two entries the same race.
-pub(super) fn race_key(race: &RaceReport) -> String {
+fn race_key(race: &RaceReport) -> String {
     let hazard = race.hazard.map(|h| h.as_str()).unwrap_or("");
     format!(
         "{} {hazard} | {} | {}",

@@ -287,13 +287,16 @@ impl Report {
         let mut report = Report::read_file(path)?;
         let logged = file::read_race_log(&file::race_log(path))?;
         if !logged.is_empty() {
+            // A process killed between a rewrite and the log's removal leaves races in both.
+            let identity = |r: &RaceReport| {
+                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second))
+                    .unwrap_or_default()
+            };
             let known: std::collections::HashSet<String> =
-                report.races.iter().map(merge::race_key).collect();
-            report.races.extend(
-                logged
-                    .into_iter()
-                    .filter(|r| !known.contains(&merge::race_key(r))),
-            );
+                report.races.iter().map(identity).collect();
+            report
+                .races
+                .extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
             report.summarize();
         }
         Ok(report)

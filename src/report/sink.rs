@@ -11,9 +11,9 @@
 //!
 //! The cost of a new race does not grow with the races found before it: the first race
 //! creates the report file, later ones are appended to its race log ([`super::file`]), and
-//! the whole report is rewritten only when it is due, at most every [`REWRITE_EVERY`] and
-//! never more than a tenth of the time (each rewrite waits ten times as long as the last
-//! one took), and whenever the process asks ([`ReportSink::write`]: at exit, on a signal).
+//! the whole report is rewritten when the races found have doubled since it was last
+//! written (so that rewrites cost, all together, about twice the final report: a constant
+//! per race), and whenever the process asks ([`ReportSink::write`]: at exit, on a signal).
 //!
 //! The report file is created once and never over something already there. When it cannot
 //! be written (a full disk, a folder gone), the report goes to stderr at exit (the process
@@ -24,7 +24,6 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use super::suppressions::Suppressions;
 use crate::model::race::RaceEntry;
@@ -36,8 +35,6 @@ use super::file::{render, ReportFile};
 use super::run::{Entry, RunLog};
 use super::{text, RaceReport, Report};
 
-/// The shortest time between two rewrites of a report while races are found.
-pub const REWRITE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the user asked of reports.
 #[derive(Clone, Debug)]
@@ -116,19 +113,10 @@ enum Destination {
     Stderr(String),
 }
 
-/// The report file, and when it was last rewritten.
+/// The report file, and how many races it holds (those found since are in its log).
 struct Written {
     file: ReportFile,
-    at: Instant,
-    took: Duration,
-}
-
-impl Written {
-    /// Whether a rewrite is due: [`REWRITE_EVERY`] since the last one, and ten times as
-    /// long as it took.
-    fn due(&self) -> bool {
-        self.at.elapsed() >= REWRITE_EVERY.max(self.took * 10)
-    }
+    races: usize,
 }
 
 /// Reports one process's races as they are found, and its report whenever asked.
@@ -184,7 +172,6 @@ impl<P: Process> ReportSink<P> {
 
     /// Creates or rewrites the report file with `report`.
     fn rewrite(&self, destination: &mut Destination, report: &Report) {
-        let start = Instant::now();
         let result = match destination {
             Destination::Stderr(_) => return,
             Destination::NotYet => {
@@ -196,16 +183,14 @@ impl<P: Process> ReportSink<P> {
                         }
                         *destination = Destination::File(Written {
                             file,
-                            at: start,
-                            took: start.elapsed(),
+                            races: report.races.len(),
                         });
                     })
                     .map_err(|e| (path, e, ""))
             }
             Destination::File(written) => match written.file.write(report) {
                 Ok(()) => {
-                    written.at = Instant::now();
-                    written.took = start.elapsed();
+                    written.races = report.races.len();
                     Ok(())
                 }
                 Err(e) => Err((
@@ -239,13 +224,13 @@ impl<P: Process> ReportSink<P> {
         *destination = Destination::Stderr(why);
     }
 
-    /// Puts a new race on the disk: the report rewritten when that is due, else the race
-    /// appended to its log. Returns whether it must be printed whatever the print limit
-    /// (the report cannot be written).
+    /// Puts a new race, the `found`th, on the disk: the report rewritten when the races
+    /// have doubled since it was written, else the race appended to its log. Returns whether
+    /// the race must be printed whatever the print limit (the report cannot be written).
     fn record(&self, race: &RaceReport, found: u64) -> bool {
         let mut destination = self.destination.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *destination {
-            Destination::File(written) if !written.due() => {
+            Destination::File(written) if (found as usize) < 2 * written.races.max(1) => {
                 if let Err(e) = written.file.append(race) {
                     let path = written.file.path().to_path_buf();
                     self.unwritable(&mut destination, path, &e.to_string(), found as usize);
