@@ -455,6 +455,9 @@ fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
     let reports = reports_in(&dir, "streamsan.");
     assert_eq!(reports.len(), 1, "as `streamsan run` does");
     let (path, report) = &reports[0];
-    assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("streamsan.{}.json", report.pid));
+    assert_eq!(
+        path.file_name().unwrap().to_string_lossy(),
+        format!("streamsan.{}.json", report.pid)
+    );
     assert_eq!(report.races.len(), 2);
 }

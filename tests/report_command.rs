@@ -144,10 +144,22 @@ fn options_come_anywhere_on_the_command_line() {
         "{}",
         text(&out.stderr)
     );
-    let out = report(&[], &[&racy, Path::new("--kind"), Path::new("use-before-alloc")]);
-    assert_eq!(text(&out.stdout).matches("WARNING: streamsan:").count(), 1, "{}", text(&out.stderr));
+    let out = report(
+        &[],
+        &[&racy, Path::new("--kind"), Path::new("use-before-alloc")],
+    );
+    assert_eq!(
+        text(&out.stdout).matches("WARNING: streamsan:").count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
     // After `--`, a name is a file's, even one that looks like a flag.
     let out = report(&["--"], &[Path::new("--kind")]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--kind: No such file"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--kind: No such file"),
+        "{}",
+        text(&out.stderr)
+    );
 }

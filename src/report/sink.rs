@@ -35,7 +35,6 @@ use super::file::{render, ReportFile};
 use super::run::{Entry, RunLog};
 use super::{text, RaceReport, Report};
 
-
 /// What the user asked of reports.
 #[derive(Clone, Debug)]
 pub struct Policy {
