@@ -379,24 +379,27 @@ fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
 /// `streamsan run -- lifecycle sleep`, sent `signal` once the program raced.
 fn wrapper_sent(signal: i32) {
     let dir = scratch("wrapper-signal");
+    // Not a pipe: a program left running (the fault this guards against) would hold it open.
+    let stderr_file = dir.join("stderr");
     let mut wrapper = streamsan(&dir)
         .args(["run", "--report", &report_arg(&dir), "--"])
         .arg(lifecycle())
         .arg("sleep")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()
         .unwrap();
     wait_for_races(&mut wrapper);
     send(wrapper.id(), signal);
-    let mut stderr = String::new();
-    wrapper
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
     let status = wrapper.wait().unwrap();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    let reports = reports_in(&dir, "report.");
+    let program_left_running = {
+        // SAFETY: probing, then ending, the program this test started.
+        let pid = reports[0].1.pid as i32;
+        unsafe { libc::kill(pid, 0) == 0 && libc::kill(pid, libc::SIGKILL) == 0 }
+    };
+    assert!(!program_left_running, "the program got the signal");
     assert!(
         stderr.contains("streamsan: 1 race (1 cross-stream-race) in 1 report"),
         "the wrapper summarized:\n{stderr}"
@@ -406,7 +409,6 @@ fn wrapper_sent(signal: i32) {
         Some(signal),
         "the wrapper ends as the program did: {status:?}"
     );
-    let reports = reports_in(&dir, "report.");
     assert_eq!(
         reports[0].1.intercepted.get("cuCtxSynchronize"),
         Some(&2),
@@ -467,14 +469,28 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
 
 #[test]
 fn streamsan_report_into_a_closed_pipe_exits_quietly() {
-    // A report longer than a pipe holds, so that the reader's leaving is felt.
+    // A report longer than a pipe holds, so that the reader's leaving is felt: 400 races
+    // at different call sites.
     let dir = scratch("big-report");
-    preloaded(&dir, &faults(), &["64", "exit"])
-        .stderr(Stdio::null())
+    streamsan(&dir)
+        .args(["run", "--quiet", "--report", &report_arg(&dir), "--"])
+        .arg(lifecycle())
+        .arg("races")
         .output()
         .unwrap();
-    let (path, report) = reports_in(&dir, "report.").pop().unwrap();
-    assert_eq!(report.races.len(), 64);
+    let mut report = reports_in(&dir, "report.").pop().unwrap().1;
+    let race = report.races[0].clone();
+    report.races = (0..400)
+        .map(|i| {
+            let mut race = race.clone();
+            for frame in &mut race.first.site {
+                frame.function = Some(format!("site_{i}"));
+            }
+            race
+        })
+        .collect();
+    let path = dir.join("big.json");
+    std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
     let mut child = streamsan(&dir)
         .arg("report")
         .arg(&path)
