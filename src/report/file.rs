@@ -218,6 +218,36 @@ mod tests {
     }
 
     #[test]
+    fn races_appended_between_rewrites_are_read_with_the_report_once() {
+        let dir = scratch("log");
+        let path = dir.join("r.json");
+        let example = Report::read_from(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/reports/examples/cross-stream-raw.json"
+        )))
+        .unwrap();
+        let race = example.races[0].clone();
+        let mut report = Report::new(1, vec![]);
+        let mut file = ReportFile::create(&path, &report).unwrap();
+        file.append(&race).unwrap();
+        assert!(race_log(&path).is_file());
+        assert_eq!(
+            Report::read_from(&path).unwrap().races,
+            std::slice::from_ref(&race)
+        );
+        // Killed between a rewrite and the log's removal: the race is counted once.
+        report.races.push(race.clone());
+        std::fs::write(&path, render(&report).unwrap()).unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
+        // A rewrite holds every race: the log goes.
+        file.write(&report).unwrap();
+        assert!(!race_log(&path).exists());
+        // A torn last line (a full disk) is left out.
+        std::fs::write(race_log(&path), "{\"kind\":").unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
+    }
+
+    #[test]
     fn a_symbolic_link_is_not_followed() {
         let dir = scratch("link");
         let target = dir.join("target");
