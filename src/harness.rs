@@ -37,8 +37,7 @@ impl Streamsan {
         if let Some(path) = std::env::var_os("STREAMSAN_SHIM") {
             return Ok(Streamsan::with_shim(PathBuf::from(path)));
         }
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the current executable: {e}"))?;
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the current executable: {e}"))?;
         let mut dir = exe.parent();
         for _ in 0..2 {
             let Some(d) = dir else { break };
@@ -56,10 +55,7 @@ impl Streamsan {
     }
 
     pub fn with_shim(shim: PathBuf) -> Streamsan {
-        Streamsan {
-            shim,
-            options: Options::default(),
-        }
+        Streamsan { shim, options: Options::default() }
     }
 
     /// Sets an option by its `STREAMSAN_OPTIONS` name (`suppressions`, `halt_on_error`, ...).
@@ -71,14 +67,8 @@ impl Streamsan {
     /// `program` set up to run under the shim, its reports going to `report_dir`.
     pub fn command(&self, mut program: Command, report_dir: &Path) -> Command {
         let mut options = self.options.clone();
-        options.log_path = report_dir
-            .join("report.%p.json")
-            .to_string_lossy()
-            .into_owned();
-        program.env(
-            "LD_PRELOAD",
-            launch::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")),
-        );
+        options.log_path = report_dir.join("report.%p.json").to_string_lossy().into_owned();
+        program.env("LD_PRELOAD", launch::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")));
         program.env("STREAMSAN_OPTIONS", options.to_env());
         program
     }
@@ -86,11 +76,7 @@ impl Streamsan {
     /// Runs `program` under the shim to its end and collects its output and reports.
     pub fn run(&self, program: Command) -> std::io::Result<Run> {
         static RUNS: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "streamsan-harness-{}-{}",
-            std::process::id(),
-            RUNS.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = std::env::temp_dir().join(format!("streamsan-harness-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let output = self.command(program, &dir).output()?;
@@ -98,16 +84,10 @@ impl Streamsan {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| {
-                !p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            })
+            .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
             .collect();
         paths.sort();
-        let reports = paths
-            .iter()
-            .map(|p| Report::read_from(p))
-            .collect::<std::io::Result<Vec<_>>>()?;
+        let reports = paths.iter().map(|p| Report::read_from(p)).collect::<std::io::Result<Vec<_>>>()?;
         let _ = std::fs::remove_dir_all(&dir);
         let report = merge::merge(&reports);
         Ok(Run {
@@ -152,9 +132,7 @@ impl Run {
 impl Report {
     /// The races found, to narrow down with [`Races`]' filters.
     pub fn races(&self) -> Races<'_> {
-        Races {
-            races: self.races.iter().collect(),
-        }
+        Races { races: self.races.iter().collect() }
     }
 
     /// Panics, listing the races as streamsan prints them, unless there were none.
@@ -189,21 +167,13 @@ impl<'a> Races<'a> {
 
     /// Races where either operation is a launch of a kernel whose name contains `name`.
     pub fn kernel(self, name: &str) -> Races<'a> {
-        self.keep(|r| {
-            Races::either(r, |op| {
-                op.kernel.as_deref().is_some_and(|k| k.contains(name))
-            })
-        })
+        self.keep(|r| Races::either(r, |op| op.kernel.as_deref().is_some_and(|k| k.contains(name))))
     }
 
     /// Races where either operation ran on the stream whose handle (`0x...`) or label
     /// contains `stream`.
     pub fn stream(self, stream: &str) -> Races<'a> {
-        self.keep(|r| {
-            Races::either(r, |op| {
-                op.stream.handle == stream || op.stream.label.contains(stream)
-            })
-        })
+        self.keep(|r| Races::either(r, |op| op.stream.handle == stream || op.stream.label.contains(stream)))
     }
 
     /// Races where either operation's call site has a frame whose function or `file:line`
@@ -217,10 +187,7 @@ impl<'a> Races<'a> {
                         (Some(file), None) => file.clone(),
                         _ => String::new(),
                     };
-                    place.contains(site)
-                        || f.function
-                            .as_deref()
-                            .is_some_and(|func| func.contains(site))
+                    place.contains(site) || f.function.as_deref().is_some_and(|func| func.contains(site))
                 })
             })
         })
@@ -242,14 +209,7 @@ impl<'a> Races<'a> {
     pub fn describe(&self) -> String {
         self.races
             .iter()
-            .map(|r| {
-                format!(
-                    "{}: {} then {}",
-                    r.kind,
-                    describe_site(&r.first.site),
-                    describe_site(&r.second.site)
-                )
-            })
+            .map(|r| format!("{}: {} then {}", r.kind, describe_site(&r.first.site), describe_site(&r.second.site)))
             .collect::<Vec<_>>()
             .join("\n")
     }

@@ -17,15 +17,10 @@ pub fn find_shim(exe: &Path) -> Result<PathBuf, String> {
         return if path.is_file() {
             Ok(path)
         } else {
-            Err(format!(
-                "STREAMSAN_SHIM names {}, which is not a file",
-                path.display()
-            ))
+            Err(format!("STREAMSAN_SHIM names {}, which is not a file", path.display()))
         };
     }
-    let dir = exe
-        .parent()
-        .ok_or_else(|| format!("{} has no directory", exe.display()))?;
+    let dir = exe.parent().ok_or_else(|| format!("{} has no directory", exe.display()))?;
     let path = dir.join(SHIM_FILE);
     if path.is_file() {
         Ok(path)
@@ -51,10 +46,7 @@ pub fn preload_value(shim: &Path, existing: Option<OsString>) -> OsString {
 pub fn command(shim: &Path, options: &Options, program: &OsString, args: &[OsString]) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    cmd.env(
-        "LD_PRELOAD",
-        preload_value(shim, std::env::var_os("LD_PRELOAD")),
-    );
+    cmd.env("LD_PRELOAD", preload_value(shim, std::env::var_os("LD_PRELOAD")));
     cmd.env("STREAMSAN_OPTIONS", options.to_env());
     cmd
 }
@@ -68,15 +60,10 @@ pub fn reports_matching(pattern: &str) -> Vec<PathBuf> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = pattern
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (prefix, suffix) = name.split_once("%p").unwrap_or((&name, ""));
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| {
@@ -102,24 +89,13 @@ mod tests {
 
     #[test]
     fn finds_the_reports_of_a_run_by_pattern() {
-        let dir =
-            std::env::temp_dir().join(format!("streamsan-launch-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("streamsan-launch-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for name in [
-            "r.12.json",
-            "r.7.json",
-            "r.x.json",
-            "other.json",
-            "other.json.31",
-            "other.json.x",
-        ] {
+        for name in ["r.12.json", "r.7.json", "r.x.json", "other.json", "other.json.31", "other.json.x"] {
             std::fs::write(dir.join(name), "{}").unwrap();
         }
         let names = |pattern: &str| -> Vec<String> {
-            reports_matching(dir.join(pattern).to_str().unwrap())
-                .iter()
-                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-                .collect()
+            reports_matching(dir.join(pattern).to_str().unwrap()).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect()
         };
         assert_eq!(names("r.%p.json"), ["r.12.json", "r.7.json"]);
         assert_eq!(names("other.json"), ["other.json", "other.json.31"]);
@@ -130,13 +106,7 @@ mod tests {
     fn preload_keeps_existing_entries_after_the_shim() {
         let shim = Path::new("/x/libstreamsan_shim.so");
         assert_eq!(preload_value(shim, None), "/x/libstreamsan_shim.so");
-        assert_eq!(
-            preload_value(shim, Some("".into())),
-            "/x/libstreamsan_shim.so"
-        );
-        assert_eq!(
-            preload_value(shim, Some("/a.so".into())),
-            "/x/libstreamsan_shim.so:/a.so"
-        );
+        assert_eq!(preload_value(shim, Some("".into())), "/x/libstreamsan_shim.so");
+        assert_eq!(preload_value(shim, Some("/a.so".into())), "/x/libstreamsan_shim.so:/a.so");
     }
 }

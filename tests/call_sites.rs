@@ -14,10 +14,7 @@ fn script() -> std::path::PathBuf {
 /// The line of `marker` in the script.
 fn line_of(marker: &str) -> u32 {
     let text = std::fs::read_to_string(script()).unwrap();
-    text.lines()
-        .position(|l| l.contains(marker))
-        .expect("marker") as u32
-        + 1
+    text.lines().position(|l| l.contains(marker)).expect("marker") as u32 + 1
 }
 
 #[test]
@@ -33,16 +30,10 @@ fn python_frames_also_come_from_a_thread_that_holds_the_gil() {
 fn check_python_frames(extra: &[&str]) {
     let mut args = vec![script().to_str().unwrap().to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
-    let run = run(
-        Path::new("python3"),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let run = run(Path::new("python3"), &args.iter().map(String::as_str).collect::<Vec<_>>());
     run.assert_ran();
     let report = run.report();
-    let race = report
-        .races_of("use-before-alloc")
-        .next()
-        .expect("the use-before-alloc is reported");
+    let race = report.races_of("use-before-alloc").next().expect("the use-before-alloc is reported");
     // The Python frames, innermost first: launch() at its driver call, main() at THE LAUNCH,
     // the module at main().
     let python: Vec<(String, u32)> = race
@@ -51,10 +42,7 @@ fn check_python_frames(extra: &[&str]) {
         .iter()
         .filter(|f| f.module.as_deref() == Some("python"))
         .map(|f| {
-            assert!(
-                f.file.as_deref().unwrap().ends_with("python_race.py"),
-                "{f:?}"
-            );
+            assert!(f.file.as_deref().unwrap().ends_with("python_race.py"), "{f:?}");
             (f.function.clone().unwrap(), f.line.unwrap())
         })
         .collect();
@@ -67,19 +55,10 @@ fn check_python_frames(extra: &[&str]) {
         ]
     );
     // The interpreter's own frames give way to the script's.
-    assert!(!race
-        .second
-        .site
-        .iter()
-        .any(|f| f.function.as_deref() == Some("_PyEval_EvalFrameDefault")));
+    assert!(!race.second.site.iter().any(|f| f.function.as_deref() == Some("_PyEval_EvalFrameDefault")));
     let missing_wait = streamsan::report::text::missing_wait(race);
     assert!(missing_wait.contains("python_race.py:"), "{missing_wait}");
-    assert!(
-        run.stderr()
-            .contains(&format!("python_race.py:{}", line_of("# THE LAUNCH"))),
-        "{}",
-        run.stderr()
-    );
+    assert!(run.stderr().contains(&format!("python_race.py:{}", line_of("# THE LAUNCH"))), "{}", run.stderr());
 }
 
 #[test]
@@ -96,25 +75,14 @@ fn a_rust_programs_race_names_its_own_source() {
     run.assert_ran();
     let report = run.report();
     for kind in ["use-before-alloc", "cross-stream-race", "free-race"] {
-        assert!(
-            report.races_of(kind).next().is_some(),
-            "{kind} not reported: {:?}",
-            report.summary
-        );
+        assert!(report.races_of(kind).next().is_some(), "{kind} not reported: {:?}", report.summary);
     }
     for race in &report.races {
         let site = streamsan::report::describe_site(&race.second.site);
-        assert!(
-            site.contains("cudarc-app/src/main.rs:") && site.contains("streamsan_cudarc_app::main"),
-            "{site}"
-        );
+        assert!(site.contains("cudarc-app/src/main.rs:") && site.contains("streamsan_cudarc_app::main"), "{site}");
         assert!(!site.contains("::h"), "symbol hash left in {site}");
     }
     // The same program with cudarc's own event tracking is clean.
     let clean = run_with(&exe, &["2"], RunOptions::default());
-    assert!(
-        clean.report().races.is_empty(),
-        "{:?}",
-        clean.report().races
-    );
+    assert!(clean.report().races.is_empty(), "{:?}", clean.report().races);
 }

@@ -23,75 +23,24 @@ fn report_arg(dir: &std::path::Path) -> String {
 fn a_run_with_races_exits_66_and_a_clean_one_0() {
     let exe = lifecycle();
     let dir = scratch("exit-races");
-    let racy = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let racy = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(racy.status.code(), Some(66), "{}", text(&racy.stderr));
     assert_eq!(text(&racy.stdout), "done\n", "the program ran to its end");
-    assert!(
-        text(&racy.stderr)
-            .contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"),
-        "{}",
-        text(&racy.stderr)
-    );
+    assert!(text(&racy.stderr).contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"), "{}", text(&racy.stderr));
     let dir = scratch("exit-clean");
-    let clean = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "clean",
-        ],
-    );
+    let clean = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "clean"]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
-    assert!(
-        text(&clean.stderr).contains("streamsan: no race in 1 report"),
-        "{}",
-        text(&clean.stderr)
-    );
+    assert!(text(&clean.stderr).contains("streamsan: no race in 1 report"), "{}", text(&clean.stderr));
 }
 
 #[test]
 fn the_programs_own_failure_status_wins_and_exitcode_changes_ours() {
     let exe = lifecycle();
     let dir = scratch("exit-fail");
-    let failing = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "fail",
-        ],
-    );
+    let failing = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "fail"]);
     assert_eq!(failing.status.code(), Some(3));
     let dir = scratch("exit-code");
-    let custom = run_cli(
-        &dir,
-        &[
-            "run",
-            "--exitcode",
-            "7",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let custom = run_cli(&dir, &["run", "--exitcode", "7", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(custom.status.code(), Some(7));
 }
 
@@ -99,71 +48,24 @@ fn the_programs_own_failure_status_wins_and_exitcode_changes_ours() {
 fn halt_on_error_stops_at_the_first_race() {
     let exe = lifecycle();
     let dir = scratch("halt");
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--halt-on-error",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let out = run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(66));
-    assert_eq!(
-        text(&out.stdout),
-        "",
-        "the program stopped before printing done"
-    );
+    assert_eq!(text(&out.stdout), "", "the program stopped before printing done");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].1.races.len(), 1, "only the first race");
-    assert!(
-        text(&out.stderr).contains("halting at the first race"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("halting at the first race"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
     let exe = lifecycle();
     let dir = scratch("print-limit");
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--print-limit",
-            "1",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
-    assert_eq!(
-        text(&out.stderr).matches("WARNING: streamsan").count(),
-        1,
-        "{}",
-        text(&out.stderr)
-    );
+    let out = run_cli(&dir, &["run", "--print-limit", "1", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    assert_eq!(text(&out.stderr).matches("WARNING: streamsan").count(), 1, "{}", text(&out.stderr));
     assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 2);
     let dir = scratch("quiet");
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--quiet",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let out = run_cli(&dir, &["run", "--quiet", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(text(&out.stderr), "", "quiet");
     assert_eq!(out.status.code(), Some(66));
     assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 2);
@@ -173,26 +75,10 @@ fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
 fn backtrace_depth_bounds_each_call_site() {
     let exe = lifecycle();
     let dir = scratch("depth");
-    run_cli(
-        &dir,
-        &[
-            "run",
-            "--backtrace-depth",
-            "2",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    run_cli(&dir, &["run", "--backtrace-depth", "2", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     let report = &reports_in(&dir, "report.")[0].1;
     for race in &report.races {
-        assert!(
-            race.first.site.len() <= 2 && race.second.site.len() <= 2,
-            "{:?}",
-            race.second.site
-        );
+        assert!(race.first.site.len() <= 2 && race.second.site.len() <= 2, "{:?}", race.second.site);
         assert!(!race.second.site.is_empty());
     }
 }
@@ -205,10 +91,7 @@ fn streamsan_options_drive_a_shim_preloaded_by_hand() {
         .arg("races")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())
-        .env(
-            "STREAMSAN_OPTIONS",
-            format!("log_path={}:halt_on_error=1:exitcode=9", report_arg(&dir)),
-        )
+        .env("STREAMSAN_OPTIONS", format!("log_path={}:halt_on_error=1:exitcode=9", report_arg(&dir)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(9), "{}", text(&out.stderr));
@@ -223,11 +106,7 @@ fn streamsan_options_drive_a_shim_preloaded_by_hand() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("STREAMSAN_OPTIONS: unknown option \"halt_on_eror\""),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("STREAMSAN_OPTIONS: unknown option \"halt_on_eror\""), "{}", text(&out.stderr));
     assert!(calls(&dir).is_empty(), "the program did not run");
 }
 
@@ -238,25 +117,10 @@ fn mistakes_stop_the_run_before_the_program_starts() {
     let dir = scratch("mistakes");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--frobnicate".into()], "unknown option --frobnicate"),
-        (
-            vec!["--exitcode".into(), "300".into()],
-            "exitcode takes a whole number from 0 to 255",
-        ),
+        (vec!["--exitcode".into(), "300".into()], "exitcode takes a whole number from 0 to 255"),
         (vec!["--print-limit".into()], "--print-limit needs a value"),
-        (
-            vec![
-                "--suppressions".into(),
-                dir.join("missing.supp").to_string_lossy().into(),
-            ],
-            "cannot read the suppressions file",
-        ),
-        (
-            vec![
-                "--report".into(),
-                dir.join("no/such/dir/r.%p.json").to_string_lossy().into(),
-            ],
-            "is not a directory",
-        ),
+        (vec!["--suppressions".into(), dir.join("missing.supp").to_string_lossy().into()], "cannot read the suppressions file"),
+        (vec!["--report".into(), dir.join("no/such/dir/r.%p.json").to_string_lossy().into()], "is not a directory"),
     ];
     for (flags, message) in cases {
         let mut args = vec!["run".to_string()];
@@ -264,11 +128,7 @@ fn mistakes_stop_the_run_before_the_program_starts() {
         args.extend(["--".into(), exe.into(), "races".into()]);
         let out = streamsan(&dir).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&out.stderr).contains(message),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert!(text(&out.stderr).contains(message), "{args:?}: {}", text(&out.stderr));
         assert!(calls(&dir).is_empty(), "{args:?}: the program ran");
     }
 }
@@ -279,38 +139,14 @@ fn a_report_file_already_there_is_not_overwritten() {
     let dir = scratch("existing");
     let path = dir.join("r.json");
     std::fs::write(&path, "mine").unwrap();
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            path.to_str().unwrap(),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let out = run_cli(&dir, &["run", "--report", path.to_str().unwrap(), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("exists already"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("exists already"), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
     // Nor through a symbolic link.
     let link = dir.join("link.json");
     std::os::unix::fs::symlink(&path, &link).unwrap();
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            link.to_str().unwrap(),
-            "--",
-            exe.to_str().unwrap(),
-            "races",
-        ],
-    );
+    let out = run_cli(&dir, &["run", "--report", link.to_str().unwrap(), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
 }
@@ -325,10 +161,7 @@ fn once_running_a_report_that_cannot_be_written_goes_to_stderr() {
         .arg("races")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())
-        .env(
-            "STREAMSAN_OPTIONS",
-            format!("log_path={}", dir.join("taken").display()),
-        )
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", dir.join("taken").display()))
         .env("STANDIN_LOG", dir.join("calls.log"))
         .current_dir(&dir)
         .output()
@@ -342,26 +175,16 @@ fn once_running_a_report_that_cannot_be_written_goes_to_stderr() {
         .arg("races")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())
-        .env(
-            "STREAMSAN_OPTIONS",
-            format!("log_path={}", dir.join("taken").display()),
-        )
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", dir.join("taken").display()))
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(text(&out.stdout), "done\n", "the program ran on");
     assert_eq!(out.status.code(), Some(66));
-    assert!(
-        stderr.contains("cannot write the report to")
-            && stderr.contains("it goes to stderr at exit"),
-        "{stderr}"
-    );
-    let json = &stderr[stderr
-        .find("streamsan: the report (")
-        .expect("the report on stderr")..];
+    assert!(stderr.contains("cannot write the report to") && stderr.contains("it goes to stderr at exit"), "{stderr}");
+    let json = &stderr[stderr.find("streamsan: the report (").expect("the report on stderr")..];
     let json = &json[json.find('{').unwrap()..];
-    let report: serde_json::Value =
-        serde_json::from_str(json.trim()).expect("a whole JSON report on stderr");
+    let report: serde_json::Value = serde_json::from_str(json.trim()).expect("a whole JSON report on stderr");
     assert_eq!(report["races"].as_array().unwrap().len(), 2);
 }
 
@@ -369,23 +192,8 @@ fn once_running_a_report_that_cannot_be_written_goes_to_stderr() {
 fn every_process_of_a_job_writes_its_own_report() {
     let exe = lifecycle();
     let dir = scratch("fork");
-    let out = run_cli(
-        &dir,
-        &[
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            exe.to_str().unwrap(),
-            "fork",
-        ],
-    );
-    assert_eq!(
-        text(&out.stdout),
-        "child exited 66\ndone\n",
-        "{}",
-        text(&out.stderr)
-    );
+    let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "fork"]);
+    assert_eq!(text(&out.stdout), "child exited 66\ndone\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(66));
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 2, "{reports:?}");
@@ -393,48 +201,23 @@ fn every_process_of_a_job_writes_its_own_report() {
     let mut found: Vec<_> = reports.iter().map(|(_, r)| (r.pid, kinds(r))).collect();
     found.sort_by_key(|(_, k)| k.clone());
     // The child reports its own race, not its parent's again.
-    assert_eq!(
-        found.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>(),
-        [vec!["cross-stream-race"], vec!["use-before-alloc"]]
-    );
+    assert_eq!(found.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>(), [vec!["cross-stream-race"], vec!["use-before-alloc"]]);
     assert_ne!(found[0].0, found[1].0);
 }
 
 #[test]
 fn help_is_asked_for_before_the_program_and_given_to_it_after() {
     let dir = scratch("help");
-    for args in [
-        &["--help"][..],
-        &["run", "--help"],
-        &["run", "-h"],
-        &["report", "--help"],
-    ] {
+    for args in [&["--help"][..], &["run", "--help"], &["run", "-h"], &["report", "--help"]] {
         let out = run_cli(&dir, args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        assert!(
-            text(&out.stdout).starts_with("usage: streamsan run"),
-            "{args:?}: {}",
-            text(&out.stdout)
-        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with("usage: streamsan run"), "{args:?}: {}", text(&out.stdout));
     }
     // After `--`, or after the program's name, `--help` is the program's.
     let report = report_arg(&dir);
-    for args in [
-        &["run", "--report", &report, "--", "printf", "%s\n", "--help"][..],
-        &["run", "printf", "%s\n", "--help"],
-    ] {
+    for args in [&["run", "--report", &report, "--", "printf", "%s\n", "--help"][..], &["run", "printf", "%s\n", "--help"]] {
         let out = run_cli(&dir, args);
-        assert_eq!(
-            text(&out.stdout),
-            "--help\n",
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_eq!(text(&out.stdout), "--help\n", "{args:?}: {}", text(&out.stderr));
     }
 }
 

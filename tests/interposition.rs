@@ -37,13 +37,8 @@ fn workload_calls(launches: u64) -> Vec<(&'static str, u64)> {
 fn per_thread_name(name: &str) -> String {
     match name {
         "cuMemcpyDtoH_v2" => "cuMemcpyDtoH_v2_ptds".into(),
-        "cuMemAllocAsync"
-        | "cuMemsetD8Async"
-        | "cuEventRecord"
-        | "cuStreamWaitEvent"
-        | "cuLaunchKernel"
-        | "cuStreamSynchronize"
-        | "cuMemFreeAsync" => format!("{name}_ptsz"),
+        "cuMemAllocAsync" | "cuMemsetD8Async" | "cuEventRecord" | "cuStreamWaitEvent" | "cuLaunchKernel"
+        | "cuStreamSynchronize" | "cuMemFreeAsync" => format!("{name}_ptsz"),
         _ => name.into(),
     }
 }
@@ -58,14 +53,7 @@ fn assert_counts(run: &Run, expected: &[(String, u64)]) {
 
 /// The same program without streamsan: same stdout, same exit status.
 fn assert_unchanged(program: &std::path::Path, args: &[&str], run: &Run) {
-    let native = run_with(
-        program,
-        args,
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    );
+    let native = run_with(program, args, RunOptions { native: true, ..Default::default() });
     assert_eq!(native.output.status.code(), run.output.status.code());
     assert_eq!(native.stdout(), run.stdout());
 }
@@ -73,15 +61,9 @@ fn assert_unchanged(program: &std::path::Path, args: &[&str], run: &Run) {
 #[test]
 fn a_linked_program_is_intercepted() {
     let link = link_cuda();
-    let exe = compile_c(
-        "road_linked",
-        &link.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let exe = compile_c("road_linked", &link.iter().map(String::as_str).collect::<Vec<_>>());
     let run = run(&exe, &["7"]);
-    let expected: Vec<_> = workload_calls(7)
-        .into_iter()
-        .map(|(n, c)| (n.to_string(), c))
-        .collect();
+    let expected: Vec<_> = workload_calls(7).into_iter().map(|(n, c)| (n.to_string(), c)).collect();
     assert_counts(&run, &expected);
     assert!(run.stdout().contains("first byte 0x5a"), "{}", run.stdout());
     assert_unchanged(&exe, &["7"], &run);
@@ -91,10 +73,7 @@ fn a_linked_program_is_intercepted() {
 fn a_dlsym_program_is_intercepted() {
     let exe = compile_c("road_dlsym", &["-ldl"]);
     let run = run(&exe, &["5"]);
-    let expected: Vec<_> = workload_calls(5)
-        .into_iter()
-        .map(|(n, c)| (n.to_string(), c))
-        .collect();
+    let expected: Vec<_> = workload_calls(5).into_iter().map(|(n, c)| (n.to_string(), c)).collect();
     assert_counts(&run, &expected);
     assert_unchanged(&exe, &["5"], &run);
 }
@@ -105,16 +84,7 @@ fn getproc_road(version: &str, flags: u64) {
     let run = run(&exe, &args);
     let expected: Vec<_> = workload_calls(4)
         .into_iter()
-        .map(|(n, c)| {
-            (
-                if flags == 2 {
-                    per_thread_name(n)
-                } else {
-                    n.to_string()
-                },
-                c,
-            )
-        })
+        .map(|(n, c)| (if flags == 2 { per_thread_name(n) } else { n.to_string() }, c))
         .collect();
     assert_counts(&run, &expected);
     if flags == 2 {
@@ -123,27 +93,11 @@ fn getproc_road(version: &str, flags: u64) {
         assert_eq!(run.intercepted("cuMemcpyDtoH_v2"), 0);
     }
     let out = run.stdout();
-    assert!(
-        out.contains("cuGetProcAddress@11030 is dlsym's cuGetProcAddress: yes"),
-        "{out}"
-    );
+    assert!(out.contains("cuGetProcAddress@11030 is dlsym's cuGetProcAddress: yes"), "{out}");
     let status = if version == "v2" { "1" } else { "-1" };
-    assert!(
-        out.contains(&format!(
-            "unknown symbol: rc 0 pointer NULL status {status}"
-        )),
-        "{out}"
-    );
-    let getproc = if version == "v2" {
-        "cuGetProcAddress_v2"
-    } else {
-        "cuGetProcAddress"
-    };
-    assert!(
-        run.intercepted(getproc) > 18,
-        "{getproc} calls: {}",
-        run.intercepted(getproc)
-    );
+    assert!(out.contains(&format!("unknown symbol: rc 0 pointer NULL status {status}")), "{out}");
+    let getproc = if version == "v2" { "cuGetProcAddress_v2" } else { "cuGetProcAddress" };
+    assert!(run.intercepted(getproc) > 18, "{getproc} calls: {}", run.intercepted(getproc));
     assert!(run.report().unrecognised_proc_addresses.is_empty());
     assert_unchanged(&exe, &args, &run);
 }
@@ -175,18 +129,8 @@ fn a_cudarc_program_is_intercepted() {
     run.assert_ran();
     assert_eq!(run.intercepted("cuLaunchKernel"), 6);
     assert_eq!(run.received("cuLaunchKernel"), 6);
-    for name in [
-        "cuMemAllocAsync",
-        "cuMemcpyHtoDAsync_v2",
-        "cuMemcpyDtoHAsync_v2",
-        "cuEventRecord",
-        "cuStreamWaitEvent",
-    ] {
-        assert!(
-            run.intercepted(name) > 0,
-            "{name} not intercepted: {:?}",
-            run.report().intercepted
-        );
+    for name in ["cuMemAllocAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord", "cuStreamWaitEvent"] {
+        assert!(run.intercepted(name) > 0, "{name} not intercepted: {:?}", run.report().intercepted);
         assert_eq!(run.intercepted(name), run.received(name) as u64, "{name}");
     }
     assert_unchanged(&exe, &["6"], &run);
@@ -197,21 +141,9 @@ fn a_cudarc_program_is_intercepted() {
 /// shim's trampoline and data), so their lines are compared separately.
 fn fidelity(env: Vec<(&str, String)>) -> (Run, Vec<String>, Vec<String>) {
     let exe = artifacts().join("streamsan-fidelity");
-    let run = run_with(
-        &exe,
-        &[],
-        RunOptions {
-            env,
-            ..Default::default()
-        },
-    );
+    let run = run_with(&exe, &[], RunOptions { env, ..Default::default() });
     run.assert_ran();
-    let program: Vec<String> = run
-        .stdout()
-        .lines()
-        .filter(|l| l.contains(") -> "))
-        .map(str::to_string)
-        .collect();
+    let program: Vec<String> = run.stdout().lines().filter(|l| l.contains(") -> ")).map(str::to_string).collect();
     let names: BTreeSet<&str> = program.iter().map(|l| &l[..l.find('(').unwrap()]).collect();
     let received: Vec<String> = run
         .calls
@@ -243,16 +175,7 @@ fn every_hooked_function_passes_its_arguments_and_status_through() {
     assert!(program.len() >= 170, "only {} calls made", program.len());
     assert!(!run.stdout().contains("not found"), "{}", run.stdout());
     let plain = |lines: &[String]| {
-        lines
-            .iter()
-            .map(|l| {
-                if is_wrapped_callback(l) {
-                    masked(l)
-                } else {
-                    l.clone()
-                }
-            })
-            .collect::<Vec<_>>()
+        lines.iter().map(|l| if is_wrapped_callback(l) { masked(l) } else { l.clone() }).collect::<Vec<_>>()
     };
     assert_eq!(plain(&program), plain(&received));
     // Each name was intercepted exactly once.
@@ -262,23 +185,10 @@ fn every_hooked_function_passes_its_arguments_and_status_through() {
         assert_eq!(report.intercepted.get(name), Some(&1), "{name}");
     }
     // A callback that the driver accepted reaches the program's function with its data.
-    for call in program
-        .iter()
-        .filter(|l| is_wrapped_callback(l) && l.ends_with("-> 0"))
-    {
+    for call in program.iter().filter(|l| is_wrapped_callback(l) && l.ends_with("-> 0")) {
         let name = &call[..call.find('(').unwrap()];
-        let data = call
-            .split("user_data=")
-            .nth(1)
-            .unwrap()
-            .split([',', ')'])
-            .next()
-            .unwrap();
-        assert!(
-            run.stdout()
-                .contains(&format!("{name}: callback ran with user_data={data}")),
-            "{name}"
-        );
+        let data = call.split("user_data=").nth(1).unwrap().split([',', ')']).next().unwrap();
+        assert!(run.stdout().contains(&format!("{name}: callback ran with user_data={data}")), "{name}");
     }
 }
 
@@ -299,67 +209,29 @@ fn lookups_of_other_names_pass_through() {
     run.assert_ran();
     let out = run.stdout();
     assert!(out.contains("before load: cuInit NULL"), "{out}");
-    assert!(
-        out.contains("hooked name: cuLaunchKernel in libstreamsan_shim.so"),
-        "{out}"
-    );
-    assert!(
-        out.contains("hooked name via RTLD_DEFAULT: cuInit in libstreamsan_shim.so"),
-        "{out}"
-    );
-    assert!(
-        out.contains("unhooked name: cuDeviceGetName in libcuda"),
-        "{out}"
-    );
+    assert!(out.contains("hooked name: cuLaunchKernel in libstreamsan_shim.so"), "{out}");
+    assert!(out.contains("hooked name via RTLD_DEFAULT: cuInit in libstreamsan_shim.so"), "{out}");
+    assert!(out.contains("unhooked name: cuDeviceGetName in libcuda"), "{out}");
     assert!(out.contains("missing name: NULL, dlerror set"), "{out}");
-    assert!(
-        out.contains("non-CUDA name: strlen is libc's: yes"),
-        "{out}"
-    );
+    assert!(out.contains("non-CUDA name: strlen is libc's: yes"), "{out}");
 }
 
 #[test]
 fn rtld_next_lookups_still_start_after_their_caller() {
     let dir = artifacts().join("scenarios");
-    compile_c_as(
-        "rtld_next",
-        "libprobe_a.so",
-        &["-shared", "-fPIC", "-DPROBE_A", "-ldl"],
-    );
-    compile_c_as(
-        "rtld_next",
-        "libprobe_b.so",
-        &["-shared", "-fPIC", "-DPROBE_B"],
-    );
+    compile_c_as("rtld_next", "libprobe_a.so", &["-shared", "-fPIC", "-DPROBE_A", "-ldl"]);
+    compile_c_as("rtld_next", "libprobe_b.so", &["-shared", "-fPIC", "-DPROBE_B"]);
     let l = format!("-L{}", dir.display());
     let rpath = format!("-Wl,-rpath,{}", dir.display());
-    let exe = compile_c(
-        "rtld_next",
-        &[
-            &l,
-            &rpath,
-            "-Wl,--no-as-needed",
-            "-lprobe_a",
-            "-lprobe_b",
-            "-ldl",
-        ],
-    );
+    let exe = compile_c("rtld_next", &[&l, &rpath, "-Wl,--no-as-needed", "-lprobe_a", "-lprobe_b", "-ldl"]);
     let run = run(&exe, &[]);
     run.assert_ran();
-    assert!(
-        run.stdout().contains("found probe_target of libB"),
-        "{}",
-        run.stdout()
-    );
+    assert!(run.stdout().contains("found probe_target of libB"), "{}", run.stdout());
 }
 
 #[test]
 fn dlsym_from_many_threads_during_start_up_neither_recurses_nor_deadlocks() {
-    let ctor = compile_c_as(
-        "dlsym_threads",
-        "libctor.so",
-        &["-shared", "-fPIC", "-DCTOR_LIB", "-ldl"],
-    );
+    let ctor = compile_c_as("dlsym_threads", "libctor.so", &["-shared", "-fPIC", "-DCTOR_LIB", "-ldl"]);
     let exe = compile_c("dlsym_threads", &["-ldl", "-lpthread"]);
     for _ in 0..5 {
         let dir = scratch("dlsym-threads");
@@ -393,16 +265,10 @@ fn dlsym_from_many_threads_during_start_up_neither_recurses_nor_deadlocks() {
 
 #[test]
 fn a_program_that_never_touches_cuda_is_unaffected() {
-    let run = run(
-        std::path::Path::new("/bin/sh"),
-        &["-c", "echo hello; exit 7"],
-    );
+    let run = run(std::path::Path::new("/bin/sh"), &["-c", "echo hello; exit 7"]);
     assert_eq!(run.output.status.code(), Some(7));
     assert_eq!(run.stdout(), "hello\n");
-    assert!(
-        run.reports().is_empty(),
-        "a report for a process that made no driver call"
-    );
+    assert!(run.reports().is_empty(), "a report for a process that made no driver call");
 }
 
 #[test]
@@ -410,22 +276,8 @@ fn without_a_driver_the_program_fails_as_it_would_alone() {
     let exe = compile_c("road_dlsym", &["-ldl"]);
     let nowhere = scratch("no-driver");
     let env = || vec![("LD_LIBRARY_PATH", nowhere.display().to_string())];
-    let native = run_with(
-        &exe,
-        &[],
-        RunOptions {
-            env: env(),
-            native: true,
-        },
-    );
-    let under = run_with(
-        &exe,
-        &[],
-        RunOptions {
-            env: env(),
-            ..Default::default()
-        },
-    );
+    let native = run_with(&exe, &[], RunOptions { env: env(), native: true });
+    let under = run_with(&exe, &[], RunOptions { env: env(), ..Default::default() });
     assert_eq!(native.output.status.code(), Some(5));
     assert_eq!(under.output.status.code(), Some(5));
     assert_eq!(native.stdout(), under.stdout());
@@ -433,73 +285,39 @@ fn without_a_driver_the_program_fails_as_it_would_alone() {
     assert!(under_err.starts_with(&native_err), "{under_err}");
     let extra: Vec<&str> = under_err[native_err.len()..].lines().collect();
     assert_eq!(extra.len(), 1, "{extra:?}");
-    assert!(
-        extra[0].starts_with("streamsan: ") && extra[0].contains("driver"),
-        "{extra:?}"
-    );
+    assert!(extra[0].starts_with("streamsan: ") && extra[0].contains("driver"), "{extra:?}");
 }
 
 #[test]
 fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
     let link = link_cuda();
-    let exe = compile_c(
-        "road_linked",
-        &link.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let exe = compile_c("road_linked", &link.iter().map(String::as_str).collect::<Vec<_>>());
     let standin = artifacts().join("libcuda_standin.so").display().to_string();
-    let named = run_with(
-        &exe,
-        &["2"],
-        RunOptions {
-            env: vec![("STREAMSAN_REAL_LIBCUDA", standin)],
-            ..Default::default()
-        },
-    );
+    let named = run_with(&exe, &["2"], RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", standin)], ..Default::default() });
     named.assert_ran();
     assert_eq!(named.intercepted("cuLaunchKernel"), 2);
-    assert!(
-        !named.stderr().contains("STREAMSAN_REAL_LIBCUDA"),
-        "{}",
-        named.stderr()
-    );
+    assert!(!named.stderr().contains("STREAMSAN_REAL_LIBCUDA"), "{}", named.stderr());
 
-    let missing = run_with(
-        &exe,
-        &["2"],
-        RunOptions {
-            env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())],
-            ..Default::default()
-        },
-    );
+    let missing = run_with(&exe, &["2"], RunOptions {
+        env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())],
+        ..Default::default()
+    });
     missing.assert_ran();
     assert_eq!(missing.intercepted("cuLaunchKernel"), 2);
-    let lines: Vec<String> = missing
-        .stderr()
-        .lines()
-        .filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA"))
-        .map(String::from)
-        .collect();
+    let lines: Vec<String> = missing.stderr().lines().filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA")).map(String::from).collect();
     assert_eq!(lines.len(), 1, "{}", missing.stderr());
-    assert!(lines[0].starts_with(
-        "streamsan: cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA=/nonexistent"
-    ));
+    assert!(lines[0].starts_with("streamsan: cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA=/nonexistent"));
 }
 
 #[test]
 fn driver_calls_in_exit_handlers_are_followed() {
-    let exe = compile_c(
-        "driver_at_exit",
-        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let exe = compile_c("driver_at_exit", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>());
     let run = run(&exe, &[]);
     run.assert_ran();
     assert_eq!(run.stdout(), "exit handler done\n");
     let report = run.report();
     assert!(
-        report
-            .races
-            .iter()
-            .any(|r| r.kind == "cross-stream-race" && r.hazard.map(|h| h.as_str()) == Some("RAW")),
+        report.races.iter().any(|r| r.kind == "cross-stream-race" && r.hazard.map(|h| h.as_str()) == Some("RAW")),
         "the exit handler's read races with main's write: {:?}",
         report.races
     );

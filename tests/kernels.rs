@@ -7,10 +7,7 @@ use common::*;
 
 #[test]
 fn a_handle_reused_after_unload_is_learnt_again() {
-    let exe = compile_c(
-        "module_reload",
-        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let exe = compile_c("module_reload", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>());
     let run = run(&exe, &[]);
     run.assert_ran();
     run.assert_reports_match_the_schema();
@@ -20,23 +17,11 @@ fn a_handle_reused_after_unload_is_learnt_again() {
     let pairs: Vec<_> = report
         .races
         .iter()
-        .map(|r| {
-            (
-                r.kind.as_str(),
-                r.hazard.map(|h| h.as_str()),
-                r.first.kernel.as_deref(),
-                r.second.kernel.as_deref(),
-            )
-        })
+        .map(|r| (r.kind.as_str(), r.hazard.map(|h| h.as_str()), r.first.kernel.as_deref(), r.second.kernel.as_deref()))
         .collect();
     assert_eq!(
         pairs,
-        [(
-            "cross-stream-race",
-            Some("WAR"),
-            Some("first(float const*)"),
-            Some("second(float*, float*)")
-        )],
+        [("cross-stream-race", Some("WAR"), Some("first(float const*)"), Some("second(float*, float*)"))],
         "second's write of x must meet first's read, under their own names"
     );
 }

@@ -20,36 +20,23 @@ fn killed_after_a_race(signal: i32) {
         .arg("sleep")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())
-        .env(
-            "STREAMSAN_OPTIONS",
-            format!("log_path={}", dir.join("report.%p.json").display()),
-        )
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", dir.join("report.%p.json").display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line, "raced\n");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let status = child.wait().unwrap();
-    assert_eq!(
-        status.signal(),
-        Some(signal),
-        "died of the signal, as without streamsan: {status:?}"
-    );
+    assert_eq!(status.signal(), Some(signal), "died of the signal, as without streamsan: {status:?}");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].1.races.len(), 1);
     assert_eq!(reports[0].1.races[0].kind, "cross-stream-race");
-    assert_eq!(
-        reports[0].1.intercepted.get("cuCtxSynchronize"),
-        Some(&2),
-        "the final report"
-    );
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report");
 }
 
 #[test]
@@ -74,23 +61,11 @@ fn a_crash_after_a_race_leaves_the_report() {
         .arg("crash")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGSEGV),
-        "streamsan dies of the program's signal: {:?}",
-        out.status
-    );
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "streamsan dies of the program's signal: {:?}", out.status);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("streamsan: the program received SIGSEGV"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("streamsan: the program received SIGSEGV"), "{stderr}");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1, "{stderr}");
     assert_eq!(reports[0].1.races.len(), 1);
-    assert_eq!(
-        reports[0].1.intercepted.get("cuCtxSynchronize"),
-        Some(&2),
-        "the final report"
-    );
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report");
 }

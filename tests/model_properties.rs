@@ -32,14 +32,8 @@ fn stream_ref(i: usize) -> StreamRef {
     match i {
         0 => StreamRef::Legacy { ctx: CTX[0] },
         1 => StreamRef::Legacy { ctx: CTX[1] },
-        2 => StreamRef::PerThread {
-            ctx: CTX[0],
-            thread: ThreadId(1),
-        },
-        3 => StreamRef::PerThread {
-            ctx: CTX[0],
-            thread: ThreadId(2),
-        },
+        2 => StreamRef::PerThread { ctx: CTX[0], thread: ThreadId(1) },
+        3 => StreamRef::PerThread { ctx: CTX[0], thread: ThreadId(2) },
         4 => StreamRef::Handle(0x104), // blocking, ctx 0
         5 => StreamRef::Handle(0x105), // non-blocking, ctx 0
         6 => StreamRef::Handle(0x106), // blocking, ctx 1
@@ -74,12 +68,7 @@ const BUFFER_SIZE: u64 = 256;
 #[derive(Clone, Debug)]
 enum Item {
     /// An access by a node on the origin (lane 0) or the forked stream (lane 1).
-    Node {
-        lane: usize,
-        buffer: usize,
-        offset: u8,
-        mode: u8,
-    },
+    Node { lane: usize, buffer: usize, offset: u8, mode: u8 },
     /// The forked stream waits on the origin's work so far.
     ForkSync,
     /// The origin waits on the forked stream's work so far.
@@ -89,61 +78,21 @@ enum Item {
 #[derive(Clone, Debug)]
 enum Step {
     /// `mode`: see [`kind_of`].
-    Access {
-        stream: usize,
-        buffer: usize,
-        offset: u8,
-        len: u8,
-        mode: u8,
-        host: u8,
-    },
-    AllocAsync {
-        stream: usize,
-        buffer: usize,
-    },
-    AllocSync {
-        buffer: usize,
-    },
-    FreeAsync {
-        stream: usize,
-        buffer: usize,
-    },
-    FreeSync {
-        buffer: usize,
-    },
-    Record {
-        event: usize,
-        stream: usize,
-    },
-    Wait {
-        stream: usize,
-        event: usize,
-    },
-    EventSync {
-        event: usize,
-    },
+    Access { stream: usize, buffer: usize, offset: u8, len: u8, mode: u8, host: u8 },
+    AllocAsync { stream: usize, buffer: usize },
+    AllocSync { buffer: usize },
+    FreeAsync { stream: usize, buffer: usize },
+    FreeSync { buffer: usize },
+    Record { event: usize, stream: usize },
+    Wait { stream: usize, event: usize },
+    EventSync { event: usize },
     /// The event destroyed and its handle made again: a fresh, unrecorded event.
-    EventRecreate {
-        event: usize,
-    },
-    StreamSync {
-        stream: usize,
-    },
-    CtxSync {
-        ctx: usize,
-    },
-    HostFunc {
-        stream: usize,
-    },
-    Capture {
-        origin: usize,
-        fork: usize,
-        items: Vec<Item>,
-    },
-    Launch {
-        graph: usize,
-        stream: usize,
-    },
+    EventRecreate { event: usize },
+    StreamSync { stream: usize },
+    CtxSync { ctx: usize },
+    HostFunc { stream: usize },
+    Capture { origin: usize, fork: usize, items: Vec<Item> },
+    Launch { graph: usize, stream: usize },
 }
 
 fn item() -> impl Strategy<Value = Item> {
@@ -155,26 +104,14 @@ fn item() -> impl Strategy<Value = Item> {
 }
 
 fn access() -> impl Strategy<Value = Step> {
-    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, 0..MODES, 0..3u8).prop_map(
-        |(stream, buffer, offset, len, mode, host)| Step::Access {
-            stream,
-            buffer,
-            offset,
-            len,
-            mode,
-            host,
-        },
-    )
+    (0..STREAMS, 0..BUFFERS, 0..4u8, 1..3u8, 0..MODES, 0..3u8)
+        .prop_map(|(stream, buffer, offset, len, mode, host)| Step::Access { stream, buffer, offset, len, mode, host })
 }
 
 fn capture_step() -> impl Strategy<Value = Step> {
     (0..4usize, 0..4usize, prop::collection::vec(item(), 1..8))
         .prop_filter("two different streams", |(o, f, _)| o != f)
-        .prop_map(|(o, f, items)| Step::Capture {
-            origin: CAPTURABLE[o],
-            fork: CAPTURABLE[f],
-            items,
-        })
+        .prop_map(|(o, f, items)| Step::Capture { origin: CAPTURABLE[o], fork: CAPTURABLE[f], items })
 }
 
 fn launch_step() -> impl Strategy<Value = Step> {
@@ -182,14 +119,9 @@ fn launch_step() -> impl Strategy<Value = Step> {
 }
 
 /// Programs that start with every buffer allocated.
-fn program(
-    steps: impl Strategy<Value = Step>,
-    len: std::ops::Range<usize>,
-) -> impl Strategy<Value = Vec<Step>> {
+fn program(steps: impl Strategy<Value = Step>, len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(steps, len).prop_map(|steps| {
-        let mut program: Vec<Step> = (0..BUFFERS)
-            .map(|buffer| Step::AllocSync { buffer })
-            .collect();
+        let mut program: Vec<Step> = (0..BUFFERS).map(|buffer| Step::AllocSync { buffer }).collect();
         program.extend(steps);
         program
     })
@@ -236,14 +168,8 @@ struct OpNode {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum BufferState {
     Never,
-    Live {
-        alloc: usize,
-        async_alloc: bool,
-        ctx: u64,
-    },
-    Freed {
-        free: usize,
-    },
+    Live { alloc: usize, async_alloc: bool, ctx: u64 },
+    Freed { free: usize },
 }
 
 #[derive(Clone, Copy)]
@@ -267,22 +193,10 @@ const MODES: u8 = 5;
 /// 0 read, 1 write (copies, memsets, typed kernels); 2 to 4 untyped pointers: kernel 0
 /// through slots 0 and 8, kernel 1 through slot 0.
 fn kind_of(code: u8) -> Kind {
-    let untyped = |kernel, slot| Kind {
-        mode: Mode::Unknown,
-        kernel: Some(KernelId(kernel)),
-        slot: Some(slot),
-    };
+    let untyped = |kernel, slot| Kind { mode: Mode::Unknown, kernel: Some(KernelId(kernel)), slot: Some(slot) };
     match code {
-        0 => Kind {
-            mode: Mode::Read,
-            kernel: None,
-            slot: None,
-        },
-        1 => Kind {
-            mode: Mode::Write,
-            kernel: None,
-            slot: None,
-        },
+        0 => Kind { mode: Mode::Read, kernel: None, slot: None },
+        1 => Kind { mode: Mode::Write, kernel: None, slot: None },
         2 => untyped(0, 0),
         3 => untyped(0, 8),
         _ => untyped(1, 0),
@@ -290,10 +204,7 @@ fn kind_of(code: u8) -> Kind {
 }
 
 fn model_access(lo: u64, len: u64, kind: Kind) -> Access {
-    Access {
-        slot: kind.slot,
-        ..Access::new(lo, len, kind.mode)
-    }
+    Access { slot: kind.slot, ..Access::new(lo, len, kind.mode) }
 }
 
 /// The conflict of `docs/semantics.md#accesses-and-races`, with unknown accesses (`Mode::conflicts_with`) written out again.
@@ -344,11 +255,7 @@ impl Oracle {
     }
 
     fn hb(&self, a: usize, b: usize) -> bool {
-        a == b
-            || self.ops[b]
-                .ancestors
-                .get(a / 64)
-                .is_some_and(|w| w & (1 << (a % 64)) != 0)
+        a == b || self.ops[b].ancestors.get(a / 64).is_some_and(|w| w & (1 << (a % 64)) != 0)
     }
 
     /// The predecessors of an op issued on `stream` (issue rule and default streams).
@@ -386,25 +293,14 @@ impl Oracle {
     }
 
     fn found(&mut self, op: usize, buffer: usize, kind: RaceKind) {
-        self.verdicts
-            .entry(op)
-            .or_insert_with(|| (buffer, BTreeSet::new()))
-            .1
-            .insert(kind);
+        self.verdicts.entry(op).or_insert_with(|| (buffer, BTreeSet::new())).1.insert(kind);
     }
 
     fn access(&mut self, op: usize, buffer: usize, lo: u64, hi: u64, kind: Kind) {
-        match self
-            .buffers
-            .get(&buffer)
-            .copied()
-            .unwrap_or(BufferState::Never)
-        {
+        match self.buffers.get(&buffer).copied().unwrap_or(BufferState::Never) {
             BufferState::Never => {}
             BufferState::Freed { .. } => self.found(op, buffer, RaceKind::UseAfterFree),
-            BufferState::Live {
-                alloc, async_alloc, ..
-            } => {
+            BufferState::Live { alloc, async_alloc, .. } => {
                 if async_alloc && !self.hb(alloc, op) {
                     self.found(op, buffer, RaceKind::UseBeforeAlloc);
                 }
@@ -414,35 +310,23 @@ impl Oracle {
                 // kernel's slot an output.
                 let key = kind.kernel.zip(kind.slot);
                 let mode = match kind.mode {
-                    Mode::Unknown if key.is_some_and(|k| self.outputs.contains(&k)) => {
-                        Mode::ReadWrite
-                    }
+                    Mode::Unknown if key.is_some_and(|k| self.outputs.contains(&k)) => Mode::ReadWrite,
                     Mode::Unknown if !past.iter().any(|p| overlapping(&p)) => {
                         self.outputs.extend(key);
                         Mode::Write
                     }
                     mode => mode,
                 };
-                if past
-                    .iter()
-                    .filter(overlapping)
-                    .any(|p| conflict(p.mode, mode) && !self.hb(p.op, op))
-                {
+                if past.iter().filter(overlapping).any(|p| conflict(p.mode, mode) && !self.hb(p.op, op)) {
                     self.found(op, buffer, RaceKind::CrossStream);
                 }
-                self.accesses
-                    .entry(buffer)
-                    .or_default()
-                    .push(PastAccess { op, lo, hi, mode });
+                self.accesses.entry(buffer).or_default().push(PastAccess { op, lo, hi, mode });
             }
         }
     }
 
     fn free(&mut self, op: usize, buffer: usize) {
-        if let Some(BufferState::Live {
-            alloc, async_alloc, ..
-        }) = self.buffers.get(&buffer).copied()
-        {
+        if let Some(BufferState::Live { alloc, async_alloc, .. }) = self.buffers.get(&buffer).copied() {
             if async_alloc && !self.hb(alloc, op) {
                 self.found(op, buffer, RaceKind::UseBeforeAlloc);
             }
@@ -455,14 +339,7 @@ impl Oracle {
     }
 
     fn alloc(&mut self, op: usize, buffer: usize, async_alloc: bool, ctx: u64) {
-        self.buffers.insert(
-            buffer,
-            BufferState::Live {
-                alloc: op,
-                async_alloc,
-                ctx,
-            },
-        );
+        self.buffers.insert(buffer, BufferState::Live { alloc: op, async_alloc, ctx });
         self.accesses.remove(&buffer);
     }
 }
@@ -486,29 +363,19 @@ fn origin(op: usize, stream: usize) -> Origin {
         3 => ThreadId(2),
         _ => ThreadId(1),
     };
-    Origin {
-        api: "step",
-        thread,
-        site: StackId(op as u32 + 1),
-    }
+    Origin { api: "step", thread, site: StackId(op as u32 + 1) }
 }
 
 fn describe(handle: u64) -> Option<StreamInfo> {
     let i = (handle - 0x100) as usize;
-    Some(StreamInfo {
-        ctx: stream_ctx(i),
-        non_blocking: !blocking(i),
-    })
+    Some(StreamInfo { ctx: stream_ctx(i), non_blocking: !blocking(i) })
 }
 
 /// Runs `steps` on the model and the oracle; returns the oracle and the model's races as
 /// (second op, buffer index, kind).
 fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
     let collected = Arc::new(Collected::default());
-    let model = Model::new(
-        Box::new(describe),
-        Some(Box::new(CollectingSink(collected.clone()))),
-    );
+    let model = Model::new(Box::new(describe), Some(Box::new(CollectingSink(collected.clone()))));
     let mut oracle = Oracle::default();
     for s in 4..STREAMS {
         let handle = 0x100 + s as u64;
@@ -518,21 +385,10 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
     let mut graphs = 0usize;
     for step in steps {
         match *step {
-            Step::Access {
-                stream,
-                buffer,
-                offset,
-                len,
-                mode,
-                host,
-            } => {
+            Step::Access { stream, buffer, offset, len, mode, host } => {
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let hi = lo + len as u64 * 8;
-                let host_effect = [
-                    HostEffect::None,
-                    HostEffect::WaitsForEarlierWork,
-                    HostEffect::WaitsForOperation,
-                ][host as usize];
+                let host_effect = [HostEffect::None, HostEffect::WaitsForEarlierWork, HostEffect::WaitsForOperation][host as usize];
                 if host_effect == HostEffect::WaitsForEarlierWork {
                     if let Some(&l) = oracle.last.get(&stream) {
                         oracle.host_waits(l);
@@ -545,15 +401,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let kind = kind_of(mode);
                 let access = [model_access(lo, hi - lo, kind)];
-                model.work(
-                    stream_ref(stream),
-                    Work {
-                        origin: origin(op, stream),
-                        kernel: kind.kernel,
-                        accesses: &access,
-                        host: host_effect,
-                    },
-                );
+                model.work(stream_ref(stream), Work { origin: origin(op, stream), kernel: kind.kernel, accesses: &access, host: host_effect });
             }
             Step::AllocAsync { stream, buffer } => {
                 if matches!(oracle.buffers.get(&buffer), Some(BufferState::Live { .. })) {
@@ -561,12 +409,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let op = oracle.issue(stream, &[]);
                 oracle.alloc(op, buffer, true, stream_ctx(stream));
-                let alloc = Alloc {
-                    base: buffer_base(buffer),
-                    size: BUFFER_SIZE,
-                    kind: MemoryKind::StreamOrdered,
-                    ctx: stream_ctx(stream),
-                };
+                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: MemoryKind::StreamOrdered, ctx: stream_ctx(stream) };
                 model.alloc(alloc, Some(stream_ref(stream)), &origin(op, stream));
             }
             Step::AllocSync { buffer } => {
@@ -578,12 +421,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
                 oracle.alloc(op, buffer, false, CTX[0]);
-                let alloc = Alloc {
-                    base: buffer_base(buffer),
-                    size: BUFFER_SIZE,
-                    kind: MemoryKind::Device,
-                    ctx: CTX[0],
-                };
+                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] };
                 model.alloc(alloc, None, &origin(op, 0));
             }
             Step::FreeAsync { stream, buffer } => {
@@ -592,17 +430,10 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let op = oracle.issue(stream, &[]);
                 oracle.free(op, buffer);
-                model.free(
-                    buffer_base(buffer),
-                    FreeOn::Stream(stream_ref(stream)),
-                    &origin(op, stream),
-                );
+                model.free(buffer_base(buffer), FreeOn::Stream(stream_ref(stream)), &origin(op, stream));
             }
             Step::FreeSync { buffer } => {
-                let Some(BufferState::Live { ctx, .. }) = oracle.buffers.get(&buffer).copied()
-                else {
-                    continue;
-                };
+                let Some(BufferState::Live { ctx, .. }) = oracle.buffers.get(&buffer).copied() else { continue };
                 // Device-wide: the host waits for every stream of the buffer's context.
                 for s in (0..STREAMS).filter(|&s| stream_ctx(s) == ctx) {
                     if let Some(&l) = oracle.last.get(&s) {
@@ -613,30 +444,17 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
                 oracle.free(op, buffer);
-                model.free(
-                    buffer_base(buffer),
-                    FreeOn::Synchronous { ctx: CTX[0] },
-                    &origin(op, 0),
-                );
+                model.free(buffer_base(buffer), FreeOn::Synchronous { ctx: CTX[0] }, &origin(op, 0));
             }
             Step::Record { event, stream } => {
                 let op = oracle.issue(stream, &[]);
                 oracle.events.insert(event, op);
-                model.event_record(
-                    0xe0 + event as u64,
-                    stream_ref(stream),
-                    false,
-                    &origin(op, stream),
-                );
+                model.event_record(0xe0 + event as u64, stream_ref(stream), false, &origin(op, stream));
             }
             Step::Wait { stream, event } => {
                 let extra: Vec<usize> = oracle.events.get(&event).copied().into_iter().collect();
                 let op = oracle.issue(stream, &extra);
-                model.stream_wait_event(
-                    stream_ref(stream),
-                    0xe0 + event as u64,
-                    &origin(op, stream),
-                );
+                model.stream_wait_event(stream_ref(stream), 0xe0 + event as u64, &origin(op, stream));
             }
             Step::EventSync { event } => {
                 if let Some(&op) = oracle.events.get(&event) {
@@ -669,11 +487,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 let callback = model.host_func(stream_ref(stream), &origin(op, stream));
                 model.host_func_ran(&callback);
             }
-            Step::Capture {
-                origin: o,
-                fork,
-                ref items,
-            } => {
+            Step::Capture { origin: o, fork, ref items } => {
                 if graphs >= 3 {
                     continue;
                 }
@@ -706,13 +520,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
 
 /// Captures `items` on `origin` with `fork` joined through events; returns the graph the
 /// oracle will launch. Nothing executes now.
-fn capture(
-    model: &Model,
-    origin_stream: usize,
-    fork: usize,
-    items: &[Item],
-    index: usize,
-) -> OracleGraph {
+fn capture(model: &Model, origin_stream: usize, fork: usize, items: &[Item], index: usize) -> OracleGraph {
     let fork_event = 0xf0 + 2 * index as u64;
     let join_event = fork_event + 1;
     let marker = origin(usize::MAX - 1, origin_stream); // capture-time calls name no op
@@ -723,12 +531,7 @@ fn capture(
     let mut frontier: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
     for item in items {
         match *item {
-            Item::Node {
-                lane,
-                buffer,
-                offset,
-                mode,
-            } => {
+            Item::Node { lane, buffer, offset, mode } => {
                 let stream = if lane == 0 { origin_stream } else { fork };
                 let deps = std::mem::take(&mut frontier[lane]);
                 graph.nodes.push((lane, deps, buffer, offset, mode));
@@ -737,21 +540,9 @@ fn capture(
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let kind = kind_of(mode);
                 // The site carries the node index; launch ops are numbered by the oracle later.
-                let node_origin = Origin {
-                    api: "node",
-                    thread: ThreadId(1),
-                    site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32),
-                };
+                let node_origin = Origin { api: "node", thread: ThreadId(1), site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32) };
                 let access = [model_access(lo, 8, kind)];
-                model.work(
-                    stream_ref(stream),
-                    Work {
-                        origin: node_origin,
-                        kernel: kind.kernel,
-                        accesses: &access,
-                        host: HostEffect::None,
-                    },
-                );
+                model.work(stream_ref(stream), Work { origin: node_origin, kernel: kind.kernel, accesses: &access, host: HostEffect::None });
             }
             Item::ForkSync => {
                 let from = frontier[0].clone();
@@ -785,12 +576,7 @@ thread_local! {
 
 fn launch(model: &Model, oracle: &mut Oracle, graph: usize, stream: usize) {
     let launch_op = oracle.issue(stream, &[]);
-    let previous: Vec<usize> = oracle
-        .last_launch
-        .get(&graph)
-        .copied()
-        .into_iter()
-        .collect();
+    let previous: Vec<usize> = oracle.last_launch.get(&graph).copied().into_iter().collect();
     let g = oracle.graphs[graph].clone();
     let mut instances = Vec::new();
     for (node, (_, deps, buffer, offset, mode)) in g.nodes.iter().enumerate() {
@@ -809,11 +595,7 @@ fn launch(model: &Model, oracle: &mut Oracle, graph: usize, stream: usize) {
     let end = oracle.new_op(&end_preds);
     oracle.last.insert(stream, end);
     oracle.last_launch.insert(graph, end);
-    model.graph_launch(
-        0x7000 + graph as u64,
-        stream_ref(stream),
-        &origin(launch_op, stream),
-    );
+    model.graph_launch(0x7000 + graph as u64, stream_ref(stream), &origin(launch_op, stream));
 }
 
 /// Maps a model race's op (a step op, or a graph node at capture) to the oracle ops it may
@@ -837,23 +619,9 @@ fn check(steps: &[Step]) -> Result<(), TestCaseError> {
     for &(second, buffer, kind, _first) in &races {
         let ops = oracle_ops(second);
         // A report about a graph node: it must hold for one of the node's launches.
-        let matching: Vec<usize> = ops
-            .iter()
-            .copied()
-            .filter(|op| {
-                oracle
-                    .verdicts
-                    .get(op)
-                    .is_some_and(|(_, k)| k.contains(&kind))
-            })
-            .collect();
+        let matching: Vec<usize> = ops.iter().copied().filter(|op| oracle.verdicts.get(op).is_some_and(|(_, k)| k.contains(&kind))).collect();
         prop_assert!(!matching.is_empty(), "model reported {kind:?} on buffer {buffer} at op(s) {ops:?}, the oracle did not\nsteps: {steps:#?}\noracle: {:?}", oracle.verdicts);
-        reported
-            .entry(buffer)
-            .or_default()
-            .entry(matching[0])
-            .or_default()
-            .insert(kind);
+        reported.entry(buffer).or_default().entry(matching[0]).or_default().insert(kind);
     }
     // The first race on each buffer, per the oracle, is reported with exactly its kinds.
     let mut first_race: BTreeMap<usize, (usize, &BTreeSet<RaceKind>)> = BTreeMap::new();
@@ -890,10 +658,7 @@ fn generated_programs_exercise_races_and_graphs() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let (mut with_race, mut with_node_race, total) = (0, 0, 400);
-    for strategy in [
-        program(step(), 1..40).boxed(),
-        program(graph_step(), 1..16).boxed(),
-    ] {
+    for strategy in [program(step(), 1..40).boxed(), program(graph_step(), 1..16).boxed()] {
         for _ in 0..total / 2 {
             let steps = strategy.new_tree(&mut runner).unwrap().current();
             LAUNCH_OPS.with(|l| l.borrow_mut().clear());
@@ -902,14 +667,8 @@ fn generated_programs_exercise_races_and_graphs() {
             with_node_race += races.iter().any(|r| (r.0 + 1) & 0x8000_0000 != 0) as usize;
         }
     }
-    assert!(
-        with_race > total / 4,
-        "{with_race} of {total} programs race"
-    );
-    assert!(
-        with_node_race > total / 20,
-        "{with_node_race} of {total} programs race on a graph node"
-    );
+    assert!(with_race > total / 4, "{with_race} of {total} programs race");
+    assert!(with_node_race > total / 20, "{with_node_race} of {total} programs race on a graph node");
 }
 
 /// Fixed programs the property test once found wrong, kept as regressions.
@@ -918,34 +677,10 @@ fn legacy_stream_orders_blocking_streams_both_ways() {
     // A write on the legacy stream, a read on a blocking stream (ordered), a write on a
     // non-blocking stream (not ordered with either).
     let steps = vec![
-        Step::AllocAsync {
-            stream: 4,
-            buffer: 0,
-        },
-        Step::Access {
-            stream: 0,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 1,
-            host: 0,
-        },
-        Step::Access {
-            stream: 4,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 0,
-            host: 0,
-        },
-        Step::Access {
-            stream: 5,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 1,
-            host: 0,
-        },
+        Step::AllocAsync { stream: 4, buffer: 0 },
+        Step::Access { stream: 0, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Access { stream: 4, buffer: 0, offset: 0, len: 1, mode: 0, host: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
     ];
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
@@ -960,49 +695,16 @@ fn launches_of_an_empty_graph_still_order_each_other() {
     // one stream and again on another, still orders the second stream after the write.
     let steps = vec![
         Step::AllocSync { buffer: 0 },
-        Step::Capture {
-            origin: 5,
-            fork: 4,
-            items: vec![Item::ForkSync],
-        },
-        Step::Capture {
-            origin: 5,
-            fork: 4,
-            items: vec![Item::Node {
-                lane: 0,
-                buffer: 0,
-                offset: 0,
-                mode: 0,
-            }],
-        },
-        Step::Access {
-            stream: 2,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 1,
-            host: 0,
-        },
-        Step::Launch {
-            graph: 0,
-            stream: 0,
-        },
-        Step::Launch {
-            graph: 0,
-            stream: 7,
-        },
-        Step::Launch {
-            graph: 1,
-            stream: 7,
-        },
+        Step::Capture { origin: 5, fork: 4, items: vec![Item::ForkSync] },
+        Step::Capture { origin: 5, fork: 4, items: vec![Item::Node { lane: 0, buffer: 0, offset: 0, mode: 0 }] },
+        Step::Access { stream: 2, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Launch { graph: 0, stream: 0 },
+        Step::Launch { graph: 0, stream: 7 },
+        Step::Launch { graph: 1, stream: 7 },
     ];
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
-    assert!(
-        oracle.verdicts.is_empty() && races.is_empty(),
-        "{:?} {races:?}",
-        oracle.verdicts
-    );
+    assert!(oracle.verdicts.is_empty() && races.is_empty(), "{:?} {races:?}", oracle.verdicts);
 }
 
 #[test]
@@ -1011,37 +713,13 @@ fn a_recreated_event_handle_orders_nothing_until_recorded() {
     // again; another stream waits on it (a wait on an unrecorded event) and reads: a race.
     let steps = vec![
         Step::AllocSync { buffer: 0 },
-        Step::Access {
-            stream: 4,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 1,
-            host: 0,
-        },
-        Step::Record {
-            event: 0,
-            stream: 4,
-        },
+        Step::Access { stream: 4, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Record { event: 0, stream: 4 },
         Step::EventRecreate { event: 0 },
-        Step::Wait {
-            stream: 5,
-            event: 0,
-        },
-        Step::Access {
-            stream: 5,
-            buffer: 0,
-            offset: 0,
-            len: 1,
-            mode: 0,
-            host: 0,
-        },
+        Step::Wait { stream: 5, event: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 0, host: 0 },
     ];
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
-    assert!(
-        !oracle.verdicts.is_empty() && !races.is_empty(),
-        "{:?} {races:?}",
-        oracle.verdicts
-    );
+    assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
 }

@@ -15,29 +15,13 @@ fn text(bytes: &[u8]) -> String {
 /// The report of `lifecycle MODE` under streamsan.
 fn report_of(mode: &str) -> PathBuf {
     let dir = scratch(&format!("report-of-{mode}"));
-    streamsan(&dir)
-        .args(["run", "--quiet", "--report"])
-        .arg(dir.join("report.%p.json"))
-        .arg("--")
-        .arg(lifecycle())
-        .arg(mode)
-        .output()
-        .unwrap();
-    reports_in(&dir, "report.")
-        .into_iter()
-        .next()
-        .expect("a report")
-        .0
+    streamsan(&dir).args(["run", "--quiet", "--report"]).arg(dir.join("report.%p.json")).arg("--").arg(lifecycle()).arg(mode).output().unwrap();
+    reports_in(&dir, "report.").into_iter().next().expect("a report").0
 }
 
 fn report(args: &[&str], files: &[&Path]) -> Output {
     let dir = scratch("report-command");
-    streamsan(&dir)
-        .arg("report")
-        .args(args)
-        .args(files)
-        .output()
-        .unwrap()
+    streamsan(&dir).arg("report").args(args).args(files).output().unwrap()
 }
 
 #[test]
@@ -47,10 +31,7 @@ fn a_report_is_rendered_and_fails_while_races_remain() {
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
     assert_eq!(stdout.matches("WARNING: streamsan:").count(), 2, "{stdout}");
-    assert!(
-        stdout.ends_with("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc)\n"),
-        "{stdout}"
-    );
+    assert!(stdout.ends_with("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc)\n"), "{stdout}");
     let clean = report(&[], &[&report_of("clean")]);
     assert_eq!(clean.status.code(), Some(0));
     assert_eq!(text(&clean.stdout), "streamsan: no race\n");
@@ -63,21 +44,13 @@ fn reports_merge_and_filter() {
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let races = merged["races"].as_array().unwrap();
     assert_eq!(races.len(), 2, "the same races, once each");
-    assert!(
-        races.iter().all(|r| r["count"] == 2),
-        "counted twice: {races:?}"
-    );
+    assert!(races.iter().all(|r| r["count"] == 2), "counted twice: {races:?}");
     let dir = scratch("merged-schema");
     std::fs::write(dir.join("merged.json"), &out.stdout).unwrap();
     assert_matches_schema(&dir.join("merged.json"));
     let only = report(&["--kind", "use-before-alloc"], &[&racy]);
     let stdout = text(&only.stdout);
-    assert_eq!(
-        stdout
-            .matches("WARNING: streamsan: use-before-alloc")
-            .count(),
-        1
-    );
+    assert_eq!(stdout.matches("WARNING: streamsan: use-before-alloc").count(), 1);
     assert!(!stdout.contains("cross-stream-race ("), "{stdout}");
 }
 
@@ -88,11 +61,7 @@ fn suppressions_apply_to_reports_too() {
     let file = dir.join("s.supp");
     std::fs::write(&file, "use-before-alloc:lifecycle.c\n").unwrap();
     let out = report(&["--suppressions", file.to_str().unwrap()], &[&racy]);
-    assert!(
-        text(&out.stdout).ends_with("streamsan: 1 race (1 cross-stream-race), 1 suppressed\n"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert!(text(&out.stdout).ends_with("streamsan: 1 race (1 cross-stream-race), 1 suppressed\n"), "{}", text(&out.stdout));
 }
 
 #[test]
@@ -103,11 +72,7 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
     let truncated = dir.join("truncated.json");
     std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
     let other = dir.join("other.json");
-    std::fs::write(
-        &other,
-        r#"{"tool": "tsan", "version": "1", "pid": 1, "command": []}"#,
-    )
-    .unwrap();
+    std::fs::write(&other, r#"{"tool": "tsan", "version": "1", "pid": 1, "command": []}"#).unwrap();
     let garbage = dir.join("garbage.json");
     std::fs::write(&garbage, [0xff, 0xfe, 0x00]).unwrap();
     for (file, says) in [
@@ -119,10 +84,7 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
         let out = report(&[], &[file.as_path()]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{}: {stderr}", file.display());
-        assert!(
-            stderr.starts_with(&format!("streamsan: {}:", file.display())),
-            "{stderr}"
-        );
+        assert!(stderr.starts_with(&format!("streamsan: {}:", file.display())), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }

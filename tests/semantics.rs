@@ -16,83 +16,42 @@ fn program() -> &'static PathBuf {
         let mut flags = link_cuda();
         flags.push("-lpthread".into());
         flags.push("-ldl".into());
-        compile_c(
-            "semantics",
-            &flags.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
+        compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>())
     })
 }
 
 fn run_twin(scenario: &str, twin: &str) -> Run {
     let env = vec![("STANDIN_DEFER_CALLBACKS", "1".to_string())];
-    let run = run_with(
-        program(),
-        &[scenario, twin],
-        RunOptions {
-            env: env.clone(),
-            ..Default::default()
-        },
-    );
+    let run = run_with(program(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
-    let native = run_with(
-        program(),
-        &[scenario, twin],
-        RunOptions { env, native: true },
-    );
-    assert_eq!(
-        native.stdout(),
-        run.stdout(),
-        "{scenario} {twin}: output changed"
-    );
+    let native = run_with(program(), &[scenario, twin], RunOptions { env, native: true });
+    assert_eq!(native.stdout(), run.stdout(), "{scenario} {twin}: output changed");
     run
 }
 
 /// What the scenario program's own table says its racy twin reports.
 fn listed_kind(scenario: &str) -> String {
-    let listed = run_with(
-        program(),
-        &["list"],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    )
-    .stdout();
-    let line = listed
-        .lines()
-        .find(|l| l.split(' ').next() == Some(scenario))
-        .expect("listed scenario");
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let line = listed.lines().find(|l| l.split(' ').next() == Some(scenario)).expect("listed scenario");
     line.split(' ').nth(1).unwrap().to_string()
 }
 
 /// Runs both twins: the racy one must report `kind` (and `hazard`, for a cross-stream race),
 /// the fixed one nothing.
 fn check(scenario: &str, kind: &str, hazard: Option<&str>) {
-    assert_eq!(
-        listed_kind(scenario),
-        kind,
-        "the program's table disagrees for {scenario}"
-    );
+    assert_eq!(listed_kind(scenario), kind, "the program's table disagrees for {scenario}");
     let racy = run_twin(scenario, "racy").report();
     assert!(
-        racy.races_of(kind)
-            .any(|r| hazard.is_none() || r.hazard.map(|h| h.as_str()) == hazard),
+        racy.races_of(kind).any(|r| hazard.is_none() || r.hazard.map(|h| h.as_str()) == hazard),
         "{scenario} racy: expected {kind} {hazard:?}, got {:?}",
-        racy.races
-            .iter()
-            .map(|r| (&r.kind, &r.hazard))
-            .collect::<Vec<_>>()
+        racy.races.iter().map(|r| (&r.kind, &r.hazard)).collect::<Vec<_>>()
     );
     let fixed = run_twin(scenario, "fixed").report();
     assert!(
         fixed.races.is_empty(),
         "{scenario} fixed: expected no race, got {:?}",
-        fixed
-            .races
-            .iter()
-            .map(|r| (&r.kind, &r.hazard, streamsan::report::text::missing_wait(r)))
-            .collect::<Vec<_>>()
+        fixed.races.iter().map(|r| (&r.kind, &r.hazard, streamsan::report::text::missing_wait(r))).collect::<Vec<_>>()
     );
 }
 
@@ -107,13 +66,7 @@ fn event_record_and_wait_order_two_streams() {
 fn a_wait_on_a_never_recorded_event_orders_nothing_and_is_noted() {
     check("wait_unrecorded_event", CROSS, Some("RAW"));
     let racy = run_twin("wait_unrecorded_event", "racy").report();
-    assert!(
-        racy.notes
-            .iter()
-            .any(|n| n.kind == "wait-on-unrecorded-event"),
-        "{:?}",
-        racy.notes
-    );
+    assert!(racy.notes.iter().any(|n| n.kind == "wait-on-unrecorded-event"), "{:?}", racy.notes);
 }
 
 #[test]
@@ -294,11 +247,7 @@ fn a_peer_copy_into_a_fresh_array_waits_for_its_allocation() {
 fn a_synchronous_free_does_not_wait_for_other_devices() {
     check("sync_free_and_another_device", "free-race", None);
     let racy = run_twin("sync_free_and_another_device", "racy").report();
-    assert_eq!(
-        racy.races[0].missing_wait.action, "host-waits",
-        "{:?}",
-        racy.races[0].missing_wait
-    );
+    assert_eq!(racy.races[0].missing_wait.action, "host-waits", "{:?}", racy.races[0].missing_wait);
 }
 
 #[test]
@@ -308,21 +257,9 @@ fn an_event_orders_streams_of_two_devices() {
 
 #[test]
 fn every_scenario_has_a_test() {
-    let listed = run_with(
-        program(),
-        &["list"],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    )
-    .stdout();
-    let source = std::fs::read_to_string(file!()).unwrap()
-        + &std::fs::read_to_string("tests/reports.rs").unwrap();
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let source = std::fs::read_to_string(file!()).unwrap() + &std::fs::read_to_string("tests/reports.rs").unwrap();
     for name in listed.lines().map(|l| l.split(' ').next().unwrap()) {
-        assert!(
-            source.contains(&format!("\"{name}\"")),
-            "scenario {name} has no test"
-        );
+        assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
     }
 }

@@ -14,14 +14,7 @@ use streamsan::report::{describe_site, Report};
 
 /// Runs `stress MODE` under streamsan; fails if it takes more than two minutes.
 fn stress(mode: &str) -> Report {
-    let exe = compile_c(
-        "stress",
-        &[link_cuda(), vec!["-lpthread".into()]]
-            .concat()
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let exe = compile_c("stress", &[link_cuda(), vec!["-lpthread".into()]].concat().iter().map(String::as_str).collect::<Vec<_>>());
     let dir = scratch(&format!("stress-{mode}"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_streamsan"))
         .args(["run", "--quiet", "--report"])
@@ -46,15 +39,8 @@ fn stress(mode: &str) -> Report {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(
-        matches!(status.code(), Some(0 | 66)),
-        "stress {mode}: {status:?}"
-    );
-    reports_in(&dir, "report.")
-        .into_iter()
-        .next()
-        .expect("a report")
-        .1
+    assert!(matches!(status.code(), Some(0 | 66)), "stress {mode}: {status:?}");
+    reports_in(&dir, "report.").into_iter().next().expect("a report").1
 }
 
 /// The races as (kind, hazard, first site, second site) -> occurrences.
@@ -63,13 +49,7 @@ fn verdicts(report: &Report) -> BTreeMap<String, u64> {
         .races
         .iter()
         .map(|r| {
-            let key = format!(
-                "{} {:?} {} -> {}",
-                r.kind,
-                r.hazard,
-                describe_site(&r.first.site),
-                describe_site(&r.second.site)
-            );
+            let key = format!("{} {:?} {} -> {}", r.kind, r.hazard, describe_site(&r.first.site), describe_site(&r.second.site));
             (key, r.count)
         })
         .collect()
@@ -82,8 +62,5 @@ fn sixteen_threads_at_once_find_what_they_find_one_after_another() {
     let (c, s) = (verdicts(&concurrent), verdicts(&serial));
     assert!(!s.is_empty(), "the sequences race somewhere");
     assert_eq!(c, s, "concurrent and serial verdicts differ");
-    assert_eq!(
-        concurrent.intercepted, serial.intercepted,
-        "every call seen, either way"
-    );
+    assert_eq!(concurrent.intercepted, serial.intercepted, "every call seen, either way");
 }

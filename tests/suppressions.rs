@@ -22,10 +22,7 @@ fn run_suppressed(suppressions: &str) -> (Option<i32>, Report) {
         .arg("races")
         .output()
         .unwrap();
-    let (path, report) = reports_in(&dir, "report.")
-        .into_iter()
-        .next()
-        .expect("a report");
+    let (path, report) = reports_in(&dir, "report.").into_iter().next().expect("a report");
     assert_matches_schema(&path);
     (out.status.code(), report)
 }
@@ -40,8 +37,7 @@ fn a_race_line_matches_kernels_and_frames_of_either_operation() {
     assert_eq!(kinds(&report), Vec::<&str>::new());
     assert_eq!(report.summary.suppressed, 2);
     assert_eq!(code, Some(0), "nothing left to report");
-    let (_, report) =
-        run_suppressed("# the driver's own module matches frames too\nrace:lifecycle\n");
+    let (_, report) = run_suppressed("# the driver's own module matches frames too\nrace:lifecycle\n");
     assert_eq!(report.summary.suppressed, 2);
 }
 
@@ -56,15 +52,9 @@ fn a_kind_line_leaves_the_other_kinds() {
 #[test]
 fn race_top_looks_at_the_program_frame_only() {
     let (_, report) = run_suppressed("race_top:lifecycle.c\n");
-    assert_eq!(
-        report.summary.suppressed, 2,
-        "main in lifecycle.c is where both are issued"
-    );
+    assert_eq!(report.summary.suppressed, 2, "main in lifecycle.c is where both are issued");
     let (_, report) = run_suppressed("race_top:libc.so\n");
-    assert_eq!(
-        report.summary.suppressed, 0,
-        "libc is on the stacks, not at their tops"
-    );
+    assert_eq!(report.summary.suppressed, 0, "libc is on the stacks, not at their tops");
     let (_, report) = run_suppressed("race:libc.so\n");
     assert_eq!(report.summary.suppressed, 2, "...which race: lines see");
 }
@@ -84,13 +74,7 @@ fn a_bad_line_stops_the_run_before_the_program_starts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "{}:2: unknown type \"race_bottom\"",
-            file.display()
-        )),
-        "{stderr}"
-    );
+    assert!(stderr.contains(&format!("{}:2: unknown type \"race_bottom\"", file.display())), "{stderr}");
     assert!(calls(&dir).is_empty(), "the program did not run");
 }
 

@@ -95,14 +95,7 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    pub fn new(
-        id: u64,
-        base: u64,
-        size: u64,
-        kind: MemoryKind,
-        ctx: u64,
-        alloc: OpRecord,
-    ) -> Buffer {
+    pub fn new(id: u64, base: u64, size: u64, kind: MemoryKind, ctx: u64, alloc: OpRecord) -> Buffer {
         Buffer {
             id,
             base,
@@ -162,12 +155,7 @@ impl Granule {
     fn insert(&mut self, buffer: Arc<Buffer>) {
         let key = (buffer.base, std::cmp::Reverse(buffer.end()));
         let at = self.bases.partition_point(|&b| b < key.0);
-        let at = at
-            + self.ends[at..]
-                .iter()
-                .zip(&self.bases[at..])
-                .take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key)
-                .count();
+        let at = at + self.ends[at..].iter().zip(&self.bases[at..]).take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key).count();
         self.bases.insert(at, buffer.base);
         self.ends.insert(at, buffer.end());
         self.buffers.insert(at, buffer);
@@ -194,12 +182,7 @@ impl Granule {
     }
 
     /// Removes the buffers overlapping `[base, end)` that `drop` selects.
-    fn remove_overlapping(
-        &mut self,
-        base: u64,
-        end: u64,
-        mut drop: impl FnMut(&Arc<Buffer>) -> bool,
-    ) {
+    fn remove_overlapping(&mut self, base: u64, end: u64, mut drop: impl FnMut(&Arc<Buffer>) -> bool) {
         let mut i = self.bases.partition_point(|&b| b < end);
         let mut lowest = None;
         while i > 0 && self.reach[i - 1] > base {
@@ -315,8 +298,7 @@ impl BufferMap {
             let mut granule = self.granules.entry(g).or_default();
             granule.remove_overlapping(base, end, |b| {
                 over_live |= !b.is_freed();
-                let encloses_new =
-                    b.base <= base && end <= b.end() && (b.base, b.end()) != (base, end);
+                let encloses_new = b.base <= base && end <= b.end() && (b.base, b.end()) != (base, end);
                 !encloses_new || b.is_freed()
             });
             granule.insert(buffer.clone());
@@ -401,16 +383,8 @@ impl BufferMap {
     pub fn quarantine(&self, buffer: &Buffer) {
         let evicted = {
             let mut q = self.quarantine.lock().unwrap_or_else(|e| e.into_inner());
-            q.push_back(Quarantined {
-                base: buffer.base,
-                end: buffer.end(),
-                id: buffer.id,
-            });
-            if q.len() > QUARANTINE {
-                q.pop_front()
-            } else {
-                None
-            }
+            q.push_back(Quarantined { base: buffer.base, end: buffer.end(), id: buffer.id });
+            if q.len() > QUARANTINE { q.pop_front() } else { None }
         };
         if let Some(old) = evicted {
             for g in granules(old.base, old.end) {
@@ -443,19 +417,8 @@ mod tests {
     use crate::model::op::{Origin, StackId, ThreadId};
 
     fn buffer(map: &BufferMap, id: u64, base: u64, size: u64) -> Arc<Buffer> {
-        let origin = Origin {
-            api: "test",
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        let b = Arc::new(Buffer::new(
-            id,
-            base,
-            size,
-            MemoryKind::Device,
-            1,
-            OpRecord::new(&origin, None, Epoch::new(0, 1)),
-        ));
+        let origin = Origin { api: "test", thread: ThreadId(1), site: StackId(0) };
+        let b = Arc::new(Buffer::new(id, base, size, MemoryKind::Device, 1, OpRecord::new(&origin, None, Epoch::new(0, 1))));
         map.insert(b.clone());
         b
     }
@@ -475,11 +438,7 @@ mod tests {
             buffer(&map, i, 0x1000_0000 + i * 512, 64);
         }
         assert_eq!(found(&map, 0x1000_0000 + 17 * 512 + 63), Some((true, 17)));
-        assert_eq!(
-            found(&map, 0x1000_0000 + 17 * 512 + 64),
-            None,
-            "the gap after a buffer"
-        );
+        assert_eq!(found(&map, 0x1000_0000 + 17 * 512 + 64), None, "the gap after a buffer");
         assert_eq!(found(&map, 0x0fff_ffff), None);
     }
 
@@ -494,17 +453,9 @@ mod tests {
         assert_eq!(found(&map, 0x2070_0000), Some((true, 1)));
         block.mark_freed(&mut block.lock(), block.alloc);
         same_base.mark_freed(&mut same_base.lock(), same_base.alloc);
-        assert_eq!(
-            found(&map, 0x2030_0010),
-            Some((true, 1)),
-            "live enclosing before freed nested"
-        );
+        assert_eq!(found(&map, 0x2030_0010), Some((true, 1)), "live enclosing before freed nested");
         pool.mark_freed(&mut pool.lock(), pool.alloc);
-        assert_eq!(
-            found(&map, 0x2030_0010),
-            Some((false, 3)),
-            "the most recently freed"
-        );
+        assert_eq!(found(&map, 0x2030_0010), Some((false, 3)), "the most recently freed");
         // A new allocation over freed bytes forgets them where it lies.
         buffer(&map, 4, 0x2030_0000, 128);
         assert_eq!(found(&map, 0x2030_0010), Some((true, 4)));
@@ -529,22 +480,14 @@ mod tests {
             let b = buffer(&map, i, 0x4000_0000 + i * 64, 64);
             free(&map, &b);
         }
-        assert_eq!(
-            found(&map, 0x3000_0000),
-            Some((false, 1)),
-            "still in quarantine"
-        );
+        assert_eq!(found(&map, 0x3000_0000), Some((false, 1)), "still in quarantine");
         // Forgetting `first` (already gone from its granule) leaves `again` findable.
         let b = buffer(&map, 1 << 20, 0x5000_0000, 64);
         free(&map, &b);
         assert_eq!(found(&map, 0x3000_0000), Some((false, 1)));
         let b = buffer(&map, (1 << 20) + 1, 0x5000_0040, 64);
         free(&map, &b);
-        assert_eq!(
-            found(&map, 0x3000_0000),
-            None,
-            "forgotten once QUARANTINE frees came after it"
-        );
+        assert_eq!(found(&map, 0x3000_0000), None, "forgotten once QUARANTINE frees came after it");
         assert_eq!(found(&map, 0x4000_0000 + 2 * 64), Some((false, 2)));
     }
 }

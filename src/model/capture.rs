@@ -35,10 +35,7 @@ impl HostCallback {
     }
 
     pub fn set(&self, clock: &VectorClock) {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .assign(clock);
+        self.clock.lock().unwrap_or_else(|e| e.into_inner()).assign(clock);
     }
 
     pub fn clock(&self) -> VectorClock {
@@ -49,26 +46,14 @@ impl HostCallback {
 /// What a node does when the graph runs.
 pub enum NodeKind {
     /// A kernel, copy or memset.
-    Work {
-        accesses: Vec<Access>,
-    },
+    Work { accesses: Vec<Access> },
     /// A memory node allocating `[base, base + size)`.
-    Alloc {
-        base: u64,
-        size: u64,
-        ctx: u64,
-    },
-    Free {
-        base: u64,
-    },
+    Alloc { base: u64, size: u64, ctx: u64 },
+    Free { base: u64 },
     /// `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)` in a capture.
-    RecordEvent {
-        event: u64,
-    },
+    RecordEvent { event: u64 },
     /// A wait on an event recorded outside the capture.
-    WaitEvent {
-        event: u64,
-    },
+    WaitEvent { event: u64 },
     HostFunc(Arc<HostCallback>),
     /// Anything else: it orders, touches nothing.
     Empty,
@@ -112,11 +97,7 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Capture {
     pub fn new() -> Arc<Capture> {
-        Arc::new(Capture {
-            nodes: Mutex::new(Vec::new()),
-            lanes: Mutex::new(Vec::new()),
-            members: Mutex::new(Vec::new()),
-        })
+        Arc::new(Capture { nodes: Mutex::new(Vec::new()), lanes: Mutex::new(Vec::new()), members: Mutex::new(Vec::new()) })
     }
 
     /// Adds a stream, whose slot is `slot`, to the capture as a new lane.
@@ -141,10 +122,7 @@ impl Capture {
     /// The captured graph. The capture is over.
     pub fn finish(&self) -> Graph {
         locked(&self.members).clear();
-        Graph {
-            nodes: std::mem::take(&mut *locked(&self.nodes)),
-            lane_streams: locked(&self.lanes).clone(),
-        }
+        Graph { nodes: std::mem::take(&mut *locked(&self.nodes)), lane_streams: locked(&self.lanes).clone() }
     }
 }
 

@@ -82,14 +82,9 @@ impl VectorClock {
     fn own(&self, slot: Slot) -> u32 {
         // Short lists are searched in order; long ones (a stream that waited on many) halved.
         if self.own.len() <= 8 {
-            self.own
-                .iter()
-                .find(|&&(s, _)| s == slot)
-                .map_or(0, |&(_, t)| t)
+            self.own.iter().find(|&&(s, _)| s == slot).map_or(0, |&(_, t)| t)
         } else {
-            self.own
-                .binary_search_by_key(&slot, |&(s, _)| s)
-                .map_or(0, |i| self.own[i].1)
+            self.own.binary_search_by_key(&slot, |&(s, _)| s).map_or(0, |i| self.own[i].1)
         }
     }
 
@@ -121,11 +116,7 @@ impl VectorClock {
     pub fn join(&mut self, other: &VectorClock) -> bool {
         let mut changed = false;
         if let Some(theirs) = &other.host {
-            if self
-                .host
-                .as_ref()
-                .is_none_or(|mine| mine.version < theirs.version)
-            {
+            if self.host.as_ref().is_none_or(|mine| mine.version < theirs.version) {
                 self.host = Some(theirs.clone());
                 changed = true;
             }
@@ -141,11 +132,7 @@ impl VectorClock {
 
     /// Joins the host's clock as of `snapshot`.
     pub fn join_host(&mut self, snapshot: &Arc<HostSnapshot>) -> bool {
-        if self
-            .host
-            .as_ref()
-            .is_some_and(|mine| mine.version >= snapshot.version)
-        {
+        if self.host.as_ref().is_some_and(|mine| mine.version >= snapshot.version) {
             return false;
         }
         self.host = Some(snapshot.clone());
@@ -171,10 +158,7 @@ impl VectorClock {
         let mut all: Vec<Slot> = (0..slots).chain(self.own.iter().map(|&(s, _)| s)).collect();
         all.sort_unstable();
         all.dedup();
-        all.into_iter()
-            .map(|s| (s, self.get(s)))
-            .filter(|&(_, t)| t > 0)
-            .collect()
+        all.into_iter().map(|s| (s, self.get(s))).filter(|&(_, t)| t > 0).collect()
     }
 }
 
@@ -245,14 +229,7 @@ impl HostClock {
     /// The clock as it is now, shared.
     pub fn snapshot(&mut self) -> Arc<HostSnapshot> {
         let (times, version) = (&self.times, self.version);
-        self.snapshot
-            .get_or_insert_with(|| {
-                Arc::new(HostSnapshot {
-                    version,
-                    times: times.clone(),
-                })
-            })
-            .clone()
+        self.snapshot.get_or_insert_with(|| Arc::new(HostSnapshot { version, times: times.clone() })).clone()
     }
 }
 
@@ -284,10 +261,7 @@ mod tests {
         stream.tick(5);
         host.join(&stream);
         let early = host.snapshot();
-        assert!(
-            Arc::ptr_eq(&early, &host.snapshot()),
-            "one snapshot per version"
-        );
+        assert!(Arc::ptr_eq(&early, &host.snapshot()), "one snapshot per version");
         host.tick();
         let late = host.snapshot();
         let (mut a, mut b) = (VectorClock::new(), VectorClock::new());

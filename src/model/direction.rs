@@ -40,24 +40,14 @@ thread_local! {
 
 impl Default for Directions {
     fn default() -> Directions {
-        Directions {
-            outputs: FastSet::default(),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            generation: AtomicU64::new(0),
-        }
+        Directions { outputs: FastSet::default(), id: NEXT_ID.fetch_add(1, Ordering::Relaxed), generation: AtomicU64::new(0) }
     }
 }
 
 impl Directions {
     /// The mode to record for an access in `mode` by `kernel` through the parameter slot
     /// `slot`, to bytes that nobody touched yet if `untouched`.
-    pub fn resolve(
-        &self,
-        mode: Mode,
-        kernel: Option<KernelId>,
-        slot: Option<u32>,
-        untouched: impl FnOnce() -> bool,
-    ) -> Mode {
+    pub fn resolve(&self, mode: Mode, kernel: Option<KernelId>, slot: Option<u32>, untouched: impl FnOnce() -> bool) -> Mode {
         if mode != Mode::Unknown {
             return mode;
         }
@@ -79,9 +69,7 @@ impl Directions {
     fn is_output(&self, (kernel, slot): (KernelId, u32)) -> bool {
         let generation = self.generation.load(Ordering::Acquire);
         let key = (self.id, kernel, slot);
-        if let Ok(Some(known)) =
-            KNOWN.try_with(|k| k.try_borrow().ok()?.get(&key, generation).copied())
-        {
+        if let Ok(Some(known)) = KNOWN.try_with(|k| k.try_borrow().ok()?.get(&key, generation).copied()) {
             return known;
         }
         let known = self.outputs.contains(&(kernel, slot));
@@ -104,34 +92,17 @@ mod tests {
     fn known_directions_are_kept() {
         let d = Directions::default();
         assert_eq!(d.resolve(Mode::Read, K, Some(0), || true), Mode::Read);
-        assert_eq!(
-            d.resolve(Mode::ReadWrite, K, Some(0), || true),
-            Mode::ReadWrite
-        );
+        assert_eq!(d.resolve(Mode::ReadWrite, K, Some(0), || true), Mode::ReadWrite);
     }
 
     #[test]
     fn a_slot_given_fresh_memory_is_an_output_from_then_on() {
         let d = Directions::default();
-        assert_eq!(
-            d.resolve(Mode::Unknown, K, Some(8), || false),
-            Mode::Unknown
-        );
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || false), Mode::Unknown);
         assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || true), Mode::Write);
-        assert_eq!(
-            d.resolve(Mode::Unknown, K, Some(8), || false),
-            Mode::ReadWrite
-        );
-        assert_eq!(
-            d.resolve(Mode::Unknown, K, Some(0), || false),
-            Mode::Unknown,
-            "another slot"
-        );
-        assert_eq!(
-            d.resolve(Mode::Unknown, Some(KernelId(8)), Some(8), || false),
-            Mode::Unknown,
-            "another kernel"
-        );
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(8), || false), Mode::ReadWrite);
+        assert_eq!(d.resolve(Mode::Unknown, K, Some(0), || false), Mode::Unknown, "another slot");
+        assert_eq!(d.resolve(Mode::Unknown, Some(KernelId(8)), Some(8), || false), Mode::Unknown, "another kernel");
     }
 
     #[test]

@@ -20,10 +20,7 @@ pub enum EventState {
     /// Recorded on a stream: a snapshot of that stream's clock (re-recording replaces it).
     Recorded(VectorClock),
     /// Recorded on a capturing stream: the capture's nodes it stands for.
-    Captured {
-        capture: Arc<Capture>,
-        nodes: Vec<usize>,
-    },
+    Captured { capture: Arc<Capture>, nodes: Vec<usize> },
 }
 
 #[derive(Default)]
@@ -60,10 +57,7 @@ fn new_generation() -> u64 {
 
 impl Default for Events {
     fn default() -> Self {
-        Events {
-            map: fast_map(),
-            id: new_generation(),
-        }
+        Events { map: fast_map(), id: new_generation() }
     }
 }
 

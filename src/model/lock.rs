@@ -24,19 +24,12 @@ unsafe impl<T: Send> Sync for Lock<T> {}
 
 impl<T> Lock<T> {
     pub const fn new(value: T) -> Lock<T> {
-        Lock {
-            held: AtomicBool::new(false),
-            value: UnsafeCell::new(value),
-        }
+        Lock { held: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
     #[inline]
     pub fn lock(&self) -> Guard<'_, T> {
-        if self
-            .held
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        if self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.contended();
         }
         Guard { lock: self }
@@ -55,11 +48,7 @@ impl<T> Lock<T> {
                     std::thread::yield_now();
                 }
             }
-            if self
-                .held
-                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
+            if self.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                 return;
             }
         }

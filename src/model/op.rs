@@ -65,13 +65,7 @@ pub struct Access {
 
 impl Access {
     pub fn new(addr: u64, len: u64, mode: Mode) -> Access {
-        Access {
-            addr,
-            len,
-            mode,
-            exact: true,
-            slot: None,
-        }
+        Access { addr, len, mode, exact: true, slot: None }
     }
 }
 
@@ -90,13 +84,7 @@ pub struct OpRecord {
 
 impl OpRecord {
     pub fn new(origin: &Origin, kernel: Option<KernelId>, epoch: Epoch) -> OpRecord {
-        OpRecord {
-            api: origin.api,
-            kernel,
-            epoch,
-            thread: origin.thread,
-            site: origin.site,
-        }
+        OpRecord { api: origin.api, kernel, epoch, thread: origin.thread, site: origin.site }
     }
 }
 

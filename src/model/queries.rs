@@ -13,6 +13,7 @@ use super::streams::SlotOwner;
 use super::Model;
 
 impl Model {
+
     /// The id of a kernel, by its symbol (the name the driver gives, mangled for C++) and
     /// its name as people read it (demangled), interned on first use.
     pub fn kernel_id(&self, name: &str, symbol: &str) -> KernelId {
@@ -29,17 +30,13 @@ impl Model {
     /// A kernel's name, demangled.
     pub fn kernel_name(&self, id: KernelId) -> String {
         let k = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        k.1.get(id.0 as usize)
-            .map(|(name, _)| name.clone())
-            .unwrap_or_default()
+        k.1.get(id.0 as usize).map(|(name, _)| name.clone()).unwrap_or_default()
     }
 
     /// A kernel's symbol, as the driver names it (mangled for C++).
     pub fn kernel_symbol(&self, id: KernelId) -> String {
         let k = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        k.1.get(id.0 as usize)
-            .map(|(_, symbol)| symbol.clone())
-            .unwrap_or_default()
+        k.1.get(id.0 as usize).map(|(_, symbol)| symbol.clone()).unwrap_or_default()
     }
 
     /// Who owns a slot (for reports).

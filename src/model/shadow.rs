@@ -55,11 +55,7 @@ impl Shadow {
         clock: &'a VectorClock,
     ) -> impl Iterator<Item = &'a Record> + 'a {
         // Earlier operations of the same slot are ordered before this one.
-        let records = if self.sole == Some(epoch.slot) {
-            &[][..]
-        } else {
-            &self.records[..]
-        };
+        let records = if self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
         records.iter().filter(move |r| {
             r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
         })
@@ -68,20 +64,13 @@ impl Shadow {
     /// Whether `[lo, hi)` was never accessed (as far as the history knows, erring towards
     /// touched).
     pub fn untouched(&self, lo: u64, hi: u64) -> bool {
-        let forgotten = self
-            .forgotten
-            .is_some_and(|(flo, fhi)| flo < hi && lo < fhi);
+        let forgotten = self.forgotten.is_some_and(|(flo, fhi)| flo < hi && lo < fhi);
         !forgotten && !self.records.iter().any(|r| r.overlaps(lo, hi))
     }
 
     /// Every record not ordered before `clock` (what a free must wait for).
-    pub fn unordered<'a>(
-        &'a self,
-        clock: &'a VectorClock,
-    ) -> impl Iterator<Item = &'a Record> + 'a {
-        self.records
-            .iter()
-            .filter(move |r| !r.op.epoch.happens_before(clock))
+    pub fn unordered<'a>(&'a self, clock: &'a VectorClock) -> impl Iterator<Item = &'a Record> + 'a {
+        self.records.iter().filter(move |r| !r.op.epoch.happens_before(clock))
     }
 
     /// Adds an access by an operation whose clock is `clock`, dropping what it supersedes.
@@ -112,9 +101,7 @@ impl Shadow {
             // A read (an unknown access) supersedes reads (unknown accesses) of the same or fewer
             // bytes that are ordered before it: whatever races with them races with it. Neither
             // supersedes the other kind, which conflicts with different accesses.
-            self.records.retain(|r| {
-                !(r.mode == mode && lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock))
-            });
+            self.records.retain(|r| !(r.mode == mode && lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock)));
         }
         let slot = op.epoch.slot;
         self.sole = match self.sole {
@@ -149,13 +136,7 @@ mod tests {
     use crate::model::op::{StackId, ThreadId};
 
     fn op(slot: u32, time: u32) -> OpRecord {
-        OpRecord {
-            api: "test",
-            kernel: None,
-            epoch: Epoch::new(slot, time),
-            thread: ThreadId(1),
-            site: StackId(0),
-        }
+        OpRecord { api: "test", kernel: None, epoch: Epoch::new(slot, time), thread: ThreadId(1), site: StackId(0) }
     }
 
     fn clock(entries: &[(u32, u32)]) -> VectorClock {
@@ -173,11 +154,7 @@ mod tests {
         let reader = clock(&[(2, 1)]);
         let on_2 = Epoch::new(2, 1);
         assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &reader).count(), 1);
-        assert_eq!(
-            s.conflicts(8, 9, Mode::Read, on_2, &reader).count(),
-            0,
-            "disjoint bytes"
-        );
+        assert_eq!(s.conflicts(8, 9, Mode::Read, on_2, &reader).count(), 0, "disjoint bytes");
         let ordered = clock(&[(1, 1), (2, 1)]);
         assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &ordered).count(), 0);
     }
@@ -190,9 +167,7 @@ mod tests {
         assert_eq!(s.records().len(), 2);
         // A write ordered after only one of the reads conflicts with the other.
         let writer = clock(&[(1, 1), (3, 1)]);
-        let conflicts: Vec<_> = s
-            .conflicts(0, 8, Mode::Write, Epoch::new(3, 1), &writer)
-            .collect();
+        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Write, Epoch::new(3, 1), &writer).collect();
         assert_eq!(conflicts.len(), 1);
         assert_eq!(conflicts[0].op.epoch.slot, 2);
     }
@@ -214,30 +189,14 @@ mod tests {
         s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         s.record(0, 8, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
         // Stream 1's next access sees nothing to check, another stream's sees the write.
-        assert_eq!(
-            s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)]))
-                .count(),
-            0
-        );
-        assert_eq!(
-            s.conflicts(0, 8, Mode::Read, Epoch::new(2, 1), &clock(&[(2, 1)]))
-                .count(),
-            1
-        );
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 0);
+        assert_eq!(s.conflicts(0, 8, Mode::Read, Epoch::new(2, 1), &clock(&[(2, 1)])).count(), 1);
         // Once another stream's record is there, every check is made.
         s.record(0, 8, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
-        assert_eq!(
-            s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)]))
-                .count(),
-            1
-        );
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 1);
         // A write of stream 1 ordered after it leaves stream 1 alone again.
         s.record(0, 8, Mode::Write, op(1, 3), &clock(&[(1, 3), (2, 1)]));
-        assert_eq!(
-            s.conflicts(0, 8, Mode::Write, Epoch::new(1, 4), &clock(&[(1, 4)]))
-                .count(),
-            0
-        );
+        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 4), &clock(&[(1, 4)])).count(), 0);
     }
 
     #[test]
@@ -254,33 +213,17 @@ mod tests {
         s.record(0, 100, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
         s.record(40, 60, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
         let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.mode)).collect();
-        assert_eq!(
-            ranges,
-            vec![
-                (0, 40, Mode::Read),
-                (60, 100, Mode::Read),
-                (40, 60, Mode::Write)
-            ]
-        );
+        assert_eq!(ranges, vec![(0, 40, Mode::Read), (60, 100, Mode::Read), (40, 60, Mode::Write)]);
     }
 
     #[test]
     fn history_is_bounded() {
         let mut s = Shadow::default();
         for i in 0..(MAX_RECORDS as u64 + 10) {
-            s.record(
-                i,
-                i + 1,
-                Mode::Read,
-                op(i as u32 + 1, 1),
-                &clock(&[(i as u32 + 1, 1)]),
-            );
+            s.record(i, i + 1, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
         }
         assert_eq!(s.records().len(), MAX_RECORDS);
-        assert!(
-            !s.untouched(0, 1),
-            "a forgotten access still touched its bytes"
-        );
+        assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
         assert!(s.untouched(MAX_RECORDS as u64 + 10, MAX_RECORDS as u64 + 11));
     }
 }

@@ -69,18 +69,9 @@ pub struct StreamInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlotOwner {
     Host,
-    Stream {
-        handle: u64,
-        ctx: u64,
-        kind: StreamKind,
-        created_at: StackId,
-        thread: ThreadId,
-    },
+    Stream { handle: u64, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId },
     /// A lane of an executable graph; its nodes ran on the stream of `launch_slot`.
-    GraphLane {
-        exec: u64,
-        launch_slot: Slot,
-    },
+    GraphLane { exec: u64, launch_slot: Slot },
 }
 
 /// Hands out slots and remembers their owners.
@@ -90,9 +81,7 @@ pub struct Slots {
 
 impl Slots {
     pub fn new() -> Slots {
-        Slots {
-            owners: RwLock::new(vec![SlotOwner::Host]),
-        }
+        Slots { owners: RwLock::new(vec![SlotOwner::Host]) }
     }
 
     pub fn allocate(&self, owner: SlotOwner) -> Slot {
@@ -103,10 +92,7 @@ impl Slots {
 
     pub fn owner(&self, slot: Slot) -> SlotOwner {
         let owners = self.owners.read().unwrap_or_else(|e| e.into_inner());
-        owners
-            .get(slot as usize)
-            .cloned()
-            .unwrap_or(SlotOwner::Host)
+        owners.get(slot as usize).cloned().unwrap_or(SlotOwner::Host)
     }
 }
 
@@ -152,13 +138,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    fn new(
-        slot: Slot,
-        kind: StreamKind,
-        ctx: u64,
-        handle: u64,
-        legacy: Option<Arc<Stream>>,
-    ) -> Stream {
+    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64, legacy: Option<Arc<Stream>>) -> Stream {
         Stream {
             slot,
             kind,
@@ -168,10 +148,7 @@ impl Stream {
             joined_by_legacy: AtomicU64::new(u64::MAX),
             context: OnceLock::new(),
             blocking_changed: AtomicBool::new(false),
-            state: Lock::new(StreamState {
-                clock: VectorClock::new(),
-                capture: None,
-            }),
+            state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),
             legacy_seen: AtomicU64::new(u64::MAX),
@@ -193,8 +170,7 @@ impl Stream {
     /// makes this thread the only writer: a plain store, not a read-modify-write, on the
     /// issue path.
     pub fn changed(&self) {
-        self.version
-            .store(self.version.load(Ordering::Relaxed) + 1, Ordering::Release);
+        self.version.store(self.version.load(Ordering::Relaxed) + 1, Ordering::Release);
         if let Some(legacy) = &self.legacy {
             legacy.note_blocking_change();
         }
@@ -216,8 +192,7 @@ impl Stream {
     /// the flag. Cleared before the members' versions are read, so a change made meanwhile is
     /// either read now or flagged again.
     pub fn take_blocking_changes(&self) -> bool {
-        self.blocking_changed.load(Ordering::Acquire)
-            && self.blocking_changed.swap(false, Ordering::AcqRel)
+        self.blocking_changed.load(Ordering::Acquire) && self.blocking_changed.swap(false, Ordering::AcqRel)
     }
 }
 
@@ -230,10 +205,7 @@ pub struct Context {
 
 impl Context {
     pub fn members(&self) -> Vec<Arc<Stream>> {
-        self.members
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.members.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The streams of the context, borrowed for as long as the guard lives.
@@ -243,10 +215,7 @@ impl Context {
 
     fn add(&self, stream: Arc<Stream>) {
         let blocking = stream.kind.is_blocking();
-        self.members
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(stream);
+        self.members.write().unwrap_or_else(|e| e.into_inner()).push(stream);
         if blocking {
             self.legacy.note_blocking_change();
         }
@@ -258,25 +227,14 @@ impl Context {
         self.members
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|s| {
-                !s.destroyed.load(Ordering::Relaxed)
-                    || s.lock().clock.get(s.slot) > host.get(s.slot)
-            });
+            .retain(|s| !s.destroyed.load(Ordering::Relaxed) || s.lock().clock.get(s.slot) > host.get(s.slot));
     }
 
     /// Joins into `into` the clock of every blocking stream of `members` that changed since
     /// the legacy stream last joined it, noting in `joined` (index, version) for each: the
     /// caller marks them ([`Stream::joined_by_legacy`]) once `into` is in the legacy clock.
-    pub fn join_blocking_into(
-        members: &[Arc<Stream>],
-        into: &mut VectorClock,
-        joined: &mut Vec<(usize, u64)>,
-    ) {
-        for (i, stream) in members
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.kind.is_blocking())
-        {
+    pub fn join_blocking_into(members: &[Arc<Stream>], into: &mut VectorClock, joined: &mut Vec<(usize, u64)>) {
+        for (i, stream) in members.iter().enumerate().filter(|(_, s)| s.kind.is_blocking()) {
             let version = stream.version.load(Ordering::Acquire);
             if stream.joined_by_legacy.load(Ordering::Relaxed) != version {
                 stream.join_into(into);
@@ -311,12 +269,7 @@ fn new_generation() -> u64 {
 
 impl Streams {
     pub fn new() -> Streams {
-        Streams {
-            slots: Slots::new(),
-            contexts: fast_map(),
-            streams: fast_map(),
-            id: new_generation(),
-        }
+        Streams { slots: Slots::new(), contexts: fast_map(), streams: fast_map(), id: new_generation() }
     }
 
     /// The context `ctx`, created on first use.
@@ -335,36 +288,19 @@ impl Streams {
                     thread: ThreadId::default(),
                 });
                 let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None));
-                let context = Arc::new(Context {
-                    handle: ctx,
-                    legacy: legacy.clone(),
-                    members: RwLock::new(vec![legacy.clone()]),
-                });
+                let context = Arc::new(Context { handle: ctx, legacy: legacy.clone(), members: RwLock::new(vec![legacy.clone()]) });
                 let _ = legacy.context.set(Arc::downgrade(&context));
                 context
             })
             .clone()
     }
 
-    fn register(
-        &self,
-        key: StreamRef,
-        ctx: u64,
-        kind: StreamKind,
-        created_at: StackId,
-        thread: ThreadId,
-    ) -> Arc<Stream> {
+    fn register(&self, key: StreamRef, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId) -> Arc<Stream> {
         let handle = match key {
             StreamRef::Handle(h) => h,
             _ => 0,
         };
-        let slot = self.slots.allocate(SlotOwner::Stream {
-            handle,
-            ctx,
-            kind,
-            created_at,
-            thread,
-        });
+        let slot = self.slots.allocate(SlotOwner::Stream { handle, ctx, kind, created_at, thread });
         let context = self.context(ctx);
         let legacy = kind.is_blocking().then(|| context.legacy.clone());
         let stream = Arc::new(Stream::new(slot, kind, ctx, handle, legacy));
@@ -373,19 +309,8 @@ impl Streams {
     }
 
     /// A stream the program just created.
-    pub fn created(
-        &self,
-        handle: u64,
-        ctx: u64,
-        non_blocking: bool,
-        site: StackId,
-        thread: ThreadId,
-    ) -> Arc<Stream> {
-        let kind = if non_blocking {
-            StreamKind::NonBlocking
-        } else {
-            StreamKind::Blocking
-        };
+    pub fn created(&self, handle: u64, ctx: u64, non_blocking: bool, site: StackId, thread: ThreadId) -> Arc<Stream> {
+        let kind = if non_blocking { StreamKind::NonBlocking } else { StreamKind::Blocking };
         let key = StreamRef::Handle(handle);
         let stream = self.register(key, ctx, kind, site, thread);
         if let Some(old) = self.streams.insert(key, stream.clone()) {
@@ -407,19 +332,9 @@ impl Streams {
 
     /// The stream `key` names; `describe` tells the context and flags of a stream handle
     /// never seen created.
-    pub fn resolve(
-        &self,
-        key: StreamRef,
-        describe: &dyn Fn(u64) -> Option<StreamInfo>,
-    ) -> Arc<Stream> {
+    pub fn resolve(&self, key: StreamRef, describe: &dyn Fn(u64) -> Option<StreamInfo>) -> Arc<Stream> {
         let generation = GENERATION.load(Ordering::Acquire);
-        let recent = RECENT.try_with(|recent| {
-            recent
-                .try_borrow()
-                .ok()?
-                .get(&(self.id, key), generation)
-                .cloned()
-        });
+        let recent = RECENT.try_with(|recent| recent.try_borrow().ok()?.get(&(self.id, key), generation).cloned());
         if let Ok(Some(stream)) = recent {
             return stream;
         }
@@ -433,11 +348,7 @@ impl Streams {
     }
 
     /// [`Streams::resolve`] through the shared tables.
-    fn resolve_shared(
-        &self,
-        key: StreamRef,
-        describe: &dyn Fn(u64) -> Option<StreamInfo>,
-    ) -> Arc<Stream> {
+    fn resolve_shared(&self, key: StreamRef, describe: &dyn Fn(u64) -> Option<StreamInfo>) -> Arc<Stream> {
         match key {
             StreamRef::Legacy { ctx } => self.context(ctx).legacy.clone(),
             _ => {
@@ -445,19 +356,10 @@ impl Streams {
                     return s.clone();
                 }
                 let (ctx, kind, thread) = match key {
-                    StreamRef::PerThread { ctx, thread } => {
-                        (ctx, StreamKind::PerThreadDefault, thread)
-                    }
+                    StreamRef::PerThread { ctx, thread } => (ctx, StreamKind::PerThreadDefault, thread),
                     StreamRef::Handle(h) => {
-                        let info = describe(h).unwrap_or(StreamInfo {
-                            ctx: 0,
-                            non_blocking: false,
-                        });
-                        let kind = if info.non_blocking {
-                            StreamKind::NonBlocking
-                        } else {
-                            StreamKind::Blocking
-                        };
+                        let info = describe(h).unwrap_or(StreamInfo { ctx: 0, non_blocking: false });
+                        let kind = if info.non_blocking { StreamKind::NonBlocking } else { StreamKind::Blocking };
                         (info.ctx, kind, ThreadId::default())
                     }
                     StreamRef::Legacy { .. } => unreachable!(),
@@ -472,17 +374,12 @@ impl Streams {
 
     /// The streams of context `ctx` (its legacy stream first).
     pub fn of_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
-        self.contexts
-            .get(&ctx)
-            .map(|c| c.members())
-            .unwrap_or_default()
+        self.contexts.get(&ctx).map(|c| c.members()).unwrap_or_default()
     }
 
     /// Forgets a context and its streams (destroyed or reset).
     pub fn remove_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
-        let Some((_, context)) = self.contexts.remove(&ctx) else {
-            return Vec::new();
-        };
+        let Some((_, context)) = self.contexts.remove(&ctx) else { return Vec::new() };
         self.streams.retain(|_, s| s.ctx != ctx);
         new_generation();
         context.members()
@@ -504,10 +401,7 @@ pub struct Host {
 
 impl Host {
     pub fn new() -> Host {
-        Host {
-            clock: RwLock::new(HostClock::default()),
-            version: AtomicU64::new(0),
-        }
+        Host { clock: RwLock::new(HostClock::default()), version: AtomicU64::new(0) }
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HostClock> {
@@ -547,10 +441,7 @@ impl Host {
 
     /// The host's time in `slot`.
     pub fn get(&self, slot: Slot) -> u32 {
-        self.clock
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(slot)
+        self.clock.read().unwrap_or_else(|e| e.into_inner()).get(slot)
     }
 }
 

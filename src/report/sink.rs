@@ -25,10 +25,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::suppressions::Suppressions;
 use crate::model::race::RaceEntry;
 use crate::model::{Model, Sink};
 use crate::options::Options;
+use super::suppressions::Suppressions;
 
 use super::build::{self, Symbols};
 use super::file::{render, ReportFile};

@@ -209,8 +209,8 @@ pub type CUDA_MEMCPY3D_BATCH_OP = c_void;
 
 mod layout_checks {
     use super::*;
-    use core::mem::{align_of, offset_of, size_of};
     use cudarc::driver::sys as cu;
+    use core::mem::{align_of, offset_of, size_of};
 
     const _: () = assert!(size_of::<Memcpy2D>() == size_of::<cu::CUDA_MEMCPY2D>());
     const _: () = assert!(offset_of!(Memcpy2D, height) == offset_of!(cu::CUDA_MEMCPY2D, Height));
@@ -289,6 +289,7 @@ pub fn render_call(name: &str, args: &[(&str, String)]) -> String {
     line.push(')');
     line
 }
+
 
 /// The table. `driver_api!(m)` invokes `m! { ... }` with one entry per family:
 ///
@@ -446,10 +447,7 @@ mod tests {
     #[test]
     fn calls_render_as_name_and_arguments() {
         let p = 0x1000 as *mut c_void;
-        let line = render_call(
-            "cuMemFreeAsync",
-            &[("dptr", 16u64.repr()), ("stream", p.repr())],
-        );
+        let line = render_call("cuMemFreeAsync", &[("dptr", 16u64.repr()), ("stream", p.repr())]);
         assert_eq!(line, "cuMemFreeAsync(dptr=16, stream=0x1000)");
     }
 }

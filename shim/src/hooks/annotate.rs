@@ -14,11 +14,7 @@ use crate::intercept::{driver, first_call};
 use crate::sites::{stack, thread};
 
 fn origin(api: &'static str) -> Origin {
-    Origin {
-        api,
-        thread: thread::current(),
-        site: stack::capture(),
-    }
+    Origin { api, thread: thread::current(), site: stack::capture() }
 }
 
 /// Declares `size` bytes at `ptr`, allocated on `stream` (or synchronously).
@@ -26,22 +22,12 @@ fn origin(api: &'static str) -> Origin {
 /// # Safety
 /// Reads nothing through its arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn streamsan_annotate_alloc(
-    ptr: *const c_void,
-    size: usize,
-    stream: CUstream,
-    synchronous: c_int,
-) {
+pub unsafe extern "C" fn streamsan_annotate_alloc(ptr: *const c_void, size: usize, stream: CUstream, synchronous: c_int) {
     if ptr.is_null() {
         return;
     }
     first_call::enter();
-    let alloc = Alloc {
-        base: ptr as u64,
-        size: size as u64,
-        kind: MemoryKind::Annotated,
-        ctx: driver::current_context(),
-    };
+    let alloc = Alloc { base: ptr as u64, size: size as u64, kind: MemoryKind::Annotated, ctx: driver::current_context() };
     let on = (synchronous == 0).then(|| stream_of_handle(stream, false));
     model().alloc(alloc, on, &origin("streamsan_annotate_alloc"));
 }
@@ -51,19 +37,13 @@ pub unsafe extern "C" fn streamsan_annotate_alloc(
 /// # Safety
 /// Reads nothing through its arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn streamsan_annotate_free(
-    ptr: *const c_void,
-    stream: CUstream,
-    synchronous: c_int,
-) {
+pub unsafe extern "C" fn streamsan_annotate_free(ptr: *const c_void, stream: CUstream, synchronous: c_int) {
     if ptr.is_null() {
         return;
     }
     first_call::enter();
     let on = if synchronous != 0 {
-        FreeOn::Synchronous {
-            ctx: driver::current_context(),
-        }
+        FreeOn::Synchronous { ctx: driver::current_context() }
     } else {
         FreeOn::Stream(stream_of_handle(stream, false))
     };

@@ -4,9 +4,9 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
-use super::kernels::{self, HandleKind};
 use super::ok;
 use crate::intercept::variants::{real, Call};
+use super::kernels::{self, HandleKind};
 
 pub unsafe fn module_get_function(
     _call: &Call,
@@ -59,11 +59,7 @@ pub unsafe fn module_unload(_call: &Call, real: real::module_unload, module: CUm
     status
 }
 
-pub unsafe fn library_unload(
-    _call: &Call,
-    real: real::library_unload,
-    library: CUlibrary,
-) -> CUresult {
+pub unsafe fn library_unload(_call: &Call, real: real::library_unload, library: CUlibrary) -> CUresult {
     let status = unsafe { real(library) };
     if ok(status) {
         kernels::code_unloaded(Some(library));

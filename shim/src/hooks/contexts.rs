@@ -5,11 +5,11 @@ use std::sync::Mutex;
 
 use streamsan_driver_api::*;
 
-use super::kernels;
-use super::model::model;
 use super::ok;
+use super::kernels;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// Primary contexts by device, for `cuDevicePrimaryCtxReset`, which names only the device.
 static PRIMARY: Mutex<Option<HashMap<CUdevice, u64>>> = Mutex::new(None);
@@ -33,18 +33,10 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUre
 }
 
 /// `cuCtxSynchronize_v2(ctx)` (CUDA 13): the named context, or the current one.
-pub unsafe fn ctx_synchronize_v2(
-    _call: &Call,
-    real: real::ctx_synchronize_v2,
-    ctx: CUcontext,
-) -> CUresult {
+pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, ctx: CUcontext) -> CUresult {
     let status = unsafe { real(ctx) };
     if ok(status) {
-        let ctx = if ctx.is_null() {
-            driver::current_context()
-        } else {
-            ctx as u64
-        };
+        let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
         model().context_synchronized(ctx);
     }
     status
@@ -59,28 +51,16 @@ pub unsafe fn primary_ctx_retain(
     let status = unsafe { real(pctx, dev) };
     if ok(status) && !pctx.is_null() {
         let ctx = unsafe { *pctx } as u64;
-        PRIMARY
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(HashMap::new)
-            .insert(dev, ctx);
+        PRIMARY.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(dev, ctx);
     }
     status
 }
 
 /// `cuDevicePrimaryCtxReset`: the device's primary context loses its streams and memory.
-pub unsafe fn primary_ctx_reset(
-    _call: &Call,
-    real: real::primary_ctx_reset,
-    dev: CUdevice,
-) -> CUresult {
+pub unsafe fn primary_ctx_reset(_call: &Call, real: real::primary_ctx_reset, dev: CUdevice) -> CUresult {
     let status = unsafe { real(dev) };
     if ok(status) {
-        let ctx = PRIMARY
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|m| m.get(&dev).copied());
+        let ctx = PRIMARY.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&dev).copied());
         if let Some(ctx) = ctx {
             model().context_destroyed(ctx);
         }

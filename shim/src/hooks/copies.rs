@@ -12,9 +12,9 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan_driver_api::*;
 
-use super::model::model;
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -50,103 +50,42 @@ fn synchronous(src: Memory, dst: Memory) -> HostEffect {
 
 /// How an asynchronous copy orders the host: only host-to-host copies are synchronous.
 fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
-    if src != Memory::Device && dst != Memory::Device {
-        HostEffect::WaitsForOperation
-    } else {
-        HostEffect::None
-    }
+    if src != Memory::Device && dst != Memory::Device { HostEffect::WaitsForOperation } else { HostEffect::None }
 }
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
-fn copied(
-    call: &Call,
-    on: StreamRef,
-    reads: &[(u64, u64)],
-    writes: &[(u64, u64)],
-    host: HostEffect,
-) {
+fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let accesses: Vec<Access> = reads
         .iter()
         .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
-        .chain(
-            writes
-                .iter()
-                .map(|&(addr, len)| Access::new(addr, len, Mode::Write)),
-        )
+        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
-    model().work(
-        on,
-        Work {
-            origin: origin(call),
-            kernel: None,
-            accesses: &accesses,
-            host,
-        },
-    );
+    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.
 fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: HostEffect) {
-    copied(
-        call,
-        on,
-        &[(src, bytes as u64)],
-        &[(dst, bytes as u64)],
-        host,
-    );
+    copied(call, on, &[(src, bytes as u64)], &[(dst, bytes as u64)], host);
 }
 
-pub unsafe fn memcpy(
-    call: &Call,
-    real: real::memcpy,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
-        linear(
-            call,
-            default_stream(call),
-            dst,
-            src,
-            bytes,
-            synchronous(memory_at(src), memory_at(dst)),
-        );
+        linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
     }
     status
 }
 
-pub unsafe fn memcpy_async(
-    call: &Call,
-    real: real::memcpy_async,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(
-            call,
-            stream(call, h_stream),
-            dst,
-            src,
-            bytes,
-            asynchronous(memory_at(src), memory_at(dst)),
-        );
+        linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
     }
     status
 }
 
-pub unsafe fn memcpy_htod(
-    call: &Call,
-    real: real::memcpy_htod,
-    dst: CUdeviceptr,
-    src: *const c_void,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -155,153 +94,59 @@ pub unsafe fn memcpy_htod(
     status
 }
 
-pub unsafe fn memcpy_dtoh(
-    call: &Call,
-    real: real::memcpy_dtoh,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
-        linear(
-            call,
-            default_stream(call),
-            dst as u64,
-            src,
-            bytes,
-            HostEffect::WaitsForOperation,
-        );
+        linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
     }
     status
 }
 
-pub unsafe fn memcpy_dtod(
-    call: &Call,
-    real: real::memcpy_dtod,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
-        linear(
-            call,
-            default_stream(call),
-            dst,
-            src,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
     }
     status
 }
 
 /// Device to array: only the device side is memory streamsan tracks.
-pub unsafe fn memcpy_dtoa(
-    call: &Call,
-    real: real::memcpy_dtoa,
-    dst: CUarray,
-    dst_offset: usize,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
-        copied(
-            call,
-            default_stream(call),
-            &[(src, bytes as u64)],
-            &[],
-            HostEffect::None,
-        );
+        copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
     }
     status
 }
 
-pub unsafe fn memcpy_atod(
-    call: &Call,
-    real: real::memcpy_atod,
-    dst: CUdeviceptr,
-    src: CUarray,
-    src_offset: usize,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
-        copied(
-            call,
-            default_stream(call),
-            &[],
-            &[(dst, bytes as u64)],
-            HostEffect::None,
-        );
+        copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
     }
     status
 }
 
-pub unsafe fn memcpy_htod_async(
-    call: &Call,
-    real: real::memcpy_htod_async,
-    dst: CUdeviceptr,
-    src: *const c_void,
-    bytes: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(
-            call,
-            stream(call, h_stream),
-            dst,
-            src as u64,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
     }
     status
 }
 
-pub unsafe fn memcpy_dtoh_async(
-    call: &Call,
-    real: real::memcpy_dtoh_async,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    bytes: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(
-            call,
-            stream(call, h_stream),
-            dst as u64,
-            src,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
     }
     status
 }
 
-pub unsafe fn memcpy_dtod_async(
-    call: &Call,
-    real: real::memcpy_dtod_async,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_dtod_async(call: &Call, real: real::memcpy_dtod_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(
-            call,
-            stream(call, h_stream),
-            dst,
-            src,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
     }
     status
 }
@@ -318,14 +163,7 @@ pub unsafe fn memcpy_peer(
 ) -> CUresult {
     let status = unsafe { real(dst, dst_ctx, src, src_ctx, bytes) };
     if ok(status) {
-        linear(
-            call,
-            default_stream(call),
-            dst,
-            src,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
     }
     status
 }
@@ -342,14 +180,7 @@ pub unsafe fn memcpy_peer_async(
 ) -> CUresult {
     let status = unsafe { real(dst, dst_ctx, src, src_ctx, bytes, h_stream) };
     if ok(status) {
-        linear(
-            call,
-            stream(call, h_stream),
-            dst,
-            src,
-            bytes,
-            HostEffect::None,
-        );
+        linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
     }
     status
 }
@@ -390,22 +221,15 @@ impl Side {
 
     /// The rows a copy of `width` bytes x `rows` x `depth` touches on this side.
     fn rows(&self, width: usize, rows: usize, depth: usize) -> Vec<(u64, u64)> {
-        let Some(base) = self.base() else {
-            return Vec::new();
-        };
+        let Some(base) = self.base() else { return Vec::new() };
         let rows_per_slice = self.height.max(1);
-        let start = |z: usize, y: usize| {
-            base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64
-        };
+        let start = |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64;
         let total = rows * depth;
         if total == 0 || width == 0 {
             return Vec::new();
         }
         if total <= MAX_ROWS {
-            (0..depth)
-                .flat_map(|z| (0..rows).map(move |y| (z, y)))
-                .map(|(z, y)| (start(z, y), width as u64))
-                .collect()
+            (0..depth).flat_map(|z| (0..rows).map(move |y| (z, y))).map(|(z, y)| (start(z, y), width as u64)).collect()
         } else {
             let (first, last) = (start(0, 0), start(depth - 1, rows - 1));
             vec![(first, last + width as u64 - first)]
@@ -426,123 +250,41 @@ struct Strided {
 /// Tells the model of a 2D/3D copy (none when the descriptor was null). `sync`: the call
 /// is a synchronous copy.
 fn strided(call: &Call, on: StreamRef, copy: Option<Strided>, sync: bool) {
-    let Some(Strided {
-        src,
-        dst,
-        width,
-        rows,
-        depth,
-    }) = copy
-    else {
-        return;
-    };
-    let host = if sync {
-        synchronous(src.memory(), dst.memory())
-    } else {
-        asynchronous(src.memory(), dst.memory())
-    };
-    copied(
-        call,
-        on,
-        &src.rows(width, rows, depth),
-        &dst.rows(width, rows, depth),
-        host,
-    );
+    let Some(Strided { src, dst, width, rows, depth }) = copy else { return };
+    let host = if sync { synchronous(src.memory(), dst.memory()) } else { asynchronous(src.memory(), dst.memory()) };
+    copied(call, on, &src.rows(width, rows, depth), &dst.rows(width, rows, depth), host);
 }
 
 unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
     // SAFETY: the caller's descriptor, which the driver accepted.
     let c = unsafe { copy.as_ref()? };
-    let src = Side {
-        memory_type: c.src_memory_type,
-        host: c.src_host as u64,
-        device: c.src_device,
-        x: c.src_x_in_bytes,
-        y: c.src_y,
-        z: 0,
-        pitch: c.src_pitch,
-        height: 0,
-    };
-    let dst = Side {
-        memory_type: c.dst_memory_type,
-        host: c.dst_host as u64,
-        device: c.dst_device,
-        x: c.dst_x_in_bytes,
-        y: c.dst_y,
-        z: 0,
-        pitch: c.dst_pitch,
-        height: 0,
-    };
-    Some(Strided {
-        src,
-        dst,
-        width: c.width_in_bytes,
-        rows: c.height,
-        depth: 1,
-    })
+    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: 0, pitch: c.src_pitch, height: 0 };
+    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: 0, pitch: c.dst_pitch, height: 0 };
+    Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
 }
 
 /// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
 macro_rules! strided_3d {
     ($copy:expr) => {{
         let c = $copy;
-        let src = Side {
-            memory_type: c.src_memory_type,
-            host: c.src_host as u64,
-            device: c.src_device,
-            x: c.src_x_in_bytes,
-            y: c.src_y,
-            z: c.src_z,
-            pitch: c.src_pitch,
-            height: c.src_height,
-        };
-        let dst = Side {
-            memory_type: c.dst_memory_type,
-            host: c.dst_host as u64,
-            device: c.dst_device,
-            x: c.dst_x_in_bytes,
-            y: c.dst_y,
-            z: c.dst_z,
-            pitch: c.dst_pitch,
-            height: c.dst_height,
-        };
-        Strided {
-            src,
-            dst,
-            width: c.width_in_bytes,
-            rows: c.height,
-            depth: c.depth,
-        }
+        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
     }};
 }
 
 pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
-        strided(
-            call,
-            default_stream(call),
-            unsafe { strided_2d(copy) },
-            true,
-        );
+        strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
     }
     status
 }
 
-pub unsafe fn memcpy_2d_async(
-    call: &Call,
-    real: real::memcpy_2d_async,
-    copy: *const Memcpy2D,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_2d_async(call: &Call, real: real::memcpy_2d_async, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
-        strided(
-            call,
-            stream(call, h_stream),
-            unsafe { strided_2d(copy) },
-            false,
-        );
+        strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
     }
     status
 }
@@ -551,81 +293,40 @@ pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: the caller's descriptor, which the driver accepted.
-        strided(
-            call,
-            default_stream(call),
-            unsafe { copy.as_ref() }.map(|c| strided_3d!(c)),
-            true,
-        );
+        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
     }
     status
 }
 
-pub unsafe fn memcpy_3d_async(
-    call: &Call,
-    real: real::memcpy_3d_async,
-    copy: *const Memcpy3D,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_3d_async(call: &Call, real: real::memcpy_3d_async, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
-        strided(
-            call,
-            stream(call, h_stream),
-            unsafe { copy.as_ref() }.map(|c| strided_3d!(c)),
-            false,
-        );
+        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
     }
     status
 }
 
-pub unsafe fn memcpy_3d_peer(
-    call: &Call,
-    real: real::memcpy_3d_peer,
-    copy: *const Memcpy3DPeer,
-) -> CUresult {
+pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *const Memcpy3DPeer) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: as above.
-        strided(
-            call,
-            default_stream(call),
-            unsafe { copy.as_ref() }.map(|c| strided_3d!(c)),
-            true,
-        );
+        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
     }
     status
 }
 
-pub unsafe fn memcpy_3d_peer_async(
-    call: &Call,
-    real: real::memcpy_3d_peer_async,
-    copy: *const Memcpy3DPeer,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
-        strided(
-            call,
-            stream(call, h_stream),
-            unsafe { copy.as_ref() }.map(|c| strided_3d!(c)),
-            false,
-        );
+        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
     }
     status
 }
 
 /// `count` linear copies in one call, on one stream.
-unsafe fn batch(
-    call: &Call,
-    on: StreamRef,
-    dsts: *const CUdeviceptr,
-    srcs: *const CUdeviceptr,
-    sizes: *const usize,
-    count: usize,
-) {
+unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize) {
     if dsts.is_null() || srcs.is_null() || sizes.is_null() {
         return;
     }
@@ -653,11 +354,7 @@ pub unsafe fn memcpy_batch_async(
     fail_idx: *mut usize,
     h_stream: CUstream,
 ) -> CUresult {
-    let status = unsafe {
-        real(
-            dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, h_stream,
-        )
-    };
+    let status = unsafe { real(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, h_stream) };
     if ok(status) {
         unsafe { batch(call, stream(call, h_stream), dsts, srcs, sizes, count) };
     }
@@ -676,11 +373,7 @@ pub unsafe fn memcpy_batch_async_v2(
     num_attrs: usize,
     h_stream: CUstream,
 ) -> CUresult {
-    let status = unsafe {
-        real(
-            dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, h_stream,
-        )
-    };
+    let status = unsafe { real(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, h_stream) };
     if ok(status) {
         unsafe { batch(call, stream(call, h_stream), dsts, srcs, sizes, count) };
     }

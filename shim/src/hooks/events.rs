@@ -4,16 +4,11 @@ use core::ffi::c_uint;
 
 use streamsan_driver_api::*;
 
-use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
-pub unsafe fn event_record(
-    call: &Call,
-    real: real::event_record,
-    event: CUevent,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(event, h_stream) };
     if ok(status) {
         model().event_record(event as u64, stream(call, h_stream), false, &origin(call));
@@ -31,21 +26,12 @@ pub unsafe fn event_record_with_flags(
     let status = unsafe { real(event, h_stream, flags) };
     if ok(status) {
         let external = flags & CU_EVENT_RECORD_EXTERNAL != 0;
-        model().event_record(
-            event as u64,
-            stream(call, h_stream),
-            external,
-            &origin(call),
-        );
+        model().event_record(event as u64, stream(call, h_stream), external, &origin(call));
     }
     status
 }
 
-pub unsafe fn event_synchronize(
-    _call: &Call,
-    real: real::event_synchronize,
-    event: CUevent,
-) -> CUresult {
+pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);

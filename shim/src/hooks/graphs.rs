@@ -4,9 +4,9 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
-use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {
     if ok(status) && !exec.is_null() {
@@ -28,13 +28,7 @@ pub unsafe fn graph_instantiate(
     status
 }
 
-pub unsafe fn graph_instantiate_with_flags(
-    _call: &Call,
-    real: real::graph_instantiate_with_flags,
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    flags: u64,
-) -> CUresult {
+pub unsafe fn graph_instantiate_with_flags(_call: &Call, real: real::graph_instantiate_with_flags, exec: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CUresult {
     let status = unsafe { real(exec, graph, flags) };
     instantiated(status, exec, graph);
     status
@@ -52,12 +46,7 @@ pub unsafe fn graph_instantiate_with_params(
     status
 }
 
-pub unsafe fn graph_launch(
-    call: &Call,
-    real: real::graph_launch,
-    exec: CUgraphExec,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn graph_launch(call: &Call, real: real::graph_launch, exec: CUgraphExec, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(exec, h_stream) };
     if ok(status) {
         model().graph_launch(exec as u64, stream(call, h_stream), &origin(call));
@@ -65,11 +54,7 @@ pub unsafe fn graph_launch(
     status
 }
 
-pub unsafe fn graph_exec_destroy(
-    _call: &Call,
-    real: real::graph_exec_destroy,
-    exec: CUgraphExec,
-) -> CUresult {
+pub unsafe fn graph_exec_destroy(_call: &Call, real: real::graph_exec_destroy, exec: CUgraphExec) -> CUresult {
     let status = unsafe { real(exec) };
     if ok(status) {
         model().exec_destroyed(exec as u64);

@@ -23,10 +23,7 @@ use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
-use streamsan_driver_api::{
-    CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER,
-    CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
-};
+use streamsan_driver_api::{CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
 
 use crate::intercept::driver;
 
@@ -97,46 +94,23 @@ impl Recent {
 ///
 /// # Safety
 /// `name` is null or a NUL-terminated string.
-pub unsafe fn named_handle(
-    handle: *mut c_void,
-    name: *const c_char,
-    kind: HandleKind,
-    owner: *mut c_void,
-) {
+pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: HandleKind, owner: *mut c_void) {
     if handle.is_null() || name.is_null() {
         return;
     }
     // SAFETY: the driver accepted `name` as a NUL-terminated kernel name.
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
     infos().remove(&(handle as usize));
-    named().insert(
-        handle as usize,
-        Named {
-            name,
-            kind,
-            owner: owner as usize,
-        },
-    );
+    named().insert(handle as usize, Named { name, kind, owner: owner as usize });
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// `cuKernelGetFunction`: the function handle stands for the kernel.
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
-    let known = named()
-        .get(&(kernel as usize))
-        .map(|n| (n.name.clone(), n.owner));
+    let known = named().get(&(kernel as usize)).map(|n| (n.name.clone(), n.owner));
     infos().remove(&(function as usize));
     if let Some((name, owner)) = known {
-        named().insert(
-            function as usize,
-            Named {
-                name,
-                kind: HandleKind::Function,
-                owner,
-            },
-        );
+        named().insert(function as usize, Named { name, kind: HandleKind::Function, owner });
     }
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
@@ -180,23 +154,9 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     if kind == HandleKind::Kernel {
         layout = param_layout(queries.kernel_get_param_info, f).unwrap_or_default();
     }
-    let mangled = known.map(|k| k.0).or_else(|| {
-        query_name(
-            if kind == HandleKind::Kernel {
-                queries.kernel_get_name
-            } else {
-                queries.func_get_name
-            },
-            f,
-        )
-    });
-    let demangled = mangled
-        .as_ref()
-        .map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
-    let read_only = demangled
-        .as_deref()
-        .and_then(read_only_params)
-        .filter(|r| r.len() == layout.len());
+    let mangled = known.map(|k| k.0).or_else(|| query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f));
+    let demangled = mangled.as_ref().map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
+    let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
     let params = layout
         .into_iter()
         .enumerate()
@@ -207,9 +167,7 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    let id = mangled
-        .zip(demangled)
-        .map(|(symbol, name)| model.kernel_id(&name, &symbol));
+    let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
     KernelInfo { id, params }
 }
 
@@ -217,40 +175,27 @@ type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize
 
 /// (offset, size) of every parameter; the driver's status if the first query fails.
 fn param_layout(query: Option<ParamInfo>, f: *mut c_void) -> Result<Vec<(usize, usize)>, u32> {
-    let Some(query) = query else {
-        return Err(CUDA_ERROR_INVALID_HANDLE);
-    };
+    let Some(query) = query else { return Err(CUDA_ERROR_INVALID_HANDLE) };
     let mut params = Vec::new();
     for index in 0..4096 {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: valid out-pointers; the driver checks the handle and index.
         let status = unsafe { query(f, index, &mut offset, &mut size) };
         if status != CUDA_SUCCESS {
-            return if index == 0 && status == CUDA_ERROR_INVALID_HANDLE {
-                Err(status)
-            } else {
-                Ok(params)
-            };
+            return if index == 0 && status == CUDA_ERROR_INVALID_HANDLE { Err(status) } else { Ok(params) };
         }
         params.push((offset, size));
     }
     Ok(params)
 }
 
-fn query_name(
-    query: Option<unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32>,
-    f: *mut c_void,
-) -> Option<String> {
+fn query_name(query: Option<unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32>, f: *mut c_void) -> Option<String> {
     let query = query?;
     let mut name: *const c_char = core::ptr::null();
     // SAFETY: a valid out-pointer.
     let status = unsafe { query(&mut name, f) };
     // SAFETY: on success the driver returns a NUL-terminated name it owns.
-    (status == CUDA_SUCCESS && !name.is_null()).then(|| {
-        unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned()
-    })
+    (status == CUDA_SUCCESS && !name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
 }
 
 /// For each parameter of a demangled signature, whether it is a pointer to const:
@@ -299,11 +244,7 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
         params
             .into_iter()
             .map(|p| {
-                let p = p
-                    .trim()
-                    .trim_end_matches("__restrict__")
-                    .trim_end_matches("restrict")
-                    .trim_end();
+                let p = p.trim().trim_end_matches("__restrict__").trim_end_matches("restrict").trim_end();
                 p.ends_with("const*") || p.ends_with("const *")
             })
             .collect(),
@@ -314,13 +255,7 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn accesses(
-    model: &Model,
-    info: &KernelInfo,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    out: &mut Vec<Access>,
-) {
+pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
     // `slot`: the word's byte offset in the parameters.
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
         if model.may_be_buffer(addr) {
@@ -328,25 +263,13 @@ pub unsafe fn accesses(
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
             // a by-value structure) may read or write.
             let mode = match param {
-                Some(p) if p.typed && p.size == 8 => {
-                    if p.read_only {
-                        Mode::Read
-                    } else {
-                        Mode::ReadWrite
-                    }
-                }
+                Some(p) if p.typed && p.size == 8 => if p.read_only { Mode::Read } else { Mode::ReadWrite },
                 _ => Mode::Unknown,
             };
             // A whole pointer parameter surely points where it says; a word inside a
             // by-value structure may be a stale field.
             let exact = param.is_some_and(|p| p.size == 8);
-            out.push(Access {
-                addr,
-                len: 1,
-                mode,
-                exact,
-                slot: Some(slot as u32),
-            });
+            out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });
         }
     };
     if !params.is_null() && !info.params.is_empty() {
@@ -359,11 +282,7 @@ pub unsafe fn accesses(
             let mut k = (8 - p.offset % 8) % 8;
             while k + 8 <= p.size {
                 // SAFETY: inside the parameter's `size` bytes.
-                word(
-                    unsafe { (value.add(k) as *const u64).read_unaligned() },
-                    p.offset + k,
-                    Some(p),
-                );
+                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
                 k += 8;
             }
         }
@@ -383,9 +302,7 @@ pub unsafe fn accesses(
         let value = unsafe { *extra.add(i + 1) };
         match key {
             CU_LAUNCH_PARAM_BUFFER_POINTER => buffer = value as *const u8,
-            CU_LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => {
-                size = unsafe { *(value as *const usize) }
-            }
+            CU_LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = unsafe { *(value as *const usize) },
             _ => {}
         }
     }
@@ -394,16 +311,9 @@ pub unsafe fn accesses(
     }
     let mut offset = 0;
     while offset + 8 <= size {
-        let param = info
-            .params
-            .iter()
-            .find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
+        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
         // SAFETY: inside the `size` bytes of the buffer.
-        word(
-            unsafe { (buffer.add(offset) as *const u64).read_unaligned() },
-            offset,
-            param,
-        );
+        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
         offset += 8;
     }
 }
@@ -414,14 +324,9 @@ mod tests {
 
     #[test]
     fn const_pointer_parameters_are_read_only() {
+        assert_eq!(read_only_params("scale(float*, float const*, int)"), Some(vec![false, true, false]));
         assert_eq!(
-            read_only_params("scale(float*, float const*, int)"),
-            Some(vec![false, true, false])
-        );
-        assert_eq!(
-            read_only_params(
-                "void k<float, 2>(std::array<char*, 2ul>, float const* __restrict__, float* const)"
-            ),
+            read_only_params("void k<float, 2>(std::array<char*, 2ul>, float const* __restrict__, float* const)"),
             Some(vec![false, true, false])
         );
         assert_eq!(read_only_params("empty()"), Some(vec![]));

@@ -14,10 +14,10 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan_driver_api::*;
 
-use super::kernels;
-use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
+use super::kernels;
+use super::model::model;
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
 /// shared locks: the list of accesses, the kernels launched lately.
@@ -32,13 +32,7 @@ thread_local! {
 }
 
 /// Tells the model of a kernel launched on `on`.
-unsafe fn launched(
-    call: &Call,
-    on: StreamRef,
-    f: CUfunction,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) {
+unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
     let model = model();
     let tell = |launcher: &mut Launcher| {
         let Launcher { accesses, kernels } = launcher;
@@ -46,21 +40,10 @@ unsafe fn launched(
         accesses.clear();
         // SAFETY: the launch's own arguments, which the driver accepted.
         unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        model.work(
-            on,
-            Work {
-                origin: origin(call),
-                kernel: info.id,
-                accesses,
-                host: HostEffect::None,
-            },
-        );
+        model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
     };
     // Once the thread's storage is gone (exit handlers), a fresh one.
-    if LAUNCHER
-        .try_with(|launcher| tell(&mut launcher.borrow_mut()))
-        .is_err()
-    {
+    if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
         tell(&mut Launcher::default());
     }
 }
@@ -80,21 +63,7 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe {
-        real(
-            f,
-            grid_x,
-            grid_y,
-            grid_z,
-            block_x,
-            block_y,
-            block_z,
-            shared_mem_bytes,
-            h_stream,
-            kernel_params,
-            extra,
-        )
-    };
+    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra) };
     }
@@ -121,11 +90,7 @@ pub unsafe fn launch_kernel_ex(
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
-                if matches!(
-                    attr.id,
-                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
-                        | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
-                ) {
+                if matches!(attr.id, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
                     model().event_record(attr.value[0], on, false, &origin(call));
                 }
             }
@@ -148,30 +113,9 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe {
-        real(
-            f,
-            grid_x,
-            grid_y,
-            grid_z,
-            block_x,
-            block_y,
-            block_z,
-            shared_mem_bytes,
-            h_stream,
-            kernel_params,
-        )
-    };
+    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
     if ok(status) {
-        unsafe {
-            launched(
-                call,
-                stream(call, h_stream),
-                f,
-                kernel_params,
-                core::ptr::null_mut(),
-            )
-        };
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut()) };
     }
     status
 }
@@ -206,11 +150,7 @@ pub unsafe fn launch_host_func(
     };
     // Before the call: the driver may run the function before the call returns.
     let callback = model().host_func(stream(call, h_stream), &origin(call));
-    let wrapped = Box::into_raw(Box::new(HostFunc {
-        func,
-        user_data,
-        callback,
-    }));
+    let wrapped = Box::into_raw(Box::new(HostFunc { func, user_data, callback }));
     let status = unsafe { real(h_stream, Some(run_host_func), wrapped.cast()) };
     if !ok(status) {
         drop(unsafe { Box::from_raw(wrapped) });
@@ -244,11 +184,7 @@ pub unsafe fn stream_add_callback(
         return unsafe { real(h_stream, None, user_data, flags) };
     };
     let ordering = model().host_func(stream(call, h_stream), &origin(call));
-    let wrapped = Box::into_raw(Box::new(StreamCallback {
-        callback,
-        user_data,
-        ordering,
-    }));
+    let wrapped = Box::into_raw(Box::new(StreamCallback { callback, user_data, ordering }));
     let status = unsafe { real(h_stream, Some(run_stream_callback), wrapped.cast(), flags) };
     if !ok(status) {
         drop(unsafe { Box::from_raw(wrapped) });

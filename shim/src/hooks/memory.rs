@@ -7,22 +7,17 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::*;
 
-use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// A successful allocation of `size` bytes at `base`: synchronous, or ordered on `on`.
 fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<StreamRef>) {
     if base == 0 {
         return;
     }
-    let alloc = Alloc {
-        base,
-        size,
-        kind,
-        ctx: driver::current_context(),
-    };
+    let alloc = Alloc { base, size, kind, ctx: driver::current_context() };
     model().alloc(alloc, on, &origin(call));
 }
 
@@ -34,43 +29,22 @@ fn freeing(call: &Call, base: u64, on: FreeOn) {
 }
 
 fn synchronous() -> FreeOn {
-    FreeOn::Synchronous {
-        ctx: driver::current_context(),
-    }
+    FreeOn::Synchronous { ctx: driver::current_context() }
 }
 
 /// Reads an out-parameter the driver wrote.
 unsafe fn out<T: Copy + Into<u64>>(p: *mut T) -> u64 {
-    if p.is_null() {
-        0
-    } else {
-        unsafe { *p }.into()
-    }
+    if p.is_null() { 0 } else { unsafe { *p }.into() }
 }
 
 unsafe fn out_ptr(p: *mut *mut c_void) -> u64 {
-    if p.is_null() {
-        0
-    } else {
-        (unsafe { *p }) as u64
-    }
+    if p.is_null() { 0 } else { (unsafe { *p }) as u64 }
 }
 
-pub unsafe fn mem_alloc(
-    call: &Call,
-    real: real::mem_alloc,
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-) -> CUresult {
+pub unsafe fn mem_alloc(call: &Call, real: real::mem_alloc, dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
     let status = unsafe { real(dptr, bytesize) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out(dptr) },
-            bytesize as u64,
-            MemoryKind::Device,
-            None,
-        );
+        allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::Device, None);
     }
     status
 }
@@ -86,106 +60,45 @@ pub unsafe fn mem_alloc_pitch(
 ) -> CUresult {
     let status = unsafe { real(dptr, pitch, width_in_bytes, height, element_size_bytes) };
     if ok(status) {
-        let rows = if pitch.is_null() {
-            width_in_bytes
-        } else {
-            unsafe { *pitch }
-        };
-        allocated(
-            call,
-            unsafe { out(dptr) },
-            (rows * height) as u64,
-            MemoryKind::Device,
-            None,
-        );
+        let rows = if pitch.is_null() { width_in_bytes } else { unsafe { *pitch } };
+        allocated(call, unsafe { out(dptr) }, (rows * height) as u64, MemoryKind::Device, None);
     }
     status
 }
 
-pub unsafe fn mem_alloc_managed(
-    call: &Call,
-    real: real::mem_alloc_managed,
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-    flags: c_uint,
-) -> CUresult {
+pub unsafe fn mem_alloc_managed(call: &Call, real: real::mem_alloc_managed, dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(dptr, bytesize, flags) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out(dptr) },
-            bytesize as u64,
-            MemoryKind::Managed,
-            None,
-        );
+        allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::Managed, None);
     }
     status
 }
 
-pub unsafe fn mem_alloc_host(
-    call: &Call,
-    real: real::mem_alloc_host,
-    pp: *mut *mut c_void,
-    bytesize: usize,
-) -> CUresult {
+pub unsafe fn mem_alloc_host(call: &Call, real: real::mem_alloc_host, pp: *mut *mut c_void, bytesize: usize) -> CUresult {
     let status = unsafe { real(pp, bytesize) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out_ptr(pp) },
-            bytesize as u64,
-            MemoryKind::PinnedHost,
-            None,
-        );
+        allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
     }
     status
 }
 
-pub unsafe fn mem_host_alloc(
-    call: &Call,
-    real: real::mem_host_alloc,
-    pp: *mut *mut c_void,
-    bytesize: usize,
-    flags: c_uint,
-) -> CUresult {
+pub unsafe fn mem_host_alloc(call: &Call, real: real::mem_host_alloc, pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(pp, bytesize, flags) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out_ptr(pp) },
-            bytesize as u64,
-            MemoryKind::PinnedHost,
-            None,
-        );
+        allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
     }
     status
 }
 
-pub unsafe fn mem_host_register(
-    call: &Call,
-    real: real::mem_host_register,
-    p: *mut c_void,
-    bytesize: usize,
-    flags: c_uint,
-) -> CUresult {
+pub unsafe fn mem_host_register(call: &Call, real: real::mem_host_register, p: *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(p, bytesize, flags) };
     if ok(status) {
-        allocated(
-            call,
-            p as u64,
-            bytesize as u64,
-            MemoryKind::RegisteredHost,
-            None,
-        );
+        allocated(call, p as u64, bytesize as u64, MemoryKind::RegisteredHost, None);
     }
     status
 }
 
-pub unsafe fn mem_host_unregister(
-    call: &Call,
-    real: real::mem_host_unregister,
-    p: *mut c_void,
-) -> CUresult {
+pub unsafe fn mem_host_unregister(call: &Call, real: real::mem_host_unregister, p: *mut c_void) -> CUresult {
     freeing(call, p as u64, synchronous());
     unsafe { real(p) }
 }
@@ -200,22 +113,10 @@ pub unsafe fn mem_free_host(call: &Call, real: real::mem_free_host, p: *mut c_vo
     unsafe { real(p) }
 }
 
-pub unsafe fn mem_alloc_async(
-    call: &Call,
-    real: real::mem_alloc_async,
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn mem_alloc_async(call: &Call, real: real::mem_alloc_async, dptr: *mut CUdeviceptr, bytesize: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dptr, bytesize, h_stream) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out(dptr) },
-            bytesize as u64,
-            MemoryKind::StreamOrdered,
-            Some(stream(call, h_stream)),
-        );
+        allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::StreamOrdered, Some(stream(call, h_stream)));
     }
     status
 }
@@ -230,23 +131,12 @@ pub unsafe fn mem_alloc_from_pool_async(
 ) -> CUresult {
     let status = unsafe { real(dptr, bytesize, pool, h_stream) };
     if ok(status) {
-        allocated(
-            call,
-            unsafe { out(dptr) },
-            bytesize as u64,
-            MemoryKind::StreamOrdered,
-            Some(stream(call, h_stream)),
-        );
+        allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::StreamOrdered, Some(stream(call, h_stream)));
     }
     status
 }
 
-pub unsafe fn mem_free_async(
-    call: &Call,
-    real: real::mem_free_async,
-    dptr: CUdeviceptr,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn mem_free_async(call: &Call, real: real::mem_free_async, dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
     freeing(call, dptr, FreeOn::Stream(stream(call, h_stream)));
     unsafe { real(dptr, h_stream) }
 }
@@ -269,12 +159,7 @@ pub unsafe fn mem_map(
 }
 
 /// `cuMemUnmap`: the range stops being memory, like a synchronous free.
-pub unsafe fn mem_unmap(
-    call: &Call,
-    real: real::mem_unmap,
-    ptr: CUdeviceptr,
-    size: usize,
-) -> CUresult {
+pub unsafe fn mem_unmap(call: &Call, real: real::mem_unmap, ptr: CUdeviceptr, size: usize) -> CUresult {
     freeing(call, ptr, synchronous());
     unsafe { real(ptr, size) }
 }

@@ -10,59 +10,26 @@ use streamsan::model::Work;
 use streamsan_driver_api::*;
 
 use super::copies::MAX_ROWS;
-use super::model::model;
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
-fn set(
-    call: &Call,
-    on: StreamRef,
-    dst: u64,
-    pitch: usize,
-    row_bytes: usize,
-    rows: usize,
-    synchronous: bool,
-) {
+fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
     if dst == 0 || row_bytes == 0 || rows == 0 {
         return;
     }
-    let host_memory =
-        matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
-    let host = if synchronous && host_memory {
-        HostEffect::WaitsForOperation
-    } else {
-        HostEffect::None
-    };
+    let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
+    let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     let accesses: Vec<Access> = if rows <= MAX_ROWS {
-        (0..rows)
-            .map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write))
-            .collect()
+        (0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)).collect()
     } else {
-        vec![Access::new(
-            dst,
-            ((rows - 1) * pitch + row_bytes) as u64,
-            Mode::Write,
-        )]
+        vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
     };
-    model().work(
-        on,
-        Work {
-            origin: origin(call),
-            kernel: None,
-            accesses: &accesses,
-            host,
-        },
-    );
+    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
 }
 
-pub unsafe fn memset_d8(
-    call: &Call,
-    real: real::memset_d8,
-    dst: CUdeviceptr,
-    value: c_uchar,
-    count: usize,
-) -> CUresult {
+pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count, 1, true);
@@ -70,13 +37,7 @@ pub unsafe fn memset_d8(
     status
 }
 
-pub unsafe fn memset_d16(
-    call: &Call,
-    real: real::memset_d16,
-    dst: CUdeviceptr,
-    value: c_ushort,
-    count: usize,
-) -> CUresult {
+pub unsafe fn memset_d16(call: &Call, real: real::memset_d16, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 2, 1, true);
@@ -84,13 +45,7 @@ pub unsafe fn memset_d16(
     status
 }
 
-pub unsafe fn memset_d32(
-    call: &Call,
-    real: real::memset_d32,
-    dst: CUdeviceptr,
-    value: c_uint,
-    count: usize,
-) -> CUresult {
+pub unsafe fn memset_d32(call: &Call, real: real::memset_d32, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 4, 1, true);
@@ -98,15 +53,7 @@ pub unsafe fn memset_d32(
     status
 }
 
-pub unsafe fn memset_d2d8(
-    call: &Call,
-    real: real::memset_d2d8,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uchar,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d8(call: &Call, real: real::memset_d2d8, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width, height, true);
@@ -114,62 +61,23 @@ pub unsafe fn memset_d2d8(
     status
 }
 
-pub unsafe fn memset_d2d16(
-    call: &Call,
-    real: real::memset_d2d16,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d16(call: &Call, real: real::memset_d2d16, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
-        set(
-            call,
-            default_stream(call),
-            dst,
-            pitch,
-            width * 2,
-            height,
-            true,
-        );
+        set(call, default_stream(call), dst, pitch, width * 2, height, true);
     }
     status
 }
 
-pub unsafe fn memset_d2d32(
-    call: &Call,
-    real: real::memset_d2d32,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d32(call: &Call, real: real::memset_d2d32, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
-        set(
-            call,
-            default_stream(call),
-            dst,
-            pitch,
-            width * 4,
-            height,
-            true,
-        );
+        set(call, default_stream(call), dst, pitch, width * 4, height, true);
     }
     status
 }
 
-pub unsafe fn memset_d8_async(
-    call: &Call,
-    real: real::memset_d8_async,
-    dst: CUdeviceptr,
-    value: c_uchar,
-    count: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d8_async(call: &Call, real: real::memset_d8_async, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count, 1, false);
@@ -177,14 +85,7 @@ pub unsafe fn memset_d8_async(
     status
 }
 
-pub unsafe fn memset_d16_async(
-    call: &Call,
-    real: real::memset_d16_async,
-    dst: CUdeviceptr,
-    value: c_ushort,
-    count: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d16_async(call: &Call, real: real::memset_d16_async, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 2, 1, false);
@@ -192,14 +93,7 @@ pub unsafe fn memset_d16_async(
     status
 }
 
-pub unsafe fn memset_d32_async(
-    call: &Call,
-    real: real::memset_d32_async,
-    dst: CUdeviceptr,
-    value: c_uint,
-    count: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d32_async(call: &Call, real: real::memset_d32_async, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 4, 1, false);
@@ -207,77 +101,26 @@ pub unsafe fn memset_d32_async(
     status
 }
 
-pub unsafe fn memset_d2d8_async(
-    call: &Call,
-    real: real::memset_d2d8_async,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uchar,
-    width: usize,
-    height: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d8_async(call: &Call, real: real::memset_d2d8_async, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
-        set(
-            call,
-            stream(call, h_stream),
-            dst,
-            pitch,
-            width,
-            height,
-            false,
-        );
+        set(call, stream(call, h_stream), dst, pitch, width, height, false);
     }
     status
 }
 
-pub unsafe fn memset_d2d16_async(
-    call: &Call,
-    real: real::memset_d2d16_async,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d16_async(call: &Call, real: real::memset_d2d16_async, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
-        set(
-            call,
-            stream(call, h_stream),
-            dst,
-            pitch,
-            width * 2,
-            height,
-            false,
-        );
+        set(call, stream(call, h_stream), dst, pitch, width * 2, height, false);
     }
     status
 }
 
-pub unsafe fn memset_d2d32_async(
-    call: &Call,
-    real: real::memset_d2d32_async,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-    h_stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d32_async(call: &Call, real: real::memset_d2d32_async, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
-        set(
-            call,
-            stream(call, h_stream),
-            dst,
-            pitch,
-            width * 4,
-            height,
-            false,
-        );
+        set(call, stream(call, h_stream), dst, pitch, width * 4, height, false);
     }
     status
 }

@@ -59,47 +59,34 @@ mod memsets;
 pub mod model;
 mod streams;
 
-pub use code::{
-    kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload,
-};
-pub use contexts::{
-    ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain,
-};
+pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
+pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{
-    memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer,
-    memcpy_3d_peer_async, memcpy_async, memcpy_atod, memcpy_batch_async, memcpy_batch_async_v2,
-    memcpy_dtoa, memcpy_dtod, memcpy_dtod_async, memcpy_dtoh, memcpy_dtoh_async, memcpy_htod,
-    memcpy_htod_async, memcpy_peer, memcpy_peer_async,
+    memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async,
+    memcpy_atod, memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod, memcpy_dtod_async, memcpy_dtoh,
+    memcpy_dtoh_async, memcpy_htod, memcpy_htod_async, memcpy_peer, memcpy_peer_async,
 };
 pub use entry_points::{get_proc_address, get_proc_address_v2};
-pub use events::{
-    event_destroy, event_query, event_record, event_record_with_flags, event_synchronize,
-};
+pub use events::{event_destroy, event_query, event_record, event_record_with_flags, event_synchronize};
 #[allow(unused_imports)]
 pub use forward::*;
 pub use graphs::{
-    graph_destroy, graph_exec_destroy, graph_instantiate, graph_instantiate_with_flags,
-    graph_instantiate_with_params, graph_launch,
+    graph_destroy, graph_exec_destroy, graph_instantiate, graph_instantiate_with_flags, graph_instantiate_with_params,
+    graph_launch,
 };
-pub use launches::{
-    launch_cooperative_kernel, launch_host_func, launch_kernel, launch_kernel_ex,
-    stream_add_callback,
-};
+pub use launches::{launch_cooperative_kernel, launch_host_func, launch_kernel, launch_kernel_ex, stream_add_callback};
 pub use memory::{
-    mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host, mem_alloc_managed,
-    mem_alloc_pitch, mem_free, mem_free_async, mem_free_host, mem_host_alloc, mem_host_register,
-    mem_host_unregister, mem_map, mem_unmap,
+    mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host, mem_alloc_managed, mem_alloc_pitch, mem_free,
+    mem_free_async, mem_free_host, mem_host_alloc, mem_host_register, mem_host_unregister, mem_map, mem_unmap,
 };
 pub use memsets::{
-    memset_d16, memset_d16_async, memset_d2d16, memset_d2d16_async, memset_d2d32,
-    memset_d2d32_async, memset_d2d8, memset_d2d8_async, memset_d32, memset_d32_async, memset_d8,
-    memset_d8_async,
+    memset_d16, memset_d16_async, memset_d2d16, memset_d2d16_async, memset_d2d32, memset_d2d32_async, memset_d2d8,
+    memset_d2d8_async, memset_d32, memset_d32_async, memset_d8, memset_d8_async,
 };
 pub use streams::{
-    stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create,
-    stream_create_with_priority, stream_destroy, stream_end_capture, stream_query,
-    stream_synchronize, stream_wait_event, stream_wait_value_32, stream_wait_value_64,
-    stream_write_value_32, stream_write_value_64,
+    stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create, stream_create_with_priority,
+    stream_destroy, stream_end_capture, stream_query, stream_synchronize, stream_wait_event, stream_wait_value_32,
+    stream_wait_value_64, stream_write_value_32, stream_write_value_64,
 };
 
 driver_api!(export_hooks);
@@ -112,11 +99,7 @@ fn ok(status: CUresult) -> bool {
 
 /// The call as the model names it: entry point, thread, call site.
 fn origin(call: &Call) -> Origin {
-    Origin {
-        api: call.name(),
-        thread: thread::current(),
-        site: stack::capture(),
-    }
+    Origin { api: call.name(), thread: thread::current(), site: stack::capture() }
 }
 
 /// The stream a handle names at this entry point: handle 0 is the legacy default stream,
@@ -129,19 +112,14 @@ fn stream(call: &Call, handle: CUstream) -> StreamRef {
 pub fn stream_of_handle(handle: CUstream, per_thread: bool) -> StreamRef {
     match handle as usize {
         0 if per_thread => per_thread_stream(),
-        0 | CU_STREAM_LEGACY => StreamRef::Legacy {
-            ctx: driver::current_context(),
-        },
+        0 | CU_STREAM_LEGACY => StreamRef::Legacy { ctx: driver::current_context() },
         CU_STREAM_PER_THREAD => per_thread_stream(),
         h => StreamRef::Handle(h as u64),
     }
 }
 
 fn per_thread_stream() -> StreamRef {
-    StreamRef::PerThread {
-        ctx: driver::current_context(),
-        thread: thread::current(),
-    }
+    StreamRef::PerThread { ctx: driver::current_context(), thread: thread::current() }
 }
 
 /// The stream of an entry point that takes none: the default stream it runs on.

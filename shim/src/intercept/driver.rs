@@ -11,10 +11,7 @@ use core::ffi::{c_char, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ffi::CString;
 
-use streamsan_driver_api::{
-    CUcontext, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND,
-    CUDA_ERROR_NOT_INITIALIZED,
-};
+use streamsan_driver_api::{CUcontext, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED};
 
 use super::variants::{Call, Variant, VARIANTS, VARIANT_COUNT};
 
@@ -75,9 +72,7 @@ fn open(path: &CStr) -> Result<*mut c_void, String> {
     Err(if why.is_null() {
         String::from("unknown error")
     } else {
-        unsafe { CStr::from_ptr(why) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
     })
 }
 
@@ -117,12 +112,7 @@ pub fn library() -> Option<*mut c_void> {
             return None;
         }
     };
-    match LIBRARY.compare_exchange(
-        core::ptr::null_mut(),
-        opened,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
+    match LIBRARY.compare_exchange(core::ptr::null_mut(), opened, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Some(opened),
         Err(winner) => {
             // Another thread opened it first: give back our reference.
@@ -184,10 +174,8 @@ pub struct Queries {
     pub stream_get_flags: Option<unsafe extern "C" fn(CUstream, *mut c_uint) -> CUresult>,
     pub func_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUfunction) -> CUresult>,
     pub kernel_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUkernel) -> CUresult>,
-    pub func_get_param_info:
-        Option<unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult>,
-    pub kernel_get_param_info:
-        Option<unsafe extern "C" fn(CUkernel, usize, *mut usize, *mut usize) -> CUresult>,
+    pub func_get_param_info: Option<unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult>,
+    pub kernel_get_param_info: Option<unsafe extern "C" fn(CUkernel, usize, *mut usize, *mut usize) -> CUresult>,
 }
 
 /// The query functions, resolved once.

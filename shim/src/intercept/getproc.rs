@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use streamsan_driver_api::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
 use super::driver;
-use super::stats;
 use super::variants::{base_name, VariantInfo, VARIANTS};
+use super::stats;
 
 /// Real function address -> the hooked names exported at that address, sorted by address.
 /// Built once, without blocking other threads (see [`driver`]).
@@ -59,10 +59,7 @@ pub fn hook_for(symbol: &[u8], real: *mut c_void, flags: u64) -> *mut c_void {
         None => {
             // A name we hook, answered with a pointer we cannot place: count it, so that a
             // report shows what went unseen.
-            if VARIANTS
-                .iter()
-                .any(|v| base_name(v.name.to_bytes()) == base_name(symbol))
-            {
+            if VARIANTS.iter().any(|v| base_name(v.name.to_bytes()) == base_name(symbol)) {
                 stats::unrecognised_proc_address(symbol);
             }
             real

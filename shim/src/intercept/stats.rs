@@ -34,10 +34,7 @@ pub fn count(variant: Variant) {
 pub fn snapshot() -> BTreeMap<String, u64> {
     let mut calls = BTreeMap::new();
     for (i, v) in VARIANTS.iter().enumerate() {
-        let n: u64 = ROWS
-            .iter()
-            .map(|row| row.0[i].load(Ordering::Relaxed))
-            .sum();
+        let n: u64 = ROWS.iter().map(|row| row.0[i].load(Ordering::Relaxed)).sum();
         if n > 0 {
             calls.insert(v.name.to_string_lossy().into_owned(), n);
         }
@@ -57,8 +54,5 @@ pub fn unrecognised_proc_address(symbol: &[u8]) {
 
 /// The names counted by [`unrecognised_proc_address`].
 pub fn unrecognised() -> BTreeMap<String, u64> {
-    UNRECOGNISED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    UNRECOGNISED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }

@@ -150,10 +150,7 @@ mod tests {
     fn base_names_drop_version_and_per_thread_suffixes() {
         assert_eq!(base_name(b"cuMemcpyDtoH_v2_ptds"), b"cuMemcpyDtoH");
         assert_eq!(base_name(b"cuLaunchKernel_ptsz"), b"cuLaunchKernel");
-        assert_eq!(
-            base_name(b"cuStreamBeginCapture_v2"),
-            b"cuStreamBeginCapture"
-        );
+        assert_eq!(base_name(b"cuStreamBeginCapture_v2"), b"cuStreamBeginCapture");
         assert_eq!(base_name(b"cuMemAllocAsync"), b"cuMemAllocAsync");
         assert_eq!(base_name(b"cuCtxCreate_v4"), b"cuCtxCreate");
     }

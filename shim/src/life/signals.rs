@@ -296,19 +296,12 @@ fn restore_default(signal: c_int) {
     unsafe { libc::signal(signal, libc::SIG_DFL) };
 }
 
-extern "C" fn on_fatal(
-    signal: c_int,
-    info: *mut libc::siginfo_t,
-    _context: *mut core::ffi::c_void,
-) {
+extern "C" fn on_fatal(signal: c_int, info: *mut libc::siginfo_t, _context: *mut core::ffi::c_void) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
     if !REPORTED.swap(true, Ordering::SeqCst) {
         // SAFETY: the kernel passes a valid siginfo.
         let address = unsafe { (*info).si_addr() } as usize;
-        let mut text = format!(
-            "streamsan: the program received {} (address {address:#x}); stack:\n",
-            name(signal)
-        );
+        let mut text = format!("streamsan: the program received {} (address {address:#x}); stack:\n", name(signal));
         for (i, frame) in stack::current_frames().iter().enumerate() {
             text.push_str(&format!(
                 "    #{i} {} {}{} ({} {})\n",
@@ -322,7 +315,6 @@ extern "C" fn on_fatal(
         // SAFETY: write(2) is async-signal-safe.
         unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
         if wake(signal) {
-            // A fatal signal cannot wait long: the fault may be in what the watcher needs.
             // The watcher may need a lock this thread holds: give it two seconds, not more.
             for _ in 0..200 {
                 if WRITTEN.load(Ordering::Acquire) {

@@ -168,14 +168,8 @@ fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
         return Some(unsafe { core::ptr::read(addr as *const T) });
     }
     let mut value = core::mem::MaybeUninit::<T>::uninit();
-    let local = libc::iovec {
-        iov_base: value.as_mut_ptr().cast(),
-        iov_len: core::mem::size_of::<T>(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut c_void,
-        iov_len: core::mem::size_of::<T>(),
-    };
+    let local = libc::iovec { iov_base: value.as_mut_ptr().cast(), iov_len: core::mem::size_of::<T>() };
+    let remote = libc::iovec { iov_base: addr as *mut c_void, iov_len: core::mem::size_of::<T>() };
     // SAFETY: reads our own memory into `value`; fails cleanly on an unmapped address.
     let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
     // SAFETY: fully written when n equals its size.
@@ -258,10 +252,7 @@ struct Frames {
 
 fn frames() -> &'static Frames {
     static FRAMES: OnceLock<Frames> = OnceLock::new();
-    FRAMES.get_or_init(|| Frames {
-        ids: fast_map(),
-        resolved: RwLock::new(Vec::new()),
-    })
+    FRAMES.get_or_init(|| Frames { ids: fast_map(), resolved: RwLock::new(Vec::new()) })
 }
 
 /// A Python frame as found on a thread's stack: (code object, byte offset).
@@ -276,10 +267,7 @@ pub fn walk(out: &mut [RawFrame; DEPTH]) -> usize {
         if (api.is_initialized)() == 0 {
             return 0;
         }
-        match api
-            .layout
-            .filter(|_| !LAYOUT_FAILED.load(Ordering::Relaxed))
-        {
+        match api.layout.filter(|_| !LAYOUT_FAILED.load(Ordering::Relaxed)) {
             Some(layout) => match read_chain(api, &layout, out) {
                 Some(n) => n,
                 None => {
@@ -315,14 +303,7 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
     }
     let (frame, resolved) = match resolve_now(api, code, offset) {
         Some(frame) => (frame, true),
-        None => (
-            Frame {
-                address: format!("py+{offset}"),
-                module: Some(PYTHON_MODULE.into()),
-                ..Frame::default()
-            },
-            false,
-        ),
+        None => (Frame { address: format!("py+{offset}"), module: Some(PYTHON_MODULE.into()), ..Frame::default() }, false),
     };
     let push = |frame: Frame| {
         let mut list = frames.resolved.write().unwrap_or_else(|e| e.into_inner());
@@ -333,14 +314,7 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
         // Not remembered under its key: the next capture tries again.
         return (push(frame), false);
     }
-    (
-        *frames
-            .ids
-            .entry((code, offset))
-            .or_insert_with(|| push(frame))
-            .value(),
-        true,
-    )
+    (*frames.ids.entry((code, offset)).or_insert_with(|| push(frame)).value(), true)
 }
 
 /// Resolves a pair whose frame is on the calling thread's stack (so its code object lives).
@@ -365,10 +339,7 @@ fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
     }
 }
 
-type Resolver = (
-    SyncSender<(usize, c_int)>,
-    Mutex<Receiver<((usize, c_int), Frame)>>,
-);
+type Resolver = (SyncSender<(usize, c_int)>, Mutex<Receiver<((usize, c_int), Frame)>>);
 
 /// A thread that takes the GIL to resolve frames for threads that do not hold it.
 fn resolver(api: &'static Api) -> Option<&'static Resolver> {
@@ -435,13 +406,7 @@ unsafe fn resolve(api: &Api, code: Object, offset: c_int) -> Frame {
 
 /// The frame an id stands for.
 pub fn frame(id: u32) -> Frame {
-    frames()
-        .resolved
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(id as usize)
-        .cloned()
-        .unwrap_or_default()
+    frames().resolved.read().unwrap_or_else(|e| e.into_inner()).get(id as usize).cloned().unwrap_or_default()
 }
 
 /// Whether a native frame belongs to the interpreter (where Python frames go instead).

@@ -36,11 +36,7 @@ fn shim_range() -> (u64, u64) {
         }
         let base = info.dli_fbase as u64;
         let mut found = (base, base);
-        unsafe extern "C" fn each(
-            info: *mut libc::dl_phdr_info,
-            _: usize,
-            data: *mut c_void,
-        ) -> i32 {
+        unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> i32 {
             // SAFETY: called by dl_iterate_phdr with valid pointers.
             let (info, found) = unsafe { (&*info, &mut *(data as *mut (u64, u64))) };
             if info.dlpi_addr != found.0 {
@@ -67,10 +63,7 @@ struct Depot {
 
 fn depot() -> &'static Depot {
     static DEPOT: OnceLock<Depot> = OnceLock::new();
-    DEPOT.get_or_init(|| Depot {
-        ids: fast_map(),
-        stacks: RwLock::new(vec![Box::new([])]),
-    })
+    DEPOT.get_or_init(|| Depot { ids: fast_map(), stacks: RwLock::new(vec![Box::new([])]) })
 }
 
 /// The program's stack at the call being intercepted.
@@ -94,9 +87,7 @@ pub fn capture() -> StackId {
         return native;
     }
     let key = (native, python, n);
-    if let Ok(Some(id)) =
-        PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied())
-    {
+    if let Ok(Some(id)) = PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied()) {
         return id;
     }
     let mut ids = [0u32; python::DEPTH];
@@ -125,13 +116,7 @@ thread_local! {
 
 /// The entries of an interned native stack.
 fn native_entries(id: StackId) -> Vec<u64> {
-    depot()
-        .stacks
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(id.0 as usize)
-        .map(|s| s.to_vec())
-        .unwrap_or_default()
+    depot().stacks.read().unwrap_or_else(|e| e.into_inner()).get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
 }
 
 /// Frames of a chain, the shim's included: enough for the shim's own and `DEPTH` more.
@@ -163,11 +148,7 @@ fn unwind(anchor: usize) -> StackId {
         });
     }
     let id = intern(&native[..kept]);
-    let _ = RECENT.try_with(|recent| {
-        recent
-            .borrow_mut()
-            .remember(RecentChain::of_chain(anchor, &chain[..len], id))
-    });
+    let _ = RECENT.try_with(|recent| recent.borrow_mut().remember(RecentChain::of_chain(anchor, &chain[..len], id)));
     id
 }
 
@@ -207,11 +188,7 @@ impl RecentChain {
     fn matches(&self, anchor: usize) -> bool {
         // SAFETY: each slot is in a frame that encloses the capture's frame, which is at the
         // same address as when the slot was recorded: live stack of this thread.
-        self.anchor == anchor
-            && self
-                .slots
-                .iter()
-                .all(|&(slot, ip)| unsafe { core::ptr::read_volatile(slot as *const u64) } == ip)
+        self.anchor == anchor && self.slots.iter().all(|&(slot, ip)| unsafe { core::ptr::read_volatile(slot as *const u64) } == ip)
     }
 }
 
@@ -262,24 +239,15 @@ fn intern(ips: &[u64]) -> StackId {
 pub fn frames(id: StackId) -> Vec<Frame> {
     let entries: Vec<u64> = {
         let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
-        stacks
-            .get(id.0 as usize)
-            .map(|s| s.to_vec())
-            .unwrap_or_default()
+        stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
-    let (python_ids, native): (Vec<u64>, Vec<u64>) = entries
-        .into_iter()
-        .partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
+    let (python_ids, native): (Vec<u64>, Vec<u64>) = entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
     let mut frames: Vec<Frame> = native.into_iter().flat_map(resolve).collect();
     if !python_ids.is_empty() {
         if let Some(cut) = frames.iter().position(python::is_interpreter) {
             frames.truncate(cut);
         }
-        frames.extend(
-            python_ids
-                .into_iter()
-                .map(|e| python::frame((e & !PYTHON_FRAME) as u32)),
-        );
+        frames.extend(python_ids.into_iter().map(|e| python::frame((e & !PYTHON_FRAME) as u32)));
     }
     frames
 }
@@ -287,29 +255,16 @@ pub fn frames(id: StackId) -> Vec<Frame> {
 /// The frames at a return address: one per function inlined there, innermost first.
 fn resolve(ip: u64) -> Vec<Frame> {
     static CACHE: Mutex<Option<HashMap<u64, Vec<Frame>>>> = Mutex::new(None);
-    if let Some(frames) = CACHE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(&ip)
-    {
+    if let Some(frames) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&ip) {
         return frames.clone();
     }
     let (mut address, mut module) = (format!("{ip:#x}"), None);
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables.
     if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
-        let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned();
+        let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
         address = format!("+{:#x}", ip - info.dli_fbase as u64);
-        module = Some(if name.is_empty() {
-            std::env::current_exe()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        } else {
-            name
-        });
+        module = Some(if name.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { name });
     }
     let mut frames = Vec::new();
     // A return address points after the call: look up the call itself.
@@ -323,17 +278,9 @@ fn resolve(ip: u64) -> Vec<Frame> {
         });
     });
     if frames.is_empty() {
-        frames.push(Frame {
-            address,
-            module,
-            ..Frame::default()
-        });
+        frames.push(Frame { address, module, ..Frame::default() });
     }
-    CACHE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(ip, frames.clone());
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(ip, frames.clone());
     frames
 }
 
@@ -344,8 +291,5 @@ pub fn current_frames() -> Vec<Frame> {
         ips.push(frame.ip() as u64);
         ips.len() < 64
     });
-    ips.into_iter()
-        .filter(|&ip| ip != 0)
-        .flat_map(resolve)
-        .collect()
+    ips.into_iter().filter(|&ip| ip != 0).flat_map(resolve).collect()
 }

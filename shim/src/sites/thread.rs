@@ -33,9 +33,5 @@ pub fn current() -> ThreadId {
 
 /// The operating system's id of a thread.
 pub fn tid(thread: ThreadId) -> Option<u32> {
-    TIDS.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(thread.0 as usize)
-        .copied()
-        .filter(|&t| t != 0)
+    TIDS.lock().unwrap_or_else(|e| e.into_inner()).get(thread.0 as usize).copied().filter(|&t| t != 0)
 }

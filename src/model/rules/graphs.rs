@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::model::buffers::MemoryKind;
-use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Graph, Member, Node, NodeKind};
+use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
 use crate::model::clock::{Slot, VectorClock};
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
@@ -26,22 +26,13 @@ impl Model {
         let stream = self.stream(stream);
         let capture = Capture::new();
         let lane = capture.join(stream.clone(), stream.slot);
-        stream.lock().capture = Some(CaptureLane {
-            capture,
-            lane,
-            frontier: Vec::new(),
-        });
+        stream.lock().capture = Some(CaptureLane { capture, lane, frontier: Vec::new() });
         stream.capturing.store(true, Ordering::Release);
     }
 
     /// A stream waits on an event recorded in a capture: it joins that capture, or, already
     /// in it, adds the event's nodes to its frontier.
-    pub(super) fn join_capture(
-        &self,
-        stream: &Arc<Stream>,
-        capture: Arc<Capture>,
-        nodes: Vec<usize>,
-    ) {
+    pub(super) fn join_capture(&self, stream: &Arc<Stream>, capture: Arc<Capture>, nodes: Vec<usize>) {
         let mut state = stream.lock();
         match state.capture.as_mut() {
             Some(lane) if Arc::ptr_eq(&lane.capture, &capture) => {
@@ -54,11 +45,7 @@ impl Model {
             Some(_) => {}
             None => {
                 let lane = capture.join(stream.clone(), stream.slot);
-                state.capture = Some(CaptureLane {
-                    capture,
-                    lane,
-                    frontier: nodes,
-                });
+                state.capture = Some(CaptureLane { capture, lane, frontier: nodes });
                 stream.capturing.store(true, Ordering::Release);
             }
         }
@@ -68,9 +55,7 @@ impl Model {
     /// `graph` is the graph it made, if it succeeded.
     pub fn capture_end(&self, stream: StreamRef, graph: Option<u64>) {
         let stream = self.stream(stream);
-        let Some(lane) = stream.lock().capture.take() else {
-            return;
-        };
+        let Some(lane) = stream.lock().capture.take() else { return };
         stream.capturing.store(false, Ordering::Release);
         for member in lane.capture.members() {
             member.leave(&lane.capture);
@@ -85,10 +70,7 @@ impl Model {
     pub fn graph_instantiated(&self, exec: u64, graph: u64) {
         match self.graphs.graphs.get(&graph) {
             Some(g) => {
-                let exec_graph = Exec {
-                    graph: g.clone(),
-                    state: Mutex::new(ExecState::default()),
-                };
+                let exec_graph = Exec { graph: g.clone(), state: Mutex::new(ExecState::default()) };
                 self.graphs.execs.insert(exec, Arc::new(exec_graph));
             }
             None => {
@@ -118,11 +100,7 @@ impl Model {
         let (state, epoch) = self.issue(&stream);
         let Some(exec_graph) = exec_graph else {
             drop(state);
-            self.notes.add(
-                NoteKind::GraphNotFollowed,
-                OpRecord::new(origin, None, epoch),
-                exec,
-            );
+            self.notes.add(NoteKind::GraphNotFollowed, OpRecord::new(origin, None, epoch), exec);
             return;
         };
         let mut base = state.clock.clone();
@@ -149,36 +127,19 @@ impl Model {
     /// One slot per lane of `graph`, allocated at the executable graph's first launch and
     /// kept for its later ones: a lane's nodes form a chain, so one slot orders them.
     fn lane_slots(&self, graph: &Graph, exec: u64, launch_slot: Slot) -> Vec<Slot> {
-        (0..graph.lane_streams.len())
-            .map(|_| {
-                self.streams
-                    .slots
-                    .allocate(SlotOwner::GraphLane { exec, launch_slot })
-            })
-            .collect()
+        (0..graph.lane_streams.len()).map(|_| self.streams.slots.allocate(SlotOwner::GraphLane { exec, launch_slot })).collect()
     }
 
     /// Runs the nodes of one launch in order (their order is topological), each checked
     /// like the operation it was captured from; returns the clock at the end of the launch,
     /// the join of every node's.
-    fn run_nodes(
-        &self,
-        graph: &Graph,
-        lane_slots: &[Slot],
-        base: &VectorClock,
-        found: &mut Vec<Race>,
-    ) -> VectorClock {
+    fn run_nodes(&self, graph: &Graph, lane_slots: &[Slot], base: &VectorClock, found: &mut Vec<Race>) -> VectorClock {
         let mut clocks: Vec<VectorClock> = Vec::with_capacity(graph.nodes.len());
         let mut end = base.clone();
         for node in &graph.nodes {
             let mut clock = self.node_clock(node, base, &clocks);
             let epoch = clock.tick(lane_slots[node.lane]);
-            self.run_node(
-                node,
-                OpRecord::new(&node.origin, node.kernel, epoch),
-                &clock,
-                found,
-            );
+            self.run_node(node, OpRecord::new(&node.origin, node.kernel, epoch), &clock, found);
             end.join(&clock);
             clocks.push(clock);
         }
@@ -212,18 +173,11 @@ impl Model {
                 }
             }
             NodeKind::Alloc { base, size, ctx } => {
-                let alloc = Alloc {
-                    base: *base,
-                    size: *size,
-                    kind: MemoryKind::GraphOwned,
-                    ctx: *ctx,
-                };
+                let alloc = Alloc { base: *base, size: *size, kind: MemoryKind::GraphOwned, ctx: *ctx };
                 self.register(alloc, op);
             }
             NodeKind::Free { base } => self.release(*base, op, clock, found),
-            NodeKind::RecordEvent { event } => self
-                .events
-                .with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
+            NodeKind::RecordEvent { event } => self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
             NodeKind::HostFunc(callback) => callback.set(clock),
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
         }
@@ -234,11 +188,7 @@ impl Model {
 impl Member for Stream {
     fn leave(&self, capture: &Arc<Capture>) {
         let mut state = self.lock();
-        if state
-            .capture
-            .as_ref()
-            .is_some_and(|l| Arc::ptr_eq(&l.capture, capture))
-        {
+        if state.capture.as_ref().is_some_and(|l| Arc::ptr_eq(&l.capture, capture)) {
             state.capture = None;
             self.capturing.store(false, Ordering::Release);
         }

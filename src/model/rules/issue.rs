@@ -28,11 +28,7 @@ thread_local! {
 /// A cleared clock: the thread's reused one, or a new one once the thread's storage is gone
 /// (a program's exit handlers may still call the driver).
 pub(super) fn scratch() -> VectorClock {
-    let mut clock = SCRATCH
-        .try_with(|s| s.take())
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut clock = SCRATCH.try_with(|s| s.take()).ok().flatten().unwrap_or_default();
     clock.clear();
     clock
 }
@@ -57,19 +53,16 @@ impl Model {
         // Only what changed since this stream last looked is joined; on the common path (a
         // non-blocking stream, the host unchanged) nothing is.
         let host_version = self.host.version.load(Ordering::Acquire);
-        let host =
-            (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
+        let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
         let mut incoming = None;
         let mut legacy_version = None;
         // The legacy stream joins the blocking streams that changed, if any did: their clocks
         // are gathered with the context's member list held, and marked joined once in the
         // legacy clock.
         let context = match stream.kind {
-            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => stream
-                .context
-                .get()
-                .and_then(|c| c.upgrade())
-                .or_else(|| Some(self.streams.context(stream.ctx))),
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
+                stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx)))
+            }
             _ => None,
         };
         let members = context.as_ref().map(|c| c.members_guard());
@@ -101,9 +94,7 @@ impl Model {
         }
         if let Some(members) = &members {
             for &(i, version) in &joined {
-                members[i]
-                    .joined_by_legacy
-                    .store(version, Ordering::Relaxed);
+                members[i].joined_by_legacy.store(version, Ordering::Relaxed);
             }
         }
         let epoch = state.clock.tick(stream.slot);
@@ -127,27 +118,13 @@ impl Model {
     }
 
     /// If `stream` is capturing, appends a node for the operation and returns true.
-    pub(super) fn capture_node(
-        &self,
-        stream: &Stream,
-        kind: impl FnOnce() -> NodeKind,
-        origin: &Origin,
-        kernel: Option<KernelId>,
-    ) -> bool {
+    pub(super) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
         if !stream.capturing.load(Ordering::Acquire) {
             return false;
         }
         let mut state = stream.lock();
-        let Some(lane) = state.capture.as_mut() else {
-            return false;
-        };
-        let node = Node {
-            lane: lane.lane,
-            deps: std::mem::take(&mut lane.frontier),
-            kind: kind(),
-            origin: *origin,
-            kernel,
-        };
+        let Some(lane) = state.capture.as_mut() else { return false };
+        let node = Node { lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
         let id = lane.capture.push(node);
         lane.frontier = vec![id];
         true

@@ -12,16 +12,14 @@ use crate::model::race::NoteKind;
 use crate::model::Model;
 
 impl Model {
+
     pub fn stream_created(&self, handle: u64, ctx: u64, non_blocking: bool, origin: &Origin) {
-        self.streams
-            .created(handle, ctx, non_blocking, origin.site, origin.thread);
+        self.streams.created(handle, ctx, non_blocking, origin.site, origin.thread);
     }
 
     /// `cuStreamDestroy`: the handle is gone; pending work still completes (a note).
     pub fn stream_destroyed(&self, handle: u64, origin: &Origin) {
-        let Some(stream) = self.streams.destroyed(handle) else {
-            return;
-        };
+        let Some(stream) = self.streams.destroyed(handle) else { return };
         let last = stream.lock().clock.get(stream.slot);
         if last > self.host.get(stream.slot) {
             let op = OpRecord::new(origin, None, Epoch::new(stream.slot, last));

@@ -19,6 +19,7 @@ use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
 
 impl Model {
+
     /// An allocation: synchronous (`on: None`; its epoch is the host's) or stream-ordered
     /// (an operation on the stream, which every access must follow).
     pub fn alloc(&self, alloc: Alloc, on: Option<StreamRef>, origin: &Origin) {
@@ -26,11 +27,7 @@ impl Model {
             None => self.host.tick(),
             Some(key) => {
                 let stream = self.stream(key);
-                let node = || NodeKind::Alloc {
-                    base: alloc.base,
-                    size: alloc.size,
-                    ctx: alloc.ctx,
-                };
+                let node = || NodeKind::Alloc { base: alloc.base, size: alloc.size, ctx: alloc.ctx };
                 if self.capture_node(&stream, node, origin, None) {
                     return;
                 }
@@ -57,12 +54,7 @@ impl Model {
                     return;
                 }
                 let (state, epoch) = self.issue(&stream);
-                self.release(
-                    base,
-                    OpRecord::new(origin, None, epoch),
-                    &state.clock,
-                    &mut found,
-                );
+                self.release(base, OpRecord::new(origin, None, epoch), &state.clock, &mut found);
             }
             FreeOn::Synchronous { ctx } => {
                 // Device-wide: the host first waits for every stream of the context.
@@ -79,51 +71,18 @@ impl Model {
     }
 
     /// Frees the buffer at `base` by `op` (clock `clock`), checking what it must follow.
-    pub(super) fn release(
-        &self,
-        base: u64,
-        op: OpRecord,
-        clock: &VectorClock,
-        found: &mut Vec<Race>,
-    ) {
-        let Some(buffer) = self.buffers.live_at(base) else {
-            return;
-        };
+    pub(super) fn release(&self, base: u64, op: OpRecord, clock: &VectorClock, found: &mut Vec<Race>) {
+        let Some(buffer) = self.buffers.live_at(base) else { return };
         let facts = BufferFacts::of(&buffer);
-        let free = Side {
-            op,
-            action: Action::Free,
-        };
+        let free = Side { op, action: Action::Free };
         if !buffer.alloc.epoch.happens_before(clock) {
-            let alloc = Side {
-                op: buffer.alloc,
-                action: Action::Alloc,
-            };
-            found.push(Race {
-                kind: RaceKind::UseBeforeAlloc,
-                hazard: None,
-                buffer: facts,
-                first: alloc,
-                second: free,
-            });
+            let alloc = Side { op: buffer.alloc, action: Action::Alloc };
+            found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts, first: alloc, second: free });
         }
         let mut state = buffer.lock();
         for earlier in state.shadow.unordered(clock) {
-            let first = Side {
-                op: earlier.op,
-                action: Action::Access {
-                    mode: earlier.mode,
-                    lo: earlier.lo,
-                    hi: earlier.hi,
-                },
-            };
-            found.push(Race {
-                kind: RaceKind::FreeRace,
-                hazard: None,
-                buffer: facts,
-                first,
-                second: free,
-            });
+            let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+            found.push(Race { kind: RaceKind::FreeRace, hazard: None, buffer: facts, first, second: free });
         }
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();

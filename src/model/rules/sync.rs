@@ -23,6 +23,7 @@ use crate::model::Model;
 use super::issue::{return_scratch, scratch};
 
 impl Model {
+
     /// `cuEventRecord(E, S)`: `E.clock := C_S`. In a capture, E stands for the stream's
     /// frontier (and, recorded external, becomes a node).
     pub fn event_record(&self, event: u64, stream: StreamRef, external: bool, origin: &Origin) {
@@ -30,18 +31,13 @@ impl Model {
         if stream.capturing.load(Ordering::Acquire) {
             let capture = {
                 let state = stream.lock();
-                state
-                    .capture
-                    .as_ref()
-                    .map(|lane| (lane.capture.clone(), lane.frontier.clone()))
+                state.capture.as_ref().map(|lane| (lane.capture.clone(), lane.frontier.clone()))
             };
             if let Some((capture, nodes)) = capture {
                 if external {
                     self.capture_node(&stream, || NodeKind::RecordEvent { event }, origin, None);
                 }
-                self.events.with(event, |e| {
-                    *e.lock() = EventState::Captured { capture, nodes }
-                });
+                self.events.with(event, |e| *e.lock() = EventState::Captured { capture, nodes });
                 return;
             }
         }
@@ -70,11 +66,7 @@ impl Model {
         match state {
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
-                self.notes.add(
-                    NoteKind::WaitOnUnrecordedEvent,
-                    OpRecord::new(origin, None, epoch),
-                    event,
-                );
+                self.notes.add(NoteKind::WaitOnUnrecordedEvent, OpRecord::new(origin, None, epoch), event);
             }
             EventState::Captured { capture, nodes } => self.join_capture(&stream, capture, nodes),
             EventState::Recorded(_) => {
@@ -121,12 +113,7 @@ impl Model {
     pub fn host_func(&self, stream: StreamRef, origin: &Origin) -> Arc<HostCallback> {
         let stream = self.stream(stream);
         let callback = Arc::new(HostCallback::default());
-        if self.capture_node(
-            &stream,
-            || NodeKind::HostFunc(callback.clone()),
-            origin,
-            None,
-        ) {
+        if self.capture_node(&stream, || NodeKind::HostFunc(callback.clone()), origin, None) {
             callback.mark_captured();
             return callback;
         }
@@ -144,24 +131,12 @@ impl Model {
     pub fn write_value(&self, stream: StreamRef, addr: u64, len: u64, origin: &Origin) {
         let stream = self.stream(stream);
         let access = [Access::new(addr, len, Mode::Write)];
-        if self.capture_node(
-            &stream,
-            || NodeKind::Work {
-                accesses: access.to_vec(),
-            },
-            origin,
-            None,
-        ) {
+        if self.capture_node(&stream, || NodeKind::Work { accesses: access.to_vec() }, origin, None) {
             return;
         }
         let mut found = Vec::new();
         let (state, epoch) = self.issue(&stream);
-        self.access(
-            &access[0],
-            &state.clock,
-            OpRecord::new(origin, None, epoch),
-            &mut found,
-        );
+        self.access(&access[0], &state.clock, OpRecord::new(origin, None, epoch), &mut found);
         self.values.insert(addr, state.clock.clone());
         drop(state);
         self.publish(found);

@@ -10,27 +10,21 @@
 //! synchronous call orders the host before or after the operation, as its `HostEffect` says.
 
 use crate::model::buffers::{Found, MemoryKind};
-use crate::model::capture::NodeKind;
 use crate::model::clock::VectorClock;
+use crate::model::capture::NodeKind;
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
 
 impl Model {
+
     /// A kernel launch, copy or memset on `stream`: each access is checked against the
     /// buffer's allocation and history, then recorded. While the stream captures, the work
     /// becomes a node instead.
     pub fn work(&self, stream: StreamRef, work: Work<'_>) {
         let stream = self.stream(stream);
-        if self.capture_node(
-            &stream,
-            || NodeKind::Work {
-                accesses: work.accesses.to_vec(),
-            },
-            &work.origin,
-            work.kernel,
-        ) {
+        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
             return;
         }
         if work.host == HostEffect::WaitsForEarlierWork {
@@ -50,13 +44,7 @@ impl Model {
     }
 
     /// Checks and records one access by `op`, whose clock is `clock`.
-    pub(super) fn access(
-        &self,
-        access: &Access,
-        clock: &VectorClock,
-        op: OpRecord,
-        found: &mut Vec<Race>,
-    ) {
+    pub(super) fn access(&self, access: &Access, clock: &VectorClock, op: OpRecord, found: &mut Vec<Race>) {
         let end = access.addr.saturating_add(access.len.max(1));
         let mut addr = access.addr;
         // An access may span adjacent buffers (a copy over two): take each in turn.
@@ -67,46 +55,17 @@ impl Model {
                     let mut state = buffer.lock();
                     // Host and managed memory may be written by the host, unseen: never fresh.
                     let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
-                    let mode = self
-                        .directions
-                        .resolve(access.mode, op.kernel, access.slot, || {
-                            device_only && state.shadow.untouched(lo, hi)
-                        });
-                    let this = Side {
-                        op,
-                        action: Action::Access { mode, lo, hi },
-                    };
+                    let mode = self.directions.resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
+                    let this = Side { op, action: Action::Access { mode, lo, hi } };
                     let facts = || BufferFacts::of(buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
-                        let alloc = Side {
-                            op: buffer.alloc,
-                            action: Action::Alloc,
-                        };
-                        found.push(Race {
-                            kind: RaceKind::UseBeforeAlloc,
-                            hazard: None,
-                            buffer: facts(),
-                            first: alloc,
-                            second: this,
-                        });
+                        let alloc = Side { op: buffer.alloc, action: Action::Alloc };
+                        found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts(), first: alloc, second: this });
                     }
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
-                        let first = Side {
-                            op: earlier.op,
-                            action: Action::Access {
-                                mode: earlier.mode,
-                                lo: earlier.lo,
-                                hi: earlier.hi,
-                            },
-                        };
+                        let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
                         let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race {
-                            kind: RaceKind::CrossStream,
-                            hazard: Some(hazard),
-                            buffer: facts(),
-                            first,
-                            second: this,
-                        });
+                        found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
                     hi
@@ -114,26 +73,10 @@ impl Model {
                 Found::Freed(buffer) => {
                     if access.exact {
                         let hi = end.min(buffer.end());
-                        let this = Side {
-                            op,
-                            action: Action::Access {
-                                mode: access.mode,
-                                lo: addr,
-                                hi,
-                            },
-                        };
+                        let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
                         if let Some(free) = buffer.lock().freed {
-                            let first = Side {
-                                op: free,
-                                action: Action::Free,
-                            };
-                            found.push(Race {
-                                kind: RaceKind::UseAfterFree,
-                                hazard: None,
-                                buffer: BufferFacts::of(buffer),
-                                first,
-                                second: this,
-                            });
+                            let first = Side { op: free, action: Action::Free };
+                            found.push(Race { kind: RaceKind::UseAfterFree, hazard: None, buffer: BufferFacts::of(buffer), first, second: this });
                         }
                     }
                     buffer.end()

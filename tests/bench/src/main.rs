@@ -59,36 +59,23 @@ fn main() {
         .collect();
     if !args.only.is_empty() {
         for (name, native, shim) in &results {
-            println!(
-                "{name}: added median {:.0} ns, p99 {:.0} ns",
-                shim.p50 - native.p50,
-                shim.p99 - native.p99
-            );
+            println!("{name}: added median {:.0} ns, p99 {:.0} ns", shim.p50 - native.p50, shim.p99 - native.p99);
         }
         return;
     }
     let document = summarize(&results);
     print_table(&document);
-    std::fs::write(
-        &args.out,
-        serde_json::to_string_pretty(&document).unwrap() + "\n",
-    )
-    .unwrap_or_else(|e| panic!("write {}: {e}", args.out.display()));
+    std::fs::write(&args.out, serde_json::to_string_pretty(&document).unwrap() + "\n")
+        .unwrap_or_else(|e| panic!("write {}: {e}", args.out.display()));
     println!("written to {}", args.out.display());
 }
 
 fn parse(argv: &[String]) -> Result<Args, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let profile = exe
-        .parent()
-        .ok_or("this executable has no directory")?
-        .to_path_buf();
+    let profile = exe.parent().ok_or("this executable has no directory")?.to_path_buf();
     let mut shim = None;
     let mut driver = None;
-    let mut out = profile
-        .parent()
-        .unwrap_or(&profile)
-        .join("streamsan-bench.json");
+    let mut out = profile.parent().unwrap_or(&profile).join("streamsan-bench.json");
     let mut repeat = 5;
     let mut only = Vec::new();
     let mut it = argv.iter();
@@ -98,11 +85,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
             "--shim" => shim = Some(PathBuf::from(value()?)),
             "--driver" => driver = Some(PathBuf::from(value()?)),
             "--out" => out = PathBuf::from(value()?),
-            "--repeat" => {
-                repeat = value()?
-                    .parse()
-                    .map_err(|_| "--repeat needs a number".to_string())?
-            }
+            "--repeat" => repeat = value()?.parse().map_err(|_| "--repeat needs a number".to_string())?,
             "--only" => only = value()?.split(',').map(str::to_string).collect(),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -117,41 +100,20 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     };
     for path in [&shim, &driver.join("libcuda.so.1")] {
         if !path.exists() {
-            return Err(format!(
-                "{} is missing (build the workspace with --release, or pass --shim/--driver)",
-                path.display()
-            ));
+            return Err(format!("{} is missing (build the workspace with --release, or pass --shim/--driver)", path.display()));
         }
     }
-    if let Some(unknown) = only
-        .iter()
-        .find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o))
-    {
+    if let Some(unknown) = only.iter().find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o)) {
         return Err(format!("no workload {unknown:?}"));
     }
-    Ok(Args {
-        shim,
-        driver,
-        out,
-        repeat: repeat.max(1),
-        only,
-    })
+    Ok(Args { shim, driver, out, repeat: repeat.max(1), only })
 }
 
 /// Under `cargo run`, builds the shim and the stand-in into this executable's profile.
 fn build_beside(profile: &Path) -> Result<(), String> {
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        return Ok(());
-    };
+    let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
     let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "streamsan-shim",
-        "-p",
-        "streamsan-standin",
-    ]);
+    cmd.args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"]);
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
@@ -170,8 +132,7 @@ fn driver_dir(profile: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let link = dir.join("libcuda.so.1");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link)
-        .map_err(|e| format!("link {}: {e}", link.display()))?;
+    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link).map_err(|e| format!("link {}: {e}", link.display()))?;
     Ok(dir)
 }
 
@@ -198,11 +159,7 @@ fn measure(args: &Args, name: &str) -> (Stats, Stats) {
 
 fn best(runs: &[Stats]) -> Stats {
     let min = |f: fn(&Stats) -> f64| runs.iter().map(f).fold(f64::INFINITY, f64::min);
-    Stats {
-        p50: min(|s| s.p50),
-        p99: min(|s| s.p99),
-        buffer_bytes: min(|s| s.buffer_bytes),
-    }
+    Stats { p50: min(|s| s.p50), p99: min(|s| s.p99), buffer_bytes: min(|s| s.buffer_bytes) }
 }
 
 /// The launch workload written in Python (`python_launch.py`): what a Python program's
@@ -210,11 +167,7 @@ fn best(runs: &[Stats]) -> Stats {
 const PYTHON_WORKLOAD: &str = "launch_python";
 
 fn python_available() -> bool {
-    Command::new("python3")
-        .arg("-c")
-        .arg("import ctypes")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    Command::new("python3").arg("-c").arg("import ctypes").output().is_ok_and(|o| o.status.success())
 }
 
 fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
@@ -227,7 +180,8 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         cmd.args(["--child", name]);
         cmd
     };
-    cmd.env("LD_LIBRARY_PATH", &args.driver)
+    cmd
+        .env("LD_LIBRARY_PATH", &args.driver)
         .env("STREAMSAN_OPTIONS", "")
         .env_remove("STANDIN_LOG")
         .env_remove("LD_PRELOAD");
@@ -238,11 +192,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
     assert!(
         output.status.success(),
         "{name} ({}) failed: {}{}",
-        if with_shim {
-            "with the shim"
-        } else {
-            "natively"
-        },
+        if with_shim { "with the shim" } else { "natively" },
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
@@ -257,31 +207,19 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
 
 /// In the child: runs one workload and prints its figures as one JSON line.
 fn child(name: &str) {
-    let run = WORKLOADS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .unwrap_or_else(|| panic!("no workload {name}"))
-        .1;
+    let run = WORKLOADS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no workload {name}")).1;
     let driver = driver::Driver::load();
     let mut measured = run(&driver);
     measured.latencies.sort_unstable();
     let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
-    let figures =
-        json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes });
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes });
     println!("{figures}");
 }
 
 /// The document written to `streamsan-bench.json`: the headline figures, then the raw ones.
 fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
-    let find = |name: &str| {
-        results
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|&(_, n, s)| (n, s))
-    };
-    let added = |name: &str, p: fn(&Stats) -> f64| {
-        find(name).map(|(native, shim)| (p(&shim) - p(&native)).round())
-    };
+    let find = |name: &str| results.iter().find(|(n, _, _)| *n == name).map(|&(_, n, s)| (n, s));
+    let added = |name: &str, p: fn(&Stats) -> f64| find(name).map(|(native, shim)| (p(&shim) - p(&native)).round());
     let (native_big, shim_big) = find("launch_1m_buffers").expect("workload");
     let details: serde_json::Map<String, Value> = results
         .iter()
@@ -310,74 +248,23 @@ fn print_table(document: &Value) {
     let one_thread = document["launch_added_ns_p50_1t"].as_f64().unwrap_or(0.0);
     // Keys without a figure (no python3 here) print as "-".
     let rows: [(&str, &str, f64); 11] = [
-        (
-            "launch_added_ns_p50_1t",
-            "launch, 1 thread, median (ns)",
-            300.0,
-        ),
-        (
-            "launch_added_ns_p99_1t",
-            "launch, 1 thread, p99 (ns)",
-            2000.0,
-        ),
-        (
-            "launch_added_ns_p50_legacy",
-            "  on the legacy stream, median (ns)",
-            300.0,
-        ),
-        (
-            "launch_added_ns_p50_pytorch_like",
-            "  PyTorch's elementwise op (ns)",
-            f64::INFINITY,
-        ),
-        (
-            "launch_added_ns_p50_16t",
-            "launch, 16 threads, median (ns)",
-            2.0 * one_thread,
-        ),
-        (
-            "alloc_free_added_ns_p50",
-            "alloc + free, median (ns)",
-            300.0,
-        ),
-        (
-            "event_added_ns_p50",
-            "event record + wait, median (ns)",
-            300.0,
-        ),
+        ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
+        ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
+        ("launch_added_ns_p50_legacy", "  on the legacy stream, median (ns)", 300.0),
+        ("launch_added_ns_p50_pytorch_like", "  PyTorch's elementwise op (ns)", f64::INFINITY),
+        ("launch_added_ns_p50_16t", "launch, 16 threads, median (ns)", 2.0 * one_thread),
+        ("alloc_free_added_ns_p50", "alloc + free, median (ns)", 300.0),
+        ("event_added_ns_p50", "event record + wait, median (ns)", 300.0),
         ("bytes_per_live_buffer", "bytes per live buffer", 256.0),
-        (
-            "launch_added_ns_p50_1m_buffers",
-            "launch, 1M buffers, median (ns)",
-            2.0 * one_thread,
-        ),
-        (
-            "launch_added_ns_p50_1m_buffers_cold",
-            "  every launch cold, median (ns)",
-            f64::INFINITY,
-        ),
-        (
-            "launch_added_ns_p50_python",
-            "launch from Python, median (ns)",
-            f64::INFINITY,
-        ),
+        ("launch_added_ns_p50_1m_buffers", "launch, 1M buffers, median (ns)", 2.0 * one_thread),
+        ("launch_added_ns_p50_1m_buffers_cold", "  every launch cold, median (ns)", f64::INFINITY),
+        ("launch_added_ns_p50_python", "launch from Python, median (ns)", f64::INFINITY),
     ];
-    println!(
-        "{:<34} {:>10} {:>10}",
-        "added by streamsan", "measured", "target"
-    );
+    println!("{:<34} {:>10} {:>10}", "added by streamsan", "measured", "target");
     for (key, label, target) in rows {
         let value = document[key].as_f64().unwrap_or(f64::NAN);
-        let mark = if value.is_nan() || value <= target {
-            ""
-        } else {
-            "  over"
-        };
-        let target = if target.is_finite() {
-            format!("≤ {target:.0}")
-        } else {
-            "-".into()
-        };
+        let mark = if value.is_nan() || value <= target { "" } else { "  over" };
+        let target = if target.is_finite() { format!("≤ {target:.0}") } else { "-".into() };
         println!("{label:<34} {value:>10.0} {target:>10}{mark}");
     }
     println!("({} CPUs)", document["cpus"]);

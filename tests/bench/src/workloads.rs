@@ -32,10 +32,7 @@ pub const WORKLOADS: [(&str, Workload); 8] = [
     ("alloc_free", alloc_free),
     ("event", event_record_and_wait),
     ("launch_1m_buffers", launch_among_a_million_buffers),
-    (
-        "launch_1m_buffers_cold",
-        launch_cold_among_a_million_buffers,
-    ),
+    ("launch_1m_buffers_cold", launch_cold_among_a_million_buffers),
 ];
 
 const WARM_UP: usize = 5_000;
@@ -57,11 +54,7 @@ fn time_each(count: usize, mut call: impl FnMut(usize)) -> Vec<u64> {
 /// Resident bytes of this process.
 fn resident_bytes() -> i64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
-    let pages: i64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .expect("statm resident pages");
+    let pages: i64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("statm resident pages");
     // SAFETY: sysconf has no preconditions.
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64
 }
@@ -77,15 +70,9 @@ fn launch_one_thread(driver: &Driver) -> Measured {
         let j = (i / STREAMS) % 8;
         let mut pointers = [0, 1, 2, 3].map(|k| buffers[s * 8 + (j + k) % 8]);
         // SAFETY: the setup's kernel on a live stream.
-        check(
-            unsafe { driver.launch(setup.quad, streams[s], &mut pointers) },
-            "cuLaunchKernel",
-        );
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// One thread on the legacy default stream (handle 0), as PyTorch's and CuPy's default
@@ -101,15 +88,9 @@ fn launch_on_the_legacy_stream(driver: &Driver) -> Measured {
     let latencies = time_each(LAUNCHES, |i| {
         let mut pointers = [0, 1, 2, 3].map(|k| buffers[(i + k) % 8]);
         // SAFETY: the setup's kernel on the legacy stream.
-        check(
-            unsafe { driver.launch(setup.quad, core::ptr::null_mut(), &mut pointers) },
-            "cuLaunchKernel",
-        );
+        check(unsafe { driver.launch(setup.quad, core::ptr::null_mut(), &mut pointers) }, "cuLaunchKernel");
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// PyTorch's launch-bound loop (`x = x * c; x = x + c`, tests/gpu/perf/workload.py) as the
@@ -126,24 +107,10 @@ fn launch_like_pytorch(driver: &Driver) -> Measured {
         let (input, output) = (blocks[i % 2], blocks[(i + 1) % 2]);
         at_depth(30, &mut || {
             // SAFETY: the setup's elementwise kernel on the legacy stream.
-            check(
-                unsafe {
-                    driver.launch_elementwise(
-                        setup.elementwise,
-                        core::ptr::null_mut(),
-                        4096,
-                        output,
-                        input,
-                    )
-                },
-                "cuLaunchKernel",
-            );
+            check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
         });
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// Calls `f` from `depth` frames further down the stack.
@@ -172,33 +139,21 @@ fn launch_sixteen_threads(driver: &Driver) -> Measured {
                 let start = start.clone();
                 scope.spawn(move || {
                     // SAFETY: the context made by the setup.
-                    check(
-                        unsafe { (driver.ctx_set_current)(context as CUcontext) },
-                        "cuCtxSetCurrent",
-                    );
+                    check(unsafe { (driver.ctx_set_current)(context as CUcontext) }, "cuCtxSetCurrent");
                     let stream = driver.stream();
                     let mut pointers = [0; 4].map(|_| driver.buffer(256));
                     start.wait();
                     time_each(PER_THREAD, |_| {
                         pointers.rotate_left(1);
                         // SAFETY: the setup's kernel on this thread's stream.
-                        check(
-                            unsafe { driver.launch(quad as CUfunction, stream, &mut pointers) },
-                            "cuLaunchKernel",
-                        );
+                        check(unsafe { driver.launch(quad as CUfunction, stream, &mut pointers) }, "cuLaunchKernel");
                     })
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("worker"))
-            .collect()
+        workers.into_iter().flat_map(|w| w.join().expect("worker")).collect()
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// A stream-ordered allocation and its free on one stream.
@@ -210,17 +165,11 @@ fn alloc_free(driver: &Driver) -> Measured {
         let mut ptr = 0;
         // SAFETY: an out-pointer to a local; the pointer just allocated on this stream.
         unsafe {
-            check(
-                (driver.mem_alloc_async)(&mut ptr, 256, stream),
-                "cuMemAllocAsync",
-            );
+            check((driver.mem_alloc_async)(&mut ptr, 256, stream), "cuMemAllocAsync");
             check((driver.mem_free_async)(ptr, stream), "cuMemFreeAsync");
         }
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// An event recorded on one stream and waited on by another.
@@ -233,16 +182,10 @@ fn event_record_and_wait(driver: &Driver) -> Measured {
         // SAFETY: live event and streams.
         unsafe {
             check((driver.event_record)(event, first), "cuEventRecord");
-            check(
-                (driver.stream_wait_event)(second, event, 0),
-                "cuStreamWaitEvent",
-            );
+            check((driver.stream_wait_event)(second, event, 0), "cuStreamWaitEvent");
         }
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// 1,000,000 live buffers of 64 bytes (packed by the thousand in each 2 MiB granule) and
@@ -257,15 +200,9 @@ fn launch_among_a_million_buffers(driver: &Driver) -> Measured {
         let j = (i / 8) % 8;
         let mut pointers = [0, 1, 2, 3].map(|k| used[s * 8 + (j + k) % 8]);
         // SAFETY: the setup's kernel on a live stream.
-        check(
-            unsafe { driver.launch(setup.quad, streams[s], &mut pointers) },
-            "cuLaunchKernel",
-        );
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured {
-        latencies,
-        buffer_bytes: Some(buffer_bytes),
-    }
+    Measured { latencies, buffer_bytes: Some(buffer_bytes) }
 }
 
 /// The same million buffers and ten thousand streams, every launch on the next stream with
@@ -279,15 +216,9 @@ fn launch_cold_among_a_million_buffers(driver: &Driver) -> Measured {
         let j = (i / streams.len()) % (per_stream / 4);
         let mut pointers = [0, 1, 2, 3].map(|k| buffers[s * per_stream + j * 4 + k]);
         // SAFETY: the setup's kernel on a live stream.
-        check(
-            unsafe { driver.launch(setup.quad, streams[s], &mut pointers) },
-            "cuLaunchKernel",
-        );
+        check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured {
-        latencies,
-        buffer_bytes: None,
-    }
+    Measured { latencies, buffer_bytes: None }
 }
 
 /// The setup, 10,000 streams and 1,000,000 buffers, synchronized; and the resident bytes the

@@ -47,10 +47,7 @@ DONE:
 "#;
 
 fn main() -> Result<(), DriverError> {
-    let launches: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(3);
+    let launches: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let racy = std::env::args().any(|a| a == "--racy");
     let ctx = CudaContext::new(0)?;
     if racy {
@@ -78,10 +75,7 @@ fn main() -> Result<(), DriverError> {
     if racy {
         println!("cudarc-app: {launches} launches on 2 streams, unordered");
     } else {
-        println!(
-            "cudarc-app: {launches} launches on 2 streams, out[3] = {}",
-            out[3]
-        );
+        println!("cudarc-app: {launches} launches on 2 streams, out[3] = {}", out[3]);
     }
     Ok(())
 }

@@ -26,9 +26,7 @@ unsafe fn write<T>(out: *mut T, value: T) -> CUresult {
 
 fn is_stream_handle(stream: CUstream) -> bool {
     let s = stream as usize;
-    s == 0
-        || s == CU_STREAM_LEGACY
-        || s == CU_STREAM_PER_THREAD
+    s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD
         || matches!(state_read().objects.get(&s), Some(Object::Stream { .. }))
 }
 
@@ -69,11 +67,7 @@ unsafe fn move_bytes(dst: u64, src: u64, len: usize) {
 unsafe fn fill<T: Copy>(dst: u64, pitch: usize, value: T, width: usize, height: usize) {
     let elem = core::mem::size_of::<T>();
     let row_bytes = (width * elem) as u64;
-    let span = if height == 0 {
-        0
-    } else {
-        pitch as u64 * (height as u64 - 1) + row_bytes
-    };
+    let span = if height == 0 { 0 } else { pitch as u64 * (height as u64 - 1) + row_bytes };
     if !state().is_allocated(dst, span) {
         return;
     }
@@ -104,21 +98,10 @@ unsafe fn create_context(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
 pub unsafe fn ctx_create(pctx: *mut CUcontext, _flags: c_uint, dev: CUdevice) -> CUresult {
     unsafe { create_context(pctx, dev) }
 }
-pub unsafe fn ctx_create_v3(
-    pctx: *mut CUcontext,
-    _p: *mut c_void,
-    _n: c_int,
-    _f: c_uint,
-    dev: CUdevice,
-) -> CUresult {
+pub unsafe fn ctx_create_v3(pctx: *mut CUcontext, _p: *mut c_void, _n: c_int, _f: c_uint, dev: CUdevice) -> CUresult {
     unsafe { create_context(pctx, dev) }
 }
-pub unsafe fn ctx_create_v4(
-    pctx: *mut CUcontext,
-    _p: *mut c_void,
-    _f: c_uint,
-    dev: CUdevice,
-) -> CUresult {
+pub unsafe fn ctx_create_v4(pctx: *mut CUcontext, _p: *mut c_void, _f: c_uint, dev: CUdevice) -> CUresult {
     unsafe { create_context(pctx, dev) }
 }
 pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
@@ -129,11 +112,7 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
     status
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
-    if device::current_context() == 0 {
-        CUDA_ERROR_INVALID_CONTEXT
-    } else {
-        OK
-    }
+    if device::current_context() == 0 { CUDA_ERROR_INVALID_CONTEXT } else { OK }
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
     OK
@@ -177,13 +156,7 @@ unsafe fn host_alloc(pp: *mut *mut c_void, size: usize) -> CUresult {
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
     unsafe { device_alloc(dptr, bytesize) }
 }
-pub unsafe fn mem_alloc_pitch(
-    dptr: *mut CUdeviceptr,
-    pitch: *mut usize,
-    width: usize,
-    height: usize,
-    _elem: c_uint,
-) -> CUresult {
+pub unsafe fn mem_alloc_pitch(dptr: *mut CUdeviceptr, pitch: *mut usize, width: usize, height: usize, _elem: c_uint) -> CUresult {
     let row = width.div_ceil(512) * 512;
     let status = unsafe { write(pitch, row) };
     if status != OK {
@@ -191,11 +164,7 @@ pub unsafe fn mem_alloc_pitch(
     }
     unsafe { device_alloc(dptr, row * height) }
 }
-pub unsafe fn mem_alloc_managed(
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, _flags: c_uint) -> CUresult {
     unsafe { device_alloc(dptr, bytesize) }
 }
 pub unsafe fn mem_alloc_host(pp: *mut *mut c_void, bytesize: usize) -> CUresult {
@@ -211,35 +180,18 @@ pub unsafe fn mem_host_unregister(_p: *mut c_void) -> CUresult {
     OK
 }
 pub unsafe fn mem_free(dptr: CUdeviceptr) -> CUresult {
-    if dptr == 0 || state().free_device(dptr) {
-        OK
-    } else {
-        CUDA_ERROR_INVALID_VALUE
-    }
+    if dptr == 0 || state().free_device(dptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
 }
 pub unsafe fn mem_free_host(p: *mut c_void) -> CUresult {
-    if state().free_host(p as u64) {
-        OK
-    } else {
-        CUDA_ERROR_INVALID_VALUE
-    }
+    if state().free_host(p as u64) { OK } else { CUDA_ERROR_INVALID_VALUE }
 }
-pub unsafe fn mem_alloc_async(
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { device_alloc(dptr, bytesize) },
         e => e,
     }
 }
-pub unsafe fn mem_alloc_from_pool_async(
-    dptr: *mut CUdeviceptr,
-    bytesize: usize,
-    _pool: CUmemoryPool,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn mem_alloc_from_pool_async(dptr: *mut CUdeviceptr, bytesize: usize, _pool: CUmemoryPool, stream: CUstream) -> CUresult {
     unsafe { mem_alloc_async(dptr, bytesize, stream) }
 }
 pub unsafe fn mem_free_async(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
@@ -248,33 +200,18 @@ pub unsafe fn mem_free_async(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn mem_create(
-    handle: *mut CUmemGenericAllocationHandle,
-    size: usize,
-    _prop: *const c_void,
-    _flags: u64,
-) -> CUresult {
+pub unsafe fn mem_create(handle: *mut CUmemGenericAllocationHandle, size: usize, _prop: *const c_void, _flags: u64) -> CUresult {
     let h = state().new_handle(Object::MemHandle { size: size as u64 });
     unsafe { write(handle, h as u64) }
 }
-pub unsafe fn mem_map(
-    _ptr: CUdeviceptr,
-    _size: usize,
-    _offset: usize,
-    handle: CUmemGenericAllocationHandle,
-    _flags: u64,
-) -> CUresult {
-    check(handle as *mut c_void, |o| {
-        matches!(o, Object::MemHandle { .. })
-    })
+pub unsafe fn mem_map(_ptr: CUdeviceptr, _size: usize, _offset: usize, handle: CUmemGenericAllocationHandle, _flags: u64) -> CUresult {
+    check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
 }
 pub unsafe fn mem_unmap(_ptr: CUdeviceptr, _size: usize) -> CUresult {
     OK
 }
 pub unsafe fn mem_release(handle: CUmemGenericAllocationHandle) -> CUresult {
-    check(handle as *mut c_void, |o| {
-        matches!(o, Object::MemHandle { .. })
-    })
+    check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
 }
 
 // ---- Copies -----------------------------------------------------------------------------
@@ -283,12 +220,7 @@ pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresu
     unsafe { move_bytes(dst, src, bytes) };
     OK
 }
-pub unsafe fn memcpy_async(
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memcpy(dst, src, bytes) },
         e => e,
@@ -303,71 +235,29 @@ pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> C
 pub unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     unsafe { memcpy(dst, src, bytes) }
 }
-pub unsafe fn memcpy_dtoa(
-    _dst: CUarray,
-    _off: usize,
-    _src: CUdeviceptr,
-    _bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_dtoa(_dst: CUarray, _off: usize, _src: CUdeviceptr, _bytes: usize) -> CUresult {
     OK
 }
-pub unsafe fn memcpy_atod(
-    _dst: CUdeviceptr,
-    _src: CUarray,
-    _off: usize,
-    _bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_atod(_dst: CUdeviceptr, _src: CUarray, _off: usize, _bytes: usize) -> CUresult {
     OK
 }
-pub unsafe fn memcpy_htod_async(
-    dst: CUdeviceptr,
-    src: *const c_void,
-    bytes: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst, src as u64, bytes, stream) }
 }
-pub unsafe fn memcpy_dtoh_async(
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    bytes: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst as u64, src, bytes, stream) }
 }
-pub unsafe fn memcpy_dtod_async(
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst, src, bytes, stream) }
 }
-pub unsafe fn memcpy_peer(
-    dst: CUdeviceptr,
-    _dc: CUcontext,
-    src: CUdeviceptr,
-    _sc: CUcontext,
-    bytes: usize,
-) -> CUresult {
+pub unsafe fn memcpy_peer(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize) -> CUresult {
     unsafe { memcpy(dst, src, bytes) }
 }
-pub unsafe fn memcpy_peer_async(
-    dst: CUdeviceptr,
-    _dc: CUcontext,
-    src: CUdeviceptr,
-    _sc: CUcontext,
-    bytes: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_peer_async(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst, src, bytes, stream) }
 }
 pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
-    }
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
 }
 pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -376,11 +266,7 @@ pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresu
     }
 }
 pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
-    }
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
 }
 pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -389,11 +275,7 @@ pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresu
     }
 }
 pub unsafe fn memcpy_3d_peer(copy: *const Memcpy3DPeer) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
-    }
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
 }
 pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -401,13 +283,7 @@ pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) 
         e => e,
     }
 }
-unsafe fn batch(
-    dsts: *mut CUdeviceptr,
-    srcs: *mut CUdeviceptr,
-    sizes: *mut usize,
-    count: usize,
-    stream: CUstream,
-) -> CUresult {
+unsafe fn batch(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, stream: CUstream) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
@@ -420,29 +296,10 @@ unsafe fn batch(
     }
     OK
 }
-pub unsafe fn memcpy_batch_async(
-    dsts: *mut CUdeviceptr,
-    srcs: *mut CUdeviceptr,
-    sizes: *mut usize,
-    count: usize,
-    _a: *mut c_void,
-    _ai: *mut usize,
-    _na: usize,
-    _fail: *mut usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_batch_async(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, _fail: *mut usize, stream: CUstream) -> CUresult {
     unsafe { batch(dsts, srcs, sizes, count, stream) }
 }
-pub unsafe fn memcpy_batch_async_v2(
-    dsts: *mut CUdeviceptr,
-    srcs: *mut CUdeviceptr,
-    sizes: *mut usize,
-    count: usize,
-    _a: *mut c_void,
-    _ai: *mut usize,
-    _na: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memcpy_batch_async_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, stream: CUstream) -> CUresult {
     unsafe { batch(dsts, srcs, sizes, count, stream) }
 }
 
@@ -460,103 +317,49 @@ pub unsafe fn memset_d32(dst: CUdeviceptr, value: c_uint, count: usize) -> CUres
     unsafe { fill(dst, count * 4, value, count, 1) };
     OK
 }
-pub unsafe fn memset_d2d8(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uchar,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d8(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
-pub unsafe fn memset_d2d16(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d16(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
-pub unsafe fn memset_d2d32(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-) -> CUresult {
+pub unsafe fn memset_d2d32(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
-pub unsafe fn memset_d8_async(
-    dst: CUdeviceptr,
-    value: c_uchar,
-    count: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d8_async(dst: CUdeviceptr, value: c_uchar, count: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d8(dst, value, count) },
         e => e,
     }
 }
-pub unsafe fn memset_d16_async(
-    dst: CUdeviceptr,
-    value: c_ushort,
-    count: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d16_async(dst: CUdeviceptr, value: c_ushort, count: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d16(dst, value, count) },
         e => e,
     }
 }
-pub unsafe fn memset_d32_async(
-    dst: CUdeviceptr,
-    value: c_uint,
-    count: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d32_async(dst: CUdeviceptr, value: c_uint, count: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d32(dst, value, count) },
         e => e,
     }
 }
-pub unsafe fn memset_d2d8_async(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uchar,
-    width: usize,
-    height: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d8_async(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d8(dst, pitch, value, width, height) },
         e => e,
     }
 }
-pub unsafe fn memset_d2d16_async(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d16(dst, pitch, value, width, height) },
         e => e,
     }
 }
-pub unsafe fn memset_d2d32_async(
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-    stream: CUstream,
-) -> CUresult {
+pub unsafe fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d32(dst, pitch, value, width, height) },
         e => e,
@@ -566,60 +369,26 @@ pub unsafe fn memset_d2d32_async(
 // ---- Launches ---------------------------------------------------------------------------
 
 fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
-    match check(f, |o| {
-        matches!(o, Object::Function { .. } | Object::Kernel { .. })
-    }) {
+    match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
         OK => check_stream(stream),
         e => e,
     }
 }
 
-pub unsafe fn launch_kernel(
-    f: CUfunction,
-    _gx: c_uint,
-    _gy: c_uint,
-    _gz: c_uint,
-    _bx: c_uint,
-    _by: c_uint,
-    _bz: c_uint,
-    _shm: c_uint,
-    stream: CUstream,
-    _params: *mut *mut c_void,
-    _extra: *mut *mut c_void,
-) -> CUresult {
+pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
     check_launch(f, stream)
 }
-pub unsafe fn launch_kernel_ex(
-    config: *const LaunchConfig,
-    f: CUfunction,
-    _params: *mut *mut c_void,
-    _extra: *mut *mut c_void,
-) -> CUresult {
+pub unsafe fn launch_kernel_ex(config: *const LaunchConfig, f: CUfunction, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
     if config.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
     // SAFETY: the caller's launch configuration.
     check_launch(f, unsafe { (*config).stream })
 }
-pub unsafe fn launch_cooperative_kernel(
-    f: CUfunction,
-    _gx: c_uint,
-    _gy: c_uint,
-    _gz: c_uint,
-    _bx: c_uint,
-    _by: c_uint,
-    _bz: c_uint,
-    _shm: c_uint,
-    stream: CUstream,
-    _params: *mut *mut c_void,
-) -> CUresult {
+pub unsafe fn launch_cooperative_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void) -> CUresult {
     check_launch(f, stream)
 }
-pub unsafe fn launch_host_func(
-    stream: CUstream,
-    func: CUhostFn,
-    user_data: *mut c_void,
-) -> CUresult {
+pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut c_void) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
@@ -629,19 +398,12 @@ pub unsafe fn launch_host_func(
     }
     OK
 }
-pub unsafe fn stream_add_callback(
-    stream: CUstream,
-    callback: CUstreamCallback,
-    user_data: *mut c_void,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_add_callback(stream: CUstream, callback: CUstreamCallback, user_data: *mut c_void, _flags: c_uint) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
     match callback {
-        Some(callback) => {
-            callbacks::enqueue(Box::new(move || unsafe { callback(stream, OK, user_data) }))
-        }
+        Some(callback) => callbacks::enqueue(Box::new(move || unsafe { callback(stream, OK, user_data) })),
         None => return CUDA_ERROR_INVALID_VALUE,
     }
     OK
@@ -689,11 +451,7 @@ pub mod callbacks {
 
 unsafe fn text_at(p: *const c_void) -> Option<String> {
     // SAFETY: images are NUL-terminated PTX text in the stand-in's world.
-    (!p.is_null()).then(|| {
-        unsafe { CStr::from_ptr(p.cast()) }
-            .to_string_lossy()
-            .into_owned()
-    })
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
 }
 
 unsafe fn file_text(path: *const c_char) -> Option<String> {
@@ -702,32 +460,19 @@ unsafe fn file_text(path: *const c_char) -> Option<String> {
 }
 
 fn entries_by_name(ptx: &str) -> HashMap<String, ptx::Entry> {
-    ptx::entries(ptx)
-        .into_iter()
-        .map(|e| (e.name.clone(), e))
-        .collect()
+    ptx::entries(ptx).into_iter().map(|e| (e.name.clone(), e)).collect()
 }
 
 unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
     match ptx {
-        Some(ptx) => new_object(
-            module,
-            Object::Module {
-                functions: entries_by_name(&ptx),
-            },
-        ),
+        Some(ptx) => new_object(module, Object::Module { functions: entries_by_name(&ptx) }),
         None => 218, // CUDA_ERROR_INVALID_PTX
     }
 }
 
 unsafe fn load_library(library: *mut CUlibrary, ptx: Option<String>) -> CUresult {
     match ptx {
-        Some(ptx) => new_object(
-            library,
-            Object::Library {
-                kernels: entries_by_name(&ptx),
-            },
-        ),
+        Some(ptx) => new_object(library, Object::Library { kernels: entries_by_name(&ptx) }),
         None => 218,
     }
 }
@@ -738,86 +483,37 @@ pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresu
 pub unsafe fn module_load_data(module: *mut CUmodule, image: *const c_void) -> CUresult {
     unsafe { load_module(module, text_at(image)) }
 }
-pub unsafe fn module_load_data_ex(
-    module: *mut CUmodule,
-    image: *const c_void,
-    _n: c_uint,
-    _o: *mut u32,
-    _v: *mut *mut c_void,
-) -> CUresult {
+pub unsafe fn module_load_data_ex(module: *mut CUmodule, image: *const c_void, _n: c_uint, _o: *mut u32, _v: *mut *mut c_void) -> CUresult {
     unsafe { load_module(module, text_at(image)) }
 }
 pub unsafe fn module_load_fat_binary(module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
     unsafe { load_module(module, text_at(fat_cubin)) }
 }
-pub unsafe fn module_get_function(
-    hfunc: *mut CUfunction,
-    module: CUmodule,
-    name: *const c_char,
-) -> CUresult {
-    let Some(name) = (unsafe { text_at(name.cast()) }) else {
-        return CUDA_ERROR_INVALID_VALUE;
-    };
+pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name: *const c_char) -> CUresult {
+    let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };
     let entry = match state().objects.get(&(module as usize)) {
         Some(Object::Module { functions }) => functions.get(&name).cloned(),
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
     match entry {
-        Some(entry) => new_object(
-            hfunc,
-            Object::Function {
-                entry,
-                kernel: None,
-                owner: module as usize,
-            },
-        ),
+        Some(entry) => new_object(hfunc, Object::Function { entry, kernel: None, owner: module as usize }),
         None => CUDA_ERROR_NOT_FOUND,
     }
 }
-pub unsafe fn library_load_data(
-    library: *mut CUlibrary,
-    code: *const c_void,
-    _jo: *mut u32,
-    _jv: *mut *mut c_void,
-    _nj: c_uint,
-    _lo: *mut u32,
-    _lv: *mut *mut c_void,
-    _nl: c_uint,
-) -> CUresult {
+pub unsafe fn library_load_data(library: *mut CUlibrary, code: *const c_void, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
     unsafe { load_library(library, text_at(code)) }
 }
-pub unsafe fn library_load_from_file(
-    library: *mut CUlibrary,
-    file_name: *const c_char,
-    _jo: *mut u32,
-    _jv: *mut *mut c_void,
-    _nj: c_uint,
-    _lo: *mut u32,
-    _lv: *mut *mut c_void,
-    _nl: c_uint,
-) -> CUresult {
+pub unsafe fn library_load_from_file(library: *mut CUlibrary, file_name: *const c_char, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
     unsafe { load_library(library, file_text(file_name)) }
 }
-pub unsafe fn library_get_kernel(
-    kernel: *mut CUkernel,
-    library: CUlibrary,
-    name: *const c_char,
-) -> CUresult {
-    let Some(name) = (unsafe { text_at(name.cast()) }) else {
-        return CUDA_ERROR_INVALID_VALUE;
-    };
+pub unsafe fn library_get_kernel(kernel: *mut CUkernel, library: CUlibrary, name: *const c_char) -> CUresult {
+    let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };
     let entry = match state().objects.get(&(library as usize)) {
         Some(Object::Library { kernels }) => kernels.get(&name).cloned(),
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
     match entry {
-        Some(entry) => new_object(
-            kernel,
-            Object::Kernel {
-                entry,
-                owner: library as usize,
-            },
-        ),
+        Some(entry) => new_object(kernel, Object::Kernel { entry, owner: library as usize }),
         None => CUDA_ERROR_NOT_FOUND,
     }
 }
@@ -826,14 +522,7 @@ pub unsafe fn kernel_get_function(func: *mut CUfunction, kernel: CUkernel) -> CU
         Some(Object::Kernel { entry, owner }) => (entry.clone(), *owner),
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
-    new_object(
-        func,
-        Object::Function {
-            entry,
-            kernel: Some(kernel as usize),
-            owner,
-        },
-    )
+    new_object(func, Object::Function { entry, kernel: Some(kernel as usize), owner })
 }
 fn unload(owner: usize, is_owner: fn(&Object) -> bool) -> CUresult {
     let mut s = state();
@@ -855,24 +544,12 @@ pub unsafe fn library_unload(library: CUlibrary) -> CUresult {
 pub unsafe fn stream_create(stream: *mut CUstream, flags: c_uint) -> CUresult {
     unsafe { stream_create_with_priority(stream, flags, 0) }
 }
-pub unsafe fn stream_create_with_priority(
-    stream: *mut CUstream,
-    flags: c_uint,
-    priority: c_int,
-) -> CUresult {
+pub unsafe fn stream_create_with_priority(stream: *mut CUstream, flags: c_uint, priority: c_int) -> CUresult {
     let ctx = device::current_context();
     if ctx == 0 {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    new_object(
-        stream,
-        Object::Stream {
-            ctx,
-            flags,
-            priority,
-            capturing: false,
-        },
-    )
+    new_object(stream, Object::Stream { ctx, flags, priority, capturing: false })
 }
 pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
     match state().objects.remove(&(stream as usize)) {
@@ -913,20 +590,10 @@ pub unsafe fn stream_end_capture(stream: CUstream, graph: *mut CUgraph) -> CUres
         e => e,
     }
 }
-pub unsafe fn stream_wait_value_32(
-    stream: CUstream,
-    _addr: CUdeviceptr,
-    _value: u32,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_wait_value_32(stream: CUstream, _addr: CUdeviceptr, _value: u32, _flags: c_uint) -> CUresult {
     check_stream(stream)
 }
-pub unsafe fn stream_wait_value_64(
-    stream: CUstream,
-    _addr: CUdeviceptr,
-    _value: u64,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_wait_value_64(stream: CUstream, _addr: CUdeviceptr, _value: u64, _flags: c_uint) -> CUresult {
     check_stream(stream)
 }
 unsafe fn write_value<T: Copy>(stream: CUstream, addr: CUdeviceptr, value: T) -> CUresult {
@@ -939,28 +606,13 @@ unsafe fn write_value<T: Copy>(stream: CUstream, addr: CUdeviceptr, value: T) ->
     }
     OK
 }
-pub unsafe fn stream_write_value_32(
-    stream: CUstream,
-    addr: CUdeviceptr,
-    value: u32,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_write_value_32(stream: CUstream, addr: CUdeviceptr, value: u32, _flags: c_uint) -> CUresult {
     unsafe { write_value(stream, addr, value) }
 }
-pub unsafe fn stream_write_value_64(
-    stream: CUstream,
-    addr: CUdeviceptr,
-    value: u64,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_write_value_64(stream: CUstream, addr: CUdeviceptr, value: u64, _flags: c_uint) -> CUresult {
     unsafe { write_value(stream, addr, value) }
 }
-pub unsafe fn stream_batch_mem_op(
-    stream: CUstream,
-    _count: c_uint,
-    _params: *mut BatchMemOpParams,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn stream_batch_mem_op(stream: CUstream, _count: c_uint, _params: *mut BatchMemOpParams, _flags: c_uint) -> CUresult {
     check_stream(stream)
 }
 
@@ -975,11 +627,7 @@ pub unsafe fn event_record(event: CUevent, stream: CUstream) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn event_record_with_flags(
-    event: CUevent,
-    stream: CUstream,
-    _flags: c_uint,
-) -> CUresult {
+pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: c_uint) -> CUresult {
     unsafe { event_record(event, stream) }
 }
 pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
@@ -1003,27 +651,13 @@ fn instantiate(exec: *mut CUgraphExec, graph: CUgraph) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn graph_instantiate(
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    _en: *mut CUgraphNode,
-    _log: *mut c_char,
-    _size: usize,
-) -> CUresult {
+pub unsafe fn graph_instantiate(exec: *mut CUgraphExec, graph: CUgraph, _en: *mut CUgraphNode, _log: *mut c_char, _size: usize) -> CUresult {
     instantiate(exec, graph)
 }
-pub unsafe fn graph_instantiate_with_flags(
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    _flags: u64,
-) -> CUresult {
+pub unsafe fn graph_instantiate_with_flags(exec: *mut CUgraphExec, graph: CUgraph, _flags: u64) -> CUresult {
     instantiate(exec, graph)
 }
-pub unsafe fn graph_instantiate_with_params(
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    _params: *mut c_void,
-) -> CUresult {
+pub unsafe fn graph_instantiate_with_params(exec: *mut CUgraphExec, graph: CUgraph, _params: *mut c_void) -> CUresult {
     instantiate(exec, graph)
 }
 pub unsafe fn graph_launch(exec: CUgraphExec, stream: CUstream) -> CUresult {
@@ -1041,29 +675,15 @@ pub unsafe fn graph_destroy(graph: CUgraph) -> CUresult {
 
 // ---- Entry points -----------------------------------------------------------------------
 
-pub unsafe fn get_proc_address(
-    symbol: *const c_char,
-    pfn: *mut *mut c_void,
-    cuda_version: c_int,
-    flags: u64,
-) -> CUresult {
+pub unsafe fn get_proc_address(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64) -> CUresult {
     unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, core::ptr::null_mut()) }
 }
-pub unsafe fn get_proc_address_v2(
-    symbol: *const c_char,
-    pfn: *mut *mut c_void,
-    cuda_version: c_int,
-    flags: u64,
-    symbol_status: *mut u32,
-) -> CUresult {
+pub unsafe fn get_proc_address_v2(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64, symbol_status: *mut u32) -> CUresult {
     unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, symbol_status) }
 }
 
 /// Whether `ptr` is stand-in memory of the given kind.
 pub fn memory_kind(ptr: u64) -> Option<MemoryKind> {
     let s = state();
-    s.allocations
-        .range(..=ptr)
-        .next_back()
-        .and_then(|(&base, a)| (ptr < base + a.size.max(1)).then_some(a.kind))
+    s.allocations.range(..=ptr).next_back().and_then(|(&base, a)| (ptr < base + a.size.max(1)).then_some(a.kind))
 }

@@ -34,39 +34,19 @@ pub struct Allocation {
 
 #[derive(Clone, Debug)]
 pub enum Object {
-    Context {
-        device: i32,
-    },
-    Stream {
-        ctx: usize,
-        flags: u32,
-        priority: i32,
-        capturing: bool,
-    },
+    Context { device: i32 },
+    Stream { ctx: usize, flags: u32, priority: i32, capturing: bool },
     Event,
-    Module {
-        functions: HashMap<String, Entry>,
-    },
-    Library {
-        kernels: HashMap<String, Entry>,
-    },
+    Module { functions: HashMap<String, Entry> },
+    Library { kernels: HashMap<String, Entry> },
     /// A `CUfunction` of the module or library `owner`. `kernel`: the `CUkernel` it came
     /// from, if any.
-    Function {
-        entry: Entry,
-        kernel: Option<usize>,
-        owner: usize,
-    },
+    Function { entry: Entry, kernel: Option<usize>, owner: usize },
     /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
-    Kernel {
-        entry: Entry,
-        owner: usize,
-    },
+    Kernel { entry: Entry, owner: usize },
     Graph,
     GraphExec,
-    MemHandle {
-        size: u64,
-    },
+    MemHandle { size: u64 },
 }
 
 pub struct State {
@@ -96,41 +76,36 @@ pub fn state_read() -> RwLockReadGuard<'static, State> {
 
 fn shared() -> &'static RwLock<State> {
     static STATE: OnceLock<RwLock<State>> = OnceLock::new();
-    STATE.get_or_init(|| {
-        // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
-        let base = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                ARENA_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        assert!(
-            base != libc::MAP_FAILED,
-            "stand-in: cannot reserve device memory"
-        );
-        RwLock::new(State {
-            arena_base: base as u64,
-            next: base as u64,
-            free: HashMap::new(),
-            allocations: BTreeMap::new(),
-            objects: HashMap::new(),
-            next_handle: FIRST_HANDLE,
-            retired: Vec::new(),
-            primary: HashMap::new(),
+    STATE
+        .get_or_init(|| {
+            // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
+            let base = unsafe {
+                libc::mmap(
+                    core::ptr::null_mut(),
+                    ARENA_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            assert!(base != libc::MAP_FAILED, "stand-in: cannot reserve device memory");
+            RwLock::new(State {
+                arena_base: base as u64,
+                next: base as u64,
+                free: HashMap::new(),
+                allocations: BTreeMap::new(),
+                objects: HashMap::new(),
+                next_handle: FIRST_HANDLE,
+                retired: Vec::new(),
+                primary: HashMap::new(),
+            })
         })
-    })
 }
 
 /// How many devices the stand-in has (`STANDIN_DEVICES`, default 2).
 pub fn device_count() -> i32 {
-    std::env::var("STANDIN_DEVICES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2)
+    std::env::var("STANDIN_DEVICES").ok().and_then(|n| n.parse().ok()).unwrap_or(2)
 }
 
 impl State {
@@ -174,13 +149,7 @@ impl State {
                 addr
             }
         };
-        self.allocations.insert(
-            addr,
-            Allocation {
-                size,
-                kind: MemoryKind::Device,
-            },
-        );
+        self.allocations.insert(addr, Allocation { size, kind: MemoryKind::Device });
         Some(addr)
     }
 
@@ -203,13 +172,7 @@ impl State {
         if p.is_null() {
             return None;
         }
-        self.allocations.insert(
-            p as u64,
-            Allocation {
-                size,
-                kind: MemoryKind::Host,
-            },
-        );
+        self.allocations.insert(p as u64, Allocation { size, kind: MemoryKind::Host });
         Some(p as u64)
     }
 

@@ -45,32 +45,18 @@ const PER_THREAD_INTRODUCED: c_int = 7000;
 
 fn introduced(name: &str) -> c_int {
     let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
-    let version = INTRODUCED
-        .iter()
-        .find(|(n, _)| *n == base)
-        .map(|&(_, v)| v)
-        .unwrap_or_else(|| {
-            // The 64-bit `_v2` entry points of CUDA 3.2.
-            if base.ends_with("_v2") {
-                3020
-            } else {
-                2000
-            }
-        });
-    if is_per_thread_name(name) {
-        version.max(PER_THREAD_INTRODUCED)
-    } else {
-        version
-    }
+    let version = INTRODUCED.iter().find(|(n, _)| *n == base).map(|&(_, v)| v).unwrap_or_else(|| {
+        // The 64-bit `_v2` entry points of CUDA 3.2.
+        if base.ends_with("_v2") { 3020 } else { 2000 }
+    });
+    if is_per_thread_name(name) { version.max(PER_THREAD_INTRODUCED) } else { version }
 }
 
 /// `cuMemcpyDtoH_v2_ptds` -> `cuMemcpyDtoH`.
 fn base_name(name: &str) -> &str {
     let name = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
     match name.rfind("_v") {
-        Some(at) if name[at + 2..].chars().all(|c| c.is_ascii_digit()) && at + 2 < name.len() => {
-            &name[..at]
-        }
+        Some(at) if name[at + 2..].chars().all(|c| c.is_ascii_digit()) && at + 2 < name.len() => &name[..at],
         _ => name,
     }
 }
@@ -93,22 +79,13 @@ pub unsafe fn get_proc_address(
         }
     };
     if cuda_version > DRIVER_VERSION {
-        set(
-            core::ptr::null_mut(),
-            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
-        );
+        set(core::ptr::null_mut(), CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    let symbol = if symbol.is_null() {
-        ""
-    } else {
-        unsafe { CStr::from_ptr(symbol) }.to_str().unwrap_or("")
-    };
+    let symbol = if symbol.is_null() { "" } else { unsafe { CStr::from_ptr(symbol) }.to_str().unwrap_or("") };
     let per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM != 0;
-    let candidates: Vec<&(&str, *const ())> = exports::all()
-        .iter()
-        .filter(|(name, _)| !symbol.is_empty() && base_name(name) == symbol)
-        .collect();
+    let candidates: Vec<&(&str, *const ())> =
+        exports::all().iter().filter(|(name, _)| !symbol.is_empty() && base_name(name) == symbol).collect();
     if candidates.is_empty() {
         set(core::ptr::null_mut(), CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
         return CUDA_SUCCESS;
@@ -121,10 +98,7 @@ pub unsafe fn get_proc_address(
         .max_by_key(|(name, _)| introduced(name));
     match chosen {
         Some((_, f)) => set(*f as *mut c_void, CU_GET_PROC_ADDRESS_SUCCESS),
-        None => set(
-            core::ptr::null_mut(),
-            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
-        ),
+        None => set(core::ptr::null_mut(), CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT),
     }
     CUDA_SUCCESS
 }

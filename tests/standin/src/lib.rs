@@ -61,16 +61,9 @@ pub mod exports {
     pub fn all() -> &'static [(&'static str, *const ())] {
         static ALL: OnceLock<Vec<(&'static str, usize)>> = OnceLock::new();
         let all = ALL.get_or_init(|| {
-            TABLE
-                .iter()
-                .chain(crate::queries::QUERIES)
-                .map(|&(n, a)| (n, a.0 as usize))
-                .collect()
+            TABLE.iter().chain(crate::queries::QUERIES).map(|&(n, a)| (n, a.0 as usize)).collect()
         });
         // SAFETY: (&str, usize) and (&str, *const ()) have the same layout.
-        unsafe {
-            &*(all.as_slice() as *const [(&'static str, usize)]
-                as *const [(&'static str, *const ())])
-        }
+        unsafe { &*(all.as_slice() as *const [(&'static str, usize)] as *const [(&'static str, *const ())]) }
     }
 }

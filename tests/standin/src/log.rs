@@ -52,11 +52,7 @@ fn parse_faults(spec: &str) -> Vec<Fault> {
             };
             Fault {
                 name: name.to_string(),
-                nth: if nth == "*" {
-                    None
-                } else {
-                    Some(nth.parse().expect("STANDIN_FAIL n"))
-                },
+                nth: if nth == "*" { None } else { Some(nth.parse().expect("STANDIN_FAIL n")) },
                 code: code.parse().expect("STANDIN_FAIL code"),
             }
         })
@@ -71,10 +67,7 @@ fn injected(name: &str) -> Option<CUresult> {
     }
     static CALLS: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
     let mut calls = CALLS.lock().unwrap();
-    let n = calls
-        .get_or_insert_with(HashMap::new)
-        .entry(name.to_string())
-        .or_insert(0);
+    let n = calls.get_or_insert_with(HashMap::new).entry(name.to_string()).or_insert(0);
     *n += 1;
     let n = *n;
     faults

@@ -26,9 +26,7 @@ pub fn entries(ptx: &str) -> Vec<Entry> {
         rest = &rest[at + ".entry".len()..];
         let Some(open) = rest.find('(') else { break };
         let name = rest[..open].trim().to_string();
-        let Some(close) = rest[open..].find(')') else {
-            break;
-        };
+        let Some(close) = rest[open..].find(')') else { break };
         let params = layout(&rest[open + 1..open + close]);
         found.push(Entry { name, params });
         rest = &rest[open + close..];
@@ -79,10 +77,7 @@ fn layout(list: &str) -> Vec<Param> {
 
 fn scalar_size(ty: &str) -> usize {
     let digits: String = ty.chars().filter(char::is_ascii_digit).collect();
-    digits
-        .parse::<usize>()
-        .map(|bits| bits.max(8) / 8)
-        .unwrap_or(0)
+    digits.parse::<usize>().map(|bits| bits.max(8) / 8).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -110,31 +105,15 @@ mod tests {
         assert_eq!(found[0].name, "_Z6kernelPKfPfi");
         assert_eq!(
             found[0].params,
-            vec![
-                Param { offset: 0, size: 8 },
-                Param { offset: 8, size: 8 },
-                Param {
-                    offset: 16,
-                    size: 4
-                }
-            ]
+            vec![Param { offset: 0, size: 8 }, Param { offset: 8, size: 8 }, Param { offset: 16, size: 4 }]
         );
         assert_eq!(
             found[1].params,
             vec![
                 Param { offset: 0, size: 4 },
-                Param {
-                    offset: 8,
-                    size: 24
-                },
-                Param {
-                    offset: 32,
-                    size: 4
-                },
-                Param {
-                    offset: 40,
-                    size: 8
-                },
+                Param { offset: 8, size: 24 },
+                Param { offset: 32, size: 4 },
+                Param { offset: 40, size: 8 },
             ]
         );
     }

@@ -39,18 +39,9 @@ fn kernel_entry(k: usize) -> Option<Entry> {
     }
 }
 
-unsafe fn param_info(
-    entry: Option<Entry>,
-    index: usize,
-    offset: *mut usize,
-    size: *mut usize,
-) -> CUresult {
-    let Some(entry) = entry else {
-        return CUDA_ERROR_INVALID_HANDLE;
-    };
-    let Some(param) = entry.params.get(index) else {
-        return CUDA_ERROR_INVALID_VALUE;
-    };
+unsafe fn param_info(entry: Option<Entry>, index: usize, offset: *mut usize, size: *mut usize) -> CUresult {
+    let Some(entry) = entry else { return CUDA_ERROR_INVALID_HANDLE };
+    let Some(param) = entry.params.get(index) else { return CUDA_ERROR_INVALID_VALUE };
     unsafe {
         let _ = put(offset, param.offset);
         put(size, param.size)
@@ -58,9 +49,7 @@ unsafe fn param_info(
 }
 
 unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
-    let Some(entry) = entry else {
-        return CUDA_ERROR_INVALID_HANDLE;
-    };
+    let Some(entry) = entry else { return CUDA_ERROR_INVALID_HANDLE };
     // The driver's names live as long as the module: leaking one per query is the stand-in's version.
     let name = CString::new(entry.name).unwrap_or_default().into_raw();
     unsafe { put(out, name.cast_const()) }
@@ -68,12 +57,7 @@ unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
 
 fn stream_property(stream: CUstream) -> Option<(usize, u32, i32)> {
     match state_read().objects.get(&(stream as usize)) {
-        Some(Object::Stream {
-            ctx,
-            flags,
-            priority,
-            ..
-        }) => Some((*ctx, *flags, *priority)),
+        Some(Object::Stream { ctx, flags, priority, .. }) => Some((*ctx, *flags, *priority)),
         _ => None,
     }
 }
