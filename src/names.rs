@@ -7,7 +7,8 @@
 ///
 /// - `as_str` and `Display` give the name, `FromStr` reads it back (an unknown name is an
 ///   error listing the known ones, in declaration order);
-/// - `ALL` lists the variants in declaration order, `names()` their names joined by `, `;
+/// - `ALL` lists the variants in declaration order, `ALL_NAMES` their names, `names()` those
+///   joined by `, `;
 /// - serde writes and reads the name (the report's JSON keeps the names it always had);
 /// - the enum compares equal to its name (`kind == "free-race"`), and orders as its name
 ///   does, so that sorted lists read as they did when the names were strings.
@@ -36,6 +37,9 @@ macro_rules! named_enum {
                     $($name::$variant => $text,)+
                 }
             }
+
+            /// Every variant's name, in declaration order.
+            pub const ALL_NAMES: &'static [&'static str] = &[$($text),+];
 
             /// Every name, in declaration order, joined by `, `.
             pub fn names() -> String {

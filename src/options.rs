@@ -22,6 +22,8 @@ pub enum Syntax {
     Switch,
     /// A whole number in `min..=max` (`N` in the help).
     Number { min: u64, max: u64 },
+    /// One of these names (an enum declared with `named_enum!`: its `ALL_NAMES`).
+    Choice(&'static [&'static str]),
 }
 
 macro_rules! options {
@@ -99,6 +101,24 @@ options! {
         "frames per call site";
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
+    phase_times: bool = false, Syntax::Switch, "--phase-times",
+        "print at exit the time spent in each phase of the intercepted calls";
+    footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
+        "what a kernel touches: exact measures every launch, learn a kernel's first launches and applies them to later ones, params takes its parameters' pointers";
+}
+
+named_enum! {
+    /// How the shim learns what a kernel launch touches (the footprint engine,
+    /// `shim/footprint`, measures; without it every mode is `params`, with a note).
+    pub enum Footprint("footprint") {
+        /// Every launch measured: exact, checked when the program synchronizes with it.
+        Exact = "exact",
+        /// A kernel's first launches measured; what they showed (each parameter's direction
+        /// and extent) applies to its later launches, unmeasured.
+        Learn = "learn",
+        /// The parameters' pointers only, each the byte it names.
+        Params = "params",
+    }
 }
 
 /// Where reports go unless `log_path` (`--report`) says otherwise: in the program's working
@@ -129,6 +149,7 @@ impl Flag {
             Syntax::Text(value) => format!("{} {value}", self.name),
             Syntax::Switch => self.name.to_string(),
             Syntax::Number { .. } => format!("{} N", self.name),
+            Syntax::Choice(names) => format!("{} {}", self.name, names.join("|")),
         }
     }
 
@@ -138,6 +159,7 @@ impl Flag {
             Syntax::Text(value) => format!("{}={value}", self.key),
             Syntax::Switch => format!("{}=1", self.key),
             Syntax::Number { .. } => format!("{}=N", self.key),
+            Syntax::Choice(names) => format!("{}={}", self.key, names.join("|")),
         }
     }
 }
@@ -219,11 +241,23 @@ impl OptionValue for Option<u64> {
     }
 }
 
+impl OptionValue for Footprint {
+    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
+        text.parse().map_err(|why| OptionError(format!("option {key}: {why}")))
+    }
+    fn write(&self) -> String {
+        self.as_str().to_string()
+    }
+    fn shown(&self) -> Option<String> {
+        Some(self.as_str().to_string())
+    }
+}
+
 /// The bounds of a number: the option's, within the type's (numbers are never negative).
 fn bounds(syntax: Syntax, type_max: u64) -> (u64, u64) {
     match syntax {
         Syntax::Number { min, max } => (min, max.min(type_max)),
-        Syntax::Text(_) | Syntax::Switch => (0, type_max),
+        Syntax::Text(_) | Syntax::Switch | Syntax::Choice(_) => (0, type_max),
     }
 }
 
@@ -330,7 +364,8 @@ mod tests {
 
     #[test]
     fn parses_tsan_syntax() {
-        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true").unwrap();
+        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact").unwrap();
+        assert_eq!(o.footprint, Footprint::Exact);
         assert_eq!(o.log_path, "/tmp/r.%p.json");
         assert!(o.halt_on_error && o.quiet);
         assert_eq!(
@@ -376,6 +411,10 @@ mod tests {
             .unwrap_err()
             .0
             .contains("unterminated"));
+        assert!(Options::parse("footprint=fast")
+            .unwrap_err()
+            .0
+            .contains("exact, learn, params"));
     }
 
     #[test]
@@ -383,10 +422,12 @@ mod tests {
         let readme =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
         for flag in Options::flags() {
+            // A `|` in a cell (`exact|learn|params`) is written `\|`, as Markdown tables need.
+            let cell = |text: String| text.replace('|', "\\|");
             let row = format!(
                 "| `{}` | `{}` | {} |",
-                flag.usage(),
-                flag.env_usage(),
+                cell(flag.usage()),
+                cell(flag.env_usage()),
                 flag.help
             );
             assert!(readme.contains(&row), "README.md lacks the row {row}");
@@ -412,10 +453,11 @@ mod tests {
                         "9"
                     }
                 }
+                Syntax::Choice(names) => names[0],
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:phase_times=1:footprint=exact");
     }
 
     #[test]

@@ -2,15 +2,22 @@
 //!
 //! Random programs over two contexts (devices), their legacy and per-thread default
 //! streams, blocking and non-blocking streams, events, stream-ordered and synchronous
-//! allocations and frees, accesses, synchronizations, host functions and graph captures
-//! with a forked stream, launched one or more times. The oracle builds the whole
+//! allocations and frees of device, pinned host, managed and annotated buffers, accesses,
+//! value writes and waits, synchronizations, host functions and graph captures with a forked
+//! stream, launched one or more times, issued by two host threads. The oracle builds the whole
 //! happens-before graph, one node per operation with an edge for every ordering rule of
 //! `docs/semantics.md`, and answers "does A happen before B" by reachability.
 //!
-//! What must agree: every race the model reports is a race of the oracle (with the same
-//! kind); and, on each buffer, at the first operation where the oracle sees a race the
-//! model reports a race too, of exactly the oracle's kinds. After a buffer's first race the
-//! model, like FastTrack, may report fewer of the pairs.
+//! The oracle keeps one host clock per thread, as the program really is: what one thread
+//! waited for orders the other only after a `ThreadSync` step (a lock or a join the shim
+//! cannot see). The model keeps one host clock for the process (`docs/semantics.md#clocks`),
+//! which orders more. So:
+//!
+//! - every race the model reports is a race of the oracle, with the same kind, always;
+//! - on each buffer, at the first operation where the oracle sees a race, the model reports a
+//!   race too, of exactly the oracle's kinds, in programs whose threads synchronize after
+//!   each host wait (where one host clock is exact). After a buffer's first race the model,
+//!   like FastTrack, may report fewer of the pairs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -19,12 +26,12 @@ use proptest::prelude::*;
 
 use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, KernelId, Mode, Origin, StackId, ThreadId};
-use streamsan::model::race::{RaceEntry, RaceKind};
+use streamsan::model::race::{NoteKind, RaceEntry, RaceKind};
 use streamsan::model::streams::{StreamInfo, StreamRef};
 use streamsan::model::{Alloc, FreeOn, Model, Sink, Work};
 
 const CTX: [u64; 2] = [0xc1, 0xc2];
-const BUFFERS: usize = 3;
+const BUFFERS: usize = 4;
 const EVENTS: usize = 3;
 
 /// The streams a program uses: legacy and per-thread defaults, blocking and non-blocking.
@@ -59,6 +66,23 @@ fn is_legacy(i: usize) -> bool {
     i <= 1
 }
 
+/// What each buffer is: device memory (the only memory that can be untouched), pinned host,
+/// managed, and a block declared through the annotation API.
+fn buffer_kind(b: usize, async_alloc: bool) -> MemoryKind {
+    match b {
+        _ if async_alloc => MemoryKind::StreamOrdered,
+        0 => MemoryKind::Device,
+        1 => MemoryKind::PinnedHost,
+        2 => MemoryKind::Managed,
+        _ => MemoryKind::Annotated,
+    }
+}
+
+/// Whether the host may write the buffer unseen, so that no byte of it is ever untouched.
+fn written_by_the_host(b: usize, async_alloc: bool) -> bool {
+    !async_alloc && (b == 1 || b == 2)
+}
+
 fn buffer_base(b: usize) -> u64 {
     0x1000_0000 + (b as u64) * 0x10_0000
 }
@@ -89,8 +113,19 @@ enum Step {
     /// The event destroyed and its handle made again: a fresh, unrecorded event.
     EventRecreate { event: usize },
     StreamSync { stream: usize },
+    /// The created stream destroyed and its handle made again: a fresh stream, ordered after
+    /// nothing of the old one's (which may take the old one's slot of the clocks).
+    StreamRecreate { stream: usize },
     CtxSync { ctx: usize },
     HostFunc { stream: usize },
+    /// `cuStreamWriteValue32` of the word at `offset` of `buffer`.
+    WriteValue { stream: usize, buffer: usize, offset: u8 },
+    /// `cuStreamWaitValue32` on that word.
+    WaitValue { stream: usize, buffer: usize, offset: u8 },
+    /// The host thread of the next host-side steps.
+    Thread { thread: usize },
+    /// Thread `thread` learns what the other has waited for (a lock or join the shim cannot see).
+    ThreadSync { thread: usize },
     Capture { origin: usize, fork: usize, items: Vec<Item> },
     Launch { graph: usize, stream: usize },
 }
@@ -122,6 +157,8 @@ fn launch_step() -> impl Strategy<Value = Step> {
 fn program(steps: impl Strategy<Value = Step>, len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(steps, len).prop_map(|steps| {
         let mut program: Vec<Step> = (0..BUFFERS).map(|buffer| Step::AllocSync { buffer }).collect();
+        // The second thread starts after the allocations (creating it orders it after them).
+        program.push(Step::ThreadSync { thread: 1 });
         program.extend(steps);
         program
     })
@@ -151,8 +188,13 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..EVENTS).prop_map(|event| Step::EventSync { event }),
         1 => (0..EVENTS).prop_map(|event| Step::EventRecreate { event }),
         1 => (0..STREAMS).prop_map(|stream| Step::StreamSync { stream }),
+        1 => (0..CAPTURABLE.len()).prop_map(|i| Step::StreamRecreate { stream: CAPTURABLE[i] }),
         1 => (0..2usize).prop_map(|ctx| Step::CtxSync { ctx }),
         1 => (0..STREAMS).prop_map(|stream| Step::HostFunc { stream }),
+        2 => (0..STREAMS, 0..BUFFERS, 0..4u8).prop_map(|(stream, buffer, offset)| Step::WriteValue { stream, buffer, offset }),
+        2 => (0..STREAMS, 0..BUFFERS, 0..4u8).prop_map(|(stream, buffer, offset)| Step::WaitValue { stream, buffer, offset }),
+        2 => (0..2usize).prop_map(|thread| Step::Thread { thread }),
+        1 => (0..2usize).prop_map(|thread| Step::ThreadSync { thread }),
         1 => capture_step(),
         2 => launch_step(),
     ]
@@ -224,8 +266,19 @@ struct Oracle {
     ops: Vec<OpNode>,
     /// Per stream, the op that later work on it follows.
     last: HashMap<usize, usize>,
-    /// Ops the host has waited for.
-    host: Vec<usize>,
+    /// Destroyed streams (by the index their handle has) and their last ops: the legacy
+    /// stream and a device-wide synchronization still wait for them.
+    destroyed: Vec<(usize, usize)>,
+    /// Per host thread, the ops it has waited for.
+    host: [BTreeSet<usize>; 2],
+    /// The host thread of host-side steps.
+    thread: usize,
+    /// The first op a thread issued knowing less than the other had waited for: from there
+    /// the model's single host clock orders more than the program does, and may rightly miss
+    /// races.
+    diverged_at: Option<usize>,
+    /// Per address, the last value write (for value waits).
+    values: HashMap<u64, usize>,
     events: HashMap<usize, usize>,
     buffers: HashMap<usize, BufferState>,
     accesses: HashMap<usize, Vec<PastAccess>>,
@@ -258,9 +311,23 @@ impl Oracle {
         a == b || self.ops[b].ancestors.get(a / 64).is_some_and(|w| w & (1 << (a % 64)) != 0)
     }
 
+    /// The host thread that issues on `stream`: a per-thread default stream's own thread,
+    /// else the current one.
+    fn issuer(&self, stream: usize) -> usize {
+        match stream {
+            2 => 0,
+            3 => 1,
+            _ => self.thread,
+        }
+    }
+
     /// The predecessors of an op issued on `stream` (issue rule and default streams).
-    fn issue_preds(&self, stream: usize) -> Vec<usize> {
-        let mut preds: Vec<usize> = self.host.clone();
+    fn issue_preds(&mut self, stream: usize) -> Vec<usize> {
+        let thread = self.issuer(stream);
+        if !self.host[1 - thread].is_subset(&self.host[thread]) {
+            self.diverged_at.get_or_insert(self.ops.len());
+        }
+        let mut preds: Vec<usize> = self.host[thread].iter().copied().collect();
         if let Some(&l) = self.last.get(&stream) {
             preds.push(l);
         }
@@ -272,6 +339,7 @@ impl Oracle {
                     preds.push(l);
                 }
             }
+            preds.extend(self.destroyed.iter().filter(|&&(s, _)| blocking(s) && stream_ctx(s) == ctx).map(|&(_, l)| l));
         } else if blocking(stream) {
             if let Some(&l) = self.last.get(&legacy) {
                 preds.push(l);
@@ -288,8 +356,25 @@ impl Oracle {
         op
     }
 
+    /// The current host thread waits for `op`.
     fn host_waits(&mut self, op: usize) {
-        self.host.push(op);
+        self.host[self.thread].insert(op);
+    }
+
+    /// The predecessors of a host-side operation of the current thread.
+    fn host_preds(&mut self) -> Vec<usize> {
+        if !self.host[1 - self.thread].is_subset(&self.host[self.thread]) {
+            self.diverged_at.get_or_insert(self.ops.len());
+        }
+        self.host[self.thread].iter().copied().collect()
+    }
+
+    /// A device-wide synchronization: every stream of `ctx`, destroyed ones too.
+    fn host_waits_for_context(&mut self, ctx: u64) {
+        let mut waited: Vec<usize> = (0..STREAMS).filter(|&s| stream_ctx(s) == ctx).filter_map(|s| self.last.get(&s).copied()).collect();
+        waited.extend(self.destroyed.iter().filter(|&&(s, _)| stream_ctx(s) == ctx).map(|&(_, l)| l));
+        self.destroyed.retain(|&(s, _)| stream_ctx(s) != ctx);
+        self.host[self.thread].extend(waited);
     }
 
     fn found(&mut self, op: usize, buffer: usize, kind: RaceKind) {
@@ -304,6 +389,7 @@ impl Oracle {
                 if async_alloc && !self.hb(alloc, op) {
                     self.found(op, buffer, RaceKind::UseBeforeAlloc);
                 }
+                let host_written = written_by_the_host(buffer, async_alloc);
                 let past = self.accesses.get(&buffer).cloned().unwrap_or_default();
                 let overlapping = |p: &&PastAccess| p.lo < hi && lo < p.hi;
                 // The first access to never-touched device bytes writes them, and makes its
@@ -311,7 +397,7 @@ impl Oracle {
                 let key = kind.kernel.zip(kind.slot);
                 let mode = match kind.mode {
                     Mode::Unknown if key.is_some_and(|k| self.outputs.contains(&k)) => Mode::ReadWrite,
-                    Mode::Unknown if !past.iter().any(|p| overlapping(&p)) => {
+                    Mode::Unknown if !host_written && !past.iter().any(|p| overlapping(&p)) => {
                         self.outputs.extend(key);
                         Mode::Write
                     }
@@ -334,7 +420,10 @@ impl Oracle {
             if past.iter().any(|p| !self.hb(p.op, op)) {
                 self.found(op, buffer, RaceKind::FreeRace);
             }
-            self.buffers.insert(buffer, BufferState::Freed { free: op });
+            // Freed host memory is the system allocator's again: ordinary memory, not a freed
+            // buffer (docs/semantics.md#allocation-and-free).
+            let freed = if buffer == 1 && !async_alloc { BufferState::Never } else { BufferState::Freed { free: op } };
+            self.buffers.insert(buffer, freed);
         }
     }
 
@@ -355,6 +444,11 @@ impl Sink for CollectingSink {
     fn race(&self, entry: &RaceEntry) {
         self.0 .0.lock().unwrap().push(*entry);
     }
+}
+
+/// The op index of a host-side call of `thread`, carried through the stack id.
+fn host_origin(op: usize, thread: usize) -> Origin {
+    Origin { api: "step", thread: ThreadId(thread as u32 + 1), site: StackId(op as u32 + 1) }
 }
 
 /// The op index of each model call, carried through the stack id.
@@ -389,15 +483,17 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let hi = lo + len as u64 * 8;
                 let host_effect = [HostEffect::None, HostEffect::WaitsForEarlierWork, HostEffect::WaitsForOperation][host as usize];
+                // A synchronous copy makes its issuing thread wait.
+                let thread = oracle.issuer(stream);
                 if host_effect == HostEffect::WaitsForEarlierWork {
                     if let Some(&l) = oracle.last.get(&stream) {
-                        oracle.host_waits(l);
+                        oracle.host[thread].insert(l);
                     }
                 }
                 let op = oracle.issue(stream, &[]);
                 oracle.access(op, buffer, lo, hi, kind_of(mode));
                 if host_effect == HostEffect::WaitsForOperation {
-                    oracle.host_waits(op);
+                    oracle.host[thread].insert(op);
                 }
                 let kind = kind_of(mode);
                 let access = [model_access(lo, hi - lo, kind)];
@@ -409,20 +505,20 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let op = oracle.issue(stream, &[]);
                 oracle.alloc(op, buffer, true, stream_ctx(stream));
-                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: MemoryKind::StreamOrdered, ctx: stream_ctx(stream) };
+                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: buffer_kind(buffer, true), ctx: stream_ctx(stream) };
                 model.alloc(alloc, Some(stream_ref(stream)), &origin(op, stream));
             }
             Step::AllocSync { buffer } => {
                 if matches!(oracle.buffers.get(&buffer), Some(BufferState::Live { .. })) {
                     continue;
                 }
-                // A host operation: ordered after what the host knows, before all later issues.
-                let preds = oracle.host.clone();
+                // A host operation: ordered after what the thread knows, before its later issues.
+                let preds = oracle.host_preds();
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
                 oracle.alloc(op, buffer, false, CTX[0]);
-                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] };
-                model.alloc(alloc, None, &origin(op, 0));
+                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: buffer_kind(buffer, false), ctx: CTX[0] };
+                model.alloc(alloc, None, &host_origin(op, oracle.thread));
             }
             Step::FreeAsync { stream, buffer } => {
                 if !matches!(oracle.buffers.get(&buffer), Some(BufferState::Live { .. })) {
@@ -435,16 +531,12 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
             Step::FreeSync { buffer } => {
                 let Some(BufferState::Live { ctx, .. }) = oracle.buffers.get(&buffer).copied() else { continue };
                 // Device-wide: the host waits for every stream of the buffer's context.
-                for s in (0..STREAMS).filter(|&s| stream_ctx(s) == ctx) {
-                    if let Some(&l) = oracle.last.get(&s) {
-                        oracle.host_waits(l);
-                    }
-                }
-                let preds = oracle.host.clone();
+                oracle.host_waits_for_context(ctx);
+                let preds = oracle.host_preds();
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
                 oracle.free(op, buffer);
-                model.free(buffer_base(buffer), FreeOn::Synchronous { ctx: CTX[0] }, &origin(op, 0));
+                model.free(buffer_base(buffer), FreeOn::Synchronous { ctx: CTX[0] }, &host_origin(op, oracle.thread));
             }
             Step::Record { event, stream } => {
                 let op = oracle.issue(stream, &[]);
@@ -473,12 +565,17 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 model.stream_synchronized(stream_ref(stream));
             }
             Step::CtxSync { ctx } => {
-                for s in (0..STREAMS).filter(|&s| stream_ctx(s) == CTX[ctx]) {
-                    if let Some(&l) = oracle.last.get(&s) {
-                        oracle.host_waits(l);
-                    }
-                }
+                oracle.host_waits_for_context(CTX[ctx]);
                 model.context_synchronized(CTX[ctx]);
+            }
+            Step::StreamRecreate { stream } => {
+                if let Some(l) = oracle.last.remove(&stream) {
+                    oracle.destroyed.push((stream, l));
+                }
+                let handle = 0x100 + stream as u64;
+                // Notes are not compared: any site will do.
+                model.stream_destroyed(handle, &origin(0, stream));
+                model.stream_created(handle, stream_ctx(stream), !blocking(stream), &origin(0, stream));
             }
             Step::HostFunc { stream } => {
                 // The function runs at once: the host is ordered after it.
@@ -486,6 +583,24 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 oracle.host_waits(op);
                 let callback = model.host_func(stream_ref(stream), &origin(op, stream));
                 model.host_func_ran(&callback);
+            }
+            Step::WriteValue { stream, buffer, offset } => {
+                let addr = buffer_base(buffer) + offset as u64 * 8;
+                let op = oracle.issue(stream, &[]);
+                oracle.access(op, buffer, addr, addr + 4, kind_of(1));
+                oracle.values.insert(addr, op);
+                model.write_value(stream_ref(stream), addr, 4, &origin(op, stream));
+            }
+            Step::WaitValue { stream, buffer, offset } => {
+                let addr = buffer_base(buffer) + offset as u64 * 8;
+                let extra: Vec<usize> = oracle.values.get(&addr).copied().into_iter().collect();
+                let op = oracle.issue(stream, &extra);
+                model.wait_value(stream_ref(stream), addr, &origin(op, stream));
+            }
+            Step::Thread { thread } => oracle.thread = thread,
+            Step::ThreadSync { thread } => {
+                let other = oracle.host[1 - thread].clone();
+                oracle.host[thread].extend(other);
             }
             Step::Capture { origin: o, fork, ref items } => {
                 if graphs >= 3 {
@@ -629,6 +744,11 @@ fn check(steps: &[Step]) -> Result<(), TestCaseError> {
         first_race.entry(*buffer).or_insert((op, kinds));
     }
     for (buffer, (op, kinds)) in first_race {
+        // Once one thread's knowledge is behind the other's, the model (one host clock) may
+        // rightly miss races: from there only that its reports are real is checked.
+        if oracle.diverged_at.is_some_and(|d| op >= d) {
+            continue;
+        }
         // Model races are deduplicated by call site; graph nodes share one site per node,
         // so compare against any of its launches' ops.
         let got = reported.get(&buffer).and_then(|r| r.get(&op));
@@ -638,7 +758,7 @@ fn check(steps: &[Step]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, max_shrink_iters: 20000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 20000, max_shrink_iters: 20000, ..ProptestConfig::default() })]
 
     #[test]
     fn model_agrees_with_the_happens_before_oracle(steps in program(step(), 1..40)) {
@@ -657,7 +777,7 @@ proptest! {
 fn generated_programs_exercise_races_and_graphs() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let (mut with_race, mut with_node_race, total) = (0, 0, 400);
+    let (mut with_race, mut with_node_race, mut checked_whole, total) = (0, 0, 0, 400);
     for strategy in [program(step(), 1..40).boxed(), program(graph_step(), 1..16).boxed()] {
         for _ in 0..total / 2 {
             let steps = strategy.new_tree(&mut runner).unwrap().current();
@@ -665,10 +785,14 @@ fn generated_programs_exercise_races_and_graphs() {
             let (oracle, races) = run(&steps);
             with_race += !oracle.verdicts.is_empty() as usize;
             with_node_race += races.iter().any(|r| (r.0 + 1) & 0x8000_0000 != 0) as usize;
+            let first = oracle.verdicts.keys().next();
+            checked_whole += first.is_some_and(|&op| oracle.diverged_at.is_none_or(|d| op < d)) as usize;
         }
     }
     assert!(with_race > total / 4, "{with_race} of {total} programs race");
     assert!(with_node_race > total / 20, "{with_node_race} of {total} programs race on a graph node");
+    // Programs whose first race comes while the threads are in step, where it is checked.
+    assert!(checked_whole > total / 5, "{checked_whole} of {total} programs have a first race checked for completeness");
 }
 
 /// Fixed programs the property test once found wrong, kept as regressions.
@@ -722,4 +846,103 @@ fn a_recreated_event_handle_orders_nothing_until_recorded() {
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
     assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+/// A graph or executable graph handle, once destroyed, names nothing the model followed: a
+/// graph the driver later makes at the same address (with the explicit graph API, which the
+/// model does not follow) runs unchecked, with a note, not as the old captured graph.
+#[test]
+fn a_destroyed_graph_or_executable_graph_is_forgotten() {
+    let model = Model::new(Box::new(describe), None);
+    let s = stream_ref(5);
+    model.stream_created(0x105, CTX[0], true, &origin(0, 5));
+    let access = [Access::new(buffer_base(0), 8, Mode::Write)];
+    let capture = |graph: u64| {
+        model.capture_begin(s);
+        model.work(s, Work { origin: origin(1, 5), kernel: None, accesses: &access, host: HostEffect::None });
+        model.capture_end(s, Some(graph));
+    };
+    let not_followed = || model.notes().iter().filter(|n| n.kind == NoteKind::GraphNotFollowed).count();
+
+    capture(0x6000);
+    model.graph_destroyed(0x6000);
+    model.graph_instantiated(0x7000, 0x6000);
+    model.graph_launch(0x7000, s, &origin(2, 5));
+    assert_eq!(not_followed(), 1, "an executable of a destroyed graph handle");
+
+    capture(0x6001);
+    model.graph_instantiated(0x7001, 0x6001);
+    model.exec_destroyed(0x7001);
+    model.graph_launch(0x7001, s, &origin(3, 5));
+    assert_eq!(not_followed(), 2, "a destroyed executable graph handle");
+}
+
+#[test]
+fn a_stream_on_a_reused_slot_continues_its_times() {
+    // A write on stream 5, which the host then waits for; the stream destroyed and made
+    // again (its slot free to reuse); the new stream writes, and so does stream 7, unordered
+    // with it: a race. Were the new stream's times to start over, its write would look
+    // ordered before everything that follows the host.
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::StreamSync { stream: 5 },
+        Step::StreamRecreate { stream: 5 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Access { stream: 7, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert_eq!(oracle.verdicts.keys().copied().collect::<Vec<_>>(), vec![3], "only stream 7's write races");
+    assert!(!races.is_empty() && races.iter().all(|r| r.0 == 3), "{races:?}");
+}
+
+#[test]
+fn a_recreated_stream_does_not_inherit_the_old_ones_order() {
+    // A write on stream 5 that nothing waits for; the stream destroyed and made again; the
+    // new stream records an event that stream 7 waits on before it writes: the write races
+    // with the old stream's, which the new one is not ordered after.
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::StreamRecreate { stream: 5 },
+        Step::Record { event: 0, stream: 5 },
+        Step::Wait { stream: 7, event: 0 },
+        Step::Access { stream: 7, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+#[test]
+fn a_graph_lane_takes_a_destroyed_graphs_slot_only_when_ordered_after_it() {
+    let collected = Arc::new(Collected::default());
+    let model = Model::new(Box::new(describe), Some(Box::new(CollectingSink(collected.clone()))));
+    let (s, t) = (stream_ref(5), stream_ref(7));
+    for i in [5, 7] {
+        model.stream_created(0x100 + i as u64, stream_ctx(i), true, &origin(0, i));
+    }
+    model.alloc(Alloc { base: buffer_base(0), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] }, None, &origin(0, 0));
+    // A graph that writes the buffer, captured, launched on `on` and destroyed; `site`
+    // names its node.
+    let graph_writes = |exec: u64, on: StreamRef, site: usize| {
+        model.capture_begin(on);
+        let access = [Access::new(buffer_base(0), 8, Mode::Write)];
+        model.work(on, Work { origin: origin(site, 0), kernel: None, accesses: &access, host: HostEffect::None });
+        model.capture_end(on, Some(exec));
+        model.graph_instantiated(exec, exec);
+        model.graph_launch(exec, on, &origin(site + 100, 0));
+        model.exec_destroyed(exec);
+        model.graph_destroyed(exec);
+    };
+    graph_writes(1, s, 1);
+    // Launched again on the same stream: ordered after the first (which it may take the
+    // lane of): no race.
+    graph_writes(2, s, 2);
+    assert!(collected.0.lock().unwrap().is_empty(), "one stream's graphs are ordered");
+    // On a stream not ordered after them: the node's write races with theirs.
+    graph_writes(3, t, 3);
+    let races = collected.0.lock().unwrap();
+    assert!(races.iter().any(|r| r.race.kind == RaceKind::CrossStream && r.race.second.op.site == StackId(4)), "{races:?}");
 }

@@ -1,10 +1,11 @@
 //! One named test per rule of `docs/semantics.md` and per race kind: a racy program and its fixed
 //! twin (`tests/scenarios/semantics.c`), run through the shim against the stand-in driver.
-//! The racy twin must be reported with its kind, the fixed twin must be clean, and both
+//! The racy twin must be reported with exactly its kinds, the fixed twin must be clean, and both
 //! must behave as they do without streamsan.
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -30,29 +31,50 @@ fn run_twin(scenario: &str, twin: &str) -> Run {
     run
 }
 
-/// What the scenario program's own table says its racy twin reports.
-fn listed_kind(scenario: &str) -> String {
+/// What the scenario program's own table says its racy twin reports: kinds, comma-separated.
+fn listed_kinds(scenario: &str) -> String {
     let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
     let line = listed.lines().find(|l| l.split(' ').next() == Some(scenario)).expect("listed scenario");
     line.split(' ').nth(1).unwrap().to_string()
 }
 
-/// Runs both twins: the racy one must report `kind` (and `hazard`, for a cross-stream race),
-/// the fixed one nothing.
-fn check(scenario: &str, kind: &str, hazard: Option<&str>) {
-    assert_eq!(listed_kind(scenario), kind, "the program's table disagrees for {scenario}");
+/// The kinds a report holds, sorted, without repeats.
+fn kinds_of(report: &streamsan::report::Report) -> Vec<&'static str> {
+    let kinds: BTreeSet<&'static str> = report.races.iter().map(|r| r.kind.as_str()).collect();
+    kinds.into_iter().collect()
+}
+
+/// Runs both twins: the racy one must report exactly the kinds `kinds` (comma-separated; each
+/// cross-stream race with `hazard`, when given), the fixed one nothing. Returns the racy
+/// twin's report.
+fn check(scenario: &str, kinds: &str, hazard: Option<&str>) -> streamsan::report::Report {
+    assert_eq!(listed_kinds(scenario), kinds, "the program's table disagrees for {scenario}");
+    let mut expected: Vec<&str> = kinds.split(',').collect();
+    expected.sort_unstable();
     let racy = run_twin(scenario, "racy").report();
-    assert!(
-        racy.races_of(kind).any(|r| hazard.is_none() || r.hazard.map(|h| h.as_str()) == hazard),
-        "{scenario} racy: expected {kind} {hazard:?}, got {:?}",
-        racy.races.iter().map(|r| (&r.kind, &r.hazard)).collect::<Vec<_>>()
+    assert_eq!(
+        kinds_of(&racy),
+        expected,
+        "{scenario} racy: got {:?}",
+        racy.races.iter().map(|r| (&r.kind, &r.hazard, &r.second.api)).collect::<Vec<_>>()
     );
+    if let Some(hazard) = hazard {
+        let hazards: Vec<_> = racy.races_of(CROSS).map(|r| r.hazard.map(|h| h.as_str())).collect();
+        assert!(hazards.iter().all(|h| *h == Some(hazard)), "{scenario} racy: expected {hazard}, got {hazards:?}");
+    }
     let fixed = run_twin(scenario, "fixed").report();
     assert!(
         fixed.races.is_empty(),
         "{scenario} fixed: expected no race, got {:?}",
         fixed.races.iter().map(|r| (&r.kind, &r.hazard, streamsan::report::text::missing_wait(r))).collect::<Vec<_>>()
     );
+    racy
+}
+
+/// The entry points whose operations came second in the racy twin's races, sorted.
+fn second_apis(report: &streamsan::report::Report) -> Vec<String> {
+    let apis: BTreeSet<String> = report.races.iter().map(|r| r.second.api.clone()).collect();
+    apis.into_iter().collect()
 }
 
 const CROSS: &str = "cross-stream-race";
@@ -160,8 +182,19 @@ fn a_2d_copy_reads_the_rows_it_names() {
 }
 
 #[test]
+fn an_asynchronous_copy_to_pageable_memory_completes_before_it_returns() {
+    check("dtoh_async_to_pageable_memory", CROSS, Some("WAR"));
+}
+
+#[test]
+fn a_freed_host_range_is_ordinary_memory_again() {
+    check("freed_host_range", "free-race", None);
+}
+
+#[test]
 fn use_before_alloc() {
-    check("use_before_alloc", "use-before-alloc", None);
+    // The memset on s1 and the kernel on s2 also write the same bytes unordered.
+    check("use_before_alloc", "use-before-alloc,cross-stream-race", Some("WAW"));
 }
 
 #[test]
@@ -215,6 +248,11 @@ fn a_kernel_parameter_once_given_fresh_memory_writes() {
 }
 
 #[test]
+fn a_stale_address_in_a_by_value_structure_is_no_access() {
+    check("stale_parameter_words", CROSS, Some("RAW"));
+}
+
+#[test]
 fn cupy_wait_event_example() {
     check("cupy_wait_event", CROSS, Some("RAW"));
 }
@@ -234,8 +272,40 @@ fn graph_nodes_without_a_path_between_them_are_concurrent() {
 }
 
 #[test]
+fn a_captured_wait_on_an_event_recorded_later_orders_each_launch() {
+    check("capture_waits_on_a_later_event", CROSS, Some("RAW"));
+    let fixed = run_twin("capture_waits_on_a_later_event", "fixed").report();
+    assert!(fixed.notes.is_empty(), "a captured wait is no wait on an unrecorded event: {:?}", fixed.notes);
+}
+
+#[test]
 fn work_after_a_graph_launch_waits_for_it() {
     check("graph_launch_order", CROSS, Some("RAW"));
+}
+
+#[test]
+fn built_graph_nodes_without_an_edge_between_them_are_concurrent() {
+    check("built_graph_kernels", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_built_graph_s_memcpy_node_follows_the_kernel_node_it_depends_on() {
+    check("built_graph_memcpy_after_kernel", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_child_graph_runs_after_the_nodes_its_node_depends_on() {
+    check("built_graph_child", CROSS, Some("WAW"));
+}
+
+#[test]
+fn an_event_record_node_records_what_it_follows() {
+    check("built_graph_event_record", CROSS, Some("RAW"));
+}
+
+#[test]
+fn an_event_wait_node_orders_the_nodes_after_it() {
+    check("built_graph_event_wait", CROSS, Some("RAW"));
 }
 
 #[test]
@@ -262,4 +332,167 @@ fn every_scenario_has_a_test() {
     for name in listed.lines().map(|l| l.split(' ').next().unwrap()) {
         assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
     }
+}
+
+// ---- Every hooked family: without its hook's call into the model, its test fails ----------
+
+#[test]
+fn a_kernel_launched_with_cu_launch_kernel_ex_is_checked() {
+    check("launch_kernel_ex", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_programmatic_event_attribute_is_a_record_after_the_kernel() {
+    check("launch_programmatic_event", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_launch_completion_event_attribute_is_a_record_after_the_kernel() {
+    check("launch_completion_event", CROSS, Some("RAW"));
+}
+
+#[test]
+fn programmatic_stream_serialization_is_taken_as_ordered() {
+    check("programmatic_stream_serialization", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_cooperative_launch_is_checked() {
+    check("cooperative_launch", CROSS, Some("RAW"));
+}
+
+#[test]
+fn each_copy_of_a_batch_reads_its_source() {
+    let racy = check("memcpy_batch", CROSS, Some("RAW"));
+    assert_eq!(racy.races.len(), 1, "only the copy from x races");
+}
+
+#[test]
+fn the_3d_copies_read_their_rows() {
+    let racy = check("copy_3d", CROSS, Some("RAW"));
+    assert_eq!(second_apis(&racy), ["cuMemcpy3DAsync_v2", "cuMemcpy3D_v2"]);
+}
+
+#[test]
+fn a_3d_peer_copy_reads_its_rows() {
+    check("copy_3d_peer", CROSS, Some("RAW"));
+}
+
+#[test]
+fn every_memset_width_writes_its_bytes() {
+    let racy = check("memset_widths", CROSS, Some("WAW"));
+    let mut expected = [
+        "cuMemsetD8_v2",
+        "cuMemsetD16_v2",
+        "cuMemsetD32_v2",
+        "cuMemsetD2D8_v2",
+        "cuMemsetD2D16_v2",
+        "cuMemsetD2D32_v2",
+        "cuMemsetD8Async",
+        "cuMemsetD16Async",
+        "cuMemsetD32Async",
+        "cuMemsetD2D8Async",
+        "cuMemsetD2D16Async",
+        "cuMemsetD2D32Async",
+    ];
+    expected.sort_unstable();
+    assert_eq!(second_apis(&racy), expected);
+}
+
+#[test]
+fn a_batch_of_memory_operations_orders_like_its_operations() {
+    check("batch_mem_op", CROSS, Some("RAW"));
+}
+
+#[test]
+fn the_64_bit_value_wait_orders_after_the_write() {
+    check("wait_value_64", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_mapped_virtual_memory_range_is_a_buffer() {
+    let racy = check("virtual_memory", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "mapped");
+}
+
+#[test]
+fn registered_host_memory_is_a_buffer() {
+    let racy = check("registered_host_memory", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "registered-host");
+}
+
+#[test]
+fn managed_memory_is_a_buffer() {
+    let racy = check("managed_memory", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "managed");
+}
+
+#[test]
+fn pitched_memory_is_a_buffer() {
+    check("pitched_memory", CROSS, Some("RAW"));
+}
+
+#[test]
+fn an_allocation_from_a_pool_is_stream_ordered() {
+    check("pool_allocation", "use-before-alloc", None);
+}
+
+#[test]
+fn an_event_recorded_with_flags_orders_its_waiters() {
+    check("event_record_with_flags", CROSS, Some("RAW"));
+}
+
+/// With the driver unable to name kernels (`cuFuncGetName`, `cuKernelGetName` fail, as before
+/// CUDA 12.3), the names come from `cuLibraryGetKernel` and `cuKernelGetFunction` alone.
+#[test]
+fn library_kernels_are_named_by_their_hooks() {
+    check("library_kernels", CROSS, Some("WAR"));
+    let env = vec![
+        ("STANDIN_DEFER_CALLBACKS", "1".to_string()),
+        ("STANDIN_FAIL", "cuFuncGetName:*:500,cuKernelGetName:*:500".to_string()),
+    ];
+    for (twin, races) in [("racy", 1), ("fixed", 0)] {
+        let run = run_with(program(), &["library_kernels", twin], RunOptions { env: env.clone(), ..Default::default() });
+        run.assert_ran();
+        assert_eq!(run.report().races.len(), races, "{twin} without the driver's names");
+    }
+}
+
+#[test]
+fn destroying_a_context_waits_for_its_work() {
+    check("context_destroy", CROSS, Some("RAW"));
+}
+
+#[test]
+fn array_copies_touch_their_host_side() {
+    let racy = check("array_copies", CROSS, None);
+    assert_eq!(second_apis(&racy), ["cuMemcpyAtoHAsync_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2", "cuMemcpyHtoA_v2"]);
+}
+
+#[test]
+fn managed_memory_hints_order_nothing() {
+    check("managed_memory_hints", CROSS, Some("RAW"));
+}
+
+#[test]
+fn memory_opened_from_an_ipc_handle_is_a_buffer() {
+    let racy = check("ipc_memory", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "imported");
+}
+
+#[test]
+fn a_pointer_imported_from_a_pool_is_a_buffer() {
+    let racy = check("pool_import", CROSS, Some("RAW"));
+    assert_eq!(racy.races[0].buffer.kind, "imported");
+}
+
+#[test]
+fn an_external_semaphore_orders_like_an_event() {
+    check("external_semaphore", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_refused_call_tells_the_model_nothing() {
+    check("refused_wait", CROSS, Some("RAW"));
+    assert!(!run_twin("refused_wait", "racy").stderr().contains("unexpected status"));
 }

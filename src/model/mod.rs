@@ -20,7 +20,15 @@
 //! | `rules/sync.rs` | events, stream and context synchronization, host functions, stream memory operations |
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
+//! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
+//!
+//! Measured footprints (`footprint=exact|learn`) add a rule and its state in one file each:
+//!
+//! | file | rule and state |
+//! |---|---|
+//! | [`deferred`] | a measured launch, issued at once and checked when its footprint arrives, against what was issued before it (with its clock) and after it (a log kept while it is pending) |
+//! | [`learnt`] | footprints learnt from measured launches, applied at issue to later launches with the same key (`footprint=learn`) |
 //!
 //! What the rules keep, one data structure each:
 //!
@@ -30,7 +38,8 @@
 //! | [`streams`] | streams and contexts, default streams, the slots of the clocks |
 //! | [`buffers`], [`shadow`] | live and freed buffers by address, each one's access history |
 //! | [`events`] | what each event's last record captured |
-//! | [`capture`] | captures in progress, graphs, executable graphs |
+//! | [`capture`] | captures in progress, executable graphs |
+//! | [`definition`] | graph definitions, captured or built with the explicit graph API |
 //! | [`direction`] | the parameter slots of untyped kernels learnt to be outputs |
 //! | [`op`] | the vocabulary of a call: origin, access, mode |
 //! | [`race`] | races and notes, deduplicated |
@@ -42,8 +51,11 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
+pub mod deferred;
+pub mod definition;
 pub mod direction;
 pub mod events;
+pub mod learnt;
 pub mod lock;
 pub mod op;
 mod queries;
@@ -66,6 +78,8 @@ use events::Events;
 use op::{Access, HostEffect, KernelId, Origin};
 use race::{Notes, RaceEntry, Races};
 use streams::{Host, StreamInfo, StreamRef, Streams};
+
+pub use rules::built::AddedNode;
 
 /// Receives each new race as the model finds it.
 pub trait Sink: Send + Sync {
@@ -118,6 +132,10 @@ pub struct Model {
     values: FastMap<u64, VectorClock>,
     kernels: Mutex<Kernels>,
     directions: Directions,
+    /// Measured launches waiting for their footprint ([`deferred`]).
+    deferred: deferred::Deferred,
+    /// Footprints learnt from measured launches ([`learnt`]).
+    learnt: learnt::Learnt,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -144,6 +162,8 @@ impl Model {
             values: fast_map(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
+            deferred: deferred::Deferred::default(),
+            learnt: learnt::Learnt::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),

@@ -33,6 +33,9 @@ pub enum Mode {
     /// A kernel's pointer whose parameter types say nothing (an `extern "C"` kernel, a
     /// pointer inside a by-value structure): it may read or write.
     Unknown,
+    /// A measured atomic read-modify-write: atomics of two streams on the same bytes are
+    /// not a race, an atomic and a plain access are.
+    Atomic,
 }
 
 impl Mode {
@@ -45,7 +48,9 @@ impl Mode {
     /// unknown accesses are not: both may be reads (kernels on two streams reading a shared
     /// input are common and correct), and nothing says otherwise.
     pub fn conflicts_with(self, other: Mode) -> bool {
-        (self.writes() || other.writes()) && !(self == Mode::Unknown && other == Mode::Unknown)
+        (self.writes() || other.writes())
+            && !(self == Mode::Unknown && other == Mode::Unknown)
+            && !(self == Mode::Atomic && other == Mode::Atomic)
     }
 }
 

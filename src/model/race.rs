@@ -34,7 +34,7 @@ impl Hazard {
     /// the read it most often is (a consumer's input); the write it conflicts with is the
     /// other access, since two unknown accesses do not conflict.
     pub fn between(first: Mode, second: Mode) -> Hazard {
-        let declared_writable = |mode| matches!(mode, Mode::Write | Mode::ReadWrite);
+        let declared_writable = |mode| matches!(mode, Mode::Write | Mode::ReadWrite | Mode::Atomic);
         match (declared_writable(first), declared_writable(second)) {
             (true, false) => Hazard::ReadAfterWrite,
             (false, true) => Hazard::WriteAfterRead,
@@ -176,7 +176,25 @@ named_enum! {
         /// A stream or event destroyed while work on it had not completed as far as the host
         /// knew (legal: CUDA releases it when the work is done).
         DestroyedWhilePending = "destroyed-while-pending",
+        /// The footprint engine could not run (subject: a [`FootprintUnavailable`] as a
+        /// number): kernels' footprints are their parameters' pointers.
+        FootprintUnavailable = "footprint-unavailable",
+        /// A measured launch touched more granules than its table holds: the rest of its bytes
+        /// were taken as one cover.
+        FootprintOverflow = "footprint-overflow",
+        /// A launch to be measured found no table free (too many unread): its parameters stood
+        /// in for its footprint.
+        FootprintUnmeasured = "footprint-unmeasured",
     }
+}
+
+/// Why the footprint engine is off (a [`NoteKind::FootprintUnavailable`] note's subject).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum FootprintUnavailable {
+    NoLibrary = 0,
+    OtherSubscriber = 1,
+    Refused = 2,
 }
 
 /// A note: counted once per (kind, call site).

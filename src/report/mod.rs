@@ -182,6 +182,8 @@ named_enum! {
         ReadWrite = "read-write",
         /// A launch's access whose direction is not known.
         ReadOrWrite = "read-or-write",
+        /// A measured atomic read-modify-write.
+        Atomic = "atomic",
     }
 }
 

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use crate::model::op::ThreadId;
+use crate::model::race::FootprintUnavailable;
 use crate::model::streams::StreamKind;
 
 use super::{
@@ -176,6 +177,10 @@ pub fn missing_wait(race: &RaceReport) -> String {
 /// What the report calls the host, as a stream.
 pub const HOST_LABEL: &str = "the host";
 
+/// How a report names the owner of a reused slot whose owners since have pushed it out of
+/// memory.
+pub const FORGOTTEN_LABEL: &str = "a stream destroyed long ago";
+
 /// How a person names a stream.
 pub fn stream_label(kind: StreamKind, handle: u64, ctx: u64, thread: ThreadId) -> String {
     match kind {
@@ -196,17 +201,32 @@ pub fn graph_lane_label(exec: u64, launched_on: &str) -> String {
 }
 
 /// A note in words: what `api` did on the stream labelled `on`, `subject` being the handle
-/// it is about.
-pub fn note_message(kind: NoteKind, api: &str, on: &str, subject: u64) -> String {
+/// it is about, `kernel` the launch's kernel where it is about one.
+pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, subject: u64) -> String {
     match kind {
         NoteKind::WaitOnUnrecordedEvent => {
             format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
         }
         NoteKind::GraphNotFollowed => {
-            format!("graph {subject:#x} launched on {on} was not captured through the hooked calls: its work is not checked")
+            format!("graph {subject:#x} launched on {on} holds work streamsan cannot follow: its work is not checked")
         }
         NoteKind::DestroyedWhilePending => {
             format!("{on} was destroyed while work on it may still run (the host had not synchronized with it)")
+        }
+        NoteKind::FootprintUnavailable => {
+            let why = match subject {
+                s if s == FootprintUnavailable::NoLibrary as u64 => "footprint=exact/learn needs the Compute Sanitizer library (libsanitizer-public.so, in a CUDA toolkit's compute-sanitizer/ or `pip install nvidia-cuda-sanitizer-api-cu12`; set CUDA_HOME or STREAMSAN_SANITIZER_LIB)",
+                s if s == FootprintUnavailable::OtherSubscriber as u64 => "another tool holds the Compute Sanitizer API (streamsan cannot run under compute-sanitizer)",
+                _ => "the Compute Sanitizer API refused to start on this driver or GPU",
+            };
+            format!("{why}: kernels' footprints are their parameters' pointers (footprint=params)")
+        }
+        NoteKind::FootprintOverflow => format!(
+            "a launch of {} touched more 64 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
+            kernel.unwrap_or("a kernel")
+        ),
+        NoteKind::FootprintUnmeasured => {
+            "launches found every footprint table waiting to be read (the program did not synchronize for a long time): their parameters' pointers stood in".into()
         }
     }
 }

@@ -20,7 +20,7 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef void (*CUhostFn)(void *userData);
 typedef struct CUarray_st *CUarray;
-typedef enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 } CUmemorytype;
+typedef enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3 } CUmemorytype;
 /* A 2D copy's descriptor, laid out as in cuda.h. */
 typedef struct {
     size_t srcXInBytes, srcY;
@@ -38,6 +38,135 @@ typedef struct {
     size_t WidthInBytes, Height;
 } CUDA_MEMCPY2D;
 
+/* A 3D copy's descriptor, laid out as in cuda.h; the peer variant names its contexts where
+   the plain one has reserved words. */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    CUcontext srcContext;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    CUcontext dstContext;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D_PEER;
+
+/* cuLaunchKernelEx's configuration and attributes (the value is a 64-byte union). */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT 7
+#define CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT 12
+typedef union {
+    char pad[64];
+    int programmaticStreamSerializationAllowed;
+    struct {
+        CUevent event;
+        int flags;
+        int triggerAtBlockStart;
+    } programmaticEvent;
+    struct {
+        CUevent event;
+        int flags;
+    } launchCompletionEvent;
+} CUlaunchAttributeValue;
+typedef struct {
+    int id;
+    char pad[4];
+    CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct {
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned numAttrs;
+} CUlaunchConfig;
+
+/* Memory locations, copy attributes, virtual memory management. */
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+typedef struct {
+    int type;
+    int id;
+} CUmemLocation;
+#define CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
+typedef struct {
+    int srcAccessOrder;
+    CUmemLocation srcLocHint, dstLocHint;
+    unsigned flags;
+} CUmemcpyAttributes;
+typedef unsigned long long CUmemGenericAllocationHandle;
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+typedef struct {
+    int type;
+    int requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType, gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+typedef struct {
+    CUmemLocation location;
+    int flags;
+} CUmemAccessDesc;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+#define CU_MEM_ATTACH_GLOBAL 0x1
+#define CU_MEM_ATTACH_SINGLE 0x4
+#define CU_MEMHOSTALLOC_PORTABLE 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+
+/* cuStreamBatchMemOp's operations: a 48-byte union whose wait and write members share this
+   layout. */
+#define CU_STREAM_MEM_OP_WAIT_VALUE_32 1
+#define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
+typedef union {
+    int operation;
+    struct {
+        int operation;
+        CUdeviceptr address;
+        unsigned long long value;
+        unsigned flags;
+        CUdeviceptr alias;
+    } waitValue, writeValue;
+    unsigned long long pad[6];
+} CUstreamBatchMemOpParams;
+
+/* Arrays. */
+#define CU_AD_FORMAT_UNSIGNED_INT8 0x01
+typedef struct {
+    size_t Width, Height;
+    int Format;
+    unsigned NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+
 #define CUDA_SUCCESS 0
 #define CU_STREAM_DEFAULT 0x0
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -49,7 +178,7 @@ typedef struct {
 /* The kernel every scenario launches: out[i] = 2 * in[i]. Real PTX, so the same text
    works on a GPU; the stand-in reads its .entry and parameter layout. The module also holds
    `extern "C" touch(float *a, float *b)`: a name without a signature, whose pointers may be
-   read or written. */
+   read or written; and copy_cfg, below. */
 static const char SCALE_PTX[] =
     ".version 7.0\n.target sm_52\n.address_size 64\n"
     ".visible .entry _Z5scalePfPKfi(\n"
@@ -60,9 +189,15 @@ static const char SCALE_PTX[] =
     ".visible .entry touch(\n"
     "  .param .u64 touch_param_0,\n"
     "  .param .u64 touch_param_1\n"
+    ")\n{\n ret;\n}\n"
+    ".visible .entry _Z8copy_cfg7CopyCfg(\n"
+    "  .param .align 8 .b8 _Z8copy_cfg7CopyCfg_param_0[40]\n"
     ")\n{\n ret;\n}\n";
 #define SCALE_NAME "_Z5scalePfPKfi"
 #define TOUCH_NAME "touch"
+/* copy_cfg(CopyCfg): a typed kernel whose one parameter is a structure passed by value, as
+   PyTorch's elementwise kernels take their TensorIterator's offsets and pointers. */
+#define COPY_CFG_NAME "_Z8copy_cfg7CopyCfg"
 
 /* Stops the program when a driver call fails, with exit status 4 (distinct from the statuses
    the programs choose). A program whose checks run in an exit handler defines CHECK_EXIT as
@@ -100,9 +235,13 @@ CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
 CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
@@ -126,6 +265,59 @@ CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuModuleUnload(CUmodule);
 CUresult cuEventDestroy_v2(CUevent);
+
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *);
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *, CUstream);
+CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *, CUstream);
+CUresult cuMemcpyBatchAsync(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t,
+                            size_t *, CUstream);
+CUresult cuMemsetD16_v2(CUdeviceptr, unsigned short, size_t);
+CUresult cuMemsetD32_v2(CUdeviceptr, unsigned, size_t);
+CUresult cuMemsetD2D8_v2(CUdeviceptr, size_t, unsigned char, size_t, size_t);
+CUresult cuMemsetD2D16_v2(CUdeviceptr, size_t, unsigned short, size_t, size_t);
+CUresult cuMemsetD2D32_v2(CUdeviceptr, size_t, unsigned, size_t, size_t);
+CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuMemsetD2D8Async(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
+CUresult cuMemsetD2D16Async(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
+CUresult cuMemsetD2D32Async(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   CUstream, void **);
+CUresult cuStreamBatchMemOp_v2(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
+CUresult cuStreamWaitValue64_v2(CUstream, CUdeviceptr, unsigned long long, unsigned);
+CUresult cuStreamWriteValue64_v2(CUstream, CUdeviceptr, unsigned long long, unsigned);
+CUresult cuMemGetAllocationGranularity(size_t *, const CUmemAllocationProp *, int);
+CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+CUresult cuMemAddressFree(CUdeviceptr, size_t);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+CUresult cuMemSetAccess(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+CUresult cuMemUnmap(CUdeviceptr, size_t);
+CUresult cuMemRelease(CUmemGenericAllocationHandle);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+CUresult cuMemHostAlloc(void **, size_t, unsigned);
+CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *, CUdevice);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+CUresult cuEventRecordWithFlags(CUevent, CUstream, unsigned);
+CUresult cuLibraryLoadData(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
+CUresult cuLibraryGetKernel(CUkernel *, CUlibrary, const char *);
+CUresult cuKernelGetFunction(CUfunction *, CUkernel);
+CUresult cuLibraryUnload(CUlibrary);
+CUresult cuCtxDestroy_v2(CUcontext);
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
+CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
+CUresult cuArrayCreate_v2(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+CUresult cuArrayDestroy(CUarray);
+CUresult cuMemcpyHtoA_v2(CUarray, size_t, const void *, size_t);
+CUresult cuMemcpyAtoH_v2(void *, CUarray, size_t, size_t);
+CUresult cuMemcpyAtoA_v2(CUarray, size_t, CUarray, size_t, size_t);
+CUresult cuMemcpyHtoAAsync_v2(CUarray, size_t, const void *, size_t, CUstream);
+CUresult cuMemcpyAtoHAsync_v2(void *, CUarray, size_t, size_t, CUstream);
 
 /* Launches `scale(out, in, n)` as one block of 64 threads on `stream`. A macro, so that the
    launch's call site is the program's own line, not this header's. */

@@ -28,6 +28,7 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUre
     let status = unsafe { real() };
     if ok(status) {
         model().context_synchronized(driver::current_context());
+        super::footprint::collect();
     }
     status
 }
@@ -38,6 +39,7 @@ pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, c
     if ok(status) {
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
         model().context_synchronized(ctx);
+        super::footprint::collect();
     }
     status
 }

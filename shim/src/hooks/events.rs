@@ -35,6 +35,7 @@ pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, eve
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
+        super::footprint::collect();
     }
     status
 }
@@ -44,6 +45,7 @@ pub unsafe fn event_query(_call: &Call, real: real::event_query, event: CUevent)
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
+        super::footprint::collect();
     }
     status
 }

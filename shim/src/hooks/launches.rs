@@ -1,23 +1,29 @@
 //! Kernel launches, host functions and stream callbacks.
 //!
-//! A launch's accesses come from its parameters ([`super::kernels`]). A host function is
-//! wrapped: the driver runs the shim's trampoline, which orders the host after the
-//! function's place in its stream, then calls the program's function with its own data.
+//! A launch's accesses come from its parameters ([`super::kernels`]), read after the real
+//! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
+//! be told whether to measure it; a measured launch is told to the model at once and
+//! checked when its footprint is read, a launch whose footprint was learnt is checked with
+//! that. A host function is wrapped: the driver runs the shim's trampoline, which orders
+//! the host after the function's place in its stream, then calls the program's function
+//! with its own data.
 
 use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use streamsan::model::capture::HostCallback;
-use streamsan::model::op::{Access, HostEffect};
+use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::intercept::variants::{real, Call};
+use super::footprint;
 use super::kernels;
 use super::model::model;
+use crate::intercept::variants::{real, Call};
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
 /// shared locks: the list of accesses, the kernels launched lately.
@@ -25,27 +31,82 @@ use super::model::model;
 struct Launcher {
     accesses: Vec<Access>,
     kernels: kernels::Recent,
+    /// The kernel of the launch being made.
+    kernel: Option<KernelId>,
+    /// Its key and kernel for learnt footprints (`footprint=learn`).
+    learn: Option<(u64, u64)>,
+    /// Its parameters were read before the real call ([`plan`]).
+    planned: bool,
 }
 
 thread_local! {
     static LAUNCHER: RefCell<Launcher> = RefCell::new(Launcher::default());
 }
 
-/// Tells the model of a kernel launched on `on`.
-unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void) {
-    let model = model();
-    let tell = |launcher: &mut Launcher| {
-        let Launcher { accesses, kernels } = launcher;
-        let info = kernels.info(model, f);
-        accesses.clear();
-        // SAFETY: the launch's own arguments, which the driver accepted.
-        unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
-    };
-    // Once the thread's storage is gone (exit handlers), a fresh one.
-    if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
-        tell(&mut Launcher::default());
+/// Runs `f` on the thread's launcher, or, once the thread's storage is gone (exit
+/// handlers), on one shared by such threads: a launch's plan and its telling must meet the
+/// same launcher.
+fn with_launcher(f: impl FnOnce(&mut Launcher)) {
+    static AFTER_EXIT: std::sync::Mutex<Option<Launcher>> = std::sync::Mutex::new(None);
+    let mut f = Some(f);
+    let done = LAUNCHER.try_with(|launcher| (f.take().expect("once"))(&mut launcher.borrow_mut()));
+    if done.is_err() {
+        if let Some(f) = f {
+            f(AFTER_EXIT.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Launcher::default));
+        }
     }
+}
+
+/// Before the real call: reads the launch's parameters into the thread's launcher and tells
+/// the footprint engine whether to measure it. `shape`: grid and block dimensions.
+/// Only `footprint=learn` reads them before the call: elsewhere they are read after it, as a
+/// kernel's layout is best asked once the driver accepted (and loaded) it.
+unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) {
+    if !footprint::reads_parameters_first() {
+        footprint::arm_for_launch();
+        return;
+    }
+    let model = model();
+    with_launcher(|launcher| {
+        let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
+        launcher.accesses.clear();
+        // SAFETY: the launch's own arguments, as the driver requires them.
+        phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
+        launcher.kernel = info.id;
+        // SAFETY: likewise.
+        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, &mut launcher.accesses) };
+        launcher.planned = true;
+    });
+}
+
+/// After a successful real call: tells the model of the kernel launched on `on`; `ticket`:
+/// its footprint is being measured, and its check waits for it.
+///
+/// # Safety
+/// `params` and `extra` are the launch's own arguments, which the driver accepted.
+unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, ticket: Option<u64>) {
+    let model = model();
+    with_launcher(|launcher| {
+        if !std::mem::take(&mut launcher.planned) {
+            let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
+            launcher.accesses.clear();
+            // SAFETY: the caller's promise.
+            phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
+            launcher.kernel = info.id;
+            launcher.learn = None;
+        }
+        let origin = origin(call);
+        let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
+        let _timer = phases::start(Phase::Model);
+        match ticket {
+            Some(ticket) => {
+                if !model.launch_deferred(on, work, ticket, launcher.learn) {
+                    footprint::discard(ticket);
+                }
+            }
+            None => model.work(on, work),
+        }
+    });
 }
 
 pub unsafe fn launch_kernel(
@@ -63,9 +124,13 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
+    unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
+    });
+    let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra) };
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
     }
     status
 }
@@ -81,12 +146,16 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(config, f, kernel_params, extra) };
+    // SAFETY: null or the program's configuration.
+    let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]);
+    unsafe { plan(f, kernel_params, extra, shape) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
+    let ticket = footprint::ticket();
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
             let on = stream(call, config.stream);
-            unsafe { launched(call, on, f, kernel_params, extra) };
+            unsafe { launched(call, on, f, kernel_params, extra, ticket) };
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
@@ -113,9 +182,13 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
+    unsafe { plan(f, kernel_params, core::ptr::null_mut(), [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
+    });
+    let ticket = footprint::ticket();
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut()) };
+        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
     }
     status
 }

@@ -163,3 +163,40 @@ pub unsafe fn mem_unmap(call: &Call, real: real::mem_unmap, ptr: CUdeviceptr, si
     freeing(call, ptr, synchronous());
     unsafe { real(ptr, size) }
 }
+
+/// A buffer another process exported (`cuIpcOpenMemHandle`, `cuMemPoolImportPointer`): the
+/// driver does not say its size, so it is asked (`cuMemGetAddressRange`).
+fn imported(call: &Call, base: u64) {
+    if let Some(size) = driver::allocation_size(base) {
+        allocated(call, base, size, MemoryKind::Imported, None);
+    }
+}
+
+pub unsafe fn ipc_open_mem_handle(call: &Call, real: real::ipc_open_mem_handle, pdptr: *mut CUdeviceptr, handle: IpcMemHandle, flags: c_uint) -> CUresult {
+    let status = unsafe { real(pdptr, handle, flags) };
+    if ok(status) {
+        imported(call, unsafe { out(pdptr) });
+    }
+    status
+}
+
+/// `cuIpcCloseMemHandle`: the mapping goes, like a synchronous free.
+pub unsafe fn ipc_close_mem_handle(call: &Call, real: real::ipc_close_mem_handle, dptr: CUdeviceptr) -> CUresult {
+    freeing(call, dptr, synchronous());
+    unsafe { real(dptr) }
+}
+
+/// `cuMemPoolImportPointer`: freed later with `cuMemFree` or `cuMemFreeAsync`, as usual.
+pub unsafe fn mem_pool_import_pointer(
+    call: &Call,
+    real: real::mem_pool_import_pointer,
+    ptr_out: *mut CUdeviceptr,
+    pool: CUmemoryPool,
+    share_data: *mut CUmemPoolPtrExportData,
+) -> CUresult {
+    let status = unsafe { real(ptr_out, pool, share_data) };
+    if ok(status) {
+        imported(call, unsafe { out(ptr_out) });
+    }
+    status
+}

@@ -51,6 +51,7 @@ pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        super::footprint::collect();
     }
     status
 }
@@ -60,6 +61,7 @@ pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUst
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
+        super::footprint::collect();
     }
     status
 }
@@ -149,6 +151,54 @@ pub unsafe fn stream_batch_mem_op(
                 CU_STREAM_MEM_OP_WRITE_VALUE_64 => model().write_value(on, op.address, 8, &origin(call)),
                 _ => {}
             }
+        }
+    }
+    status
+}
+
+/// The handles of an external-semaphore call.
+unsafe fn semaphores<'a>(sems: *const CUexternalSemaphore, count: c_uint) -> &'a [CUexternalSemaphore] {
+    if sems.is_null() {
+        return &[];
+    }
+    // SAFETY: `count` handles, accepted by the driver.
+    unsafe { core::slice::from_raw_parts(sems, count as usize) }
+}
+
+/// `cuSignalExternalSemaphoresAsync`: each semaphore is signalled after the stream's work so
+/// far, as an event recorded there.
+pub unsafe fn signal_external_semaphores(
+    call: &Call,
+    real: real::signal_external_semaphores,
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    count: c_uint,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(sems, params, count, h_stream) };
+    if ok(status) {
+        for &sem in unsafe { semaphores(sems, count) } {
+            model().event_record(sem as u64, stream(call, h_stream), false, &origin(call));
+        }
+    }
+    status
+}
+
+/// `cuWaitExternalSemaphoresAsync`: the stream waits for each semaphore's last signal, as on
+/// an event. A semaphore this process never signalled (Vulkan did, or another process) orders
+/// nothing and is noted as a wait on an unrecorded event.
+pub unsafe fn wait_external_semaphores(
+    call: &Call,
+    real: real::wait_external_semaphores,
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    count: c_uint,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(sems, params, count, h_stream) };
+    if ok(status) {
+        for &sem in unsafe { semaphores(sems, count) } {
+            model().stream_wait_event(stream(call, h_stream), sem as u64, &origin(call));
         }
     }
     status

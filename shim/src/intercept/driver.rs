@@ -11,7 +11,9 @@ use core::ffi::{c_char, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ffi::CString;
 
-use streamsan_driver_api::{CUcontext, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED};
+use streamsan_driver_api::{
+    CUcontext, CUdeviceptr, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED, CUDA_SUCCESS,
+};
 
 use super::variants::{Call, Variant, VARIANTS, VARIANT_COUNT};
 
@@ -176,6 +178,7 @@ pub struct Queries {
     pub kernel_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUkernel) -> CUresult>,
     pub func_get_param_info: Option<unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult>,
     pub kernel_get_param_info: Option<unsafe extern "C" fn(CUkernel, usize, *mut usize, *mut usize) -> CUresult>,
+    pub mem_get_address_range: Option<unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult>,
 }
 
 /// The query functions, resolved once.
@@ -194,7 +197,17 @@ pub fn queries() -> &'static Queries {
         kernel_get_name: find(c"cuKernelGetName"),
         func_get_param_info: find(c"cuFuncGetParamInfo"),
         kernel_get_param_info: find(c"cuKernelGetParamInfo"),
+        mem_get_address_range: find(c"cuMemGetAddressRange_v2"),
     })
+}
+
+/// The size of the allocation that starts at `base`, if the driver can say.
+pub fn allocation_size(base: CUdeviceptr) -> Option<u64> {
+    let get = queries().mem_get_address_range?;
+    let (mut start, mut size) = (0, 0usize);
+    // SAFETY: valid out-pointers.
+    let status = unsafe { get(&mut start, &mut size, base) };
+    (status == CUDA_SUCCESS && start == base && size > 0).then_some(size as u64)
 }
 
 /// The calling thread's current context (0 if none).

@@ -6,7 +6,7 @@
 //! ([`super::first_call`]), counts itself ([`super::stats`]), finds the real driver's
 //! function of the same name ([`super::driver`]) and hands the call, with that function
 //! typed by [`super::variants::real`], to the family's handler, which calls the real driver
-//! exactly once with the caller's arguments. The handlers' layer expands the macro where
+//! exactly once with the caller's arguments. With `phase_times=1` the whole call is timed. The handlers' layer expands the macro where
 //! its handlers are in scope, so this layer names none of them; the
 //! addresses of the functions it makes are in [`super::variants::VARIANTS`].
 
@@ -24,16 +24,21 @@ macro_rules! export_hooks {
         #[allow(non_snake_case)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
             use $crate::intercept::{driver, first_call, stats, variants};
+            let started = streamsan::phases::now();
             let call = variants::Call { variant: variants::Variant::$name };
             first_call::enter();
             stats::count(call.variant);
-            match driver::real_function(call.variant) {
+            let status = match driver::real_function(call.variant) {
                 // SAFETY: the driver exports this name with this signature (cuda.h).
                 Some(real) => unsafe {
                     $family(&call, core::mem::transmute::<*mut core::ffi::c_void, variants::real::$family>(real), $($arg),*)
                 },
                 None => driver::missing_function(&call),
+            };
+            if let Some(started) = started {
+                stats::timed(call.variant, streamsan::phases::since(started));
             }
+            status
         }
     };
 }

@@ -7,7 +7,9 @@
 //! (as ThreadSanitizer does). Only processes that called the driver write a report
 //! ([`crate::intercept::first_call`]). What becomes of each race is decided in
 //! `streamsan::report::sink`; [`reports`] installs that sink with what only the shim knows,
-//! and [`query`] lets the program ask for its report so far.
+//! and [`query`] lets the program ask for its report so far. The footprint engine
+//! (`footprint=exact|learn`, [`crate::hooks::footprint`]) is started at load, before the
+//! driver starts, and its pending launches are settled at exit, before the report.
 
 pub mod query;
 pub mod reports;
@@ -16,8 +18,10 @@ pub mod signals;
 use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::hooks::model;
-use crate::intercept::first_call;
+use streamsan::phases;
+
+use crate::hooks::{footprint, model};
+use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
 /// Set at a fork, in the child, until its first driver call forgets what the parent found.
@@ -29,9 +33,13 @@ extern "C" {
 }
 
 extern "C" fn on_load() {
-    options();
+    if options().phase_times {
+        phases::enable();
+    }
     reports::install();
     signals::install_fatal();
+    // The Compute Sanitizer API must subscribe before the driver starts.
+    footprint::start();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
     // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
@@ -64,9 +72,13 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !first_call::called() {
         return;
     }
+    footprint::finish();
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();
+    if phases::enabled() {
+        eprint!("{}{}", phases::table(), stats::time_table());
+    }
     // The program's own status, unless it would claim success with races found.
     if status == 0 && races > 0 {
         reports::exit_now(options().exitcode);

@@ -40,7 +40,7 @@ pub(super) fn return_scratch(clock: VectorClock) {
 
 impl Model {
     /// The stream a handle or default-stream name stands for, made on first sight.
-    pub(super) fn stream(&self, key: StreamRef) -> Arc<Stream> {
+    pub(in crate::model) fn stream(&self, key: StreamRef) -> Arc<Stream> {
         self.streams.resolve(key, &*self.describe)
     }
 
@@ -49,27 +49,23 @@ impl Model {
     /// a blocking stream, `C_S ⊔= C_L`; then `C_S[S] += 1`. Returns the stream's locked
     /// state and the operation's epoch. Clocks of other streams are gathered before the
     /// stream's own lock is taken.
-    pub(super) fn issue<'s>(&self, stream: &'s Stream) -> (lock::Guard<'s, StreamState>, Epoch) {
+    pub(in crate::model) fn issue<'s>(&self, stream: &'s Stream) -> (lock::Guard<'s, StreamState>, Epoch) {
         // Only what changed since this stream last looked is joined; on the common path (a
         // non-blocking stream, the host unchanged) nothing is.
         let host_version = self.host.version.load(Ordering::Acquire);
         let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
         let mut incoming = None;
         let mut legacy_version = None;
-        // The legacy stream joins the blocking streams that changed, if any did: their clocks
-        // are gathered with the context's member list held, and marked joined once in the
-        // legacy clock.
-        let context = match stream.kind {
-            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
-                stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx)))
-            }
+        // The legacy stream joins the blocking streams that changed, if any did: those queued
+        // on it since it last looked, marked joined once their clocks are in the legacy clock.
+        let members = match stream.kind {
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => Some(stream.take_changed_blocking()),
             _ => None,
         };
-        let members = context.as_ref().map(|c| c.members_guard());
         let mut joined = Vec::new();
         if let Some(members) = &members {
             let mut clock = scratch();
-            streams::Context::join_blocking_into(members, &mut clock, &mut joined);
+            Stream::join_blocking_into(members, &mut clock, &mut joined);
             incoming = Some(clock);
         } else if let Some(legacy) = &stream.legacy {
             let version = legacy.version.load(Ordering::Acquire);
@@ -118,13 +114,13 @@ impl Model {
     }
 
     /// If `stream` is capturing, appends a node for the operation and returns true.
-    pub(super) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
+    pub(in crate::model) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
         if !stream.capturing.load(Ordering::Acquire) {
             return false;
         }
         let mut state = stream.lock();
         let Some(lane) = state.capture.as_mut() else { return false };
-        let node = Node { lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
+        let node = Node { handle: 0, lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
         let id = lane.capture.push(node);
         lane.frontier = vec![id];
         true

@@ -4,8 +4,9 @@
 //! and every access must follow it; a synchronous allocation takes the host's epoch, which
 //! every later issue follows. A free must follow every access to the buffer, else a
 //! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
-//! for the whole device first, as the driver does. A freed buffer is kept in quarantine so
-//! that a later use of its addresses is reported as a use after free.
+//! for the whole device first, as the driver does. A freed device buffer is kept in
+//! quarantine so that a later use of its addresses is reported as a use after free; a freed
+//! host range is forgotten at once, its addresses ordinary pageable memory again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use crate::model::buffers::Buffer;
 use crate::model::capture::NodeKind;
 use crate::model::clock::VectorClock;
-use crate::model::op::{OpRecord, Origin};
+use crate::model::op::{Mode, OpRecord, Origin};
 use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
@@ -59,9 +60,7 @@ impl Model {
             FreeOn::Synchronous { ctx } => {
                 // Device-wide: the host first waits for every stream of the context.
                 let ctx = self.buffers.live_at(base).map_or(ctx, |b| b.ctx);
-                for stream in self.streams.of_context(ctx) {
-                    self.host_joins(&stream);
-                }
+                self.streams.host_waits_for_context(ctx, &self.host);
                 let epoch = self.host.tick();
                 let clock = self.host.snapshot();
                 self.release(base, OpRecord::new(origin, None, epoch), &clock, &mut found);
@@ -87,6 +86,13 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.buffers.quarantine(&buffer);
+        self.deferred.observe(buffer.base, buffer.end(), Mode::Write, Some(facts), op, clock);
+        if buffer.kind.is_host() {
+            // Freed pinned or unregistered host memory is the system allocator's again:
+            // copies at those addresses later are copies of ordinary pageable memory.
+            self.buffers.forget(&buffer);
+        } else {
+            self.buffers.quarantine(&buffer);
+        }
     }
 }

@@ -68,6 +68,8 @@ impl Model {
                         found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
+                    drop(state);
+                    self.deferred.observe(lo, hi, mode, None, op, clock);
                     hi
                 }
                 Found::Freed(buffer) => {

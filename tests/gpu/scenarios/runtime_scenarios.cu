@@ -245,7 +245,7 @@ static const struct {
     void (*run)(bool fixed);
     const char *racy_twin_reports;
 } SCENARIOS[] = {
-    {"warp_array_on_another_stream", warp_array_on_another_stream, "use-before-alloc"},
+    {"warp_array_on_another_stream", warp_array_on_another_stream, "use-before-alloc,cross-stream-race"},
     {"nvmath_stream_ordered_deallocation", nvmath_stream_ordered_deallocation, "free-race"},
     {"use_after_free", use_after_free, "use-after-free"},
     {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},

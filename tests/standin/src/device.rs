@@ -45,8 +45,13 @@ pub enum Object {
     /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
     Kernel { entry: Entry, owner: usize },
     Graph,
+    /// A node of the graph `graph`.
+    GraphNode { graph: usize },
     GraphExec,
     MemHandle { size: u64 },
+    MemPool { device: i32 },
+    Array,
+    ExternalSemaphore,
 }
 
 pub struct State {
@@ -60,6 +65,7 @@ pub struct State {
     /// driver's allocator reuses freed addresses.
     retired: Vec<usize>,
     primary: HashMap<i32, usize>,
+    pools: HashMap<i32, usize>,
 }
 
 /// The device's state, to change it.
@@ -99,6 +105,7 @@ fn shared() -> &'static RwLock<State> {
                 next_handle: FIRST_HANDLE,
                 retired: Vec::new(),
                 primary: HashMap::new(),
+                pools: HashMap::new(),
             })
         })
 }
@@ -203,6 +210,16 @@ impl State {
         let ctx = self.new_handle(Object::Context { device });
         self.primary.insert(device, ctx);
         ctx
+    }
+
+    /// The device's default memory pool, made on first use.
+    pub fn default_pool(&mut self, device: i32) -> usize {
+        if let Some(&pool) = self.pools.get(&device) {
+            return pool;
+        }
+        let pool = self.new_handle(Object::MemPool { device });
+        self.pools.insert(device, pool);
+        pool
     }
 
     pub fn device_of(&self, ctx: usize) -> Option<i32> {

@@ -19,6 +19,7 @@ pub mod getproc;
 pub mod log;
 pub mod ptx;
 pub mod queries;
+pub mod sanitizer;
 
 pub mod exports {
     //! The table's entry points, each logged and dispatched to [`crate::behaviour`].

@@ -55,6 +55,23 @@ unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
     unsafe { put(out, name.cast_const()) }
 }
 
+/// Writes `ptr`'s allocation base and size into 64 bytes at `out`.
+unsafe fn export(out: *mut u8, ptr: CUdeviceptr) -> CUresult {
+    let found = state_read().allocations.get(&ptr).map(|a| a.size);
+    match (found, out.is_null()) {
+        (Some(size), false) => {
+            // SAFETY: the caller's 64-byte block.
+            unsafe {
+                core::ptr::write_bytes(out, 0, 64);
+                core::ptr::copy_nonoverlapping(ptr.to_le_bytes().as_ptr(), out, 8);
+                core::ptr::copy_nonoverlapping(size.to_le_bytes().as_ptr(), out.add(8), 8);
+            }
+            OK
+        }
+        _ => CUDA_ERROR_INVALID_VALUE,
+    }
+}
+
 fn stream_property(stream: CUstream) -> Option<(usize, u32, i32)> {
     match state_read().objects.get(&(stream as usize)) {
         Some(Object::Stream { ctx, flags, priority, .. }) => Some((*ctx, *flags, *priority)),
@@ -176,10 +193,89 @@ queries! {
         put(status, capturing as u32)
     }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
-    fn cuGraphCreate(graph: *mut CUgraph, flags: c_uint) {
-        let _ = flags;
-        let handle = state().new_handle(Object::Graph);
-        put(graph, handle as CUgraph)
+    fn cuDeviceGetDefaultMemPool(pool: *mut CUmemoryPool, dev: CUdevice) {
+        if dev < 0 || dev >= device::device_count() { return 101; }
+        // One pool per device, named by a handle of its own.
+        let handle = state().default_pool(dev);
+        put(pool, handle as CUmemoryPool)
+    }
+    // Virtual memory management: a reserved range is real stand-in memory, so that what is
+    // mapped there can be copied and set.
+    fn cuMemGetAllocationGranularity(granularity: *mut usize, prop: *const c_void, option: u32) {
+        let _ = (prop, option);
+        put(granularity, 2 << 20)
+    }
+    fn cuMemAddressReserve(ptr: *mut CUdeviceptr, size: usize, alignment: usize, addr: CUdeviceptr, flags: u64) {
+        let _ = (alignment, addr, flags);
+        match state().alloc_device(size as u64) {
+            Some(base) => put(ptr, base),
+            None => 2,
+        }
+    }
+    fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) {
+        let _ = size;
+        if state().free_device(ptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
+    }
+    fn cuMemSetAccess(ptr: CUdeviceptr, size: usize, desc: *const c_void, count: usize) {
+        let _ = (ptr, size);
+        if desc.is_null() || count == 0 { CUDA_ERROR_INVALID_VALUE } else { OK }
+    }
+    // Managed-memory hints and stream attributes: accepted, and nothing to do without a device.
+    fn cuMemPrefetchAsync_v2(ptr: CUdeviceptr, count: usize, location: u64, flags: c_uint, stream: CUstream) {
+        let _ = (ptr, count, location, flags);
+        crate::behaviour::check_stream(stream)
+    }
+    fn cuMemAdvise_v2(ptr: CUdeviceptr, count: usize, advice: u32, location: u64) {
+        let _ = (ptr, count, advice, location);
+        OK
+    }
+    fn cuStreamAttachMemAsync(stream: CUstream, ptr: CUdeviceptr, length: usize, flags: c_uint) {
+        let _ = (ptr, length, flags);
+        crate::behaviour::check_stream(stream)
+    }
+    fn cuStreamSetAttribute(stream: CUstream, attribute: u32, value: *const c_void) {
+        let _ = attribute;
+        if value.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        crate::behaviour::check_stream(stream)
+    }
+    // Arrays: opaque handles; their contents are not kept.
+    fn cuArrayCreate_v2(array: *mut CUarray, descriptor: *const c_void) {
+        if descriptor.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        let handle = state().new_handle(Object::Array);
+        put(array, handle as CUarray)
+    }
+    fn cuArrayDestroy(array: CUarray) {
+        match state().objects.remove(&(array as usize)) {
+            Some(Object::Array) => OK,
+            _ => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
+    fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) {
+        let found = state_read().allocations.range(..=ptr).next_back().map(|(&b, a)| (b, a.size)).filter(|&(b, s)| ptr < b + s.max(1));
+        match found {
+            Some((b, s)) => {
+                if !base.is_null() { *base = b; }
+                if !size.is_null() { *size = s as usize; }
+                OK
+            }
+            None => 1, // CUDA_ERROR_INVALID_VALUE
+        }
+    }
+    // What another process would import: the stand-in writes the allocation's base and size
+    // (bytes 0 and 8) into the 64-byte handle or export data, and importing makes a new
+    // allocation of that size (`behaviour::ipc_open_mem_handle`).
+    fn cuIpcGetMemHandle(handle: *mut IpcMemHandle, ptr: CUdeviceptr) { export(handle.cast(), ptr) }
+    fn cuMemPoolExportPointer(data: *mut c_void, ptr: CUdeviceptr) { export(data.cast(), ptr) }
+    fn cuImportExternalSemaphore(sem: *mut CUexternalSemaphore, desc: *const c_void) {
+        if desc.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        let handle = state().new_handle(Object::ExternalSemaphore);
+        put(sem, handle as CUexternalSemaphore)
+    }
+    fn cuDestroyExternalSemaphore(sem: CUexternalSemaphore) {
+        match state().objects.remove(&(sem as usize)) {
+            Some(Object::ExternalSemaphore) => OK,
+            _ => CUDA_ERROR_INVALID_HANDLE,
+        }
     }
     fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
         match ERROR_NAMES.iter().find(|(c, _)| *c == code) {

@@ -1,0 +1,550 @@
+//! The host half of the engine: subscription, patching, one table per measured launch, and
+//! reading tables back once their launches are known to be complete.
+//!
+//! Nothing here synchronizes a program's stream, and a callback never calls the driver: a
+//! launch callback only takes a table from the pool, which [`prepare`] filled before the
+//! launch's real call, and hands it to the launch. Tables are read when the caller (the
+//! shim, after the program itself synchronized) says their launches completed, with copies
+//! on a stream of the engine's own, which holds nothing but the engine's copies and resets.
+
+use core::ffi::c_void;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::api::{self, Api, Handle};
+use crate::table::{self, Measured, TABLE_BYTES};
+
+/// The patch, built from `patch/footprint.cu` by `patch/build.sh`.
+static PATCH: &[u8] = include_bytes!("../patch/footprint.fatbin");
+/// The patch function's name in [`PATCH`].
+const PATCH_FUNCTION: &core::ffi::CStr = c"streamsan_footprint_access";
+/// Tables allocated at once, per context.
+const TABLES_PER_CHUNK: usize = 128;
+/// Tables at most per context: when all are waiting to be read, launches go unmeasured.
+const MAX_TABLES: usize = 4096;
+
+/// Real driver functions the engine calls for itself, never the shim's hooks.
+#[derive(Clone, Copy)]
+pub struct Driver {
+    pub dlsym: api::Dlsym,
+    pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
+    pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
+}
+
+/// A measured launch, to be read once it completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket(pub u64);
+
+/// The tables of one context.
+#[derive(Default)]
+struct Pool {
+    free: Vec<usize>,
+    allocated: usize,
+    /// The engine's own stream (`CU_STREAM_NON_BLOCKING`) and its sanitizer handle.
+    stream: Option<Handle>,
+}
+
+struct Engine {
+    api: Api,
+    driver: Driver,
+    pools: Mutex<HashMap<usize, Pool>>,
+    /// Contexts the patch was added to.
+    patched: Mutex<Vec<usize>>,
+    /// Modules, by handle: whether patched, and launches of their kernels since one was
+    /// last measured.
+    modules: Mutex<HashMap<usize, Module>>,
+    /// Modules to patch again or to unpatch, outside callbacks ([`maintain`]).
+    changes: Mutex<Vec<(usize, bool)>>,
+    changes_pending: AtomicBool,
+    /// Unpatch a module once this many launches of its kernels in a row were not measured
+    /// (0: never, as in `exact`).
+    quiet_launches: AtomicU64,
+    /// Ticket to (context, table).
+    tickets: Mutex<HashMap<u64, (usize, usize)>>,
+    next_ticket: AtomicU64,
+    /// Launches that found no free table.
+    unmeasured: AtomicU64,
+    /// Tables whose patch found no entry for some granule.
+    overflowed: AtomicU64,
+    /// Launches given a table; modules unpatched and patched again.
+    measured: AtomicU64,
+    unpatched: AtomicU64,
+    repatched: AtomicU64,
+}
+
+// SAFETY: the handles are the driver's, valid on any thread.
+unsafe impl Send for Engine {}
+unsafe impl Sync for Engine {}
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Whether the launch this thread is making now is to be measured.
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    /// The ticket of the launch this thread made last, if it was measured.
+    static LAST: Cell<Option<Ticket>> = const { Cell::new(None) };
+}
+
+/// Why the engine is not running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// No library, or one without the functions.
+    NoLibrary(String),
+    /// Another subscriber holds the API: the program runs under compute-sanitizer.
+    OtherSubscriber,
+    /// The API refused to start (an unsupported driver or GPU), with its status.
+    Refused(u32),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::NoLibrary(why) => write!(f, "the Compute Sanitizer library is not available ({why})"),
+            Unavailable::OtherSubscriber => f.write_str(
+                "another tool holds the Compute Sanitizer API (streamsan cannot run under compute-sanitizer: only one subscriber may exist per process)",
+            ),
+            Unavailable::Refused(status) => write!(f, "the Compute Sanitizer API refused to start (status {status})"),
+        }
+    }
+}
+
+/// Loads the API and subscribes. Call before the program's first driver call (the shim's
+/// constructor), once; later calls return the first answer.
+pub fn start(driver: Driver) -> Result<(), Unavailable> {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return if ENGINE.get().is_some() {
+            Ok(())
+        } else {
+            Err(Unavailable::Refused(u32::MAX))
+        };
+    }
+    let api = api::load(driver.dlsym).map_err(Unavailable::NoLibrary)?;
+    let mut subscriber: Handle = core::ptr::null_mut();
+    // SAFETY: valid out-pointer and callback.
+    let status = unsafe { (api.subscribe)(&mut subscriber, callback, core::ptr::null_mut()) };
+    match status {
+        api::SANITIZER_SUCCESS => {}
+        api::SANITIZER_ERROR_MAX_LIMIT_REACHED => return Err(Unavailable::OtherSubscriber),
+        other => return Err(Unavailable::Refused(other)),
+    }
+    for domain in [api::DOMAIN_RESOURCE, api::DOMAIN_LAUNCH, api::DOMAIN_GRAPHS] {
+        // SAFETY: the subscriber just made.
+        let status = unsafe { (api.enable_domain)(1, subscriber, domain) };
+        if status != api::SANITIZER_SUCCESS {
+            return Err(Unavailable::Refused(status));
+        }
+    }
+    let engine = Engine {
+        api,
+        driver,
+        pools: Mutex::new(HashMap::new()),
+        patched: Mutex::new(Vec::new()),
+        modules: Mutex::new(HashMap::new()),
+        changes: Mutex::new(Vec::new()),
+        changes_pending: AtomicBool::new(false),
+        quiet_launches: AtomicU64::new(0),
+        tickets: Mutex::new(HashMap::new()),
+        next_ticket: AtomicU64::new(1),
+        unmeasured: AtomicU64::new(0),
+        overflowed: AtomicU64::new(0),
+        measured: AtomicU64::new(0),
+        unpatched: AtomicU64::new(0),
+        repatched: AtomicU64::new(0),
+    };
+    let _ = ENGINE.set(engine);
+    Ok(())
+}
+
+/// A module's patching.
+struct Module {
+    patched: bool,
+    /// Launches of its kernels since one was last measured.
+    quiet: u64,
+    /// A change is queued.
+    queued: bool,
+}
+
+/// Lets modules whose kernels went `launches` launches in a row unmeasured run unpatched
+/// (their code as compiled, at native speed), patched again when a launch of theirs is to
+/// be measured (`footprint=learn`). 0: modules stay patched.
+pub fn unpatch_quiet_modules(launches: u64) {
+    if let Some(engine) = ENGINE.get() {
+        engine.quiet_launches.store(launches, Ordering::Relaxed);
+    }
+}
+
+/// Patches or unpatches the modules queued by launch callbacks. Call outside callbacks,
+/// before launches (cheap when nothing is queued).
+#[inline]
+pub fn maintain() {
+    let Some(engine) = ENGINE.get() else { return };
+    if !engine.changes_pending.load(Ordering::Acquire) {
+        return;
+    }
+    let changes = std::mem::take(&mut *engine.changes.lock().unwrap_or_else(|e| e.into_inner()));
+    engine.changes_pending.store(false, Ordering::Release);
+    for (module, patch) in changes {
+        let handle = module as Handle;
+        // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
+        let status = unsafe {
+            if patch {
+                (engine.api.patch_instructions)(
+                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                    handle,
+                    PATCH_FUNCTION.as_ptr(),
+                );
+                (engine.api.patch_module)(handle)
+            } else {
+                (engine.api.unpatch_module)(handle)
+            }
+        };
+        let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = modules.get_mut(&module) {
+            m.queued = false;
+            if status == api::SANITIZER_SUCCESS {
+                m.patched = patch;
+                m.quiet = 0;
+                if patch {
+                    &engine.repatched
+                } else {
+                    &engine.unpatched
+                }
+                .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Whether a launch of `module`'s kernel can be measured (its module is patched); counts
+    /// unmeasured launches and queues the module's change if one is due.
+    fn module_allows(&self, module: Handle, armed: bool) -> bool {
+        let quiet_limit = self.quiet_launches.load(Ordering::Relaxed);
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let m = modules.entry(module as usize).or_insert(Module {
+            patched: true,
+            quiet: 0,
+            queued: false,
+        });
+        let change = if armed {
+            m.quiet = 0;
+            (!m.patched).then_some(true)
+        } else {
+            m.quiet += 1;
+            (quiet_limit > 0 && m.patched && m.quiet >= quiet_limit).then_some(false)
+        };
+        let patched = m.patched;
+        if let Some(patch) = change.filter(|_| !m.queued) {
+            m.queued = true;
+            drop(modules);
+            self.changes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((module as usize, patch));
+            self.changes_pending.store(true, Ordering::Release);
+        }
+        patched
+    }
+}
+
+/// Whether the engine runs.
+pub fn running() -> bool {
+    ENGINE.get().is_some()
+}
+
+/// Measure (or not) the launch this thread makes next; call just before the real launch.
+/// Returns the ticket of the launch, if it was measured, once the real call returned
+/// ([`take_ticket`]).
+pub fn arm(measure: bool) {
+    let _ = ARMED.try_with(|a| a.set(measure));
+    let _ = LAST.try_with(|l| l.set(None));
+}
+
+/// The ticket of the launch this thread just made (after [`arm`] and the real call).
+pub fn take_ticket() -> Option<Ticket> {
+    let _ = ARMED.try_with(|a| a.set(false));
+    LAST.try_with(|l| l.take()).ok().flatten()
+}
+
+/// What the engine did so far: launches measured, launches that found no table free,
+/// tables that overflowed, modules unpatched and patched again.
+pub fn counters() -> [u64; 5] {
+    ENGINE.get().map_or([0; 5], |e| {
+        [
+            &e.measured,
+            &e.unmeasured,
+            &e.overflowed,
+            &e.unpatched,
+            &e.repatched,
+        ]
+        .map(|c| c.load(Ordering::Relaxed))
+    })
+}
+
+unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    let Some(engine) = ENGINE.get() else { return };
+    match (domain, cbid) {
+        (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
+            // SAFETY: the data of this callback.
+            let data = unsafe { &*(data as *const api::ModuleData) };
+            {
+                let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
+                if !patched.contains(&(data.context as usize)) {
+                    // SAFETY: the patch image lives for the process.
+                    if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) }
+                        != api::SANITIZER_SUCCESS
+                    {
+                        return;
+                    }
+                    patched.push(data.context as usize);
+                }
+            }
+            unsafe {
+                (engine.api.patch_instructions)(
+                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                    data.module,
+                    PATCH_FUNCTION.as_ptr(),
+                );
+                (engine.api.patch_module)(data.module);
+            }
+            // A new module at a handle an unloaded one had: patched, counted afresh.
+            engine
+                .modules
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    data.module as usize,
+                    Module {
+                        patched: true,
+                        quiet: 0,
+                        queued: false,
+                    },
+                );
+        }
+        (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
+            let data = unsafe { &*(data as *const api::ContextData) };
+            let ctx = data.context as usize;
+            engine
+                .pools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&ctx);
+            engine
+                .patched
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|&c| c != ctx);
+            engine
+                .tickets
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|_, (c, _)| *c != ctx);
+        }
+        (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
+            let data = unsafe { &*(data as *const api::LaunchData) };
+            let armed = ARMED.try_with(|a| a.replace(false)).unwrap_or(false);
+            // An unpatched module's kernel records nothing: its launch goes unmeasured (and
+            // the module is patched again for the next).
+            let patched = engine.module_allows(data.module, armed);
+            let table = if armed && patched {
+                engine.launch_table(data.context)
+            } else {
+                None
+            };
+            let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
+            // Every launch says its table, or none: a table left from an earlier launch of
+            // the same kernel would be written again.
+            unsafe {
+                (engine.api.set_launch_callback_data)(
+                    data.h_launch,
+                    data.function,
+                    data.h_stream,
+                    userdata,
+                )
+            };
+            if let Some((ticket, _)) = table {
+                let _ = LAST.try_with(|l| l.set(Some(ticket)));
+            }
+        }
+        (api::DOMAIN_GRAPHS, api::CBID_GRAPHS_NODE_LAUNCH_BEGIN) => {
+            // Graph kernels are not measured (the model hears of them as the graph's, at
+            // cuGraphLaunch): they run with no table.
+            let data = unsafe { &*(data as *const api::GraphNodeLaunchData) };
+            if data.node_type == api::GRAPH_NODE_KERNEL {
+                let l = &data.launch;
+                unsafe {
+                    (engine.api.set_launch_callback_data)(
+                        l.h_launch,
+                        l.function,
+                        l.h_stream,
+                        core::ptr::null(),
+                    )
+                };
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Engine {
+    /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
+    /// driver function: [`prepare`] filled the pool.
+    fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
+        let table = self
+            .pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&(ctx as usize))
+            .and_then(|p| p.free.pop())?;
+        let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
+        self.measured.fetch_add(1, Ordering::Relaxed);
+        self.tickets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ticket.0, (ctx as usize, table));
+        Some((ticket, table))
+    }
+
+    /// Allocates a chunk of zeroed tables. The zeroing is ordered before their first use by
+    /// a synchronization of the engine's own stream (it holds only this memset).
+    fn grow(&self, ctx: Handle, pool: &mut Pool) {
+        let Some(stream) = pool.stream else { return };
+        let bytes = TABLES_PER_CHUNK * TABLE_BYTES;
+        let mut chunk: *mut c_void = core::ptr::null_mut();
+        // SAFETY: the API's functions, on the engine's own stream and memory.
+        unsafe {
+            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null()
+            {
+                return;
+            }
+            if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS
+                || (self.api.stream_synchronize)(stream) != api::SANITIZER_SUCCESS
+            {
+                return;
+            }
+        }
+        pool.allocated += TABLES_PER_CHUNK;
+        pool.free.extend(
+            (0..TABLES_PER_CHUNK)
+                .rev()
+                .map(|i| chunk as usize + i * TABLE_BYTES),
+        );
+    }
+}
+
+/// Before a launch to be measured, outside any callback: makes sure the current context has
+/// the engine's stream and a free table. Returns whether the launch can be measured.
+pub fn prepare() -> bool {
+    let Some(engine) = ENGINE.get() else {
+        return false;
+    };
+    let mut ctx: Handle = core::ptr::null_mut();
+    // SAFETY: a real driver function and a valid out-pointer.
+    if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
+        return false;
+    }
+    let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = pools.entry(ctx as usize).or_default();
+    if !pool.free.is_empty() {
+        return true;
+    }
+    if pool.stream.is_none() {
+        let mut stream: Handle = core::ptr::null_mut();
+        let mut handle: Handle = core::ptr::null_mut();
+        // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING: it waits on no stream.
+        if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
+            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) }
+                != api::SANITIZER_SUCCESS
+        {
+            return false;
+        }
+        pool.stream = Some(handle);
+    }
+    if pool.allocated < MAX_TABLES {
+        engine.grow(ctx, pool);
+    }
+    if pool.free.is_empty() {
+        engine.unmeasured.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Gives back the table of a launch that will not run as measured (it was captured into a
+/// graph instead): nothing was written to it.
+pub fn discard(ticket: Ticket) {
+    let Some(engine) = ENGINE.get() else { return };
+    let taken = engine
+        .tickets
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&ticket.0);
+    if let Some((ctx, table)) = taken {
+        if let Some(pool) = engine
+            .pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&ctx)
+        {
+            pool.free.push(table);
+        }
+    }
+}
+
+/// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
+/// footprint to `found` (None: the table could not be read). The tables are zeroed and free
+/// again afterwards. A ticket the engine does not hold (read already by another thread, or
+/// its context destroyed) is skipped.
+pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
+    let Some(engine) = ENGINE.get() else { return };
+    let mut taken: Vec<(usize, usize, Ticket)> = {
+        let mut map = engine.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        tickets
+            .iter()
+            .filter_map(|&t| map.remove(&t.0).map(|(ctx, table)| (ctx, table, t)))
+            .collect()
+    };
+    // Adjacent tables of one context are read and zeroed with one copy and one memset.
+    taken.sort_unstable();
+    let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
+    let mut i = 0;
+    let mut host = Vec::new();
+    while i < taken.len() {
+        let (ctx, first, _) = taken[i];
+        let mut j = i + 1;
+        while j < taken.len() && taken[j].0 == ctx && taken[j].1 == taken[j - 1].1 + TABLE_BYTES {
+            j += 1;
+        }
+        let run = &taken[i..j];
+        let bytes = run.len() * TABLE_BYTES;
+        let pool = pools.entry(ctx).or_default();
+        let stream = pool.stream;
+        host.resize(bytes, 0u8);
+        let read = stream.is_some_and(|s| unsafe {
+            (engine.api.memcpy_device_to_host)(
+                host.as_mut_ptr().cast(),
+                first as *mut c_void,
+                bytes,
+                s,
+            ) == api::SANITIZER_SUCCESS
+                && (engine.api.memset)(first as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
+        });
+        for (k, &(_, table, ticket)) in run.iter().enumerate() {
+            let measured = read.then(|| table::read(&host[k * TABLE_BYTES..(k + 1) * TABLE_BYTES]));
+            if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
+                engine.overflowed.fetch_add(1, Ordering::Relaxed);
+            }
+            found(ticket, measured);
+            if read {
+                pool.free.push(table);
+            }
+        }
+        if let Some(s) = stream {
+            unsafe { (engine.api.stream_synchronize)(s) };
+        }
+        i = j;
+    }
+}

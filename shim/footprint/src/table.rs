@@ -1,0 +1,239 @@
+//! A launch's table, as the device patch leaves it (`patch/footprint.cu` holds the same
+//! layout, and the two change together), and its reading into byte ranges.
+//!
+//! The patch records, per 64 KiB granule a launch touched, the lowest and highest byte and
+//! the kinds of access; a granule that finds no entry widens one cover of the whole launch
+//! instead. Reading joins the granules of one kind of access that touch or overlap into
+//! ranges, so a kernel that streams through a buffer gives one range, not one per granule.
+
+/// Bytes a granule spans (`GRANULE_SHIFT` in the patch).
+pub const GRANULE_SHIFT: u32 = 16;
+/// Entries of a table (`FOOTPRINT_ENTRIES`).
+pub const ENTRIES: usize = 1024;
+/// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved.
+pub const HEADER_BYTES: usize = 32;
+/// One entry: granule, flags, lo_inv, hi.
+pub const ENTRY_BYTES: usize = 16;
+/// A whole table.
+pub const TABLE_BYTES: usize = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
+
+/// The kinds of access, as the patch's flags.
+pub const READ: u32 = 1;
+pub const WRITE: u32 = 2;
+pub const ATOMIC: u32 = 4;
+
+/// Bytes `[lo, hi)` the launch accessed in the ways `flags` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub lo: u64,
+    pub hi: u64,
+    pub flags: u32,
+}
+
+/// What a launch was seen to touch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// Sorted by `lo`; ranges of equal flags neither overlap nor touch.
+    pub ranges: Vec<Range>,
+    /// The table was full: every access that found no entry lies in this range (which may
+    /// span memory the launch never touched).
+    pub overflow: Option<Range>,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Reads a table copied from the device (`TABLE_BYTES` bytes).
+pub fn read(table: &[u8]) -> Measured {
+    assert_eq!(table.len(), TABLE_BYTES, "a whole table");
+    let overflow = (u32_at(table, 0) != 0).then(|| Range {
+        lo: !u64_at(table, 8),
+        hi: u64_at(table, 16),
+        flags: u32_at(table, 4),
+    });
+    let mut ranges: Vec<Range> = (0..ENTRIES)
+        .filter_map(|i| {
+            let at = HEADER_BYTES + i * ENTRY_BYTES;
+            let (granule, flags, lo_inv, hi) = (
+                u32_at(table, at),
+                u32_at(table, at + 4),
+                u32_at(table, at + 8),
+                u32_at(table, at + 12),
+            );
+            // An entry claimed by a warp whose update other warps had not finished is still
+            // whole by the time the kernel completes; lo_inv 0 would be an entry never
+            // updated (not written by the patch), kept out rather than read as offset ~0.
+            if granule == 0 || lo_inv == 0 || flags == 0 {
+                return None;
+            }
+            let base = u64::from(granule - 1) << GRANULE_SHIFT;
+            Some(Range {
+                lo: base + u64::from(!lo_inv),
+                hi: base + u64::from(hi),
+                flags,
+            })
+        })
+        .collect();
+    merge(&mut ranges);
+    Measured { ranges, overflow }
+}
+
+/// Sorts `ranges` and joins those of equal flags that overlap or touch.
+pub fn merge(ranges: &mut Vec<Range>) {
+    ranges.sort_unstable_by_key(|r| (r.flags, r.lo));
+    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
+    for r in ranges.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.flags == r.flags && r.lo <= last.hi => last.hi = last.hi.max(r.hi),
+            _ => out.push(r),
+        }
+    }
+    out.sort_unstable_by_key(|r| r.lo);
+    *ranges = out;
+}
+
+/// Builds a table as the patch would leave it after `accesses` (address, size, flags), one
+/// access per warp step: what the stand-in engine hands the shim in tests, so that the host
+/// path from table to model runs in CI without a GPU.
+pub fn emulate(accesses: &[(u64, u32, u32)]) -> Vec<u8> {
+    let mut table = vec![0u8; TABLE_BYTES];
+    let put32 = |t: &mut [u8], at: usize, v: u32| t[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    let put64 = |t: &mut [u8], at: usize, v: u64| t[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    for &(addr, size, flags) in accesses {
+        let granule = ((addr >> GRANULE_SHIFT) + 1) as u32;
+        let lo = (addr & ((1 << GRANULE_SHIFT) - 1)) as u32;
+        let hi = lo + size;
+        let h = granule.wrapping_mul(2654435761) as usize & (ENTRIES - 1);
+        let mut placed = false;
+        for probe in 0..16 {
+            let at = HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES;
+            let k = u32_at(&table, at);
+            if k == 0 {
+                put32(&mut table, at, granule);
+            } else if k != granule {
+                continue;
+            }
+            {
+                let v = u32_at(&table, at + 4) | flags;
+                put32(&mut table, at + 4, v);
+            }
+            {
+                let v = u32_at(&table, at + 8).max(!lo);
+                put32(&mut table, at + 8, v);
+            }
+            {
+                let v = u32_at(&table, at + 12).max(hi);
+                put32(&mut table, at + 12, v);
+            }
+            placed = true;
+            break;
+        }
+        if !placed {
+            put32(&mut table, 0, 1);
+            {
+                let v = u32_at(&table, 4) | flags;
+                put32(&mut table, 4, v);
+            }
+            {
+                let v = u64_at(&table, 8).max(!addr);
+                put64(&mut table, 8, v);
+            }
+            {
+                let v = u64_at(&table, 16).max(addr + u64::from(size));
+                put64(&mut table, 16, v);
+            }
+        }
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: u64 = 0x7f00_0000_0000;
+
+    #[test]
+    fn a_streamed_buffer_reads_as_one_range() {
+        // 1 MiB written in 128-byte warp steps: 16 granules, one range.
+        let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
+        let m = read(&emulate(&steps));
+        assert_eq!(
+            m.ranges,
+            vec![Range {
+                lo: BASE,
+                hi: BASE + (1 << 20),
+                flags: WRITE
+            }]
+        );
+        assert_eq!(m.overflow, None);
+    }
+
+    #[test]
+    fn an_interior_range_keeps_its_exact_ends() {
+        let lo = BASE + 0x1_2344;
+        let m = read(&emulate(&[(lo, 4, READ), (lo + 0x2_0000, 4, READ)]));
+        // Two granules apart: two ranges, each byte-exact.
+        assert_eq!(
+            m.ranges,
+            vec![
+                Range {
+                    lo,
+                    hi: lo + 4,
+                    flags: READ
+                },
+                Range {
+                    lo: lo + 0x2_0000,
+                    hi: lo + 0x2_0004,
+                    flags: READ
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn kinds_of_access_stay_apart_unless_one_granule_mixes_them() {
+        let m = read(&emulate(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
+        assert_eq!(m.ranges.len(), 2);
+        let m = read(&emulate(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
+        assert_eq!(
+            m.ranges,
+            vec![Range {
+                lo: BASE,
+                hi: BASE + 128,
+                flags: READ | WRITE
+            }]
+        );
+    }
+
+    #[test]
+    fn a_full_table_widens_the_cover_and_says_so() {
+        // More granules than entries (and probes): the rest go to the cover.
+        let steps: Vec<_> = (0..(ENTRIES as u64 + 500))
+            .map(|i| (BASE + (i << 20), 4, WRITE))
+            .collect();
+        let m = read(&emulate(&steps));
+        let cover = m.overflow.expect("overflowed");
+        assert_eq!(cover.flags, WRITE);
+        let total = m.ranges.len() as u64;
+        assert!(total < ENTRIES as u64 + 500);
+        // Every access is in a range or in the cover.
+        for &(addr, size, _) in &steps {
+            let end = addr + u64::from(size);
+            assert!(
+                m.ranges.iter().any(|r| r.lo <= addr && end <= r.hi)
+                    || (cover.lo <= addr && end <= cover.hi)
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_table_reads_as_nothing() {
+        assert_eq!(read(&vec![0; TABLE_BYTES]), Measured::default());
+    }
+}

@@ -1,0 +1,601 @@
+//! Launches whose accesses are known only after they ran: measured footprints.
+//!
+//! The model checks each operation when it is issued, but a measured launch's footprint
+//! ([`Model::launch_deferred`]) arrives once the program has synchronized with it
+//! ([`Model::launch_measured`]), after other operations were issued and checked without it.
+//! A launch P is therefore checked in two halves when its footprint comes:
+//!
+//! - against what was issued *before* it: the buffers' histories, with the clock P had at
+//!   issue (kept with it). A record issued after P is left to the second half, even if it
+//!   is in a history by now.
+//! - against what was issued *after* it, while it was pending: every access checked in that
+//!   window is kept in a log ([`Window`]), with, for each stream that had pending launches,
+//!   how far the access's clock knew that stream. P and a logged access are ordered exactly
+//!   when the access knew P's stream up to P; frees are logged too.
+//!
+//! Measured launches that complete out of issue order are logged when read, under their
+//! issue position, so that each pair of measured launches is checked exactly once, by the
+//! one issued later or, if it was read first, by the earlier one against its log entry.
+//!
+//! What may be missed (never invented): a record issued before P and concurrent with it but
+//! since dropped from a history (overwritten by a write ordered after P, or the history's
+//! bound); logged accesses beyond the log's bound ([`MAX_LOGGED`], counted in
+//! [`Model::deferred_dropped`]). A buffer allocated after P was issued is skipped: P's bytes
+//! there were a freed predecessor's, and the free was logged.
+//!
+//! Cost: nothing is logged while no launch is pending (one atomic load per access).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::hash::FastSet;
+
+use super::buffers::{Found, MemoryKind};
+use super::capture::NodeKind;
+use super::clock::{Epoch, Slot, VectorClock};
+use super::op::{Access, Mode, OpRecord, StackId, ThreadId};
+use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use super::streams::StreamRef;
+use super::{Model, Work};
+
+/// Accesses kept in the log at most; beyond, the oldest go (and races with them may be
+/// missed, counted).
+pub const MAX_LOGGED: usize = 1 << 16;
+
+/// Ranges of one launch in one buffer at most: more are joined across their smallest gaps
+/// (a cover, never a loss), keeping the buffer's history compact.
+pub const MAX_RANGES_PER_BUFFER: usize = 8;
+
+/// A measured launch waiting for its footprint.
+struct Pending {
+    ticket: u64,
+    /// Its place in the issue order.
+    seq: u64,
+    op: OpRecord,
+    clock: VectorClock,
+    /// Buffers numbered from here were allocated after it was issued.
+    next_buffer: u64,
+    /// What its parameters say (the union with what is measured: memory reached without a
+    /// patch point, such as Hopper's bulk tensor copies, is seen by no measure).
+    guess: Vec<Access>,
+    /// The key and kernel to learn its footprint under ([`super::learnt`]), in
+    /// `footprint=learn`.
+    learn: Option<(u64, u64)>,
+}
+
+/// An access (or a free) issued while some launch was pending.
+#[derive(Clone, Debug)]
+struct Logged {
+    seq: u64,
+    lo: u64,
+    hi: u64,
+    mode: Mode,
+    /// A free: the buffer it freed, as it was (freed host memory is forgotten at once).
+    freed: Option<BufferFacts>,
+    op: OpRecord,
+    /// For each stream (slot) with pending launches then: how far this access's clock knew it.
+    knew: Vec<(Slot, u32)>,
+}
+
+impl Logged {
+    /// Whether the launch at `epoch` happens before this access.
+    fn after(&self, epoch: Epoch) -> bool {
+        self.knew
+            .iter()
+            .any(|&(slot, time)| slot == epoch.slot && epoch.time <= time)
+    }
+}
+
+#[derive(Default)]
+struct Window {
+    seq: u64,
+    /// In issue order.
+    pending: Vec<Pending>,
+    /// In issue order.
+    log: VecDeque<Logged>,
+}
+
+impl Window {
+    fn knew(&self, clock: &VectorClock) -> Vec<(Slot, u32)> {
+        let mut knew: Vec<(Slot, u32)> = Vec::new();
+        for p in &self.pending {
+            if !knew.iter().any(|&(s, _)| s == p.op.epoch.slot) {
+                knew.push((p.op.epoch.slot, clock.get(p.op.epoch.slot)));
+            }
+        }
+        knew
+    }
+
+    fn push(&mut self, entry: Logged, dropped: &AtomicU64) {
+        // Keep issue order: a launch read late is logged under its issue position.
+        let at = self.log.partition_point(|l| l.seq <= entry.seq);
+        self.log.insert(at, entry);
+        if self.log.len() > MAX_LOGGED {
+            self.log.pop_front();
+            dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Forgets what no pending launch can be checked against.
+    fn prune(&mut self) {
+        match self.pending.iter().map(|p| p.seq).min() {
+            None => self.log.clear(),
+            Some(oldest) => {
+                while self.log.front().is_some_and(|l| l.seq < oldest) {
+                    self.log.pop_front();
+                }
+            }
+        }
+    }
+}
+
+/// The pending launches and the accesses issued since the oldest of them.
+#[derive(Default)]
+pub struct Deferred {
+    pending: AtomicUsize,
+    window: Mutex<Window>,
+    dropped: AtomicU64,
+}
+
+impl Deferred {
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Logs an access (or the free of `freed`) by `op` with clock `clock`, if a launch is
+    /// pending.
+    #[inline]
+    pub fn observe(
+        &self,
+        lo: u64,
+        hi: u64,
+        mode: Mode,
+        freed: Option<BufferFacts>,
+        op: OpRecord,
+        clock: &VectorClock,
+    ) {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut window = self.window();
+        if window.pending.is_empty() {
+            return;
+        }
+        window.seq += 1;
+        let entry = Logged {
+            seq: window.seq,
+            lo,
+            hi,
+            mode,
+            freed,
+            op,
+            knew: window.knew(clock),
+        };
+        window.push(entry, &self.dropped);
+    }
+}
+
+/// The mode of a measured range: what its flags (the engine's READ 1, WRITE 2, ATOMIC 4)
+/// say it did.
+pub fn measured_mode(flags: u32) -> Mode {
+    match flags {
+        1 => Mode::Read,
+        2 => Mode::Write,
+        4 => Mode::Atomic,
+        _ => Mode::ReadWrite,
+    }
+}
+
+impl Model {
+    /// A kernel launch on `stream` whose footprint will be measured: it is issued now (its
+    /// clock taken) and checked when [`Model::launch_measured`] gives its accesses. `work`'s
+    /// accesses are what its parameters say. Returns false when the stream captures: the
+    /// launch became a graph node with those accesses, and no footprint will come. `learn`:
+    /// the key under which to learn its footprint.
+    pub fn launch_deferred(
+        &self,
+        stream: StreamRef,
+        work: Work<'_>,
+        ticket: u64,
+        learn: Option<(u64, u64)>,
+    ) -> bool {
+        let stream = self.stream(stream);
+        if self.capture_node(
+            &stream,
+            || NodeKind::Work {
+                accesses: work.accesses.to_vec(),
+            },
+            &work.origin,
+            work.kernel,
+        ) {
+            return false;
+        }
+        let (state, epoch) = self.issue(&stream);
+        let op = OpRecord::new(&work.origin, work.kernel, epoch);
+        let mut window = self.deferred.window();
+        window.seq += 1;
+        let pending = Pending {
+            ticket,
+            seq: window.seq,
+            op,
+            clock: state.clock.clone(),
+            next_buffer: self.next_buffer.load(Ordering::Relaxed),
+            guess: work.accesses.to_vec(),
+            learn,
+        };
+        window.pending.push(pending);
+        self.deferred.pending.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// The tickets of pending launches the host is now ordered after (they completed): their
+    /// footprints can be read.
+    pub fn completed_launches(&self) -> Vec<u64> {
+        if self.deferred.pending.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        let window = self.deferred.window();
+        window
+            .pending
+            .iter()
+            .filter(|p| p.op.epoch.time <= self.host.get(p.op.epoch.slot))
+            .map(|p| p.ticket)
+            .collect()
+    }
+
+    /// The tickets of every pending launch (at exit: read what can be).
+    pub fn pending_launches(&self) -> Vec<u64> {
+        self.deferred
+            .window()
+            .pending
+            .iter()
+            .map(|p| p.ticket)
+            .collect()
+    }
+
+    /// A note about footprints; `ticket` names the pending launch it concerns, if one does.
+    pub fn footprint_note(&self, kind: NoteKind, subject: u64, ticket: Option<u64>) {
+        let pending = ticket.and_then(|t| {
+            self.deferred
+                .window()
+                .pending
+                .iter()
+                .find(|p| p.ticket == t)
+                .map(|p| p.op)
+        });
+        let op = pending.unwrap_or(OpRecord {
+            api: "footprint",
+            kernel: None,
+            epoch: Epoch::default(),
+            thread: ThreadId(0),
+            site: StackId(0),
+        });
+        self.notes.add(kind, op, subject);
+    }
+
+    /// Logged accesses forgotten for the log's bound.
+    pub fn deferred_dropped(&self) -> u64 {
+        self.deferred.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The measured accesses of the pending launch `ticket` (None: it could not be measured;
+    /// its parameters' accesses stand alone). Checks it against what was issued before and
+    /// after it, then records it.
+    pub fn launch_measured(&self, ticket: u64, measured: Option<&[Access]>) {
+        let (pending, later) = {
+            let mut window = self.deferred.window();
+            let Some(at) = window.pending.iter().position(|p| p.ticket == ticket) else {
+                return;
+            };
+            let pending = window.pending.remove(at);
+            self.deferred.pending.fetch_sub(1, Ordering::AcqRel);
+            let later: Vec<Logged> = window
+                .log
+                .iter()
+                .filter(|l| l.seq > pending.seq)
+                .cloned()
+                .collect();
+            (pending, later)
+        };
+        let accesses = self.union(&pending, measured);
+        if let (Some((key, kernel)), Some(measured)) = (pending.learn, measured) {
+            self.learn(key, kernel, &pending.guess, measured);
+        }
+        let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
+        let mut found = Vec::new();
+        for access in &accesses {
+            self.check_deferred(access, &pending, &later_ops, &mut found);
+        }
+        // What was issued after it, unordered with it.
+        for entry in &later {
+            if entry.after(pending.op.epoch) {
+                continue;
+            }
+            for access in accesses
+                .iter()
+                .filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1))
+            {
+                if entry.freed.is_none() && !access.mode.conflicts_with(entry.mode) {
+                    continue;
+                }
+                let facts = match (entry.freed, self.buffers.find(entry.lo)) {
+                    (Some(facts), _) => facts,
+                    (None, Found::Live(b) | Found::Freed(b)) => BufferFacts::of(&b),
+                    (None, Found::Nothing) => continue,
+                };
+                let first = Side {
+                    op: pending.op,
+                    action: Action::Access {
+                        mode: access.mode,
+                        lo: access.addr,
+                        hi: access.addr + access.len.max(1),
+                    },
+                };
+                let (kind, hazard, action) = if entry.freed.is_some() {
+                    (RaceKind::FreeRace, None, Action::Free)
+                } else {
+                    (
+                        RaceKind::CrossStream,
+                        Some(Hazard::between(access.mode, entry.mode)),
+                        Action::Access {
+                            mode: entry.mode,
+                            lo: entry.lo,
+                            hi: entry.hi,
+                        },
+                    )
+                };
+                found.push(Race {
+                    kind,
+                    hazard,
+                    buffer: facts,
+                    first,
+                    second: Side {
+                        op: entry.op,
+                        action,
+                    },
+                });
+                break;
+            }
+        }
+        // Logged under its issue position for launches pending from before it.
+        {
+            let mut window = self.deferred.window();
+            if !window.pending.is_empty() {
+                let knew = window.knew(&pending.clock);
+                for a in &accesses {
+                    let entry = Logged {
+                        seq: pending.seq,
+                        lo: a.addr,
+                        hi: a.addr + a.len.max(1),
+                        mode: a.mode,
+                        freed: None,
+                        op: pending.op,
+                        knew: knew.clone(),
+                    };
+                    window.push(entry, &self.deferred.dropped);
+                }
+            }
+            window.prune();
+        }
+        self.publish(found);
+    }
+
+    /// What the launch is taken to have touched: its measured ranges, joined per buffer to
+    /// at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers the measure
+    /// did not see.
+    fn union(&self, pending: &Pending, measured: Option<&[Access]>) -> Vec<Access> {
+        let Some(measured) = measured else {
+            return pending.guess.clone();
+        };
+        let mut out: Vec<Access> = measured.to_vec();
+        out.sort_unstable_by_key(|a| a.addr);
+        let mut compact: Vec<Access> = Vec::with_capacity(out.len());
+        let mut i = 0;
+        while i < out.len() {
+            let id = self.buffer_id(out[i].addr);
+            let mut j = i + 1;
+            while j < out.len() && self.buffer_id(out[j].addr) == id {
+                j += 1;
+            }
+            compact.extend(join_closest(
+                &out[i..j],
+                if id.is_some() {
+                    MAX_RANGES_PER_BUFFER
+                } else {
+                    usize::MAX
+                },
+            ));
+            i = j;
+        }
+        for g in &pending.guess {
+            let id = self.buffer_id(g.addr);
+            if id.is_some() && !compact.iter().any(|m| self.buffer_id(m.addr) == id) {
+                compact.push(*g);
+            }
+        }
+        compact
+    }
+
+    fn buffer_id(&self, addr: u64) -> Option<u64> {
+        match self.buffers.find(addr) {
+            Found::Live(b) | Found::Freed(b) => Some(b.id),
+            Found::Nothing => None,
+        }
+    }
+
+    /// Checks one access of a measured launch against the histories (records issued before
+    /// it) and records it.
+    fn check_deferred(
+        &self,
+        access: &Access,
+        p: &Pending,
+        later: &FastSet<Epoch>,
+        found: &mut Vec<Race>,
+    ) {
+        let end = access.addr.saturating_add(access.len.max(1));
+        let mut addr = access.addr;
+        let (op, clock) = (p.op, &p.clock);
+        for _ in 0..8 {
+            let next = self.buffers.with(addr, |at| match at {
+                Found::Live(buffer) if buffer.id >= p.next_buffer => buffer.end(),
+                Found::Live(buffer) => {
+                    let (lo, hi) = (addr, end.min(buffer.end()));
+                    let mut state = buffer.lock();
+                    let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
+                    let mode = self
+                        .directions
+                        .resolve(access.mode, op.kernel, access.slot, || {
+                            device_only && state.shadow.untouched(lo, hi)
+                        });
+                    let this = Side {
+                        op,
+                        action: Action::Access { mode, lo, hi },
+                    };
+                    let facts = || BufferFacts::of(buffer);
+                    if !buffer.alloc.epoch.happens_before(clock) {
+                        let alloc = Side {
+                            op: buffer.alloc,
+                            action: Action::Alloc,
+                        };
+                        found.push(Race {
+                            kind: RaceKind::UseBeforeAlloc,
+                            hazard: None,
+                            buffer: facts(),
+                            first: alloc,
+                            second: this,
+                        });
+                    }
+                    let mut issued_later = false;
+                    for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
+                        if later.contains(&earlier.op.epoch) {
+                            issued_later = true;
+                            continue;
+                        }
+                        let first = Side {
+                            op: earlier.op,
+                            action: Action::Access {
+                                mode: earlier.mode,
+                                lo: earlier.lo,
+                                hi: earlier.hi,
+                            },
+                        };
+                        let hazard = Hazard::between(earlier.mode, mode);
+                        found.push(Race {
+                            kind: RaceKind::CrossStream,
+                            hazard: Some(hazard),
+                            buffer: facts(),
+                            first,
+                            second: this,
+                        });
+                    }
+                    // Late: it must not supersede records of operations issued after it.
+                    let later_here = issued_later
+                        || state
+                            .shadow
+                            .records()
+                            .iter()
+                            .any(|r| later.contains(&r.op.epoch));
+                    if later_here {
+                        state.shadow.insert_unordered(lo, hi, mode, op);
+                    } else {
+                        state.shadow.record(lo, hi, mode, op, clock);
+                    }
+                    hi
+                }
+                Found::Freed(buffer) => {
+                    let free = buffer.lock().freed;
+                    // A free issued after the launch is in the log, checked there.
+                    if let Some(free) = free.filter(|f| access.exact && !later.contains(&f.epoch)) {
+                        let this = Side {
+                            op,
+                            action: Action::Access {
+                                mode: access.mode,
+                                lo: addr,
+                                hi: end.min(buffer.end()),
+                            },
+                        };
+                        let first = Side {
+                            op: free,
+                            action: Action::Free,
+                        };
+                        found.push(Race {
+                            kind: RaceKind::UseAfterFree,
+                            hazard: None,
+                            buffer: BufferFacts::of(buffer),
+                            first,
+                            second: this,
+                        });
+                    }
+                    buffer.end()
+                }
+                Found::Nothing => end,
+            });
+            if next >= end {
+                return;
+            }
+            addr = next;
+        }
+    }
+}
+
+/// `ranges` (sorted, of one buffer) joined across their smallest gaps until at most `cap`
+/// remain per mode; a joined range takes the union of the modes it covers.
+fn join_closest(ranges: &[Access], cap: usize) -> Vec<Access> {
+    let mut out: Vec<Access> = ranges.to_vec();
+    while out.len() > cap {
+        let (i, _) = out
+            .windows(2)
+            .enumerate()
+            .min_by_key(|(_, w)| w[1].addr.saturating_sub(w[0].addr + w[0].len))
+            .expect("two or more");
+        let (a, b) = (out[i], out[i + 1]);
+        let hi = (a.addr + a.len).max(b.addr + b.len);
+        let mode = if a.mode == b.mode {
+            a.mode
+        } else {
+            Mode::ReadWrite
+        };
+        out[i] = Access {
+            addr: a.addr,
+            len: hi - a.addr,
+            mode,
+            exact: a.exact && b.exact,
+            slot: None,
+        };
+        out.remove(i + 1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(addr: u64, len: u64) -> Access {
+        Access::new(addr, len, Mode::Read)
+    }
+
+    #[test]
+    fn ranges_beyond_the_cap_are_joined_across_the_smallest_gaps() {
+        let ranges = [read(0, 4), read(8, 4), read(100, 4), read(1000, 4)];
+        let joined = join_closest(&ranges, 2);
+        assert_eq!(
+            joined
+                .iter()
+                .map(|a| (a.addr, a.addr + a.len))
+                .collect::<Vec<_>>(),
+            vec![(0, 104), (1000, 1004)]
+        );
+        assert_eq!(join_closest(&ranges, 8).len(), 4);
+    }
+
+    #[test]
+    fn flags_give_modes() {
+        assert_eq!(measured_mode(1), Mode::Read);
+        assert_eq!(measured_mode(2), Mode::Write);
+        assert_eq!(measured_mode(3), Mode::ReadWrite);
+        assert_eq!(measured_mode(4), Mode::Atomic);
+        assert_eq!(measured_mode(5), Mode::ReadWrite);
+    }
+}

@@ -1,0 +1,68 @@
+// Races that a kernel's parameters hide, each with a fixed twin (issue 15). Usage:
+//   cases interior racy|fixed    a raw interior pointer p + n/2 read on stream B while
+//                                stream A writes all of p
+//   cases struct racy|fixed      a kernel taking its buffer inside a by-value struct,
+//                                launched on two streams
+// "fixed" orders the second stream after the first with an event. Prints a checksum; exit 0.
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 4; } } while (0)
+
+extern "C" __global__ void write_all(float* p, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = 1.0f + i % 7;
+}
+
+extern "C" __global__ void sum_part(const float* part, int n, float* out) {
+    float s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += part[i];
+    atomicAdd(out, s);
+}
+
+struct Args {
+    float* out;
+    int n;
+    float value;
+};
+
+extern "C" __global__ void fill_args(Args a) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) a.out[i] = a.value;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 3) { printf("usage: cases interior|struct racy|fixed\n"); return 2; }
+    bool fixed = strcmp(argv[2], "fixed") == 0;
+    const int n = 1 << 22;
+    cudaStream_t a, b;
+    cudaEvent_t done;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    float *p, *out;
+    CHECK(cudaMalloc(&p, n * sizeof(float)));
+    CHECK(cudaMalloc(&out, sizeof(float)));
+    CHECK(cudaMemset(p, 0, n * sizeof(float)));
+    CHECK(cudaMemset(out, 0, sizeof(float)));
+    CHECK(cudaDeviceSynchronize());
+    float host = 0;
+    if (strcmp(argv[1], "interior") == 0) {
+        write_all<<<264, 256, 0, a>>>(p, n);
+        if (fixed) { CHECK(cudaEventRecord(done, a)); CHECK(cudaStreamWaitEvent(b, done, 0)); }
+        sum_part<<<264, 256, 0, b>>>(p + n / 2, n / 2, out);
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, b));
+        CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "struct") == 0) {
+        fill_args<<<264, 256, 0, a>>>(Args{p, n, 1.0f});
+        if (fixed) { CHECK(cudaEventRecord(done, a)); CHECK(cudaStreamWaitEvent(b, done, 0)); }
+        fill_args<<<264, 256, 0, b>>>(Args{p + n / 4, n / 4, 2.0f});
+        CHECK(cudaMemcpyAsync(&host, p + n / 4, sizeof(float), cudaMemcpyDeviceToHost, b));
+        CHECK(cudaStreamSynchronize(b));
+    } else {
+        printf("unknown case %s\n", argv[1]);
+        return 2;
+    }
+    CHECK(cudaDeviceSynchronize());
+    printf("%s %s: %g\n", argv[1], argv[2], host);
+    return 0;
+}

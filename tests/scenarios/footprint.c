@@ -1,0 +1,119 @@
+/* Footprints: races that kernels' parameters hide, for the stand-in driver with the stand-in
+   Compute Sanitizer library (tests/standin-sanitizer), which plays the device for kernels
+   named footprint_*: each touches what its parameters list as (address, length, flags)
+   triples (flags: 1 read, 2 write, 4 atomic). Usage: footprint SCENARIO racy|fixed [ROUNDS]
+   "fixed" orders the second stream after the first with an event. Exit 0 when it ran. */
+#include <string.h>
+#include "cuda_min.h"
+
+#define N (1 << 20) /* bytes per buffer */
+#define R 1
+#define W 2
+#define A 4
+#define STRIDED(count, len) ((1ull << 63) | ((unsigned long long)(count) << 32) | (len))
+
+/* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
+   direction or extent). footprint_args: the triple inside a by-value struct. */
+static const char PTX[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry footprint_touch(\n"
+    "  .param .u64 footprint_touch_param_0,\n  .param .u64 footprint_touch_param_1,\n"
+    "  .param .u64 footprint_touch_param_2\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n";
+
+static CUfunction touch, args;
+
+static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
+    unsigned long long a = p, l = len, f = flags;
+    void *params[] = {&a, &l, &f};
+    CHECK(cuLaunchKernel(touch, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
+    struct { unsigned long long p, len, flags; } a = {p, len, flags};
+    void *params[] = {&a};
+    CHECK(cuLaunchKernel(args, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: footprint interior|struct|later|out-of-order|strided|atomics|free racy|fixed [ROUNDS]\n");
+        return 2;
+    }
+    const char *scenario = argv[1];
+    int fixed = strcmp(argv[2], "fixed") == 0;
+    int rounds = argc > 3 ? atoi(argv[3]) : 1;
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule module;
+    CUstream a, b;
+    CUevent done;
+    CUdeviceptr x, y;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&module, PTX));
+    CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
+    CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
+    CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&done, 0));
+    CHECK(cuMemAlloc_v2(&x, N));
+    CHECK(cuMemAlloc_v2(&y, N));
+    CHECK(cuMemsetD8_v2(x, 0, N));
+    CHECK(cuMemsetD8_v2(y, 0, N));
+    CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
+    for (int round = 0; round < rounds; round++) {
+        if (strcmp(scenario, "interior") == 0) {
+            /* A writes all of x; B reads its second half through an interior pointer. */
+            launch_touch(a, x, N, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + N / 2, N / 2, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "struct") == 0) {
+            launch_args(a, x, N, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_args(b, x + N / 4, N / 4, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "later") == 0) {
+            /* A's kernel reads x; B's memset, issued after it and checked before the kernel's
+               footprint is known, writes x. */
+            launch_touch(a, x + 4096, 64, R);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            CHECK(cuMemsetD8Async(x, 1, N, b));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "out-of-order") == 0) {
+            /* B's kernel is read (its stream synchronized) before A's, issued first. */
+            launch_touch(a, x, N, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + N - 8, 8, R);
+            CHECK(cuStreamSynchronize(b));
+            CHECK(cuStreamSynchronize(a));
+        } else if (strcmp(scenario, "strided") == 0) {
+            /* A writes 256 disjoint 4-byte pieces of x, 4 KiB apart; B writes the last one
+               (racy) or y (fixed). */
+            launch_touch(a, x, STRIDED(256, 4), W);
+            launch_touch(b, fixed ? y : x + 255 * 4096, 4, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "atomics") == 0) {
+            /* Atomics on two streams on the same bytes are no race; a plain read is. */
+            launch_touch(a, x, 64, A);
+            launch_touch(b, x, 64, fixed ? A : R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "free") == 0) {
+            /* A's kernel reads y; y is freed on B without waiting (racy) or after (fixed). */
+            CUdeviceptr z;
+            CHECK(cuMemAllocAsync(&z, N, a));
+            launch_touch(a, z + 100, 8, R);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            CHECK(cuMemFreeAsync(z, b));
+            CHECK(cuCtxSynchronize());
+        } else {
+            fprintf(stderr, "unknown scenario %s\n", scenario);
+            return 2;
+        }
+    }
+    printf("footprint %s %s: done\n", scenario, argv[2]);
+    return 0;
+}

@@ -1,0 +1,290 @@
+//! A stand-in `libsanitizer-public.so`, for tests on the stand-in driver.
+//!
+//! It implements the Compute Sanitizer functions the footprint engine calls: tables live in
+//! host memory (`sanitizerAlloc` is `calloc`, copies are `memcpy`, streams are the engine's
+//! own handles). On subscription it attaches to the stand-in driver, which then reports each
+//! launch it accepts; the library calls the subscriber's launch callback and, if the launch
+//! was given a table, plays the device: a kernel named `footprint_*` touches what its
+//! parameters list, read as consecutive (address, length, flags) triples of u64 (flags: the
+//! patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63 set repeats: see [`accesses`]).
+//! It writes the table the patch would have written (`streamsan_footprint::table::emulate`).
+//!
+//! `STANDIN_SANITIZER_TAKEN=1`: subscription fails as when another tool holds the API.
+//! `STANDIN_SANITIZER_LOG=FILE`: one line per launch given a table, `measured NAME`.
+
+use core::ffi::{c_char, c_void, CStr};
+use std::cell::Cell;
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use streamsan_footprint::table::{emulate, TABLE_BYTES};
+
+type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
+type Handle = *mut c_void;
+
+static CALLBACK: AtomicUsize = AtomicUsize::new(0);
+/// The stand-in's `cuCtxGetCurrent`: a launch's context, as the real library reports it.
+static CTX_GET_CURRENT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static TABLE: Cell<*mut c_void> = const { Cell::new(core::ptr::null_mut()) };
+}
+
+/// The header's `Sanitizer_LaunchData`, up to `hLaunch`.
+#[repr(C)]
+struct LaunchData {
+    context: Handle,
+    stream: Handle,
+    h_stream: Handle,
+    module: Handle,
+    function: Handle,
+    function_name: *const c_char,
+    grid: [u32; 3],
+    block: [u32; 3],
+    cluster: [u32; 3],
+    grid_id: u64,
+    h_launch: Handle,
+}
+
+const OK: u32 = 0;
+
+/// `sanitizerSubscribe`.
+///
+/// # Safety
+/// `subscriber` is a valid out-pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerSubscribe(
+    subscriber: *mut Handle,
+    callback: Callback,
+    _userdata: *mut c_void,
+) -> u32 {
+    if std::env::var_os("STANDIN_SANITIZER_TAKEN").is_some_and(|v| v == "1") {
+        return 10;
+    }
+    CALLBACK.store(callback as usize, Ordering::Release);
+    unsafe { *subscriber = 1 as Handle };
+    // Attach to the stand-in driver, loaded by the process (the shim loads it first).
+    let driver =
+        unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if !driver.is_null() {
+        CTX_GET_CURRENT.store(
+            unsafe { libc::dlsym(driver, c"cuCtxGetCurrent".as_ptr()) } as usize,
+            Ordering::Release,
+        );
+        let attach = unsafe { libc::dlsym(driver, c"standin_attach_sanitizer".as_ptr()) };
+        if !attach.is_null() {
+            let attach: extern "C" fn(
+                unsafe extern "C" fn(
+                    Handle,
+                    Handle,
+                    *const c_char,
+                    *mut *mut c_void,
+                    *const usize,
+                    usize,
+                ),
+            ) = unsafe { core::mem::transmute(attach) };
+            attach(launched);
+        }
+    }
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerEnableDomain(_enable: u32, _subscriber: Handle, _domain: u32) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerAddPatches(_image: *const c_void, _ctx: Handle) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerPatchInstructions(
+    _id: u32,
+    _module: Handle,
+    _name: *const c_char,
+) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerPatchModule(_module: Handle) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerUnpatchModule(_module: Handle) -> u32 {
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerSetLaunchCallbackData(
+    _launch: Handle,
+    _kernel: Handle,
+    _stream: Handle,
+    userdata: *const c_void,
+) -> u32 {
+    TABLE.with(|t| t.set(userdata as *mut c_void));
+    OK
+}
+
+/// `sanitizerAlloc`: host memory stands for the device's.
+///
+/// # Safety
+/// `ptr` is a valid out-pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerAlloc(_ctx: Handle, ptr: *mut *mut c_void, size: usize) -> u32 {
+    unsafe { *ptr = libc::calloc(1, size) };
+    OK
+}
+
+/// `sanitizerMemcpyDeviceToHost`.
+///
+/// # Safety
+/// `dst` and `src` hold `count` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
+    dst: *mut c_void,
+    src: *mut c_void,
+    count: usize,
+    _stream: Handle,
+) -> u32 {
+    unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, count) };
+    OK
+}
+
+/// `sanitizerMemset`.
+///
+/// # Safety
+/// `ptr` holds `count` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerMemset(
+    ptr: *mut c_void,
+    value: i32,
+    count: usize,
+    _stream: Handle,
+) -> u32 {
+    unsafe { core::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
+    OK
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn sanitizerStreamSynchronize(_stream: Handle) -> u32 {
+    OK
+}
+
+/// `sanitizerGetStreamHandle`: the stream stands for its handle.
+///
+/// # Safety
+/// `out` is a valid out-pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerGetStreamHandle(
+    _ctx: Handle,
+    stream: Handle,
+    out: *mut Handle,
+) -> u32 {
+    unsafe { *out = stream };
+    OK
+}
+
+/// The stand-in driver accepted a launch: the subscriber hears of it, then the "device" runs.
+unsafe extern "C" fn launched(
+    function: Handle,
+    stream: Handle,
+    name: *const c_char,
+    params: *mut *mut c_void,
+    sizes: *const usize,
+    count: usize,
+) {
+    let callback = CALLBACK.load(Ordering::Acquire);
+    if callback == 0 {
+        return;
+    }
+    let callback: Callback = unsafe { core::mem::transmute::<usize, Callback>(callback) };
+    TABLE.with(|t| t.set(core::ptr::null_mut()));
+    let mut context: Handle = core::ptr::null_mut();
+    let get = CTX_GET_CURRENT.load(Ordering::Acquire);
+    if get != 0 {
+        let get: unsafe extern "C" fn(*mut Handle) -> u32 =
+            unsafe { core::mem::transmute::<usize, _>(get) };
+        unsafe { get(&mut context) };
+    }
+    let data = LaunchData {
+        context,
+        stream,
+        h_stream: stream,
+        module: core::ptr::null_mut(),
+        function,
+        function_name: name,
+        grid: [1; 3],
+        block: [1; 3],
+        cluster: [1; 3],
+        grid_id: 0,
+        h_launch: 1 as Handle,
+    };
+    // SAFETY: the subscriber's callback, with the launch domain's data.
+    unsafe {
+        callback(
+            core::ptr::null_mut(),
+            5,
+            1,
+            (&data as *const LaunchData).cast(),
+        )
+    };
+    let table = TABLE.with(|t| t.replace(core::ptr::null_mut()));
+    if table.is_null() {
+        return;
+    }
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+        {
+            let _ = writeln!(f, "measured {name}");
+        }
+    }
+    if !name.starts_with("footprint_") || params.is_null() {
+        return;
+    }
+    let mut words = Vec::new();
+    for i in 0..count {
+        let (value, size) = unsafe { (*params.add(i) as *const u8, *sizes.add(i)) };
+        for k in (0..size / 8).map(|k| k * 8) {
+            words.push(unsafe { (value.add(k) as *const u64).read_unaligned() });
+        }
+    }
+    let image = emulate(&accesses(&words));
+    unsafe { core::ptr::copy_nonoverlapping(image.as_ptr(), table as *mut u8, TABLE_BYTES) };
+}
+
+/// The accesses a `footprint_*` kernel makes, as warp steps of at most 128 bytes within one
+/// granule: for each (address, length, flags) triple, `length` bytes from `address`; a
+/// length with bit 63 set is `count << 32 | len` of a strided triple: `count` accesses of
+/// `len` bytes, 4 KiB apart.
+fn accesses(words: &[u64]) -> Vec<(u64, u32, u32)> {
+    let mut steps = Vec::new();
+    for t in words.chunks_exact(3) {
+        let (addr, length, flags) = (t[0], t[1], t[2] as u32);
+        let pieces: Vec<(u64, u64)> = if length >> 63 == 1 {
+            let (count, len) = ((length >> 32) & 0x7fff_ffff, length & 0xffff_ffff);
+            (0..count).map(|i| (addr + i * 4096, len)).collect()
+        } else {
+            vec![(addr, length)]
+        };
+        for (mut at, len) in pieces {
+            let end = at + len;
+            while at < end {
+                let granule_end = (at | 0xffff) + 1;
+                let step = (end.min(granule_end) - at).min(128);
+                steps.push((at, step as u32, flags));
+                at += step;
+            }
+        }
+    }
+    steps
+}

@@ -1,0 +1,59 @@
+//! Where a fake Compute Sanitizer library (`tests/standin-sanitizer`) attaches to the
+//! stand-in, as the real one attaches to the driver: each launch the stand-in accepts is
+//! reported to it with the kernel's name and parameters, so that it can play the device's
+//! part of the footprint engine. Nothing happens while none is attached.
+
+use core::ffi::{c_char, c_void};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::device::{state_read, Object};
+
+/// `launch(function, stream, name, params, sizes, count)`: a launch the stand-in accepted,
+/// its parameters as the program passed them (`params[i]` points at parameter `i`, of
+/// `sizes[i]` bytes).
+pub type LaunchHook = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *const c_char,
+    *mut *mut c_void,
+    *const usize,
+    usize,
+);
+
+static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Called by the fake sanitizer library when a tool subscribes.
+#[unsafe(no_mangle)]
+pub extern "C" fn standin_attach_sanitizer(hook: LaunchHook) {
+    HOOK.store(hook as usize, Ordering::Release);
+}
+
+/// A launch of `f` on `stream` with `params`, accepted: told to the attached library, if any.
+///
+/// # Safety
+/// `params` is null or holds one pointer per parameter of `f`, each to its value.
+pub unsafe fn launched(f: *mut c_void, stream: *mut c_void, params: *mut *mut c_void) {
+    let hook = HOOK.load(Ordering::Acquire);
+    if hook == 0 {
+        return;
+    }
+    let entry = match state_read().objects.get(&(f as usize)) {
+        Some(Object::Function { entry, .. } | Object::Kernel { entry, .. }) => entry.clone(),
+        _ => return,
+    };
+    let name = CString::new(entry.name).unwrap_or_default();
+    let sizes: Vec<usize> = entry.params.iter().map(|p| p.size).collect();
+    // SAFETY: a hook the library attached; the arguments live across the call.
+    let hook: LaunchHook = unsafe { core::mem::transmute::<usize, LaunchHook>(hook) };
+    unsafe {
+        hook(
+            f,
+            stream,
+            name.as_ptr(),
+            params,
+            sizes.as_ptr(),
+            sizes.len(),
+        )
+    };
+}
