@@ -440,6 +440,10 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     wait_for_races(&mut wrapper);
     wrapper.kill().unwrap();
     wrapper.wait().unwrap();
+    // What a killed wrapper leaves behind: its run's list of reports.
+    let list = std::env::temp_dir().join(format!("streamsan-run.{}.0", wrapper.id()));
+    assert!(list.is_file(), "{}", list.display());
+    std::fs::remove_file(list).unwrap();
     // The program runs on; its report names it.
     let (path, _) = reports_in(&dir, "report.")
         .pop()
