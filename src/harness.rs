@@ -67,7 +67,7 @@ impl Streamsan {
     /// `program` set up to run under the shim, its reports going to `report_dir`.
     pub fn command(&self, mut program: Command, report_dir: &Path) -> Command {
         let mut options = self.options.clone();
-        options.log_path = Some(report_dir.join("report.%p.json").to_string_lossy().into_owned());
+        options.log_path = report_dir.join("report.%p.json").to_string_lossy().into_owned();
         program.env("LD_PRELOAD", launch::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")));
         program.env("STREAMSAN_OPTIONS", options.to_env());
         program
@@ -80,7 +80,12 @@ impl Streamsan {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let output = self.command(program, &dir).output()?;
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        // The reports, not their race logs (`.NAME.races`, read with them).
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .collect();
         paths.sort();
         let reports = paths.iter().map(|p| Report::read_from(p)).collect::<std::io::Result<Vec<_>>>()?;
         let _ = std::fs::remove_dir_all(&dir);

@@ -11,6 +11,7 @@
 #[macro_use]
 mod names;
 
+pub mod forwarding;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;

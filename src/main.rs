@@ -1,19 +1,18 @@
 //! The `streamsan` command: `run` a program under the shim, or render and merge `report`s.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 
-use streamsan::launch;
-use streamsan::options::{Flag, Options};
+use streamsan::options::{Flag, Options, DEFAULT_REPORT};
 use streamsan::report::file::check_destination;
+use streamsan::report::run::{self, Entry, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
 use streamsan::report::{merge, text, RaceKind, Report};
-
-/// Where `streamsan run` puts reports unless told otherwise.
-const DEFAULT_REPORT: &str = "streamsan.%p.json";
+use streamsan::{forwarding, launch};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -30,7 +29,9 @@ fn usage() -> String {
 
 run: runs PROGRAM with the streamsan shim preloaded; each process that calls the CUDA
 driver writes a JSON race report ({DEFAULT_REPORT} unless --report says otherwise). Exit
-status: the program's own when it is not 0, else the --exitcode when races were found.
+status: the program's own when it is not 0, else the --exitcode when any process of the
+run found races or could not write its report. Signals sent to streamsan (TERM, INT, HUP,
+QUIT) go on to the program; streamsan then ends as the program did.
 {run_flags}The same options, for a shim preloaded by hand:
   STREAMSAN_OPTIONS={}
 
@@ -74,23 +75,44 @@ fn error(why: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The flags before `--` (or before the program), and what follows them.
+/// The flags of a command line: before `--` (or, for `run`, before the program).
 struct Flags<'a> {
     args: &'a [OsString],
     next: usize,
+    /// Whether `--` was passed: what follows is not a flag.
+    ended: bool,
 }
 
 impl<'a> Flags<'a> {
-    /// The next flag, or None at `--` or the first argument that is not a flag.
+    fn new(args: &'a [OsString]) -> Flags<'a> {
+        Flags {
+            args,
+            next: 0,
+            ended: false,
+        }
+    }
+
+    /// The next flag, or None at `--` or at an argument that is not a flag.
     fn flag(&mut self) -> Option<&'a str> {
+        if self.ended {
+            return None;
+        }
         let arg = self.args.get(self.next)?.to_str()?;
         if arg == "--" {
             self.next += 1;
+            self.ended = true;
             return None;
         }
         if !arg.starts_with('-') || arg == "-" {
             return None;
         }
+        self.next += 1;
+        Some(arg)
+    }
+
+    /// The next argument that is not a flag, when [`Flags::flag`] returned None.
+    fn operand(&mut self) -> Option<&'a OsString> {
+        let arg = self.args.get(self.next)?;
         self.next += 1;
         Some(arg)
     }
@@ -106,6 +128,7 @@ impl<'a> Flags<'a> {
         Ok(value)
     }
 
+    /// What follows the flags (for `run`: the program and its arguments).
     fn rest(&self) -> &'a [OsString] {
         &self.args[self.next.min(self.args.len())..]
     }
@@ -120,11 +143,8 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(options) => options,
         Err(e) => return error(&format!("STREAMSAN_OPTIONS: {e}")),
     };
-    if options.log_path.is_none() {
-        options.log_path = Some(DEFAULT_REPORT.to_string());
-    }
     let table = Options::flags();
-    let mut flags = Flags { args, next: 0 };
+    let mut flags = Flags::new(args);
     while let Some(flag) = flags.flag() {
         if matches!(flag, "--help" | "-h") {
             return help();
@@ -156,14 +176,12 @@ fn run(args: &[OsString]) -> ExitCode {
             .map(|p| p.to_string_lossy().into_owned())
             .or(options.suppressions);
     }
-    let pattern = options.log_path.clone().expect("set above");
-    if let Err(why) = check_destination(&pattern) {
+    if let Err(why) = check_destination(&options.log_path) {
         return error(&why);
     }
-    options.log_path = std::path::absolute(&pattern)
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned())
-        .or(options.log_path);
+    if let Ok(path) = std::path::absolute(&options.log_path) {
+        options.log_path = path.to_string_lossy().into_owned();
+    }
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return error(&format!("cannot find my own executable: {e}")),
@@ -172,47 +190,120 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(shim) => shim,
         Err(why) => return error(&why),
     };
-    let report_pattern = options.log_path.clone().unwrap_or(pattern);
-    let before = launch::reports_matching(&report_pattern);
-    let status = match launch::command(&shim, &options, program, program_args).status() {
+    let run_log = match RunLog::create() {
+        Ok(log) => log,
+        Err(e) => {
+            return error(&format!(
+                "cannot create the run's list of reports in {}: {e}",
+                std::env::temp_dir().display()
+            ))
+        }
+    };
+    let before = launch::reports_matching(&options.log_path);
+    let mut command = launch::command(&shim, &options, program, program_args);
+    command.env(run::ENV, run_log.path());
+    let status = match forwarding::run(&mut command) {
         Ok(status) => status,
         Err(e) => {
+            run_log.remove();
             eprintln!("streamsan: cannot run {}: {e}", program.to_string_lossy());
             return ExitCode::from(127);
         }
     };
-    let reports: Vec<PathBuf> = launch::reports_matching(&report_pattern)
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    // The reports the run's processes listed, and any new file at the pattern (a process
+    // that could not reach the list, in a sandbox with a /tmp of its own).
+    let mut entries = run_log.read();
+    run_log.remove();
+    for path in launch::reports_matching(&options.log_path) {
+        if !before.contains(&path) && !entries.iter().any(|e| e.path() == path) {
+            entries.push(Entry::Written(path));
+        }
+    }
+    let outcome = Outcome::of(&entries);
     if !options.quiet {
-        summarize_run(&reports, status);
+        outcome.summarize(status);
+    }
+    if status.code() == Some(0) && options.exitcode != 0 && outcome.failed() {
+        // The program claims success, but one of its processes found races (the launcher
+        // may have swallowed the worker's status) or could not report.
+        return ExitCode::from(options.exitcode as u8);
     }
     exit_like(status)
 }
 
-/// One line after the run: the races of all its processes, and where their reports are.
-fn summarize_run(paths: &[PathBuf], status: ExitStatus) {
-    if paths.is_empty() {
-        match status.signal() {
-            Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
-            None => eprintln!("streamsan: no report: {}", why_no_report()),
+/// What the processes of a run reported.
+struct Outcome {
+    /// The reports read back, with their paths.
+    read: Vec<(PathBuf, Report)>,
+    /// What went wrong: reports that could not be written or read.
+    errors: Vec<String>,
+    /// Races in reports that could not be written (they went to stderr).
+    unwritten_races: u64,
+}
+
+impl Outcome {
+    fn of(entries: &[Entry]) -> Outcome {
+        let mut outcome = Outcome {
+            read: Vec::new(),
+            errors: Vec::new(),
+            unwritten_races: 0,
+        };
+        for entry in entries {
+            match entry {
+                Entry::Written(path) => match Report::read_from(path) {
+                    Ok(report) => outcome.read.push((path.clone(), report)),
+                    Err(e) => outcome
+                        .errors
+                        .push(format!("cannot read the report {}: {e}", path.display())),
+                },
+                Entry::Unwritten { races, why, .. } => {
+                    outcome.unwritten_races += races;
+                    outcome.errors.push(format!(
+                        "{why}; its {races} race{} went to the program's stderr",
+                        if *races == 1 { "" } else { "s" }
+                    ));
+                }
+            }
         }
-        return;
+        outcome
     }
-    let reports: Vec<Report> = paths
-        .iter()
-        .filter_map(|p| Report::read_from(p).ok())
-        .collect();
-    let merged = merge::merge(&reports);
-    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    eprintln!(
-        "{} in {} report{}: {}",
-        text::summary(&merged),
-        paths.len(),
-        if paths.len() == 1 { "" } else { "s" },
-        names.join(", ")
-    );
+
+    /// Whether the run must not pass: races found, or reports lost.
+    fn failed(&self) -> bool {
+        !self.errors.is_empty() || self.read.iter().any(|(_, r)| !r.races.is_empty())
+    }
+
+    /// The lines after the run: what went wrong, then the races of all its processes and
+    /// where their reports are.
+    fn summarize(&self, status: ExitStatus) {
+        for why in &self.errors {
+            eprintln!("streamsan: error: {why}");
+        }
+        if self.read.is_empty() {
+            if !self.errors.is_empty() {
+                return;
+            }
+            match status.signal() {
+                Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
+                None => eprintln!("streamsan: no report: {}", why_no_report()),
+            }
+            return;
+        }
+        let reports: Vec<Report> = self.read.iter().map(|(_, r)| r.clone()).collect();
+        let merged = merge::merge(&reports);
+        let names: Vec<String> = self
+            .read
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        eprintln!(
+            "{} in {} report{}: {}",
+            text::summary(&merged),
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+    }
 }
 
 /// Exits as the program did: with its status, or of its signal.
@@ -263,8 +354,20 @@ fn report(args: &[OsString]) -> ExitCode {
     let mut json = false;
     let mut kinds: Vec<RaceKind> = Vec::new();
     let mut suppressions = Suppressions::default();
-    let mut flags = Flags { args, next: 0 };
-    while let Some(flag) = flags.flag() {
+    // Flags anywhere, as people type them (`streamsan report r.json --kind free-race`);
+    // after `--`, only files.
+    let mut paths: Vec<&OsString> = Vec::new();
+    let mut flags = Flags::new(args);
+    loop {
+        let Some(flag) = flags.flag() else {
+            match flags.operand() {
+                Some(path) => {
+                    paths.push(path);
+                    continue;
+                }
+                None => break,
+            }
+        };
         let set = match flag {
             "--format" => flags.value(flag).and_then(|v| match v {
                 "json" | "text" => {
@@ -288,7 +391,6 @@ fn report(args: &[OsString]) -> ExitCode {
             return usage_error(&why);
         }
     }
-    let paths = flags.rest();
     if paths.is_empty() {
         return usage_error("no report to read");
     }
@@ -305,17 +407,25 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.summarize();
     }
     Policy::suppressing(suppressions).apply(&mut merged);
-    if json {
+    let output = if json {
         match serde_json::to_string_pretty(&merged) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => text + "\n",
             Err(e) => return error(&format!("cannot render the report: {e}")),
         }
     } else {
-        print!("{}", text::report(&merged));
-    }
-    if merged.races.is_empty() {
+        text::report(&merged)
+    };
+    let status = if merged.races.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    };
+    match std::io::stdout().lock().write_all(output.as_bytes()) {
+        // A reader that stopped early (`| head`) is not an error, as for any Unix tool: the
+        // status still says whether races remain.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            error(&format!("cannot print the report: {e}"))
+        }
+        _ => status,
     }
 }

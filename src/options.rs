@@ -87,7 +87,7 @@ macro_rules! options {
 }
 
 options! {
-    log_path: Option<String> = None, Syntax::Text("PATH"), "--report",
+    log_path: String = DEFAULT_REPORT.to_string(), Syntax::Text("PATH"), "--report",
         "where reports go (%p: the process id); never written over an existing file or through a link";
     halt_on_error: bool = false, Syntax::Switch, "--halt-on-error",
         "stop the program at its first race";
@@ -120,6 +120,10 @@ named_enum! {
         Params = "params",
     }
 }
+
+/// Where reports go unless `log_path` (`--report`) says otherwise: in the program's working
+/// directory, one per process.
+pub const DEFAULT_REPORT: &str = "streamsan.%p.json";
 
 /// One `streamsan run` flag: the option it sets, and its help.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +171,18 @@ pub trait OptionValue: Sized + PartialEq {
     fn write(&self) -> String;
     /// The value as the help names a default; None for an unset or switched-off option.
     fn shown(&self) -> Option<String>;
+}
+
+impl OptionValue for String {
+    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
+        Ok(non_empty(key, text)?.to_string())
+    }
+    fn write(&self) -> String {
+        self.clone()
+    }
+    fn shown(&self) -> Option<String> {
+        Some(self.clone())
+    }
 }
 
 impl OptionValue for Option<String> {
@@ -350,7 +366,7 @@ mod tests {
     fn parses_tsan_syntax() {
         let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact").unwrap();
         assert_eq!(o.footprint, Footprint::Exact);
-        assert_eq!(o.log_path.as_deref(), Some("/tmp/r.%p.json"));
+        assert_eq!(o.log_path, "/tmp/r.%p.json");
         assert!(o.halt_on_error && o.quiet);
         assert_eq!(
             (o.exitcode, o.print_limit, o.backtrace_depth),
@@ -364,7 +380,7 @@ mod tests {
     fn quoted_values_keep_colons_and_spaces() {
         let o = Options::parse("suppressions='/tmp/a b:c.supp':log_path=\"x'y\"").unwrap();
         assert_eq!(o.suppressions.as_deref(), Some("/tmp/a b:c.supp"));
-        assert_eq!(o.log_path.as_deref(), Some("x'y"));
+        assert_eq!(o.log_path, "x'y");
         assert_eq!(Options::parse(&o.to_env()).unwrap(), o);
     }
 

@@ -252,3 +252,27 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
         assert_eq!(count(name), calls, "{name}");
     }
 }
+
+#[test]
+fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
+    let exe = lifecycle();
+    let dir = scratch("default-path");
+    let out = Command::new(&exe)
+        .arg("races")
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env_remove("STREAMSAN_OPTIONS")
+        .env_remove("STREAMSAN_RUN")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
+    let reports = reports_in(&dir, "streamsan.");
+    assert_eq!(reports.len(), 1, "as `streamsan run` does");
+    let (path, report) = &reports[0];
+    assert_eq!(
+        path.file_name().unwrap().to_string_lossy(),
+        format!("streamsan.{}.json", report.pid)
+    );
+    assert_eq!(report.races.len(), 2);
+}

@@ -92,3 +92,36 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown race kind \"data-race\""));
 }
+
+#[test]
+fn options_come_anywhere_on_the_command_line() {
+    let racy = report_of("races");
+    let dir = scratch("report-options-after");
+    let file = dir.join("s.supp");
+    std::fs::write(&file, "use-before-alloc:lifecycle.c\n").unwrap();
+    // After the file, as people type them.
+    let out = report(&[], &[&racy, Path::new("--suppressions"), &file]);
+    assert!(
+        text(&out.stdout).ends_with("streamsan: 1 race (1 cross-stream-race), 1 suppressed\n"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = report(
+        &[],
+        &[&racy, Path::new("--kind"), Path::new("use-before-alloc")],
+    );
+    assert_eq!(
+        text(&out.stdout).matches("WARNING: streamsan:").count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+    // After `--`, a name is a file's, even one that looks like a flag.
+    let out = report(&["--"], &[Path::new("--kind")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--kind: No such file"),
+        "{}",
+        text(&out.stderr)
+    );
+}

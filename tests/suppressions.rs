@@ -77,3 +77,14 @@ fn a_bad_line_stops_the_run_before_the_program_starts() {
     assert!(stderr.contains(&format!("{}:2: unknown type \"race_bottom\"", file.display())), "{stderr}");
     assert!(calls(&dir).is_empty(), "the program did not run");
 }
+
+#[test]
+fn a_kernel_matches_by_its_mangled_symbol_too() {
+    // As cuobjdump and nsys name it: `_Z5scalePfPKfi` is `scale(float*, float const*, int)`.
+    let (code, report) = run_suppressed("race:_Z5scalePfPKfi\n");
+    assert_eq!(kinds(&report), Vec::<&str>::new());
+    assert_eq!(report.summary.suppressed, 2);
+    assert_eq!(code, Some(0));
+    let (_, report) = run_suppressed("cross-stream-race:^_Z5scale*\n");
+    assert_eq!(kinds(&report), ["use-before-alloc"]);
+}

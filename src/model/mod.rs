@@ -117,6 +117,9 @@ pub enum FreeOn {
 
 type Describe = dyn Fn(u64) -> Option<StreamInfo> + Send + Sync;
 
+/// Interned kernels: ids by symbol, and (name, symbol) by id.
+type Kernels = (HashMap<String, u32>, Vec<(String, String)>);
+
 /// The model of one process: every stream, buffer, event and graph the program made, and
 /// the races found among them.
 pub struct Model {
@@ -127,7 +130,7 @@ pub struct Model {
     graphs: Graphs,
     /// The clock of the last `cuStreamWriteValue` to each address.
     values: FastMap<u64, VectorClock>,
-    kernels: Mutex<(HashMap<String, u32>, Vec<String>)>,
+    kernels: Mutex<Kernels>,
     directions: Directions,
     /// Measured launches waiting for their footprint ([`deferred`]).
     deferred: deferred::Deferred,

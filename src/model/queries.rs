@@ -14,21 +14,29 @@ use super::Model;
 
 impl Model {
 
-    /// The id of a kernel name, interned on first use.
-    pub fn kernel_id(&self, name: &str) -> KernelId {
+    /// The id of a kernel, by its symbol (the name the driver gives, mangled for C++) and
+    /// its name as people read it (demangled), interned on first use.
+    pub fn kernel_id(&self, name: &str, symbol: &str) -> KernelId {
         let mut k = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&id) = k.0.get(name) {
+        if let Some(&id) = k.0.get(symbol) {
             return KernelId(id);
         }
         let id = k.1.len() as u32;
-        k.1.push(name.to_string());
-        k.0.insert(name.to_string(), id);
+        k.1.push((name.to_string(), symbol.to_string()));
+        k.0.insert(symbol.to_string(), id);
         KernelId(id)
     }
 
+    /// A kernel's name, demangled.
     pub fn kernel_name(&self, id: KernelId) -> String {
         let k = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        k.1.get(id.0 as usize).cloned().unwrap_or_default()
+        k.1.get(id.0 as usize).map(|(name, _)| name.clone()).unwrap_or_default()
+    }
+
+    /// A kernel's symbol, as the driver names it (mangled for C++).
+    pub fn kernel_symbol(&self, id: KernelId) -> String {
+        let k = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        k.1.get(id.0 as usize).map(|(_, symbol)| symbol.clone()).unwrap_or_default()
     }
 
     /// Who issued the operation `epoch` (for reports).

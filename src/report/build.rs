@@ -112,9 +112,14 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
             )
         }
     };
+    let kernel = record.kernel.map(|k| model.kernel_name(k));
     OpReport {
         api: record.api.to_string(),
-        kernel: record.kernel.map(|k| model.kernel_name(k)),
+        kernel_symbol: record
+            .kernel
+            .map(|k| model.kernel_symbol(k))
+            .filter(|symbol| *symbol != kernel.as_deref().unwrap_or_default()),
+        kernel,
         access,
         range,
         stream: stream(model, record.epoch, symbols),

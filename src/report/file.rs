@@ -1,72 +1,150 @@
 //! Report files: never written over a file that was there before, never through a
-//! symbolic link, and always whole (a reader sees the previous report or the next).
+//! symbolic link, always whole (a reader sees the previous report or the next, never a
+//! part), and cheap to keep up to date while races are found.
 //!
-//! A process creates its report file once ([`ReportFile::create`], which fails if anything
-//! is at the path already), then replaces its content as races are found: each version is
-//! written to a fresh temporary file beside it and renamed over it.
+//! A process creates its report file once ([`ReportFile::create`]) and replaces it whole
+//! when it has more to say ([`ReportFile::write`]): each version is written to a fresh
+//! temporary file beside it, flushed to the disk (`fsync`), and only then renamed over it
+//! (linked, the first time, which fails rather than replace a file that appeared). A full
+//! disk or a vanished folder makes the write fail and leaves the previous version intact.
+//!
+//! Rewriting the whole report at each new race would make the cost of a race grow with the
+//! races found before it, so between rewrites each new race is appended, as one line of
+//! JSON, to the report's race log ([`race_log`], `.NAME.races` beside it): one `write(2)`,
+//! in the kernel's hands before the racing call returns to the program, so that a process
+//! killed even by SIGKILL loses no race it found. A rewrite that succeeds removes the log
+//! (the report holds its races); [`super::Report::read_from`] reads a report with its log.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::Report;
+use super::{RaceReport, Report};
 
 /// A report file this process created.
 #[derive(Debug)]
 pub struct ReportFile {
     path: PathBuf,
+    /// The race log, open while it holds races the file does not.
+    log: Option<File>,
 }
 
 /// A new file at `path`: refused if anything (a file, a link, a directory) is there.
-fn create_new(path: &Path) -> io::Result<std::fs::File> {
+fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
 }
 
+/// The race log of the report at `path`: `.NAME.races` beside it.
+pub fn race_log(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.races"))
+}
+
+/// Writes `report` to a fresh temporary file beside `path`, on the disk when this returns;
+/// returns its path. Nothing is left behind on failure.
+fn write_aside(path: &Path, report: &Report) -> io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = create_new(&tmp).and_then(|mut f| {
+        f.write_all(&render(report)?)?;
+        f.sync_all()
+    });
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 impl ReportFile {
-    /// Creates the report file at `path`, with `report` in it.
+    /// Creates the report file at `path`, with `report` in it; refused if anything is there.
     pub fn create(path: &Path, report: &Report) -> io::Result<ReportFile> {
-        let mut file = create_new(path).map_err(|e| match e.kind() {
+        let tmp = write_aside(path, report)?;
+        // link(2), unlike rename(2), fails when the name is taken.
+        let linked = std::fs::hard_link(&tmp, path);
+        let _ = std::fs::remove_file(&tmp);
+        linked.map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => io::Error::new(
                 e.kind(),
                 "a file is there already (streamsan does not overwrite it)",
             ),
             _ => e,
         })?;
-        file.write_all(&render(report)?)?;
-        Ok(ReportFile {
+        let file = ReportFile {
             path: path.to_path_buf(),
-        })
+            log: None,
+        };
+        file.forget_log();
+        Ok(file)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Replaces the file's content with `report`.
-    pub fn write(&self, report: &Report) -> io::Result<()> {
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = self
-            .path
-            .with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let result = create_new(&tmp)
-            .and_then(|mut f| f.write_all(&render(report)?))
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
-        if result.is_err() {
+    /// Replaces the file with `report` (which holds every race found), and removes the race
+    /// log. On failure the previous version stays, whole, and so does the log.
+    pub fn write(&mut self, report: &Report) -> io::Result<()> {
+        let tmp = write_aside(&self.path, report)?;
+        if let Err(e) = std::fs::rename(&tmp, &self.path) {
             let _ = std::fs::remove_file(&tmp);
+            return Err(e);
         }
-        result
+        self.log = None;
+        self.forget_log();
+        Ok(())
     }
+
+    /// Appends `race`, found since the last [`write`](ReportFile::write), to the race log.
+    pub fn append(&mut self, race: &RaceReport) -> io::Result<()> {
+        if self.log.is_none() {
+            self.log = Some(
+                OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o644)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(race_log(&self.path))?,
+            );
+        }
+        let mut line = serde_json::to_vec(race).map_err(io::Error::other)?;
+        line.push(b'\n');
+        // One write(2): appended whole, or (a full disk) a torn last line, which readers
+        // skip and the caller reports.
+        self.log.as_mut().expect("opened above").write_all(&line)
+    }
+
+    fn forget_log(&self) {
+        let _ = std::fs::remove_file(race_log(&self.path));
+    }
+}
+
+/// The races of a race log; a torn last line (the disk filled up) is left out.
+pub fn read_race_log(path: &Path) -> io::Result<Vec<RaceReport>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
 }
 
 /// The report as the file holds it.
@@ -126,7 +204,7 @@ mod tests {
         let dir = scratch("create");
         let path = dir.join("r.json");
         let mut report = Report::new(1, vec![]);
-        let file = ReportFile::create(&path, &report).unwrap();
+        let mut file = ReportFile::create(&path, &report).unwrap();
         report.pid = 2;
         file.write(&report).unwrap();
         assert_eq!(Report::read_from(&path).unwrap().pid, 2);
@@ -137,6 +215,36 @@ mod tests {
         );
         let again = ReportFile::create(&path, &report).unwrap_err();
         assert!(again.to_string().contains("does not overwrite"), "{again}");
+    }
+
+    #[test]
+    fn races_appended_between_rewrites_are_read_with_the_report_once() {
+        let dir = scratch("log");
+        let path = dir.join("r.json");
+        let example = Report::read_from(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/reports/examples/cross-stream-raw.json"
+        )))
+        .unwrap();
+        let race = example.races[0].clone();
+        let mut report = Report::new(1, vec![]);
+        let mut file = ReportFile::create(&path, &report).unwrap();
+        file.append(&race).unwrap();
+        assert!(race_log(&path).is_file());
+        assert_eq!(
+            Report::read_from(&path).unwrap().races,
+            std::slice::from_ref(&race)
+        );
+        // Killed between a rewrite and the log's removal: the race is counted once.
+        report.races.push(race.clone());
+        std::fs::write(&path, render(&report).unwrap()).unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
+        // A rewrite holds every race: the log goes.
+        file.write(&report).unwrap();
+        assert!(!race_log(&path).exists());
+        // A torn last line (a full disk) is left out.
+        std::fs::write(race_log(&path), "{\"kind\":").unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod build;
 pub mod file;
 pub mod frames;
 pub mod merge;
+pub mod run;
 pub mod sink;
 pub mod suppressions;
 pub mod text;
@@ -104,6 +105,10 @@ pub struct OpReport {
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// The kernel's symbol as the driver, `nsys` and `cuobjdump` name it (mangled), when it
+    /// is not its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_symbol: Option<String>,
     pub access: AccessKind,
     /// The bytes accessed, for a read or a write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,9 +281,30 @@ impl Report {
         }
     }
 
-    /// Reads a report; a file that is not one (truncated, corrupt, another tool's) is an
-    /// `InvalidData` error that says where it went wrong.
+    /// Reads a report, with the races of its race log ([`file::race_log`]: those found
+    /// since the file was last rewritten, when the process could not rewrite it again); a
+    /// file that is not a report (truncated, corrupt, another tool's) is an `InvalidData`
+    /// error that says where it went wrong.
     pub fn read_from(path: &Path) -> io::Result<Report> {
+        let mut report = Report::read_file(path)?;
+        let logged = file::read_race_log(&file::race_log(path))?;
+        if !logged.is_empty() {
+            // A process killed between a rewrite and the log's removal leaves races in both.
+            let identity = |r: &RaceReport| {
+                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second))
+                    .unwrap_or_default()
+            };
+            let known: std::collections::HashSet<String> =
+                report.races.iter().map(identity).collect();
+            report
+                .races
+                .extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
+            report.summarize();
+        }
+        Ok(report)
+    }
+
+    fn read_file(path: &Path) -> io::Result<Report> {
         let text = std::fs::read_to_string(path)?;
         let report: Report = serde_json::from_str(&text).map_err(|e| {
             io::Error::new(

@@ -4,14 +4,22 @@
 //! [`Policy`] is that request; the `streamsan report` command applies its suppressions to
 //! reports read back, and [`ReportSink`] applies all of it to a running process. The sink
 //! is the model's [`Sink`]: each new race is built into the report's form, dropped if
-//! suppressed, printed on stderr within `print_limit` (unless quiet), and the report file
-//! rewritten at once, so that no race is lost if the process dies before exit. What only
+//! suppressed, printed on stderr within `print_limit` (unless quiet), and put on the disk
+//! before the racing call returns, so that no race is lost if the process dies. What only
 //! the process knows (its call sites, where its report goes, how to end it) comes from a
 //! [`Process`]; the preloaded shim supplies one and installs the sink.
 //!
-//! The report file is created once and never over something already there; when it cannot
-//! be, the report goes to stderr at exit (the process asks, [`ReportSink::to_stderr_if_unwritten`])
-//! and the program runs on.
+//! The cost of a new race does not grow with the races found before it: the first race
+//! creates the report file, later ones are appended to its race log ([`super::file`]), and
+//! the whole report is rewritten when the races found have doubled since it was last
+//! written (so that rewrites cost, all together, about twice the final report: a constant
+//! per race), and whenever the process asks ([`ReportSink::write`]: at exit, on a signal).
+//!
+//! The report file is created once and never over something already there. When it cannot
+//! be written (a full disk, a folder gone), the report goes to stderr at exit (the process
+//! asks, [`ReportSink::to_stderr_if_unwritten`]), each race found from then on is printed
+//! as it is found whatever the print limit, the program runs on, and the run's list
+//! ([`super::run`]) says so for `streamsan run`'s summary.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +33,7 @@ use super::suppressions::Suppressions;
 
 use super::build::{self, Symbols};
 use super::file::{render, ReportFile};
+use super::run::{Entry, RunLog};
 use super::{text, RaceReport, Report};
 
 /// What the user asked of reports.
@@ -87,8 +96,8 @@ pub trait Process: Symbols + Send + Sync {
     fn model(&self) -> &Model;
     /// Its report with nothing found in it: who it is, what it called.
     fn blank_report(&self) -> Report;
-    /// Where its report file goes, if anywhere (asked when the file is first written).
-    fn report_path(&self) -> Option<PathBuf>;
+    /// Where its report file goes (asked when the file is first written).
+    fn report_path(&self) -> PathBuf;
     /// Says `text` on stderr.
     fn say(&self, text: &str);
     /// Ends the process with `status`, its buffered output written first.
@@ -99,28 +108,35 @@ pub trait Process: Symbols + Send + Sync {
 enum Destination {
     /// Nothing written yet.
     NotYet,
-    File(ReportFile),
-    /// The file could not be created (the reason): the report goes to stderr at exit.
+    File(Written),
+    /// The file could not be written (the reason): the report goes to stderr at exit.
     Stderr(String),
-    /// No report path.
-    Nowhere,
+}
+
+/// The report file, and how many races it holds (those found since are in its log).
+struct Written {
+    file: ReportFile,
+    races: usize,
 }
 
 /// Reports one process's races as they are found, and its report whenever asked.
 pub struct ReportSink<P: Process> {
     policy: Policy,
     process: P,
-    /// Races printed on stderr so far (for `print_limit`).
-    printed: AtomicU64,
+    /// The run this process belongs to (under `streamsan run`).
+    run: Option<RunLog>,
+    /// Races found so far, suppressed ones left out (the print limit counts them).
+    found: AtomicU64,
     destination: Mutex<Destination>,
 }
 
 impl<P: Process> ReportSink<P> {
-    pub fn new(policy: Policy, process: P) -> ReportSink<P> {
+    pub fn new(policy: Policy, process: P, run: Option<RunLog>) -> ReportSink<P> {
         ReportSink {
             policy,
             process,
-            printed: AtomicU64::new(0),
+            run,
+            found: AtomicU64::new(0),
             destination: Mutex::new(Destination::NotYet),
         }
     }
@@ -150,47 +166,110 @@ impl<P: Process> ReportSink<P> {
     pub fn write(&self) -> usize {
         let report = self.report();
         let mut destination = self.destination.lock().unwrap_or_else(|e| e.into_inner());
-        if let Destination::NotYet = *destination {
-            *destination = match self.process.report_path() {
-                None => Destination::Nowhere,
-                Some(path) => match ReportFile::create(&path, &report) {
-                    Ok(file) => Destination::File(file),
-                    Err(e) => {
-                        let why = format!("cannot write the report to {}: {e}", path.display());
-                        self.error(&format!("{why}; it goes to stderr at exit"));
-                        Destination::Stderr(why)
-                    }
-                },
-            };
-            return report.races.len();
+        self.rewrite(&mut destination, &report);
+        report.races.len()
+    }
+
+    /// Creates or rewrites the report file with `report`.
+    fn rewrite(&self, destination: &mut Destination, report: &Report) {
+        let result = match destination {
+            Destination::Stderr(_) => return,
+            Destination::NotYet => {
+                let path = self.process.report_path();
+                ReportFile::create(&path, report)
+                    .map(|file| {
+                        if let Some(run) = &self.run {
+                            run.record(&Entry::Written(path.clone()));
+                        }
+                        *destination = Destination::File(Written {
+                            file,
+                            races: report.races.len(),
+                        });
+                    })
+                    .map_err(|e| (path, e, ""))
+            }
+            Destination::File(written) => match written.file.write(report) {
+                Ok(()) => {
+                    written.races = report.races.len();
+                    Ok(())
+                }
+                Err(e) => Err((
+                    written.file.path().to_path_buf(),
+                    e,
+                    " (the file there is an older version)",
+                )),
+            },
+        };
+        if let Err((path, e, stale)) = result {
+            self.unwritable(
+                destination,
+                path,
+                &format!("{e}{stale}"),
+                report.races.len(),
+            );
         }
-        if let Destination::File(file) = &*destination {
-            if let Err(e) = file.write(&report) {
-                let why = format!("cannot write the report to {}: {e}", file.path().display());
-                self.error(&format!("{why}; it goes to stderr at exit"));
-                *destination = Destination::Stderr(why);
+    }
+
+    /// The report cannot be written to `path`: said now, the report on stderr at exit.
+    fn unwritable(&self, destination: &mut Destination, path: PathBuf, why: &str, races: usize) {
+        let why = format!("cannot write the report to {}: {why}", path.display());
+        self.error(&format!("{why}; it goes to stderr at exit"));
+        if let Some(run) = &self.run {
+            run.record(&Entry::Unwritten {
+                path,
+                races: races as u64,
+                why: why.clone(),
+            });
+        }
+        *destination = Destination::Stderr(why);
+    }
+
+    /// Puts a new race, the `found`th, on the disk: the report rewritten when the races
+    /// have doubled since it was written, else the race appended to its log. Returns whether
+    /// the race must be printed whatever the print limit (the report cannot be written).
+    fn record(&self, race: &RaceReport, found: u64) -> bool {
+        let mut destination = self.destination.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *destination {
+            Destination::File(written) if (found as usize) < 2 * written.races.max(1) => {
+                if let Err(e) = written.file.append(race) {
+                    let path = written.file.path().to_path_buf();
+                    self.unwritable(&mut destination, path, &e.to_string(), found as usize);
+                }
+            }
+            Destination::Stderr(_) => {}
+            _ => {
+                let report = self.report();
+                self.rewrite(&mut destination, &report);
             }
         }
-        report.races.len()
+        matches!(*destination, Destination::Stderr(_))
     }
 
     /// When the report file could not be written: the report, on stderr.
     pub fn to_stderr_if_unwritten(&self) {
         let destination = self.destination.lock().unwrap_or_else(|e| e.into_inner());
         if let Destination::Stderr(why) = &*destination {
-            if let Ok(text) = render(&self.report()) {
+            let report = self.report();
+            if let Ok(text) = render(&report) {
                 self.process.say(&format!(
                     "streamsan: the report ({why}):\n{}",
                     String::from_utf8_lossy(&text)
                 ));
             }
+            if let Some(run) = &self.run {
+                run.record(&Entry::Unwritten {
+                    path: self.process.report_path(),
+                    races: report.races.len() as u64,
+                    why: why.clone(),
+                });
+            }
         }
     }
 
-    /// In a forked child, at the fork: nothing printed yet (no lock taken, which a thread of
+    /// In a forked child, at the fork: no race found yet (no lock taken, which a thread of
     /// the parent may have held).
     pub fn forked(&self) {
-        self.printed.store(0, Ordering::Relaxed);
+        self.found.store(0, Ordering::Relaxed);
     }
 
     /// In a forked child, at its first driver call: its report is a file of its own.
@@ -200,20 +279,22 @@ impl<P: Process> ReportSink<P> {
 }
 
 impl<P: Process> Sink for ReportSink<P> {
-    /// Prints the new race (within `print_limit`, unless quiet) and rewrites the report; with
-    /// `halt_on_error`, ends the process at the first race.
+    /// Puts the new race on the disk and prints it (within `print_limit`, unless quiet);
+    /// with `halt_on_error`, ends the process at the first race.
     fn race(&self, entry: &RaceEntry) {
         let _timer = phases::start(Phase::Report);
         let race = build::race(self.process.model(), entry, &self.process);
         if self.policy.suppresses(&race) {
             return;
         }
-        let printed = self.printed.fetch_add(1, Ordering::Relaxed);
-        if !self.policy.quiet && self.policy.print_limit.is_none_or(|limit| printed < limit) {
+        let before = self.found.fetch_add(1, Ordering::Relaxed);
+        let unwritable = self.record(&race, before + 1);
+        let within_limit = self.policy.print_limit.is_none_or(|limit| before < limit);
+        if unwritable || (!self.policy.quiet && within_limit) {
             self.process.say(&text::race(&race));
         }
-        self.write();
         if self.policy.halt_on_error {
+            self.write();
             self.to_stderr_if_unwritten();
             if !self.policy.quiet {
                 self.process

@@ -8,7 +8,8 @@
 //! | a race kind (`use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race`, ...) | of that kind | a frame of either operation, or a kernel |
 //!
 //! A frame matches when its function, its source file or its module (the shared object or
-//! executable) does. Patterns are ThreadSanitizer's: `*` stands for any run of characters,
+//! executable) does; a kernel, when its name (demangled) or its symbol (mangled, as `nsys`
+//! and `cuobjdump` print it) does. Patterns are ThreadSanitizer's: `*` stands for any run of characters,
 //! `^` anchors at the start and `$` at the end; otherwise the pattern may match anywhere.
 //! Suppressed races are counted in the report's summary, and not listed.
 
@@ -117,10 +118,10 @@ impl Suppressions {
 impl Rule {
     fn matches(&self, race: &RaceReport) -> bool {
         [&race.first, &race.second].into_iter().any(|op| {
-            let kernel = op
-                .kernel
-                .as_deref()
-                .is_some_and(|k| matches(&self.pattern, k));
+            let kernel = [op.kernel.as_deref(), op.kernel_symbol.as_deref()]
+                .into_iter()
+                .flatten()
+                .any(|k| matches(&self.pattern, k));
             kernel
                 || match self.scope {
                     Scope::AnyFrame => op.site.iter().any(|f| self.matches_frame(f)),

@@ -212,7 +212,7 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
         layout = param_layout(queries.kernel_get_param_info, f).unwrap_or_default();
     }
     let mangled = known.map(|k| k.0).or_else(|| query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f));
-    let demangled = mangled.map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
+    let demangled = mangled.as_ref().map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
     let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
     let params: Vec<Param> = layout
         .into_iter()
@@ -225,7 +225,8 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
         })
         .collect();
     let data_words = StaleWords::for_params(&params);
-    KernelInfo { id: demangled.map(|d| model.kernel_id(&d)), params, data_words }
+    let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
+    KernelInfo { id, params, data_words }
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;

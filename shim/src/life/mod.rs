@@ -1,6 +1,6 @@
 //! The shim's process life: the top layer. It starts the process's reporting when the
-//! library is loaded, and writes the report at exit, on SIGTERM/SIGINT and on a fatal
-//! signal ([`signals`]), and for a forked child, by the child for itself.
+//! library is loaded, and writes the report at exit, on SIGTERM, SIGINT, SIGHUP and SIGQUIT
+//! and on a fatal signal ([`signals`]), and for a forked child, by the child for itself.
 //!
 //! Options and suppressions are read by a library constructor, before the program's
 //! `main`, so that a wrong option or suppressions file stops the program before it starts

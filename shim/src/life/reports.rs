@@ -10,6 +10,7 @@ use streamsan::model::op::{StackId, ThreadId};
 use streamsan::model::{Model, Sink};
 use streamsan::options::expand_path;
 use streamsan::report::build::Symbols;
+use streamsan::report::run::RunLog;
 use streamsan::report::sink::{Policy, Process, ReportSink};
 use streamsan::report::{Frame, Report};
 
@@ -54,14 +55,14 @@ impl Process for ThisProcess {
 
     /// The pattern with `%p` expanded, and for a forked child of a pattern without `%p`,
     /// its pid appended (its parent's report is at the pattern).
-    fn report_path(&self) -> Option<PathBuf> {
-        let pattern = options().log_path.as_deref()?;
+    fn report_path(&self) -> PathBuf {
+        let pattern = &options().log_path;
         let pid = std::process::id();
         let mut path = expand_path(pattern, pid);
         if FORKED.load(Ordering::Relaxed) && !pattern.contains("%p") {
             path = format!("{path}.{pid}");
         }
-        Some(PathBuf::from(path))
+        PathBuf::from(path)
     }
 
     fn say(&self, text: &str) {
@@ -88,7 +89,7 @@ pub fn exit_now(status: i32) -> ! {
 pub fn sink() -> &'static ReportSink<ThisProcess> {
     SINK.get_or_init(|| {
         let policy = Policy::of(options()).unwrap_or_else(|why| fail(&why));
-        ReportSink::new(policy, ThisProcess)
+        ReportSink::new(policy, ThisProcess, RunLog::from_env())
     })
 }
 

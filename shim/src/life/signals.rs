@@ -1,37 +1,76 @@
-//! Signals that end the process: the report is written before it goes.
+//! Signals that end the process: the report is written before it goes, and the process
+//! then ends exactly as it would have without streamsan.
 //!
 //! A signal handler may interrupt a thread in the middle of the model, holding its locks, so
 //! the handler does not write the report itself: it wakes a watcher thread through a pipe,
-//! and the watcher writes it. For SIGTERM and SIGINT (when the program left them to their
-//! default action) the handler returns, the interrupted thread goes on and releases what it
-//! holds, and the watcher, once the report is written, lets the signal take its course. A
-//! fatal signal (SIGSEGV, ...) cannot return to the faulting code: its handler prints the
-//! stack with streamsan's frames (the fault may be streamsan's), waits a moment for the
-//! watcher, then dies of the same signal through the action that was there before. Races
-//! are in the report file as soon as they are found, so what a dying process can lose is
-//! counts, not races.
+//! and the watcher writes it (and, when the file cannot be written, prints it on stderr, as
+//! at exit).
 //!
-//! Programs that install their own handlers replace these, and lose nothing: they exit,
-//! and the report is written at exit.
+//! For the signals that ask a process to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT: sent by
+//! `kill`, a scheduler, `streamsan run`, or raised by the program itself), the handler
+//! waits for the watcher, then does what was there before: dies of the signal (the default
+//! action restored and the signal raised again, so that the status is the native one), or
+//! calls the program's own handler, installed before its first driver call. The thread it
+//! interrupted may hold a lock the watcher needs: after [`PATIENCE`] the handler returns to
+//! let it go on, and the watcher, once done, sends the signal to that thread again, whose
+//! handler then finishes at once. An ignored signal stays ignored.
+//!
+//! A fatal signal (SIGSEGV, ...) cannot return to the faulting code: its handler prints the
+//! stack with streamsan's frames (the fault may be streamsan's), waits a moment for the
+//! watcher, then dies of the same signal through the action that was there before.
+//!
+//! Races are on the disk as soon as they are found (`streamsan::report::sink`), so what a
+//! process killed without a chance to write (SIGKILL) loses is counts, not races. A program
+//! that installs its own handler after its first driver call replaces these, and loses
+//! nothing more: when it exits the report is written at exit.
 
 use core::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
 
 use super::reports;
 use crate::sites::stack;
 
-const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
-const TERMINATION: [c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+const FATAL: [c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+];
+const TERMINATION: [c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+
+/// How long a termination handler waits for the report before it lets its thread go on.
+const PATIENCE: Duration = Duration::from_secs(2);
 
 /// The actions in place before ours, by signal number. Written before the handler is
 /// installed, read by the handler.
-static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] = [const { core::mem::MaybeUninit::uninit() }; 65];
+static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] =
+    [const { core::mem::MaybeUninit::uninit() }; 65];
 
 /// The watcher's pipe (write end), or -1 while there is no watcher.
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// Set by the watcher when it wrote the report for a fatal signal.
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+/// Where the report for a termination signal stands.
+static TERMINATING: AtomicU8 = AtomicU8::new(IDLE);
+/// No termination signal is being handled.
+const IDLE: u8 = 0;
+/// The watcher is writing the report; the handler waits.
+const WRITING: u8 = 1;
+/// The report is written: the next handler to see this finishes the signal.
+const DONE: u8 = 2;
+/// The handler stopped waiting: the watcher sends the signal again when done.
+const GAVE_UP: u8 = 3;
+
+/// What the handler tells the watcher: the signal, and the thread it interrupted.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Wake {
+    signal: c_int,
+    tid: libc::pid_t,
+}
 
 fn name(signal: c_int) -> &'static str {
     match signal {
@@ -40,15 +79,16 @@ fn name(signal: c_int) -> &'static str {
         libc::SIGILL => "SIGILL",
         libc::SIGFPE => "SIGFPE",
         libc::SIGABRT => "SIGABRT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
         _ => "signal",
     }
 }
 
 /// Installs `handler` for `signal`, keeping the previous action; on an alternate stack so
 /// that a stack overflow can be reported.
-fn install(signal: c_int, handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) {
+fn install(
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void),
+) {
     // SAFETY: a zeroed, filled-in action; PREVIOUS[signal] is written before the handler
     // can run.
     unsafe {
@@ -60,10 +100,20 @@ fn install(signal: c_int, handler: extern "C" fn(c_int, *mut libc::siginfo_t, *m
     }
 }
 
+/// The action that was there before ours.
+fn previous(signal: c_int) -> libc::sigaction {
+    // SAFETY: PREVIOUS[signal] was written when ours was installed.
+    unsafe {
+        (&raw const PREVIOUS[signal as usize])
+            .cast::<libc::sigaction>()
+            .read()
+    }
+}
+
 /// Puts back the action that was there before ours.
 fn restore(signal: c_int) {
-    // SAFETY: PREVIOUS[signal] was written when ours was installed.
-    unsafe { libc::sigaction(signal, (&raw const PREVIOUS[signal as usize]).cast(), core::ptr::null_mut()) };
+    // SAFETY: a valid action, read above.
+    unsafe { libc::sigaction(signal, &previous(signal), core::ptr::null_mut()) };
 }
 
 /// At load: the fatal signals.
@@ -72,7 +122,11 @@ pub fn install_fatal() {
     // SAFETY: a leaked, never-freed stack for this thread.
     unsafe {
         let stack = Box::leak(vec![0u8; ALTERNATE_STACK].into_boxed_slice());
-        let alt = libc::stack_t { ss_sp: stack.as_mut_ptr().cast(), ss_flags: 0, ss_size: ALTERNATE_STACK };
+        let alt = libc::stack_t {
+            ss_sp: stack.as_mut_ptr().cast(),
+            ss_flags: 0,
+            ss_size: ALTERNATE_STACK,
+        };
         libc::sigaltstack(&alt, core::ptr::null_mut());
     }
     for signal in FATAL {
@@ -80,8 +134,8 @@ pub fn install_fatal() {
     }
 }
 
-/// At the first driver call: the watcher, and SIGTERM and SIGINT where the program left
-/// them to their default action (an ignored signal stays ignored).
+/// At the first driver call: the watcher, and the termination signals the program does
+/// not ignore (its own handler, if it has one, is called after the report is written).
 pub fn install_termination() {
     start_watcher();
     for signal in TERMINATION {
@@ -91,7 +145,7 @@ pub fn install_termination() {
             libc::sigaction(signal, core::ptr::null(), &mut current);
             current
         };
-        if current.sa_sigaction == libc::SIG_DFL {
+        if current.sa_sigaction != libc::SIG_IGN {
             install(signal, on_termination);
         }
     }
@@ -104,6 +158,7 @@ pub fn forked_child() {
         // SAFETY: closing this process's copy of the pipe.
         unsafe { libc::close(fd) };
     }
+    TERMINATING.store(IDLE, Ordering::Relaxed);
 }
 
 fn start_watcher() {
@@ -113,32 +168,53 @@ fn start_watcher() {
         return;
     }
     let read = fds[0];
-    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(move || watch(read));
+    let spawned = std::thread::Builder::new()
+        .name("streamsan-signals".into())
+        .spawn(move || watch(read));
     if spawned.is_ok() {
         WAKE.store(fds[1], Ordering::Release);
     }
 }
 
-/// The watcher: for each signal number read, writes the report; then lets a termination
-/// signal take its course.
+/// The watcher: for each wake-up, writes the report (on stderr if the file cannot be
+/// written); then tells the handler, or, if it stopped waiting, sends its signal again.
 fn watch(read: c_int) {
+    // Signals for the process go to the program's threads, never to this one.
+    // SAFETY: blocking every signal in this thread.
+    unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, core::ptr::null_mut());
+    }
     loop {
-        let mut signal = 0 as c_int;
-        // SAFETY: reading one int from our pipe.
-        let n = unsafe { libc::read(read, (&raw mut signal).cast(), core::mem::size_of::<c_int>()) };
-        if n != core::mem::size_of::<c_int>() as isize {
+        let mut wake = Wake { signal: 0, tid: 0 };
+        // SAFETY: reading one message from our pipe.
+        let n = unsafe { libc::read(read, (&raw mut wake).cast(), core::mem::size_of::<Wake>()) };
+        if n != core::mem::size_of::<Wake>() as isize {
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             return;
         }
-        reports::sink().write();
-        if TERMINATION.contains(&signal) {
-            restore(signal);
-            // SAFETY: the signal again, now with the program's own (default) action.
-            unsafe { libc::raise(signal) };
-        } else {
+        let sink = reports::sink();
+        sink.write();
+        sink.to_stderr_if_unwritten();
+        if !TERMINATION.contains(&wake.signal) {
             WRITTEN.store(true, Ordering::Release);
+        } else if TERMINATING
+            .compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // The handler gave up waiting: the signal again, to the thread it interrupted
+            // (or, if that thread is gone, to the process), whose handler finishes it.
+            TERMINATING.store(DONE, Ordering::Release);
+            // SAFETY: signalling this process.
+            unsafe {
+                let pid = libc::getpid();
+                if libc::syscall(libc::SYS_tgkill, pid, wake.tid, wake.signal) != 0 {
+                    libc::kill(pid, wake.signal);
+                }
+            }
         }
     }
 }
@@ -146,16 +222,78 @@ fn watch(read: c_int) {
 /// Tells the watcher; false when there is none.
 fn wake(signal: c_int) -> bool {
     let fd = WAKE.load(Ordering::Acquire);
-    // SAFETY: write(2) of one int is async-signal-safe.
-    fd >= 0 && unsafe { libc::write(fd, (&raw const signal).cast(), core::mem::size_of::<c_int>()) } > 0
+    // SAFETY: gettid(2) and write(2) are async-signal-safe; the message is smaller than
+    // PIPE_BUF, so written whole.
+    let message = Wake {
+        signal,
+        tid: unsafe { libc::gettid() },
+    };
+    fd >= 0
+        && unsafe {
+            libc::write(
+                fd,
+                (&raw const message).cast(),
+                core::mem::size_of::<Wake>(),
+            )
+        } > 0
 }
 
-extern "C" fn on_termination(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut core::ffi::c_void) {
-    if !wake(signal) {
-        restore(signal);
+extern "C" fn on_termination(
+    signal: c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut core::ffi::c_void,
+) {
+    match TERMINATING.compare_exchange(IDLE, WRITING, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            if wake(signal) {
+                let start = Instant::now();
+                while TERMINATING.load(Ordering::Acquire) == WRITING && start.elapsed() < PATIENCE {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                if TERMINATING
+                    .compare_exchange(WRITING, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    // The watcher sends the signal again once the report is written.
+                    return;
+                }
+            }
+        }
+        // The report is being written for another signal: that one finishes first.
+        Err(WRITING | GAVE_UP) => return,
+        Err(_) => {}
+    }
+    TERMINATING.store(IDLE, Ordering::Release);
+    finish(signal, info, context);
+}
+
+/// What the signal would have done without streamsan, now that the report is written.
+fn finish(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi::c_void) {
+    let before = previous(signal);
+    if before.sa_sigaction == libc::SIG_DFL || before.sa_flags & libc::SA_RESETHAND != 0 {
+        restore_default(signal);
+    }
+    if before.sa_sigaction == libc::SIG_DFL {
+        // Raised again with the default action: it is delivered when this handler returns,
+        // and the process dies of it, with the status it would have had.
         // SAFETY: raise(3) is async-signal-safe.
         unsafe { libc::raise(signal) };
+    } else if before.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the program's own three-argument handler, as it installed it.
+        let handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void) =
+            unsafe { core::mem::transmute(before.sa_sigaction) };
+        handler(signal, info, context);
+    } else {
+        // SAFETY: the program's own one-argument handler, as it installed it.
+        let handler: extern "C" fn(c_int) = unsafe { core::mem::transmute(before.sa_sigaction) };
+        handler(signal);
     }
+}
+
+/// The signal's default action.
+fn restore_default(signal: c_int) {
+    // SAFETY: signal(2) with SIG_DFL is async-signal-safe.
+    unsafe { libc::signal(signal, libc::SIG_DFL) };
 }
 
 extern "C" fn on_fatal(signal: c_int, info: *mut libc::siginfo_t, _context: *mut core::ffi::c_void) {

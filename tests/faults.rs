@@ -1,0 +1,517 @@
+//! When things go wrong: the fault-injection family. Each test puts a run through one fault
+//! (a full disk, a report folder that vanishes, signals at each point of a report's life, a
+//! killed wrapper, a closed pipe, races in a child the launcher hides) against the stand-in
+//! driver, and checks what streamsan promises then: no race lost, no report file that is
+//! not whole, the program dying as it would have without streamsan, and a summary and exit
+//! status that say what happened.
+//!
+//! The full disk is `tests/scenarios/faultfs.c`, preloaded beside the shim: writes into one
+//! directory fail with ENOSPC past a number of bytes, and replacements of files there are
+//! logged (how many times a report was rewritten). Signals are raised by the program itself
+//! (`tests/scenarios/faults.c`) or sent by the test.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use common::*;
+use streamsan::report::Report;
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `tests/scenarios/faults.c`, built.
+fn faults() -> PathBuf {
+    compile_c(
+        "faults",
+        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+}
+
+/// The full disk, built.
+fn faultfs() -> PathBuf {
+    compile_c_as("faultfs", "libfaultfs.so", &["-shared", "-fPIC"])
+}
+
+fn report_arg(dir: &Path) -> String {
+    dir.join("report.%p.json").to_string_lossy().into_owned()
+}
+
+/// `program args` with the shim preloaded by hand, its report in `dir`.
+fn preloaded(dir: &Path, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", report_arg(dir)))
+        .env_remove("STREAMSAN_RUN");
+    cmd
+}
+
+/// `streamsan run --report DIR/report.%p.json -- program args` on a disk with `space`
+/// bytes free in `dir`.
+fn run_on_full_disk(dir: &Path, space: usize, program: &Path, args: &[&str]) -> Output {
+    streamsan(dir)
+        .args(["run", "--report", &report_arg(dir), "--"])
+        .arg(program)
+        .args(args)
+        .env("LD_PRELOAD", faultfs())
+        .env("FAULTFS_DIR", dir)
+        .env("FAULTFS_SPACE", space.to_string())
+        .output()
+        .unwrap()
+}
+
+/// Every file streamsan left in `dir` is a whole report (no truncated JSON, no temporary).
+fn assert_only_whole_reports(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("report.") {
+            Report::read_from(&path)
+                .unwrap_or_else(|e| panic!("{name} is not a whole report: {e}"));
+        }
+        assert!(!name.ends_with(".tmp"), "a temporary file is left: {name}");
+    }
+}
+
+/// The report streamsan printed on stderr because it could not write it.
+fn report_on_stderr(stderr: &str) -> serde_json::Value {
+    let at = stderr
+        .find("streamsan: the report (")
+        .unwrap_or_else(|| panic!("no report on stderr:\n{stderr}"));
+    let json = &stderr[at..];
+    let json = &json[json.find('{').unwrap()..];
+    let end = json.find("\n}\n").expect("the report's end") + 2;
+    serde_json::from_str(&json[..end]).expect("a whole JSON report on stderr")
+}
+
+/// Reads the line the program prints once it has found its races.
+fn wait_for_races(child: &mut Child) {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "raced\n");
+}
+
+fn send(pid: u32, signal: i32) {
+    // SAFETY: signalling a process this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
+}
+
+// ---- the run's exit status and summary -----------------------------------------------------
+
+#[test]
+fn races_in_a_child_fail_the_run_whose_parent_exits_0() {
+    let dir = scratch("child-races");
+    let out = streamsan(&dir)
+        .args([
+            "run",
+            "--report",
+            &report_arg(&dir),
+            "--",
+            "sh",
+            "-c",
+            "\"$0\" races; true",
+        ])
+        .arg(lifecycle())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(66),
+        "a launcher that swallows the worker's status does not pass the run:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_full_disk_at_the_first_write_leaves_no_invalid_report_and_is_an_error() {
+    let dir = scratch("disk-full");
+    let out = run_on_full_disk(&dir, 300, &lifecycle(), &["races"]);
+    let stderr = text(&out.stderr);
+    assert_only_whole_reports(&dir);
+    assert!(
+        stderr.contains("streamsan: error: cannot write the report to"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(
+        stderr.contains("its 2 races went to the program's stderr"),
+        "{stderr}"
+    );
+    assert_eq!(
+        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+}
+
+#[test]
+fn a_disk_that_fills_up_keeps_the_last_whole_report_and_the_summary_says_it_is_old() {
+    // The size of a report of one race: the run stopped at its first race.
+    let dir = scratch("disk-one");
+    streamsan(&dir)
+        .args([
+            "run",
+            "--quiet",
+            "--halt-on-error",
+            "--report",
+            &report_arg(&dir),
+            "--",
+        ])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    let one_race = std::fs::metadata(&reports_in(&dir, "report.")[0].0)
+        .unwrap()
+        .len() as usize;
+    // Room for it, not for the report of two.
+    let dir = scratch("disk-fills");
+    let out = run_on_full_disk(&dir, one_race + one_race / 2, &lifecycle(), &["races"]);
+    let stderr = text(&out.stderr);
+    assert_only_whole_reports(&dir);
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1, "{stderr}");
+    assert_eq!(
+        reports[0].1.races.len(),
+        1,
+        "the last version that could be written, whole"
+    );
+    assert!(
+        stderr.contains("the file there is an older version"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its 2 races went to the program's stderr"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("in 1 report"),
+        "the old file is not summarized as the run's report:\n{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(66));
+}
+
+#[test]
+fn a_report_path_that_cannot_be_written_once_running_is_an_error_in_the_summary() {
+    // The path passes the check before the run, then the program itself takes it (a
+    // directory where its pid-named report goes).
+    let dir = scratch("taken-at-runtime");
+    let script = format!(
+        "mkdir {}/report.$$.json && exec \"$0\" races",
+        dir.display()
+    );
+    let out = streamsan(&dir)
+        .args([
+            "run",
+            "--report",
+            &report_arg(&dir),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .arg(lifecycle())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("streamsan: error: cannot write the report to"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its 2 races went to the program's stderr"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
+    assert_eq!(
+        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(out.status.code(), Some(66));
+}
+
+// ---- the cost of a race --------------------------------------------------------------------
+
+#[test]
+fn a_race_costs_the_same_however_many_races_came_before() {
+    // 256 races: the report is not rewritten at each (which made the n-th race cost n),
+    // only when the races found have doubled: 1, 2, 4, ... 256, and at exit.
+    let dir = scratch("many-races");
+    let log = scratch("many-races-log").join("replacements");
+    let out = preloaded(&dir, &faults(), &["256", "exit"])
+        .env(
+            "LD_PRELOAD",
+            format!("{}:{}", shim().display(), faultfs().display()),
+        )
+        .env("FAULTFS_DIR", &dir)
+        .env("FAULTFS_LOG", &log)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports[0].1.races.len(), 256, "every race in the report");
+    let replacements = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" report."))
+        .count();
+    assert!(
+        replacements <= 2 * 9 + 2,
+        "the report was written {replacements} times for 256 races"
+    );
+}
+
+#[test]
+fn sigkill_loses_no_race_found_before_it() {
+    // Three races: the report written at the first two, the third in its race log.
+    let dir = scratch("sigkill");
+    let mut child = preloaded(&dir, &faults(), &["3", "sleep"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_races(&mut child);
+    child.kill().unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].1.races.len(), 3, "the report with its race log");
+}
+
+// ---- signals in the program ----------------------------------------------------------------
+
+/// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.
+fn raised_after_races(signal: i32) {
+    let dir = scratch("raise");
+    let out = preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(signal),
+        "died of the signal as without streamsan: {:?}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "the program did not run on after the signal"
+    );
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports[0].1.races.len(), 3);
+    assert_eq!(
+        reports[0].1.intercepted.get("cuCtxSynchronize"),
+        Some(&4),
+        "the final report, written at the signal"
+    );
+    assert!(!dir.join(".report.races").exists());
+}
+
+#[test]
+fn raise_sigterm_after_races_writes_the_report_then_dies_of_it() {
+    raised_after_races(libc::SIGTERM);
+}
+
+#[test]
+fn raise_sigint_after_races_writes_the_report_then_dies_of_it() {
+    raised_after_races(libc::SIGINT);
+}
+
+#[test]
+fn the_programs_own_handler_runs_after_the_report_is_written() {
+    let dir = scratch("handled");
+    let out = preloaded(&dir, &faults(), &["3", "handled"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "handled\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(7), "the handler's own _exit");
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports[0].1.races.len(), 3);
+    assert_eq!(
+        reports[0].1.intercepted.get("cuCtxSynchronize"),
+        Some(&4),
+        "written at the signal, before the handler's _exit"
+    );
+}
+
+#[test]
+fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
+    let dir = scratch("vanished");
+    let mut child = preloaded(&dir, &lifecycle(), &["sleep"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_races(&mut child);
+    std::fs::remove_dir_all(&dir).unwrap();
+    send(child.id(), libc::SIGTERM);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
+    assert!(stderr.contains("cannot write the report to"), "{stderr}");
+    assert_eq!(
+        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
+        1
+    );
+}
+
+// ---- signals to the wrapper ----------------------------------------------------------------
+
+/// `streamsan run -- lifecycle sleep`, sent `signal` once the program raced.
+fn wrapper_sent(signal: i32) {
+    let dir = scratch("wrapper-signal");
+    // Not a pipe: a program left running (the fault this guards against) would hold it open.
+    let stderr_file = dir.join("stderr");
+    let mut wrapper = streamsan(&dir)
+        .args(["run", "--report", &report_arg(&dir), "--"])
+        .arg(lifecycle())
+        .arg("sleep")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_races(&mut wrapper);
+    send(wrapper.id(), signal);
+    let status = wrapper.wait().unwrap();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    let reports = reports_in(&dir, "report.");
+    let program_left_running = {
+        // SAFETY: probing, then ending, the program this test started.
+        let pid = reports[0].1.pid as i32;
+        unsafe { libc::kill(pid, 0) == 0 && libc::kill(pid, libc::SIGKILL) == 0 }
+    };
+    assert!(!program_left_running, "the program got the signal");
+    assert!(
+        stderr.contains("streamsan: 1 race (1 cross-stream-race) in 1 report"),
+        "the wrapper summarized:\n{stderr}"
+    );
+    assert_eq!(
+        status.signal(),
+        Some(signal),
+        "the wrapper ends as the program did: {status:?}"
+    );
+    assert_eq!(
+        reports[0].1.intercepted.get("cuCtxSynchronize"),
+        Some(&2),
+        "the program wrote its final report"
+    );
+}
+
+#[test]
+fn sigterm_sent_to_streamsan_run_reaches_the_program() {
+    wrapper_sent(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_sent_to_streamsan_run_reaches_the_program() {
+    wrapper_sent(libc::SIGHUP);
+}
+
+#[test]
+fn a_killed_wrapper_leaves_the_program_its_report() {
+    let dir = scratch("wrapper-killed");
+    let mut wrapper = streamsan(&dir)
+        .args(["run", "--report", &report_arg(&dir), "--"])
+        .arg(lifecycle())
+        .arg("sleep")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_races(&mut wrapper);
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    // What a killed wrapper leaves behind: its run's list of reports.
+    let list = std::env::temp_dir().join(format!("streamsan-run.{}.0", wrapper.id()));
+    assert!(list.is_file(), "{}", list.display());
+    std::fs::remove_file(list).unwrap();
+    // The program runs on; its report names it.
+    let (path, _) = reports_in(&dir, "report.")
+        .pop()
+        .expect("the report of the first race");
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let pid: i32 = name
+        .trim_start_matches("report.")
+        .trim_end_matches(".json")
+        .parse()
+        .unwrap();
+    send(pid as u32, libc::SIGTERM);
+    // Not our child: wait for it to be gone.
+    // SAFETY: probing a pid with signal 0.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let report = Report::read_from(&path).unwrap();
+    assert_eq!(report.races.len(), 1);
+    assert_eq!(
+        report.intercepted.get("cuCtxSynchronize"),
+        Some(&2),
+        "the final report, written at the signal"
+    );
+}
+
+// ---- a closed pipe -------------------------------------------------------------------------
+
+#[test]
+fn streamsan_report_into_a_closed_pipe_exits_quietly() {
+    // A report longer than a pipe holds, so that the reader's leaving is felt: 400 races
+    // at different call sites.
+    let dir = scratch("big-report");
+    streamsan(&dir)
+        .args(["run", "--quiet", "--report", &report_arg(&dir), "--"])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    let mut report = reports_in(&dir, "report.").pop().unwrap().1;
+    let race = report.races[0].clone();
+    report.races = (0..400)
+        .map(|i| {
+            let mut race = race.clone();
+            for frame in &mut race.first.site {
+                frame.function = Some(format!("site_{i}"));
+            }
+            race
+        })
+        .collect();
+    let path = dir.join("big.json");
+    std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
+    let mut child = streamsan(&dir)
+        .arg("report")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // The reader is gone (`| head -1`).
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(text(&out.stderr), "", "no panic, no message");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the status still says races remain"
+    );
+}

@@ -1,0 +1,98 @@
+/* A program that finds races and then meets a fault: the report's life under kill, raise,
+   its own signal handler, or a plain exit.
+   Usage: faults N ACTION, N races at N different pairs of call sites (up to 1024), then
+     exit       "done", exit status 0
+     sleep      "raced", then waits to be killed
+     raise SIG  raises SIG (a number), then "survived", exit status 0
+     handled    raises SIGTERM, for which it installed its own handler before its first
+                driver call; the handler prints "handled" and ends the process with _exit(7)
+   The kernel is cuda_min.h's scale(out, in, n). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cuda_min.h"
+
+static CUfunction scale;
+static CUstream s1, s2;
+static volatile int steps;
+
+static void setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule module;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&module, SCALE_PTX));
+    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
+    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+}
+
+/* s1 writes x, s2 reads it: a RAW. */
+__attribute__((noinline)) static void one_race(void) {
+    CUdeviceptr x, y, z;
+    CHECK(cuMemAlloc_v2(&x, 256));
+    CHECK(cuMemAlloc_v2(&y, 256));
+    CHECK(cuMemAlloc_v2(&z, 256));
+    CHECK(cuCtxSynchronize());
+    LAUNCH_SCALE(scale, s1, x, y, 64);
+    LAUNCH_SCALE(scale, s2, z, x, 64);
+}
+
+/* Reaches one_race through `levels` frames, each called from one of two call sites as the
+   bits of `path` say: 2^levels different call stacks. */
+__attribute__((noinline)) static void walk(unsigned path, int levels, int site) {
+    steps += site;
+    if (levels == 0) {
+        one_race();
+    } else if (path & 1) {
+        walk(path >> 1, levels - 1, 1);
+        steps++;
+    } else {
+        walk(path >> 1, levels - 1, 2);
+        steps--;
+    }
+}
+
+static void handled(int signal) {
+    (void)signal;
+    static const char text[] = "handled\n";
+    write(1, text, sizeof text - 1);
+    _exit(7);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: faults N exit|sleep|raise SIG|handled\n");
+        return 2;
+    }
+    int races = atoi(argv[1]);
+    const char *action = argv[2];
+    if (strcmp(action, "handled") == 0) signal(SIGTERM, handled);
+    setup();
+    for (int i = 0; i < races; i++) walk((unsigned)i, 10, 0);
+    CHECK(cuCtxSynchronize());
+    if (strcmp(action, "exit") == 0) {
+        printf("done\n");
+    } else if (strcmp(action, "sleep") == 0) {
+        printf("raced\n");
+        fflush(stdout);
+        for (;;) pause();
+    } else if (strcmp(action, "raise") == 0 && argc > 3) {
+        fflush(stdout);
+        raise(atoi(argv[3]));
+        printf("survived\n");
+    } else if (strcmp(action, "handled") == 0) {
+        fflush(stdout);
+        raise(SIGTERM);
+        printf("survived\n");
+    } else {
+        fprintf(stderr, "usage: faults N exit|sleep|raise SIG|handled\n");
+        return 2;
+    }
+    return 0;
+}
