@@ -11,6 +11,7 @@
 //! | `print_limit` | races printed on stderr at most (all go to the report) | unlimited |
 //! | `backtrace_depth` | frames per call site in reports | 24 |
 //! | `quiet` | print nothing on stderr but errors | 0 |
+//! | `host_races` | catch the host touching the pinned memory of an asynchronous copy in flight (page protection; README, "Host races") | 1 |
 
 use std::fmt;
 
@@ -31,6 +32,8 @@ pub struct Options {
     pub print_limit: Option<u64>,
     pub backtrace_depth: usize,
     pub quiet: bool,
+    /// Guard the pinned host pages of asynchronous copies in flight (issue 12).
+    pub host_races: bool,
 }
 
 impl Default for Options {
@@ -43,6 +46,7 @@ impl Default for Options {
             print_limit: None,
             backtrace_depth: DEFAULT_BACKTRACE_DEPTH,
             quiet: false,
+            host_races: true,
         }
     }
 }
@@ -82,9 +86,10 @@ impl Options {
             "print_limit" => self.print_limit = Some(number(key, value, 0, u64::MAX)?),
             "backtrace_depth" => self.backtrace_depth = number(key, value, 1, 1024)? as usize,
             "quiet" => self.quiet = boolean(key, value)?,
+            "host_races" => self.host_races = boolean(key, value)?,
             _ => {
                 return Err(OptionError(format!(
-                    "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet)"
+                    "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet, host_races)"
                 )))
             }
         }
@@ -115,6 +120,9 @@ impl Options {
         }
         if self.quiet {
             items.push("quiet=1".to_string());
+        }
+        if self.host_races != default.host_races {
+            items.push(format!("host_races={}", u8::from(self.host_races)));
         }
         items.join(":")
     }
@@ -191,9 +199,9 @@ mod tests {
 
     #[test]
     fn parses_tsan_syntax() {
-        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true").unwrap();
+        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:host_races=0").unwrap();
         assert_eq!(o.log_path.as_deref(), Some("/tmp/r.%p.json"));
-        assert!(o.halt_on_error && o.quiet);
+        assert!(o.halt_on_error && o.quiet && !o.host_races);
         assert_eq!((o.exitcode, o.print_limit, o.backtrace_depth), (3, Some(5), 8));
         assert_eq!(Options::parse("").unwrap(), Options::default());
         assert_eq!(Options::parse(&o.to_env()).unwrap(), o);

@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | `race` | of every kind | a frame of either operation, or a kernel |
 //! | `race_top` | of every kind | the program frame of either operation (where its call site is summarized), or a kernel |
-//! | `use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race` | of that kind | a frame of either operation, or a kernel |
+//! | `use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race`, `host-race` | of that kind | a frame of either operation, or a kernel |
 //!
 //! A frame matches when its function, its source file or its module (the shared object or
 //! executable) does. Patterns are ThreadSanitizer's: `*` stands for any run of characters,
@@ -52,7 +52,7 @@ impl fmt::Display for SuppressionError {
 
 impl std::error::Error for SuppressionError {}
 
-const KINDS: [&str; 4] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race"];
+const KINDS: [&str; 5] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race", "host-race"];
 
 impl Suppressions {
     /// Reads and parses a suppressions file.

@@ -4,7 +4,8 @@
 //! of that exact name and signature. Each one counts itself, finds the real driver's
 //! function of the same name, and hands the call to the family's handler in
 //! [`crate::hooks`], which decodes the arguments for the model and calls the real driver
-//! exactly once with the caller's arguments.
+//! exactly once with the caller's arguments; then lets [`crate::host_guard`] lift the guards
+//! of copies the call synchronized with.
 //!
 //! [`Variant`] numbers the names; [`VARIANTS`] describes each one (its C name, whether it
 //! is a per-thread-default-stream variant, its family, the address of its hook). The
@@ -15,6 +16,7 @@ use streamsan_driver_api::*;
 
 use crate::driver;
 use crate::hooks;
+use crate::host_guard;
 use crate::runtime;
 use crate::stats;
 
@@ -92,13 +94,15 @@ macro_rules! define_hooks {
             let call = Call { variant: Variant::$name };
             runtime::start();
             stats::count(call.variant);
-            match driver::real_function(call.variant) {
+            let status = match driver::real_function(call.variant) {
                 // SAFETY: the driver exports this name with this signature (cuda.h).
                 Some(real) => unsafe {
                     hooks::$family(&call, core::mem::transmute::<*mut core::ffi::c_void, Real>(real), $($arg),*)
                 },
                 None => driver::missing_function(&call),
-            }
+            };
+            host_guard::after_call();
+            status
         }
     };
 }

@@ -15,7 +15,8 @@
 //! what the call meant. [`annotate`] lets a program declare memory the driver does not see
 //! allocated (a framework's own sub-allocations); [`query`] lets it ask for its report so far.
 //! [`runtime`] holds the process-wide state and writes the report, [`signals`] makes sure a
-//! dying process writes it too.
+//! dying process writes it too. [`host_guard`] catches the host touching the pinned memory of
+//! a copy in flight (host races).
 
 // The hooks are generated from the driver's table and keep its C signatures (up to 13
 // arguments); their one safety contract, the caller's, is stated once in `hooks`.
@@ -28,6 +29,7 @@ pub mod driver;
 pub mod exports;
 pub mod getproc;
 pub mod hooks;
+pub mod host_guard;
 pub mod kernels;
 pub mod python;
 pub mod query;

@@ -25,7 +25,7 @@ use streamsan::report::{text, Frame, Report};
 use streamsan::suppressions::Suppressions;
 use streamsan_driver_api::{CUcontext, CUDA_SUCCESS, CU_STREAM_NON_BLOCKING};
 
-use crate::{diag, driver, signals, stack, stats, thread};
+use crate::{diag, driver, host_guard, signals, stack, stats, thread};
 
 static OPTIONS: OnceLock<Options> = OnceLock::new();
 static SUPPRESSIONS: OnceLock<Suppressions> = OnceLock::new();
@@ -67,6 +67,11 @@ extern "C" {
 extern "C" fn on_load() {
     options();
     suppressions();
+    // First, so that SIGSEGV actions installed after it (streamsan's own included) are the
+    // program's, chained to by the guard's handler.
+    if options().host_races {
+        host_guard::install();
+    }
     signals::install_fatal();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
@@ -99,6 +104,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !CALLED.load(Ordering::Acquire) {
         return;
     }
+    host_guard::drain();
     let races = write_report();
     report_to_stderr_if_unwritten();
     // The program's own status, unless it would claim success with races found.

@@ -105,6 +105,19 @@ pub fn capture() -> StackId {
     id
 }
 
+/// A stack caught outside a driver call (the host's access of a host race, seen by the
+/// fault handler): `native`, innermost first, and the Python frames found with it, named
+/// now (their code objects are checked to be alive first).
+pub fn intern_caught(native: &[u64], python: &[python::RawFrame]) -> StackId {
+    let mut entries = native.to_vec();
+    if !python.is_empty() {
+        let mut ids = [0u32; python::DEPTH];
+        python::intern_all(python, &mut ids);
+        entries.extend(ids[..python.len()].iter().map(|&id| PYTHON_FRAME | id as u64));
+    }
+    intern(&entries)
+}
+
 /// A native chain's id, the Python frames found with it and how many of them there are.
 type MixedChain = (StackId, [python::RawFrame; python::DEPTH], usize);
 

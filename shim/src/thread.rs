@@ -10,9 +10,13 @@ static NEXT: AtomicU32 = AtomicU32::new(1);
 static TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 fn register() -> ThreadId {
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
     // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() } as u32;
+    number(unsafe { libc::gettid() } as u32)
+}
+
+/// Gives the thread `tid` the next number.
+fn number(tid: u32) -> ThreadId {
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut tids = TIDS.lock().unwrap_or_else(|e| e.into_inner());
     if tids.len() <= id as usize {
         tids.resize(id as usize + 1, 0);
@@ -29,6 +33,13 @@ thread_local! {
 #[inline]
 pub fn current() -> ThreadId {
     CURRENT.try_with(|t| *t).unwrap_or_default()
+}
+
+/// The thread whose operating-system id is `tid` (a thread caught touching memory, which
+/// may never have called the driver: it is numbered now).
+pub fn of_tid(tid: u32) -> ThreadId {
+    let known = TIDS.lock().unwrap_or_else(|e| e.into_inner()).iter().rposition(|&t| t == tid);
+    known.map_or_else(|| number(tid), |id| ThreadId(id as u32))
 }
 
 /// The operating system's id of a thread.

@@ -17,6 +17,7 @@ pub mod capture;
 pub mod clock;
 pub mod direction;
 pub mod events;
+pub mod host_access;
 pub mod lock;
 pub mod op;
 pub mod race;
@@ -309,11 +310,11 @@ impl Model {
 
     /// A kernel launch, copy or memset on `stream`: each access is checked against the
     /// buffer's allocation and history, then recorded. While the stream captures, the work
-    /// becomes a node instead.
-    pub fn work(&self, stream: StreamRef, work: Work<'_>) {
+    /// becomes a node instead. Returns the operation's epoch (None for a node).
+    pub fn work(&self, stream: StreamRef, work: Work<'_>) -> Option<Epoch> {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
-            return;
+            return None;
         }
         if work.host == HostEffect::WaitsForEarlierWork {
             self.host_joins(&stream);
@@ -329,6 +330,7 @@ impl Model {
             self.host_joins(&stream);
         }
         self.publish(found);
+        Some(epoch)
     }
 
     /// Checks and records one access by `op`, whose clock is `clock`.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use super::buffers::{Buffer, MemoryKind};
 use super::op::{Mode, OpRecord, StackId};
 
-/// The four kinds of race (SEMANTICS.md, "Buffers and accesses").
+/// The kinds of race (SEMANTICS.md, "Buffers and accesses"; host races: issue 12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RaceKind {
     /// An access not ordered after the stream-ordered allocation of its buffer.
@@ -17,11 +17,15 @@ pub enum RaceKind {
     FreeRace,
     /// Two accesses to the same bytes, at least one a write, neither ordered first.
     CrossStream,
+    /// The host touched the bytes of an asynchronous copy it had not synchronized with: a
+    /// store into the source of a host-to-device copy, any access to the destination of a
+    /// device-to-host copy.
+    HostRace,
 }
 
 impl RaceKind {
-    pub const ALL: [RaceKind; 4] =
-        [RaceKind::UseBeforeAlloc, RaceKind::UseAfterFree, RaceKind::FreeRace, RaceKind::CrossStream];
+    pub const ALL: [RaceKind; 5] =
+        [RaceKind::UseBeforeAlloc, RaceKind::UseAfterFree, RaceKind::FreeRace, RaceKind::CrossStream, RaceKind::HostRace];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -29,6 +33,7 @@ impl RaceKind {
             RaceKind::UseAfterFree => "use-after-free",
             RaceKind::FreeRace => "free-race",
             RaceKind::CrossStream => "cross-stream-race",
+            RaceKind::HostRace => "host-race",
         }
     }
 
@@ -182,6 +187,9 @@ pub enum NoteKind {
     /// A stream or event destroyed while work on it had not completed as far as the host
     /// knew (legal: CUDA releases it when the work is done).
     DestroyedWhilePending,
+    /// The host touched other data on a page guarded for a copy in flight (issue 12): the
+    /// page was unprotected, and host races on it go unseen until that copy is done.
+    HostGuardGaveUp,
 }
 
 impl NoteKind {
@@ -190,6 +198,7 @@ impl NoteKind {
             NoteKind::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
             NoteKind::GraphNotFollowed => "graph-not-followed",
             NoteKind::DestroyedWhilePending => "destroyed-while-pending",
+            NoteKind::HostGuardGaveUp => "host-guard-gave-up",
         }
     }
 }

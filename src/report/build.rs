@@ -196,6 +196,10 @@ fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
         NoteKind::DestroyedWhilePending => {
             format!("{on} was destroyed while work on it may still run (the host had not synchronized with it)")
         }
+        NoteKind::HostGuardGaveUp => format!(
+            "the host touched other data on page {:#x}, which holds bytes of {} on {on} in flight: host races on that page went unchecked until the copy was done",
+            note.subject, note.op.api
+        ),
     };
     NoteReport {
         kind: note.kind.label().into(),

@@ -48,6 +48,10 @@ fn what(op: &OpReport) -> String {
         Some(kernel) => format!("kernel {kernel} ({})", op.api),
         None => op.api.clone(),
     };
+    if op.api == "host" {
+        // A load or store of the host (a host race), not a driver call.
+        return format!("{action} by the host, thread T{}", op.thread.id);
+    }
     format!("{action} by {by} on {}, thread T{}", op.stream.label, op.thread.id)
 }
 

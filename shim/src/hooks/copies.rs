@@ -14,6 +14,7 @@ use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
 use crate::exports::Call;
+use crate::host_guard;
 use crate::runtime::model;
 
 /// Rows of a 2D/3D copy tracked one by one.
@@ -61,7 +62,11 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
         .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
-    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    let origin = origin(call);
+    let epoch = model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    if let (Some(epoch), HostEffect::None) = (epoch, host) {
+        host_guard::copy_issued(&origin, epoch, reads, writes);
+    }
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.
