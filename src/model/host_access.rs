@@ -46,14 +46,6 @@ impl Model {
         epoch.time <= self.host.get(epoch.slot)
     }
 
-    /// `[base, end)` of the live buffer that contains `addr`.
-    pub fn buffer_extent(&self, addr: u64) -> Option<(u64, u64)> {
-        match self.buffers.find(addr) {
-            Found::Live(buffer) => Some((buffer.base, buffer.end())),
-            _ => None,
-        }
-    }
-
     /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
     /// host race (RAW: the host read what the device was writing; WAW: both wrote; WAR: the
     /// host wrote what the device was reading).

@@ -10,7 +10,6 @@ use streamsan_driver_api::*;
 use super::{ok, origin, stream};
 use crate::driver;
 use crate::exports::Call;
-use crate::host_guard;
 use crate::runtime::model;
 
 /// A successful allocation of `size` bytes at `base`: synchronous, or ordered on `on`.
@@ -25,7 +24,6 @@ fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<Str
 /// A free, told to the model before the driver frees (see the module of handlers).
 fn freeing(call: &Call, base: u64, on: FreeOn) {
     if base != 0 {
-        host_guard::released(base);
         model().free(base, on, &origin(call));
     }
 }

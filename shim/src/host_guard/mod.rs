@@ -21,13 +21,17 @@
 //! Limits: a system call that writes into a guarded page (`read(2)` into the destination of
 //! a copy in flight, or into other data on its pages) fails with `EFAULT` instead of
 //! faulting, unseen; memory registered read-only gets read and write access back when its
-//! guard is lifted; a copy captured into a graph is not guarded.
+//! guard is lifted; a copy captured into a graph is not guarded. A synchronous free of
+//! pinned memory with a copy in flight lifts its guard just after the driver unmapped it:
+//! another thread that maps memory at that address in between would see its protection
+//! reset to read and write.
 
 mod actions;
 mod fault;
 mod table;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use streamsan::model::clock::Epoch;
 use streamsan::model::host_access::{CopyBytes, HostAccess};
@@ -90,20 +94,11 @@ pub fn after_call() {
     }
 }
 
-/// Before the driver frees the buffer at `base` (a synchronous free, which the host waits
-/// for): its guards go first, while its pages are still the program's.
-pub fn released(base: u64) {
-    if table::IN_FLIGHT.load(Ordering::Relaxed) == 0 {
-        return;
-    }
-    if let Some((lo, hi)) = model().buffer_extent(base) {
-        table::lift(|r| r.lo < hi && lo < r.hi);
-    }
-}
-
 /// Turns the faults recorded so far into races and notes: by the watcher as they come, and
-/// at exit.
+/// at exit (which waits for the watcher to finish the ones it took).
 pub fn drain() {
+    static DRAINING: Mutex<()> = Mutex::new(());
+    let _draining = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
     fault::take_each(|f| {
         let thread = thread::of_tid(f.tid);
         let site = stack::intern_caught(&f.native[..f.native_len], &f.python[..f.python_len]);
