@@ -58,9 +58,9 @@ pub struct Summary {
 /// One race: two operations on one buffer, the first not ordered before the second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RaceReport {
-    /// `use-before-alloc`, `use-after-free`, `free-race` or `cross-stream-race`.
+    /// `use-before-alloc`, `use-after-free`, `free-race`, `cross-stream-race` or `host-race`.
     pub kind: String,
-    /// For a cross-stream race: `RAW`, `WAR` or `WAW`.
+    /// For a cross-stream race and a host race: `RAW`, `WAR` or `WAW`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hazard: Option<String>,
     /// How many times it occurred.
@@ -86,7 +86,8 @@ pub struct BufferReport {
 /// One operation as the program issued it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
-    /// The driver entry point, e.g. `cuLaunchKernel_ptsz`.
+    /// The driver entry point, e.g. `cuLaunchKernel_ptsz`; `host` for the host's own load or
+    /// store (a host race).
     pub api: String,
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,7 +173,8 @@ pub struct Fix {
 /// A note: not a race.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoteReport {
-    /// `wait-on-unrecorded-event`, `graph-not-followed` or `destroyed-while-pending`.
+    /// `wait-on-unrecorded-event`, `graph-not-followed`, `destroyed-while-pending` or
+    /// `host-guard-gave-up`.
     pub kind: String,
     pub message: String,
     pub count: u64,
