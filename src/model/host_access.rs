@@ -53,17 +53,35 @@ impl Model {
         let buffer = match self.buffers.find(copy.lo) {
             Found::Live(buffer) | Found::Freed(buffer) => BufferFacts::of(&buffer),
             // Freed and forgotten since: the copy's own bytes stand for the buffer.
-            Found::Nothing => {
-                BufferFacts { id: 0, base: copy.lo, size: copy.hi - copy.lo, kind: MemoryKind::PinnedHost, alloc: copy.op }
-            }
+            Found::Nothing => BufferFacts {
+                id: 0,
+                base: copy.lo,
+                size: copy.hi - copy.lo,
+                kind: MemoryKind::PinnedHost,
+                alloc: copy.op,
+            },
         };
         let host = OpRecord::new(&access.origin, None, Epoch::new(HOST, self.host.get(HOST)));
         let race = Race {
             kind: RaceKind::HostRace,
             hazard: Some(Hazard::between(copy.mode, access.mode)),
             buffer,
-            first: Side { op: copy.op, action: Action::Access { mode: copy.mode, lo: copy.lo, hi: copy.hi } },
-            second: Side { op: host, action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + 1 } },
+            first: Side {
+                op: copy.op,
+                action: Action::Access {
+                    mode: copy.mode,
+                    lo: copy.lo,
+                    hi: copy.hi,
+                },
+            },
+            second: Side {
+                op: host,
+                action: Action::Access {
+                    mode: access.mode,
+                    lo: access.addr,
+                    hi: access.addr + 1,
+                },
+            },
         };
         self.publish(vec![race]);
     }
@@ -83,7 +101,11 @@ mod tests {
     use crate::model::{Alloc, Work};
 
     fn origin(api: &'static str) -> Origin {
-        Origin { api, thread: ThreadId(1), site: StackId(0) }
+        Origin {
+            api,
+            thread: ThreadId(1),
+            site: StackId(0),
+        }
     }
 
     #[test]
@@ -94,7 +116,15 @@ mod tests {
         let version = model.host_version();
         let access = [Access::new(0x1000, 64, Mode::Write)];
         let copy = model
-            .work(StreamRef::Handle(0x10), Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None })
+            .work(
+                StreamRef::Handle(0x10),
+                Work {
+                    origin: origin("cuMemcpyDtoHAsync"),
+                    kernel: None,
+                    accesses: &access,
+                    host: HostEffect::None,
+                },
+            )
             .expect("not captured");
         assert!(!model.host_has_joined(copy));
         model.stream_synchronized(StreamRef::Handle(0x20));
@@ -107,23 +137,68 @@ mod tests {
     #[test]
     fn a_host_race_names_the_copy_the_buffer_and_the_hazard() {
         let model = Model::default();
-        let alloc = Alloc { base: 0x1000, size: 4096, kind: MemoryKind::PinnedHost, ctx: 1 };
+        let alloc = Alloc {
+            base: 0x1000,
+            size: 4096,
+            kind: MemoryKind::PinnedHost,
+            ctx: 1,
+        };
         model.alloc(alloc, None, &origin("cuMemAllocHost"));
         let access = [Access::new(0x1000, 64, Mode::Write)];
-        let work = Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None };
+        let work = Work {
+            origin: origin("cuMemcpyDtoHAsync"),
+            kernel: None,
+            accesses: &access,
+            host: HostEffect::None,
+        };
         let epoch = model.work(StreamRef::Legacy { ctx: 1 }, work).unwrap();
         let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, epoch);
-        let copy = CopyBytes { op, mode: Mode::Write, lo: 0x1000, hi: 0x1040 };
-        model.host_race(copy, HostAccess { origin: origin("host read"), mode: Mode::Read, addr: 0x1008 });
+        let copy = CopyBytes {
+            op,
+            mode: Mode::Write,
+            lo: 0x1000,
+            hi: 0x1040,
+        };
+        model.host_race(
+            copy,
+            HostAccess {
+                origin: origin("host read"),
+                mode: Mode::Read,
+                addr: 0x1008,
+            },
+        );
         let races = model.races();
         assert_eq!(races.len(), 1);
         let race = races[0].race;
-        assert_eq!((race.kind, race.hazard), (RaceKind::HostRace, Some(Hazard::ReadAfterWrite)));
-        assert_eq!((race.buffer.base, race.buffer.kind), (0x1000, MemoryKind::PinnedHost));
+        assert_eq!(
+            (race.kind, race.hazard),
+            (RaceKind::HostRace, Some(Hazard::ReadAfterWrite))
+        );
+        assert_eq!(
+            (race.buffer.base, race.buffer.kind),
+            (0x1000, MemoryKind::PinnedHost)
+        );
         assert_eq!(race.second.op.epoch.slot, HOST);
-        assert_eq!(race.second.action, Action::Access { mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
-        let source = CopyBytes { mode: Mode::Read, ..copy };
-        model.host_race(source, HostAccess { origin: origin("host write"), mode: Mode::Write, addr: 0x1000 });
+        assert_eq!(
+            race.second.action,
+            Action::Access {
+                mode: Mode::Read,
+                lo: 0x1008,
+                hi: 0x1009
+            }
+        );
+        let source = CopyBytes {
+            mode: Mode::Read,
+            ..copy
+        };
+        model.host_race(
+            source,
+            HostAccess {
+                origin: origin("host write"),
+                mode: Mode::Write,
+                addr: 0x1000,
+            },
+        );
         assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
     }
 }

@@ -29,8 +29,10 @@ struct ProgramAction {
 // SAFETY: `action` is only touched with `busy` held.
 unsafe impl Sync for ProgramAction {}
 
-static PROGRAM: ProgramAction =
-    ProgramAction { busy: AtomicBool::new(false), action: core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()) };
+static PROGRAM: ProgramAction = ProgramAction {
+    busy: AtomicBool::new(false),
+    action: core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()),
+};
 
 impl ProgramAction {
     /// Replaces the action with `new` (if any) and returns the one before.
@@ -52,14 +54,20 @@ impl ProgramAction {
 extern "C" {
     /// The C library's own `sigaction`, under its other exported name: what the
     /// interposer below passes calls to.
-    fn __sigaction(signal: c_int, action: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+    fn __sigaction(
+        signal: c_int,
+        action: *const libc::sigaction,
+        old: *mut libc::sigaction,
+    ) -> c_int;
     /// The C library's `signal` (BSD semantics), under its other exported name.
     fn bsd_signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
 }
 
 /// Installs `handler` as the real SIGSEGV action, keeping the one in place as the
 /// program's; from now on the program's calls change only the recorded one.
-pub fn install(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) -> bool {
+pub fn install(
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void),
+) -> bool {
     // SAFETY: a zeroed, filled-in action; `old` is written by the C library.
     unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
@@ -114,7 +122,8 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
                     libc::pthread_sigmask(libc::SIG_UNBLOCK, &mask, core::ptr::null_mut());
                 }
                 if action.sa_flags & libc::SA_SIGINFO != 0 {
-                    let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void) = core::mem::transmute(handler);
+                    let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void) =
+                        core::mem::transmute(handler);
                     f(signal, info, context);
                 } else {
                     let f: extern "C" fn(c_int) = core::mem::transmute(handler);
@@ -128,7 +137,11 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
 
 /// `sigaction(2)` as the program calls it.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sigaction(signal: c_int, action: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+pub unsafe extern "C" fn sigaction(
+    signal: c_int,
+    action: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
     if signal != libc::SIGSEGV || !INSTALLED.load(Ordering::Acquire) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { __sigaction(signal, action, old) };
