@@ -1,4 +1,5 @@
-//! Host threads, numbered T1, T2, ... in the order they first call the driver.
+//! Host threads, numbered T1, T2, ... in the order they first call the driver (or are caught
+//! touching the memory of a copy in flight).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -9,9 +10,11 @@ static NEXT: AtomicU32 = AtomicU32::new(1);
 /// Operating-system thread ids, indexed by streamsan's number.
 static TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// The calling thread's number: the one it got if it was caught touching memory before it
+/// called the driver ([`of_tid`]), else the next.
 fn register() -> ThreadId {
     // SAFETY: gettid has no preconditions.
-    number(unsafe { libc::gettid() } as u32)
+    of_tid(unsafe { libc::gettid() } as u32)
 }
 
 /// Gives the thread `tid` the next number.

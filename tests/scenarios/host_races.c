@@ -49,9 +49,10 @@ static unsigned char *pinned(size_t bytes) {
     return p;
 }
 
-/* The host's own loads and stores, which the compiler must not move or drop. */
-static unsigned char load(const unsigned char *p) { return *(volatile const unsigned char *)p; }
-static void store(unsigned char *p, unsigned char v) { *(volatile unsigned char *)p = v; }
+/* The host's own loads and stores, which the compiler must not move or drop. Macros, so that
+   an access's place is the scenario's own line. */
+#define load(p) (*(volatile const unsigned char *)(p))
+#define store(p, v) (*(volatile unsigned char *)(p) = (v))
 
 /* A device-to-host copy, then a read of its destination: before the synchronize (racy) or
    after it (fixed). */
