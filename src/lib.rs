@@ -1,11 +1,17 @@
 //! streamsan: a race-detecting stream-order sanitizer for CUDA.
 //!
 //! This crate holds everything that is not the shim's FFI: the happens-before [`model`],
-//! the [`report`] document (built, rendered, merged, written), the [`options`] and
-//! [`suppressions`], the `streamsan` command line and the [`launch`]er it shares with the
-//! test [`harness`]. The shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds
-//! what it sees to the model here; [`hash`] and [`recent`] keep that fast.
+//! the [`report`] document (built, rendered, merged, written; its suppressions, and the
+//! sink that decides what becomes of each race), the [`options`], the `streamsan` command
+//! line and the [`launch`]er it shares with the test `harness` (behind the cargo
+//! feature `harness`, on by default and off for the shim, which has no use for it). The
+//! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
+//! model here; [`hash`] and [`recent`] keep that fast.
 
+#[macro_use]
+mod names;
+
+#[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;
 pub mod launch;
@@ -13,4 +19,3 @@ pub mod model;
 pub mod options;
 pub mod recent;
 pub mod report;
-pub mod suppressions;

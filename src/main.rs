@@ -6,35 +6,43 @@ use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 
 use streamsan::launch;
-use streamsan::options::Options;
+use streamsan::options::{Flag, Options};
 use streamsan::report::file::check_destination;
-use streamsan::report::{merge, text, Report};
-use streamsan::suppressions::Suppressions;
+use streamsan::report::sink::Policy;
+use streamsan::report::suppressions::Suppressions;
+use streamsan::report::{merge, text, RaceKind, Report};
 
-const USAGE: &str = "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
+/// Where `streamsan run` puts reports unless told otherwise.
+const DEFAULT_REPORT: &str = "streamsan.%p.json";
+
+/// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
+/// `--kind`'s names from the race kinds.
+fn usage() -> String {
+    let flags = Options::flags();
+    let run_flags: String = flags
+        .iter()
+        .map(|f| format!("  {:<22} {}\n", f.usage(), f.help))
+        .collect();
+    let env: Vec<String> = flags.iter().map(Flag::env_usage).collect();
+    format!(
+        "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
        streamsan report [--format text|json] [--kind KIND]... [--suppressions FILE] REPORT...
 
 run: runs PROGRAM with the streamsan shim preloaded; each process that calls the CUDA
-driver writes a JSON race report. Exit status: the program's own when it is not 0, else
-the --exitcode when races were found.
-  --report PATH          where reports go (%p: the process id); default streamsan.%p.json
-  --halt-on-error        stop the program at its first race
-  --exitcode N           exit status of a run with races (default 66)
-  --suppressions FILE    races not to report (ThreadSanitizer's format)
-  --print-limit N        print at most N races on stderr (all go to the report)
-  --backtrace-depth N    frames per call site (default 24)
-  --quiet                print nothing on stderr but errors
-The same options, for a shim preloaded by hand: STREAMSAN_OPTIONS=log_path=r.%p.json:
-halt_on_error=1:exitcode=66:suppressions=FILE:print_limit=N:backtrace_depth=N:quiet=1
+driver writes a JSON race report ({DEFAULT_REPORT} unless --report says otherwise). Exit
+status: the program's own when it is not 0, else the --exitcode when races were found.
+{run_flags}The same options, for a shim preloaded by hand:
+  STREAMSAN_OPTIONS={}
 
 report: prints reports (merged, races seen twice counted once) and exits 1 while any race
 remains, 0 when none does.
   --format text|json     a ThreadSanitizer-style listing (default), or the merged report
-  --kind KIND            only races of this kind (use-before-alloc, free-race,
-                         use-after-free, cross-stream-race); may be repeated
-  --suppressions FILE    leave out the races this file suppresses";
-
-const KINDS: [&str; 4] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race"];
+  --kind KIND            only races of this kind ({}); may be repeated
+  --suppressions FILE    leave out the races this file suppresses",
+        env.join(":"),
+        RaceKind::names()
+    )
+}
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -52,12 +60,12 @@ fn main() -> ExitCode {
 }
 
 fn help() -> ExitCode {
-    println!("{USAGE}");
+    println!("{}", usage());
     ExitCode::SUCCESS
 }
 
 fn usage_error(why: &str) -> ExitCode {
-    eprintln!("streamsan: {why}\n{USAGE}");
+    eprintln!("streamsan: {why}\n{}", usage());
     ExitCode::from(2)
 }
 
@@ -88,7 +96,12 @@ impl<'a> Flags<'a> {
     }
 
     fn value(&mut self, flag: &str) -> Result<&'a str, String> {
-        let value = self.args.get(self.next).and_then(|v| v.to_str()).filter(|v| *v != "--").ok_or(format!("{flag} needs a value"))?;
+        let value = self
+            .args
+            .get(self.next)
+            .and_then(|v| v.to_str())
+            .filter(|v| *v != "--")
+            .ok_or(format!("{flag} needs a value"))?;
         self.next += 1;
         Ok(value)
     }
@@ -102,27 +115,30 @@ impl<'a> Flags<'a> {
 
 fn run(args: &[OsString]) -> ExitCode {
     // STREAMSAN_OPTIONS first, the command line over it.
-    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default()) {
+    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default())
+    {
         Ok(options) => options,
         Err(e) => return error(&format!("STREAMSAN_OPTIONS: {e}")),
     };
     if options.log_path.is_none() {
-        options.log_path = Some("streamsan.%p.json".to_string());
+        options.log_path = Some(DEFAULT_REPORT.to_string());
     }
+    let table = Options::flags();
     let mut flags = Flags { args, next: 0 };
     while let Some(flag) = flags.flag() {
-        let set = match flag {
-            "--report" => flags.value(flag).and_then(|v| options.set("log_path", v).map_err(|e| e.to_string())),
-            "--halt-on-error" => options.set("halt_on_error", "1").map_err(|e| e.to_string()),
-            "--quiet" => options.set("quiet", "1").map_err(|e| e.to_string()),
-            "--exitcode" => flags.value(flag).and_then(|v| options.set("exitcode", v).map_err(|e| e.to_string())),
-            "--suppressions" => flags.value(flag).and_then(|v| options.set("suppressions", v).map_err(|e| e.to_string())),
-            "--print-limit" => flags.value(flag).and_then(|v| options.set("print_limit", v).map_err(|e| e.to_string())),
-            "--backtrace-depth" => flags.value(flag).and_then(|v| options.set("backtrace_depth", v).map_err(|e| e.to_string())),
-            "--help" | "-h" => return help(),
-            other => Err(format!("unknown option {other}")),
+        if matches!(flag, "--help" | "-h") {
+            return help();
+        }
+        let Some(option) = table.iter().find(|f| f.name == flag) else {
+            return usage_error(&format!("unknown option {flag}"));
         };
-        if let Err(why) = set {
+        let value = if option.takes_value() {
+            flags.value(flag)
+        } else {
+            Ok(option.switched)
+        };
+        if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string()))
+        {
             return usage_error(&why);
         }
     }
@@ -135,13 +151,19 @@ fn run(args: &[OsString]) -> ExitCode {
             return error(&e.to_string());
         }
         // The program may change directory: give it the file's full path.
-        options.suppressions = std::path::absolute(file).ok().map(|p| p.to_string_lossy().into_owned()).or(options.suppressions);
+        options.suppressions = std::path::absolute(file)
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+            .or(options.suppressions);
     }
     let pattern = options.log_path.clone().expect("set above");
     if let Err(why) = check_destination(&pattern) {
         return error(&why);
     }
-    options.log_path = std::path::absolute(&pattern).ok().map(|p| p.to_string_lossy().into_owned()).or(options.log_path);
+    options.log_path = std::path::absolute(&pattern)
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or(options.log_path);
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return error(&format!("cannot find my own executable: {e}")),
@@ -159,7 +181,10 @@ fn run(args: &[OsString]) -> ExitCode {
             return ExitCode::from(127);
         }
     };
-    let reports: Vec<PathBuf> = launch::reports_matching(&report_pattern).into_iter().filter(|p| !before.contains(p)).collect();
+    let reports: Vec<PathBuf> = launch::reports_matching(&report_pattern)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
     if !options.quiet {
         summarize_run(&reports, status);
     }
@@ -175,10 +200,19 @@ fn summarize_run(paths: &[PathBuf], status: ExitStatus) {
         }
         return;
     }
-    let reports: Vec<Report> = paths.iter().filter_map(|p| Report::read_from(p).ok()).collect();
+    let reports: Vec<Report> = paths
+        .iter()
+        .filter_map(|p| Report::read_from(p).ok())
+        .collect();
     let merged = merge::merge(&reports);
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    eprintln!("{} in {} report{}: {}", text::summary(&merged), paths.len(), if paths.len() == 1 { "" } else { "s" }, names.join(", "));
+    eprintln!(
+        "{} in {} report{}: {}",
+        text::summary(&merged),
+        paths.len(),
+        if paths.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
 }
 
 /// Exits as the program did: with its status, or of its signal.
@@ -211,7 +245,9 @@ fn why_no_report() -> String {
         let why = if why.is_null() {
             String::from("not found")
         } else {
-            unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
+            unsafe { std::ffi::CStr::from_ptr(why) }
+                .to_string_lossy()
+                .into_owned()
         };
         format!("no CUDA driver could be loaded ({why}), so the program made no driver call")
     } else {
@@ -225,7 +261,7 @@ fn why_no_report() -> String {
 
 fn report(args: &[OsString]) -> ExitCode {
     let mut json = false;
-    let mut kinds: Vec<String> = Vec::new();
+    let mut kinds: Vec<RaceKind> = Vec::new();
     let mut suppressions = Suppressions::default();
     let mut flags = Flags { args, next: 0 };
     while let Some(flag) = flags.flag() {
@@ -238,10 +274,7 @@ fn report(args: &[OsString]) -> ExitCode {
                 _ => Err(format!("--format takes text or json, not {v:?}")),
             }),
             "--kind" => flags.value(flag).and_then(|v| {
-                if !KINDS.contains(&v) {
-                    return Err(format!("unknown race kind {v:?} (known: {})", KINDS.join(", ")));
-                }
-                kinds.push(v.to_string());
+                kinds.push(v.parse()?);
                 Ok(())
             }),
             "--suppressions" => flags.value(flag).and_then(|v| {
@@ -271,7 +304,7 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.races.retain(|r| kinds.contains(&r.kind));
         merged.summarize();
     }
-    merged.suppress(&suppressions);
+    Policy::suppressing(suppressions).apply(&mut merged);
     if json {
         match serde_json::to_string_pretty(&merged) {
             Ok(text) => println!("{text}"),

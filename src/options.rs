@@ -1,53 +1,219 @@
-//! streamsan's options, in ThreadSanitizer's syntax: `key=value` pairs separated by `:` (or
-//! spaces), read from `STREAMSAN_OPTIONS` by the shim and written there by `streamsan run`.
-//! A value holding `:` or a space is quoted, `'...'` or `"..."`.
+//! streamsan's options, declared once in the `options!` table below: one line per option
+//! gives its `STREAMSAN_OPTIONS` name, type, default, syntax, `streamsan run` flag and help,
+//! and from it come the [`Options`] struct, its defaults, the parser (whose error lists the
+//! known names), the environment form ([`Options::to_env`]), the command line's flags and
+//! their help ([`Options::flags`]). ThreadSanitizer's `tsan_flags.inc` is the model.
 //!
-//! | key | meaning | default |
-//! | --- | --- | --- |
-//! | `log_path` | where the JSON report goes; `%p` is the process id | none |
-//! | `halt_on_error` | stop the program at the first race (exit status `exitcode`) | 0 |
-//! | `exitcode` | the exit status of a program that found races and would have exited 0 | 66 |
-//! | `suppressions` | a file of races not to report ([`crate::suppressions`]) | none |
-//! | `print_limit` | races printed on stderr at most (all go to the report) | unlimited |
-//! | `backtrace_depth` | frames per call site in reports | 24 |
-//! | `quiet` | print nothing on stderr but errors | 0 |
-//! | `host_races` | catch the host touching the pinned memory of an asynchronous copy in flight (page protection; README, "Host races") | 1 |
+//! The syntax is ThreadSanitizer's: `key=value` pairs separated by `:` (or spaces), read from
+//! `STREAMSAN_OPTIONS` by the shim and written there by `streamsan run`. A value holding `:`
+//! or a space is quoted, `'...'` or `"..."`.
+//!
+//! Adding an option is one line in the table (and the code that uses it); a type the table
+//! has not used yet implements [`OptionValue`].
 
 use std::fmt;
 
-/// Frames per call site in reports unless told otherwise: all the shim records.
-pub const DEFAULT_BACKTRACE_DEPTH: usize = 24;
-/// The exit status of a program with races, unless told otherwise (ThreadSanitizer's).
-pub const DEFAULT_EXITCODE: i32 = 66;
-
-/// Parsed options.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// Where the JSON report goes; `%p` becomes the process id. None: no report file.
-    pub log_path: Option<String>,
-    pub halt_on_error: bool,
-    pub exitcode: i32,
-    pub suppressions: Option<String>,
-    /// None: print every race.
-    pub print_limit: Option<u64>,
-    pub backtrace_depth: usize,
-    pub quiet: bool,
-    /// Guard the pinned host pages of asynchronous copies in flight (issue 12).
-    pub host_races: bool,
+/// How an option's value is written, on the command line and in `STREAMSAN_OPTIONS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// Any non-empty text; the name of the value in the help (`PATH`, `FILE`).
+    Text(&'static str),
+    /// `0` or `1` (`false`, `true`); on the command line, a flag without a value that turns
+    /// the option away from its default ([`Flag::switched`]).
+    Switch,
+    /// A whole number in `min..=max` (`N` in the help).
+    Number { min: u64, max: u64 },
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            log_path: None,
-            halt_on_error: false,
-            exitcode: DEFAULT_EXITCODE,
-            suppressions: None,
-            print_limit: None,
-            backtrace_depth: DEFAULT_BACKTRACE_DEPTH,
-            quiet: false,
-            host_races: true,
+macro_rules! options {
+    ($( $name:ident: $ty:ty = $default:expr, $syntax:expr, $flag:literal, $help:literal; )+) => {
+        /// Parsed options: one field per line of the table.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Options {
+            $( #[doc = $help] pub $name: $ty, )+
         }
+
+        impl Default for Options {
+            fn default() -> Options {
+                Options { $( $name: $default, )+ }
+            }
+        }
+
+        impl Options {
+            /// Every option's name, in the table's order.
+            pub const NAMES: &'static [&'static str] = &[$( stringify!($name) ),+];
+
+            /// Sets one option from its text.
+            pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
+                match key {
+                    $( stringify!($name) => self.$name = OptionValue::parse(key, value, $syntax)?, )+
+                    _ => {
+                        return Err(OptionError(format!("unknown option {key:?} (known: {})", Options::NAMES.join(", "))))
+                    }
+                }
+                Ok(())
+            }
+
+            /// The `STREAMSAN_OPTIONS` text for these options (defaults left out).
+            pub fn to_env(&self) -> String {
+                let default = Options::default();
+                let mut items = Vec::new();
+                $(
+                    if self.$name != default.$name {
+                        items.push(format!("{}={}", stringify!($name), quote(&self.$name.write())));
+                    }
+                )+
+                items.join(":")
+            }
+
+            /// The `streamsan run` flags, in the table's order, with their help.
+            pub fn flags() -> Vec<Flag> {
+                let default = Options::default();
+                vec![$(
+                    Flag {
+                        name: $flag,
+                        key: stringify!($name),
+                        syntax: $syntax,
+                        switched: if default.$name.write() == "1" { "0" } else { "1" },
+                        help: match default.$name.shown() {
+                            Some(value) => format!("{} (default {value})", $help),
+                            None => $help.to_string(),
+                        },
+                    },
+                )+]
+            }
+        }
+    };
+}
+
+options! {
+    log_path: Option<String> = None, Syntax::Text("PATH"), "--report",
+        "where reports go (%p: the process id); never written over an existing file or through a link";
+    halt_on_error: bool = false, Syntax::Switch, "--halt-on-error",
+        "stop the program at its first race";
+    exitcode: i32 = 66, Syntax::Number { min: 0, max: 255 }, "--exitcode",
+        "the exit status of a run with races, 0 to leave the program's";
+    suppressions: Option<String> = None, Syntax::Text("FILE"), "--suppressions",
+        "races not to report (ThreadSanitizer's format)";
+    print_limit: Option<u64> = None, Syntax::Number { min: 0, max: u64::MAX }, "--print-limit",
+        "print at most N races on stderr (all go to the report)";
+    backtrace_depth: usize = 24, Syntax::Number { min: 1, max: 1024 }, "--backtrace-depth",
+        "frames per call site";
+    quiet: bool = false, Syntax::Switch, "--quiet",
+        "print nothing on stderr but errors";
+    host_races: bool = true, Syntax::Switch, "--no-host-races",
+        "do not guard the pinned memory of copies in flight (host races go unseen)";
+}
+
+/// One `streamsan run` flag: the option it sets, and its help.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flag {
+    /// `--report`.
+    pub name: &'static str,
+    /// The option's `STREAMSAN_OPTIONS` name.
+    pub key: &'static str,
+    pub syntax: Syntax,
+    /// What a switch sets its option to: the other value than its default.
+    pub switched: &'static str,
+    /// What it does, with its default where it has one.
+    pub help: String,
+}
+
+impl Flag {
+    /// Whether the flag is followed by a value (a switch is not: it sets `key=1`).
+    pub fn takes_value(&self) -> bool {
+        self.syntax != Syntax::Switch
+    }
+
+    /// The flag as the help writes it: `--report PATH`, `--quiet`.
+    pub fn usage(&self) -> String {
+        match self.syntax {
+            Syntax::Text(value) => format!("{} {value}", self.name),
+            Syntax::Switch => self.name.to_string(),
+            Syntax::Number { .. } => format!("{} N", self.name),
+        }
+    }
+
+    /// The option as `STREAMSAN_OPTIONS` writes it: `log_path=PATH`, `quiet=1`.
+    pub fn env_usage(&self) -> String {
+        match self.syntax {
+            Syntax::Text(value) => format!("{}={value}", self.key),
+            Syntax::Switch => format!("{}={}", self.key, self.switched),
+            Syntax::Number { .. } => format!("{}=N", self.key),
+        }
+    }
+}
+
+/// A type an option can have: read from its text, written back.
+pub trait OptionValue: Sized + PartialEq {
+    fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError>;
+    /// The text [`OptionValue::parse`] reads back.
+    fn write(&self) -> String;
+    /// The value as the help names a default; None for an unset or switched-off option.
+    fn shown(&self) -> Option<String>;
+}
+
+impl OptionValue for Option<String> {
+    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
+        Ok(Some(non_empty(key, text)?.to_string()))
+    }
+    fn write(&self) -> String {
+        self.clone().unwrap_or_default()
+    }
+    fn shown(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
+impl OptionValue for bool {
+    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
+        boolean(key, text)
+    }
+    fn write(&self) -> String {
+        if *self { "1" } else { "0" }.to_string()
+    }
+    fn shown(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Whole numbers, bounded by the option's [`Syntax::Number`].
+macro_rules! whole_number {
+    ($($ty:ty),+) => {$(
+        impl OptionValue for $ty {
+            fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError> {
+                let (min, max) = bounds(syntax, <$ty>::MAX as u64);
+                Ok(number(key, text, min, max)? as $ty)
+            }
+            fn write(&self) -> String {
+                self.to_string()
+            }
+            fn shown(&self) -> Option<String> {
+                Some(self.to_string())
+            }
+        }
+    )+};
+}
+
+whole_number!(i32, usize, u64);
+
+impl OptionValue for Option<u64> {
+    fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError> {
+        u64::parse(key, text, syntax).map(Some)
+    }
+    fn write(&self) -> String {
+        self.map(|n| n.to_string()).unwrap_or_default()
+    }
+    fn shown(&self) -> Option<String> {
+        self.map(|n| n.to_string())
+    }
+}
+
+/// The bounds of a number: the option's, within the type's (numbers are never negative).
+fn bounds(syntax: Syntax, type_max: u64) -> (u64, u64) {
+    match syntax {
+        Syntax::Number { min, max } => (min, max.min(type_max)),
+        Syntax::Text(_) | Syntax::Switch => (0, type_max),
     }
 }
 
@@ -74,57 +240,6 @@ impl Options {
             options.set(key, value)?;
         }
         Ok(options)
-    }
-
-    /// Sets one option from its text.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
-        match key {
-            "log_path" => self.log_path = Some(non_empty(key, value)?.to_string()),
-            "halt_on_error" => self.halt_on_error = boolean(key, value)?,
-            "exitcode" => self.exitcode = number(key, value, 0, 255)? as i32,
-            "suppressions" => self.suppressions = Some(non_empty(key, value)?.to_string()),
-            "print_limit" => self.print_limit = Some(number(key, value, 0, u64::MAX)?),
-            "backtrace_depth" => self.backtrace_depth = number(key, value, 1, 1024)? as usize,
-            "quiet" => self.quiet = boolean(key, value)?,
-            "host_races" => self.host_races = boolean(key, value)?,
-            _ => {
-                return Err(OptionError(format!(
-                    "unknown option {key:?} (known: log_path, halt_on_error, exitcode, suppressions, print_limit, backtrace_depth, quiet, host_races)"
-                )))
-            }
-        }
-        Ok(())
-    }
-
-    /// The `STREAMSAN_OPTIONS` text for these options (defaults left out).
-    pub fn to_env(&self) -> String {
-        let default = Options::default();
-        let mut items = Vec::new();
-        if let Some(path) = &self.log_path {
-            items.push(format!("log_path={}", quote(path)));
-        }
-        if self.halt_on_error {
-            items.push("halt_on_error=1".to_string());
-        }
-        if self.exitcode != default.exitcode {
-            items.push(format!("exitcode={}", self.exitcode));
-        }
-        if let Some(file) = &self.suppressions {
-            items.push(format!("suppressions={}", quote(file)));
-        }
-        if let Some(limit) = self.print_limit {
-            items.push(format!("print_limit={limit}"));
-        }
-        if self.backtrace_depth != default.backtrace_depth {
-            items.push(format!("backtrace_depth={}", self.backtrace_depth));
-        }
-        if self.quiet {
-            items.push("quiet=1".to_string());
-        }
-        if self.host_races != default.host_races {
-            items.push(format!("host_races={}", u8::from(self.host_races)));
-        }
-        items.join(":")
     }
 }
 
@@ -176,15 +291,21 @@ fn boolean(key: &str, value: &str) -> Result<bool, OptionError> {
     match value {
         "1" | "true" => Ok(true),
         "0" | "false" => Ok(false),
-        _ => Err(OptionError(format!("option {key} takes 0 or 1, not {value:?}"))),
+        _ => Err(OptionError(format!(
+            "option {key} takes 0 or 1, not {value:?}"
+        ))),
     }
 }
 
 fn number(key: &str, value: &str, min: u64, max: u64) -> Result<u64, OptionError> {
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ if max == u64::MAX => Err(OptionError(format!("option {key} takes a whole number from {min} up, not {value:?}"))),
-        _ => Err(OptionError(format!("option {key} takes a whole number from {min} to {max}, not {value:?}"))),
+        _ if max == u64::MAX => Err(OptionError(format!(
+            "option {key} takes a whole number from {min} up, not {value:?}"
+        ))),
+        _ => Err(OptionError(format!(
+            "option {key} takes a whole number from {min} to {max}, not {value:?}"
+        ))),
     }
 }
 
@@ -202,7 +323,10 @@ mod tests {
         let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:host_races=0").unwrap();
         assert_eq!(o.log_path.as_deref(), Some("/tmp/r.%p.json"));
         assert!(o.halt_on_error && o.quiet && !o.host_races);
-        assert_eq!((o.exitcode, o.print_limit, o.backtrace_depth), (3, Some(5), 8));
+        assert_eq!(
+            (o.exitcode, o.print_limit, o.backtrace_depth),
+            (3, Some(5), 8)
+        );
         assert_eq!(Options::parse("").unwrap(), Options::default());
         assert_eq!(Options::parse(&o.to_env()).unwrap(), o);
     }
@@ -218,12 +342,70 @@ mod tests {
     #[test]
     fn rejects_unknown_and_malformed_options() {
         assert!(Options::parse("colour=1").unwrap_err().0.contains("colour"));
-        assert!(Options::parse("log_path").unwrap_err().0.contains("key=value"));
-        assert!(Options::parse("exitcode=256").unwrap_err().0.contains("0 to 255"));
-        assert!(Options::parse("halt_on_error=yes").unwrap_err().0.contains("0 or 1"));
-        assert!(Options::parse("backtrace_depth=0").unwrap_err().0.contains("backtrace_depth"));
-        assert!(Options::parse("log_path=").unwrap_err().0.contains("needs a value"));
-        assert!(Options::parse("log_path='x").unwrap_err().0.contains("unterminated"));
+        assert!(Options::parse("log_path")
+            .unwrap_err()
+            .0
+            .contains("key=value"));
+        assert!(Options::parse("exitcode=256")
+            .unwrap_err()
+            .0
+            .contains("0 to 255"));
+        assert!(Options::parse("halt_on_error=yes")
+            .unwrap_err()
+            .0
+            .contains("0 or 1"));
+        assert!(Options::parse("backtrace_depth=0")
+            .unwrap_err()
+            .0
+            .contains("backtrace_depth"));
+        assert!(Options::parse("log_path=")
+            .unwrap_err()
+            .0
+            .contains("needs a value"));
+        assert!(Options::parse("log_path='x")
+            .unwrap_err()
+            .0
+            .contains("unterminated"));
+    }
+
+    #[test]
+    fn the_readme_lists_every_flag_as_the_help_does() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        for flag in Options::flags() {
+            let row = format!(
+                "| `{}` | `{}` | {} |",
+                flag.usage(),
+                flag.env_usage(),
+                flag.help
+            );
+            assert!(readme.contains(&row), "README.md lacks the row {row}");
+        }
+    }
+
+    #[test]
+    fn every_option_has_a_flag_that_sets_it() {
+        let flags = Options::flags();
+        assert_eq!(
+            flags.iter().map(|f| f.key).collect::<Vec<_>>(),
+            Options::NAMES
+        );
+        let mut options = Options::default();
+        for flag in &flags {
+            let value = match flag.syntax {
+                Syntax::Text(_) => "x",
+                Syntax::Switch => flag.switched,
+                Syntax::Number { min, .. } => {
+                    if min == 0 {
+                        "7"
+                    } else {
+                        "9"
+                    }
+                }
+            };
+            options.set(flag.key, value).unwrap();
+        }
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=0");
     }
 
     #[test]

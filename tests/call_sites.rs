@@ -56,7 +56,8 @@ fn check_python_frames(extra: &[&str]) {
     );
     // The interpreter's own frames give way to the script's.
     assert!(!race.second.site.iter().any(|f| f.function.as_deref() == Some("_PyEval_EvalFrameDefault")));
-    assert!(race.missing_wait.text.contains("python_race.py:"), "{}", race.missing_wait.text);
+    let missing_wait = streamsan::report::text::missing_wait(race);
+    assert!(missing_wait.contains("python_race.py:"), "{missing_wait}");
     assert!(run.stderr().contains(&format!("python_race.py:{}", line_of("# THE LAUNCH"))), "{}", run.stderr());
 }
 

@@ -197,7 +197,7 @@ fn every_process_of_a_job_writes_its_own_report() {
     assert_eq!(out.status.code(), Some(66));
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 2, "{reports:?}");
-    let kinds = |r: &streamsan::report::Report| r.races.iter().map(|x| x.kind.clone()).collect::<Vec<_>>();
+    let kinds = |r: &streamsan::report::Report| r.races.iter().map(|x| x.kind).collect::<Vec<_>>();
     let mut found: Vec<_> = reports.iter().map(|(_, r)| (r.pid, kinds(r))).collect();
     found.sort_by_key(|(_, k)| k.clone());
     // The child reports its own race, not its parent's again.

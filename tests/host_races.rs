@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use common::*;
 use streamsan::harness::Streamsan;
+use streamsan::report::text::missing_wait;
 use streamsan::report::{describe_site, Report};
 
 fn program() -> &'static PathBuf {
@@ -87,9 +88,9 @@ fn races(report: &Report) -> Vec<(String, Option<String>, String)> {
         .iter()
         .map(|r| {
             (
-                r.kind.clone(),
-                r.hazard.clone(),
-                r.missing_wait.text.clone(),
+                r.kind.to_string(),
+                r.hazard.map(|h| h.to_string()),
+                missing_wait(r),
             )
         })
         .collect()
@@ -106,7 +107,7 @@ fn check(scenario: &str, hazard: &str, function: &str, copy_api: &str) -> Report
     let racy = run_twin(scenario, "racy").report();
     let race = racy
         .races_of("host-race")
-        .find(|r| r.hazard.as_deref() == Some(hazard))
+        .find(|r| r.hazard.is_some_and(|h| h == hazard))
         .unwrap_or_else(|| {
             panic!(
                 "{scenario} racy: expected host-race {hazard}, got {:?}",

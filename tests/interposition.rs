@@ -317,7 +317,7 @@ fn driver_calls_in_exit_handlers_are_followed() {
     assert_eq!(run.stdout(), "exit handler done\n");
     let report = run.report();
     assert!(
-        report.races.iter().any(|r| r.kind == "cross-stream-race" && r.hazard.as_deref() == Some("RAW")),
+        report.races.iter().any(|r| r.kind == "cross-stream-race" && r.hazard.map(|h| h.as_str()) == Some("RAW")),
         "the exit handler's read races with main's write: {:?}",
         report.races
     );

@@ -17,7 +17,7 @@ fn a_handle_reused_after_unload_is_learnt_again() {
     let pairs: Vec<_> = report
         .races
         .iter()
-        .map(|r| (r.kind.as_str(), r.hazard.as_deref(), r.first.kernel.as_deref(), r.second.kernel.as_deref()))
+        .map(|r| (r.kind.as_str(), r.hazard.map(|h| h.as_str()), r.first.kernel.as_deref(), r.second.kernel.as_deref()))
         .collect();
     assert_eq!(
         pairs,

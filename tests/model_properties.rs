@@ -5,7 +5,7 @@
 //! allocations and frees, accesses, synchronizations, host functions and graph captures
 //! with a forked stream, launched one or more times. The oracle builds the whole
 //! happens-before graph, one node per operation with an edge for every ordering rule of
-//! SEMANTICS.md, and answers "does A happen before B" by reachability.
+//! `docs/semantics.md`, and answers "does A happen before B" by reachability.
 //!
 //! What must agree: every race the model reports is a race of the oracle (with the same
 //! kind); and, on each buffer, at the first operation where the oracle sees a race the
@@ -207,7 +207,7 @@ fn model_access(lo: u64, len: u64, kind: Kind) -> Access {
     Access { slot: kind.slot, ..Access::new(lo, len, kind.mode) }
 }
 
-/// SEMANTICS.md's conflict, with unknown accesses (`Mode::conflicts_with`) written out again.
+/// The conflict of `docs/semantics.md#accesses-and-races`, with unknown accesses (`Mode::conflicts_with`) written out again.
 fn conflict(a: Mode, b: Mode) -> bool {
     let writes = |m: Mode| m != Mode::Read;
     (writes(a) || writes(b)) && !(a == Mode::Unknown && b == Mode::Unknown)

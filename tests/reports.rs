@@ -28,11 +28,11 @@ fn the_examples_cover_every_kind_hazard_fix_and_note() {
     for path in examples() {
         let report = Report::read_from(&path).unwrap();
         for race in &report.races {
-            kinds.insert(race.kind.clone());
-            hazards.extend(race.hazard.clone());
-            actions.insert(race.missing_wait.action.clone());
+            kinds.insert(race.kind.to_string());
+            hazards.extend(race.hazard.map(|h| h.to_string()));
+            actions.insert(race.missing_wait.action.to_string());
         }
-        notes.extend(report.notes.iter().map(|n| n.kind.clone()));
+        notes.extend(report.notes.iter().map(|n| n.kind.to_string()));
     }
     let set = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
     assert_eq!(kinds, set(&["cross-stream-race", "free-race", "use-after-free", "use-before-alloc"]));

@@ -5,8 +5,8 @@
 //! joined through events). A stream that waits on an event recorded in a capture joins the
 //! capture as a new *lane*. Nodes of one lane form a chain, so at launch each lane needs
 //! only one slot of the vector clocks: a launch gives every node the clock of the launch
-//! stream joined with its predecessors' clocks, then ticks its lane (SEMANTICS.md, last
-//! paragraph of "Buffers and accesses").
+//! stream joined with its predecessors' clocks, then ticks its lane
+//! (`docs/semantics.md#capture-and-graphs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,7 +15,6 @@ use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
 use super::op::{Access, KernelId, Origin};
-use super::streams::Stream;
 
 /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): when it runs, the host is
 /// ordered after the clock of the operation that enqueued it.
@@ -76,12 +75,20 @@ pub struct CaptureLane {
     pub frontier: Vec<usize>,
 }
 
+/// A stream taking part in a capture, as the capture sees it. The capture only needs to end
+/// each member's part when it ends; naming streams through this trait keeps this file
+/// below `streams.rs`, whose streams hold their [`CaptureLane`].
+pub trait Member: Send + Sync {
+    /// The capture is over: the member stops capturing, if it still takes part in `capture`.
+    fn leave(&self, capture: &Arc<Capture>);
+}
+
 /// A capture in progress.
 pub struct Capture {
     nodes: Mutex<Vec<Node>>,
     /// Per lane, the slot of the stream that captured it (for reports).
     lanes: Mutex<Vec<Slot>>,
-    members: Mutex<Vec<Arc<Stream>>>,
+    members: Mutex<Vec<Arc<dyn Member>>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,11 +100,11 @@ impl Capture {
         Arc::new(Capture { nodes: Mutex::new(Vec::new()), lanes: Mutex::new(Vec::new()), members: Mutex::new(Vec::new()) })
     }
 
-    /// Adds `stream` to the capture as a new lane.
-    pub fn join(&self, stream: &Arc<Stream>) -> usize {
-        locked(&self.members).push(stream.clone());
+    /// Adds a stream, whose slot is `slot`, to the capture as a new lane.
+    pub fn join(&self, stream: Arc<dyn Member>, slot: Slot) -> usize {
+        locked(&self.members).push(stream);
         let mut lanes = locked(&self.lanes);
-        lanes.push(stream.slot);
+        lanes.push(slot);
         lanes.len() - 1
     }
 
@@ -108,7 +115,7 @@ impl Capture {
         nodes.len() - 1
     }
 
-    pub fn members(&self) -> Vec<Arc<Stream>> {
+    pub fn members(&self) -> Vec<Arc<dyn Member>> {
         locked(&self.members).clone()
     }
 

@@ -3,7 +3,7 @@
 //! Every stream, and every lane of a launched graph, owns a *slot*: a component of the
 //! vector clocks. Slot 0 is the host. A clock maps slots to times; an epoch `(slot, t)`
 //! names one operation. An epoch happens before an operation whose clock is `V` iff
-//! `t <= V[slot]` (SEMANTICS.md, "Clocks").
+//! `t <= V[slot]` (`docs/semantics.md#clocks`).
 //!
 //! Slots are never reused (an epoch of a destroyed stream may still sit in shadow state), so
 //! a process that used ten thousand streams has ten thousand slots. Most of what a stream's

@@ -2,7 +2,7 @@
 //! operation, and the race when the host touched the bytes of one it had not.
 //!
 //! The host's loads and stores are not driver calls. The shim's page guard
-//! (`shim/src/host_guard`) protects the host pages of asynchronous copies in flight, asks
+//! (`shim/src/hooks/host_guard`) protects the host pages of asynchronous copies in flight, asks
 //! here when the host has joined a copy (to lift the protection), and reports a fault inside
 //! a copy's bytes here, as a race between the copy and the host's access.
 
@@ -13,6 +13,9 @@ use super::clock::{Epoch, HOST};
 use super::op::{Mode, OpRecord, Origin};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use super::Model;
+
+/// The `api` of a host's access: not a driver call.
+pub const HOST_API: &str = "host";
 
 /// A load or store of the host, caught at `addr` (its width is unknown: a fault tells the
 /// address only, so the access is taken as its first byte).

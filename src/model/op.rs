@@ -88,7 +88,7 @@ impl OpRecord {
     }
 }
 
-/// How a synchronous call orders the host (SEMANTICS.md, "Synchronous copies and memsets").
+/// How a synchronous call orders the host (`docs/semantics.md#copies`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HostEffect {
     /// Asynchronous: the host does not wait.

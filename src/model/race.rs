@@ -6,48 +6,31 @@ use std::sync::Mutex;
 use super::buffers::{Buffer, MemoryKind};
 use super::op::{Mode, OpRecord, StackId};
 
-/// The kinds of race (SEMANTICS.md, "Buffers and accesses"; host races: issue 12).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RaceKind {
-    /// An access not ordered after the stream-ordered allocation of its buffer.
-    UseBeforeAlloc,
-    /// An access to the bytes of a freed buffer.
-    UseAfterFree,
-    /// A free not ordered after an access to the buffer.
-    FreeRace,
-    /// Two accesses to the same bytes, at least one a write, neither ordered first.
-    CrossStream,
-    /// The host touched the bytes of an asynchronous copy it had not synchronized with: a
-    /// store into the source of a host-to-device copy, any access to the destination of a
-    /// device-to-host copy.
-    HostRace,
-}
-
-impl RaceKind {
-    pub const ALL: [RaceKind; 5] =
-        [RaceKind::UseBeforeAlloc, RaceKind::UseAfterFree, RaceKind::FreeRace, RaceKind::CrossStream, RaceKind::HostRace];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            RaceKind::UseBeforeAlloc => "use-before-alloc",
-            RaceKind::UseAfterFree => "use-after-free",
-            RaceKind::FreeRace => "free-race",
-            RaceKind::CrossStream => "cross-stream-race",
-            RaceKind::HostRace => "host-race",
-        }
-    }
-
-    pub fn from_label(label: &str) -> Option<RaceKind> {
-        RaceKind::ALL.into_iter().find(|k| k.label() == label)
+named_enum! {
+    /// The kinds of race (`docs/semantics.md#accesses-and-races`).
+    pub enum RaceKind("race kind") {
+        /// An access not ordered after the stream-ordered allocation of its buffer.
+        UseBeforeAlloc = "use-before-alloc",
+        /// A free not ordered after an access to the buffer.
+        FreeRace = "free-race",
+        /// An access to the bytes of a freed buffer.
+        UseAfterFree = "use-after-free",
+        /// Two accesses to the same bytes, at least one a write, neither ordered first.
+        CrossStream = "cross-stream-race",
+        /// The host touched the bytes of an asynchronous copy it had not synchronized with: a
+        /// store into the source of a host-to-device copy, any access to the destination of a
+        /// device-to-host copy.
+        HostRace = "host-race",
     }
 }
 
-/// Which accesses a cross-stream race is between.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Hazard {
-    ReadAfterWrite,
-    WriteAfterRead,
-    WriteAfterWrite,
+named_enum! {
+    /// Which accesses a cross-stream race is between.
+    pub enum Hazard("hazard") {
+        ReadAfterWrite = "RAW",
+        WriteAfterRead = "WAR",
+        WriteAfterWrite = "WAW",
+    }
 }
 
 impl Hazard {
@@ -60,14 +43,6 @@ impl Hazard {
             (true, false) => Hazard::ReadAfterWrite,
             (false, true) => Hazard::WriteAfterRead,
             _ => Hazard::WriteAfterWrite,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Hazard::ReadAfterWrite => "RAW",
-            Hazard::WriteAfterRead => "WAR",
-            Hazard::WriteAfterWrite => "WAW",
         }
     }
 }
@@ -99,7 +74,13 @@ pub struct BufferFacts {
 
 impl BufferFacts {
     pub fn of(buffer: &Buffer) -> BufferFacts {
-        BufferFacts { id: buffer.id, base: buffer.base, size: buffer.size, kind: buffer.kind, alloc: buffer.alloc }
+        BufferFacts {
+            id: buffer.id,
+            base: buffer.base,
+            size: buffer.size,
+            kind: buffer.kind,
+            alloc: buffer.alloc,
+        }
     }
 }
 
@@ -119,8 +100,16 @@ impl Race {
         RaceKey {
             kind: self.kind,
             hazard: self.hazard,
-            first: (self.first.op.site, self.first.op.api, self.first.op.kernel.map(|k| k.0)),
-            second: (self.second.op.site, self.second.op.api, self.second.op.kernel.map(|k| k.0)),
+            first: (
+                self.first.op.site,
+                self.first.op.api,
+                self.first.op.kernel.map(|k| k.0),
+            ),
+            second: (
+                self.second.op.site,
+                self.second.op.api,
+                self.second.op.kernel.map(|k| k.0),
+            ),
         }
     }
 }
@@ -165,7 +154,11 @@ impl Races {
     }
 
     pub fn entries(&self) -> Vec<RaceEntry> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
     }
 
     pub fn clear(&self) {
@@ -175,31 +168,21 @@ impl Races {
     }
 }
 
-/// Things worth telling that are not races.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum NoteKind {
-    /// `cuStreamWaitEvent` on an event never recorded: a no-op (legal, common in a
-    /// pipeline's first round).
-    WaitOnUnrecordedEvent,
-    /// A graph launch streamsan could not follow (not captured through the hooks): its work
-    /// is not checked, and no race is reported for it.
-    GraphNotFollowed,
-    /// A stream or event destroyed while work on it had not completed as far as the host
-    /// knew (legal: CUDA releases it when the work is done).
-    DestroyedWhilePending,
-    /// The host touched other data on a page guarded for a copy in flight (issue 12): the
-    /// page was unprotected, and host races on it go unseen until that copy is done.
-    HostGuardGaveUp,
-}
-
-impl NoteKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            NoteKind::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
-            NoteKind::GraphNotFollowed => "graph-not-followed",
-            NoteKind::DestroyedWhilePending => "destroyed-while-pending",
-            NoteKind::HostGuardGaveUp => "host-guard-gave-up",
-        }
+named_enum! {
+    /// Things worth telling that are not races.
+    pub enum NoteKind("note kind") {
+        /// `cuStreamWaitEvent` on an event never recorded: a no-op (legal, common in a
+        /// pipeline's first round).
+        WaitOnUnrecordedEvent = "wait-on-unrecorded-event",
+        /// A graph launch streamsan could not follow (not captured through the hooks): its work
+        /// is not checked, and no race is reported for it.
+        GraphNotFollowed = "graph-not-followed",
+        /// A stream or event destroyed while work on it had not completed as far as the host
+        /// knew (legal: CUDA releases it when the work is done).
+        DestroyedWhilePending = "destroyed-while-pending",
+        /// The host touched other data on a page guarded for a copy in flight: the page was
+        /// unprotected, and host races on it go unseen until that copy is done.
+        HostGuardGaveUp = "host-guard-gave-up",
     }
 }
 
@@ -229,13 +212,22 @@ impl Notes {
             Some(&i) => list[i].count += 1,
             None => {
                 index.insert((kind, op.site, op.api), list.len());
-                list.push(Note { kind, op, subject, count: 1 });
+                list.push(Note {
+                    kind,
+                    op,
+                    subject,
+                    count: 1,
+                });
             }
         }
     }
 
     pub fn entries(&self) -> Vec<Note> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
     }
 
     pub fn clear(&self) {

@@ -4,7 +4,7 @@
 //! supersedes only the reads it is ordered after; reads that are concurrent with each
 //! other are kept side by side (one per stream, in effect). Unlike FastTrack, records
 //! carry byte ranges: copies and memsets know exactly what they touch, and a kernel's
-//! pointer is taken as the single byte it names (SEMANTICS.md, "Buffers and accesses").
+//! pointer is taken as the single byte it names (`docs/semantics.md#accesses-and-races`).
 //!
 //! Dropping a read that happens before a newer read of the same bytes loses no race: any
 //! later write unordered with the old read is unordered with the new one too.

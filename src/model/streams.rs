@@ -3,7 +3,7 @@
 //! Each context has one legacy default stream; each (context, host thread) its per-thread
 //! default stream; every other stream is named by its handle. A stream owns a slot and a
 //! clock behind its own lock. The legacy stream's implicit synchronization with blocking
-//! streams (SEMANTICS.md, "Default streams") is applied when an operation is issued, by
+//! streams (`docs/semantics.md#streams-and-default-streams`) is applied when an operation is issued, by
 //! joining clocks that changed since the last time (each stream counts its changes in
 //! `version`), without ever holding two stream locks at once.
 
@@ -392,7 +392,7 @@ impl Default for Streams {
     }
 }
 
-/// The host's clock: one for the process (SEMANTICS.md, "Clocks").
+/// The host's clock: one for the process (`docs/semantics.md#clocks`).
 pub struct Host {
     clock: RwLock<HostClock>,
     /// Counts the clock's changes, readable without the lock.

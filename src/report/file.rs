@@ -20,18 +20,28 @@ pub struct ReportFile {
 
 /// A new file at `path`: refused if anything (a file, a link, a directory) is there.
 fn create_new(path: &Path) -> io::Result<std::fs::File> {
-    OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(path)
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 impl ReportFile {
     /// Creates the report file at `path`, with `report` in it.
     pub fn create(path: &Path, report: &Report) -> io::Result<ReportFile> {
         let mut file = create_new(path).map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => io::Error::new(e.kind(), "a file is there already (streamsan does not overwrite it)"),
+            io::ErrorKind::AlreadyExists => io::Error::new(
+                e.kind(),
+                "a file is there already (streamsan does not overwrite it)",
+            ),
             _ => e,
         })?;
         file.write_all(&render(report)?)?;
-        Ok(ReportFile { path: path.to_path_buf() })
+        Ok(ReportFile {
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -40,10 +50,18 @@ impl ReportFile {
 
     /// Replaces the file's content with `report`.
     pub fn write(&self, report: &Report) -> io::Result<()> {
-        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = self.path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = self
+            .path
+            .with_file_name(format!(".{name}.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        let result = create_new(&tmp).and_then(|mut f| f.write_all(&render(report)?)).and_then(|()| std::fs::rename(&tmp, &self.path));
+        let result = create_new(&tmp)
+            .and_then(|mut f| f.write_all(&render(report)?))
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -72,10 +90,16 @@ pub fn check_destination(pattern: &str) -> Result<(), String> {
         .map(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
         .unwrap_or(false);
     if !dir.is_dir() {
-        return Err(format!("cannot write reports to {pattern}: {} is not a directory", dir.display()));
+        return Err(format!(
+            "cannot write reports to {pattern}: {} is not a directory",
+            dir.display()
+        ));
     }
     if !writable {
-        return Err(format!("cannot write reports to {pattern}: the directory {} is not writable", dir.display()));
+        return Err(format!(
+            "cannot write reports to {pattern}: the directory {} is not writable",
+            dir.display()
+        ));
     }
     if !pattern.contains("%p") && std::fs::symlink_metadata(path).is_ok() {
         return Err(format!(
@@ -90,7 +114,8 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -105,7 +130,11 @@ mod tests {
         report.pid = 2;
         file.write(&report).unwrap();
         assert_eq!(Report::read_from(&path).unwrap().pid, 2);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
         let again = ReportFile::create(&path, &report).unwrap_err();
         assert!(again.to_string().contains("does not overwrite"), "{again}");
     }
@@ -125,7 +154,13 @@ mod tests {
         let dir = scratch("check");
         assert!(check_destination(&format!("{}/r.%p.json", dir.display())).is_ok());
         std::fs::write(dir.join("r.json"), "").unwrap();
-        assert!(check_destination(&format!("{}/r.json", dir.display())).unwrap_err().contains("exists already"));
-        assert!(check_destination(&format!("{}/nowhere/r.%p.json", dir.display())).unwrap_err().contains("not a directory"));
+        assert!(check_destination(&format!("{}/r.json", dir.display()))
+            .unwrap_err()
+            .contains("exists already"));
+        assert!(
+            check_destination(&format!("{}/nowhere/r.%p.json", dir.display()))
+                .unwrap_err()
+                .contains("not a directory")
+        );
     }
 }

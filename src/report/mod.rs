@@ -1,19 +1,32 @@
 //! The JSON report: one document per process, described by `reports/schema.json`.
 //!
-//! [`build`] turns what the model found into this document; [`text`] renders it the way
-//! ThreadSanitizer prints its warnings. The document is plain data: the `streamsan report`
-//! command and the test harness read it back with the same types.
+//! This module holds the document's data: facts (kinds, addresses, ranges, streams, the
+//! missing wait as an action between the two operations), read and written with serde.
+//! [`build`] turns what the model found into it; [`frames`] decides which frame of a call
+//! site is the program's; [`text`] is the one place that puts things into words: the
+//! ThreadSanitizer-style listing, and the sentences the JSON carries beside the data (the
+//! missing wait's `text`, written when a race is serialized, and a note's `message`);
+//! [`sink`] decides what becomes of each race as it is found ([`suppressions`], the print
+//! limit) and writes the [`file`]. The `streamsan report` command and the test harness read
+//! the document back with these types.
 
 pub mod build;
 pub mod file;
+pub mod frames;
 pub mod merge;
+pub mod sink;
+pub mod suppressions;
 pub mod text;
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
+
+pub use crate::model::race::{Hazard, NoteKind, RaceKind};
+pub use frames::{program_frame, PYTHON_MODULE};
+pub use text::describe_site;
 
 /// One process's report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -49,20 +62,20 @@ pub struct Summary {
     /// Occurrences, all entries together.
     pub occurrences: u64,
     /// Entries by race kind.
-    pub by_kind: BTreeMap<String, u64>,
+    pub by_kind: BTreeMap<RaceKind, u64>,
     /// Entries left out by suppressions.
     #[serde(default)]
     pub suppressed: u64,
 }
 
 /// One race: two operations on one buffer, the first not ordered before the second.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Written with the missing wait in words beside it (see the `Serialize` impl below).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct RaceReport {
-    /// `use-before-alloc`, `use-after-free`, `free-race`, `cross-stream-race` or `host-race`.
-    pub kind: String,
-    /// For a cross-stream race and a host race: `RAW`, `WAR` or `WAW`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hazard: Option<String>,
+    pub kind: RaceKind,
+    /// For a cross-stream race and a host race.
+    #[serde(default)]
+    pub hazard: Option<Hazard>,
     /// How many times it occurred.
     pub count: u64,
     pub buffer: BufferReport,
@@ -87,13 +100,12 @@ pub struct BufferReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
     /// The driver entry point, e.g. `cuLaunchKernel_ptsz`; `host` for the host's own load or
-    /// store (a host race).
+    /// store (a host race, [`crate::model::host_access::HOST_API`]).
     pub api: String,
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    /// `alloc`, `free`, `read`, `write` or `read-write`.
-    pub access: String,
+    pub access: AccessKind,
     /// The bytes accessed, for a read or a write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<ByteRange>,
@@ -156,99 +168,99 @@ pub struct Frame {
     pub module: Option<String>,
 }
 
-/// The wait that is missing, in words and as data.
+named_enum! {
+    /// What an operation did to its buffer.
+    pub enum AccessKind("access") {
+        Alloc = "alloc",
+        Free = "free",
+        Read = "read",
+        Write = "write",
+        ReadWrite = "read-write",
+        /// A launch's access whose direction is not known.
+        ReadOrWrite = "read-or-write",
+    }
+}
+
+named_enum! {
+    /// How to add the missing wait.
+    pub enum FixAction("fix") {
+        /// Record an event on `record_on` after `after`, make `wait_on` wait on it before
+        /// `before`.
+        RecordAndWait = "record-and-wait",
+        /// Synchronize the host with `record_on` after `after`, before `before`.
+        HostWaits = "host-waits",
+        /// Move the free after the use.
+        FreeAfterUse = "free-after-use",
+    }
+}
+
+named_enum! {
+    /// One of the two operations of a race.
+    pub enum Operation("operation") {
+        First = "first",
+        Second = "second",
+    }
+}
+
+/// The wait that is missing, as data ([`text::missing_wait`] puts it into words).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
-    pub text: String,
-    /// `record-and-wait`: record an event on `record_on` after `after`, make `wait_on` wait
-    /// on it before `before`. `host-waits`: synchronize the host with `record_on` after
-    /// `after`, before `before`. `free-after-use`: move the free after the use.
-    pub action: String,
+    pub action: FixAction,
+    /// The label of the stream to record an event on (or to synchronize with).
     pub record_on: String,
-    pub after: String,
+    pub after: Operation,
+    /// The label of the stream that must wait (`the host` for `host-waits`).
     pub wait_on: String,
-    pub before: String,
+    pub before: Operation,
+}
+
+/// A race as the file holds it: its data, and the missing wait in words beside the data
+/// (`missing_wait.text`, for readers of the JSON). Read back, the words are left out:
+/// [`text::missing_wait`] gives them from the data.
+impl Serialize for RaceReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            kind: RaceKind,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            hazard: Option<Hazard>,
+            count: u64,
+            buffer: &'a BufferReport,
+            first: &'a OpReport,
+            second: &'a OpReport,
+            missing_wait: WrittenFix<'a>,
+        }
+        #[derive(Serialize)]
+        struct WrittenFix<'a> {
+            text: String,
+            #[serde(flatten)]
+            fix: &'a Fix,
+        }
+        Written {
+            kind: self.kind,
+            hazard: self.hazard,
+            count: self.count,
+            buffer: &self.buffer,
+            first: &self.first,
+            second: &self.second,
+            missing_wait: WrittenFix {
+                text: text::missing_wait(self),
+                fix: &self.missing_wait,
+            },
+        }
+        .serialize(serializer)
+    }
 }
 
 /// A note: not a race.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoteReport {
-    /// `wait-on-unrecorded-event`, `graph-not-followed`, `destroyed-while-pending` or
-    /// `host-guard-gave-up`.
-    pub kind: String,
+    pub kind: NoteKind,
+    /// In words ([`text::note_message`]): the note's facts are not all in the document.
     pub message: String,
     pub count: u64,
     pub api: String,
     pub site: Vec<Frame>,
-}
-
-/// Whether a frame belongs to a library rather than to the program: a dependency (cargo's
-/// registry, Python's site-packages), a standard library, the C runtime, the system.
-fn is_library(frame: &Frame) -> bool {
-    const FILES: [&str; 5] = ["/.cargo/registry/", "/rustc/", "/site-packages/", "/dist-packages/", "/lib/python3"];
-    const MODULES: [&str; 6] = ["libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "libdl"];
-    let file = frame.file.as_deref().unwrap_or("");
-    let module = frame.module.as_deref().unwrap_or("");
-    let module = module.rsplit('/').next().unwrap_or(module);
-    FILES.iter().any(|part| file.contains(part))
-        || file.starts_with("/usr/")
-        || file.starts_with('<')
-        || MODULES.iter().any(|m| module.starts_with(m))
-}
-
-/// Whether a frame is in CUDA's own libraries (runtime, driver, math libraries), which say
-/// how the driver was reached, not who asked.
-fn is_cuda_library(frame: &Frame) -> bool {
-    const MODULES: [&str; 12] = [
-        "libcuda.", "libcudart", "libcublas", "libcudnn", "libcufft", "libcurand", "libcusparse", "libcusolver",
-        "libnccl", "libnvrtc", "libnvJitLink", "libstreamsan",
-    ];
-    let module = frame.module.as_deref().unwrap_or("");
-    let module = module.rsplit('/').next().unwrap_or(module);
-    MODULES.iter().any(|m| module.starts_with(m))
-}
-
-/// The frame that says where in the program's own code a call was made: the innermost
-/// Python frame beside the script (under the directory of the outermost Python frame outside
-/// libraries: a package put on `PYTHONPATH` or installed with `pip --target` is not in
-/// `site-packages`, yet it is not the program), else the innermost Python frame outside
-/// libraries, else the innermost native frame with a source file outside libraries, else
-/// the innermost frame with a source file, else the innermost named frame outside CUDA's
-/// libraries (a framework's function, when a thread of its own made the call), else the
-/// innermost frame.
-pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
-    let own = |f: &&Frame| f.file.is_some() && !is_library(f);
-    let python = |f: &&Frame| f.module.as_deref() == Some(PYTHON_MODULE);
-    let named_caller = |f: &&Frame| f.function.is_some() && !is_cuda_library(f);
-    let script_dir = site.iter().rev().find(|f| python(f) && own(f)).and_then(|f| Path::new(f.file.as_deref()?).parent());
-    let beside_script = |f: &&Frame| python(f) && script_dir.is_some_and(|dir| f.file.as_deref().is_some_and(|file| Path::new(file).starts_with(dir)));
-    site.iter()
-        .find(beside_script)
-        .or_else(|| site.iter().find(|f| python(f) && own(f)))
-        .or_else(|| site.iter().find(|f| python(f)))
-        .or_else(|| site.iter().find(own))
-        .or_else(|| site.iter().find(|f| f.file.is_some()))
-        .or_else(|| site.iter().find(named_caller))
-        .or(site.first())
-}
-
-/// The `module` of a Python frame.
-pub const PYTHON_MODULE: &str = "python";
-
-/// A call site in one line: `file:line in function` of its [`program_frame`].
-pub fn describe_site(site: &[Frame]) -> String {
-    let frame = program_frame(site);
-    match frame {
-        Some(f) => {
-            let function = f.function.as_deref().unwrap_or("<unknown>");
-            match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!("{file}:{line} in {function}"),
-                (Some(file), None) => format!("{file} in {function}"),
-                _ => format!("{function} ({})", f.module.as_deref().unwrap_or(&f.address)),
-            }
-        }
-        None => "(no call site)".into(),
-    }
 }
 
 impl Report {
@@ -267,85 +279,37 @@ impl Report {
     /// `InvalidData` error that says where it went wrong.
     pub fn read_from(path: &Path) -> io::Result<Report> {
         let text = std::fs::read_to_string(path)?;
-        let report: Report = serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a streamsan report ({e})"),
+            )
+        })?;
         if report.tool != "streamsan" {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report (tool {:?})", report.tool)));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a streamsan report (tool {:?})", report.tool),
+            ));
         }
         Ok(report)
     }
 
-    /// Leaves out the races `suppressions` suppress, counting them in the summary.
-    pub fn suppress(&mut self, suppressions: &crate::suppressions::Suppressions) {
-        let before = self.races.len();
-        self.races.retain(|race| !suppressions.suppresses(race));
-        let suppressed = self.summary.suppressed + (before - self.races.len()) as u64;
-        self.summarize();
-        self.summary.suppressed = suppressed;
-    }
-
-    /// The races of one kind.
+    /// The races of one kind (by its name, `free-race`, as tests and people write it).
     pub fn races_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a RaceReport> + 'a {
         self.races.iter().filter(move |r| r.kind == kind)
     }
 
     /// Recomputes `summary` from `races` (keeping the count of suppressed ones).
     pub fn summarize(&mut self) {
-        let mut summary = Summary { races: self.races.len() as u64, suppressed: self.summary.suppressed, ..Summary::default() };
+        let mut summary = Summary {
+            races: self.races.len() as u64,
+            suppressed: self.summary.suppressed,
+            ..Summary::default()
+        };
         for race in &self.races {
             summary.occurrences += race.count;
-            *summary.by_kind.entry(race.kind.clone()).or_insert(0) += 1;
+            *summary.by_kind.entry(race.kind).or_insert(0) += 1;
         }
         self.summary = summary;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(function: &str, file: Option<&str>, module: Option<&str>) -> Frame {
-        Frame {
-            address: "0x0".into(),
-            function: Some(function.into()),
-            file: file.map(String::from),
-            line: Some(1),
-            module: module.map(String::from),
-        }
-    }
-
-    #[test]
-    fn the_program_frame_skips_libraries() {
-        let rust = [
-            frame("cuLaunchKernel", Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"), None),
-            frame("call_once", Some("/rustc/abc/library/core/src/ops.rs"), None),
-            frame("main", Some("/work/app/src/main.rs"), None),
-        ];
-        assert_eq!(program_frame(&rust).unwrap().function.as_deref(), Some("main"));
-        let python = [
-            frame("launchKernel", Some("/work/cupy/driver.cpp"), None),
-            frame("forward", Some("/venv/lib/python3.12/site-packages/torch/nn/linear.py"), Some(PYTHON_MODULE)),
-            frame("train", Some("/work/train.py"), Some(PYTHON_MODULE)),
-        ];
-        assert_eq!(program_frame(&python).unwrap().function.as_deref(), Some("train"));
-        assert_eq!(describe_site(&python), "/work/train.py:1 in train");
-        // A package outside site-packages (PYTHONPATH, pip --target): the script's line.
-        let beside = [
-            frame("copy", Some("/tmp/site/warp/context.py"), Some(PYTHON_MODULE)),
-            frame("step", Some("/work/app/lib/steps.py"), Some(PYTHON_MODULE)),
-            frame("<module>", Some("/work/app/main.py"), Some(PYTHON_MODULE)),
-        ];
-        assert_eq!(program_frame(&beside).unwrap().function.as_deref(), Some("step"));
-        assert_eq!(program_frame(&beside[..1]).unwrap().function.as_deref(), Some("copy"));
-        let bare = [frame("libcudart_static", None, None)];
-        assert_eq!(program_frame(&bare).unwrap().function.as_deref(), Some("libcudart_static"));
-        // A framework's own thread (PyTorch's autograd engine): no Python, no source files.
-        let no_lines = |function: &str, module: &str| Frame { file: None, line: None, ..frame(function, None, Some(module)) };
-        let engine = [
-            Frame { function: None, ..no_lines("", "/venv/nvidia/cu13/lib/libcudart.so.13") },
-            no_lines("cudaLaunchKernel", "/venv/nvidia/cu13/lib/libcudart.so.13"),
-            no_lines("at::native::nll_loss_backward_out_cuda_template", "/venv/torch/lib/libtorch_cuda.so"),
-        ];
-        assert_eq!(describe_site(&engine), "at::native::nll_loss_backward_out_cuda_template (/venv/torch/lib/libtorch_cuda.so)");
     }
 }

@@ -1,10 +1,17 @@
-//! Reports as text, the way ThreadSanitizer prints them: the operation that exposed the
-//! race first, then the earlier one, the buffer's allocation, the missing wait, and a
-//! `SUMMARY:` line.
+//! Every word of a report, in one place: the ThreadSanitizer-style listing (the operation
+//! that exposed the race first, then the earlier one, the buffer's allocation, the missing
+//! wait, and a `SUMMARY:` line), and the sentences and names the JSON carries beside its data
+//! (the missing wait, notes, stream labels).
 
 use std::fmt::Write;
 
-use super::{describe_site, Frame, OpReport, RaceReport, Report};
+use crate::model::host_access::HOST_API;
+use crate::model::op::ThreadId;
+use crate::model::streams::StreamKind;
+
+use super::{
+    program_frame, AccessKind, FixAction, Frame, NoteKind, OpReport, Operation, RaceReport, Report,
+};
 
 const RULE: &str = "==================";
 
@@ -13,7 +20,11 @@ fn frames(out: &mut String, frames: &[Frame]) {
         let _ = writeln!(out, "    (no call site)");
     }
     for (i, f) in frames.iter().enumerate() {
-        let _ = write!(out, "    #{i} {}", f.function.as_deref().unwrap_or("<unknown>"));
+        let _ = write!(
+            out,
+            "    #{i} {}",
+            f.function.as_deref().unwrap_or("<unknown>")
+        );
         if let Some(file) = &f.file {
             let _ = write!(out, " {file}");
             if let Some(line) = f.line {
@@ -22,7 +33,12 @@ fn frames(out: &mut String, frames: &[Frame]) {
         }
         match &f.module {
             Some(module) => {
-                let _ = writeln!(out, " ({} {})", module.rsplit('/').next().unwrap_or(module), f.address);
+                let _ = writeln!(
+                    out,
+                    " ({} {})",
+                    module.rsplit('/').next().unwrap_or(module),
+                    f.address
+                );
             }
             None => {
                 let _ = writeln!(out, " ({})", f.address);
@@ -32,9 +48,9 @@ fn frames(out: &mut String, frames: &[Frame]) {
 }
 
 fn what(op: &OpReport) -> String {
-    let action = match op.access.as_str() {
-        "alloc" => "Allocation".to_string(),
-        "free" => "Free".to_string(),
+    let action = match op.access {
+        AccessKind::Alloc => "Allocation".to_string(),
+        AccessKind::Free => "Free".to_string(),
         access => {
             let mut a = access.to_string();
             a[..1].make_ascii_uppercase();
@@ -48,11 +64,14 @@ fn what(op: &OpReport) -> String {
         Some(kernel) => format!("kernel {kernel} ({})", op.api),
         None => op.api.clone(),
     };
-    if op.api == "host" {
+    if op.api == HOST_API {
         // A load or store of the host (a host race), not a driver call.
         return format!("{action} by the host, thread T{}", op.thread.id);
     }
-    format!("{action} by {by} on {}, thread T{}", op.stream.label, op.thread.id)
+    format!(
+        "{action} by {by} on {}, thread T{}",
+        op.stream.label, op.thread.id
+    )
 }
 
 fn lowercase_first(s: &str) -> String {
@@ -64,7 +83,11 @@ fn lowercase_first(s: &str) -> String {
 /// One race as a warning block.
 pub fn race(race: &RaceReport) -> String {
     let mut out = String::new();
-    let hazard = race.hazard.as_ref().map(|h| format!(" ({h})")).unwrap_or_default();
+    let hazard = race
+        .hazard
+        .as_ref()
+        .map(|h| format!(" ({h})"))
+        .unwrap_or_default();
     let _ = writeln!(out, "{RULE}");
     let _ = writeln!(
         out,
@@ -75,17 +98,125 @@ pub fn race(race: &RaceReport) -> String {
     frames(&mut out, &race.second.site);
     let _ = writeln!(out, "  Previous {}:", lowercase_first(&what(&race.first)));
     frames(&mut out, &race.first.site);
-    if race.first.access != "alloc" {
-        let _ = writeln!(out, "  Buffer allocated by {} on {}:", race.buffer.allocation.api, race.buffer.allocation.stream.label);
+    if race.first.access != AccessKind::Alloc {
+        let _ = writeln!(
+            out,
+            "  Buffer allocated by {} on {}:",
+            race.buffer.allocation.api, race.buffer.allocation.stream.label
+        );
         frames(&mut out, &race.buffer.allocation.site);
     }
-    let _ = writeln!(out, "  Missing wait: {}", race.missing_wait.text);
+    let _ = writeln!(out, "  Missing wait: {}", missing_wait(race));
     if race.count > 1 {
         let _ = writeln!(out, "  Occurred {} times.", race.count);
     }
-    let _ = writeln!(out, "SUMMARY: streamsan: {} {}", race.kind, describe_site(&race.second.site));
+    let _ = writeln!(
+        out,
+        "SUMMARY: streamsan: {} {}",
+        race.kind,
+        describe_site(&race.second.site)
+    );
     let _ = writeln!(out, "{RULE}");
     out
+}
+
+/// A call site in one line: `file:line in function` of its [`program_frame`].
+pub fn describe_site(site: &[Frame]) -> String {
+    let frame = program_frame(site);
+    match frame {
+        Some(f) => {
+            let function = f.function.as_deref().unwrap_or("<unknown>");
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!("{file}:{line} in {function}"),
+                (Some(file), None) => format!("{file} in {function}"),
+                _ => format!("{function} ({})", f.module.as_deref().unwrap_or(&f.address)),
+            }
+        }
+        None => "(no call site)".into(),
+    }
+}
+
+/// How a person names an operation: its kernel or entry point, and where it was called.
+pub fn describe(op: &OpReport) -> String {
+    let what = match &op.kernel {
+        Some(kernel) => format!("{kernel} ({})", op.api),
+        None => op.api.clone(),
+    };
+    match program_frame(&op.site) {
+        Some(Frame {
+            file: Some(file),
+            line,
+            ..
+        }) => {
+            let file = file.rsplit('/').next().unwrap_or(file);
+            match line {
+                Some(line) => format!("{what} at {file}:{line}"),
+                None => format!("{what} at {file}"),
+            }
+        }
+        _ => what,
+    }
+}
+
+/// The missing wait of a race in words, from its data.
+pub fn missing_wait(race: &RaceReport) -> String {
+    let fix = &race.missing_wait;
+    let op = |which| match which {
+        Operation::First => describe(&race.first),
+        Operation::Second => describe(&race.second),
+    };
+    let (after, before) = (op(fix.after), op(fix.before));
+    let (record_on, wait_on) = (&fix.record_on, &fix.wait_on);
+    match fix.action {
+        FixAction::FreeAfterUse => format!(
+            "{after} uses the buffer after {before} freed it: free it after its last use instead (record an event on {record_on} after {after}; make {wait_on} wait on it before the free)"
+        ),
+        FixAction::HostWaits => format!(
+            "make the host wait for {record_on} after {after} (cuStreamSynchronize, or cuEventSynchronize on an event recorded after it) before {before}"
+        ),
+        FixAction::RecordAndWait => format!("record an event on {record_on} after {after}; make {wait_on} wait on it before {before}"),
+    }
+}
+
+/// What the report calls the host, as a stream.
+pub const HOST_LABEL: &str = "the host";
+
+/// How a person names a stream.
+pub fn stream_label(kind: StreamKind, handle: u64, ctx: u64, thread: ThreadId) -> String {
+    match kind {
+        StreamKind::LegacyDefault => format!("the legacy default stream (context {ctx:#x})"),
+        StreamKind::PerThreadDefault => format!(
+            "the per-thread default stream of thread T{} (context {ctx:#x})",
+            thread.0
+        ),
+        StreamKind::Blocking | StreamKind::NonBlocking => {
+            format!("stream {handle:#x} ({})", kind.label())
+        }
+    }
+}
+
+/// How a person names the lane of a graph launch its nodes ran on.
+pub fn graph_lane_label(exec: u64, launched_on: &str) -> String {
+    format!("a node of graph {exec:#x} launched on {launched_on}")
+}
+
+/// A note in words: what `api` did on the stream labelled `on`, `subject` being the handle
+/// it is about.
+pub fn note_message(kind: NoteKind, api: &str, on: &str, subject: u64) -> String {
+    match kind {
+        NoteKind::WaitOnUnrecordedEvent => {
+            format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
+        }
+        NoteKind::GraphNotFollowed => {
+            format!("graph {subject:#x} launched on {on} was not captured through the hooked calls: its work is not checked")
+        }
+        NoteKind::DestroyedWhilePending => {
+            format!("{on} was destroyed while work on it may still run (the host had not synchronized with it)")
+        }
+        NoteKind::HostGuardGaveUp => format!(
+            "the host touched other data on page {subject:#x}, which holds bytes of {api} on {on} in flight: host races on that page went unchecked until the copy was done"
+        ),
+    }
 }
 
 /// A whole report: every race, every note, and a summary line.
@@ -95,8 +226,18 @@ pub fn report(report: &Report) -> String {
         out.push_str(&race(r));
     }
     for note in &report.notes {
-        let times = if note.count > 1 { format!(" ({} times)", note.count) } else { String::new() };
-        let _ = writeln!(out, "NOTE: streamsan: {}{times}: {} at {}", note.kind, note.message, describe_site(&note.site));
+        let times = if note.count > 1 {
+            format!(" ({} times)", note.count)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "NOTE: streamsan: {}{times}: {} at {}",
+            note.kind,
+            note.message,
+            describe_site(&note.site)
+        );
     }
     let _ = writeln!(out, "{}", summary(report));
     out
@@ -106,7 +247,11 @@ pub fn report(report: &Report) -> String {
 /// race`.
 pub fn summary(report: &Report) -> String {
     let s = &report.summary;
-    let kinds: Vec<String> = s.by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+    let kinds: Vec<String> = s
+        .by_kind
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
     let mut line = match s.races {
         0 => "streamsan: no race".to_string(),
         1 => format!("streamsan: 1 race ({})", kinds.join(", ")),

@@ -1,4 +1,4 @@
-/* One scenario per rule of SEMANTICS.md and per race kind, each with a racy and a fixed twin.
+/* One scenario per rule of docs/semantics.md and per race kind, each with a racy and a fixed twin.
    Usage: semantics SCENARIO racy|fixed   (semantics list: each scenario and what its racy
    twin must be reported as)
    Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,

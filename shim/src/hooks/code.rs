@@ -5,12 +5,12 @@ use core::ffi::c_char;
 use streamsan_driver_api::*;
 
 use super::ok;
-use crate::exports::Call;
-use crate::kernels::{self, HandleKind};
+use crate::intercept::variants::{real, Call};
+use super::kernels::{self, HandleKind};
 
 pub unsafe fn module_get_function(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult,
+    real: real::module_get_function,
     hfunc: *mut CUfunction,
     module: CUmodule,
     name: *const c_char,
@@ -25,7 +25,7 @@ pub unsafe fn module_get_function(
 
 pub unsafe fn library_get_kernel(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUkernel, CUlibrary, *const c_char) -> CUresult,
+    real: real::library_get_kernel,
     kernel: *mut CUkernel,
     library: CUlibrary,
     name: *const c_char,
@@ -40,7 +40,7 @@ pub unsafe fn library_get_kernel(
 
 pub unsafe fn kernel_get_function(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUfunction, CUkernel) -> CUresult,
+    real: real::kernel_get_function,
     func: *mut CUfunction,
     kernel: CUkernel,
 ) -> CUresult {
@@ -51,7 +51,7 @@ pub unsafe fn kernel_get_function(
     status
 }
 
-pub unsafe fn module_unload(_call: &Call, real: unsafe extern "C" fn(CUmodule) -> CUresult, module: CUmodule) -> CUresult {
+pub unsafe fn module_unload(_call: &Call, real: real::module_unload, module: CUmodule) -> CUresult {
     let status = unsafe { real(module) };
     if ok(status) {
         kernels::code_unloaded(Some(module));
@@ -59,7 +59,7 @@ pub unsafe fn module_unload(_call: &Call, real: unsafe extern "C" fn(CUmodule) -
     status
 }
 
-pub unsafe fn library_unload(_call: &Call, real: unsafe extern "C" fn(CUlibrary) -> CUresult, library: CUlibrary) -> CUresult {
+pub unsafe fn library_unload(_call: &Call, real: real::library_unload, library: CUlibrary) -> CUresult {
     let status = unsafe { real(library) };
     if ok(status) {
         kernels::code_unloaded(Some(library));

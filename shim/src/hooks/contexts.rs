@@ -6,14 +6,15 @@ use std::sync::Mutex;
 use streamsan_driver_api::*;
 
 use super::ok;
-use crate::{driver, kernels};
-use crate::exports::Call;
-use crate::runtime::model;
+use super::kernels;
+use crate::intercept::driver;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// Primary contexts by device, for `cuDevicePrimaryCtxReset`, which names only the device.
 static PRIMARY: Mutex<Option<HashMap<CUdevice, u64>>> = Mutex::new(None);
 
-pub unsafe fn ctx_destroy(_call: &Call, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+pub unsafe fn ctx_destroy(_call: &Call, real: real::ctx_destroy, ctx: CUcontext) -> CUresult {
     let status = unsafe { real(ctx) };
     if ok(status) {
         model().context_destroyed(ctx as u64);
@@ -23,7 +24,7 @@ pub unsafe fn ctx_destroy(_call: &Call, real: unsafe extern "C" fn(CUcontext) ->
 }
 
 /// `cuCtxSynchronize`: the host waits for every stream of the current context.
-pub unsafe fn ctx_synchronize(_call: &Call, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
+pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUresult {
     let status = unsafe { real() };
     if ok(status) {
         model().context_synchronized(driver::current_context());
@@ -32,7 +33,7 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: unsafe extern "C" fn() -> CUre
 }
 
 /// `cuCtxSynchronize_v2(ctx)` (CUDA 13): the named context, or the current one.
-pub unsafe fn ctx_synchronize_v2(_call: &Call, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, ctx: CUcontext) -> CUresult {
     let status = unsafe { real(ctx) };
     if ok(status) {
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
@@ -43,7 +44,7 @@ pub unsafe fn ctx_synchronize_v2(_call: &Call, real: unsafe extern "C" fn(CUcont
 
 pub unsafe fn primary_ctx_retain(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
+    real: real::primary_ctx_retain,
     pctx: *mut CUcontext,
     dev: CUdevice,
 ) -> CUresult {
@@ -56,7 +57,7 @@ pub unsafe fn primary_ctx_retain(
 }
 
 /// `cuDevicePrimaryCtxReset`: the device's primary context loses its streams and memory.
-pub unsafe fn primary_ctx_reset(_call: &Call, real: unsafe extern "C" fn(CUdevice) -> CUresult, dev: CUdevice) -> CUresult {
+pub unsafe fn primary_ctx_reset(_call: &Call, real: real::primary_ctx_reset, dev: CUdevice) -> CUresult {
     let status = unsafe { real(dev) };
     if ok(status) {
         let ctx = PRIMARY.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&dev).copied());

@@ -1,5 +1,5 @@
 //! Copies: the bytes they read and write, and how the synchronous ones order the host
-//! (SEMANTICS.md, "Synchronous copies and memsets").
+//! (`docs/semantics.md#copies`).
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that
@@ -13,9 +13,9 @@ use streamsan::model::Work;
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
-use crate::exports::Call;
-use crate::host_guard;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::host_guard;
+use super::model::model;
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -74,7 +74,7 @@ fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: Ho
     copied(call, on, &[(src, bytes as u64)], &[(dst, bytes as u64)], host);
 }
 
-pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
@@ -82,7 +82,7 @@ pub unsafe fn memcpy(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdevi
     status
 }
 
-pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
@@ -90,7 +90,7 @@ pub unsafe fn memcpy_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -99,7 +99,7 @@ pub unsafe fn memcpy_htod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *
     status
 }
 
-pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
@@ -107,7 +107,7 @@ pub unsafe fn memcpy_dtoh(call: &Call, real: unsafe extern "C" fn(*mut c_void, C
     status
 }
 
-pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
@@ -116,7 +116,7 @@ pub unsafe fn memcpy_dtod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
 }
 
 /// Device to array: only the device side is memory streamsan tracks.
-pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
@@ -124,7 +124,7 @@ pub unsafe fn memcpy_dtoa(call: &Call, real: unsafe extern "C" fn(CUarray, usize
     status
 }
 
-pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
@@ -132,7 +132,7 @@ pub unsafe fn memcpy_atod(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, C
     status
 }
 
-pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
@@ -140,7 +140,7 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
     status
 }
 
-pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
@@ -148,7 +148,7 @@ pub unsafe fn memcpy_dtoh_async(call: &Call, real: unsafe extern "C" fn(*mut c_v
     status
 }
 
-pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtod_async(call: &Call, real: real::memcpy_dtod_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
@@ -159,7 +159,7 @@ pub unsafe fn memcpy_dtod_async(call: &Call, real: unsafe extern "C" fn(CUdevice
 /// A peer copy between devices: on the calling context's default stream.
 pub unsafe fn memcpy_peer(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    real: real::memcpy_peer,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -175,7 +175,7 @@ pub unsafe fn memcpy_peer(
 
 pub unsafe fn memcpy_peer_async(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    real: real::memcpy_peer_async,
     dst: CUdeviceptr,
     dst_ctx: CUcontext,
     src: CUdeviceptr,
@@ -278,7 +278,7 @@ macro_rules! strided_3d {
     }};
 }
 
-pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D) -> CUresult, copy: *const Memcpy2D) -> CUresult {
+pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
@@ -286,7 +286,7 @@ pub unsafe fn memcpy_2d(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D)
     status
 }
 
-pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy2D, CUstream) -> CUresult, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_2d_async(call: &Call, real: real::memcpy_2d_async, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
@@ -294,7 +294,7 @@ pub unsafe fn memcpy_2d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D) -> CUresult, copy: *const Memcpy3D) -> CUresult {
+pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: the caller's descriptor, which the driver accepted.
@@ -303,7 +303,7 @@ pub unsafe fn memcpy_3d(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D)
     status
 }
 
-pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3D, CUstream) -> CUresult, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_async(call: &Call, real: real::memcpy_3d_async, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -312,7 +312,7 @@ pub unsafe fn memcpy_3d_async(call: &Call, real: unsafe extern "C" fn(*const Mem
     status
 }
 
-pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer) -> CUresult, copy: *const Memcpy3DPeer) -> CUresult {
+pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *const Memcpy3DPeer) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: as above.
@@ -321,7 +321,7 @@ pub unsafe fn memcpy_3d_peer(call: &Call, real: unsafe extern "C" fn(*const Memc
     status
 }
 
-pub unsafe fn memcpy_3d_peer_async(call: &Call, real: unsafe extern "C" fn(*const Memcpy3DPeer, CUstream) -> CUresult, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -348,7 +348,7 @@ unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *con
 
 pub unsafe fn memcpy_batch_async(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, *mut usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,
@@ -368,7 +368,7 @@ pub unsafe fn memcpy_batch_async(
 
 pub unsafe fn memcpy_batch_async_v2(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize, *mut CUmemcpyAttributes, *mut usize, usize, CUstream) -> CUresult,
+    real: real::memcpy_batch_async_v2,
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,

@@ -1,14 +1,10 @@
-//! `cuGetProcAddress`: the third road into the driver (see [`crate::getproc`]).
+//! `cuGetProcAddress`: the third road into the driver (see [`crate::intercept::getproc`]).
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use streamsan_driver_api::{CUresult, CUDA_SUCCESS};
 
-use crate::exports::Call;
-use crate::getproc;
-
-type GetProcAddress = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
-type GetProcAddressV2 =
-    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut u32) -> CUresult;
+use crate::intercept::variants::{real, Call};
+use crate::intercept::getproc;
 
 /// Replaces the driver's answer with the hook of the same variant.
 unsafe fn answer_with_hook(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64) {
@@ -26,7 +22,7 @@ unsafe fn answer_with_hook(symbol: *const c_char, pfn: *mut *mut c_void, flags: 
 /// `cuGetProcAddress` (the 4-argument ABI of CUDA 11.3).
 pub unsafe fn get_proc_address(
     _call: &Call,
-    real: GetProcAddress,
+    real: real::get_proc_address,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     cuda_version: c_int,
@@ -43,7 +39,7 @@ pub unsafe fn get_proc_address(
 /// `cuGetProcAddress_v2` (CUDA 12.0: adds the symbol status).
 pub unsafe fn get_proc_address_v2(
     _call: &Call,
-    real: GetProcAddressV2,
+    real: real::get_proc_address_v2,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     cuda_version: c_int,

@@ -5,10 +5,10 @@ use core::ffi::c_uint;
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
-pub unsafe fn event_record(call: &Call, real: unsafe extern "C" fn(CUevent, CUstream) -> CUresult, event: CUevent, h_stream: CUstream) -> CUresult {
+pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(event, h_stream) };
     if ok(status) {
         model().event_record(event as u64, stream(call, h_stream), false, &origin(call));
@@ -18,7 +18,7 @@ pub unsafe fn event_record(call: &Call, real: unsafe extern "C" fn(CUevent, CUst
 
 pub unsafe fn event_record_with_flags(
     call: &Call,
-    real: unsafe extern "C" fn(CUevent, CUstream, c_uint) -> CUresult,
+    real: real::event_record_with_flags,
     event: CUevent,
     h_stream: CUstream,
     flags: c_uint,
@@ -31,7 +31,7 @@ pub unsafe fn event_record_with_flags(
     status
 }
 
-pub unsafe fn event_synchronize(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
@@ -40,7 +40,7 @@ pub unsafe fn event_synchronize(_call: &Call, real: unsafe extern "C" fn(CUevent
 }
 
 /// `cuEventQuery` returning success means the event completed: as a synchronize.
-pub unsafe fn event_query(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+pub unsafe fn event_query(_call: &Call, real: real::event_query, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);
@@ -48,7 +48,7 @@ pub unsafe fn event_query(_call: &Call, real: unsafe extern "C" fn(CUevent) -> C
     status
 }
 
-pub unsafe fn event_destroy(_call: &Call, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+pub unsafe fn event_destroy(_call: &Call, real: real::event_destroy, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_destroyed(event as u64);

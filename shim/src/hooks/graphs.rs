@@ -5,8 +5,8 @@ use core::ffi::c_char;
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {
     if ok(status) && !exec.is_null() {
@@ -16,7 +16,7 @@ fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {
 
 pub unsafe fn graph_instantiate(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUgraphNode, *mut c_char, usize) -> CUresult,
+    real: real::graph_instantiate,
     exec: *mut CUgraphExec,
     graph: CUgraph,
     error_node: *mut CUgraphNode,
@@ -28,7 +28,7 @@ pub unsafe fn graph_instantiate(
     status
 }
 
-pub unsafe fn graph_instantiate_with_flags(_call: &Call, real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, u64) -> CUresult, exec: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CUresult {
+pub unsafe fn graph_instantiate_with_flags(_call: &Call, real: real::graph_instantiate_with_flags, exec: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CUresult {
     let status = unsafe { real(exec, graph, flags) };
     instantiated(status, exec, graph);
     status
@@ -36,7 +36,7 @@ pub unsafe fn graph_instantiate_with_flags(_call: &Call, real: unsafe extern "C"
 
 pub unsafe fn graph_instantiate_with_params(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUDA_GRAPH_INSTANTIATE_PARAMS) -> CUresult,
+    real: real::graph_instantiate_with_params,
     exec: *mut CUgraphExec,
     graph: CUgraph,
     params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
@@ -46,7 +46,7 @@ pub unsafe fn graph_instantiate_with_params(
     status
 }
 
-pub unsafe fn graph_launch(call: &Call, real: unsafe extern "C" fn(CUgraphExec, CUstream) -> CUresult, exec: CUgraphExec, h_stream: CUstream) -> CUresult {
+pub unsafe fn graph_launch(call: &Call, real: real::graph_launch, exec: CUgraphExec, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(exec, h_stream) };
     if ok(status) {
         model().graph_launch(exec as u64, stream(call, h_stream), &origin(call));
@@ -54,7 +54,7 @@ pub unsafe fn graph_launch(call: &Call, real: unsafe extern "C" fn(CUgraphExec, 
     status
 }
 
-pub unsafe fn graph_exec_destroy(_call: &Call, real: unsafe extern "C" fn(CUgraphExec) -> CUresult, exec: CUgraphExec) -> CUresult {
+pub unsafe fn graph_exec_destroy(_call: &Call, real: real::graph_exec_destroy, exec: CUgraphExec) -> CUresult {
     let status = unsafe { real(exec) };
     if ok(status) {
         model().exec_destroyed(exec as u64);
@@ -62,7 +62,7 @@ pub unsafe fn graph_exec_destroy(_call: &Call, real: unsafe extern "C" fn(CUgrap
     status
 }
 
-pub unsafe fn graph_destroy(_call: &Call, real: unsafe extern "C" fn(CUgraph) -> CUresult, graph: CUgraph) -> CUresult {
+pub unsafe fn graph_destroy(_call: &Call, real: real::graph_destroy, graph: CUgraph) -> CUresult {
     let status = unsafe { real(graph) };
     if ok(status) {
         model().graph_destroyed(graph as u64);

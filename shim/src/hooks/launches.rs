@@ -1,6 +1,6 @@
 //! Kernel launches, host functions and stream callbacks.
 //!
-//! A launch's accesses come from its parameters ([`crate::kernels`]). A host function is
+//! A launch's accesses come from its parameters ([`super::kernels`]). A host function is
 //! wrapped: the driver runs the shim's trampoline, which orders the host after the
 //! function's place in its stream, then calls the program's function with its own data.
 
@@ -15,10 +15,10 @@ use streamsan::model::Work;
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::exports::Call;
-use crate::host_guard;
-use crate::kernels;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::host_guard;
+use super::kernels;
+use super::model::model;
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
 /// shared locks: the list of accesses, the kernels launched lately.
@@ -51,7 +51,7 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
 
 pub unsafe fn launch_kernel(
     call: &Call,
-    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    real: real::launch_kernel,
     f: CUfunction,
     grid_x: c_uint,
     grid_y: c_uint,
@@ -76,7 +76,7 @@ pub unsafe fn launch_kernel(
 /// may hide a race, but never invents one).
 pub unsafe fn launch_kernel_ex(
     call: &Call,
-    real: unsafe extern "C" fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    real: real::launch_kernel_ex,
     config: *const LaunchConfig,
     f: CUfunction,
     kernel_params: *mut *mut c_void,
@@ -102,7 +102,7 @@ pub unsafe fn launch_kernel_ex(
 
 pub unsafe fn launch_cooperative_kernel(
     call: &Call,
-    real: unsafe extern "C" fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void) -> CUresult,
+    real: real::launch_cooperative_kernel,
     f: CUfunction,
     grid_x: c_uint,
     grid_y: c_uint,
@@ -142,7 +142,7 @@ unsafe extern "C" fn run_host_func(data: *mut c_void) {
 
 pub unsafe fn launch_host_func(
     call: &Call,
-    real: unsafe extern "C" fn(CUstream, CUhostFn, *mut c_void) -> CUresult,
+    real: real::launch_host_func,
     h_stream: CUstream,
     func: CUhostFn,
     user_data: *mut c_void,
@@ -177,7 +177,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
 
 pub unsafe fn stream_add_callback(
     call: &Call,
-    real: unsafe extern "C" fn(CUstream, CUstreamCallback, *mut c_void, c_uint) -> CUresult,
+    real: real::stream_add_callback,
     h_stream: CUstream,
     callback: CUstreamCallback,
     user_data: *mut c_void,

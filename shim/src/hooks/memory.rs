@@ -1,4 +1,4 @@
-//! Allocations and frees (SEMANTICS.md, "Buffers and accesses").
+//! Allocations and frees (`docs/semantics.md#allocation-and-free`).
 
 use core::ffi::{c_uint, c_void};
 
@@ -8,9 +8,9 @@ use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::driver;
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::driver;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// A successful allocation of `size` bytes at `base`: synchronous, or ordered on `on`.
 fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<StreamRef>) {
@@ -41,7 +41,7 @@ unsafe fn out_ptr(p: *mut *mut c_void) -> u64 {
     if p.is_null() { 0 } else { (unsafe { *p }) as u64 }
 }
 
-pub unsafe fn mem_alloc(call: &Call, real: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult, dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
+pub unsafe fn mem_alloc(call: &Call, real: real::mem_alloc, dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
     let status = unsafe { real(dptr, bytesize) };
     if ok(status) {
         allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::Device, None);
@@ -51,7 +51,7 @@ pub unsafe fn mem_alloc(call: &Call, real: unsafe extern "C" fn(*mut CUdeviceptr
 
 pub unsafe fn mem_alloc_pitch(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, usize, usize, c_uint) -> CUresult,
+    real: real::mem_alloc_pitch,
     dptr: *mut CUdeviceptr,
     pitch: *mut usize,
     width_in_bytes: usize,
@@ -66,7 +66,7 @@ pub unsafe fn mem_alloc_pitch(
     status
 }
 
-pub unsafe fn mem_alloc_managed(call: &Call, real: unsafe extern "C" fn(*mut CUdeviceptr, usize, c_uint) -> CUresult, dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_alloc_managed(call: &Call, real: real::mem_alloc_managed, dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(dptr, bytesize, flags) };
     if ok(status) {
         allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::Managed, None);
@@ -74,7 +74,7 @@ pub unsafe fn mem_alloc_managed(call: &Call, real: unsafe extern "C" fn(*mut CUd
     status
 }
 
-pub unsafe fn mem_alloc_host(call: &Call, real: unsafe extern "C" fn(*mut *mut c_void, usize) -> CUresult, pp: *mut *mut c_void, bytesize: usize) -> CUresult {
+pub unsafe fn mem_alloc_host(call: &Call, real: real::mem_alloc_host, pp: *mut *mut c_void, bytesize: usize) -> CUresult {
     let status = unsafe { real(pp, bytesize) };
     if ok(status) {
         allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
@@ -82,7 +82,7 @@ pub unsafe fn mem_alloc_host(call: &Call, real: unsafe extern "C" fn(*mut *mut c
     status
 }
 
-pub unsafe fn mem_host_alloc(call: &Call, real: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> CUresult, pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_host_alloc(call: &Call, real: real::mem_host_alloc, pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(pp, bytesize, flags) };
     if ok(status) {
         allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
@@ -90,7 +90,7 @@ pub unsafe fn mem_host_alloc(call: &Call, real: unsafe extern "C" fn(*mut *mut c
     status
 }
 
-pub unsafe fn mem_host_register(call: &Call, real: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CUresult, p: *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_host_register(call: &Call, real: real::mem_host_register, p: *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
     let status = unsafe { real(p, bytesize, flags) };
     if ok(status) {
         allocated(call, p as u64, bytesize as u64, MemoryKind::RegisteredHost, None);
@@ -98,22 +98,22 @@ pub unsafe fn mem_host_register(call: &Call, real: unsafe extern "C" fn(*mut c_v
     status
 }
 
-pub unsafe fn mem_host_unregister(call: &Call, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
+pub unsafe fn mem_host_unregister(call: &Call, real: real::mem_host_unregister, p: *mut c_void) -> CUresult {
     freeing(call, p as u64, synchronous());
     unsafe { real(p) }
 }
 
-pub unsafe fn mem_free(call: &Call, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
+pub unsafe fn mem_free(call: &Call, real: real::mem_free, dptr: CUdeviceptr) -> CUresult {
     freeing(call, dptr, synchronous());
     unsafe { real(dptr) }
 }
 
-pub unsafe fn mem_free_host(call: &Call, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
+pub unsafe fn mem_free_host(call: &Call, real: real::mem_free_host, p: *mut c_void) -> CUresult {
     freeing(call, p as u64, synchronous());
     unsafe { real(p) }
 }
 
-pub unsafe fn mem_alloc_async(call: &Call, real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> CUresult, dptr: *mut CUdeviceptr, bytesize: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn mem_alloc_async(call: &Call, real: real::mem_alloc_async, dptr: *mut CUdeviceptr, bytesize: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dptr, bytesize, h_stream) };
     if ok(status) {
         allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::StreamOrdered, Some(stream(call, h_stream)));
@@ -123,7 +123,7 @@ pub unsafe fn mem_alloc_async(call: &Call, real: unsafe extern "C" fn(*mut CUdev
 
 pub unsafe fn mem_alloc_from_pool_async(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUmemoryPool, CUstream) -> CUresult,
+    real: real::mem_alloc_from_pool_async,
     dptr: *mut CUdeviceptr,
     bytesize: usize,
     pool: CUmemoryPool,
@@ -136,7 +136,7 @@ pub unsafe fn mem_alloc_from_pool_async(
     status
 }
 
-pub unsafe fn mem_free_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, CUstream) -> CUresult, dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
+pub unsafe fn mem_free_async(call: &Call, real: real::mem_free_async, dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
     freeing(call, dptr, FreeOn::Stream(stream(call, h_stream)));
     unsafe { real(dptr, h_stream) }
 }
@@ -144,7 +144,7 @@ pub unsafe fn mem_free_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr
 /// `cuMemMap`: the range becomes memory (the handle from `cuMemCreate` is only its backing).
 pub unsafe fn mem_map(
     call: &Call,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, usize, CUmemGenericAllocationHandle, u64) -> CUresult,
+    real: real::mem_map,
     ptr: CUdeviceptr,
     size: usize,
     offset: usize,
@@ -159,7 +159,7 @@ pub unsafe fn mem_map(
 }
 
 /// `cuMemUnmap`: the range stops being memory, like a synchronous free.
-pub unsafe fn mem_unmap(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult, ptr: CUdeviceptr, size: usize) -> CUresult {
+pub unsafe fn mem_unmap(call: &Call, real: real::mem_unmap, ptr: CUdeviceptr, size: usize) -> CUresult {
     freeing(call, ptr, synchronous());
     unsafe { real(ptr, size) }
 }

@@ -11,8 +11,8 @@ use streamsan_driver_api::*;
 
 use super::copies::MAX_ROWS;
 use super::{default_stream, ok, origin, stream};
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
@@ -29,7 +29,7 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
 }
 
-pub unsafe fn memset_d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uchar, usize) -> CUresult, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count, 1, true);
@@ -37,7 +37,7 @@ pub unsafe fn memset_d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_u
     status
 }
 
-pub unsafe fn memset_d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_ushort, usize) -> CUresult, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+pub unsafe fn memset_d16(call: &Call, real: real::memset_d16, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 2, 1, true);
@@ -45,7 +45,7 @@ pub unsafe fn memset_d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_
     status
 }
 
-pub unsafe fn memset_d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> CUresult, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+pub unsafe fn memset_d32(call: &Call, real: real::memset_d32, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 4, 1, true);
@@ -53,7 +53,7 @@ pub unsafe fn memset_d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_
     status
 }
 
-pub unsafe fn memset_d2d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uchar, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d8(call: &Call, real: real::memset_d2d8, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width, height, true);
@@ -61,7 +61,7 @@ pub unsafe fn memset_d2d8(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, u
     status
 }
 
-pub unsafe fn memset_d2d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_ushort, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d16(call: &Call, real: real::memset_d2d16, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 2, height, true);
@@ -69,7 +69,7 @@ pub unsafe fn memset_d2d16(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d2d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uint, usize, usize) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d32(call: &Call, real: real::memset_d2d32, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 4, height, true);
@@ -77,7 +77,7 @@ pub unsafe fn memset_d2d32(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d8_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uchar, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d8_async(call: &Call, real: real::memset_d8_async, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count, 1, false);
@@ -85,7 +85,7 @@ pub unsafe fn memset_d8_async(call: &Call, real: unsafe extern "C" fn(CUdevicept
     status
 }
 
-pub unsafe fn memset_d16_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_ushort, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d16_async(call: &Call, real: real::memset_d16_async, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 2, 1, false);
@@ -93,7 +93,7 @@ pub unsafe fn memset_d16_async(call: &Call, real: unsafe extern "C" fn(CUdevicep
     status
 }
 
-pub unsafe fn memset_d32_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, c_uint, usize, CUstream) -> CUresult, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d32_async(call: &Call, real: real::memset_d32_async, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 4, 1, false);
@@ -101,7 +101,7 @@ pub unsafe fn memset_d32_async(call: &Call, real: unsafe extern "C" fn(CUdevicep
     status
 }
 
-pub unsafe fn memset_d2d8_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uchar, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d8_async(call: &Call, real: real::memset_d2d8_async, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width, height, false);
@@ -109,7 +109,7 @@ pub unsafe fn memset_d2d8_async(call: &Call, real: unsafe extern "C" fn(CUdevice
     status
 }
 
-pub unsafe fn memset_d2d16_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_ushort, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d16_async(call: &Call, real: real::memset_d2d16_async, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 2, height, false);
@@ -117,7 +117,7 @@ pub unsafe fn memset_d2d16_async(call: &Call, real: unsafe extern "C" fn(CUdevic
     status
 }
 
-pub unsafe fn memset_d2d32_async(call: &Call, real: unsafe extern "C" fn(CUdeviceptr, usize, c_uint, usize, usize, CUstream) -> CUresult, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d32_async(call: &Call, real: real::memset_d2d32_async, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 4, height, false);

@@ -1,7 +1,9 @@
-//! The handlers: what each API family means to streamsan.
+//! What calls mean: the third layer, between the call sites below and the process life
+//! above. It tells the process's [`model`] what each intercepted call did.
 //!
-//! A handler receives the call, the real driver function and the caller's arguments; it
-//! calls the real function exactly once, with exactly those arguments, and returns its
+//! Here the exported hooks are made ([`crate::intercept::exports`] gives their shape), each
+//! calling the handler of its family. A handler receives the call, the real driver function
+//! (typed by the table, [`real`]) and the caller's arguments; it calls the real function exactly once, with exactly those arguments, and returns its
 //! status unchanged. Around that call it tells the model what happened: after a successful
 //! call for most families; before the call for frees (so that no other thread can be handed
 //! the freed address before the model knows) and for host functions (which a driver may run
@@ -13,14 +15,20 @@
 //!
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
-//! topic modules, which shadows the forwarder.
+//! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
+//! [`annotate`] is the program's own declaration of memory the driver does not see;
+//! [`host_guard`] watches the host's own loads and stores to the pinned memory of copies in
+//! flight (host races), and after every call lifts its guard from the copies the host has
+//! synchronized with ([`after_call`], which every exported hook calls last).
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
 use streamsan_driver_api::*;
 
-use crate::exports::Call;
-use crate::{driver, stack, thread};
+use crate::intercept::driver;
+use crate::intercept::exports::export_hooks;
+use crate::intercept::variants::{real, Call};
+use crate::sites::{stack, thread};
 
 mod forward {
     use super::*;
@@ -30,7 +38,7 @@ mod forward {
             $(
                 #[allow(dead_code)]
                 #[inline]
-                pub unsafe fn $family(_call: &Call, real: unsafe extern "C" fn($($ty),*) -> CUresult, $($arg: $ty),*) -> CUresult {
+                pub unsafe fn $family(_call: &Call, real: real::$family, $($arg: $ty),*) -> CUresult {
                     // SAFETY: the caller's own arguments, passed on unchanged.
                     unsafe { real($($arg),*) }
                 }
@@ -40,15 +48,19 @@ mod forward {
     driver_api!(define_forwarders);
 }
 
+pub mod annotate;
 mod code;
 mod contexts;
 mod copies;
 mod entry_points;
 mod events;
 mod graphs;
+pub mod host_guard;
+pub mod kernels;
 mod launches;
 mod memory;
 mod memsets;
+pub mod model;
 mod streams;
 
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
@@ -80,6 +92,10 @@ pub use streams::{
     stream_destroy, stream_end_capture, stream_query, stream_synchronize, stream_wait_event, stream_wait_value_32,
     stream_wait_value_64, stream_write_value_32, stream_write_value_64,
 };
+
+pub use host_guard::after_call;
+
+driver_api!(export_hooks);
 
 /// Whether the driver accepted the call.
 #[inline]

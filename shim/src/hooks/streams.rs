@@ -6,9 +6,9 @@ use core::ffi::{c_int, c_uint};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
-use crate::driver;
-use crate::exports::Call;
-use crate::runtime::model;
+use crate::intercept::driver;
+use crate::intercept::variants::{real, Call};
+use super::model::model;
 
 fn created(call: &Call, out: *mut CUstream, flags: c_uint) {
     if !out.is_null() {
@@ -17,7 +17,7 @@ fn created(call: &Call, out: *mut CUstream, flags: c_uint) {
     }
 }
 
-pub unsafe fn stream_create(call: &Call, real: unsafe extern "C" fn(*mut CUstream, c_uint) -> CUresult, out: *mut CUstream, flags: c_uint) -> CUresult {
+pub unsafe fn stream_create(call: &Call, real: real::stream_create, out: *mut CUstream, flags: c_uint) -> CUresult {
     let status = unsafe { real(out, flags) };
     if ok(status) {
         created(call, out, flags);
@@ -27,7 +27,7 @@ pub unsafe fn stream_create(call: &Call, real: unsafe extern "C" fn(*mut CUstrea
 
 pub unsafe fn stream_create_with_priority(
     call: &Call,
-    real: unsafe extern "C" fn(*mut CUstream, c_uint, c_int) -> CUresult,
+    real: real::stream_create_with_priority,
     out: *mut CUstream,
     flags: c_uint,
     priority: c_int,
@@ -39,7 +39,7 @@ pub unsafe fn stream_create_with_priority(
     status
 }
 
-pub unsafe fn stream_destroy(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+pub unsafe fn stream_destroy(call: &Call, real: real::stream_destroy, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_destroyed(h_stream as u64, &origin(call));
@@ -47,7 +47,7 @@ pub unsafe fn stream_destroy(call: &Call, real: unsafe extern "C" fn(CUstream) -
     status
 }
 
-pub unsafe fn stream_synchronize(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
@@ -56,7 +56,7 @@ pub unsafe fn stream_synchronize(call: &Call, real: unsafe extern "C" fn(CUstrea
 }
 
 /// `cuStreamQuery` returning success means the stream's work is done: as a synchronize.
-pub unsafe fn stream_query(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
@@ -64,7 +64,7 @@ pub unsafe fn stream_query(call: &Call, real: unsafe extern "C" fn(CUstream) -> 
     status
 }
 
-pub unsafe fn stream_wait_event(call: &Call, real: unsafe extern "C" fn(CUstream, CUevent, c_uint) -> CUresult, h_stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_event(call: &Call, real: real::stream_wait_event, h_stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
     let status = unsafe { real(h_stream, event, flags) };
     if ok(status) {
         model().stream_wait_event(stream(call, h_stream), event as u64, &origin(call));
@@ -72,7 +72,7 @@ pub unsafe fn stream_wait_event(call: &Call, real: unsafe extern "C" fn(CUstream
     status
 }
 
-pub unsafe fn stream_begin_capture_v1(call: &Call, real: unsafe extern "C" fn(CUstream) -> CUresult, h_stream: CUstream) -> CUresult {
+pub unsafe fn stream_begin_capture_v1(call: &Call, real: real::stream_begin_capture_v1, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().capture_begin(stream(call, h_stream));
@@ -80,7 +80,7 @@ pub unsafe fn stream_begin_capture_v1(call: &Call, real: unsafe extern "C" fn(CU
     status
 }
 
-pub unsafe fn stream_begin_capture(call: &Call, real: unsafe extern "C" fn(CUstream, u32) -> CUresult, h_stream: CUstream, mode: u32) -> CUresult {
+pub unsafe fn stream_begin_capture(call: &Call, real: real::stream_begin_capture, h_stream: CUstream, mode: u32) -> CUresult {
     let status = unsafe { real(h_stream, mode) };
     if ok(status) {
         model().capture_begin(stream(call, h_stream));
@@ -89,14 +89,14 @@ pub unsafe fn stream_begin_capture(call: &Call, real: unsafe extern "C" fn(CUstr
 }
 
 /// The capture ends whatever the status; on success it made a graph.
-pub unsafe fn stream_end_capture(call: &Call, real: unsafe extern "C" fn(CUstream, *mut CUgraph) -> CUresult, h_stream: CUstream, graph: *mut CUgraph) -> CUresult {
+pub unsafe fn stream_end_capture(call: &Call, real: real::stream_end_capture, h_stream: CUstream, graph: *mut CUgraph) -> CUresult {
     let status = unsafe { real(h_stream, graph) };
     let made = (ok(status) && !graph.is_null()).then(|| unsafe { *graph } as u64).filter(|&g| g != 0);
     model().capture_end(stream(call, h_stream), made);
     status
 }
 
-pub unsafe fn stream_wait_value_32(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u32, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_value_32(call: &Call, real: real::stream_wait_value_32, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().wait_value(stream(call, h_stream), addr, &origin(call));
@@ -104,7 +104,7 @@ pub unsafe fn stream_wait_value_32(call: &Call, real: unsafe extern "C" fn(CUstr
     status
 }
 
-pub unsafe fn stream_wait_value_64(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u64, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_value_64(call: &Call, real: real::stream_wait_value_64, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().wait_value(stream(call, h_stream), addr, &origin(call));
@@ -112,7 +112,7 @@ pub unsafe fn stream_wait_value_64(call: &Call, real: unsafe extern "C" fn(CUstr
     status
 }
 
-pub unsafe fn stream_write_value_32(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u32, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+pub unsafe fn stream_write_value_32(call: &Call, real: real::stream_write_value_32, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().write_value(stream(call, h_stream), addr, 4, &origin(call));
@@ -120,7 +120,7 @@ pub unsafe fn stream_write_value_32(call: &Call, real: unsafe extern "C" fn(CUst
     status
 }
 
-pub unsafe fn stream_write_value_64(call: &Call, real: unsafe extern "C" fn(CUstream, CUdeviceptr, u64, c_uint) -> CUresult, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+pub unsafe fn stream_write_value_64(call: &Call, real: real::stream_write_value_64, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().write_value(stream(call, h_stream), addr, 8, &origin(call));
@@ -131,7 +131,7 @@ pub unsafe fn stream_write_value_64(call: &Call, real: unsafe extern "C" fn(CUst
 /// A batch of wait and write operations, each as its own call.
 pub unsafe fn stream_batch_mem_op(
     call: &Call,
-    real: unsafe extern "C" fn(CUstream, c_uint, *mut BatchMemOpParams, c_uint) -> CUresult,
+    real: real::stream_batch_mem_op,
     h_stream: CUstream,
     count: c_uint,
     params: *mut BatchMemOpParams,

@@ -4,8 +4,7 @@
 # nvmath-python wheel and the Warp wheel's parts in /tmp/warp.part00, /tmp/warp.part01 and
 # .warp3/warp.part02 (carried on consecutive calls):  sh tests/gpu/apps/run.sh
 set -u
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 WHEELS=$(ls .whl/*.whl 2>/dev/null)
 if [ -f .warp3/warp.part02 ] && [ -f /tmp/warp.part00 ] && [ -f /tmp/warp.part01 ]; then
     cat /tmp/warp.part00 /tmp/warp.part01 .warp3/warp.part02 > /tmp/warp_lang-1.19.0-py3-none-manylinux_2_28_x86_64.whl

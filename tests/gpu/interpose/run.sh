@@ -5,8 +5,7 @@
 set -u
 B=/tmp/streamsan-build
 mkdir -p "$B"
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc --version | tail -2
 python3 -c 'import torch, cupy, jax; print("torch", torch.__version__, "cupy", cupy.__version__, "jax", jax.__version__)'
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"

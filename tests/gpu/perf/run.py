@@ -1,24 +1,36 @@
 #!/usr/bin/env python3
-"""Overhead on the GPU: the same PyTorch workloads (workload.py) natively, under streamsan,
-under compute-sanitizer memcheck with stream-ordered race tracking, and with PyTorch's
-CUDA sanitizer (TORCH_CUDA_SANITIZER=1), in one run side by side.
+"""Overhead on the GPU: the programs of programs.py natively, under streamsan (and any other
+builds or options of it), under compute-sanitizer memcheck with stream-ordered race tracking,
+and with PyTorch's CUDA sanitizer (TORCH_CUDA_SANITIZER=1), in one run side by side.
 
-For each: the best time of the workload's timed loop (what the program itself measures),
-the best and the median over its runs, and each run's process wall time. Writes
-gpu-overhead.json (a list of {"workload", "native_s", "streamsan_s", "memcheck_s", "csan_s",
-...}) and gpu-overhead.log.
-Usage: run.py STREAMSAN OUT_DIR
+Every mode does the same work: the same program, the same number of warm-up and timed steps
+in each process. Native and the streamsan modes alternate, ROUNDS processes each, so that a
+machine's slow minute falls on all of them; memcheck and CSAN, much slower, run SLOW_ROUNDS
+processes each (fewer processes, the same work in each). A process's figure is the median of
+its timed steps; a mode's figure is the median over its processes, quoted with the spread
+(lowest and highest process). For the alternating modes each round also gives a pair ratio
+(mode / native of the same round): its median and spread are quoted too.
+
+Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of programs.py)
+Environment: PERF_ROUNDS (5), PERF_SLOW_ROUNDS (1), PERF_STEPS (20), PERF_WARMUP (5),
+PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_VARIANTS (more streamsan
+modes, "name=COMMAND ARGS;name2=...", each COMMAND a streamsan binary with its run options,
+e.g. "before=.device/before/streamsan;learn=.device/streamsan --footprint learn"),
+STREAMSAN_PERF_CPUS (a taskset list that pins every process).
+Writes overhead.json and overhead.log in OUT_DIR.
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM_NAMES = ["gpt2", "resnet18_prefetch", "compiled_mlp", "maskrcnn", "gcn", "launch_bound", "compute_bound"]
 
 
-def run(cmd, env, log, timeout=400):
+def run(cmd, env, log, timeout=580):
     start = time.time()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -28,66 +40,79 @@ def run(cmd, env, log, timeout=400):
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
     wall = time.time() - start
-    log.write(f"$ {' '.join(cmd)}\n# exit {code}, {wall:.2f} s\n{out}{err[-4000:]}\n")
+    log.write(f"$ {' '.join(cmd)}\n# exit {code}, {wall:.2f} s\n{out}{err[-3000:]}\n")
     log.flush()
-    loop = None
+    result = None
     for line in out.splitlines():
         if line.startswith("{"):
-            loop = json.loads(line)
-    return loop, wall, code
+            result = json.loads(line)
+    return result, wall, code
 
 
-# Native and streamsan runs alternate, five each, so that a machine's slow minute falls on
-# both (on the H100 machine one process's loop runs up to 1.5x slower than the next one's,
-# either way); the slower tools run once, with fewer repeats of the loop (memcheck's
-# compute-bound loop takes over a second). STREAMSAN_PERF_CPUS (a taskset list) pins every
-# run to the same cores.
-ROUNDS = 5
-REPEATS = {"native": 20, "streamsan": 20, "memcheck": 5, "csan": 20}
+def spread(values):
+    return {"median": round(statistics.median(values), 4), "min": round(min(values), 4), "max": round(max(values), 4)} if values else None
 
 
 def main():
     streamsan, out = sys.argv[1], sys.argv[2]
-    log = open(os.path.join(out, "gpu-overhead.log"), "w")
+    programs = sys.argv[3:] or PROGRAM_NAMES
+    rounds = int(os.environ.get("PERF_ROUNDS", "5"))
+    slow_rounds = int(os.environ.get("PERF_SLOW_ROUNDS", "1"))
+    steps, warmup = os.environ.get("PERF_STEPS", "20"), os.environ.get("PERF_WARMUP", "5")
+    slow = [m for m in os.environ.get("PERF_SLOW", "memcheck,csan").split(",") if m]
+    streamsan_modes = {"streamsan": [streamsan, "run"]}
+    for variant in filter(None, os.environ.get("PERF_VARIANTS", "").split(";")):
+        name, command = variant.split("=", 1)
+        words = command.split()
+        streamsan_modes[name] = [words[0], "run"] + words[1:]
+    os.makedirs("/tmp/perf-reports", exist_ok=True)
+    log = open(os.path.join(out, "overhead.log"), "w")
+    provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
+    log.write(provenance)
     results = []
-    for workload in ("launch_bound", "compute_bound"):
-        def script(mode):
-            return [sys.executable, os.path.join(HERE, "workload.py"), workload, str(REPEATS[mode])]
-
-        modes = {
-            "native": (script("native"), {}),
-            "streamsan": ([streamsan, "run", "--report", f"/tmp/overhead-{workload}.%p.json", "--"] + script("streamsan"), {}),
-            "memcheck": (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script("memcheck"), {}),
-            "csan": (script("csan"), {"TORCH_CUDA_SANITIZER": "1"}),
-        }
+    for program in programs:
+        script = [sys.executable, os.path.join(HERE, "programs.py"), program, steps, warmup]
+        modes = {"native": (script, {})}
+        for name, prefix in streamsan_modes.items():
+            modes[name] = (prefix + ["--report", f"/tmp/perf-reports/{program}-{name}.%p.json", "--"] + script, {})
+        modes["memcheck"] = (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script, {})
+        modes["csan"] = (script, {"TORCH_CUDA_SANITIZER": "1"})
         pin = os.environ.get("STREAMSAN_PERF_CPUS")
         if pin:
             modes = {mode: (["taskset", "-c", pin] + cmd, extra) for mode, (cmd, extra) in modes.items()}
-        order = ["native", "streamsan"] * ROUNDS + ["memcheck", "csan"]
-        row = {"workload": workload}
+        order = (["native"] + list(streamsan_modes)) * rounds + [m for m in slow for _ in range(slow_rounds)]
+        row = {"program": program, "modes": {}}
         for mode in order:
             cmd, extra = modes[mode]
-            loop, wall, code = run(cmd, dict(os.environ, **extra), log)
-            row.setdefault(f"{mode}_runs_s", []).append(round(loop["best_s"], 5) if loop else None)
-            row.setdefault(f"{mode}_process_s", []).append(round(wall, 2))
-            row.setdefault(f"{mode}_exit", []).append(code)
-            if loop:
-                row.setdefault(f"{mode}_checksum", []).append(loop["checksum"])
-            print(f"{workload:14} {mode:10} loop {loop and loop['best_s']} s, process {wall:.1f} s, exit {code}", flush=True)
-        for mode in modes:
-            times = [t for t in row[f"{mode}_runs_s"] if t is not None]
-            row[f"{mode}_s"] = min(times) if times else None
-            row[f"{mode}_median_s"] = sorted(times)[len(times) // 2] if times else None
-        if row["native_s"]:
-            for mode in ("streamsan", "memcheck", "csan"):
-                if row[f"{mode}_s"]:
-                    row[f"{mode}_ratio"] = round(row[f"{mode}_s"] / row["native_s"], 3)
-            row["streamsan_median_ratio"] = round(row["streamsan_median_s"] / row["native_median_s"], 3)
+            result, wall, code = run(cmd, dict(os.environ, **extra), log)
+            m = row["modes"].setdefault(mode, {"process_medians_ms": [], "process_s": [], "exits": [], "checksums": []})
+            m["process_medians_ms"].append(result and result["median_step_ms"])
+            m["process_s"].append(round(wall, 2))
+            m["exits"].append(code)
+            m["checksums"].append(result and result["checksum"])
+            print(f"{program:18} {mode:10} step {result and result['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
+        native = [t for t in row["modes"]["native"]["process_medians_ms"] if t is not None]
+        for mode, m in row["modes"].items():
+            times = [t for t in m["process_medians_ms"] if t is not None]
+            m["step_ms"] = spread(times)
+            if mode != "native" and times and native:
+                m["ratio"] = round(statistics.median(times) / statistics.median(native), 3)
+                if mode in streamsan_modes:
+                    pairs = [t / n for t, n in zip(m["process_medians_ms"], row["modes"]["native"]["process_medians_ms"]) if t and n]
+                    m["pair_ratios"] = spread(pairs)
         results.append(row)
-    with open(os.path.join(out, "gpu-overhead.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        with open(os.path.join(out, "overhead.json"), "w") as f:
+            json.dump({"provenance": provenance, "steps": int(steps), "warmup": int(warmup), "rounds": rounds,
+                       "slow_rounds": slow_rounds, "programs": results}, f, indent=1)
+    print(provenance)
     for row in results:
-        print(row["workload"], {k: v for k, v in row.items() if k.endswith("_ratio")})
+        native = row["modes"]["native"]["step_ms"]
+        cells = [f"native {native and native['median']} ms"]
+        for mode, m in row["modes"].items():
+            if "ratio" in m:
+                pr = m.get("pair_ratios")
+                cells.append(f"{mode} {m['ratio']}x" + (f" (pairs {pr['min']}-{pr['max']})" if pr else ""))
+        print(f"{row['program']:18} " + ", ".join(cells))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,7 @@
 set -u
 B=/tmp/streamsan-scenarios
 mkdir -p "$B"
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
 nvcc -O2 -std=c++17 -o "$B/runtime_scenarios" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
 nvcc -O2 -std=c++17 --default-stream per-thread -o "$B/runtime_scenarios_ptds" tests/gpu/scenarios/runtime_scenarios.cu || exit 1

@@ -18,7 +18,8 @@ use core::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
-use crate::{runtime, stack};
+use super::reports;
+use crate::sites::stack;
 
 const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
 const TERMINATION: [c_int; 2] = [libc::SIGTERM, libc::SIGINT];
@@ -131,7 +132,7 @@ fn watch(read: c_int) {
             }
             return;
         }
-        runtime::write_report();
+        reports::sink().write();
         if TERMINATION.contains(&signal) {
             restore(signal);
             // SAFETY: the signal again, now with the program's own (default) action.

@@ -37,8 +37,8 @@ use streamsan::model::clock::Epoch;
 use streamsan::model::host_access::{CopyBytes, HostAccess};
 use streamsan::model::op::{Mode, OpRecord, Origin};
 
-use crate::runtime::model;
-use crate::{stack, thread};
+use super::model::model;
+use crate::sites::{stack, thread};
 
 /// Whether the guard is on (`host_races=1`, and its handler installed).
 static ENABLED: AtomicBool = AtomicBool::new(false);

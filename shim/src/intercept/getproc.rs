@@ -12,9 +12,9 @@ use std::sync::OnceLock;
 
 use streamsan_driver_api::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
-use crate::driver;
-use crate::exports::{base_name, VariantInfo, VARIANTS};
-use crate::stats;
+use super::driver;
+use super::variants::{base_name, VariantInfo, VARIANTS};
+use super::stats;
 
 /// Real function address -> the hooked names exported at that address, sorted by address.
 /// Built once, without blocking other threads (see [`driver`]).

@@ -1,6 +1,6 @@
 //! The real CUDA driver: loaded once, looked up without re-entering our own `dlsym`.
 //!
-//! The shim never calls the public `dlsym` (it is interposed by [`crate::dlsym`]); it
+//! The shim never calls the public `dlsym` (it is interposed by [`super::dlsym`]); it
 //! calls glibc's, found with `dlvsym`. The driver is `libcuda.so.1`, or the file named by
 //! `STREAMSAN_REAL_LIBCUDA`, opened on first need. Nothing here blocks: the handle and
 //! every resolved function are published with compare-and-swap, so that a `dlsym` or a
@@ -13,7 +13,7 @@ use std::ffi::CString;
 
 use streamsan_driver_api::{CUcontext, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED};
 
-use crate::exports::{Call, Variant, VARIANTS, VARIANT_COUNT};
+use super::variants::{Call, Variant, VARIANTS, VARIANT_COUNT};
 
 pub type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 
@@ -83,7 +83,7 @@ fn open_driver() -> Result<*mut c_void, String> {
         let shown = path.to_string_lossy().into_owned();
         match CString::new(path.into_encoded_bytes()).map_err(|e| e.to_string()).and_then(|p| open(&p)) {
             Ok(handle) => return Ok(handle),
-            Err(why) => crate::diag::warn(&format!(
+            Err(why) => super::diag::warn(&format!(
                 "cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA={shown} ({why}); using libcuda.so.1"
             )),
         }
@@ -105,7 +105,7 @@ pub fn library() -> Option<*mut c_void> {
         Ok(handle) => handle,
         Err(why) => {
             if !LOAD_FAILED.swap(true, Ordering::Relaxed) {
-                crate::diag::warn(&format!(
+                super::diag::warn(&format!(
                     "cannot load the CUDA driver ({why}); CUDA calls fail as they would without a driver, and no race is detected"
                 ));
             }
@@ -158,7 +158,7 @@ pub fn missing_function(call: &Call) -> CUresult {
     if library().is_none() {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    crate::diag::warn(&format!(
+    super::diag::warn(&format!(
         "the CUDA driver does not export {}; the call fails with CUDA_ERROR_NOT_FOUND",
         call.name()
     ));

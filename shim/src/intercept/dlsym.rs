@@ -13,8 +13,8 @@
 
 use core::ffi::{c_char, c_void, CStr};
 
-use crate::driver;
-use crate::exports::variant_by_name;
+use super::driver;
+use super::variants::variant_by_name;
 
 /// [`decide`]'s answer "let glibc answer, as if the shim were not there".
 const DEFER: usize = 0;

@@ -1,9 +1,11 @@
 //! One-line diagnostics of streamsan itself (not race reports), on stderr.
 
+use super::options::options;
+
 /// Something the user should know that does not stop the program: `streamsan: <message>`,
 /// unless the options say `quiet`.
 pub fn warn(message: &str) {
-    if !crate::runtime::options().quiet {
+    if !options().quiet {
         eprintln!("streamsan: {message}");
     }
 }

@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | `race` | of every kind | a frame of either operation, or a kernel |
 //! | `race_top` | of every kind | the program frame of either operation (where its call site is summarized), or a kernel |
-//! | `use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race`, `host-race` | of that kind | a frame of either operation, or a kernel |
+//! | a race kind (`use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race`, ...) | of that kind | a frame of either operation, or a kernel |
 //!
 //! A frame matches when its function, its source file or its module (the shared object or
 //! executable) does. Patterns are ThreadSanitizer's: `*` stands for any run of characters,
@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::report::{program_frame, Frame, RaceReport};
+use super::{program_frame, Frame, RaceKind, RaceReport};
 
 /// What a rule looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ enum Scope {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rule {
     /// None: every kind.
-    kind: Option<&'static str>,
+    kind: Option<RaceKind>,
     scope: Scope,
     pattern: String,
 }
@@ -52,13 +52,15 @@ impl fmt::Display for SuppressionError {
 
 impl std::error::Error for SuppressionError {}
 
-const KINDS: [&str; 5] = ["use-before-alloc", "free-race", "use-after-free", "cross-stream-race", "host-race"];
-
 impl Suppressions {
     /// Reads and parses a suppressions file.
     pub fn load(path: &Path) -> Result<Suppressions, SuppressionError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SuppressionError(format!("cannot read the suppressions file {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            SuppressionError(format!(
+                "cannot read the suppressions file {}: {e}",
+                path.display()
+            ))
+        })?;
         Suppressions::parse(&text).map_err(|e| SuppressionError(format!("{}:{e}", path.display())))
     }
 
@@ -81,17 +83,21 @@ impl Suppressions {
             let (kind, scope) = match kind.trim() {
                 "race" => (None, Scope::AnyFrame),
                 "race_top" => (None, Scope::Top),
-                other => match KINDS.iter().find(|k| **k == other) {
-                    Some(k) => (Some(*k), Scope::AnyFrame),
-                    None => {
+                other => match other.parse::<RaceKind>() {
+                    Ok(kind) => (Some(kind), Scope::AnyFrame),
+                    Err(_) => {
                         return Err(bad(&format!(
                             "unknown type {other:?} (known: race, race_top, {})",
-                            KINDS.join(", ")
+                            RaceKind::names()
                         )))
                     }
                 },
             };
-            rules.push(Rule { kind, scope, pattern: pattern.to_string() });
+            rules.push(Rule {
+                kind,
+                scope,
+                pattern: pattern.to_string(),
+            });
         }
         Ok(Suppressions { rules })
     }
@@ -102,14 +108,19 @@ impl Suppressions {
 
     /// Whether a rule suppresses `race`.
     pub fn suppresses(&self, race: &RaceReport) -> bool {
-        self.rules.iter().any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
+        self.rules
+            .iter()
+            .any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
     }
 }
 
 impl Rule {
     fn matches(&self, race: &RaceReport) -> bool {
         [&race.first, &race.second].into_iter().any(|op| {
-            let kernel = op.kernel.as_deref().is_some_and(|k| matches(&self.pattern, k));
+            let kernel = op
+                .kernel
+                .as_deref()
+                .is_some_and(|k| matches(&self.pattern, k));
             kernel
                 || match self.scope {
                     Scope::AnyFrame => op.site.iter().any(|f| self.matches_frame(f)),
@@ -119,10 +130,14 @@ impl Rule {
     }
 
     fn matches_frame(&self, frame: &Frame) -> bool {
-        [frame.function.as_deref(), frame.file.as_deref(), frame.module.as_deref()]
-            .into_iter()
-            .flatten()
-            .any(|text| matches(&self.pattern, text))
+        [
+            frame.function.as_deref(),
+            frame.file.as_deref(),
+            frame.module.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|text| matches(&self.pattern, text))
     }
 }
 
@@ -184,13 +199,22 @@ mod tests {
 
     #[test]
     fn lines_parse_or_say_what_is_wrong() {
-        let s = Suppressions::parse("# comment\n\nrace:scale\nrace_top:train.py  # trailing\nfree-race:libcupy*\n").unwrap();
+        let s = Suppressions::parse(
+            "# comment\n\nrace:scale\nrace_top:train.py  # trailing\nfree-race:libcupy*\n",
+        )
+        .unwrap();
         assert_eq!(s.rules.len(), 3);
-        assert_eq!(s.rules[2].kind, Some("free-race"));
+        assert_eq!(s.rules[2].kind, Some(RaceKind::FreeRace));
         assert_eq!(s.rules[1].scope, Scope::Top);
         let e = Suppressions::parse("race:a\nthread:b\n").unwrap_err();
         assert!(e.0.starts_with("2: unknown type \"thread\""), "{e}");
-        assert!(Suppressions::parse("race").unwrap_err().0.contains("type:pattern"));
-        assert!(Suppressions::parse("race:  ").unwrap_err().0.contains("empty pattern"));
+        assert!(Suppressions::parse("race")
+            .unwrap_err()
+            .0
+            .contains("type:pattern"));
+        assert!(Suppressions::parse("race:  ")
+            .unwrap_err()
+            .0
+            .contains("empty pattern"));
     }
 }

@@ -1,7 +1,7 @@
 //! Call sites: captured unresolved on every intercepted call, resolved only for a report.
 //!
 //! A capture walks the stack, drops the shim's own frames, adds the Python frames of a
-//! Python program ([`crate::python`]), and interns the whole in a depot, so that an
+//! Python program ([`super::python`]), and interns the whole in a depot, so that an
 //! operation carries a 4-byte [`StackId`]. Resolving an id to functions, files and lines
 //! (slow: tens of microseconds a frame, tens of milliseconds the first time) happens when a
 //! race is reported.
@@ -17,7 +17,7 @@ use streamsan::recent::Recent;
 use streamsan::model::op::StackId;
 use streamsan::report::Frame;
 
-use crate::python;
+use super::python;
 
 /// Native frames kept per call site.
 const DEPTH: usize = 24;
@@ -280,8 +280,9 @@ fn resolve(ip: u64) -> Vec<Frame> {
         module = Some(if name.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { name });
     }
     let mut frames = Vec::new();
-    // A return address points after the call: look up the call itself.
-    backtrace::resolve(ip.saturating_sub(1) as *mut c_void, |symbol| {
+    // A return address points after the call; `backtrace::resolve` itself looks up the byte
+    // before the address it is given, so it finds the call: the address goes as it is.
+    backtrace::resolve(ip as *mut c_void, |symbol| {
         frames.push(Frame {
             address: address.clone(),
             function: symbol.name().map(|n| format!("{n:#}")),

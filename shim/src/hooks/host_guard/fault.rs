@@ -27,7 +27,7 @@ use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 
 use super::{actions, table};
-use crate::python;
+use crate::sites::python;
 
 /// Native frames kept per fault.
 pub const DEPTH: usize = 24;
@@ -57,8 +57,8 @@ pub struct Fault {
     pub addr: u64,
     /// The operating system's id of the faulting thread.
     pub tid: u32,
-    /// The faulting instruction's address plus two (see [`record`]), then the return
-    /// addresses of its callers.
+    /// The faulting instruction's address plus one (as a return address would be), then
+    /// the return addresses of its callers.
     pub native: [u64; DEPTH],
     pub native_len: usize,
     pub python: [python::RawFrame; python::DEPTH],
@@ -229,9 +229,8 @@ fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
     let ip = fault_ip(context);
     let mut native = [0u64; DEPTH];
     // The faulting instruction, as if it were a return address: reports look up the byte
-    // before a return address (today `stack::resolve` and the symbolizer each take one off;
-    // a memory access is two bytes or more, so `ip + 2` lands in it either way).
-    native[0] = ip + 2;
+    // before a return address (`stack::resolve`), here the faulting instruction's first.
+    native[0] = ip + 1;
     let mut len = 1;
     let mut found = false;
     // SAFETY: the unwinder walks this thread's stack through the signal frame; the closure

@@ -1,24 +1,15 @@
-//! The exported hooks, generated from the driver-API table.
+//! The names the shim exports, generated from the driver-API table: the floor every other
+//! part of the shim stands on.
 //!
-//! For every name in [`streamsan_driver_api::driver_api!`] this module exports a C function
-//! of that exact name and signature. Each one counts itself, finds the real driver's
-//! function of the same name, and hands the call to the family's handler in
-//! [`crate::hooks`], which decodes the arguments for the model and calls the real driver
-//! exactly once with the caller's arguments; then lets [`crate::host_guard`] lift the guards
-//! of copies the call synchronized with.
-//!
-//! [`Variant`] numbers the names; [`VARIANTS`] describes each one (its C name, whether it
-//! is a per-thread-default-stream variant, its family, the address of its hook). The
-//! `dlsym` and `cuGetProcAddress` interposers answer with these addresses.
+//! For every name in [`streamsan_driver_api::driver_api!`] the shim exports a C function of
+//! that exact name and signature ([`super::exports`]). [`Variant`] numbers the names;
+//! [`VARIANTS`] describes each one (its C name, whether it is a per-thread-default-stream
+//! variant, its family, the address of its hook), and [`real`] gives each family's C type
+//! once, for the handlers. The real driver ([`super::driver`]), the call counts
+//! ([`super::stats`]), and the `dlsym` and `cuGetProcAddress` interposers read this table.
 
 use core::ffi::CStr;
 use streamsan_driver_api::*;
-
-use crate::driver;
-use crate::hooks;
-use crate::host_guard;
-use crate::runtime;
-use crate::stats;
 
 /// What the shim knows about one exported name.
 pub struct VariantInfo {
@@ -56,7 +47,7 @@ impl Call {
     }
 }
 
-macro_rules! define_hooks {
+macro_rules! define_variants {
     ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
         /// Every exported name, in table order.
         #[allow(non_camel_case_types)]
@@ -76,38 +67,39 @@ macro_rules! define_hooks {
                     api: stringify!($name),
                     per_thread: is_per_thread_name(stringify!($name)),
                     family: stringify!($family),
-                    hook: $name as *const (),
+                    hook: exported::$name as *const (),
                 },
             )+)*
         ];
 
-        $( define_hooks!(@family $family [$($name),+] ($($arg : $ty),*)); )*
+        /// The C type of each family's driver functions, by family: what a handler's `real`
+        /// argument is.
+        #[allow(non_camel_case_types)]
+        pub mod real {
+            use super::*;
+            $( pub type $family = unsafe extern "C" fn($($ty),*) -> CUresult; )*
+        }
+
+        /// The shim's own exports, declared here for their addresses only: the handlers'
+        /// layer defines them ([`super::exports`] gives their shape), and the
+        /// loader resolves these names to those definitions, as it did before the split.
+        #[allow(non_snake_case, clippy::duplicated_attributes)]
+        mod exported {
+            use super::*;
+            $( define_variants!(@declare [$($name),+] ($($arg : $ty),*)); )*
+        }
     };
-    (@family $family:ident [$($name:ident),+] $args:tt) => {
-        $( define_hooks!(@export $family $name $args); )+
+    (@declare [$($name:ident),+] $args:tt) => {
+        $( define_variants!(@declare_one $name $args); )+
     };
-    (@export $family:ident $name:ident ($($arg:ident : $ty:ty),*)) => {
-        #[unsafe(no_mangle)]
-        #[allow(non_snake_case)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            type Real = unsafe extern "C" fn($($ty),*) -> CUresult;
-            let call = Call { variant: Variant::$name };
-            runtime::start();
-            stats::count(call.variant);
-            let status = match driver::real_function(call.variant) {
-                // SAFETY: the driver exports this name with this signature (cuda.h).
-                Some(real) => unsafe {
-                    hooks::$family(&call, core::mem::transmute::<*mut core::ffi::c_void, Real>(real), $($arg),*)
-                },
-                None => driver::missing_function(&call),
-            };
-            host_guard::after_call();
-            status
+    (@declare_one $name:ident ($($arg:ident : $ty:ty),*)) => {
+        extern "C" {
+            pub fn $name($($arg: $ty),*) -> CUresult;
         }
     };
 }
 
-driver_api!(define_hooks);
+driver_api!(define_variants);
 
 /// The variant exported under `name`, if streamsan hooks it. A linear scan: `dlsym` is not
 /// a hot path, and this allocates nothing, which matters inside `dlsym`.

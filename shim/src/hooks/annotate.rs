@@ -8,9 +8,10 @@ use streamsan::model::op::Origin;
 use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::CUstream;
 
-use crate::hooks::stream_of_handle;
-use crate::runtime::model;
-use crate::{driver, stack, thread};
+use super::model::model;
+use super::stream_of_handle;
+use crate::intercept::{driver, first_call};
+use crate::sites::{stack, thread};
 
 fn origin(api: &'static str) -> Origin {
     Origin { api, thread: thread::current(), site: stack::capture() }
@@ -25,7 +26,7 @@ pub unsafe extern "C" fn streamsan_annotate_alloc(ptr: *const c_void, size: usiz
     if ptr.is_null() {
         return;
     }
-    crate::runtime::start();
+    first_call::enter();
     let alloc = Alloc { base: ptr as u64, size: size as u64, kind: MemoryKind::Annotated, ctx: driver::current_context() };
     let on = (synchronous == 0).then(|| stream_of_handle(stream, false));
     model().alloc(alloc, on, &origin("streamsan_annotate_alloc"));
@@ -40,7 +41,7 @@ pub unsafe extern "C" fn streamsan_annotate_free(ptr: *const c_void, stream: CUs
     if ptr.is_null() {
         return;
     }
-    crate::runtime::start();
+    first_call::enter();
     let on = if synchronous != 0 {
         FreeOn::Synchronous { ctx: driver::current_context() }
     } else {

@@ -30,7 +30,7 @@ use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::report::{Frame, PYTHON_MODULE};
 
-use crate::driver;
+use crate::intercept::{diag, driver};
 
 /// Python frames kept per call site.
 pub const DEPTH: usize = 8;
@@ -272,7 +272,7 @@ pub fn walk(out: &mut [RawFrame; DEPTH]) -> usize {
                 Some(n) => n,
                 None => {
                     LAYOUT_FAILED.store(true, Ordering::Relaxed);
-                    crate::diag::warn("cannot read this Python's frames; reports show native frames only");
+                    diag::warn("cannot read this Python's frames; reports show native frames only");
                     0
                 }
             },

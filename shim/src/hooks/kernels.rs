@@ -10,7 +10,7 @@
 //! autotuner loads and unloads hundreds of modules).
 //!
 //! Every 8-byte-aligned word of the parameter buffer that falls where buffers live is an
-//! access of the single byte it points at (SEMANTICS.md, "Kernel launches"): a read through a
+//! access of the single byte it points at (`docs/semantics.md#kernel-launches`): a read through a
 //! pointer-to-const parameter, read-write through another pointer parameter, of unknown
 //! direction when the kernel's name gives no parameter types or the word sits inside a
 //! by-value structure.
@@ -25,7 +25,7 @@ use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
 use streamsan_driver_api::{CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
 
-use crate::driver;
+use crate::intercept::driver;
 
 /// One parameter of a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::exports::{Variant, VARIANTS, VARIANT_COUNT};
+use super::variants::{Variant, VARIANTS, VARIANT_COUNT};
 
 const SHARDS: usize = 16;
 

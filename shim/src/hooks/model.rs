@@ -1,0 +1,65 @@
+//! The happens-before model of this process: the one the handlers tell what calls did.
+//!
+//! It is made on first use, which may come before the library's constructor ran (a library
+//! constructor of the program calling the driver). Races go to the sink that the process
+//! life installs ([`install_sink`]); until then the model keeps them, and the process life
+//! hands those to the sink when it installs it.
+
+use std::sync::OnceLock;
+
+use streamsan::model::race::RaceEntry;
+use streamsan::model::streams::StreamInfo;
+use streamsan::model::{Model, Sink};
+use streamsan_driver_api::{CUcontext, CUDA_SUCCESS, CU_STREAM_NON_BLOCKING};
+
+use crate::intercept::driver;
+
+static MODEL: OnceLock<Model> = OnceLock::new();
+static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
+
+/// The happens-before model of this process.
+pub fn model() -> &'static Model {
+    MODEL.get_or_init(|| Model::new(Box::new(describe_stream), Some(Box::new(Installed))))
+}
+
+/// The model, if a call has made it.
+pub fn made() -> Option<&'static Model> {
+    MODEL.get()
+}
+
+/// Where the model's races go from now on.
+pub fn install_sink(sink: &'static dyn Sink) {
+    let _ = SINK.set(sink);
+}
+
+/// The model's sink: whatever the process life installed.
+struct Installed;
+
+impl Sink for Installed {
+    fn race(&self, entry: &RaceEntry) {
+        if let Some(sink) = SINK.get() {
+            sink.race(entry);
+        }
+    }
+}
+
+/// A stream the model did not see created: ask the driver its context and flags.
+fn describe_stream(handle: u64) -> Option<StreamInfo> {
+    let queries = driver::queries();
+    let stream = handle as *mut core::ffi::c_void;
+    let mut ctx: CUcontext = core::ptr::null_mut();
+    let mut flags = 0u32;
+    // SAFETY: valid out-pointers; the driver checks the handle.
+    unsafe {
+        if queries.stream_get_ctx?(stream, &mut ctx) != CUDA_SUCCESS {
+            return None;
+        }
+        if let Some(get_flags) = queries.stream_get_flags {
+            get_flags(stream, &mut flags);
+        }
+    }
+    Some(StreamInfo {
+        ctx: ctx as u64,
+        non_blocking: flags & CU_STREAM_NON_BLOCKING != 0,
+    })
+}

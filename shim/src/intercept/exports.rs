@@ -1,0 +1,46 @@
+//! The shape of an exported hook: what every intercepted call goes through before its
+//! handler sees it.
+//!
+//! [`export_hooks!`] expands the driver-API table into one exported C function per name, of
+//! that exact name and signature. Each one marks the process as a driver user
+//! ([`super::first_call`]), counts itself ([`super::stats`]), finds the real driver's
+//! function of the same name ([`super::driver`]) and hands the call, with that function
+//! typed by [`super::variants::real`], to the family's handler, which calls the real driver
+//! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
+//! the call changed for the host (the host-race guard lifts the guards of the copies the
+//! host synchronized with). The handlers' layer expands the macro where its handlers and
+//! `after_call` are in scope, so this layer names none of them; the addresses of the
+//! functions it makes are in [`super::variants::VARIANTS`].
+
+/// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
+/// each calling the handler named after its family in the invoking module, then that
+/// module's `after_call`.
+macro_rules! export_hooks {
+    ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
+        $( $crate::intercept::exports::export_hooks!(@family $family [$($name),+] ($($arg : $ty),*)); )*
+    };
+    (@family $family:ident [$($name:ident),+] $args:tt) => {
+        $( $crate::intercept::exports::export_hooks!(@export $family $name $args); )+
+    };
+    (@export $family:ident $name:ident ($($arg:ident : $ty:ty),*)) => {
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
+            use $crate::intercept::{driver, first_call, stats, variants};
+            let call = variants::Call { variant: variants::Variant::$name };
+            first_call::enter();
+            stats::count(call.variant);
+            let status = match driver::real_function(call.variant) {
+                // SAFETY: the driver exports this name with this signature (cuda.h).
+                Some(real) => unsafe {
+                    $family(&call, core::mem::transmute::<*mut core::ffi::c_void, variants::real::$family>(real), $($arg),*)
+                },
+                None => driver::missing_function(&call),
+            };
+            after_call();
+            status
+        }
+    };
+}
+
+pub(crate) use export_hooks;

@@ -1,0 +1,27 @@
+//! The options of this process (`STREAMSAN_OPTIONS`), read once, on first need.
+//!
+//! They sit at the bottom of the shim because every layer may have to say something on
+//! stderr ([`super::diag`] obeys `quiet`), possibly before the library's constructor ran.
+//! The process life reads them at load, so that a wrong option stops the program before it
+//! starts.
+
+use std::sync::OnceLock;
+
+use streamsan::options::Options;
+
+/// The options of this process.
+pub fn options() -> &'static Options {
+    static OPTIONS: OnceLock<Options> = OnceLock::new();
+    OPTIONS.get_or_init(|| {
+        let text = std::env::var("STREAMSAN_OPTIONS").unwrap_or_default();
+        Options::parse(&text).unwrap_or_else(|e| fail(&format!("STREAMSAN_OPTIONS: {e}")))
+    })
+}
+
+/// A mistake in what the user asked for: said, and the program stopped before it starts.
+/// (Said as [`super::diag::error`] says things; that module reads the options, this one
+/// cannot use it.)
+pub fn fail(why: &str) -> ! {
+    eprintln!("streamsan: {why}");
+    std::process::exit(2)
+}

@@ -1,0 +1,90 @@
+//! The shim's process life: the top layer. It starts the process's reporting when the
+//! library is loaded, and writes the report at exit, on SIGTERM/SIGINT and on a fatal
+//! signal ([`signals`]), and for a forked child, by the child for itself.
+//!
+//! Options and suppressions are read by a library constructor, before the program's
+//! `main`, so that a wrong option or suppressions file stops the program before it starts
+//! (as ThreadSanitizer does). Only processes that called the driver write a report
+//! ([`crate::intercept::first_call`]). What becomes of each race is decided in
+//! `streamsan::report::sink`; [`reports`] installs that sink with what only the shim knows,
+//! and [`query`] lets the program ask for its report so far.
+
+pub mod query;
+pub mod reports;
+pub mod signals;
+
+use core::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::hooks::{host_guard, model};
+use crate::intercept::first_call;
+use crate::intercept::options::options;
+
+/// Set at a fork, in the child, until its first driver call forgets what the parent found.
+static FORK_PENDING: AtomicBool = AtomicBool::new(false);
+
+extern "C" {
+    /// glibc's `on_exit`: like `atexit`, with the exit status.
+    fn on_exit(function: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+}
+
+extern "C" fn on_load() {
+    options();
+    reports::install();
+    // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
+    // it (those included) are kept as the program's and chained to by the guard's handler.
+    if options().host_races {
+        host_guard::install();
+    }
+    signals::install_fatal();
+    // Registered first, so run last: driver calls in the program's own exit handlers and
+    // static destructors are seen before the final report.
+    // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
+    // closes a descriptor.
+    unsafe {
+        on_exit(at_exit, core::ptr::null_mut());
+        libc::pthread_atfork(None, None, Some(forked_child));
+    }
+    if first_call::on_first_call(started) {
+        // A library constructor called the driver before this one ran.
+        started();
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// What the first driver call of a process (or of a forked child) starts.
+fn started() {
+    if FORK_PENDING.swap(false, Ordering::AcqRel) {
+        // A forked child reports what it finds itself, to a file of its own.
+        reports::sink().start_over();
+        model::model().forget_findings();
+    }
+    signals::install_termination();
+}
+
+extern "C" fn at_exit(status: c_int, _: *mut c_void) {
+    if !first_call::called() {
+        return;
+    }
+    // The host races the guard caught, turned into races before the report is written.
+    host_guard::drain();
+    let sink = reports::sink();
+    let races = sink.write();
+    sink.to_stderr_if_unwritten();
+    // The program's own status, unless it would claim success with races found.
+    if status == 0 && races > 0 {
+        reports::exit_now(options().exitcode);
+    }
+}
+
+/// In a forked child, at once: flags only (no lock, which a thread of the parent may have
+/// held at the fork); the child's first driver call does the rest ([`started`]).
+extern "C" fn forked_child() {
+    FORK_PENDING.store(true, Ordering::Relaxed);
+    first_call::forget();
+    reports::forked();
+    signals::forked_child();
+}

@@ -1,0 +1,112 @@
+//! This process's reports: the report sink of `streamsan::report::sink`, given what only
+//! the shim knows (the call sites' frames, the threads' ids, the calls it counted, where
+//! the report goes, how the process ends) and installed as the model's sink.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use streamsan::model::op::{StackId, ThreadId};
+use streamsan::model::{Model, Sink};
+use streamsan::options::expand_path;
+use streamsan::report::build::Symbols;
+use streamsan::report::sink::{Policy, Process, ReportSink};
+use streamsan::report::{Frame, Report};
+
+use crate::hooks::model;
+use crate::intercept::options::{fail, options};
+use crate::intercept::stats;
+use crate::sites::{stack, thread};
+
+/// Whether this process is a forked child of the one that loaded the shim.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+static SINK: OnceLock<ReportSink<ThisProcess>> = OnceLock::new();
+
+/// This process, as its reports see it.
+pub struct ThisProcess;
+
+impl Symbols for ThisProcess {
+    fn frames(&self, site: StackId) -> Vec<Frame> {
+        let mut frames = stack::frames(site);
+        frames.truncate(options().backtrace_depth);
+        frames
+    }
+    fn tid(&self, thread: ThreadId) -> Option<u32> {
+        thread::tid(thread)
+    }
+}
+
+impl Process for ThisProcess {
+    fn model(&self) -> &Model {
+        model::model()
+    }
+
+    fn blank_report(&self) -> Report {
+        let command = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let mut report = Report::new(std::process::id(), command);
+        report.intercepted = stats::snapshot();
+        report.unrecognised_proc_addresses = stats::unrecognised();
+        report
+    }
+
+    /// The pattern with `%p` expanded, and for a forked child of a pattern without `%p`,
+    /// its pid appended (its parent's report is at the pattern).
+    fn report_path(&self) -> Option<PathBuf> {
+        let pattern = options().log_path.as_deref()?;
+        let pid = std::process::id();
+        let mut path = expand_path(pattern, pid);
+        if FORKED.load(Ordering::Relaxed) && !pattern.contains("%p") {
+            path = format!("{path}.{pid}");
+        }
+        Some(PathBuf::from(path))
+    }
+
+    fn say(&self, text: &str) {
+        eprint!("{text}");
+    }
+
+    fn exit(&self, status: i32) -> ! {
+        exit_now(status)
+    }
+}
+
+/// Ends the process with `status`, the program's buffered output written first (as exit
+/// would, after its handlers).
+pub fn exit_now(status: i32) -> ! {
+    // SAFETY: fflush(NULL) flushes every stdio stream; _exit ends the process.
+    unsafe {
+        libc::fflush(core::ptr::null_mut());
+        libc::_exit(status)
+    }
+}
+
+/// The sink of this process; made (its suppressions file read) on first need, at the
+/// latest when the library is loaded. A wrong suppressions file stops the program.
+pub fn sink() -> &'static ReportSink<ThisProcess> {
+    SINK.get_or_init(|| {
+        let policy = Policy::of(options()).unwrap_or_else(|why| fail(&why));
+        ReportSink::new(policy, ThisProcess)
+    })
+}
+
+/// Makes the sink and hands it the model's races from now on, and those found before.
+pub fn install() {
+    let sink = sink();
+    model::install_sink(sink);
+    if let Some(model) = model::made() {
+        for entry in model.races() {
+            sink.race(&entry);
+        }
+    }
+}
+
+/// In a forked child, at the fork: flags only.
+pub fn forked() {
+    FORKED.store(true, Ordering::Relaxed);
+    if let Some(sink) = SINK.get() {
+        sink.forked();
+    }
+}

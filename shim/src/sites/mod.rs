@@ -1,0 +1,11 @@
+//! Call sites: who made a call, and from where. The second layer: it stands on
+//! [`crate::intercept`] (the real driver, for CPython's functions; diagnostics) and serves
+//! the handlers, which stamp every operation with a thread and a call site, and the
+//! reports, which resolve them.
+//!
+//! [`thread`] numbers the host threads; [`stack`] captures native stacks cheaply and
+//! resolves them only for a report; [`python`] adds a Python program's own frames.
+
+pub mod python;
+pub mod stack;
+pub mod thread;

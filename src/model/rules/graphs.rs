@@ -1,0 +1,196 @@
+//! Stream capture and graph launch (`docs/semantics.md#capture-and-graphs`).
+//!
+//! A capturing stream executes nothing: what it issues becomes a node ([`super::issue`]),
+//! depending on the stream's frontier. Streams join a capture by waiting on an event
+//! recorded in it, and the capture ends for all of them together. A launch of an executable
+//! graph replays the captured nodes as operations: each is ordered after the work issued on
+//! the launch stream before the launch and after its predecessors, and is checked by the
+//! rule of the operation it was captured from ([`super::work`], [`super::memory`],
+//! [`super::sync`]); work issued on the stream afterwards follows every node.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use crate::model::buffers::MemoryKind;
+use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
+use crate::model::clock::{Slot, VectorClock};
+use crate::model::events::EventState;
+use crate::model::op::{OpRecord, Origin};
+use crate::model::race::{NoteKind, Race};
+use crate::model::streams::{SlotOwner, Stream, StreamRef};
+use crate::model::{Alloc, Model};
+
+impl Model {
+    /// `cuStreamBeginCapture(S)`: what S issues from now on is recorded, not executed.
+    pub fn capture_begin(&self, stream: StreamRef) {
+        let stream = self.stream(stream);
+        let capture = Capture::new();
+        let lane = capture.join(stream.clone(), stream.slot);
+        stream.lock().capture = Some(CaptureLane { capture, lane, frontier: Vec::new() });
+        stream.capturing.store(true, Ordering::Release);
+    }
+
+    /// A stream waits on an event recorded in a capture: it joins that capture, or, already
+    /// in it, adds the event's nodes to its frontier.
+    pub(super) fn join_capture(&self, stream: &Arc<Stream>, capture: Arc<Capture>, nodes: Vec<usize>) {
+        let mut state = stream.lock();
+        match state.capture.as_mut() {
+            Some(lane) if Arc::ptr_eq(&lane.capture, &capture) => {
+                for n in nodes {
+                    if !lane.frontier.contains(&n) {
+                        lane.frontier.push(n);
+                    }
+                }
+            }
+            Some(_) => {}
+            None => {
+                let lane = capture.join(stream.clone(), stream.slot);
+                state.capture = Some(CaptureLane { capture, lane, frontier: nodes });
+                stream.capturing.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// `cuStreamEndCapture(S)`: the capture is over for every stream that took part;
+    /// `graph` is the graph it made, if it succeeded.
+    pub fn capture_end(&self, stream: StreamRef, graph: Option<u64>) {
+        let stream = self.stream(stream);
+        let Some(lane) = stream.lock().capture.take() else { return };
+        stream.capturing.store(false, Ordering::Release);
+        for member in lane.capture.members() {
+            member.leave(&lane.capture);
+        }
+        let captured = lane.capture.finish();
+        if let Some(graph) = graph {
+            self.graphs.graphs.insert(graph, Arc::new(captured));
+        }
+    }
+
+    /// `cuGraphInstantiate*`: an executable graph of a graph streamsan followed, if it did.
+    pub fn graph_instantiated(&self, exec: u64, graph: u64) {
+        match self.graphs.graphs.get(&graph) {
+            Some(g) => {
+                let exec_graph = Exec { graph: g.clone(), state: Mutex::new(ExecState::default()) };
+                self.graphs.execs.insert(exec, Arc::new(exec_graph));
+            }
+            None => {
+                self.graphs.execs.remove(&exec);
+            }
+        }
+    }
+
+    pub fn graph_destroyed(&self, graph: u64) {
+        self.graphs.graphs.remove(&graph);
+    }
+
+    pub fn exec_destroyed(&self, exec: u64) {
+        self.graphs.execs.remove(&exec);
+    }
+
+    /// `cuGraphLaunch(G, S)`: every node is ordered after the work issued on S before the
+    /// launch and after its predecessors (and launches of one executable graph after each
+    /// other); work issued on S afterwards is ordered after every node. A graph streamsan
+    /// did not follow runs unchecked, with a note.
+    pub fn graph_launch(&self, exec: u64, stream: StreamRef, origin: &Origin) {
+        let stream = self.stream(stream);
+        let exec_graph = self.graphs.execs.get(&exec).map(|e| e.clone());
+        if self.capture_node(&stream, || NodeKind::Empty, origin, None) {
+            return;
+        }
+        let (state, epoch) = self.issue(&stream);
+        let Some(exec_graph) = exec_graph else {
+            drop(state);
+            self.notes.add(NoteKind::GraphNotFollowed, OpRecord::new(origin, None, epoch), exec);
+            return;
+        };
+        let mut base = state.clock.clone();
+        drop(state);
+        let graph = &exec_graph.graph;
+        let mut exec_state = exec_graph.state.lock().unwrap_or_else(|e| e.into_inner());
+        if exec_state.lane_slots.is_empty() {
+            exec_state.lane_slots = self.lane_slots(graph, exec, stream.slot);
+        }
+        // One executable graph's launches are ordered after each other, whatever their
+        // streams (`docs/semantics.md#deviations`).
+        base.join(&exec_state.end);
+        let mut found = Vec::new();
+        let end = self.run_nodes(graph, &exec_state.lane_slots, &base, &mut found);
+        exec_state.end.assign(&end);
+        drop(exec_state);
+        let mut state = stream.lock();
+        state.clock.join(&end);
+        stream.changed();
+        drop(state);
+        self.publish(found);
+    }
+
+    /// One slot per lane of `graph`, allocated at the executable graph's first launch and
+    /// kept for its later ones: a lane's nodes form a chain, so one slot orders them.
+    fn lane_slots(&self, graph: &Graph, exec: u64, launch_slot: Slot) -> Vec<Slot> {
+        (0..graph.lane_streams.len()).map(|_| self.streams.slots.allocate(SlotOwner::GraphLane { exec, launch_slot })).collect()
+    }
+
+    /// Runs the nodes of one launch in order (their order is topological), each checked
+    /// like the operation it was captured from; returns the clock at the end of the launch,
+    /// the join of every node's.
+    fn run_nodes(&self, graph: &Graph, lane_slots: &[Slot], base: &VectorClock, found: &mut Vec<Race>) -> VectorClock {
+        let mut clocks: Vec<VectorClock> = Vec::with_capacity(graph.nodes.len());
+        let mut end = base.clone();
+        for node in &graph.nodes {
+            let mut clock = self.node_clock(node, base, &clocks);
+            let epoch = clock.tick(lane_slots[node.lane]);
+            self.run_node(node, OpRecord::new(&node.origin, node.kernel, epoch), &clock, found);
+            end.join(&clock);
+            clocks.push(clock);
+        }
+        end
+    }
+
+    /// The clock a node starts from: the launch's, joined with its predecessors' and, for a
+    /// wait on an event recorded outside the capture, with the event's as it is now.
+    fn node_clock(&self, node: &Node, base: &VectorClock, clocks: &[VectorClock]) -> VectorClock {
+        let mut clock = base.clone();
+        for &dep in &node.deps {
+            clock.join(&clocks[dep]);
+        }
+        if let NodeKind::WaitEvent { event } = node.kind {
+            self.events.with(event, |e| {
+                if let EventState::Recorded(recorded) = &*e.lock() {
+                    clock.join(recorded);
+                }
+            });
+        }
+        clock
+    }
+
+    /// What a node does when it runs as `op`, with clock `clock`: the rule of the operation
+    /// it was captured from.
+    fn run_node(&self, node: &Node, op: OpRecord, clock: &VectorClock, found: &mut Vec<Race>) {
+        match &node.kind {
+            NodeKind::Work { accesses } => {
+                for access in accesses {
+                    self.access(access, clock, op, found);
+                }
+            }
+            NodeKind::Alloc { base, size, ctx } => {
+                let alloc = Alloc { base: *base, size: *size, kind: MemoryKind::GraphOwned, ctx: *ctx };
+                self.register(alloc, op);
+            }
+            NodeKind::Free { base } => self.release(*base, op, clock, found),
+            NodeKind::RecordEvent { event } => self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
+            NodeKind::HostFunc(callback) => callback.set(clock),
+            NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
+        }
+    }
+}
+
+/// A stream leaves a capture when the capture ends, whichever of its streams ends it.
+impl Member for Stream {
+    fn leave(&self, capture: &Arc<Capture>) {
+        let mut state = self.lock();
+        if state.capture.as_ref().is_some_and(|l| Arc::ptr_eq(&l.capture, capture)) {
+            state.capture = None;
+            self.capturing.store(false, Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Streams and contexts created and destroyed (`docs/semantics.md#streams-and-default-streams`).
+//!
+//! Destroying a stream does not wait for its work: the handle goes, the work still runs, so
+//! the model only notes a stream destroyed with work the host never waited for (a later
+//! reuse of its memory is still checked against that work). Destroying or resetting a
+//! context waits for all of its work: the host joins every stream of it, and the context's
+//! streams and memory are forgotten.
+
+use crate::model::clock::Epoch;
+use crate::model::op::{OpRecord, Origin};
+use crate::model::race::NoteKind;
+use crate::model::Model;
+
+impl Model {
+
+    pub fn stream_created(&self, handle: u64, ctx: u64, non_blocking: bool, origin: &Origin) {
+        self.streams.created(handle, ctx, non_blocking, origin.site, origin.thread);
+    }
+
+    /// `cuStreamDestroy`: the handle is gone; pending work still completes (a note).
+    pub fn stream_destroyed(&self, handle: u64, origin: &Origin) {
+        let Some(stream) = self.streams.destroyed(handle) else { return };
+        let last = stream.lock().clock.get(stream.slot);
+        if last > self.host.get(stream.slot) {
+            let op = OpRecord::new(origin, None, Epoch::new(stream.slot, last));
+            self.notes.add(NoteKind::DestroyedWhilePending, op, handle);
+        }
+    }
+
+    /// A context destroyed or reset: its work is done, its streams and memory are gone.
+    pub fn context_destroyed(&self, ctx: u64) {
+        for stream in self.streams.remove_context(ctx) {
+            self.host_joins(&stream);
+        }
+        self.buffers.remove_context(ctx);
+    }
+}

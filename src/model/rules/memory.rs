@@ -1,0 +1,92 @@
+//! Allocation and free, stream-ordered and synchronous (`docs/semantics.md#allocation-and-free`).
+//!
+//! An allocation is an operation: on a stream (`cuMemAllocAsync`, a pool) it is issued there
+//! and every access must follow it; a synchronous allocation takes the host's epoch, which
+//! every later issue follows. A free must follow every access to the buffer, else a
+//! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
+//! for the whole device first, as the driver does. A freed buffer is kept in quarantine so
+//! that a later use of its addresses is reported as a use after free.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::model::buffers::Buffer;
+use crate::model::capture::NodeKind;
+use crate::model::clock::VectorClock;
+use crate::model::op::{OpRecord, Origin};
+use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
+use crate::model::streams::StreamRef;
+use crate::model::{Alloc, FreeOn, Model};
+
+impl Model {
+
+    /// An allocation: synchronous (`on: None`; its epoch is the host's) or stream-ordered
+    /// (an operation on the stream, which every access must follow).
+    pub fn alloc(&self, alloc: Alloc, on: Option<StreamRef>, origin: &Origin) {
+        let epoch = match on {
+            None => self.host.tick(),
+            Some(key) => {
+                let stream = self.stream(key);
+                let node = || NodeKind::Alloc { base: alloc.base, size: alloc.size, ctx: alloc.ctx };
+                if self.capture_node(&stream, node, origin, None) {
+                    return;
+                }
+                self.issue_only(&stream)
+            }
+        };
+        self.register(alloc, OpRecord::new(origin, None, epoch));
+    }
+
+    pub(super) fn register(&self, alloc: Alloc, op: OpRecord) {
+        let id = self.next_buffer.fetch_add(1, Ordering::Relaxed);
+        let buffer = Buffer::new(id, alloc.base, alloc.size, alloc.kind, alloc.ctx, op);
+        self.buffers.insert(Arc::new(buffer));
+    }
+
+    /// A free of the buffer at `base`: every earlier access must happen before it, or it is
+    /// a free-race (`docs/semantics.md#allocation-and-free`).
+    pub fn free(&self, base: u64, on: FreeOn, origin: &Origin) {
+        let mut found = Vec::new();
+        match on {
+            FreeOn::Stream(key) => {
+                let stream = self.stream(key);
+                if self.capture_node(&stream, || NodeKind::Free { base }, origin, None) {
+                    return;
+                }
+                let (state, epoch) = self.issue(&stream);
+                self.release(base, OpRecord::new(origin, None, epoch), &state.clock, &mut found);
+            }
+            FreeOn::Synchronous { ctx } => {
+                // Device-wide: the host first waits for every stream of the context.
+                let ctx = self.buffers.live_at(base).map_or(ctx, |b| b.ctx);
+                for stream in self.streams.of_context(ctx) {
+                    self.host_joins(&stream);
+                }
+                let epoch = self.host.tick();
+                let clock = self.host.snapshot();
+                self.release(base, OpRecord::new(origin, None, epoch), &clock, &mut found);
+            }
+        }
+        self.publish(found);
+    }
+
+    /// Frees the buffer at `base` by `op` (clock `clock`), checking what it must follow.
+    pub(super) fn release(&self, base: u64, op: OpRecord, clock: &VectorClock, found: &mut Vec<Race>) {
+        let Some(buffer) = self.buffers.live_at(base) else { return };
+        let facts = BufferFacts::of(&buffer);
+        let free = Side { op, action: Action::Free };
+        if !buffer.alloc.epoch.happens_before(clock) {
+            let alloc = Side { op: buffer.alloc, action: Action::Alloc };
+            found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts, first: alloc, second: free });
+        }
+        let mut state = buffer.lock();
+        for earlier in state.shadow.unordered(clock) {
+            let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+            found.push(Race { kind: RaceKind::FreeRace, hazard: None, buffer: facts, first, second: free });
+        }
+        buffer.mark_freed(&mut state, op);
+        state.shadow.clear();
+        drop(state);
+        self.buffers.quarantine(&buffer);
+    }
+}

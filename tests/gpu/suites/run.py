@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Other projects' own test suites, natively and under streamsan: the pass/fail counts must
+be identical, and every race streamsan reports must be explained (a real race in that
+project's test, or a defect of streamsan's to fix) in the committed output's README.
+
+Suites: numba-cuda's driver and stream tests (`python -m numba.runtests`; they need the
+`filecheck` package, carried as a wheel), and Warp's stream, graph and memory-pool tests when
+Warp is installed. Writes suites.json ({"provenance", "suites": [{"suite", "native",
+"streamsan", "same_counts", "races": [...]}]}) and suites.log (every command's output).
+Usage: run.py STREAMSAN OUT_DIR [SUITE...]
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+SUITES = {
+    "numba-cuda cudadrv": [PY, "-m", "numba.runtests", "-v", "numba.cuda.tests.cudadrv"],
+    "numba-cuda streams and events": [PY, "-m", "numba.runtests", "-v", "numba.cuda.tests.cudapy.test_stream_api",
+                                      "numba.cuda.tests.cudapy.test_events", "numba.cuda.tests.cudapy.test_async_kernel"],
+    "warp streams, graphs, mempool": [PY, "-m", "unittest", "-v", "warp.tests.cuda.test_streams",
+                                      "warp.tests.cuda.test_mempool", "warp.tests.test_graph"],
+}
+REQUIRES = {"warp streams, graphs, mempool": "warp"}
+
+
+def counts(output):
+    """unittest's closing lines: 'Ran N tests', then 'OK (skipped=S)' or 'FAILED (failures=F, errors=E, ...)'."""
+    ran = re.findall(r"^Ran (\d+) tests?", output, re.M)
+    result = {"ran": int(ran[-1]) if ran else None, "failures": 0, "errors": 0, "skipped": 0, "expected_failures": 0}
+    tail = re.findall(r"^(OK|FAILED)(?: \((.*)\))?$", output, re.M)
+    if tail:
+        result["status"] = tail[-1][0]
+        for part in filter(None, (tail[-1][1] or "").split(", ")):
+            key, value = part.split("=")
+            result[key] = int(value)
+    return result
+
+
+def main():
+    streamsan, out = sys.argv[1], sys.argv[2]
+    chosen = sys.argv[3:] or list(SUITES)
+    log = open(os.path.join(out, "suites.log"), "w")
+    provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
+    results = []
+    for name in chosen:
+        need = REQUIRES.get(name)
+        if need and subprocess.run([PY, "-c", f"import {need}"], capture_output=True).returncode != 0:
+            print(f"skip {name}: {need} not installed", flush=True)
+            continue
+        cmd = SUITES[name]
+        native = subprocess.run(cmd, capture_output=True, text=True, timeout=560)
+        log.write(f"$ {' '.join(cmd)}\n# exit {native.returncode}\n{native.stdout}{native.stderr}\n")
+        report_dir = f"/tmp/suites/{re.sub('[^a-z]+', '-', name)}"
+        os.makedirs(report_dir, exist_ok=True)
+        for f in glob.glob(f"{report_dir}/*"):
+            os.remove(f)
+        under = subprocess.run([streamsan, "run", "--exitcode", "0", "--report", f"{report_dir}/report.%p.json", "--"] + cmd,
+                               capture_output=True, text=True, timeout=560)
+        log.write(f"$ streamsan run -- {' '.join(cmd)}\n# exit {under.returncode}\n{under.stdout}{under.stderr}\n")
+        races = []
+        for f in sorted(glob.glob(f"{report_dir}/*.json")):
+            with open(f) as fh:
+                report = json.load(fh)
+            for r in report["races"]:
+                races.append({"kind": r["kind"], "hazard": r.get("hazard"), "count": r["count"],
+                              "first": r["first"].get("kernel") or r["first"]["api"],
+                              "second": r["second"].get("kernel") or r["second"]["api"],
+                              "first_site": [fr.get("function") for fr in r["first"]["site"][:4]],
+                              "second_site": [fr.get("function") for fr in r["second"]["site"][:4]],
+                              "missing_wait": r["missing_wait"]["text"]})
+        row = {"suite": name, "command": cmd, "native": counts(native.stdout + native.stderr),
+               "streamsan": counts(under.stdout + under.stderr), "native_exit": native.returncode,
+               "streamsan_exit": under.returncode, "races": races}
+        row["same_counts"] = row["native"] == row["streamsan"]
+        results.append(row)
+        print(f"{'same' if row['same_counts'] else 'DIFFERENT'} {name}: native {row['native']}, streamsan {row['streamsan']}, "
+              f"{len(races)} race(s) reported", flush=True)
+        for r in races:
+            print(f"    {r['kind']} {r['hazard'] or ''} x{r['count']}: {r['first']} -> {r['second']}", flush=True)
+    with open(os.path.join(out, "suites.json"), "w") as f:
+        json.dump({"provenance": provenance, "suites": results}, f, indent=1)
+    return 0 if all(r["same_counts"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
