@@ -17,5 +17,6 @@ pub mod hash;
 pub mod launch;
 pub mod model;
 pub mod options;
+pub mod phases;
 pub mod recent;
 pub mod report;

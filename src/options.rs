@@ -103,6 +103,8 @@ options! {
         "print nothing on stderr but errors";
     host_races: bool = true, Syntax::Switch, "--no-host-races",
         "do not guard the pinned memory of copies in flight (host races go unseen)";
+    phase_times: bool = false, Syntax::Switch, "--phase-times",
+        "print at exit the time spent in each phase of the intercepted calls";
 }
 
 /// One `streamsan run` flag: the option it sets, and its help.
@@ -405,7 +407,7 @@ mod tests {
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=0");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=0:phase_times=1");
     }
 
     #[test]

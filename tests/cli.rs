@@ -220,3 +220,35 @@ fn help_is_asked_for_before_the_program_and_given_to_it_after() {
         assert_eq!(text(&out.stdout), "--help\n", "{args:?}: {}", text(&out.stderr));
     }
 }
+
+/// `--phase-times`: at exit, each phase's count and time, and each entry point's, counted
+/// as the report counts the calls.
+#[test]
+fn phase_times_prints_each_phase_and_entry_point_at_exit() {
+    let exe = lifecycle();
+    let dir = scratch("phase-times");
+    let out = run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    // The count of a row: the first field after its label.
+    let count = |label: &str| -> u64 {
+        let row = stderr
+            .lines()
+            .find_map(|line| line.trim_start().strip_prefix(label).filter(|rest| rest.starts_with(' ')))
+            .unwrap_or_else(|| panic!("no row {label:?} in\n{stderr}"));
+        row.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // The program launches three kernels and makes two races; no copy, no memset.
+    assert_eq!(count("launches in the driver"), 3);
+    assert_eq!(count("kernel name and layout"), 3);
+    assert_eq!(count("model update: launches"), 3);
+    assert_eq!(count("model update: copies"), 0);
+    assert_eq!(count("race reports (in updates)"), 2);
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1);
+    let intercepted = &reports[0].1.intercepted;
+    assert!(intercepted.contains_key("cuLaunchKernel"), "{intercepted:?}");
+    for (name, &calls) in intercepted {
+        assert_eq!(count(name), calls, "{name}");
+    }
+}

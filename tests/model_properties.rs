@@ -89,6 +89,9 @@ enum Step {
     /// The event destroyed and its handle made again: a fresh, unrecorded event.
     EventRecreate { event: usize },
     StreamSync { stream: usize },
+    /// The created stream destroyed and its handle made again: a fresh stream, ordered after
+    /// nothing of the old one's (which may take the old one's slot of the clocks).
+    StreamRecreate { stream: usize },
     CtxSync { ctx: usize },
     HostFunc { stream: usize },
     Capture { origin: usize, fork: usize, items: Vec<Item> },
@@ -151,6 +154,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..EVENTS).prop_map(|event| Step::EventSync { event }),
         1 => (0..EVENTS).prop_map(|event| Step::EventRecreate { event }),
         1 => (0..STREAMS).prop_map(|stream| Step::StreamSync { stream }),
+        1 => (0..CAPTURABLE.len()).prop_map(|i| Step::StreamRecreate { stream: CAPTURABLE[i] }),
         1 => (0..2usize).prop_map(|ctx| Step::CtxSync { ctx }),
         1 => (0..STREAMS).prop_map(|stream| Step::HostFunc { stream }),
         1 => capture_step(),
@@ -224,6 +228,9 @@ struct Oracle {
     ops: Vec<OpNode>,
     /// Per stream, the op that later work on it follows.
     last: HashMap<usize, usize>,
+    /// Destroyed streams (by the index their handle has) and their last ops: the legacy
+    /// stream and a device-wide synchronization still wait for them.
+    destroyed: Vec<(usize, usize)>,
     /// Ops the host has waited for.
     host: Vec<usize>,
     events: HashMap<usize, usize>,
@@ -272,6 +279,7 @@ impl Oracle {
                     preds.push(l);
                 }
             }
+            preds.extend(self.destroyed.iter().filter(|&&(s, _)| blocking(s) && stream_ctx(s) == ctx).map(|&(_, l)| l));
         } else if blocking(stream) {
             if let Some(&l) = self.last.get(&legacy) {
                 preds.push(l);
@@ -290,6 +298,14 @@ impl Oracle {
 
     fn host_waits(&mut self, op: usize) {
         self.host.push(op);
+    }
+
+    /// A device-wide synchronization: every stream of `ctx`, destroyed ones too.
+    fn host_waits_for_context(&mut self, ctx: u64) {
+        let mut waited: Vec<usize> = (0..STREAMS).filter(|&s| stream_ctx(s) == ctx).filter_map(|s| self.last.get(&s).copied()).collect();
+        waited.extend(self.destroyed.iter().filter(|&&(s, _)| stream_ctx(s) == ctx).map(|&(_, l)| l));
+        self.destroyed.retain(|&(s, _)| stream_ctx(s) != ctx);
+        self.host.extend(waited);
     }
 
     fn found(&mut self, op: usize, buffer: usize, kind: RaceKind) {
@@ -435,11 +451,7 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
             Step::FreeSync { buffer } => {
                 let Some(BufferState::Live { ctx, .. }) = oracle.buffers.get(&buffer).copied() else { continue };
                 // Device-wide: the host waits for every stream of the buffer's context.
-                for s in (0..STREAMS).filter(|&s| stream_ctx(s) == ctx) {
-                    if let Some(&l) = oracle.last.get(&s) {
-                        oracle.host_waits(l);
-                    }
-                }
+                oracle.host_waits_for_context(ctx);
                 let preds = oracle.host.clone();
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
@@ -473,12 +485,17 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 model.stream_synchronized(stream_ref(stream));
             }
             Step::CtxSync { ctx } => {
-                for s in (0..STREAMS).filter(|&s| stream_ctx(s) == CTX[ctx]) {
-                    if let Some(&l) = oracle.last.get(&s) {
-                        oracle.host_waits(l);
-                    }
-                }
+                oracle.host_waits_for_context(CTX[ctx]);
                 model.context_synchronized(CTX[ctx]);
+            }
+            Step::StreamRecreate { stream } => {
+                if let Some(l) = oracle.last.remove(&stream) {
+                    oracle.destroyed.push((stream, l));
+                }
+                let handle = 0x100 + stream as u64;
+                // Notes are not compared: any site will do.
+                model.stream_destroyed(handle, &origin(0, stream));
+                model.stream_created(handle, stream_ctx(stream), !blocking(stream), &origin(0, stream));
             }
             Step::HostFunc { stream } => {
                 // The function runs at once: the host is ordered after it.
@@ -722,4 +739,74 @@ fn a_recreated_event_handle_orders_nothing_until_recorded() {
     check(&steps).unwrap();
     let (oracle, races) = run(&steps);
     assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+#[test]
+fn a_stream_on_a_reused_slot_continues_its_times() {
+    // A write on stream 5, which the host then waits for; the stream destroyed and made
+    // again (its slot free to reuse); the new stream writes, and so does stream 7, unordered
+    // with it: a race. Were the new stream's times to start over, its write would look
+    // ordered before everything that follows the host.
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::StreamSync { stream: 5 },
+        Step::StreamRecreate { stream: 5 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Access { stream: 7, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert_eq!(oracle.verdicts.keys().copied().collect::<Vec<_>>(), vec![3], "only stream 7's write races");
+    assert!(!races.is_empty() && races.iter().all(|r| r.0 == 3), "{races:?}");
+}
+
+#[test]
+fn a_recreated_stream_does_not_inherit_the_old_ones_order() {
+    // A write on stream 5 that nothing waits for; the stream destroyed and made again; the
+    // new stream records an event that stream 7 waits on before it writes: the write races
+    // with the old stream's, which the new one is not ordered after.
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::StreamRecreate { stream: 5 },
+        Step::Record { event: 0, stream: 5 },
+        Step::Wait { stream: 7, event: 0 },
+        Step::Access { stream: 7, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert!(!oracle.verdicts.is_empty() && !races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+#[test]
+fn a_graph_lane_takes_a_destroyed_graphs_slot_only_when_ordered_after_it() {
+    let collected = Arc::new(Collected::default());
+    let model = Model::new(Box::new(describe), Some(Box::new(CollectingSink(collected.clone()))));
+    let (s, t) = (stream_ref(5), stream_ref(7));
+    for i in [5, 7] {
+        model.stream_created(0x100 + i as u64, stream_ctx(i), true, &origin(0, i));
+    }
+    model.alloc(Alloc { base: buffer_base(0), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] }, None, &origin(0, 0));
+    // A graph that writes the buffer, captured, launched on `on` and destroyed; `site`
+    // names its node.
+    let graph_writes = |exec: u64, on: StreamRef, site: usize| {
+        model.capture_begin(on);
+        let access = [Access::new(buffer_base(0), 8, Mode::Write)];
+        model.work(on, Work { origin: origin(site, 0), kernel: None, accesses: &access, host: HostEffect::None });
+        model.capture_end(on, Some(exec));
+        model.graph_instantiated(exec, exec);
+        model.graph_launch(exec, on, &origin(site + 100, 0));
+        model.exec_destroyed(exec);
+        model.graph_destroyed(exec);
+    };
+    graph_writes(1, s, 1);
+    // Launched again on the same stream: ordered after the first (which it may take the
+    // lane of): no race.
+    graph_writes(2, s, 2);
+    assert!(collected.0.lock().unwrap().is_empty(), "one stream's graphs are ordered");
+    // On a stream not ordered after them: the node's write races with theirs.
+    graph_writes(3, t, 3);
+    let races = collected.0.lock().unwrap();
+    assert!(races.iter().any(|r| r.race.kind == RaceKind::CrossStream && r.race.second.op.site == StackId(4)), "{races:?}");
 }

@@ -1,8 +1,9 @@
 //! Known allocations, found by address.
 //!
 //! A buffer is registered in every 2 MiB granule its bytes touch, so finding the buffer of
-//! an address is one hash lookup and a binary search in the granule (a stream-ordered pool
-//! packs thousands of small allocations in one granule). Freed buffers stay findable, marked
+//! an address is one hash lookup and two binary searches in the granule (a stream-ordered
+//! pool packs thousands of small allocations in one granule: they are kept in chunks of a
+//! few hundred, so that registering or forgetting one moves a chunk, not the granule). Freed buffers stay findable, marked
 //! freed, in a bounded quarantine, so that a later access to their bytes is reported as a
 //! use-after-free until the address is allocated again or the quarantine forgets it.
 //! An address resolves to the innermost live buffer containing it (sub-allocations
@@ -138,20 +139,20 @@ pub enum Found<B = Arc<Buffer>> {
     Nothing,
 }
 
-/// The buffers with bytes in one granule, sorted by base (and, at one base, the larger
+/// A run of the buffers of one granule, sorted by base (and, at one base, the larger
 /// first), with the furthest end reached by each prefix of them: the search for an address
 /// walks back from the last base at or below it and stops where no earlier buffer reaches it.
 /// Bases, ends and reaches sit in arrays of their own, so that the binary search reads
 /// contiguous words rather than one buffer after another.
 #[derive(Default)]
-struct Granule {
+struct Chunk {
     bases: Vec<u64>,
     ends: Vec<u64>,
     reach: Vec<u64>,
     buffers: Vec<Arc<Buffer>>,
 }
 
-impl Granule {
+impl Chunk {
     fn insert(&mut self, buffer: Arc<Buffer>) {
         let key = (buffer.base, std::cmp::Reverse(buffer.end()));
         let at = self.bases.partition_point(|&b| b < key.0);
@@ -207,10 +208,9 @@ impl Granule {
         }
     }
 
-    /// The innermost live buffer containing `addr`, else the most recently freed one. With
-    /// buffers nested properly, the first live one met walking back is the innermost.
-    fn find(&self, addr: u64) -> Found<&Arc<Buffer>> {
-        let mut freed: Option<&Arc<Buffer>> = None;
+    /// The first live buffer containing `addr` met walking back from it; the most recently
+    /// freed one met on the way goes to `freed`.
+    fn find<'a>(&'a self, addr: u64, freed: &mut Option<&'a Arc<Buffer>>) -> Option<&'a Arc<Buffer>> {
         let mut i = self.bases.partition_point(|&b| b <= addr);
         while i > 0 && self.reach[i - 1] > addr {
             i -= 1;
@@ -219,10 +219,115 @@ impl Granule {
             }
             let b = &self.buffers[i];
             if !b.is_freed() {
-                return Found::Live(b);
+                return Some(b);
             }
             if freed.is_none_or(|f| b.id > f.id) {
-                freed = Some(b);
+                *freed = Some(b);
+            }
+        }
+        None
+    }
+
+    /// The furthest end of its buffers.
+    fn end(&self) -> u64 {
+        self.reach.last().copied().unwrap_or(0)
+    }
+
+    /// Moves its upper half into a new chunk, never splitting buffers of one base (a new
+    /// buffer at that base goes to the chunk where it sorts among them).
+    fn split(&mut self) -> Option<Chunk> {
+        let mut half = self.bases.len() / 2;
+        while half < self.bases.len() && self.bases[half] == self.bases[half - 1] {
+            half += 1;
+        }
+        if half == self.bases.len() {
+            return None;
+        }
+        let mut upper = Chunk { bases: self.bases.split_off(half), ends: self.ends.split_off(half), reach: Vec::new(), buffers: self.buffers.split_off(half) };
+        self.update_reach(0);
+        upper.update_reach(0);
+        Some(upper)
+    }
+}
+
+/// Buffers per chunk of a granule, at most: an insertion or removal moves at most this many
+/// entries, however many buffers the granule holds (a stream-ordered pool packs thousands).
+const CHUNK: usize = 256;
+
+/// The buffers with bytes in one granule, in chunks sorted by base, with the furthest end
+/// reached by each prefix of chunks: a search binary-searches the chunks, then walks back as
+/// within a chunk.
+#[derive(Default)]
+struct Granule {
+    chunks: Vec<Chunk>,
+    /// The first base of each chunk.
+    firsts: Vec<u64>,
+    /// The furthest end of the buffers of each prefix of chunks.
+    reach: Vec<u64>,
+}
+
+impl Granule {
+    fn insert(&mut self, buffer: Arc<Buffer>) {
+        if self.chunks.is_empty() {
+            self.chunks.push(Chunk::default());
+        }
+        let c = self.firsts.partition_point(|&b| b <= buffer.base).saturating_sub(1);
+        self.chunks[c].insert(buffer);
+        if self.chunks[c].bases.len() > 2 * CHUNK {
+            if let Some(upper) = self.chunks[c].split() {
+                self.chunks.insert(c + 1, upper);
+            }
+        }
+        self.update(c);
+    }
+
+    /// Drops empty chunks and recomputes `firsts` and `reach` from chunk `from` on.
+    fn update(&mut self, from: usize) {
+        self.chunks.retain(|c| !c.bases.is_empty());
+        let from = from.min(self.chunks.len());
+        self.firsts.truncate(from);
+        self.reach.truncate(from);
+        let mut furthest = if from == 0 { 0 } else { self.reach[from - 1] };
+        for chunk in &self.chunks[from..] {
+            self.firsts.push(chunk.bases[0]);
+            furthest = furthest.max(chunk.end());
+            self.reach.push(furthest);
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Arc<Buffer>) -> bool) {
+        for chunk in &mut self.chunks {
+            chunk.retain(&mut keep);
+        }
+        self.update(0);
+    }
+
+    /// Removes the buffers overlapping `[base, end)` that `drop` selects.
+    fn remove_overlapping(&mut self, base: u64, end: u64, mut drop: impl FnMut(&Arc<Buffer>) -> bool) {
+        let mut c = self.firsts.partition_point(|&b| b < end);
+        let mut lowest = None;
+        while c > 0 && self.reach[c - 1] > base {
+            c -= 1;
+            let before = self.chunks[c].bases.len();
+            self.chunks[c].remove_overlapping(base, end, &mut drop);
+            if self.chunks[c].bases.len() != before {
+                lowest = Some(c);
+            }
+        }
+        if let Some(from) = lowest {
+            self.update(from);
+        }
+    }
+
+    /// The innermost live buffer containing `addr`, else the most recently freed one. With
+    /// buffers nested properly, the first live one met walking back is the innermost.
+    fn find(&self, addr: u64) -> Found<&Arc<Buffer>> {
+        let mut freed: Option<&Arc<Buffer>> = None;
+        let mut c = self.firsts.partition_point(|&b| b <= addr);
+        while c > 0 && self.reach[c - 1] > addr {
+            c -= 1;
+            if let Some(live) = self.chunks[c].find(addr, &mut freed) {
+                return Found::Live(live);
             }
         }
         match freed {
@@ -258,8 +363,10 @@ pub struct BufferMap {
 static NEXT_MAP: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The live buffers this thread found lately, by (map, address) ([`crate::recent`]).
-    static RECENT: RefCell<Recent<(u64, u64), Arc<Buffer>, 512>> = RefCell::new(Recent::default());
+    /// The live buffers this thread found lately, by (map, address) ([`crate::recent`]): a
+    /// few thousand, so that a step's kernels with dozens of pointers each on several streams
+    /// still find theirs here (a miss takes a shared lock and a reference count).
+    static RECENT: RefCell<Recent<(u64, u64), Arc<Buffer>, 2048>> = RefCell::new(Recent::default());
 }
 
 fn granules(base: u64, end: u64) -> impl Iterator<Item = u64> {
@@ -489,5 +596,26 @@ mod tests {
         free(&map, &b);
         assert_eq!(found(&map, 0x3000_0000), None, "forgotten once QUARANTINE frees came after it");
         assert_eq!(found(&map, 0x4000_0000 + 2 * 64), Some((false, 2)));
+    }
+
+    #[test]
+    fn a_granule_of_many_chunks_finds_nested_and_freed_buffers() {
+        let map = BufferMap::new();
+        // Ten chunks' worth of 64-byte buffers, and one enclosing the lot registered first.
+        let pool = buffer(&map, 0, 0x6000_0000, 10 * 2 * CHUNK as u64 * 64);
+        let small: Vec<Arc<Buffer>> = (1..=10 * 2 * CHUNK as u64).map(|i| buffer(&map, i, 0x6000_0000 + (i - 1) * 64, 64)).collect();
+        assert_eq!(found(&map, 0x6000_0000 + 1000 * 64 + 5), Some((true, 1001)));
+        // Freed small buffers leave the enclosing one found; forgotten ones too.
+        for b in &small[990..1010] {
+            free(&map, b);
+        }
+        assert_eq!(found(&map, 0x6000_0000 + 1000 * 64 + 5), Some((true, 0)), "the live enclosing buffer");
+        map.granules.get_mut(&(0x6000_0000 >> GRANULE_SHIFT)).unwrap().retain(|b| !b.is_freed());
+        assert_eq!(found(&map, 0x6000_0000 + 1000 * 64 + 5), Some((true, 0)));
+        free(&map, &pool);
+        assert_eq!(found(&map, 0x6000_0000 + 1000 * 64 + 5), Some((false, 0)), "then the freed one");
+        assert_eq!(found(&map, 0x6000_0000 + 3000 * 64 + 5), Some((true, 3001)));
+        let granule = map.granules.get(&(0x6000_0000 >> GRANULE_SHIFT)).unwrap();
+        assert!(granule.chunks.len() >= 10 && granule.chunks.iter().all(|c| c.bases.len() <= 2 * CHUNK));
     }
 }

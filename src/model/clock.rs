@@ -5,15 +5,16 @@
 //! names one operation. An epoch happens before an operation whose clock is `V` iff
 //! `t <= V[slot]` (`docs/semantics.md#clocks`).
 //!
-//! Slots are never reused (an epoch of a destroyed stream may still sit in shadow state), so
-//! a process that used ten thousand streams has ten thousand slots. Most of what a stream's
+//! A slot is reused only once its last owner's work is ordered before the host (see
+//! [`crate::model::streams::Slots`]); still, a process may have thousands. Most of what a stream's
 //! clock knows it knows from the host (every operation is ordered after what the host
 //! waited for, and the host waits for every stream at a device synchronization): stored as
 //! a dense vector per stream, that would be ten thousand times ten thousand words. So a clock
 //! is two parts: the host's clock as of some moment, an immutable snapshot shared by every
 //! clock that learnt it ([`HostSnapshot`]), and the few components it learnt otherwise (its
-//! own ticks, events it waited on), sparse. Host snapshots are totally ordered (the host's
-//! clock only grows), so joining two clocks keeps the later snapshot.
+//! own ticks, events it waited on), sparse, and dropped once a later snapshot covers them.
+//! Host snapshots are totally ordered (the host's clock only grows), so joining two clocks
+//! keeps the later snapshot.
 
 use std::fmt;
 use std::sync::Arc;
@@ -112,22 +113,59 @@ impl VectorClock {
         Epoch::new(slot, time)
     }
 
-    /// `self ⊔= other`. Returns whether anything changed.
+    /// `self ⊔= other`. Returns whether anything changed. Linear in the two `own` lists (a
+    /// merge, in place), whatever their lengths.
     pub fn join(&mut self, other: &VectorClock) -> bool {
         let mut changed = false;
         if let Some(theirs) = &other.host {
             if self.host.as_ref().is_none_or(|mine| mine.version < theirs.version) {
                 self.host = Some(theirs.clone());
+                self.drop_covered();
                 changed = true;
             }
         }
+        if other.own.is_empty() {
+            return changed;
+        }
+        let (host, own) = (self.host.as_deref(), &mut self.own);
+        let host_time = |slot| host.map_or(0, |h| h.get(slot));
+        // First pass: raise the components both lists have, count those only `other` has
+        // (and the host snapshot does not cover).
+        let (mut i, mut missing) = (0, 0);
         for &(slot, time) in &other.own {
-            if time > self.get(slot) {
-                self.set(slot, time);
-                changed = true;
+            while i < own.len() && own[i].0 < slot {
+                i += 1;
+            }
+            if i < own.len() && own[i].0 == slot {
+                if time > own[i].1 && time > host_time(slot) {
+                    own[i].1 = time;
+                    changed = true;
+                }
+            } else if time > host_time(slot) {
+                missing += 1;
             }
         }
-        changed
+        if missing == 0 {
+            return changed;
+        }
+        // Second pass, from the back: move this clock's entries up to make room, and put the
+        // missing ones in their places.
+        let mut i = own.len();
+        own.resize(i + missing, (0, 0));
+        let mut k = own.len();
+        for &(slot, time) in other.own.iter().rev() {
+            while i > 0 && own[i - 1].0 > slot {
+                own[k - 1] = own[i - 1];
+                (i, k) = (i - 1, k - 1);
+            }
+            if (i > 0 && own[i - 1].0 == slot) || time <= host_time(slot) {
+                continue;
+            }
+            own[k - 1] = (slot, time);
+            k -= 1;
+        }
+        debug_assert_eq!(i, k, "every missing component placed");
+        true
     }
 
     /// Joins the host's clock as of `snapshot`.
@@ -136,7 +174,28 @@ impl VectorClock {
             return false;
         }
         self.host = Some(snapshot.clone());
+        self.drop_covered();
         true
+    }
+
+    /// Forgets the components the host snapshot covers: the clock then holds, besides the
+    /// shared snapshot, only what it knows beyond the host (its own recent work, streams it
+    /// waited on since the host last synchronized), however many streams the process made.
+    fn drop_covered(&mut self) {
+        if let Some(host) = &self.host {
+            self.own.retain(|&(slot, time)| time > host.get(slot));
+        }
+    }
+
+    /// How many components the clock holds beside its host snapshot (for tests).
+    pub fn own_len(&self) -> usize {
+        self.own.len()
+    }
+
+    /// The components it holds beside its host snapshot: all the host must learn to follow
+    /// it (the snapshot is an earlier state of the host's own clock).
+    pub fn own_entries(&self) -> &[(Slot, u32)] {
+        &self.own
     }
 
     /// Empties the clock, keeping its storage.
@@ -193,8 +252,13 @@ impl HostClock {
     /// `H ⊔= clock`. The clock's host snapshot is an earlier state of this clock, already
     /// included. Returns whether anything changed.
     pub fn join(&mut self, clock: &VectorClock) -> bool {
+        self.join_entries(&clock.own)
+    }
+
+    /// `H ⊔=` the components `entries` (slot, time), in any order.
+    pub fn join_entries(&mut self, entries: &[(Slot, u32)]) -> bool {
         let mut changed = false;
-        for &(slot, time) in &clock.own {
+        for &(slot, time) in entries {
             let i = slot as usize;
             if i >= self.times.len() {
                 self.times.resize(i + 1, 0);
@@ -288,5 +352,59 @@ mod tests {
         assert_eq!(a.get(30), 10);
         assert_eq!(a.get(31), 0);
         assert_eq!(a.entries().len(), 39);
+    }
+
+    /// A clock's components as a map, the way a reader sees them.
+    fn as_map(clock: &VectorClock, slots: Slot) -> Vec<u32> {
+        (0..slots).map(|s| clock.get(s)).collect()
+    }
+
+    #[test]
+    fn join_is_the_componentwise_maximum() {
+        // Deterministic pseudo-random clocks over 64 slots, joined pairwise in both orders,
+        // with and without host snapshots below them.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut host = HostClock::default();
+        for round in 0..300 {
+            let (mut a, mut b) = (VectorClock::new(), VectorClock::new());
+            for clock in [&mut a, &mut b] {
+                for _ in 0..next(20) {
+                    clock.set(next(64) as Slot, next(50) as u32 + 1);
+                }
+            }
+            if round % 3 == 0 {
+                host.join(&b);
+                a.join_host(&host.snapshot());
+            }
+            let expected: Vec<u32> = as_map(&a, 64).iter().zip(as_map(&b, 64)).map(|(x, y)| (*x).max(y)).collect();
+            let mut joined = a.clone();
+            let changed = joined.join(&b);
+            assert_eq!(as_map(&joined, 64), expected, "round {round}");
+            assert_eq!(changed, as_map(&a, 64) != expected, "round {round}: whether it changed");
+            assert!(joined.own.windows(2).all(|w| w[0].0 < w[1].0), "sorted, no duplicates");
+        }
+    }
+
+    #[test]
+    fn a_later_host_snapshot_drops_what_it_covers() {
+        let mut host = HostClock::default();
+        let mut clock = VectorClock::new();
+        for slot in 1..1000 {
+            clock.set(slot, 1);
+        }
+        host.join(&clock);
+        let mut stream = VectorClock::new();
+        stream.join(&clock);
+        assert_eq!(stream.own_len(), 999);
+        stream.join_host(&host.snapshot());
+        assert_eq!(stream.own_len(), 0, "the host knows all of it");
+        stream.tick(7);
+        assert_eq!((stream.get(7), stream.own_len()), (2, 1));
     }
 }

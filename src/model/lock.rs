@@ -37,6 +37,7 @@ impl<T> Lock<T> {
 
     #[cold]
     fn contended(&self) {
+        let _waiting = crate::phases::start(crate::phases::Phase::LockWait);
         let mut spins = 0u32;
         loop {
             while self.held.load(Ordering::Relaxed) {

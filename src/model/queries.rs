@@ -6,7 +6,7 @@
 //! forgotten in a forked child, which reports only what it finds itself.
 
 use super::buffers::{Found, MemoryKind};
-use super::clock;
+use super::clock::Epoch;
 use super::op::KernelId;
 use super::race::{Note, Race, RaceEntry};
 use super::streams::SlotOwner;
@@ -31,9 +31,9 @@ impl Model {
         k.1.get(id.0 as usize).cloned().unwrap_or_default()
     }
 
-    /// Who owns a slot (for reports).
-    pub fn slot_owner(&self, slot: clock::Slot) -> SlotOwner {
-        self.streams.slots.owner(slot)
+    /// Who issued the operation `epoch` (for reports).
+    pub fn slot_owner(&self, epoch: Epoch) -> SlotOwner {
+        self.streams.slots.owner(epoch)
     }
 
     /// Whether `addr` could be in a buffer: a cheap filter for a kernel's parameter words.

@@ -112,10 +112,13 @@ impl Shadow {
             _ => None,
         };
         self.records.push(Record { lo, hi, mode, op });
+        // A write that split records left a tail for each: as many may go as came.
         if self.records.len() > MAX_RECORDS {
-            let oldest = self.records.remove(0);
-            let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
-            self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
+            let excess = self.records.len() - MAX_RECORDS;
+            for oldest in self.records.drain(..excess) {
+                let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
+                self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
+            }
         }
     }
 
@@ -225,5 +228,19 @@ mod tests {
         assert_eq!(s.records().len(), MAX_RECORDS);
         assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
         assert!(s.untouched(MAX_RECORDS as u64 + 10, MAX_RECORDS as u64 + 11));
+    }
+
+    #[test]
+    fn writes_that_split_records_keep_the_history_bounded() {
+        // A memset of the whole buffer, then 64-byte writes into every other chunk: each
+        // splits what the memset left into a head and a tail.
+        let mut s = Shadow::default();
+        s.record(0, 128 * 1000, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        for i in 0..1000u64 {
+            let t = i as u32 + 2;
+            s.record(128 * i + 32, 128 * i + 96, Mode::Write, op(1, t), &clock(&[(1, t)]));
+            assert!(s.records().len() <= MAX_RECORDS, "{} records after {} writes", s.records().len(), i + 1);
+        }
+        assert!(!s.untouched(0, 1), "what was forgotten still counts as touched");
     }
 }

@@ -3,19 +3,27 @@
 //! Each context has one legacy default stream; each (context, host thread) its per-thread
 //! default stream; every other stream is named by its handle. A stream owns a slot and a
 //! clock behind its own lock. The legacy stream's implicit synchronization with blocking
-//! streams (`docs/semantics.md#streams-and-default-streams`) is applied when an operation is issued, by
-//! joining clocks that changed since the last time (each stream counts its changes in
-//! `version`), without ever holding two stream locks at once.
+//! streams (`docs/semantics.md#streams-and-default-streams`) is applied when an operation is
+//! issued, by joining the clocks of the blocking streams that changed since the last time
+//! (each queues itself on its legacy stream when it changes), without ever holding two
+//! stream locks at once.
+//!
+//! Slots are reused: a destroyed stream's slot (a destroyed graph's lanes') goes back to a
+//! free list once every operation it issued is ordered before the host's clock, and so
+//! before whatever is issued from then on. Its next owner's times continue from the last
+//! one's, so an epoch still names one operation, and the slot's operations still form one
+//! chain in happens-before: the property a slot stands for. A process that makes and
+//! destroys streams without end keeps as many slots as it has streams alive and pending.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::hash::{fast_map, FastMap};
 use crate::recent::Recent;
 
 use super::capture::CaptureLane;
-use super::clock::{HostClock, HostSnapshot, Slot, VectorClock};
+use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock};
 use super::lock::{Guard, Lock};
 use super::op::{StackId, ThreadId};
 
@@ -70,29 +78,101 @@ pub struct StreamInfo {
 pub enum SlotOwner {
     Host,
     Stream { handle: u64, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId },
-    /// A lane of an executable graph; its nodes ran on the stream of `launch_slot`.
-    GraphLane { exec: u64, launch_slot: Slot },
+    /// A lane of an executable graph; its nodes ran on the stream that issued `launch`.
+    GraphLane { exec: u64, launch: Epoch },
+    /// An owner of a slot used by so many owners since that its name was forgotten.
+    Forgotten,
 }
 
-/// Hands out slots and remembers their owners.
+/// Owners remembered per slot, the latest ones: a report names the owner of an epoch of an
+/// older one as [`SlotOwner::Forgotten`].
+const OWNERS_PER_SLOT: usize = 16;
+
+/// The owners of one slot, oldest first, each with the first time it could use.
+type Owners = Vec<(u32, SlotOwner)>;
+
+/// Hands out slots, takes them back, and remembers their owners.
 pub struct Slots {
-    owners: RwLock<Vec<SlotOwner>>,
+    owners: RwLock<Vec<Owners>>,
+    /// Slots whose last owner is gone, with the last time it used, every operation of
+    /// which happens before the host's clock: whatever is issued from now on follows them.
+    free: Mutex<Vec<(Slot, u32)>>,
+    /// The lanes of destroyed graphs, with their last times: free for a launch whose clock
+    /// is ordered after that time.
+    free_lanes: Mutex<Vec<(Slot, u32)>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Slots {
     pub fn new() -> Slots {
-        Slots { owners: RwLock::new(vec![SlotOwner::Host]) }
+        Slots { owners: RwLock::new(vec![vec![(0, SlotOwner::Host)]]), free: Mutex::new(Vec::new()), free_lanes: Mutex::new(Vec::new()) }
     }
 
+    /// A slot for a stream: a free one, else a new one. (Its first operation joins the host's
+    /// clock, and so follows every operation of the slot's earlier owners.)
     pub fn allocate(&self, owner: SlotOwner) -> Slot {
-        let mut owners = self.owners.write().unwrap_or_else(|e| e.into_inner());
-        owners.push(owner);
-        (owners.len() - 1) as Slot
+        let reused = locked(&self.free).pop();
+        self.hand_out(owner, reused)
     }
 
-    pub fn owner(&self, slot: Slot) -> SlotOwner {
+    /// A slot for a graph lane whose first node's clock is `base`: a destroyed graph's lane
+    /// that `base` is ordered after (of the latest few), or a free slot, or a new one.
+    pub fn allocate_lane(&self, owner: SlotOwner, base: &VectorClock) -> Slot {
+        let reused = {
+            let mut lanes = locked(&self.free_lanes);
+            let from = lanes.len().saturating_sub(4);
+            let found = (from..lanes.len()).rev().find(|&i| base.get(lanes[i].0) >= lanes[i].1);
+            found.map(|i| lanes.swap_remove(i))
+        };
+        let reused = reused.or_else(|| locked(&self.free).pop());
+        self.hand_out(owner, reused)
+    }
+
+    fn hand_out(&self, owner: SlotOwner, reused: Option<(Slot, u32)>) -> Slot {
+        let mut owners = self.owners.write().unwrap_or_else(|e| e.into_inner());
+        match reused {
+            Some((slot, last)) => {
+                let history = &mut owners[slot as usize];
+                if history.len() == OWNERS_PER_SLOT {
+                    history.remove(0);
+                }
+                history.push((last + 1, owner));
+                slot
+            }
+            None => {
+                owners.push(vec![(0, owner)]);
+                (owners.len() - 1) as Slot
+            }
+        }
+    }
+
+    /// Takes back a slot whose owner is gone and whose every operation (the last at time
+    /// `last`) happens before the host's clock.
+    fn retire(&self, slot: Slot, last: u32) {
+        locked(&self.free).push((slot, last));
+    }
+
+    /// Takes back a lane of a destroyed graph, `last` the time of its last node.
+    pub fn retire_lane(&self, slot: Slot, last: u32) {
+        locked(&self.free_lanes).push((slot, last));
+    }
+
+    /// Who issued the operation `epoch`.
+    pub fn owner(&self, epoch: Epoch) -> SlotOwner {
         let owners = self.owners.read().unwrap_or_else(|e| e.into_inner());
-        owners.get(slot as usize).cloned().unwrap_or(SlotOwner::Host)
+        let Some(history) = owners.get(epoch.slot as usize) else { return SlotOwner::Host };
+        match history.iter().rev().find(|(first, _)| *first <= epoch.time) {
+            Some((_, owner)) => owner.clone(),
+            None => SlotOwner::Forgotten,
+        }
+    }
+
+    /// How many slots were ever handed out (for tests).
+    pub fn count(&self) -> usize {
+        self.owners.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
@@ -126,8 +206,6 @@ pub struct Stream {
     /// A blocking stream's version last joined into its legacy stream's clock (written under
     /// the legacy stream's lock, once the join is in its clock).
     pub joined_by_legacy: AtomicU64,
-    /// The legacy stream's context.
-    pub context: OnceLock<Weak<Context>>,
     /// On a legacy stream: whether a blocking stream of its context changed since the legacy
     /// stream last joined them. Lets a legacy-stream operation skip the member list (a lock
     /// and reference counts) when none did, as in a program that uses the legacy stream only.
@@ -135,18 +213,26 @@ pub struct Stream {
     /// Whether the stream is capturing (mirrors `state.capture`, read without the lock).
     pub capturing: AtomicBool,
     pub destroyed: AtomicBool,
+    /// This stream, for queueing itself on its legacy stream.
+    me: Weak<Stream>,
+    /// A blocking stream: whether it is queued on its legacy stream's `changed_blocking`.
+    queued: AtomicBool,
+    /// A legacy stream: the blocking streams that changed since it last joined them.
+    changed_blocking: Mutex<Vec<Weak<Stream>>>,
 }
 
 impl Stream {
-    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64, legacy: Option<Arc<Stream>>) -> Stream {
+    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64, legacy: Option<Arc<Stream>>, me: Weak<Stream>) -> Stream {
         Stream {
+            me,
+            queued: AtomicBool::new(false),
+            changed_blocking: Mutex::new(Vec::new()),
             slot,
             kind,
             ctx,
             handle,
             legacy,
             joined_by_legacy: AtomicU64::new(u64::MAX),
-            context: OnceLock::new(),
             blocking_changed: AtomicBool::new(false),
             state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
             version: AtomicU64::new(0),
@@ -172,6 +258,17 @@ impl Stream {
     pub fn changed(&self) {
         self.version.store(self.version.load(Ordering::Relaxed) + 1, Ordering::Release);
         if let Some(legacy) = &self.legacy {
+            // A read-modify-write, not "load, and swap if clear": the legacy stream clears the
+            // flag before it reads the version, and this swap either comes after that clear
+            // (and queues the stream again) or is read by it (and the version with it).
+            if !self.queued.swap(true, Ordering::AcqRel) {
+                let mut queue = legacy.changed_blocking.lock().unwrap_or_else(|e| e.into_inner());
+                // Streams gone everywhere else leave; the queue holds at most the live ones.
+                if queue.len() >= 64 && queue.len().is_power_of_two() {
+                    queue.retain(|s| s.strong_count() > 0);
+                }
+                queue.push(self.me.clone());
+            }
             legacy.note_blocking_change();
         }
     }
@@ -194,6 +291,33 @@ impl Stream {
     pub fn take_blocking_changes(&self) -> bool {
         self.blocking_changed.load(Ordering::Acquire) && self.blocking_changed.swap(false, Ordering::AcqRel)
     }
+
+    /// On a legacy stream: the blocking streams queued since the last call, each unqueued
+    /// before its version is read ([`Stream::changed`]). Only they can have changed, so the
+    /// cost is theirs, not the context's.
+    pub fn take_changed_blocking(&self) -> Vec<Arc<Stream>> {
+        let queued = std::mem::take(&mut *self.changed_blocking.lock().unwrap_or_else(|e| e.into_inner()));
+        queued
+            .into_iter()
+            .filter_map(|s| s.upgrade())
+            .inspect(|s| {
+                s.queued.swap(false, Ordering::AcqRel);
+            })
+            .collect()
+    }
+
+    /// Joins into `into` the clock of every stream of `streams` that changed since the legacy
+    /// stream last joined it, noting in `joined` (index, version) for each: the caller marks
+    /// them ([`Stream::joined_by_legacy`]) once `into` is in the legacy clock.
+    pub fn join_blocking_into(streams: &[Arc<Stream>], into: &mut VectorClock, joined: &mut Vec<(usize, u64)>) {
+        for (i, stream) in streams.iter().enumerate() {
+            let version = stream.version.load(Ordering::Acquire);
+            if stream.joined_by_legacy.load(Ordering::Relaxed) != version {
+                stream.join_into(into);
+                joined.push((i, version));
+            }
+        }
+    }
 }
 
 /// A context: its legacy default stream and every stream created in it.
@@ -214,33 +338,26 @@ impl Context {
     }
 
     fn add(&self, stream: Arc<Stream>) {
-        let blocking = stream.kind.is_blocking();
         self.members.write().unwrap_or_else(|e| e.into_inner()).push(stream);
-        if blocking {
-            self.legacy.note_blocking_change();
-        }
     }
 
     /// Forgets destroyed streams whose work the host has joined: nothing can wait for them
-    /// any more.
-    pub fn prune(&self, host: &VectorClock) {
-        self.members
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|s| !s.destroyed.load(Ordering::Relaxed) || s.lock().clock.get(s.slot) > host.get(s.slot));
-    }
-
-    /// Joins into `into` the clock of every blocking stream of `members` that changed since
-    /// the legacy stream last joined it, noting in `joined` (index, version) for each: the
-    /// caller marks them ([`Stream::joined_by_legacy`]) once `into` is in the legacy clock.
-    pub fn join_blocking_into(members: &[Arc<Stream>], into: &mut VectorClock, joined: &mut Vec<(usize, u64)>) {
-        for (i, stream) in members.iter().enumerate().filter(|(_, s)| s.kind.is_blocking()) {
-            let version = stream.version.load(Ordering::Acquire);
-            if stream.joined_by_legacy.load(Ordering::Relaxed) != version {
-                stream.join_into(into);
-                joined.push((i, version));
-            }
+    /// any more, and their slots go back to `slots`.
+    fn prune(&self, host: &Host, slots: &Slots) {
+        if !self.members_guard().iter().any(|s| s.destroyed.load(Ordering::Relaxed)) {
+            return;
         }
+        self.members.write().unwrap_or_else(|e| e.into_inner()).retain(|s| {
+            if !s.destroyed.load(Ordering::Relaxed) {
+                return true;
+            }
+            let last = s.lock().clock.get(s.slot);
+            let pending = last > host.get(s.slot);
+            if !pending {
+                slots.retire(s.slot, last);
+            }
+            pending
+        });
     }
 }
 
@@ -287,10 +404,8 @@ impl Streams {
                     created_at: StackId::default(),
                     thread: ThreadId::default(),
                 });
-                let legacy = Arc::new(Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None));
-                let context = Arc::new(Context { handle: ctx, legacy: legacy.clone(), members: RwLock::new(vec![legacy.clone()]) });
-                let _ = legacy.context.set(Arc::downgrade(&context));
-                context
+                let legacy = Arc::new_cyclic(|me| Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None, me.clone()));
+                Arc::new(Context { handle: ctx, legacy: legacy.clone(), members: RwLock::new(vec![legacy]) })
             })
             .clone()
     }
@@ -303,7 +418,7 @@ impl Streams {
         let slot = self.slots.allocate(SlotOwner::Stream { handle, ctx, kind, created_at, thread });
         let context = self.context(ctx);
         let legacy = kind.is_blocking().then(|| context.legacy.clone());
-        let stream = Arc::new(Stream::new(slot, kind, ctx, handle, legacy));
+        let stream = Arc::new_cyclic(|me| Stream::new(slot, kind, ctx, handle, legacy, me.clone()));
         context.add(stream.clone());
         stream
     }
@@ -372,17 +487,35 @@ impl Streams {
         }
     }
 
-    /// The streams of context `ctx` (its legacy stream first).
-    pub fn of_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
-        self.contexts.get(&ctx).map(|c| c.members()).unwrap_or_default()
+    /// A destroyed stream: if the host has joined all its work, it leaves its context and
+    /// its slot is free; else a later synchronization of the context does that.
+    pub fn retire_if_done(&self, stream: &Stream, host: &Host) {
+        if stream.lock().clock.get(stream.slot) <= host.get(stream.slot) {
+            if let Some(context) = self.contexts.get(&stream.ctx).map(|c| c.clone()) {
+                context.prune(host, &self.slots);
+            }
+        }
     }
 
-    /// Forgets a context and its streams (destroyed or reset).
-    pub fn remove_context(&self, ctx: u64) -> Vec<Arc<Stream>> {
-        let Some((_, context)) = self.contexts.remove(&ctx) else { return Vec::new() };
+    /// The host waits for every stream of context `ctx` (`H ⊔= C_S` for each, in one change),
+    /// after which the destroyed ones are forgotten and their slots freed.
+    pub fn host_waits_for_context(&self, ctx: u64, host: &Host) {
+        let Some(context) = self.contexts.get(&ctx).map(|c| c.clone()) else { return };
+        host.join_streams(context.members_guard().iter());
+        context.prune(host, &self.slots);
+    }
+
+    /// Forgets a context and its streams (destroyed or reset): the host has waited for their
+    /// work, and their slots are free.
+    pub fn remove_context(&self, ctx: u64, host: &Host) {
+        let Some((_, context)) = self.contexts.remove(&ctx) else { return };
         self.streams.retain(|_, s| s.ctx != ctx);
         new_generation();
-        context.members()
+        let members = context.members();
+        host.join_streams(&members);
+        for stream in &members {
+            self.slots.retire(stream.slot, stream.lock().clock.get(stream.slot));
+        }
     }
 }
 
@@ -410,7 +543,21 @@ impl Host {
 
     /// `H ⊔= clock`.
     pub fn join(&self, clock: &VectorClock) {
-        if self.write().join(clock) {
+        self.join_entries(clock.own_entries());
+    }
+
+    /// `H ⊔=` the clocks of `streams`, each read under its own lock, in one change of the
+    /// host's clock (linear in what they hold beyond the host).
+    pub fn join_streams<'a>(&self, streams: impl IntoIterator<Item = &'a Arc<Stream>>) {
+        let mut entries = Vec::new();
+        for stream in streams {
+            entries.extend_from_slice(stream.lock().clock.own_entries());
+        }
+        self.join_entries(&entries);
+    }
+
+    fn join_entries(&self, entries: &[(Slot, u32)]) {
+        if self.write().join_entries(entries) {
             self.version.fetch_add(1, Ordering::Release);
         }
     }

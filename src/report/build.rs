@@ -1,13 +1,13 @@
 //! From what the model found to the report document: streams and kernels named, call sites
 //! symbolized, accesses and the missing wait as data. The words are [`super::text`]'s.
 
-use crate::model::clock::{Slot, HOST};
+use crate::model::clock::{Epoch, Slot, HOST};
 use crate::model::op::{Mode, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, Note, RaceEntry, RaceKind, Side};
 use crate::model::streams::SlotOwner;
 use crate::model::Model;
 
-use super::text::{graph_lane_label, note_message, stream_label, HOST_LABEL};
+use super::text::{graph_lane_label, note_message, stream_label, FORGOTTEN_LABEL, HOST_LABEL};
 use super::{
     AccessKind, BufferReport, ByteRange, Fix, FixAction, Frame, GraphLaunch, NoteReport, OpReport,
     Operation, RaceReport, Report, StreamReport, ThreadReport,
@@ -38,8 +38,8 @@ fn hex(value: u64) -> String {
 }
 
 /// The stream (or host, or graph lane) a slot belongs to.
-pub fn stream(model: &Model, slot: Slot, symbols: &dyn Symbols) -> StreamReport {
-    match model.slot_owner(slot) {
+pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamReport {
+    match model.slot_owner(epoch) {
         SlotOwner::Host => StreamReport {
             label: HOST_LABEL.into(),
             handle: hex(0),
@@ -66,8 +66,16 @@ pub fn stream(model: &Model, slot: Slot, symbols: &dyn Symbols) -> StreamReport 
             },
             graph: None,
         },
-        SlotOwner::GraphLane { exec, launch_slot } => {
-            let launched = stream(model, launch_slot, symbols);
+        SlotOwner::Forgotten => StreamReport {
+            label: FORGOTTEN_LABEL.into(),
+            handle: hex(0),
+            kind: "forgotten".into(),
+            context: hex(0),
+            created_at: Vec::new(),
+            graph: None,
+        },
+        SlotOwner::GraphLane { exec, launch } => {
+            let launched = stream(model, launch, symbols);
             StreamReport {
                 label: graph_lane_label(exec, &launched.label),
                 handle: launched.handle,
@@ -108,7 +116,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
         kernel: record.kernel.map(|k| model.kernel_name(k)),
         access,
         range,
-        stream: stream(model, record.epoch.slot, symbols),
+        stream: stream(model, record.epoch, symbols),
         thread: ThreadReport {
             id: record.thread.0,
             tid: symbols.tid(record.thread),
@@ -174,7 +182,7 @@ pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceRepo
 }
 
 fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
-    let on = stream(model, note.op.epoch.slot, symbols).label;
+    let on = stream(model, note.op.epoch, symbols).label;
     let message = note_message(note.kind, note.op.api, &on, note.subject);
     NoteReport {
         kind: note.kind,

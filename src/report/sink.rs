@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use crate::model::race::RaceEntry;
 use crate::model::{Model, Sink};
 use crate::options::Options;
+use crate::phases::{self, Phase};
 use super::suppressions::Suppressions;
 
 use super::build::{self, Symbols};
@@ -202,6 +203,7 @@ impl<P: Process> Sink for ReportSink<P> {
     /// Prints the new race (within `print_limit`, unless quiet) and rewrites the report; with
     /// `halt_on_error`, ends the process at the first race.
     fn race(&self, entry: &RaceEntry) {
+        let _timer = phases::start(Phase::Report);
         let race = build::race(self.process.model(), entry, &self.process);
         if self.policy.suppresses(&race) {
             return;

@@ -181,6 +181,10 @@ pub fn missing_wait(race: &RaceReport) -> String {
 /// What the report calls the host, as a stream.
 pub const HOST_LABEL: &str = "the host";
 
+/// How a report names the owner of a reused slot whose owners since have pushed it out of
+/// memory.
+pub const FORGOTTEN_LABEL: &str = "a stream destroyed long ago";
+
 /// How a person names a stream.
 pub fn stream_label(kind: StreamKind, handle: u64, ctx: u64, thread: ThreadId) -> String {
     match kind {

@@ -10,6 +10,7 @@ use core::ffi::c_void;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
@@ -56,13 +57,14 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
+    let origin = origin(call);
+    let _timer = phases::start(Phase::CopyModel);
     let accesses: Vec<Access> = reads
         .iter()
         .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
         .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
         .filter(|a| a.addr != 0 && a.len != 0)
         .collect();
-    let origin = origin(call);
     let epoch = model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
     if let (Some(epoch), HostEffect::None) = (epoch, host) {
         host_guard::copy_issued(&origin, epoch, reads, writes);

@@ -12,6 +12,7 @@ use streamsan::model::capture::HostCallback;
 use streamsan::model::op::{Access, HostEffect};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
@@ -37,11 +38,12 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
     let model = model();
     let tell = |launcher: &mut Launcher| {
         let Launcher { accesses, kernels } = launcher;
-        let info = kernels.info(model, f);
+        let info = phases::time(Phase::KernelInfo, || kernels.info(model, f));
         accesses.clear();
         // SAFETY: the launch's own arguments, which the driver accepted.
-        unsafe { kernels::accesses(model, info, params, extra, accesses) };
-        model.work(on, Work { origin: origin(call), kernel: info.id, accesses, host: HostEffect::None });
+        phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, accesses) });
+        let origin = origin(call);
+        phases::time(Phase::Model, || model.work(on, Work { origin, kernel: info.id, accesses, host: HostEffect::None }));
     };
     // Once the thread's storage is gone (exit handlers), a fresh one.
     if LAUNCHER.try_with(|launcher| tell(&mut launcher.borrow_mut())).is_err() {
@@ -64,7 +66,9 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
+    });
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra) };
     }
@@ -82,7 +86,7 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(config, f, kernel_params, extra) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
@@ -114,7 +118,9 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
-    let status = unsafe { real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params) };
+    let status = phases::time(Phase::LaunchDriver, || unsafe {
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
+    });
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut()) };
     }

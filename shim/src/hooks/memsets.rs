@@ -7,6 +7,7 @@ use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::copies::MAX_ROWS;
@@ -19,6 +20,8 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     if dst == 0 || row_bytes == 0 || rows == 0 {
         return;
     }
+    let origin = origin(call);
+    let _timer = phases::start(Phase::MemsetModel);
     let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     let accesses: Vec<Access> = if rows <= MAX_ROWS {
@@ -26,7 +29,7 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     } else {
         vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
     };
-    model().work(on, Work { origin: origin(call), kernel: None, accesses: &accesses, host });
+    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
 }
 
 pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {

@@ -23,6 +23,7 @@
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
+use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use crate::intercept::driver;
@@ -105,7 +106,7 @@ fn ok(status: CUresult) -> bool {
 
 /// The call as the model names it: entry point, thread, call site.
 fn origin(call: &Call) -> Origin {
-    Origin { api: call.name(), thread: thread::current(), site: stack::capture() }
+    Origin { api: call.name(), thread: thread::current(), site: phases::time(Phase::CallSite, stack::capture) }
 }
 
 /// The stream a handle names at this entry point: handle 0 is the legacy default stream,

@@ -8,9 +8,10 @@
 //! typed by [`super::variants::real`], to the family's handler, which calls the real driver
 //! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
 //! the call changed for the host (the host-race guard lifts the guards of the copies the
-//! host synchronized with). The handlers' layer expands the macro where its handlers and
-//! `after_call` are in scope, so this layer names none of them; the addresses of the
-//! functions it makes are in [`super::variants::VARIANTS`].
+//! host synchronized with). With `phase_times=1` the whole call is timed. The handlers'
+//! layer expands the macro where its handlers and `after_call` are in scope, so this layer
+//! names none of them; the addresses of the functions it makes are in
+//! [`super::variants::VARIANTS`].
 
 /// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
 /// each calling the handler named after its family in the invoking module, then that
@@ -27,6 +28,7 @@ macro_rules! export_hooks {
         #[allow(non_snake_case)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
             use $crate::intercept::{driver, first_call, stats, variants};
+            let started = streamsan::phases::now();
             let call = variants::Call { variant: variants::Variant::$name };
             first_call::enter();
             stats::count(call.variant);
@@ -38,6 +40,9 @@ macro_rules! export_hooks {
                 None => driver::missing_function(&call),
             };
             after_call();
+            if let Some(started) = started {
+                stats::timed(call.variant, streamsan::phases::since(started));
+            }
             status
         }
     };

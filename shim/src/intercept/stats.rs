@@ -1,4 +1,5 @@
-//! How many times each exported name was called: the evidence that interception works.
+//! How many times each exported name was called: the evidence that interception works;
+//! and with `phase_times=1`, how long those calls took, the driver included.
 //!
 //! Counters are sharded by thread so that threads launching at once do not share cache
 //! lines: a thread adds to its own row with a relaxed atomic, and a snapshot sums the rows.
@@ -6,6 +7,8 @@
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+use streamsan::phases;
 
 use super::variants::{Variant, VARIANTS, VARIANT_COUNT};
 
@@ -15,6 +18,9 @@ const SHARDS: usize = 16;
 struct Row([AtomicU64; VARIANT_COUNT]);
 
 static ROWS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; VARIANT_COUNT]) }; SHARDS];
+
+/// Per shard and exported name, the ticks spent in its calls ([`streamsan::phases`]).
+static TICKS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; VARIANT_COUNT]) }; SHARDS];
 
 fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -28,6 +34,31 @@ fn shard() -> usize {
 #[inline]
 pub fn count(variant: Variant) {
     ROWS[shard()].0[variant as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Adds the `ticks` one call of `variant` took.
+#[inline]
+pub fn timed(variant: Variant, ticks: u64) {
+    TICKS[shard()].0[variant as usize].fetch_add(ticks, Ordering::Relaxed);
+}
+
+/// The table printed at exit with `phase_times=1`: per exported name called, its calls,
+/// their total time and their mean, the driver included; the longest total first.
+pub fn time_table() -> String {
+    let sum = |rows: &[Row; SHARDS], i: usize| rows.iter().map(|row| row.0[i].load(Ordering::Relaxed)).sum::<u64>();
+    let mut names: Vec<(f64, u64, String)> = VARIANTS
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (phases::millis(sum(&TICKS, i)), sum(&ROWS, i), v.name.to_string_lossy().into_owned()))
+        .filter(|&(_, calls, _)| calls > 0)
+        .collect();
+    names.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = String::from("streamsan: time per intercepted entry point, the driver included (phase_times=1)\n");
+    out.push_str(&format!("  {:<32} {:>12} {:>12} {:>10}\n", "entry point", "calls", "total ms", "ns each"));
+    for (millis, calls, name) in names {
+        out.push_str(&format!("  {name:<32} {calls:>12} {millis:>12.3} {:>10.0}\n", millis * 1e6 / calls as f64));
+    }
+    out
 }
 
 /// Calls per exported name, names never called left out.

@@ -16,8 +16,10 @@ pub mod signals;
 use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use streamsan::phases;
+
 use crate::hooks::{host_guard, model};
-use crate::intercept::first_call;
+use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
 /// Set at a fork, in the child, until its first driver call forgets what the parent found.
@@ -29,7 +31,9 @@ extern "C" {
 }
 
 extern "C" fn on_load() {
-    options();
+    if options().phase_times {
+        phases::enable();
+    }
     reports::install();
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
@@ -74,6 +78,9 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();
+    if phases::enabled() {
+        eprint!("{}{}", phases::table(), stats::time_table());
+    }
     // The program's own status, unless it would claim success with races found.
     if status == 0 && races > 0 {
         reports::exit_now(options().exitcode);

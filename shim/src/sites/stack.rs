@@ -15,6 +15,7 @@ use streamsan::hash::{fast_map, FastMap};
 use streamsan::recent::Recent;
 
 use streamsan::model::op::StackId;
+use streamsan::phases::{self, Phase};
 use streamsan::report::Frame;
 
 use super::python;
@@ -82,7 +83,7 @@ pub fn capture() -> StackId {
         _ => unwind(anchor),
     };
     let mut python = [(0usize, 0); python::DEPTH];
-    let n = python::walk(&mut python);
+    let n = phases::time(Phase::PythonFrames, || python::walk(&mut python));
     if n == 0 {
         return native;
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::model::buffers::MemoryKind;
 use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
-use crate::model::clock::{Slot, VectorClock};
+use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
@@ -84,7 +84,14 @@ impl Model {
     }
 
     pub fn exec_destroyed(&self, exec: u64) {
-        self.graphs.execs.remove(&exec);
+        // The lanes' slots go back, each with the time of its lane's last node (capture.rs
+        // knows nothing of slots' owners: it sits below streams).
+        if let Some((_, exec)) = self.graphs.execs.remove(&exec) {
+            let state = exec.state.lock().unwrap_or_else(|e| e.into_inner());
+            for &slot in &state.lane_slots {
+                self.streams.slots.retire_lane(slot, state.end.get(slot));
+            }
+        }
     }
 
     /// `cuGraphLaunch(G, S)`: every node is ordered after the work issued on S before the
@@ -108,7 +115,7 @@ impl Model {
         let graph = &exec_graph.graph;
         let mut exec_state = exec_graph.state.lock().unwrap_or_else(|e| e.into_inner());
         if exec_state.lane_slots.is_empty() {
-            exec_state.lane_slots = self.lane_slots(graph, exec, stream.slot);
+            exec_state.lane_slots = self.lane_slots(graph, exec, epoch, &base);
         }
         // One executable graph's launches are ordered after each other, whatever their
         // streams (`docs/semantics.md#deviations`).
@@ -124,10 +131,15 @@ impl Model {
         self.publish(found);
     }
 
-    /// One slot per lane of `graph`, allocated at the executable graph's first launch and
-    /// kept for its later ones: a lane's nodes form a chain, so one slot orders them.
-    fn lane_slots(&self, graph: &Graph, exec: u64, launch_slot: Slot) -> Vec<Slot> {
-        (0..graph.lane_streams.len()).map(|_| self.streams.slots.allocate(SlotOwner::GraphLane { exec, launch_slot })).collect()
+    /// One slot per lane of `graph`, allocated at the executable graph's first launch (the
+    /// operation `launch`, whose clock is `base`) and kept for its later ones: a lane's nodes
+    /// form a chain, so one slot orders them. A lane may take the slot of a destroyed graph's
+    /// lane that this launch is ordered after (a graph captured and launched again on one
+    /// stream, destroyed in between).
+    fn lane_slots(&self, graph: &Graph, exec: u64, launch: Epoch, base: &VectorClock) -> Vec<Slot> {
+        (0..graph.lane_streams.len())
+            .map(|_| self.streams.slots.allocate_lane(SlotOwner::GraphLane { exec, launch }, base))
+            .collect()
     }
 
     /// Runs the nodes of one launch in order (their order is topological), each checked

@@ -56,20 +56,16 @@ impl Model {
         let host = (stream.host_seen.load(Ordering::Relaxed) != host_version).then(|| self.host.current());
         let mut incoming = None;
         let mut legacy_version = None;
-        // The legacy stream joins the blocking streams that changed, if any did: their clocks
-        // are gathered with the context's member list held, and marked joined once in the
-        // legacy clock.
-        let context = match stream.kind {
-            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
-                stream.context.get().and_then(|c| c.upgrade()).or_else(|| Some(self.streams.context(stream.ctx)))
-            }
+        // The legacy stream joins the blocking streams that changed, if any did: those queued
+        // on it since it last looked, marked joined once their clocks are in the legacy clock.
+        let members = match stream.kind {
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => Some(stream.take_changed_blocking()),
             _ => None,
         };
-        let members = context.as_ref().map(|c| c.members_guard());
         let mut joined = Vec::new();
         if let Some(members) = &members {
             let mut clock = scratch();
-            streams::Context::join_blocking_into(members, &mut clock, &mut joined);
+            Stream::join_blocking_into(members, &mut clock, &mut joined);
             incoming = Some(clock);
         } else if let Some(legacy) = &stream.legacy {
             let version = legacy.version.load(Ordering::Acquire);

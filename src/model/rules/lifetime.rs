@@ -2,9 +2,11 @@
 //!
 //! Destroying a stream does not wait for its work: the handle goes, the work still runs, so
 //! the model only notes a stream destroyed with work the host never waited for (a later
-//! reuse of its memory is still checked against that work). Destroying or resetting a
-//! context waits for all of its work: the host joins every stream of it, and the context's
-//! streams and memory are forgotten.
+//! reuse of its memory is still checked against that work). Its slot is retired once the
+//! host has waited for its last operation (now, or at the synchronization that covers it),
+//! so that a program making and destroying streams keeps its clocks short. Destroying or
+//! resetting a context waits for all of its work: the host joins every stream of it, and
+//! the context's streams and memory are forgotten.
 
 use crate::model::clock::Epoch;
 use crate::model::op::{OpRecord, Origin};
@@ -25,13 +27,12 @@ impl Model {
             let op = OpRecord::new(origin, None, Epoch::new(stream.slot, last));
             self.notes.add(NoteKind::DestroyedWhilePending, op, handle);
         }
+        self.streams.retire_if_done(&stream, &self.host);
     }
 
     /// A context destroyed or reset: its work is done, its streams and memory are gone.
     pub fn context_destroyed(&self, ctx: u64) {
-        for stream in self.streams.remove_context(ctx) {
-            self.host_joins(&stream);
-        }
+        self.streams.remove_context(ctx, &self.host);
         self.buffers.remove_context(ctx);
     }
 }

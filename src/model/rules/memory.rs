@@ -59,9 +59,7 @@ impl Model {
             FreeOn::Synchronous { ctx } => {
                 // Device-wide: the host first waits for every stream of the context.
                 let ctx = self.buffers.live_at(base).map_or(ctx, |b| b.ctx);
-                for stream in self.streams.of_context(ctx) {
-                    self.host_joins(&stream);
-                }
+                self.streams.host_waits_for_context(ctx, &self.host);
                 let epoch = self.host.tick();
                 let clock = self.host.snapshot();
                 self.release(base, OpRecord::new(origin, None, epoch), &clock, &mut found);

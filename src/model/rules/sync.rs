@@ -101,10 +101,7 @@ impl Model {
 
     /// `cuCtxSynchronize`: `H ⊔= C_S` for every stream of the context.
     pub fn context_synchronized(&self, ctx: u64) {
-        for stream in self.streams.of_context(ctx) {
-            self.host_joins(&stream);
-        }
-        self.streams.context(ctx).prune(&self.host.snapshot());
+        self.streams.host_waits_for_context(ctx, &self.host);
     }
 
     /// `cuLaunchHostFunc`, `cuStreamAddCallback`: an operation on the stream with no device

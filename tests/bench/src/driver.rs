@@ -51,6 +51,17 @@ functions! {
     module_load_data = "cuModuleLoadData": fn(*mut CUmodule, *const c_void);
     module_get_function = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
     launch_kernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);
+    launch_kernel_ex = "cuLaunchKernelEx": fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void);
+    mem_free = "cuMemFree_v2": fn(CUdeviceptr);
+    stream_destroy = "cuStreamDestroy_v2": fn(CUstream);
+    memset_d8_async = "cuMemsetD8Async": fn(CUdeviceptr, c_uchar, usize, CUstream);
+    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
+    stream_begin_capture = "cuStreamBeginCapture_v2": fn(CUstream, u32);
+    stream_end_capture = "cuStreamEndCapture": fn(CUstream, *mut CUgraph);
+    graph_instantiate = "cuGraphInstantiateWithFlags": fn(*mut CUgraphExec, CUgraph, u64);
+    graph_launch = "cuGraphLaunch": fn(CUgraphExec, CUstream);
+    graph_exec_destroy = "cuGraphExecDestroy": fn(CUgraphExec);
+    graph_destroy = "cuGraphDestroy": fn(CUgraph);
 }
 
 /// Panics with the call's name unless it succeeded: a workload measures working calls only.
@@ -114,6 +125,32 @@ impl Driver {
         // SAFETY: an out-pointer to a local.
         check(unsafe { (self.mem_alloc)(&mut ptr, bytes) }, "cuMemAlloc");
         ptr
+    }
+
+    /// The kernel `name` of a PTX image (NUL-terminated), loaded as a module of its own.
+    pub fn kernel(&self, ptx: &str, name: &CStr) -> CUfunction {
+        assert!(ptx.ends_with('\0'), "a NUL-terminated image");
+        let (mut module, mut function) = (core::ptr::null_mut(), core::ptr::null_mut());
+        // SAFETY: out-pointers to locals; a NUL-terminated image and kernel name.
+        unsafe {
+            check((self.module_load_data)(&mut module, ptx.as_ptr().cast()), "cuModuleLoadData");
+            check((self.module_get_function)(&mut function, module, name.as_ptr()), "cuModuleGetFunction");
+        }
+        function
+    }
+
+    /// Launches `f` on `stream` with one pointer per parameter (each parameter a `.u64`, at
+    /// most 64 of them).
+    ///
+    /// # Safety
+    /// `f` takes `pointers.len()` 8-byte parameters and `stream` is live.
+    pub unsafe fn launch_pointers(&self, f: CUfunction, stream: CUstream, pointers: &mut [CUdeviceptr]) -> CUresult {
+        let mut params = [core::ptr::null_mut::<c_void>(); 64];
+        for (param, pointer) in params.iter_mut().zip(pointers.iter_mut()) {
+            *param = (pointer as *mut u64).cast();
+        }
+        // SAFETY: one parameter pointer per parameter.
+        unsafe { (self.launch_kernel)(f, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
     }
 
     pub fn event(&self) -> CUevent {

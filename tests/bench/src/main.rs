@@ -3,15 +3,19 @@
 //! Each workload (`workloads.rs`) runs in a child process twice, natively and with the shim
 //! preloaded: the same loop against the same stand-in, so that the difference of the two
 //! runs' percentiles is streamsan's cost alone. The pairs of runs are repeated, interleaved,
-//! and each side's best run kept: on a shared machine, other tenants only ever add time, so
-//! the minimum is the figure that reproduces. Writes `target/streamsan-bench.json` and
-//! prints a table.
+//! one process each: a figure is the median over the pairs of (shim − native), with the
+//! smallest and largest pair beside it as its spread. Writes `target/streamsan-bench.json`
+//! and prints a table.
 //!
 //! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N] [--only NAME,...]
+//! With `--only`, prints the chosen workloads' figures, and writes them as JSON only where
+//! `--out` says.
 //! By default the shim and the stand-in are those beside this executable; under `cargo run`
 //! they are built first.
 
 mod driver;
+mod scaling;
+mod training;
 mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +29,8 @@ struct Args {
     shim: PathBuf,
     driver: PathBuf,
     out: PathBuf,
+    /// Whether `--out` was given.
+    out_given: bool,
     repeat: usize,
     /// Workloads to run (all if empty): for profiling one; the summary needs them all.
     only: Vec<String>,
@@ -49,22 +55,31 @@ fn main() {
         .map(|&(name, _)| name)
         .chain(python_available().then_some(PYTHON_WORKLOAD))
         .filter(|name| args.only.is_empty() || args.only.iter().any(|o| o == name));
-    let results: Vec<(&str, Stats, Stats)> = names
+    let results: Vec<(&str, Runs)> = names
         .map(|name| {
             eprint!("streamsan-bench: {name} ");
-            let (native, shim) = measure(&args, name);
+            let runs = measure(&args, name);
             eprintln!();
-            (name, native, shim)
+            (name, runs)
         })
         .collect();
-    if !args.only.is_empty() {
-        for (name, native, shim) in &results {
-            println!("{name}: added median {:.0} ns, p99 {:.0} ns", shim.p50 - native.p50, shim.p99 - native.p99);
-        }
-        return;
-    }
     let document = summarize(&results);
-    print_table(&document);
+    if !args.only.is_empty() {
+        for (name, runs) in &results {
+            let (p50, p99) = (runs.added(|s| s.p50), runs.added(|s| s.p99));
+            let growth: Vec<f64> = runs.shim.iter().filter_map(|s| s.resident_growth).collect();
+            let growth = if growth.is_empty() { String::new() } else { format!(", resident growth {:.0} MB", median(&growth) / 1e6) };
+            println!(
+                "{name}: added median {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",
+                p50.median, p50.min, p50.max, p99.median, p99.min, p99.max, runs.shim.len()
+            );
+        }
+        if !args.out_given {
+            return;
+        }
+    } else {
+        print_table(&document);
+    }
     std::fs::write(&args.out, serde_json::to_string_pretty(&document).unwrap() + "\n")
         .unwrap_or_else(|e| panic!("write {}: {e}", args.out.display()));
     println!("written to {}", args.out.display());
@@ -76,6 +91,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     let mut shim = None;
     let mut driver = None;
     let mut out = profile.parent().unwrap_or(&profile).join("streamsan-bench.json");
+    let mut out_given = false;
     let mut repeat = 5;
     let mut only = Vec::new();
     let mut it = argv.iter();
@@ -84,7 +100,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
         match flag.as_str() {
             "--shim" => shim = Some(PathBuf::from(value()?)),
             "--driver" => driver = Some(PathBuf::from(value()?)),
-            "--out" => out = PathBuf::from(value()?),
+            "--out" => {
+                out = PathBuf::from(value()?);
+                out_given = true;
+            }
             "--repeat" => repeat = value()?.parse().map_err(|_| "--repeat needs a number".to_string())?,
             "--only" => only = value()?.split(',').map(str::to_string).collect(),
             other => return Err(format!("unknown argument {other:?}")),
@@ -106,7 +125,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     if let Some(unknown) = only.iter().find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o)) {
         return Err(format!("no workload {unknown:?}"));
     }
-    Ok(Args { shim, driver, out, repeat: repeat.max(1), only })
+    Ok(Args { shim, driver, out, out_given, repeat: repeat.max(1), only })
 }
 
 /// Under `cargo run`, builds the shim and the stand-in into this executable's profile.
@@ -142,24 +161,66 @@ struct Stats {
     p50: f64,
     p99: f64,
     buffer_bytes: f64,
+    resident_growth: Option<f64>,
 }
 
-/// Runs the workload natively and under the shim, `repeat` times each, interleaved; the
-/// smallest of each statistic.
-fn measure(args: &Args, name: &str) -> (Stats, Stats) {
-    let mut native = Vec::new();
-    let mut shim = Vec::new();
+/// The runs of one workload, natively and under the shim, pair by pair.
+struct Runs {
+    native: Vec<Stats>,
+    shim: Vec<Stats>,
+}
+
+/// A figure over the pairs of runs: its median and its spread.
+#[derive(Clone, Copy)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Spread { median: median(values), min, max }
+    }
+
+    fn json(self) -> Value {
+        json!({ "median": self.median.round(), "min": self.min.round(), "max": self.max.round() })
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+impl Runs {
+    /// What the shim added to a statistic, pair by pair.
+    fn added(&self, p: fn(&Stats) -> f64) -> Spread {
+        let added: Vec<f64> = self.native.iter().zip(&self.shim).map(|(n, s)| p(s) - p(n)).collect();
+        Spread::of(&added)
+    }
+
+    fn median_of(runs: &[Stats], p: fn(&Stats) -> f64) -> f64 {
+        median(&runs.iter().map(p).collect::<Vec<_>>())
+    }
+}
+
+/// Runs the workload natively and under the shim, `repeat` times each, interleaved.
+fn measure(args: &Args, name: &str) -> Runs {
+    let mut runs = Runs { native: Vec::new(), shim: Vec::new() };
     for _ in 0..args.repeat {
-        native.push(run_child(args, name, false));
-        shim.push(run_child(args, name, true));
+        runs.native.push(run_child(args, name, false));
+        runs.shim.push(run_child(args, name, true));
         eprint!(".");
     }
-    (best(&native), best(&shim))
-}
-
-fn best(runs: &[Stats]) -> Stats {
-    let min = |f: fn(&Stats) -> f64| runs.iter().map(f).fold(f64::INFINITY, f64::min);
-    Stats { p50: min(|s| s.p50), p99: min(|s| s.p99), buffer_bytes: min(|s| s.buffer_bytes) }
+    runs
 }
 
 /// The launch workload written in Python (`python_launch.py`): what a Python program's
@@ -182,7 +243,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
     };
     cmd
         .env("LD_LIBRARY_PATH", &args.driver)
-        .env("STREAMSAN_OPTIONS", "")
+        .env("STREAMSAN_OPTIONS", workloads::options(name))
         .env_remove("STANDIN_LOG")
         .env_remove("LD_PRELOAD");
     if with_shim {
@@ -202,6 +263,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         p50: value["p50"].as_f64().unwrap_or(0.0),
         p99: value["p99"].as_f64().unwrap_or(0.0),
         buffer_bytes: value["buffer_bytes"].as_f64().unwrap_or(0.0),
+        resident_growth: value["resident_growth"].as_f64(),
     }
 }
 
@@ -212,19 +274,35 @@ fn child(name: &str) {
     let mut measured = run(&driver);
     measured.latencies.sort_unstable();
     let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
-    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes });
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth });
     println!("{figures}");
 }
 
-/// The document written to `streamsan-bench.json`: the headline figures, then the raw ones.
-fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
-    let find = |name: &str| results.iter().find(|(n, _, _)| *n == name).map(|&(_, n, s)| (n, s));
-    let added = |name: &str, p: fn(&Stats) -> f64| find(name).map(|(native, shim)| (p(&shim) - p(&native)).round());
-    let (native_big, shim_big) = find("launch_1m_buffers").expect("workload");
+/// The document written to `streamsan-bench.json`: the headline figures (medians over the
+/// pairs of runs), then each workload's, with their spread.
+fn summarize(results: &[(&str, Runs)]) -> Value {
+    let find = |name: &str| results.iter().find(|(n, _)| *n == name).map(|(_, runs)| runs);
+    let added = |name: &str, p: fn(&Stats) -> f64| find(name).map(|runs| runs.added(p).median.round());
+    let bytes_per_live_buffer = find("launch_1m_buffers").map(|runs| {
+        let growth = |r: &[Stats]| Runs::median_of(r, |s| s.buffer_bytes);
+        ((growth(&runs.shim) - growth(&runs.native)) / 1e6).round()
+    });
     let details: serde_json::Map<String, Value> = results
         .iter()
-        .map(|(name, n, s)| {
-            (name.to_string(), json!({ "native_p50_ns": n.p50, "native_p99_ns": n.p99, "streamsan_p50_ns": s.p50, "streamsan_p99_ns": s.p99 }))
+        .map(|(name, runs)| {
+            let growth: Vec<f64> = runs.shim.iter().filter_map(|s| s.resident_growth).collect();
+            let native_growth: Vec<f64> = runs.native.iter().filter_map(|s| s.resident_growth).collect();
+            let mut entry = json!({
+                "added_p50_ns": runs.added(|s| s.p50).json(),
+                "added_p99_ns": runs.added(|s| s.p99).json(),
+                "native_p50_ns": Runs::median_of(&runs.native, |s| s.p50),
+                "streamsan_p50_ns": Runs::median_of(&runs.shim, |s| s.p50),
+                "pairs": runs.shim.len(),
+            });
+            if !growth.is_empty() {
+                entry["resident_growth_bytes"] = json!({ "native": median(&native_growth), "streamsan": median(&growth) });
+            }
+            (name.to_string(), entry)
         })
         .collect();
     json!({
@@ -235,7 +313,7 @@ fn summarize(results: &[(&str, Stats, Stats)]) -> Value {
         "launch_added_ns_p50_16t": added("launch_16t", |s| s.p50),
         "alloc_free_added_ns_p50": added("alloc_free", |s| s.p50),
         "event_added_ns_p50": added("event", |s| s.p50),
-        "bytes_per_live_buffer": ((shim_big.buffer_bytes - native_big.buffer_bytes) / 1e6).round(),
+        "bytes_per_live_buffer": bytes_per_live_buffer,
         "launch_added_ns_p50_1m_buffers": added("launch_1m_buffers", |s| s.p50),
         "launch_added_ns_p50_1m_buffers_cold": added("launch_1m_buffers_cold", |s| s.p50),
         "launch_added_ns_p50_python": added(PYTHON_WORKLOAD, |s| s.p50),

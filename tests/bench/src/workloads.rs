@@ -11,6 +11,8 @@ use std::time::Instant;
 use streamsan_driver_api::*;
 
 use crate::driver::{check, Driver, Setup};
+use crate::scaling::*;
+use crate::training::training_step;
 
 /// What one run of a workload measured.
 pub struct Measured {
@@ -18,13 +20,23 @@ pub struct Measured {
     pub latencies: Vec<u64>,
     /// Growth of the resident set while the workload's buffers were allocated.
     pub buffer_bytes: Option<i64>,
+    /// Growth of the resident set over what the workload says (its timed calls, mostly).
+    pub resident_growth: Option<i64>,
+}
+
+impl Measured {
+    pub fn of(latencies: Vec<u64>) -> Measured {
+        Measured { latencies, buffer_bytes: None, resident_growth: None }
+    }
 }
 
 /// A workload: runs against a driver and says what it measured.
 type Workload = fn(&Driver) -> Measured;
 
-/// The workloads, by name.
-pub const WORKLOADS: [(&str, Workload); 9] = [
+/// The workloads, by name: the launch path, then the scaling rows of issue 14 (a call's
+/// cost after N streams, buffers, graphs or races), then the training-shaped launches, then
+/// a staging loop through pinned memory (the host-race guard at work).
+pub const WORKLOADS: &[(&str, Workload)] = &[
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
     ("launch_pytorch_like", launch_like_pytorch),
@@ -33,8 +45,43 @@ pub const WORKLOADS: [(&str, Workload); 9] = [
     ("event", event_record_and_wait),
     ("launch_1m_buffers", launch_among_a_million_buffers),
     ("launch_1m_buffers_cold", launch_cold_among_a_million_buffers),
+    ("sync_free_streams_2", sync_alloc_free::<2>),
+    ("sync_free_streams_64", sync_alloc_free::<64>),
+    ("sync_free_streams_1024", sync_alloc_free::<1024>),
+    ("sync_free_streams_10k", sync_alloc_free::<10_000>),
+    ("ctx_sync_streams_2", ctx_synchronize::<2>),
+    ("ctx_sync_streams_64", ctx_synchronize::<64>),
+    ("ctx_sync_streams_1024", ctx_synchronize::<1024>),
+    ("ctx_sync_streams_10k", ctx_synchronize::<10_000>),
+    ("fork_join_streams_2", fork_join::<2>),
+    ("fork_join_streams_64", fork_join::<64>),
+    ("fork_join_streams_1024", fork_join::<1024>),
+    ("fork_join_streams_10k", fork_join::<10_000>),
+    ("legacy_after_blocking_2", legacy_after_blocking::<2>),
+    ("legacy_after_blocking_64", legacy_after_blocking::<64>),
+    ("legacy_after_blocking_1024", legacy_after_blocking::<1024>),
+    ("pointer_params_1", pointer_params::<1>),
+    ("pointer_params_8", pointer_params::<8>),
+    ("pointer_params_64", pointer_params::<64>),
+    ("chunk_copies_1e3", chunk_copies::<1_000>),
+    ("chunk_copies_1e4", chunk_copies::<10_000>),
+    ("chunk_copies_1e5", chunk_copies::<100_000>),
+    ("graph_after_1000_execs", graph_execs),
+    ("stream_churn_1e4", stream_churn),
+    ("races_1000", races),
+    ("free_among_100k_live", free_among_live::<100_000>),
+    ("free_among_400k_live", free_among_live::<400_000>),
+    ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
+    ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
+    ("training_step", training_step),
     ("pinned_copies", pinned_copies),
 ];
+
+/// What the shim is told for a workload (`STREAMSAN_OPTIONS`): only the racy one differs,
+/// so that its races do not fail the run.
+pub fn options(name: &str) -> &'static str {
+    if name == "races_1000" { "exitcode=0" } else { "" }
+}
 
 const WARM_UP: usize = 5_000;
 /// Timed launches of the one-thread workloads.
@@ -53,7 +100,7 @@ fn time_each(count: usize, mut call: impl FnMut(usize)) -> Vec<u64> {
 }
 
 /// Resident bytes of this process.
-fn resident_bytes() -> i64 {
+pub fn resident_bytes() -> i64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
     let pages: i64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("statm resident pages");
     // SAFETY: sysconf has no preconditions.
@@ -73,7 +120,7 @@ fn launch_one_thread(driver: &Driver) -> Measured {
         // SAFETY: the setup's kernel on a live stream.
         check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// One thread on the legacy default stream (handle 0), as PyTorch's and CuPy's default
@@ -91,7 +138,7 @@ fn launch_on_the_legacy_stream(driver: &Driver) -> Measured {
         // SAFETY: the setup's kernel on the legacy stream.
         check(unsafe { driver.launch(setup.quad, core::ptr::null_mut(), &mut pointers) }, "cuLaunchKernel");
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// PyTorch's launch-bound loop (`x = x * c; x = x + c`, tests/gpu/perf/workload.py) as the
@@ -111,12 +158,12 @@ fn launch_like_pytorch(driver: &Driver) -> Measured {
             check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
         });
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// Calls `f` from `depth` frames further down the stack.
 #[inline(never)]
-fn at_depth(depth: usize, f: &mut dyn FnMut()) {
+pub fn at_depth(depth: usize, f: &mut dyn FnMut()) {
     if depth == 0 {
         f();
     } else {
@@ -154,7 +201,7 @@ fn launch_sixteen_threads(driver: &Driver) -> Measured {
             .collect();
         workers.into_iter().flat_map(|w| w.join().expect("worker")).collect()
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// A stream-ordered allocation and its free on one stream.
@@ -170,7 +217,7 @@ fn alloc_free(driver: &Driver) -> Measured {
             check((driver.mem_free_async)(ptr, stream), "cuMemFreeAsync");
         }
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// A staging loop through pinned memory (issue 12's guard at work): a 1 MiB pinned buffer
@@ -200,7 +247,7 @@ fn pinned_copies(driver: &Driver) -> Measured {
             assert_eq!(result.read_volatile(), i as u8);
         }
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// An event recorded on one stream and waited on by another.
@@ -216,7 +263,7 @@ fn event_record_and_wait(driver: &Driver) -> Measured {
             check((driver.stream_wait_event)(second, event, 0), "cuStreamWaitEvent");
         }
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// 1,000,000 live buffers of 64 bytes (packed by the thousand in each 2 MiB granule) and
@@ -233,7 +280,7 @@ fn launch_among_a_million_buffers(driver: &Driver) -> Measured {
         // SAFETY: the setup's kernel on a live stream.
         check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured { latencies, buffer_bytes: Some(buffer_bytes) }
+    Measured { buffer_bytes: Some(buffer_bytes), ..Measured::of(latencies) }
 }
 
 /// The same million buffers and ten thousand streams, every launch on the next stream with
@@ -249,7 +296,7 @@ fn launch_cold_among_a_million_buffers(driver: &Driver) -> Measured {
         // SAFETY: the setup's kernel on a live stream.
         check(unsafe { driver.launch(setup.quad, streams[s], &mut pointers) }, "cuLaunchKernel");
     });
-    Measured { latencies, buffer_bytes: None }
+    Measured::of(latencies)
 }
 
 /// The setup, 10,000 streams and 1,000,000 buffers, synchronized; and the resident bytes the

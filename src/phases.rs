@@ -1,0 +1,217 @@
+//! Where an intercepted call's time goes, phase by phase (`phase_times=1`): the shim and the
+//! model time each phase of their work, and the totals are printed at exit.
+//!
+//! A program under streamsan may be slower than the bench predicts for reasons the bench
+//! does not have (deep stacks, Python frames, kernels with many parameters, contention):
+//! this table says which phase it is, on the machine and program in question. Off, a phase
+//! costs one relaxed load and a branch. On, it reads the time-stamp counter twice (rdtsc on
+//! x86-64, converted to nanoseconds at exit against the wall clock; elsewhere `Instant`)
+//! and adds to a per-thread-shard counter, so that timing does not itself serialize threads.
+//!
+//! The phases are those of launches, copies and memsets, the calls a program makes by the
+//! thousand; race reports and lock waits are counted wherever they happen (inside a model
+//! update, mostly). The shim also times each entry point whole, the driver included
+//! ([`now`], [`since`]), and prints those totals after this table: an entry point's time
+//! less its phases is the driver's and the shim's glue (stream lookup, the first-call check).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// A phase of an intercepted call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Unwinding and interning the native call stack.
+    CallSite,
+    /// Walking and interning Python frames (inside `CallSite`).
+    PythonFrames,
+    /// The real driver's `cuLaunchKernel` (and its `Ex` and cooperative forms).
+    LaunchDriver,
+    /// Finding a launched kernel's name and parameter layout.
+    KernelInfo,
+    /// Reading the parameter words of a launch for pointers.
+    ParamScan,
+    /// The happens-before model for a launch: clocks, buffers, shadow checks (the call site
+    /// excluded; a new race's report, [`Phase::Report`], included).
+    Model,
+    /// The same for a copy, with its list of accesses built.
+    CopyModel,
+    /// The same for a memset, with its list of accesses built.
+    MemsetModel,
+    /// A new race: its report built, printed, written.
+    Report,
+    /// Waiting for a stream's, buffer's or event's lock held by another thread.
+    LockWait,
+}
+
+const PHASES: usize = 10;
+const ALL: [Phase; PHASES] = [
+    Phase::CallSite,
+    Phase::PythonFrames,
+    Phase::LaunchDriver,
+    Phase::KernelInfo,
+    Phase::ParamScan,
+    Phase::Model,
+    Phase::CopyModel,
+    Phase::MemsetModel,
+    Phase::Report,
+    Phase::LockWait,
+];
+
+impl Phase {
+    fn label(self) -> &'static str {
+        match self {
+            Phase::CallSite => "call-site capture",
+            Phase::PythonFrames => "  of which Python frames",
+            Phase::LaunchDriver => "launches in the driver",
+            Phase::KernelInfo => "kernel name and layout",
+            Phase::ParamScan => "parameter scan",
+            Phase::Model => "model update: launches",
+            Phase::CopyModel => "model update: copies",
+            Phase::MemsetModel => "model update: memsets",
+            Phase::Report => "race reports (in updates)",
+            Phase::LockWait => "lock waits (in updates)",
+        }
+    }
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// When timing began, on both clocks, to convert ticks at the end.
+static ORIGIN: OnceLock<(u64, Instant)> = OnceLock::new();
+
+const SHARDS: usize = 16;
+
+#[repr(align(64))]
+struct Row {
+    ticks: [AtomicU64; PHASES],
+    counts: [AtomicU64; PHASES],
+}
+
+static ROWS: [Row; SHARDS] = [const { Row { ticks: [const { AtomicU64::new(0) }; PHASES], counts: [const { AtomicU64::new(0) }; PHASES] } }; SHARDS];
+
+fn shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.try_with(|s| *s).unwrap_or(0)
+}
+
+#[inline]
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86-64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        ORIGIN.get().map_or(0, |(_, start)| start.elapsed().as_nanos() as u64)
+    }
+}
+
+/// Turns timing on (once, at load, before any call is timed).
+pub fn enable() {
+    ORIGIN.get_or_init(|| (ticks(), Instant::now()));
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Whether timing is on.
+#[inline]
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// The time now, in ticks, if timing is on: the start of a span measured by hand with
+/// [`since`] (per entry point, in the shim's call counts), where a [`Phase`] does not fit.
+#[inline]
+pub fn now() -> Option<u64> {
+    enabled().then(ticks)
+}
+
+/// Ticks since `start`, a time from [`now`].
+#[inline]
+pub fn since(start: u64) -> u64 {
+    ticks().wrapping_sub(start)
+}
+
+/// Milliseconds in `ticks` ticks.
+pub fn millis(ticks: u64) -> f64 {
+    ticks as f64 * nanos_per_tick() / 1e6
+}
+
+/// Times a phase until dropped; inert when timing is off.
+pub struct Timer {
+    phase: Phase,
+    start: u64,
+}
+
+/// Starts timing `phase`, if timing is on.
+#[inline]
+pub fn start(phase: Phase) -> Option<Timer> {
+    enabled().then(|| Timer { phase, start: ticks() })
+}
+
+/// Times `f` as `phase`.
+#[inline]
+pub fn time<R>(phase: Phase, f: impl FnOnce() -> R) -> R {
+    let _timer = start(phase);
+    f()
+}
+
+impl Drop for Timer {
+    #[inline]
+    fn drop(&mut self) {
+        let row = &ROWS[shard()];
+        row.ticks[self.phase as usize].fetch_add(since(self.start), Ordering::Relaxed);
+        row.counts[self.phase as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Nanoseconds per tick, measured over the run.
+fn nanos_per_tick() -> f64 {
+    match ORIGIN.get() {
+        #[cfg(target_arch = "x86_64")]
+        Some(&(start, wall)) => {
+            let elapsed = ticks().wrapping_sub(start) as f64;
+            if elapsed > 0.0 { wall.elapsed().as_nanos() as f64 / elapsed } else { 0.0 }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Some(_) => 1.0,
+        None => 0.0,
+    }
+}
+
+/// The table printed at exit: per phase, how many times it ran, its total and its mean.
+pub fn table() -> String {
+    let scale = nanos_per_tick();
+    let mut out = String::from("streamsan: time per phase of the intercepted calls (phase_times=1)\n");
+    out.push_str(&format!("  {:<26} {:>12} {:>12} {:>10}\n", "phase", "times", "total ms", "ns each"));
+    for phase in ALL {
+        let sum = |f: fn(&Row) -> &[AtomicU64; PHASES]| ROWS.iter().map(|r| f(r)[phase as usize].load(Ordering::Relaxed)).sum::<u64>();
+        let (ticks, count) = (sum(|r| &r.ticks), sum(|r| &r.counts));
+        let nanos = ticks as f64 * scale;
+        let each = if count > 0 { nanos / count as f64 } else { 0.0 };
+        out.push_str(&format!("  {:<26} {:>12} {:>12.3} {:>10.0}\n", phase.label(), count, nanos / 1e6, each));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timed_phases_are_counted_and_shown() {
+        assert!(start(Phase::ParamScan).is_none(), "off until enabled");
+        enable();
+        time(Phase::ParamScan, || std::thread::sleep(std::time::Duration::from_millis(2)));
+        let table = table();
+        let row = table.lines().find(|l| l.contains("parameter scan")).expect("a row per phase");
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[2], "1", "{row}");
+        let total_ms: f64 = fields[3].parse().expect("a total");
+        assert!(total_ms >= 1.5, "the sleep is in the total: {row}");
+    }
+}

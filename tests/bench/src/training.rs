@@ -1,0 +1,90 @@
+//! A workload shaped like a training step's launches (issue 14, point 3): what cuBLAS and
+//! PyTorch's kernels look like to the driver, rather than the bench's four-pointer kernel.
+//!
+//! - Launched through `cuLaunchKernelEx` with two attributes, from a native stack some 80
+//!   frames deep (an interpreter's eval loop, a dispatcher, cudart: recursion stands in).
+//! - A parameter block of 344 bytes: an element count, a by-value structure of 320 bytes
+//!   (sizes, strides, scalars, and four tensor pointers at scattered offsets, as PyTorch's
+//!   `OffsetCalculator` and cuBLAS's parameter structures hold them), then two typed
+//!   pointers.
+//! - 400 live tensors inside four 64 MiB allocations (a caching allocator's segments: the
+//!   driver sees only the segments), on the legacy default stream.
+//! - A memset of a tensor every eighth call (gradients zeroed between launches).
+
+use streamsan_driver_api::*;
+
+use crate::driver::{check, Driver};
+use crate::workloads::{at_depth, Measured};
+
+/// `step(int, Params, float const*, float*)` with `Params` a 320-byte structure.
+const NAME: &core::ffi::CStr = c"_Z4stepi6ParamsPKfPf";
+const PTX: &str = concat!(
+    ".version 7.0\n.target sm_52\n.address_size 64\n",
+    ".visible .entry _Z4stepi6ParamsPKfPf(\n",
+    "  .param .u32 p0,\n  .param .align 8 .b8 p1[320],\n  .param .u64 p2,\n  .param .u64 p3\n",
+    ")\n{\n ret;\n}\n\0"
+);
+
+const SEGMENTS: usize = 4;
+const SEGMENT_BYTES: usize = 64 << 20;
+const TENSORS: usize = 400;
+const LAUNCHES: usize = 200_000;
+const WARM_UP: usize = 5_000;
+
+/// The by-value structure: 40 words, the pointers at words 3, 11, 20 and 33.
+#[repr(C, align(8))]
+struct Params([u64; 40]);
+
+pub fn training_step(driver: &Driver) -> Measured {
+    driver.setup();
+    let kernel = driver.kernel(PTX, NAME);
+    let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
+    let per_segment = TENSORS / SEGMENTS;
+    let tensor_bytes = (SEGMENT_BYTES / per_segment) as u64;
+    let tensors: Vec<CUdeviceptr> = (0..TENSORS).map(|t| segments[t % SEGMENTS] + (t / SEGMENTS) as u64 * tensor_bytes).collect();
+    let legacy: CUstream = core::ptr::null_mut();
+    let mut attrs = [
+        // Programmatic stream serialization off, priority 0: neither orders anything.
+        LaunchAttribute { id: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, pad: [0; 4], value: [0; 8] },
+        LaunchAttribute { id: 8, pad: [0; 4], value: [0; 8] },
+    ];
+    let config = LaunchConfig { grid_dim: [128, 1, 1], block_dim: [256, 1, 1], shared_mem_bytes: 0, stream: legacy, attrs: attrs.as_mut_ptr(), num_attrs: 2 };
+    let mut call = |i: usize| {
+        let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
+        if i % 8 == 7 {
+            // SAFETY: a tensor inside its segment, on the legacy stream.
+            check(unsafe { (driver.memset_d8_async)(tensor(0), 0, tensor_bytes as usize, legacy) }, "cuMemsetD8Async");
+            return;
+        }
+        let mut n: u32 = 1 << 20;
+        let mut params = Params([0; 40]);
+        for (w, word) in params.0.iter_mut().enumerate() {
+            // Sizes and strides, and two f32 scalars in one word.
+            *word = match w % 4 {
+                0 => 1 << 20,
+                1 => 4096,
+                2 => 0x3f80_0000_3f00_0000,
+                _ => w as u64,
+            };
+        }
+        for (k, w) in [3, 11, 20, 33].into_iter().enumerate() {
+            params.0[w] = tensor(k);
+        }
+        let (mut input, mut output) = (tensor(4), tensor(5));
+        let mut pointers: [*mut c_void; 4] =
+            [(&mut n as *mut u32).cast(), (&mut params as *mut Params).cast(), (&mut input as *mut u64).cast(), (&mut output as *mut u64).cast()];
+        at_depth(80, &mut || {
+            // SAFETY: four parameter pointers for a four-parameter kernel; a live stream.
+            check(unsafe { (driver.launch_kernel_ex)(&config, kernel, pointers.as_mut_ptr(), core::ptr::null_mut()) }, "cuLaunchKernelEx");
+        });
+    };
+    (0..WARM_UP).for_each(&mut call);
+    let latencies = (WARM_UP..WARM_UP + LAUNCHES)
+        .map(|i| {
+            let start = std::time::Instant::now();
+            call(i);
+            start.elapsed().as_nanos() as u64
+        })
+        .collect();
+    Measured::of(latencies)
+}
