@@ -214,6 +214,10 @@ fn lookups_of_other_names_pass_through() {
     assert!(out.contains("unhooked name: cuDeviceGetName in libcuda"), "{out}");
     assert!(out.contains("missing name: NULL, dlerror set"), "{out}");
     assert!(out.contains("non-CUDA name: strlen is libc's: yes"), "{out}");
+    assert!(out.contains("before NCCL: ncclAllReduce NULL"), "{out}");
+    assert!(out.contains("hooked NCCL name: ncclAllReduce in libstreamsan_shim.so"), "{out}");
+    assert!(out.contains("unhooked NCCL name: ncclCommCount in libnccl"), "{out}");
+    assert!(out.contains("local NCCL via RTLD_DEFAULT: ncclAllReduce NULL"), "{out}");
 }
 
 #[test]

@@ -160,6 +160,16 @@ fn a_2d_copy_reads_the_rows_it_names() {
 }
 
 #[test]
+fn an_asynchronous_copy_to_pageable_memory_completes_before_it_returns() {
+    check("dtoh_async_to_pageable_memory", CROSS, Some("WAR"));
+}
+
+#[test]
+fn a_freed_host_range_is_ordinary_memory_again() {
+    check("freed_host_range", "free-race", None);
+}
+
+#[test]
 fn use_before_alloc() {
     check("use_before_alloc", "use-before-alloc", None);
 }
@@ -215,6 +225,11 @@ fn a_kernel_parameter_once_given_fresh_memory_writes() {
 }
 
 #[test]
+fn a_stale_address_in_a_by_value_structure_is_no_access() {
+    check("stale_parameter_words", CROSS, Some("RAW"));
+}
+
+#[test]
 fn cupy_wait_event_example() {
     check("cupy_wait_event", CROSS, Some("RAW"));
 }
@@ -234,8 +249,40 @@ fn graph_nodes_without_a_path_between_them_are_concurrent() {
 }
 
 #[test]
+fn a_captured_wait_on_an_event_recorded_later_orders_each_launch() {
+    check("capture_waits_on_a_later_event", CROSS, Some("RAW"));
+    let fixed = run_twin("capture_waits_on_a_later_event", "fixed").report();
+    assert!(fixed.notes.is_empty(), "a captured wait is no wait on an unrecorded event: {:?}", fixed.notes);
+}
+
+#[test]
 fn work_after_a_graph_launch_waits_for_it() {
     check("graph_launch_order", CROSS, Some("RAW"));
+}
+
+#[test]
+fn built_graph_nodes_without_an_edge_between_them_are_concurrent() {
+    check("built_graph_kernels", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_built_graph_s_memcpy_node_follows_the_kernel_node_it_depends_on() {
+    check("built_graph_memcpy_after_kernel", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_child_graph_runs_after_the_nodes_its_node_depends_on() {
+    check("built_graph_child", CROSS, Some("WAW"));
+}
+
+#[test]
+fn an_event_record_node_records_what_it_follows() {
+    check("built_graph_event_record", CROSS, Some("RAW"));
+}
+
+#[test]
+fn an_event_wait_node_orders_the_nodes_after_it() {
+    check("built_graph_event_wait", CROSS, Some("RAW"));
 }
 
 #[test]

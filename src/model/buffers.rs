@@ -494,10 +494,21 @@ impl BufferMap {
             if q.len() > QUARANTINE { q.pop_front() } else { None }
         };
         if let Some(old) = evicted {
-            for g in granules(old.base, old.end) {
-                if let Some(mut granule) = self.granules.get_mut(&g) {
-                    granule.remove_overlapping(old.base, old.end, |b| b.id == old.id);
-                }
+            self.remove(old.base, old.end, old.id);
+        }
+    }
+
+    /// Forgets a freed buffer at once, without quarantine: its addresses stop being memory
+    /// the model knows (a freed pinned host range goes back to the system allocator as
+    /// ordinary pageable memory).
+    pub fn forget(&self, buffer: &Buffer) {
+        self.remove(buffer.base, buffer.end(), buffer.id);
+    }
+
+    fn remove(&self, base: u64, end: u64, id: u64) {
+        for g in granules(base, end) {
+            if let Some(mut granule) = self.granules.get_mut(&g) {
+                granule.remove_overlapping(base, end, |b| b.id == id);
             }
         }
     }

@@ -6,7 +6,9 @@
 //! capture as a new *lane*. Nodes of one lane form a chain, so at launch each lane needs
 //! only one slot of the vector clocks: a launch gives every node the clock of the launch
 //! stream joined with its predecessors' clocks, then ticks its lane
-//! (`docs/semantics.md#capture-and-graphs`).
+//! (`docs/semantics.md#capture-and-graphs`). A capture fills a [`Definition`], the same
+//! structure that graphs built with the explicit graph API fill; a capture into an existing
+//! graph (`cuStreamBeginCaptureToGraph`) starts from that graph's definition.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
+use super::definition::Definition;
 use super::op::{Access, KernelId, Origin};
 
 /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): when it runs, the host is
@@ -44,6 +47,7 @@ impl HostCallback {
 }
 
 /// What a node does when the graph runs.
+#[derive(Clone)]
 pub enum NodeKind {
     /// A kernel, copy or memset.
     Work { accesses: Vec<Access> },
@@ -59,7 +63,11 @@ pub enum NodeKind {
     Empty,
 }
 
+#[derive(Clone)]
 pub struct Node {
+    /// The driver's `CUgraphNode` handle (0 for a captured node: the model never sees it).
+    pub handle: u64,
+    /// The chain of nodes it continues ([`Definition::executable`] assigns it).
     pub lane: usize,
     pub deps: Vec<usize>,
     pub kind: NodeKind,
@@ -85,7 +93,9 @@ pub trait Member: Send + Sync {
 
 /// A capture in progress.
 pub struct Capture {
-    nodes: Mutex<Vec<Node>>,
+    nodes: Mutex<Definition>,
+    /// The graph captured into (`cuStreamBeginCaptureToGraph`), if not a new one.
+    pub target: Option<u64>,
     /// Per lane, the slot of the stream that captured it (for reports).
     lanes: Mutex<Vec<Slot>>,
     members: Mutex<Vec<Arc<dyn Member>>>,
@@ -97,7 +107,12 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Capture {
     pub fn new() -> Arc<Capture> {
-        Arc::new(Capture { nodes: Mutex::new(Vec::new()), lanes: Mutex::new(Vec::new()), members: Mutex::new(Vec::new()) })
+        Capture::into(None, Definition::default())
+    }
+
+    /// A capture that adds to `target`'s definition `nodes`.
+    pub fn into(target: Option<u64>, nodes: Definition) -> Arc<Capture> {
+        Arc::new(Capture { nodes: Mutex::new(nodes), target, lanes: Mutex::new(Vec::new()), members: Mutex::new(Vec::new()) })
     }
 
     /// Adds a stream, whose slot is `slot`, to the capture as a new lane.
@@ -108,28 +123,38 @@ impl Capture {
         lanes.len() - 1
     }
 
-    /// Appends a node; nodes only ever depend on earlier ones, so the order is topological.
+    /// Appends a node (a captured node's handle is the driver's secret).
     pub fn push(&self, node: Node) -> usize {
-        let mut nodes = locked(&self.nodes);
-        nodes.push(node);
-        nodes.len() - 1
+        locked(&self.nodes).add(node, None)
+    }
+
+    /// Every node so far (what the stream depends on when the program names nodes the model
+    /// cannot place).
+    pub fn all_nodes(&self) -> Vec<usize> {
+        (0..locked(&self.nodes).nodes.len()).collect()
+    }
+
+    /// The indices of the capture's nodes with these handles, if all are known.
+    pub fn indices_of(&self, handles: &[u64]) -> Option<Vec<usize>> {
+        let nodes = locked(&self.nodes);
+        handles.iter().map(|&h| nodes.index_of(h)).collect()
     }
 
     pub fn members(&self) -> Vec<Arc<dyn Member>> {
         locked(&self.members).clone()
     }
 
-    /// The captured graph. The capture is over.
-    pub fn finish(&self) -> Graph {
+    /// The captured graph's definition. The capture is over.
+    pub fn finish(&self) -> Definition {
         locked(&self.members).clear();
-        Graph { nodes: std::mem::take(&mut *locked(&self.nodes)), lane_streams: locked(&self.lanes).clone() }
+        std::mem::take(&mut *locked(&self.nodes))
     }
 }
 
-/// A captured graph.
+/// An executable graph's nodes, in topological order, in `lanes` chains.
 pub struct Graph {
     pub nodes: Vec<Node>,
-    pub lane_streams: Vec<Slot>,
+    pub lanes: usize,
 }
 
 /// An executable graph: its lanes' slots (allocated at the first launch) and the clock at
@@ -145,9 +170,10 @@ pub struct ExecState {
     pub end: VectorClock,
 }
 
-/// Graphs and executable graphs by handle.
+/// Graph definitions and executable graphs by handle, and the graph of each node handle.
 #[derive(Default)]
 pub struct Graphs {
-    pub graphs: FastMap<u64, Arc<Graph>>,
+    pub graphs: FastMap<u64, Arc<Mutex<Definition>>>,
+    pub node_graphs: FastMap<u64, u64>,
     pub execs: FastMap<u64, Arc<Exec>>,
 }

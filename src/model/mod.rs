@@ -20,6 +20,7 @@
 //! | `rules/sync.rs` | events, stream and context synchronization, host functions, stream memory operations |
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
+//! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
 //! | [`host_access`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
 //!
@@ -31,7 +32,8 @@
 //! | [`streams`] | streams and contexts, default streams, the slots of the clocks |
 //! | [`buffers`], [`shadow`] | live and freed buffers by address, each one's access history |
 //! | [`events`] | what each event's last record captured |
-//! | [`capture`] | captures in progress, graphs, executable graphs |
+//! | [`capture`] | captures in progress, executable graphs |
+//! | [`definition`] | graph definitions, captured or built with the explicit graph API |
 //! | [`direction`] | the parameter slots of untyped kernels learnt to be outputs |
 //! | [`op`] | the vocabulary of a call: origin, access, mode |
 //! | [`race`] | races and notes, deduplicated |
@@ -43,6 +45,7 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
+pub mod definition;
 pub mod direction;
 pub mod events;
 pub mod host_access;
@@ -68,6 +71,8 @@ use events::Events;
 use op::{Access, HostEffect, KernelId, Origin};
 use race::{Notes, RaceEntry, Races};
 use streams::{Host, StreamInfo, StreamRef, Streams};
+
+pub use rules::built::AddedNode;
 
 /// Receives each new race as the model finds it.
 pub trait Sink: Send + Sync {

@@ -212,7 +212,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, subject: u64) -> String
             format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
         }
         NoteKind::GraphNotFollowed => {
-            format!("graph {subject:#x} launched on {on} was not captured through the hooked calls: its work is not checked")
+            format!("graph {subject:#x} launched on {on} holds work streamsan cannot follow: its work is not checked")
         }
         NoteKind::DestroyedWhilePending => {
             format!("{on} was destroyed while work on it may still run (the host had not synchronized with it)")

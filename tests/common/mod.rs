@@ -13,7 +13,10 @@ use streamsan::report::Report;
 /// `target/<profile>`, where cargo put this test binary's siblings.
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
 }
 
 /// Builds the workspace members the tests run (once per test binary) and returns the
@@ -26,7 +29,16 @@ pub fn artifacts() -> &'static Path {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "streamsan-shim",
+                "-p",
+                "streamsan-standin",
+                "-p",
+                "streamsan-nccl-standin",
+            ])
             .args(["-p", "streamsan-fidelity", "-p", "streamsan-cudarc-app"])
             .arg("--target-dir")
             .arg(target);
@@ -34,20 +46,28 @@ pub fn artifacts() -> &'static Path {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "building the shim and the stand-in failed");
-        // The stand-in answers to the driver's names.
+        assert!(
+            status.success(),
+            "building the shim and the stand-in failed"
+        );
+        // The stand-ins answer to the driver's and NCCL's names.
         let driver = dir.join("standin-driver");
         std::fs::create_dir_all(&driver).unwrap();
-        for name in ["libcuda.so.1", "libcuda.so"] {
+        for (name, standin) in [
+            ("libcuda.so.1", "libcuda_standin.so"),
+            ("libcuda.so", "libcuda_standin.so"),
+            ("libnccl.so.2", "libnccl_standin.so"),
+            ("libnccl.so", "libnccl_standin.so"),
+        ] {
             let link = driver.join(name);
             let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(dir.join("libcuda_standin.so"), &link).unwrap();
+            std::os::unix::fs::symlink(dir.join(standin), &link).unwrap();
         }
         dir
     })
 }
 
-/// The directory holding the stand-in as `libcuda.so.1`.
+/// The directory holding the stand-ins as `libcuda.so.1` and `libnccl.so.2`.
 pub fn driver_dir() -> PathBuf {
     artifacts().join("standin-driver")
 }
@@ -71,7 +91,9 @@ pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     if built.iter().any(|o| o == output) {
         return exe;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(format!("{source}.c"));
     std::fs::create_dir_all(&out_dir).unwrap();
     // Build beside, then rename: another test process may be running the old one.
     let tmp = out_dir.join(format!(".{output}.{}", std::process::id()));
@@ -82,7 +104,11 @@ pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
         .args(extra)
         .output()
         .expect("run cc");
-    assert!(result.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&result.stderr));
+    assert!(
+        result.status.success(),
+        "cc {source}.c failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
     std::fs::rename(&tmp, &exe).unwrap();
     built.push(output.to_string());
     exe
@@ -96,9 +122,11 @@ pub fn link_cuda() -> Vec<String> {
 /// A fresh directory for one run's files.
 pub fn scratch(label: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = artifacts()
-        .join("test-runs")
-        .join(format!("{label}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let dir = artifacts().join("test-runs").join(format!(
+        "{label}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -124,7 +152,12 @@ impl Run {
     /// The single report the run wrote.
     pub fn report(&self) -> Report {
         let reports = self.reports();
-        assert_eq!(reports.len(), 1, "expected one report in {}", self.dir.display());
+        assert_eq!(
+            reports.len(),
+            1,
+            "expected one report in {}",
+            self.dir.display()
+        );
         reports.into_iter().next().unwrap()
     }
 
@@ -132,10 +165,18 @@ impl Run {
         let mut paths: Vec<_> = std::fs::read_dir(&self.dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("report."))
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("report.")
+            })
             .collect();
         paths.sort();
-        paths.iter().map(|p| Report::read_from(p).expect("readable report")).collect()
+        paths
+            .iter()
+            .map(|p| Report::read_from(p).expect("readable report"))
+            .collect()
     }
 
     /// Calls of the intercepted name `name`, per the report.
@@ -153,7 +194,12 @@ impl Run {
     pub fn assert_reports_match_the_schema(&self) {
         for entry in std::fs::read_dir(&self.dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.file_name().unwrap().to_string_lossy().starts_with("report.") {
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("report.")
+            {
                 assert_matches_schema(&path);
             }
         }
@@ -194,7 +240,11 @@ pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
         Command::new(program)
     } else {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamsan"));
-        cmd.arg("run").arg("--report").arg(dir.join("report.%p.json")).arg("--").arg(program);
+        cmd.arg("run")
+            .arg("--report")
+            .arg(dir.join("report.%p.json"))
+            .arg("--")
+            .arg(program);
         cmd.env("STREAMSAN_SHIM", shim());
         cmd
     };
@@ -231,12 +281,19 @@ pub fn streamsan(dir: &Path) -> Command {
 
 /// The lines of `dir`'s stand-in call log: empty when the program never reached the driver.
 pub fn calls(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default().lines().map(str::to_string).collect()
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// `tests/scenarios/lifecycle.c`, built.
 pub fn lifecycle() -> PathBuf {
-    compile_c("lifecycle", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
+    compile_c(
+        "lifecycle",
+        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
+    )
 }
 
 /// The reports in `dir` whose names start with `prefix`.
@@ -247,10 +304,13 @@ pub fn reports_in(dir: &Path, prefix: &str) -> Vec<(PathBuf, Report)> {
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
         .collect();
     paths.sort();
-    paths.into_iter().map(|p| {
-        let report = Report::read_from(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        (p, report)
-    }).collect()
+    paths
+        .into_iter()
+        .map(|p| {
+            let report = Report::read_from(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, report)
+        })
+        .collect()
 }
 
 /// Validates a JSON file against `reports/schema.json`.
@@ -258,11 +318,20 @@ pub fn assert_matches_schema(path: &Path) {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     let validator = VALIDATOR.get_or_init(|| {
         let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
-        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
         jsonschema::validator_for(&schema).expect("a valid JSON Schema")
     });
-    let document: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let errors: Vec<String> = validator.iter_errors(&document).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let errors: Vec<String> = validator
+        .iter_errors(&document)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} does not match the schema:\n{}",
+        path.display(),
+        errors.join("\n")
+    );
 }

@@ -49,7 +49,7 @@ typedef struct {
 /* The kernel every scenario launches: out[i] = 2 * in[i]. Real PTX, so the same text
    works on a GPU; the stand-in reads its .entry and parameter layout. The module also holds
    `extern "C" touch(float *a, float *b)`: a name without a signature, whose pointers may be
-   read or written. */
+   read or written; and copy_cfg, below. */
 static const char SCALE_PTX[] =
     ".version 7.0\n.target sm_52\n.address_size 64\n"
     ".visible .entry _Z5scalePfPKfi(\n"
@@ -60,9 +60,15 @@ static const char SCALE_PTX[] =
     ".visible .entry touch(\n"
     "  .param .u64 touch_param_0,\n"
     "  .param .u64 touch_param_1\n"
+    ")\n{\n ret;\n}\n"
+    ".visible .entry _Z8copy_cfg7CopyCfg(\n"
+    "  .param .align 8 .b8 _Z8copy_cfg7CopyCfg_param_0[40]\n"
     ")\n{\n ret;\n}\n";
 #define SCALE_NAME "_Z5scalePfPKfi"
 #define TOUCH_NAME "touch"
+/* copy_cfg(CopyCfg): a typed kernel whose one parameter is a structure passed by value, as
+   PyTorch's elementwise kernels take their TensorIterator's offsets and pointers. */
+#define COPY_CFG_NAME "_Z8copy_cfg7CopyCfg"
 
 /* Stops the program when a driver call fails, with exit status 4 (distinct from the statuses
    the programs choose). A program whose checks run in an exit handler defines CHECK_EXIT as
@@ -100,9 +106,13 @@ CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
 CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);

@@ -1,5 +1,5 @@
 /* dlsym answers under the shim: hooked names get hooks, everything else what glibc gives.
-   Not linked with -lcuda: the driver is opened half-way through. */
+   Not linked with -lcuda or -lnccl: the driver and NCCL are opened half-way through. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -24,5 +24,13 @@ int main(void) {
     void *missing = dlsym(lib, "cuNoSuchFunction");
     printf("missing name: %s, dlerror %s\n", missing ? "found" : "NULL", dlerror() ? "set" : "clear");
     printf("non-CUDA name: strlen is libc's: %s\n", dlsym(RTLD_DEFAULT, "strlen") == (void *)strlen ? "yes" : "no");
+    /* NCCL's names: absent until NCCL is loaded, hooked in a dlopen'ed NCCL, still absent from
+       the global scope when that NCCL was opened RTLD_LOCAL. */
+    printf("before NCCL: ncclAllReduce %s\n", dlsym(RTLD_DEFAULT, "ncclAllReduce") ? "found" : "NULL");
+    void *nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!nccl) { printf("dlopen libnccl.so.2 failed: %s\n", dlerror()); return 5; }
+    printf("hooked NCCL name: ncclAllReduce in %s\n", owner(dlsym(nccl, "ncclAllReduce")));
+    printf("unhooked NCCL name: ncclCommCount in %s\n", owner(dlsym(nccl, "ncclCommCount")));
+    printf("local NCCL via RTLD_DEFAULT: ncclAllReduce %s\n", dlsym(RTLD_DEFAULT, "ncclAllReduce") ? "found" : "NULL");
     return 0;
 }

@@ -14,13 +14,61 @@
 #include "cuda_min.h"
 
 typedef struct CUgraphNode_st *CUgraphNode;
+/* The explicit graph API's parameter blocks, laid out as in cuda.h. */
+typedef struct {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    void *kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct { /* CUstreamBatchMemOpParams, as a 32-bit value write */
+    unsigned operation, pad;
+    CUdeviceptr address;
+    unsigned long long value;
+    unsigned flags, pad2;
+    CUdeviceptr alias;
+    unsigned long long reserved;
+} CUstreamBatchMemOpParams;
+typedef struct {
+    CUcontext ctx;
+    unsigned count;
+    CUstreamBatchMemOpParams *paramArray;
+    unsigned flags;
+} CUDA_BATCH_MEM_OP_NODE_PARAMS;
+#define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+CUresult cuGraphAddMemcpyNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
+CUresult cuGraphAddChildGraphNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
+CUresult cuGraphAddEventRecordNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+CUresult cuGraphAddEventWaitNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+CUresult cuGraphAddDependencies(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+CUresult cuGraphAddBatchMemOpNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_BATCH_MEM_OP_NODE_PARAMS *);
 
 #define N 256 /* bytes per buffer */
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define CU_STREAM_WAIT_VALUE_GEQ 0
+#define CU_EVENT_WAIT_EXTERNAL 0x1
 
 static CUcontext ctx_a, ctx_b; /* two devices, or two contexts of one */
-static CUfunction scale, touch;
+static CUfunction scale, touch, copy_cfg;
 
 static void setup(void) {
     CUdevice dev;
@@ -41,6 +89,7 @@ static void setup(void) {
     CHECK(cuModuleLoadData(&module, SCALE_PTX));
     CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
     CHECK(cuModuleGetFunction(&touch, module, TOUCH_NAME));
+    CHECK(cuModuleGetFunction(&copy_cfg, module, COPY_CFG_NAME));
 }
 
 static CUstream stream(unsigned flags) {
@@ -328,6 +377,55 @@ static void async_copy_does_not_join_the_host(int fixed) {
     reads(s2, x);
 }
 
+/* CUDA documents that an asynchronous copy from the device to pageable host memory returns
+   only once the copy has completed (to pinned memory it does not): a program that copies x to
+   a plain host array on s1, s1b, s1c (cuMemcpyDtoHAsync, cuMemcpyAsync, cuMemcpy2DAsync) and
+   then overwrites x from s2 is correct. */
+static void dtoh_async_to_pageable_memory(int fixed) {
+    CUstream s1 = nonblocking(), s1b = nonblocking(), s1c = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized();
+    static char pageable[3][N];
+    char *pinned;
+    CHECK(cuMemAllocHost_v2((void **)&pinned, 3 * N));
+    char *host[3] = {fixed ? pageable[0] : pinned, fixed ? pageable[1] : pinned + N, fixed ? pageable[2] : pinned + 2 * N};
+    CHECK(cuMemcpyDtoHAsync_v2(host[0], x, N, s1));
+    CHECK(cuMemcpyAsync((CUdeviceptr)host[1], x, N, s1b));
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = N;
+    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.dstHost = host[2];
+    copy.dstPitch = N;
+    copy.WidthInBytes = N;
+    copy.Height = 1;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s1c));
+    writes(s2, x);
+}
+
+/* Warp's pinned allocator: host memory pinned (here registered), copied into, then freed. A
+   stream of another context still copying into it when it is freed is a free-race (the free
+   waits for its own context only); once freed, its addresses are ordinary pageable memory, so
+   copies into them afterwards are no use after free. */
+static void freed_host_range(int fixed) {
+    char *host = aligned_alloc(4096, 4096);
+    CHECK(cuMemHostRegister_v2(host, 4096, CU_MEMHOSTREGISTER_PORTABLE));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CUstream s1 = nonblocking();
+    CUdeviceptr y = initialized();
+    CHECK(cuMemcpyDtoHAsync_v2(host, y, N, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+    CHECK(cuMemHostUnregister(host));
+    CUdeviceptr x = initialized();
+    CHECK(cuMemcpyDtoHAsync_v2(host, x, N, nonblocking()));
+    CHECK(cuMemcpyHtoD_v2(x, host, N));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+    free(host);
+}
+
 /* ---- Buffers and accesses ------------------------------------------------------------- */
 
 /* Warp: "array created on the current stream, kernel launched on another stream without
@@ -438,6 +536,39 @@ static void untyped_learned_output(int fixed) {
 }
 
 /* CuPy: "s2.wait_event(e2)" before s2 copies what s1 computed. */
+/* PyTorch's side-stream prefetcher (issue 17, timm): a copy kernel takes its offsets and
+   pointers in one structure passed by value, and fills only the dimensions its tensors have:
+   the rest is whatever the host stack held, at first a host address, later the address of
+   the previous batch. The compute stream waits for the side stream, takes the batch and
+   reads it, while the side stream already copies the next batch, whose launch carries the
+   taken batch's stale address: correct. Racy twin: the compute stream does not wait. */
+typedef struct {
+    uint64_t dims, stride[2]; /* stride[1]: a dimension the tensors do not have */
+    CUdeviceptr out, in;
+} CopyCfg;
+static void launch_copy_cfg(CUstream s, CopyCfg cfg) {
+    void *params[] = {&cfg};
+    CHECK(cuLaunchKernel(copy_cfg, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+}
+static CUdeviceptr prefetch(CUstream side, uint64_t stale) {
+    CUdeviceptr staged = dalloc(), batch = dalloc();
+    CHECK(cuMemsetD8Async(staged, 1, N, side));
+    launch_copy_cfg(side, (CopyCfg){1, {4, stale ? stale : batch}, batch, staged});
+    return batch;
+}
+static void stale_parameter_words(int fixed) {
+    CUstream side = nonblocking(), compute = nonblocking();
+    int on_the_stack = 0;
+    launch_copy_cfg(compute, (CopyCfg){1, {4, (uint64_t)(uintptr_t)&on_the_stack}, dalloc(), initialized()});
+    CUdeviceptr next = prefetch(side, 0);
+    for (int i = 0; i < 3; i++) {
+        if (fixed) order(side, compute);
+        CUdeviceptr x = next;
+        next = prefetch(side, x);
+        reads(compute, x);
+    }
+}
+
 static void cupy_wait_event(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
     CUdeviceptr a = dalloc();
@@ -499,6 +630,28 @@ static void graph_branches(int fixed) {
 }
 
 /* Work after a graph launch on another stream must wait for the launch. */
+/* NCCL's strong streams, when a program mixes graphs and eager calls: the capture waits,
+   as an external wait, on an event that another stream records only later, before the graph
+   is launched; each launch waits for the event as it then is. Racy twin: the event is never
+   recorded, and the wait orders nothing. */
+static void capture_waits_on_a_later_event(int fixed) {
+    CUstream live = nonblocking(), s = nonblocking();
+    CUdeviceptr x = dalloc(), out = dalloc();
+    CUevent e = event();
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cuCtxSynchronize());
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuStreamWaitEvent(s, e, CU_EVENT_WAIT_EXTERNAL));
+    launch(s, out, x);
+    CHECK(cuStreamEndCapture(s, &graph));
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    writes(live, x);
+    if (fixed) CHECK(cuEventRecord(e, live));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+}
+
 static void graph_launch_order(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
     CUdeviceptr x = dalloc(), in = dalloc();
@@ -512,6 +665,112 @@ static void graph_launch_order(int fixed) {
     CHECK(cuGraphLaunch(exec, s1));
     if (fixed) order(s1, s2);
     reads(s2, x);
+    CHECK(cuCtxSynchronize());
+}
+
+
+/* ---- Graphs built with the explicit graph API ------------------------------------------ */
+
+/* A kernel node scale(out, in) after `deps`. The parameters are copied by the driver. */
+static CUgraphNode kernel_node(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr out, CUdeviceptr in) {
+    CUgraphNode node;
+    int count = N / 4;
+    void *params[] = {&out, &in, &count};
+    CUDA_KERNEL_NODE_PARAMS p = {scale, 1, 1, 1, 64, 1, 1, 0, params, NULL, NULL, NULL};
+    CHECK(cuGraphAddKernelNode_v2(&node, g, deps, n, &p));
+    return node;
+}
+static void run_graph(CUgraph g, CUstream s) {
+    CUgraphExec exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, s));
+}
+
+/* Two kernel nodes writing one buffer: concurrent unless an edge joins them. */
+static void built_graph_kernels(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = kernel_node(g, NULL, 0, x, in);
+    CUgraphNode b = kernel_node(g, NULL, 0, x, in2);
+    if (fixed) CHECK(cuGraphAddDependencies(g, &a, &b, 1));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A memcpy node copying what a kernel node writes: after it only with the edge. */
+static void built_graph_memcpy_after_kernel(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode copy;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = x;
+    c.srcPitch = N;
+    c.srcHeight = 1;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = y;
+    c.dstPitch = N;
+    c.dstHeight = 1;
+    c.WidthInBytes = N;
+    c.Height = 1;
+    c.Depth = 1;
+    CHECK(cuGraphAddMemcpyNode(&copy, g, fixed ? &k : NULL, fixed ? 1 : 0, &c, ctx_a));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A child graph's kernel and the parent's kernel write one buffer. */
+static void built_graph_child(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph child, g;
+    CUgraphNode c;
+    CHECK(cuGraphCreate(&child, 0));
+    kernel_node(child, NULL, 0, x, in);
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in2);
+    CHECK(cuGraphAddChildGraphNode(&c, g, fixed ? &k : NULL, fixed ? 1 : 0, child));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* An event record node after a kernel node: a stream that waits on the event reads what the
+   kernel wrote. In the racy twin the record node does not follow the kernel node. */
+static void built_graph_event_record(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUevent e = event();
+    CUgraph g;
+    CUgraphNode r;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphAddEventRecordNode(&r, g, fixed ? &k : NULL, fixed ? 1 : 0, e));
+    run_graph(g, s1);
+    CHECK(cuStreamWaitEvent(s2, e, 0));
+    reads(s2, x);
+    CHECK(cuCtxSynchronize());
+}
+
+/* An event wait node before a kernel node that reads what another stream wrote before
+   recording the event. In the racy twin the kernel node does not follow the wait node. */
+static void built_graph_event_wait(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), out = dalloc();
+    CUevent e = event();
+    CUgraph g;
+    CUgraphNode w;
+    writes(s2, x);
+    CHECK(cuEventRecord(e, s2));
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddEventWaitNode(&w, g, NULL, 0, e));
+    kernel_node(g, fixed ? &w : NULL, fixed ? 1 : 0, out, x);
+    run_graph(g, s1);
     CHECK(cuCtxSynchronize());
 }
 
@@ -569,8 +828,9 @@ static void cross_device_event(int fixed) {
 
 /* ---- Notes, not races ----------------------------------------------------------------- */
 
-/* A stream destroyed with work pending, and a graph built without capture (which streamsan
-   does not follow): two notes, no race. Both twins are the same program. */
+/* A stream destroyed with work pending, and a graph holding a batch memory operation node
+   (whose effect streamsan does not follow): two notes, no race. Both twins are the same
+   program. */
 static void notes(int fixed) {
     (void)fixed;
     CUstream s = nonblocking(), s2 = nonblocking();
@@ -579,7 +839,11 @@ static void notes(int fixed) {
     CUgraphExec exec;
     writes(s, x);
     CHECK(cuStreamDestroy_v2(s));
+    CUgraphNode node;
+    CUstreamBatchMemOpParams op = {CU_STREAM_MEM_OP_WRITE_VALUE_32, 0, x, 1, 0, 0, 0, 0};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS params = {ctx_a, 1, &op, 0};
     CHECK(cuGraphCreate(&graph, 0));
+    CHECK(cuGraphAddBatchMemOpNode(&node, graph, NULL, 0, &params));
     CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
     CHECK(cuGraphLaunch(exec, s2));
     CHECK(cuStreamSynchronize(s2));
@@ -611,6 +875,8 @@ static const struct {
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
+    {"dtoh_async_to_pageable_memory", dtoh_async_to_pageable_memory, "cross-stream-race"},
+    {"freed_host_range", freed_host_range, "free-race"},
     {"use_before_alloc", use_before_alloc, "use-before-alloc"},
     {"free_race", free_race, "free-race"},
     {"use_after_free", use_after_free, "use-after-free"},
@@ -622,10 +888,17 @@ static const struct {
     {"untyped_kernels", untyped_kernels, "cross-stream-race"},
     {"untyped_first_touch", untyped_first_touch, "cross-stream-race"},
     {"untyped_learned_output", untyped_learned_output, "cross-stream-race"},
+    {"stale_parameter_words", stale_parameter_words, "cross-stream-race"},
     {"cupy_wait_event", cupy_wait_event, "cross-stream-race"},
     {"annotated_suballocation", annotated_suballocation, "free-race"},
     {"graph_branches", graph_branches, "cross-stream-race"},
     {"graph_launch_order", graph_launch_order, "cross-stream-race"},
+    {"capture_waits_on_a_later_event", capture_waits_on_a_later_event, "cross-stream-race"},
+    {"built_graph_kernels", built_graph_kernels, "cross-stream-race"},
+    {"built_graph_memcpy_after_kernel", built_graph_memcpy_after_kernel, "cross-stream-race"},
+    {"built_graph_child", built_graph_child, "cross-stream-race"},
+    {"built_graph_event_record", built_graph_event_record, "cross-stream-race"},
+    {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
     {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},
     {"sync_free_and_another_device", sync_free_and_another_device, "free-race"},
     {"cross_device_event", cross_device_event, "cross-stream-race"},

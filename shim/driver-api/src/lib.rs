@@ -15,6 +15,9 @@
 
 #![allow(non_camel_case_types)]
 
+pub mod nccl;
+pub use nccl::{datatype_size, NcclComm, NcclResult, NCCL_IN_PROGRESS, NCCL_INVALID_ARGUMENT, NCCL_SUCCESS};
+
 /// The C types the table is written in; a consumer does `use streamsan_driver_api::*`.
 pub use core::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void};
 
@@ -199,6 +202,45 @@ pub struct BatchMemOpParams {
     pub reserved: u64,
 }
 
+/// `CUDA_KERNEL_NODE_PARAMS` (`_v2` adds `kern` and `ctx` after `extra`: the shim reads them
+/// only from the `_v2` entry points).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KernelNodeParams {
+    pub func: CUfunction,
+    pub grid_dim: [c_uint; 3],
+    pub block_dim: [c_uint; 3],
+    pub shared_mem_bytes: c_uint,
+    pub kernel_params: *mut *mut c_void,
+    pub extra: *mut *mut c_void,
+    pub kern: CUkernel,
+    pub ctx: CUcontext,
+}
+
+/// `CUDA_MEMSET_NODE_PARAMS`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MemsetNodeParams {
+    pub dst: CUdeviceptr,
+    pub pitch: usize,
+    pub value: c_uint,
+    pub element_size: c_uint,
+    pub width: usize,
+    pub height: usize,
+}
+
+/// `CUDA_MEM_ALLOC_NODE_PARAMS`: the pool's properties (88 bytes the shim never reads), then
+/// the size asked for and the address the driver chose.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MemAllocNodeParams {
+    pub pool_props: [u64; 11],
+    pub access_descs: *const c_void,
+    pub access_desc_count: usize,
+    pub bytesize: usize,
+    pub dptr: CUdeviceptr,
+}
+
 /// Opaque parameter blocks the shim never reads: only their addresses travel.
 pub type CUDA_GRAPH_INSTANTIATE_PARAMS = c_void;
 pub type CUctxCreateParams = c_void;
@@ -206,6 +248,11 @@ pub type CUexecAffinityParam = c_void;
 pub type CUmemAllocationProp = c_void;
 pub type CUmemcpyAttributes = c_void;
 pub type CUDA_MEMCPY3D_BATCH_OP = c_void;
+pub type CUDA_HOST_NODE_PARAMS = c_void;
+pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = c_void;
+pub type CUgraphNodeParams = c_void;
+pub type CUgraphEdgeData = c_void;
+pub type CUgraphExecUpdateResultInfo = c_void;
 
 mod layout_checks {
     use super::*;
@@ -227,6 +274,13 @@ mod layout_checks {
         assert!(size_of::<BatchMemOpParams>() == size_of::<cu::CUstreamBatchMemOpParams>());
     const _: () =
         assert!(align_of::<BatchMemOpParams>() == align_of::<cu::CUstreamBatchMemOpParams>());
+    const _: () = assert!(size_of::<KernelNodeParams>() == size_of::<cu::CUDA_KERNEL_NODE_PARAMS_v2>());
+    const _: () =
+        assert!(offset_of!(KernelNodeParams, extra) == offset_of!(cu::CUDA_KERNEL_NODE_PARAMS_v2, extra));
+    const _: () = assert!(size_of::<MemsetNodeParams>() == size_of::<cu::CUDA_MEMSET_NODE_PARAMS>());
+    const _: () = assert!(size_of::<MemAllocNodeParams>() == size_of::<cu::CUDA_MEM_ALLOC_NODE_PARAMS>());
+    const _: () =
+        assert!(offset_of!(MemAllocNodeParams, dptr) == offset_of!(cu::CUDA_MEM_ALLOC_NODE_PARAMS, dptr));
 }
 
 /// Whether an exported name is a per-thread-default-stream variant: `_ptsz` for calls
@@ -402,6 +456,9 @@ macro_rules! driver_api {
             stream_begin_capture_v1 [cuStreamBeginCapture, cuStreamBeginCapture_ptsz] (stream: CUstream);
             stream_begin_capture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (stream: CUstream, mode: u32);
             stream_end_capture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (stream: CUstream, graph: *mut CUgraph);
+            stream_begin_capture_to_graph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, dep_data: *const CUgraphEdgeData, num_deps: usize, mode: u32);
+            stream_update_capture_dependencies [cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz] (stream: CUstream, deps: *mut CUgraphNode, num_deps: usize, flags: c_uint);
+            stream_update_capture_dependencies_v2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (stream: CUstream, deps: *mut CUgraphNode, dep_data: *const CUgraphEdgeData, num_deps: usize, flags: c_uint);
             stream_wait_value_32 [cuStreamWaitValue32, cuStreamWaitValue32_ptsz, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
             stream_wait_value_64 [cuStreamWaitValue64, cuStreamWaitValue64_ptsz, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
             stream_write_value_32 [cuStreamWriteValue32, cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
@@ -423,6 +480,35 @@ macro_rules! driver_api {
             graph_launch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: CUgraphExec, stream: CUstream);
             graph_exec_destroy [cuGraphExecDestroy] (exec: CUgraphExec);
             graph_destroy [cuGraphDestroy] (graph: CUgraph);
+            graph_create [cuGraphCreate] (graph: *mut CUgraph, flags: c_uint);
+            graph_clone [cuGraphClone] (clone: *mut CUgraph, original: CUgraph);
+            graph_add_kernel_node [cuGraphAddKernelNode, cuGraphAddKernelNode_v2] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const KernelNodeParams);
+            graph_add_memcpy_node [cuGraphAddMemcpyNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, copy: *const Memcpy3D, ctx: CUcontext);
+            graph_add_memset_node [cuGraphAddMemsetNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const MemsetNodeParams, ctx: CUcontext);
+            graph_add_host_node [cuGraphAddHostNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const CUDA_HOST_NODE_PARAMS);
+            graph_add_empty_node [cuGraphAddEmptyNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize);
+            graph_add_child_graph_node [cuGraphAddChildGraphNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, child: CUgraph);
+            graph_add_event_record_node [cuGraphAddEventRecordNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent);
+            graph_add_event_wait_node [cuGraphAddEventWaitNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent);
+            graph_add_mem_alloc_node [cuGraphAddMemAllocNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut MemAllocNodeParams);
+            graph_add_mem_free_node [cuGraphAddMemFreeNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, dptr: CUdeviceptr);
+            graph_add_batch_mem_op_node [cuGraphAddBatchMemOpNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
+            graph_add_node [cuGraphAddNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut CUgraphNodeParams);
+            graph_add_node_v2 [cuGraphAddNode_v2] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num_deps: usize, params: *mut CUgraphNodeParams);
+            graph_add_dependencies [cuGraphAddDependencies] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize);
+            graph_add_dependencies_v2 [cuGraphAddDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num: usize);
+            graph_remove_dependencies [cuGraphRemoveDependencies] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize);
+            graph_remove_dependencies_v2 [cuGraphRemoveDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num: usize);
+            graph_destroy_node [cuGraphDestroyNode] (node: CUgraphNode);
+            graph_kernel_node_set_params [cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2] (node: CUgraphNode, params: *const KernelNodeParams);
+            graph_memcpy_node_set_params [cuGraphMemcpyNodeSetParams] (node: CUgraphNode, copy: *const Memcpy3D);
+            graph_memset_node_set_params [cuGraphMemsetNodeSetParams] (node: CUgraphNode, params: *const MemsetNodeParams);
+            graph_exec_kernel_node_set_params [cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2] (exec: CUgraphExec, node: CUgraphNode, params: *const KernelNodeParams);
+            graph_exec_memcpy_node_set_params [cuGraphExecMemcpyNodeSetParams] (exec: CUgraphExec, node: CUgraphNode, copy: *const Memcpy3D, ctx: CUcontext);
+            graph_exec_memset_node_set_params [cuGraphExecMemsetNodeSetParams] (exec: CUgraphExec, node: CUgraphNode, params: *const MemsetNodeParams, ctx: CUcontext);
+            graph_exec_update [cuGraphExecUpdate_v2] (exec: CUgraphExec, graph: CUgraph, result_info: *mut CUgraphExecUpdateResultInfo);
+            graph_exec_update_v1 [cuGraphExecUpdate] (exec: CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, result: *mut u32);
+            graph_upload [cuGraphUpload, cuGraphUpload_ptsz] (exec: CUgraphExec, stream: CUstream);
 
             // Entry points.
             get_proc_address [cuGetProcAddress] (symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64);

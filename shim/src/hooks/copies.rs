@@ -1,5 +1,6 @@
-//! Copies: the bytes they read and write, and how the synchronous ones order the host
-//! (`docs/semantics.md#copies`).
+//! Copies: the bytes they read and write, and how they order the host
+//! (`docs/semantics.md#copies`): the synchronous ones by [`synchronous`], the `*Async` ones
+//! by [`asynchronous`], each following CUDA's "API synchronization behavior" per memory kind.
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that
@@ -50,25 +51,54 @@ fn synchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// How an asynchronous copy orders the host: only host-to-host copies are synchronous.
+/// How an asynchronous copy orders the host, as CUDA documents it ("API synchronization
+/// behavior"): to pageable host memory from the device, the call returns once the copy has
+/// completed; host to host, it is fully synchronous. Every other direction leaves the host
+/// unordered: from pageable memory the driver may stage the copy and wait for the stream,
+/// but a program may not rely on it.
 fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
-    if src != Memory::Device && dst != Memory::Device { HostEffect::WaitsForOperation } else { HostEffect::None }
+    match (src, dst) {
+        (Memory::Device, Memory::PageableHost) => HostEffect::WaitsForOperation,
+        (Memory::Device, _) | (_, Memory::Device) => HostEffect::None,
+        _ => HostEffect::WaitsForOperation,
+    }
+}
+
+/// The accesses of a copy that reads `reads` and writes `writes`.
+fn copy_accesses(reads: &[(u64, u64)], writes: &[(u64, u64)]) -> Vec<Access> {
+    reads
+        .iter()
+        .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
+        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
+        .filter(|a| a.addr != 0 && a.len != 0)
+        .collect()
 }
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
     let _timer = phases::start(Phase::CopyModel);
-    let accesses: Vec<Access> = reads
-        .iter()
-        .map(|&(addr, len)| Access::new(addr, len, Mode::Read))
-        .chain(writes.iter().map(|&(addr, len)| Access::new(addr, len, Mode::Write)))
-        .filter(|a| a.addr != 0 && a.len != 0)
-        .collect();
+    let accesses = copy_accesses(reads, writes);
     let epoch = model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
     if let (Some(epoch), HostEffect::None) = (epoch, host) {
         host_guard::copy_issued(&origin, epoch, reads, writes);
     }
+}
+
+/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
+macro_rules! strided_3d {
+    ($copy:expr) => {{
+        let c = $copy;
+        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
+        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
+    }};
+}
+
+/// The accesses of a 3D copy (a graph's memcpy node).
+pub(super) fn copy_3d_accesses(copy: &Memcpy3D) -> Vec<Access> {
+    let Strided { src, dst, width, rows, depth } = strided_3d!(copy);
+    copy_accesses(&src.rows(width, rows, depth), &dst.rows(width, rows, depth))
 }
 
 /// A linear copy of `bytes` from `src` to `dst`.
@@ -137,7 +167,8 @@ pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr
 pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(call, stream(call, h_stream), dst, src as u64, bytes, HostEffect::None);
+        let host = asynchronous(memory_at(src as u64), Memory::Device);
+        linear(call, stream(call, h_stream), dst, src as u64, bytes, host);
     }
     status
 }
@@ -145,7 +176,8 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst:
 pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(call, stream(call, h_stream), dst as u64, src, bytes, HostEffect::None);
+        let host = asynchronous(Memory::Device, memory_at(dst as u64));
+        linear(call, stream(call, h_stream), dst as u64, src, bytes, host);
     }
     status
 }
@@ -270,15 +302,6 @@ unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
     Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
 }
 
-/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
-macro_rules! strided_3d {
-    ($copy:expr) => {{
-        let c = $copy;
-        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
-        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
-        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
-    }};
-}
 
 pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };

@@ -13,7 +13,8 @@
 //! access of the single byte it points at (`docs/semantics.md#kernel-launches`): a read through a
 //! pointer-to-const parameter, read-write through another pointer parameter, of unknown
 //! direction when the kernel's name gives no parameter types or the word sits inside a
-//! by-value structure.
+//! by-value structure. A word of a by-value structure that once held data is not read as a
+//! pointer again ([`StaleWords`]).
 
 use core::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +45,49 @@ pub struct KernelInfo {
     pub id: Option<KernelId>,
     /// Empty when the driver could not say.
     pub params: Vec<Param>,
+    /// One bit per 8-byte word of the parameters: set once the word, inside a by-value
+    /// structure, held something other than null or an address where buffers live
+    /// ([`StaleWords`]).
+    data_words: StaleWords,
+}
+
+/// The words of a kernel's by-value parameter structures that are data, not pointers.
+///
+/// A by-value structure may carry bytes the program never wrote for this launch: PyTorch's
+/// `OffsetCalculator` fills only the dimensions a tensor has and leaves the rest of its
+/// arrays as the host stack left them, and that is often the address of a tensor of an
+/// earlier call. Such a stale address is no access of this launch, and once such a word
+/// had met fresh memory the model learnt it as an output ([`streamsan::model::direction`])
+/// and saw every later launch write through it (the side-stream prefetcher's false RAW,
+/// issue 17). A real pointer field holds a pointer, or null, at every launch; a word that
+/// once held anything else (a size, a stride, a host address, stack garbage) is data, and
+/// an address found in it later is taken as stale. What this can miss: a field that holds
+/// a buffer's address at some launches and other data at others (a union).
+#[derive(Debug, Default)]
+struct StaleWords(Box<[AtomicU64]>);
+
+impl StaleWords {
+    fn for_params(params: &[Param]) -> StaleWords {
+        let bytes = params.iter().map(|p| p.offset + p.size).max().unwrap_or(0);
+        StaleWords((0..bytes.div_ceil(8).div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn bit(&self, slot: usize) -> Option<(&AtomicU64, u64)> {
+        let word = slot / 8;
+        self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
+    }
+
+    fn is_data(&self, slot: usize) -> bool {
+        self.bit(slot).is_some_and(|(bits, bit)| bits.load(Ordering::Relaxed) & bit != 0)
+    }
+
+    fn mark_data(&self, slot: usize) {
+        if let Some((bits, bit)) = self.bit(slot) {
+            if bits.load(Ordering::Relaxed) & bit == 0 {
+                bits.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// What kind of handle the program got from the driver.
@@ -157,7 +201,7 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     let mangled = known.map(|k| k.0).or_else(|| query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f));
     let demangled = mangled.map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
     let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
-    let params = layout
+    let params: Vec<Param> = layout
         .into_iter()
         .enumerate()
         .map(|(i, (offset, size))| Param {
@@ -167,7 +211,8 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    KernelInfo { id: demangled.map(|d| model.kernel_id(&d)), params }
+    let data_words = StaleWords::for_params(&params);
+    KernelInfo { id: demangled.map(|d| model.kernel_id(&d)), params, data_words }
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -257,6 +302,12 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
 pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
     // `slot`: the word's byte offset in the parameters.
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
+        // A whole pointer parameter surely points where it says; a word inside a by-value
+        // structure may be a stale field, and is not taken as a pointer once it held data.
+        let exact = param.is_some_and(|p| p.size == 8);
+        if !exact && info.data_words.is_data(slot) {
+            return;
+        }
         if model.may_be_buffer(addr) {
             // A pointer parameter whose type the kernel's name gives: read only if declared
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
@@ -265,10 +316,9 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
                 Some(p) if p.typed && p.size == 8 => if p.read_only { Mode::Read } else { Mode::ReadWrite },
                 _ => Mode::Unknown,
             };
-            // A whole pointer parameter surely points where it says; a word inside a
-            // by-value structure may be a stale field.
-            let exact = param.is_some_and(|p| p.size == 8);
             out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });
+        } else if !exact && addr != 0 {
+            info.data_words.mark_data(slot);
         }
     };
     if !params.is_null() && !info.params.is_empty() {

@@ -24,12 +24,21 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let _timer = phases::start(Phase::MemsetModel);
     let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
-    let accesses: Vec<Access> = if rows <= MAX_ROWS {
+    let accesses = set_accesses(dst, pitch, row_bytes, rows);
+    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+}
+
+/// What a memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst` writes (a
+/// graph's memset node too).
+pub(super) fn set_accesses(dst: u64, pitch: usize, row_bytes: usize, rows: usize) -> Vec<Access> {
+    if dst == 0 || row_bytes == 0 || rows == 0 {
+        return Vec::new();
+    }
+    if rows <= MAX_ROWS {
         (0..rows).map(|r| Access::new(dst + (r * pitch) as u64, row_bytes as u64, Mode::Write)).collect()
     } else {
         vec![Access::new(dst, ((rows - 1) * pitch + row_bytes) as u64, Mode::Write)]
-    };
-    model().work(on, Work { origin, kernel: None, accesses: &accesses, host });
+    }
 }
 
 pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {

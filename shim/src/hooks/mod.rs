@@ -55,6 +55,7 @@ mod contexts;
 mod copies;
 mod entry_points;
 mod events;
+mod graph_nodes;
 mod graphs;
 pub mod host_guard;
 pub mod kernels;
@@ -62,6 +63,7 @@ mod launches;
 mod memory;
 mod memsets;
 pub mod model;
+mod nccl;
 mod streams;
 
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
@@ -75,6 +77,16 @@ pub use entry_points::{get_proc_address, get_proc_address_v2};
 pub use events::{event_destroy, event_query, event_record, event_record_with_flags, event_synchronize};
 #[allow(unused_imports)]
 pub use forward::*;
+pub use graph_nodes::{
+    graph_add_batch_mem_op_node, graph_add_child_graph_node, graph_add_dependencies, graph_add_dependencies_v2,
+    graph_add_empty_node, graph_add_event_record_node, graph_add_event_wait_node, graph_add_host_node,
+    graph_add_kernel_node, graph_add_mem_alloc_node, graph_add_mem_free_node, graph_add_memcpy_node,
+    graph_add_memset_node, graph_add_node, graph_add_node_v2, graph_clone, graph_create, graph_destroy_node,
+    graph_exec_kernel_node_set_params, graph_exec_memcpy_node_set_params, graph_exec_memset_node_set_params,
+    graph_exec_update, graph_exec_update_v1, graph_kernel_node_set_params, graph_memcpy_node_set_params,
+    graph_memset_node_set_params, graph_remove_dependencies, graph_remove_dependencies_v2,
+    stream_begin_capture_to_graph, stream_update_capture_dependencies, stream_update_capture_dependencies_v2,
+};
 pub use graphs::{
     graph_destroy, graph_exec_destroy, graph_instantiate, graph_instantiate_with_flags, graph_instantiate_with_params,
     graph_launch,

@@ -2,7 +2,8 @@
 //!
 //! `dlsym(handle, name)` on the driver's handle searches only the driver and its
 //! dependencies, never the preloaded shim, so cudart, PyTorch, cuBLAS and XLA would bypass
-//! the exported hooks. This `dlsym` answers a hooked driver name with its hook and passes
+//! the exported hooks. This `dlsym` answers a hooked driver or NCCL name with its hook
+//! (a `dlopen`ed `libnccl.so.2` is searched the same way) and passes
 //! every other lookup on to glibc's `dlsym` by a *tail call*: glibc resolves `RTLD_NEXT`
 //! and `$ORIGIN`-relative lookups by the return address of its caller, which must remain
 //! the original caller's. Hence the few lines of assembly.
@@ -14,6 +15,7 @@
 use core::ffi::{c_char, c_void, CStr};
 
 use super::driver;
+use super::nccl;
 use super::variants::variant_by_name;
 
 /// [`decide`]'s answer "let glibc answer, as if the shim were not there".
@@ -64,11 +66,8 @@ extern "C" fn decide(handle: *mut c_void, symbol: *const c_char) -> usize {
         return DEFER;
     }
     // SAFETY: dlsym's contract: a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(symbol) };
-    if !name.to_bytes().starts_with(b"cu") {
-        return DEFER;
-    }
-    let Some(variant) = variant_by_name(name.to_bytes()) else {
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
+    let Some(hook) = hook_named(name) else {
         return DEFER;
     };
     // SAFETY: valid dlsym arguments.
@@ -77,7 +76,7 @@ extern "C" fn decide(handle: *mut c_void, symbol: *const c_char) -> usize {
         // Absent where the program looked: glibc answers again, and sets dlerror.
         return DEFER;
     }
-    if found as *const () == variant.hook {
+    if found as *const () == hook {
         // The lookup reached the shim itself (RTLD_DEFAULT). Answer as the process would
         // without the shim: the next definition after it, if there is one.
         // SAFETY: valid dlsym arguments; the caller is the shim, so RTLD_NEXT starts after it.
@@ -86,5 +85,16 @@ extern "C" fn decide(handle: *mut c_void, symbol: *const c_char) -> usize {
             return NOT_FOUND;
         }
     }
-    variant.hook as usize
+    hook as usize
+}
+
+/// The shim's hook for a hooked driver or NCCL name.
+fn hook_named(name: &[u8]) -> Option<*const ()> {
+    if name.starts_with(b"cu") {
+        variant_by_name(name).map(|v| v.hook)
+    } else if name.starts_with(b"nccl") {
+        nccl::variant_by_name(name).map(|v| v.hook)
+    } else {
+        None
+    }
 }

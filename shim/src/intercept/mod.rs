@@ -11,6 +11,9 @@
 //! 3. **`cuGetProcAddress`.** [`getproc`] lets the real driver choose the variant for a
 //!    (symbol, version, flags) request and returns the hook of exactly that variant.
 //!
+//! NCCL's collectives arrive by the first two roads too: [`nccl`] is their table, their
+//! hooks' shape and the real NCCL.
+//!
 //! [`variants`] is the table of names all of them read; [`driver`] finds the real driver's
 //! functions; [`stats`] counts the calls; [`first_call`] notes that the process uses the
 //! driver; [`options`] and [`diag`] are what the user asked for and what streamsan tells
@@ -22,6 +25,7 @@ pub mod driver;
 pub mod exports;
 pub mod first_call;
 pub mod getproc;
+pub mod nccl;
 pub mod options;
 pub mod stats;
 pub mod variants;

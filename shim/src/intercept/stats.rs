@@ -1,6 +1,8 @@
 //! How many times each exported name was called: the evidence that interception works;
 //! and with `phase_times=1`, how long those calls took, the driver included.
 //!
+//! Driver names and NCCL names are counted alike, the NCCL ones after the driver's.
+//!
 //! Counters are sharded by thread so that threads launching at once do not share cache
 //! lines: a thread adds to its own row with a relaxed atomic, and a snapshot sums the rows.
 
@@ -10,17 +12,20 @@ use std::sync::Mutex;
 
 use streamsan::phases;
 
+use super::nccl::{NcclVariant, NCCL_COUNT, NCCL_VARIANTS};
 use super::variants::{Variant, VARIANTS, VARIANT_COUNT};
 
 const SHARDS: usize = 16;
+/// Driver names, then NCCL names.
+const COUNTED: usize = VARIANT_COUNT + NCCL_COUNT;
 
 #[repr(align(64))]
-struct Row([AtomicU64; VARIANT_COUNT]);
+struct Row([AtomicU64; COUNTED]);
 
-static ROWS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; VARIANT_COUNT]) }; SHARDS];
+static ROWS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; COUNTED]) }; SHARDS];
 
 /// Per shard and exported name, the ticks spent in its calls ([`streamsan::phases`]).
-static TICKS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; VARIANT_COUNT]) }; SHARDS];
+static TICKS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; COUNTED]) }; SHARDS];
 
 fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -61,13 +66,20 @@ pub fn time_table() -> String {
     out
 }
 
+/// Counts one call of an NCCL name.
+#[inline]
+pub fn count_nccl(variant: NcclVariant) {
+    ROWS[shard()].0[VARIANT_COUNT + variant as usize].fetch_add(1, Ordering::Relaxed);
+}
+
 /// Calls per exported name, names never called left out.
 pub fn snapshot() -> BTreeMap<String, u64> {
+    let names = VARIANTS.iter().map(|v| v.api).chain(NCCL_VARIANTS.iter().map(|v| v.api));
     let mut calls = BTreeMap::new();
-    for (i, v) in VARIANTS.iter().enumerate() {
+    for (i, name) in names.enumerate() {
         let n: u64 = ROWS.iter().map(|row| row.0[i].load(Ordering::Relaxed)).sum();
         if n > 0 {
-            calls.insert(v.name.to_string_lossy().into_owned(), n);
+            calls.insert(name.to_string(), n);
         }
     }
     calls

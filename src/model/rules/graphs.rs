@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use crate::model::buffers::MemoryKind;
 use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
+use crate::model::definition::Definition;
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
@@ -23,11 +24,46 @@ use crate::model::{Alloc, Model};
 impl Model {
     /// `cuStreamBeginCapture(S)`: what S issues from now on is recorded, not executed.
     pub fn capture_begin(&self, stream: StreamRef) {
+        self.begin(stream, Capture::new(), Vec::new());
+    }
+
+    /// `cuStreamBeginCaptureToGraph(S, G, deps)`: as a capture, whose nodes are added to G's
+    /// definition, the first ones after the nodes `deps`. A graph the model does not know, or
+    /// a dependency it cannot place, makes G a graph it does not follow.
+    pub fn capture_begin_into(&self, stream: StreamRef, graph: u64, deps: &[u64]) {
+        let definition = self.graphs.graphs.get(&graph).map(|d| lock_definition(&d).clone());
+        let mut definition = definition.unwrap_or(Definition { opaque: true, ..Definition::default() });
+        let frontier = deps.iter().map(|&h| definition.index_of(h)).collect::<Option<Vec<usize>>>();
+        let frontier = frontier.unwrap_or_else(|| {
+            definition.opaque = true;
+            Vec::new()
+        });
+        self.begin(stream, Capture::into(Some(graph), definition), frontier);
+    }
+
+    fn begin(&self, stream: StreamRef, capture: Arc<Capture>, frontier: Vec<usize>) {
         let stream = self.stream(stream);
-        let capture = Capture::new();
         let lane = capture.join(stream.clone(), stream.slot);
-        stream.lock().capture = Some(CaptureLane { capture, lane, frontier: Vec::new() });
+        stream.lock().capture = Some(CaptureLane { capture, lane, frontier });
         stream.capturing.store(true, Ordering::Release);
+    }
+
+    /// `cuStreamUpdateCaptureDependencies(S, deps, flags)`: S's next node depends on `deps`
+    /// (`set`) or on them too. Nodes the model cannot place (the driver's handles of captured
+    /// nodes) are taken as every node captured so far: that can hide a race, never invent one.
+    pub fn capture_dependencies(&self, stream: StreamRef, deps: &[u64], set: bool) {
+        let stream = self.stream(stream);
+        let mut state = stream.lock();
+        let Some(lane) = state.capture.as_mut() else { return };
+        let nodes = lane.capture.indices_of(deps).unwrap_or_else(|| lane.capture.all_nodes());
+        if set {
+            lane.frontier.clear();
+        }
+        for n in nodes {
+            if !lane.frontier.contains(&n) {
+                lane.frontier.push(n);
+            }
+        }
     }
 
     /// A stream waits on an event recorded in a capture: it joins that capture, or, already
@@ -61,16 +97,16 @@ impl Model {
             member.leave(&lane.capture);
         }
         let captured = lane.capture.finish();
-        if let Some(graph) = graph {
-            self.graphs.graphs.insert(graph, Arc::new(captured));
+        if let Some(graph) = lane.capture.target.or(graph) {
+            self.graphs.graphs.insert(graph, Arc::new(Mutex::new(captured)));
         }
     }
 
     /// `cuGraphInstantiate*`: an executable graph of a graph streamsan followed, if it did.
     pub fn graph_instantiated(&self, exec: u64, graph: u64) {
-        match self.graphs.graphs.get(&graph) {
+        match self.executable(graph) {
             Some(g) => {
-                let exec_graph = Exec { graph: g.clone(), state: Mutex::new(ExecState::default()) };
+                let exec_graph = Exec { graph: Arc::new(g), state: Mutex::new(ExecState::default()) };
                 self.graphs.execs.insert(exec, Arc::new(exec_graph));
             }
             None => {
@@ -79,8 +115,16 @@ impl Model {
         }
     }
 
+    /// A snapshot of `graph`'s definition to run, if the model follows it.
+    pub(super) fn executable(&self, graph: u64) -> Option<Graph> {
+        let definition = self.graphs.graphs.get(&graph).map(|d| d.clone())?;
+        let graph = lock_definition(&definition).executable();
+        graph
+    }
+
     pub fn graph_destroyed(&self, graph: u64) {
         self.graphs.graphs.remove(&graph);
+        self.graphs.node_graphs.retain(|_, g| *g != graph);
     }
 
     pub fn exec_destroyed(&self, exec: u64) {
@@ -137,7 +181,7 @@ impl Model {
     /// lane that this launch is ordered after (a graph captured and launched again on one
     /// stream, destroyed in between).
     fn lane_slots(&self, graph: &Graph, exec: u64, launch: Epoch, base: &VectorClock) -> Vec<Slot> {
-        (0..graph.lane_streams.len())
+        (0..graph.lanes)
             .map(|_| self.streams.slots.allocate_lane(SlotOwner::GraphLane { exec, launch }, base))
             .collect()
     }
@@ -194,6 +238,11 @@ impl Model {
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
         }
     }
+}
+
+/// A definition, locked.
+pub(super) fn lock_definition(definition: &Mutex<Definition>) -> std::sync::MutexGuard<'_, Definition> {
+    definition.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A stream leaves a capture when the capture ends, whichever of its streams ends it.

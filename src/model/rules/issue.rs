@@ -120,7 +120,7 @@ impl Model {
         }
         let mut state = stream.lock();
         let Some(lane) = state.capture.as_mut() else { return false };
-        let node = Node { lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
+        let node = Node { handle: 0, lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
         let id = lane.capture.push(node);
         lane.frontier = vec![id];
         true

@@ -4,8 +4,9 @@
 //! and every access must follow it; a synchronous allocation takes the host's epoch, which
 //! every later issue follows. A free must follow every access to the buffer, else a
 //! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
-//! for the whole device first, as the driver does. A freed buffer is kept in quarantine so
-//! that a later use of its addresses is reported as a use after free.
+//! for the whole device first, as the driver does. A freed device buffer is kept in
+//! quarantine so that a later use of its addresses is reported as a use after free; a freed
+//! host range is forgotten at once, its addresses ordinary pageable memory again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -85,6 +86,12 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.buffers.quarantine(&buffer);
+        if buffer.kind.is_host() {
+            // Freed pinned or unregistered host memory is the system allocator's again:
+            // copies at those addresses later are copies of ordinary pageable memory.
+            self.buffers.forget(&buffer);
+        } else {
+            self.buffers.quarantine(&buffer);
+        }
     }
 }

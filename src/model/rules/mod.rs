@@ -3,6 +3,7 @@
 //! the entry points of one rule (and the steps only it uses); [`issue`] is the step every
 //! other rule goes through. `docs/semantics.md` states each rule in words.
 
+pub mod built;
 pub mod graphs;
 pub mod issue;
 pub mod lifetime;

@@ -49,7 +49,8 @@ impl Model {
     }
 
     /// `cuStreamWaitEvent(S, E)`: `C_S ⊔= E.clock`; a no-op (and a note) if E was never
-    /// recorded; in a capture, S joins the capture (fork) or merges E's nodes (join).
+    /// recorded; in a capture, S joins the capture (fork) or merges E's nodes (join), and a
+    /// wait on an event recorded outside the capture, or not yet, becomes a node.
     pub fn stream_wait_event(&self, stream: StreamRef, event: u64, origin: &Origin) {
         let stream = self.stream(stream);
         // A recorded clock is copied into the thread's scratch clock (no allocation; the
@@ -64,17 +65,19 @@ impl Model {
             other => other.clone(),
         });
         match state {
+            // In a capture, a wait on an event recorded outside it (NCCL's strong streams wait
+            // on their serial event with `cudaEventWaitExternal`) is a node that joins the
+            // event as it is at each launch: it may be recorded by then.
+            EventState::Unrecorded | EventState::Recorded(_) if self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) => {}
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
                 self.notes.add(NoteKind::WaitOnUnrecordedEvent, OpRecord::new(origin, None, epoch), event);
             }
             EventState::Captured { capture, nodes } => self.join_capture(&stream, capture, nodes),
             EventState::Recorded(_) => {
-                if !self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) {
-                    let (mut state, _) = self.issue(&stream);
-                    state.clock.join(&recorded);
-                    stream.changed();
-                }
+                let (mut state, _) = self.issue(&stream);
+                state.clock.join(&recorded);
+                stream.changed();
             }
         }
         return_scratch(recorded);

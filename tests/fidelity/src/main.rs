@@ -1,7 +1,8 @@
-//! Calls every hooked driver name once and prints `name(arg=value, ...) -> status`.
+//! Calls every hooked driver name once and prints `name(arg=value, ...) -> status`; with the
+//! argument `nccl`, every hooked NCCL name instead.
 //!
-//! Each name is looked up with `dlsym` in `libcuda.so.1` (under the shim, the lookup returns
-//! the hook) and called with sentinel arguments: distinct small integers, and pointers to
+//! Each name is looked up with `dlsym` in `libcuda.so.1` or `libnccl.so.2`, opened with
+//! `dlopen` as PyTorch and CuPy open them (under the shim, the lookup returns the hook) and called with sentinel arguments: distinct small integers, and pointers to
 //! distinct zeroed blocks, valid to read and write. The stand-in driver logs what it
 //! received in the same format, so a test can check, line by line, that every argument
 //! arrived unchanged and that every status came back unchanged.
@@ -69,9 +70,11 @@ impl Sentinel for CUstreamCallback {
     }
 }
 
+/// `call_every_name!(fn_name; table...)` defines `fn_name(lib)`, calling every name of the
+/// table (the driver's or NCCL's: both return a raw `u32` status) found in `lib`.
 macro_rules! call_every_name {
-    ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
-        fn call_all(lib: *mut c_void) {
+    ($all:ident; $( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
+        fn $all(lib: *mut c_void) {
             let mut k = 0usize;
             $( call_every_name!(@family lib k [$($name),+] ($($arg : $ty),*)); )*
         }
@@ -91,7 +94,7 @@ macro_rules! call_every_name {
             CALLBACK_DATA.store(0, Ordering::SeqCst);
             // SAFETY: the driver's signature for this name (the table), valid arguments.
             let status = unsafe {
-                core::mem::transmute::<*mut c_void, unsafe extern "C" fn($($ty),*) -> CUresult>(f)($($arg),*)
+                core::mem::transmute::<*mut c_void, unsafe extern "C" fn($($ty),*) -> u32>(f)($($arg),*)
             };
             println!("{line} -> {status}");
             let data = CALLBACK_DATA.load(Ordering::SeqCst);
@@ -102,13 +105,24 @@ macro_rules! call_every_name {
     }};
 }
 
-driver_api!(call_every_name);
+macro_rules! driver_calls {
+    ($($table:tt)*) => { call_every_name!(call_driver; $($table)*); };
+}
+macro_rules! nccl_calls {
+    ($($table:tt)*) => { call_every_name!(call_nccl; $($table)*); };
+}
+driver_api!(driver_calls);
+nccl_api!(nccl_calls);
 
 fn main() {
-    // SAFETY: a NUL-terminated library name.
-    let lib = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW) };
+    let nccl = std::env::args().nth(1).is_some_and(|a| a == "nccl");
+    let (name, call_all): (&core::ffi::CStr, fn(*mut c_void)) =
+        if nccl { (c"libnccl.so.2", call_nccl) } else { (c"libcuda.so.1", call_driver) };
+    // SAFETY: a NUL-terminated library name. RTLD_LOCAL (the default): the library's names
+    // stay out of the global scope, as a framework's dlopen leaves them.
+    let lib = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW) };
     if lib.is_null() {
-        eprintln!("cannot open libcuda.so.1");
+        eprintln!("cannot open {}", name.to_string_lossy());
         std::process::exit(5);
     }
     call_all(lib);

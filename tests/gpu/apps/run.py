@@ -66,6 +66,8 @@ def multi_gpu_cases():
     return [
         ("torch_ddp clean", "pytorch", "native", ddp("clean"), ranks_keep_status, "clean"),
         ("torch_ddp read_before_wait", "pytorch", "native", ddp("read_before_wait"), ranks_keep_status, "cross-stream-race"),
+        ("torch_ddp side_stream_read_before_wait", "pytorch", "native", ddp("side_stream_read_before_wait"), ranks_keep_status, "cross-stream-race"),
+        ("torch_ddp side_stream_read_after_wait", "pytorch", "native", ddp("side_stream_read_after_wait"), ranks_keep_status, "clean"),
         ("warp_multi_gpu clean", "warp", "mempool", w("clean"), {}, "clean"),
         ("warp_multi_gpu peer_copy_without_wait", "warp", "mempool", w("peer_copy_without_wait"), {}, "use-before-alloc"),
         ("warp_multi_gpu copy_without_source_sync", "warp", "mempool", w("copy_without_source_sync"), {}, "use-before-alloc,cross-stream-race"),

@@ -3,8 +3,11 @@
 # stream, ordered with the compute stream by events) and an all_reduce waited on before use.
 # Racy: an asynchronous all_reduce whose result is read before work.wait(), the classic
 # misuse of async_op=True (NCCL's kernel writes the tensor on NCCL's stream while the
-# default stream reads it).
-# Usage: python -m torch.distributed.run --nproc_per_node=2 torch_ddp.py clean|read_before_wait
+# default stream reads it). The side-stream pair reads the all_reduce's result on a second
+# stream that waited for the current one: before work.wait() (racy) and after it (clean:
+# wait() orders the current stream after NCCL's, and the side stream after the current).
+# Usage: python -m torch.distributed.run --nproc_per_node=2 torch_ddp.py
+#        clean|read_before_wait|side_stream_read_before_wait|side_stream_read_after_wait
 import sys
 
 import torch
@@ -20,6 +23,23 @@ if mode == "read_before_wait":
     t = torch.full((1 << 20,), float(rank + 1), device="cuda")
     work = dist.all_reduce(t, async_op=True)
     u = t * 2                                   # reads t before work.wait()
+    work.wait()
+    torch.cuda.synchronize()
+    if rank == 0:
+        print("torch_ddp:", mode, "done")
+    dist.destroy_process_group()
+    sys.exit(0)
+
+if mode in ("side_stream_read_before_wait", "side_stream_read_after_wait"):
+    t = torch.full((1 << 20,), float(rank + 1), device="cuda")
+    side = torch.cuda.Stream()
+    work = dist.all_reduce(t, async_op=True)
+    if mode == "side_stream_read_after_wait":
+        work.wait()                             # the current stream waits for NCCL's
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        u = t * 2                               # racy: NCCL may still be writing t
+    t.record_stream(side)
     work.wait()
     torch.cuda.synchronize()
     if rank == 0:

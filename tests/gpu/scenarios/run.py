@@ -3,7 +3,9 @@
 
 Three suites: the driver-API programs of tests/scenarios/semantics.c (the same ones the
 stand-in tests run), and the CUDA C++ runtime-API programs of runtime_scenarios.cu, built
-plain and with --default-stream per-thread. Every scenario runs as its racy and its fixed
+plain and with --default-stream per-thread. Where run.sh built them (two GPUs and an NCCL
+found), two more: the NCCL programs of tests/scenarios/nccl.c, linked with NCCL and opening it
+with dlopen. Every scenario runs as its racy and its fixed
 twin, natively and under `streamsan run`. A case passes when the racy twin is reported with
 exactly the kinds the program's own table lists for it (comma-separated; nothing more, nothing
 less), the fixed twin is clean, and output and exit status are those of the native run. One
@@ -33,7 +35,8 @@ def main():
         ("driver-api", f"{build}/semantics"),
         ("runtime", f"{build}/runtime_scenarios"),
         ("runtime-per-thread", f"{build}/runtime_scenarios_ptds"),
-    ]
+    ] + [(suite, exe) for suite, exe in (("nccl", f"{build}/nccl"), ("nccl-dlopen", f"{build}/nccl_dlopen"))
+         if os.path.exists(exe)]
     log = open(os.path.join(out, "scenarios.log"), "w")
     results = []
     for suite, exe in suites:

@@ -616,6 +616,25 @@ pub unsafe fn stream_end_capture(stream: CUstream, graph: *mut CUgraph) -> CUres
         e => e,
     }
 }
+pub unsafe fn stream_begin_capture_to_graph(stream: CUstream, graph: CUgraph, _deps: *const CUgraphNode, _data: *const c_void, _n: usize, _mode: u32) -> CUresult {
+    match is_graph(graph) {
+        OK => set_capturing(stream, true),
+        e => e,
+    }
+}
+unsafe fn update_capture_dependencies(stream: CUstream, deps: *mut CUgraphNode, num_deps: usize) -> CUresult {
+    let capturing = matches!(state_read().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
+    if !capturing {
+        return 901; // CUDA_ERROR_ILLEGAL_STATE
+    }
+    if num_deps > 0 && deps.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+}
+pub unsafe fn stream_update_capture_dependencies(stream: CUstream, deps: *mut CUgraphNode, num_deps: usize, _flags: c_uint) -> CUresult {
+    unsafe { update_capture_dependencies(stream, deps, num_deps) }
+}
+pub unsafe fn stream_update_capture_dependencies_v2(stream: CUstream, deps: *mut CUgraphNode, _data: *const c_void, num_deps: usize, _flags: c_uint) -> CUresult {
+    unsafe { update_capture_dependencies(stream, deps, num_deps) }
+}
 pub unsafe fn stream_wait_value_32(stream: CUstream, _addr: CUdeviceptr, _value: u32, _flags: c_uint) -> CUresult {
     check_stream(stream)
 }
@@ -699,6 +718,170 @@ pub unsafe fn graph_exec_destroy(exec: CUgraphExec) -> CUresult {
 }
 pub unsafe fn graph_destroy(graph: CUgraph) -> CUresult {
     check(graph, |o| matches!(o, Object::Graph))
+}
+
+fn is_graph(graph: CUgraph) -> CUresult {
+    check(graph, |o| matches!(o, Object::Graph))
+}
+
+fn is_node(node: CUgraphNode) -> CUresult {
+    check(node, |o| matches!(o, Object::GraphNode { .. }))
+}
+
+/// A node of `graph` after `deps`: the graph and every dependency must exist.
+unsafe fn add_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize) -> CUresult {
+    if let e @ 1.. = is_graph(graph) {
+        return e;
+    }
+    if num_deps > 0 && deps.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for i in 0..num_deps {
+        // SAFETY: the caller's array of `num_deps` nodes.
+        if let e @ 1.. = is_node(unsafe { *deps.add(i) }) {
+            return e;
+        }
+    }
+    new_object(node, Object::GraphNode { graph: graph as usize })
+}
+
+pub unsafe fn graph_create(graph: *mut CUgraph, _flags: c_uint) -> CUresult {
+    new_object(graph, Object::Graph)
+}
+pub unsafe fn graph_clone(clone: *mut CUgraph, original: CUgraph) -> CUresult {
+    match is_graph(original) {
+        OK => new_object(clone, Object::Graph),
+        e => e,
+    }
+}
+pub unsafe fn graph_add_kernel_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const KernelNodeParams) -> CUresult {
+    // SAFETY: the caller's parameters.
+    match unsafe { params.as_ref() } {
+        Some(p) if check(p.func, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) == OK => unsafe { add_node(node, graph, deps, num_deps) },
+        Some(_) => CUDA_ERROR_INVALID_HANDLE,
+        None => CUDA_ERROR_INVALID_VALUE,
+    }
+}
+pub unsafe fn graph_add_memcpy_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, copy: *const Memcpy3D, _ctx: CUcontext) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+}
+pub unsafe fn graph_add_memset_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const MemsetNodeParams, _ctx: CUcontext) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+}
+pub unsafe fn graph_add_host_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const c_void) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+}
+pub unsafe fn graph_add_empty_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize) -> CUresult {
+    unsafe { add_node(node, graph, deps, num_deps) }
+}
+pub unsafe fn graph_add_child_graph_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, child: CUgraph) -> CUresult {
+    match is_graph(child) {
+        OK => unsafe { add_node(node, graph, deps, num_deps) },
+        e => e,
+    }
+}
+pub unsafe fn graph_add_event_record_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent) -> CUresult {
+    match check(event, |o| matches!(o, Object::Event)) {
+        OK => unsafe { add_node(node, graph, deps, num_deps) },
+        e => e,
+    }
+}
+pub unsafe fn graph_add_event_wait_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent) -> CUresult {
+    unsafe { graph_add_event_record_node(node, graph, deps, num_deps, event) }
+}
+/// The node's memory is handed out at once (a real driver reserves its address at once too).
+pub unsafe fn graph_add_mem_alloc_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut MemAllocNodeParams) -> CUresult {
+    // SAFETY: the caller's parameters.
+    let Some(p) = (unsafe { params.as_mut() }) else { return CUDA_ERROR_INVALID_VALUE };
+    match unsafe { add_node(node, graph, deps, num_deps) } {
+        OK => unsafe { device_alloc(&mut p.dptr, p.bytesize) },
+        e => e,
+    }
+}
+pub unsafe fn graph_add_mem_free_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, _dptr: CUdeviceptr) -> CUresult {
+    unsafe { add_node(node, graph, deps, num_deps) }
+}
+pub unsafe fn graph_add_batch_mem_op_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const c_void) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+}
+pub unsafe fn graph_add_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut c_void) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+}
+pub unsafe fn graph_add_node_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, _edges: *const c_void, num_deps: usize, params: *mut c_void) -> CUresult {
+    unsafe { graph_add_node(node, graph, deps, num_deps, params) }
+}
+unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
+    if let e @ 1.. = is_graph(graph) {
+        return e;
+    }
+    if num > 0 && (from.is_null() || to.is_null()) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for i in 0..num {
+        // SAFETY: the caller's arrays of `num` nodes.
+        let (f, t) = unsafe { (*from.add(i), *to.add(i)) };
+        if is_node(f) != OK || is_node(t) != OK {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    OK
+}
+pub unsafe fn graph_add_dependencies(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
+    unsafe { edges(graph, from, to, num) }
+}
+pub unsafe fn graph_add_dependencies_v2(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, _edges: *const c_void, num: usize) -> CUresult {
+    unsafe { edges(graph, from, to, num) }
+}
+pub unsafe fn graph_remove_dependencies(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
+    unsafe { edges(graph, from, to, num) }
+}
+pub unsafe fn graph_remove_dependencies_v2(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, _edges: *const c_void, num: usize) -> CUresult {
+    unsafe { edges(graph, from, to, num) }
+}
+pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CUresult {
+    match state().objects.remove(&(node as usize)) {
+        Some(Object::GraphNode { .. }) => OK,
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+pub unsafe fn graph_kernel_node_set_params(node: CUgraphNode, params: *const KernelNodeParams) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+}
+pub unsafe fn graph_memcpy_node_set_params(node: CUgraphNode, copy: *const Memcpy3D) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+}
+pub unsafe fn graph_memset_node_set_params(node: CUgraphNode, params: *const MemsetNodeParams) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+}
+fn exec_node(exec: CUgraphExec, node: CUgraphNode) -> CUresult {
+    match check(exec, |o| matches!(o, Object::GraphExec)) {
+        OK => is_node(node),
+        e => e,
+    }
+}
+pub unsafe fn graph_exec_kernel_node_set_params(exec: CUgraphExec, node: CUgraphNode, params: *const KernelNodeParams) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+}
+pub unsafe fn graph_exec_memcpy_node_set_params(exec: CUgraphExec, node: CUgraphNode, copy: *const Memcpy3D, _ctx: CUcontext) -> CUresult {
+    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+}
+pub unsafe fn graph_exec_memset_node_set_params(exec: CUgraphExec, node: CUgraphNode, params: *const MemsetNodeParams, _ctx: CUcontext) -> CUresult {
+    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+}
+fn exec_update(exec: CUgraphExec, graph: CUgraph) -> CUresult {
+    match check(exec, |o| matches!(o, Object::GraphExec)) {
+        OK => is_graph(graph),
+        e => e,
+    }
+}
+pub unsafe fn graph_exec_update(exec: CUgraphExec, graph: CUgraph, _info: *mut c_void) -> CUresult {
+    exec_update(exec, graph)
+}
+pub unsafe fn graph_exec_update_v1(exec: CUgraphExec, graph: CUgraph, _error_node: *mut CUgraphNode, _result: *mut u32) -> CUresult {
+    exec_update(exec, graph)
+}
+pub unsafe fn graph_upload(exec: CUgraphExec, stream: CUstream) -> CUresult {
+    unsafe { graph_launch(exec, stream) }
 }
 
 // ---- Entry points -----------------------------------------------------------------------

@@ -45,6 +45,8 @@ pub enum Object {
     /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
     Kernel { entry: Entry, owner: usize },
     Graph,
+    /// A node of the graph `graph`.
+    GraphNode { graph: usize },
     GraphExec,
     MemHandle { size: u64 },
 }

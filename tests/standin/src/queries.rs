@@ -11,7 +11,7 @@ use std::ffi::CString;
 
 use streamsan_driver_api::*;
 
-use crate::device::{self, state, state_read, MemoryKind, Object};
+use crate::device::{self, state_read, MemoryKind, Object};
 use crate::ptx::Entry;
 
 const OK: CUresult = CUDA_SUCCESS;
@@ -176,11 +176,6 @@ queries! {
         put(status, capturing as u32)
     }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
-    fn cuGraphCreate(graph: *mut CUgraph, flags: c_uint) {
-        let _ = flags;
-        let handle = state().new_handle(Object::Graph);
-        put(graph, handle as CUgraph)
-    }
     fn cuGetErrorName(code: CUresult, out: *mut *const c_char) {
         match ERROR_NAMES.iter().find(|(c, _)| *c == code) {
             Some((_, name)) => put(out, name.as_ptr()),

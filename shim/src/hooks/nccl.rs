@@ -1,0 +1,666 @@
+//! NCCL collectives and point-to-point calls: each is an operation on its stream that reads
+//! its send buffer and writes its receive buffer (`docs/semantics.md#collectives-nccl`).
+//!
+//! The byte ranges are exact: `count` elements of `datatype`, times the communicator's rank
+//! count where the call says so (the receive buffer of an all-gather, the send buffer of a
+//! reduce-scatter), and only on the rank that uses a buffer (the root's send buffer of a
+//! broadcast, its receive buffer of a reduce). In-place calls touch what NCCL touches: the
+//! root of an in-place broadcast only reads, the rank's own block of an in-place all-gather is
+//! not written.
+//!
+//! Calls between `ncclGroupStart` and `ncclGroupEnd` are issued when the outermost
+//! `ncclGroupEnd` returns, in call order, as NCCL issues them: their place on their streams is
+//! after whatever the program put there meanwhile. Groups are per host thread, as in NCCL.
+//! A non-blocking communicator's `ncclInProgress` counts as issued.
+
+use core::ffi::{c_int, c_void};
+use std::cell::RefCell;
+
+use streamsan::model::op::{Access, HostEffect, Mode, Origin};
+use streamsan::model::streams::StreamRef;
+use streamsan::model::Work;
+use streamsan_driver_api::*;
+
+use super::model::model;
+use super::stream_of_handle;
+use crate::intercept::nccl::{
+    comm_count, comm_user_rank, export_nccl_hooks, nccl_real as real, NcclCall,
+};
+use crate::sites::{stack, thread};
+
+/// Which buffers a call reads and writes, on which ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    AllReduce,
+    Broadcast,
+    Reduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Gather,
+    Scatter,
+    Send,
+    Recv,
+}
+
+/// A call NCCL accepted, waiting to be issued on its stream.
+struct Collective {
+    shape: Shape,
+    origin: Origin,
+    send: u64,
+    recv: u64,
+    count: u64,
+    element: u64,
+    root: c_int,
+    comm: NcclComm,
+    stream: StreamRef,
+}
+
+impl Collective {
+    /// What the call touches, seen from `rank` of `ranks`.
+    fn accesses(&self, rank: Option<c_int>, ranks: Option<c_int>) -> Vec<Access> {
+        let block = self.count * self.element;
+        let all = ranks.map(|n| n.max(0) as u64 * block);
+        let is_root = rank == Some(self.root);
+        let mut accesses = Vec::with_capacity(3);
+        let mut touch = |addr: u64, len: Option<u64>, mode: Mode| {
+            if let Some(len) = len.filter(|&len| addr != 0 && len > 0) {
+                accesses.push(Access::new(addr, len, mode));
+            }
+        };
+        // The receive buffer of `ranks` blocks, without the block at `own` when it is the
+        // send buffer itself (in place: NCCL does not copy it onto itself).
+        let gathered = |touch: &mut dyn FnMut(u64, Option<u64>, Mode), own: Option<c_int>| {
+            let own_block = own.map(|r| self.recv + r as u64 * block);
+            match (own_block, all) {
+                (Some(at), Some(all)) if at == self.send => {
+                    touch(self.recv, Some(at - self.recv), Mode::Write);
+                    touch(
+                        at + block,
+                        Some((self.recv + all).saturating_sub(at + block)),
+                        Mode::Write,
+                    );
+                }
+                _ => touch(self.recv, all, Mode::Write),
+            }
+        };
+        match self.shape {
+            Shape::AllReduce => {
+                touch(self.send, Some(block), Mode::Read);
+                touch(self.recv, Some(block), Mode::Write);
+            }
+            Shape::Broadcast if is_root => {
+                touch(self.send, Some(block), Mode::Read);
+                if self.send != self.recv {
+                    touch(self.recv, Some(block), Mode::Write);
+                }
+            }
+            Shape::Broadcast => {
+                // Unknown rank: the receive buffer is written on every rank but an in-place root.
+                if rank.is_some() || self.send != self.recv {
+                    touch(self.recv, Some(block), Mode::Write);
+                }
+            }
+            Shape::Reduce => {
+                touch(self.send, Some(block), Mode::Read);
+                if is_root {
+                    touch(self.recv, Some(block), Mode::Write);
+                }
+            }
+            Shape::AllGather => {
+                touch(self.send, Some(block), Mode::Read);
+                gathered(&mut touch, rank);
+            }
+            Shape::ReduceScatter => {
+                touch(self.send, all, Mode::Read);
+                touch(self.recv, Some(block), Mode::Write);
+            }
+            Shape::AllToAll => {
+                touch(self.send, all, Mode::Read);
+                touch(self.recv, all, Mode::Write);
+            }
+            Shape::Gather => {
+                touch(self.send, Some(block), Mode::Read);
+                if is_root {
+                    gathered(&mut touch, Some(self.root));
+                }
+            }
+            Shape::Scatter => {
+                if is_root {
+                    touch(self.send, all, Mode::Read);
+                }
+                let own = self.send + self.root.max(0) as u64 * block;
+                if !(is_root && own == self.recv) {
+                    touch(self.recv, Some(block), Mode::Write);
+                }
+            }
+            Shape::Send => touch(self.send, Some(block), Mode::Read),
+            Shape::Recv => touch(self.recv, Some(block), Mode::Write),
+        }
+        accesses
+    }
+
+    /// Tells the model: an operation on its stream, with its accesses.
+    fn issue(&self) {
+        let needs_ranks = !matches!(self.shape, Shape::AllReduce | Shape::Send | Shape::Recv);
+        let (rank, ranks) = if needs_ranks {
+            (comm_user_rank(self.comm), comm_count(self.comm))
+        } else {
+            (None, None)
+        };
+        let accesses = self.accesses(rank, ranks);
+        model().work(
+            self.stream,
+            Work {
+                origin: self.origin,
+                kernel: None,
+                accesses: &accesses,
+                host: HostEffect::None,
+            },
+        );
+    }
+}
+
+/// The calling thread's group: how deep, and the calls it holds until the outermost end.
+#[derive(Default)]
+struct Group {
+    depth: u32,
+    pending: Vec<Collective>,
+}
+
+thread_local! {
+    static GROUP: RefCell<Group> = RefCell::new(Group::default());
+}
+
+/// Whether NCCL took the call: done, or (non-blocking communicator) under way.
+fn accepted(status: NcclResult) -> bool {
+    status == NCCL_SUCCESS || status == NCCL_IN_PROGRESS
+}
+
+/// A call NCCL accepted: issued now, or at the end of the thread's group.
+#[allow(clippy::too_many_arguments)]
+fn called(
+    call: &NcclCall,
+    shape: Shape,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) {
+    let Some(element) = datatype_size(datatype) else {
+        return;
+    };
+    let collective = Collective {
+        shape,
+        origin: Origin {
+            api: call.name(),
+            thread: thread::current(),
+            site: stack::capture(),
+        },
+        send: send as u64,
+        recv: recv as u64,
+        count: count as u64,
+        element,
+        root,
+        comm,
+        // NCCL's stream 0 is the legacy default stream: NCCL is built without per-thread
+        // default streams, whatever the program was.
+        stream: stream_of_handle(stream, false),
+    };
+    // Once the thread's storage is gone (exit handlers), no group is open.
+    let in_group = GROUP
+        .try_with(|group| group.borrow().depth > 0)
+        .unwrap_or(false);
+    if in_group {
+        GROUP.with(|group| group.borrow_mut().pending.push(collective));
+    } else {
+        collective.issue();
+    }
+}
+
+pub unsafe fn all_reduce(
+    call: &NcclCall,
+    real: real::all_reduce,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    op: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::AllReduce,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn broadcast(
+    call: &NcclCall,
+    real: real::broadcast,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Broadcast,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            root,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+/// `ncclBcast(buff, ...)` is `ncclBroadcast(buff, buff, ...)`.
+pub unsafe fn bcast(
+    call: &NcclCall,
+    real: real::bcast,
+    buff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(buff, count, datatype, root, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Broadcast,
+            buff,
+            buff,
+            count,
+            datatype,
+            root,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn reduce(
+    call: &NcclCall,
+    real: real::reduce,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    op: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, root, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Reduce,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            root,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn all_gather(
+    call: &NcclCall,
+    real: real::all_gather,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    sendcount: usize,
+    datatype: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, sendcount, datatype, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::AllGather,
+            sendbuff,
+            recvbuff,
+            sendcount,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn reduce_scatter(
+    call: &NcclCall,
+    real: real::reduce_scatter,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    recvcount: usize,
+    datatype: c_int,
+    op: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::ReduceScatter,
+            sendbuff,
+            recvbuff,
+            recvcount,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn all_to_all(
+    call: &NcclCall,
+    real: real::all_to_all,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::AllToAll,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn gather(
+    call: &NcclCall,
+    real: real::gather,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Gather,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            root,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn scatter(
+    call: &NcclCall,
+    real: real::scatter,
+    sendbuff: *const c_void,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    root: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Scatter,
+            sendbuff,
+            recvbuff,
+            count,
+            datatype,
+            root,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn send(
+    call: &NcclCall,
+    real: real::send,
+    sendbuff: *const c_void,
+    count: usize,
+    datatype: c_int,
+    peer: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(sendbuff, count, datatype, peer, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Send,
+            sendbuff,
+            core::ptr::null_mut(),
+            count,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn recv(
+    call: &NcclCall,
+    real: real::recv,
+    recvbuff: *mut c_void,
+    count: usize,
+    datatype: c_int,
+    peer: c_int,
+    comm: NcclComm,
+    stream: CUstream,
+) -> NcclResult {
+    let status = unsafe { real(recvbuff, count, datatype, peer, comm, stream) };
+    if accepted(status) {
+        called(
+            call,
+            Shape::Recv,
+            core::ptr::null(),
+            recvbuff,
+            count,
+            datatype,
+            0,
+            comm,
+            stream,
+        );
+    }
+    status
+}
+
+pub unsafe fn group_start(_call: &NcclCall, real: real::group_start) -> NcclResult {
+    let status = unsafe { real() };
+    if accepted(status) {
+        let _ = GROUP.try_with(|group| group.borrow_mut().depth += 1);
+    }
+    status
+}
+
+/// The outermost `ncclGroupEnd` issues the group's calls if NCCL launched them, and drops
+/// them if it did not (NCCL aborts a failed group).
+pub unsafe fn group_end(_call: &NcclCall, real: real::group_end) -> NcclResult {
+    let status = unsafe { real() };
+    let ended = GROUP.try_with(|group| {
+        let mut group = group.borrow_mut();
+        if group.depth == 0 {
+            return Vec::new();
+        }
+        group.depth -= 1;
+        if group.depth > 0 {
+            Vec::new()
+        } else {
+            std::mem::take(&mut group.pending)
+        }
+    });
+    if accepted(status) {
+        for collective in ended.unwrap_or_default() {
+            collective.issue();
+        }
+    }
+    status
+}
+
+nccl_api!(export_nccl_hooks);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEND: u64 = 0x10_0000;
+    const RECV: u64 = 0x20_0000;
+
+    fn collective(shape: Shape, send: u64, recv: u64, root: c_int) -> Collective {
+        Collective {
+            shape,
+            origin: Origin {
+                api: "nccl",
+                thread: Default::default(),
+                site: Default::default(),
+            },
+            send,
+            recv,
+            count: 16,
+            element: 4,
+            root,
+            comm: core::ptr::null_mut(),
+            stream: StreamRef::Handle(1),
+        }
+    }
+
+    fn ranges(accesses: &[Access]) -> Vec<(u64, u64, Mode)> {
+        accesses.iter().map(|a| (a.addr, a.len, a.mode)).collect()
+    }
+
+    #[test]
+    fn an_all_reduce_reads_its_send_buffer_and_writes_its_receive_buffer() {
+        let c = collective(Shape::AllReduce, SEND, RECV, 0);
+        assert_eq!(
+            ranges(&c.accesses(None, None)),
+            [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]
+        );
+    }
+
+    #[test]
+    fn an_all_gather_writes_every_rank_s_block() {
+        let c = collective(Shape::AllGather, SEND, RECV, 0);
+        assert_eq!(
+            ranges(&c.accesses(Some(1), Some(4))),
+            [(SEND, 64, Mode::Read), (RECV, 256, Mode::Write)]
+        );
+        // In place: rank 1's block is its send buffer, which NCCL does not write.
+        let c = collective(Shape::AllGather, RECV + 64, RECV, 0);
+        assert_eq!(
+            ranges(&c.accesses(Some(1), Some(4))),
+            [
+                (RECV + 64, 64, Mode::Read),
+                (RECV, 64, Mode::Write),
+                (RECV + 128, 128, Mode::Write)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reduce_scatter_reads_every_rank_s_block() {
+        let c = collective(Shape::ReduceScatter, SEND, RECV, 0);
+        assert_eq!(
+            ranges(&c.accesses(Some(0), Some(2))),
+            [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]
+        );
+    }
+
+    #[test]
+    fn rooted_calls_touch_what_each_rank_uses() {
+        let broadcast = collective(Shape::Broadcast, SEND, RECV, 1);
+        assert_eq!(
+            ranges(&broadcast.accesses(Some(1), Some(2))),
+            [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]
+        );
+        assert_eq!(
+            ranges(&broadcast.accesses(Some(0), Some(2))),
+            [(RECV, 64, Mode::Write)]
+        );
+        let in_place = collective(Shape::Broadcast, RECV, RECV, 1);
+        assert_eq!(
+            ranges(&in_place.accesses(Some(1), Some(2))),
+            [(RECV, 64, Mode::Read)]
+        );
+        let reduce = collective(Shape::Reduce, SEND, RECV, 1);
+        assert_eq!(
+            ranges(&reduce.accesses(Some(0), Some(2))),
+            [(SEND, 64, Mode::Read)]
+        );
+        let scatter = collective(Shape::Scatter, SEND, RECV, 0);
+        assert_eq!(
+            ranges(&scatter.accesses(Some(0), Some(2))),
+            [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]
+        );
+        assert_eq!(
+            ranges(&scatter.accesses(Some(1), Some(2))),
+            [(RECV, 64, Mode::Write)]
+        );
+    }
+
+    #[test]
+    fn an_unknown_rank_count_leaves_the_sized_buffer_out() {
+        let c = collective(Shape::AllToAll, SEND, RECV, 0);
+        assert!(c.accesses(Some(0), None).is_empty());
+    }
+}

@@ -1,0 +1,244 @@
+//! Graphs as the program defines them, captured or built node by node with the explicit
+//! graph API, editable until instantiated (`docs/semantics.md#capture-and-graphs`).
+//!
+//! A definition is a list of nodes, each with the nodes it depends on; nodes are added,
+//! removed and re-parameterized, edges added and removed, child graphs embedded as copies.
+//! Instantiation takes a snapshot: [`Definition::executable`] flattens child graphs, orders
+//! the nodes topologically and splits them into *lanes*, chains of nodes each of which
+//! depends on the previous one, so that a launch needs one clock slot per lane. A definition
+//! holding a node the model cannot follow (added through a call that does not say what it
+//! touches) makes no executable graph: its launches are noted, not checked.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use super::capture::{Graph, Node, NodeKind};
+
+/// One node of a definition.
+#[derive(Clone)]
+pub struct Defined {
+    pub node: Node,
+    /// A child graph node: a copy of the child graph as it was when the node was added.
+    pub child: Option<Arc<Definition>>,
+    pub removed: bool,
+}
+
+/// A graph's definition.
+#[derive(Clone, Default)]
+pub struct Definition {
+    pub nodes: Vec<Defined>,
+    /// A node was added that the model cannot follow.
+    pub opaque: bool,
+}
+
+impl Definition {
+    /// The index of the live node with handle `handle`.
+    pub fn index_of(&self, handle: u64) -> Option<usize> {
+        (handle != 0).then_some(())?;
+        self.nodes
+            .iter()
+            .position(|d| d.node.handle == handle && !d.removed)
+    }
+
+    /// Adds a node (its `deps` are indices of this definition); returns its index.
+    pub fn add(&mut self, node: Node, child: Option<Arc<Definition>>) -> usize {
+        self.nodes.push(Defined {
+            node,
+            child,
+            removed: false,
+        });
+        self.nodes.len() - 1
+    }
+
+    /// The executable form: children flattened, nodes in topological order, lanes assigned.
+    /// `None` if the model cannot follow it.
+    pub fn executable(&self) -> Option<Graph> {
+        let mut flat = Vec::new();
+        if !self.flatten(&mut flat) {
+            return None;
+        }
+        Some(ordered(flat))
+    }
+
+    /// Appends this definition's live nodes to `flat`, each child graph node replaced by an
+    /// entry node (its dependencies), the child's nodes (after the entry) and an exit node
+    /// (after all of them), on which the child node's dependents then depend. Returns false
+    /// if a node cannot be followed.
+    fn flatten(&self, flat: &mut Vec<Node>) -> bool {
+        if self.opaque {
+            return false;
+        }
+        // Where each node starts (its dependencies go there) and ends (its dependents wait
+        // for it there) in `flat`; edges may point either way, so they come second.
+        let mut span: Vec<Option<(usize, usize)>> = vec![None; self.nodes.len()];
+        for (i, defined) in self.nodes.iter().enumerate() {
+            if defined.removed {
+                continue;
+            }
+            let node = Node {
+                deps: Vec::new(),
+                ..defined.node.clone()
+            };
+            match &defined.child {
+                None => {
+                    flat.push(node);
+                    span[i] = Some((flat.len() - 1, flat.len() - 1));
+                }
+                Some(child) => {
+                    flat.push(Node {
+                        kind: NodeKind::Empty,
+                        ..node.clone()
+                    });
+                    let entry = flat.len() - 1;
+                    if !child.flatten(flat) {
+                        return false;
+                    }
+                    for n in &mut flat[entry + 1..] {
+                        n.deps.push(entry);
+                    }
+                    let deps = (entry..flat.len()).collect();
+                    flat.push(Node {
+                        kind: NodeKind::Empty,
+                        deps,
+                        ..node
+                    });
+                    span[i] = Some((entry, flat.len() - 1));
+                }
+            }
+        }
+        for (i, defined) in self.nodes.iter().enumerate() {
+            if let Some((start, _)) = span[i] {
+                let deps = defined
+                    .node
+                    .deps
+                    .iter()
+                    .filter_map(|&d| span.get(d).copied().flatten().map(|(_, end)| end));
+                flat[start].deps.extend(deps);
+            }
+        }
+        true
+    }
+}
+
+/// Orders `nodes` topologically (an edge may point to a later node: edges are editable),
+/// keeping their order where it allows, and
+/// assigns lanes: a node continues the lane of one of its dependencies whose lane it can
+/// extend (that dependency is still the lane's last node), else it opens a lane.
+fn ordered(nodes: Vec<Node>) -> Graph {
+    let n = nodes.len();
+    let mut dependents = vec![Vec::new(); n];
+    let mut waiting = vec![0usize; n];
+    for (i, node) in nodes.iter().enumerate() {
+        for &d in &node.deps {
+            dependents[d].push(i);
+            waiting[i] += 1;
+        }
+    }
+    // The earliest ready node first: an order that already is topological (a capture's) is kept.
+    let mut order = Vec::with_capacity(n);
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &j in &dependents[i] {
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                ready.push(Reverse(j));
+            }
+        }
+    }
+    // A cycle (the driver refuses to instantiate one) leaves nodes out: they never run.
+    let mut position = vec![usize::MAX; n];
+    for (p, &i) in order.iter().enumerate() {
+        position[i] = p;
+    }
+    let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    let mut lane_tail: Vec<usize> = Vec::new();
+    let mut out: Vec<Node> = Vec::with_capacity(order.len());
+    for &i in &order {
+        let mut node = slots[i].take().expect("each node once");
+        node.deps = node.deps.iter().map(|&d| position[d]).collect();
+        node.deps.sort_unstable();
+        node.deps.dedup();
+        let here = out.len();
+        node.lane = match lane_tail.iter().position(|tail| node.deps.contains(tail)) {
+            Some(lane) => lane,
+            None => {
+                lane_tail.push(usize::MAX);
+                lane_tail.len() - 1
+            }
+        };
+        lane_tail[node.lane] = here;
+        out.push(node);
+    }
+    Graph {
+        lanes: lane_tail.len(),
+        nodes: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::Origin;
+
+    fn node(deps: &[usize]) -> Node {
+        Node {
+            handle: 0,
+            lane: 0,
+            deps: deps.to_vec(),
+            kind: NodeKind::Empty,
+            origin: Origin {
+                api: "cuGraphAddEmptyNode",
+                thread: Default::default(),
+                site: Default::default(),
+            },
+            kernel: None,
+        }
+    }
+
+    #[test]
+    fn nodes_are_ordered_after_their_dependencies_and_lanes_are_chains() {
+        let mut def = Definition::default();
+        // 0 <- 2 -> 1 written out of order: 1 depends on 2, which is added after it.
+        def.add(node(&[]), None);
+        def.add(node(&[2]), None);
+        def.add(node(&[0]), None);
+        let graph = def.executable().unwrap();
+        for (i, n) in graph.nodes.iter().enumerate() {
+            assert!(n.deps.iter().all(|&d| d < i), "{i}: {:?}", n.deps);
+        }
+        // A chain of three: one lane.
+        assert_eq!(graph.lanes, 1);
+    }
+
+    #[test]
+    fn a_child_graph_runs_between_the_node_s_dependencies_and_dependents() {
+        let mut child = Definition::default();
+        child.add(node(&[]), None);
+        child.add(node(&[]), None);
+        let mut def = Definition::default();
+        def.add(node(&[]), None);
+        def.add(node(&[0]), Some(Arc::new(child)));
+        def.add(node(&[1]), None);
+        let graph = def.executable().unwrap();
+        // entry, two child nodes, exit, and the two plain nodes.
+        assert_eq!(graph.nodes.len(), 6);
+        let last = graph.nodes.last().unwrap();
+        assert_eq!(last.deps.len(), 1);
+        let exit = &graph.nodes[last.deps[0]];
+        assert_eq!(exit.deps.len(), 3);
+        // Two concurrent child nodes: two lanes.
+        assert_eq!(graph.lanes, 2);
+    }
+
+    #[test]
+    fn an_opaque_definition_makes_no_executable_graph() {
+        let def = Definition {
+            opaque: true,
+            ..Definition::default()
+        };
+        assert!(def.executable().is_none());
+    }
+}

@@ -1,0 +1,230 @@
+//! Graphs built with the explicit graph API (`docs/semantics.md#capture-and-graphs`): the same
+//! definitions that captures fill ([`crate::model::definition`]), built node by node.
+//!
+//! Each `cuGraphAdd*Node` adds a node of the kind a captured operation would have made
+//! (kernels, copies and memsets with their accesses, memory nodes, event records and waits,
+//! host functions, empty nodes, child graphs copied as they are), depending on the nodes it
+//! names; edges are added and removed, node parameters replaced, nodes destroyed, graphs
+//! cloned. An edit that names a node the model does not know, or a node added through a call
+//! that does not say what it touches, makes the graph one the model does not follow: its
+//! launches are noted, never checked against a partial picture. Executable graphs take a
+//! snapshot at instantiation; `cuGraphExecUpdate` and the `cuGraphExec*SetParams` calls
+//! change the snapshot.
+
+use std::sync::{Arc, Mutex};
+
+use crate::model::capture::{Exec, ExecState, Graph, Node, NodeKind};
+use crate::model::definition::Definition;
+use crate::model::op::{KernelId, Origin};
+use crate::model::Model;
+
+use super::graphs::lock_definition;
+
+/// A node the program adds to a graph.
+pub struct AddedNode<'a> {
+    pub graph: u64,
+    /// The driver's handle of the new node.
+    pub handle: u64,
+    /// The handles of the nodes it depends on.
+    pub deps: &'a [u64],
+    pub kind: NodeKind,
+    pub origin: Origin,
+    pub kernel: Option<KernelId>,
+}
+
+impl Model {
+    /// `cuGraphCreate`: an empty graph.
+    pub fn graph_created(&self, graph: u64) {
+        self.graphs
+            .graphs
+            .insert(graph, Arc::new(Mutex::new(Definition::default())));
+    }
+
+    /// `cuGraphClone`: a copy, whose nodes have handles the model does not know yet.
+    pub fn graph_cloned(&self, clone: u64, original: u64) {
+        let mut copy = self
+            .definition(original)
+            .map(|d| lock_definition(&d).clone())
+            .unwrap_or_else(opaque);
+        for defined in &mut copy.nodes {
+            defined.node.handle = 0;
+        }
+        self.graphs.graphs.insert(clone, Arc::new(Mutex::new(copy)));
+    }
+
+    fn definition(&self, graph: u64) -> Option<Arc<Mutex<Definition>>> {
+        self.graphs.graphs.get(&graph).map(|d| d.clone())
+    }
+
+    /// A `cuGraphAdd*Node`. `child`: the graph a child graph node copies.
+    pub fn graph_node_added(&self, added: AddedNode<'_>, child: Option<u64>) {
+        let Some(definition) = self.definition(added.graph) else {
+            return;
+        };
+        let child = child.map(|c| {
+            Arc::new(
+                self.definition(c)
+                    .map(|d| lock_definition(&d).clone())
+                    .unwrap_or_else(opaque),
+            )
+        });
+        let mut definition = lock_definition(&definition);
+        let Some(deps) = added
+            .deps
+            .iter()
+            .map(|&h| definition.index_of(h))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            definition.opaque = true;
+            return;
+        };
+        let node = Node {
+            handle: added.handle,
+            lane: 0,
+            deps,
+            kind: added.kind,
+            origin: added.origin,
+            kernel: added.kernel,
+        };
+        definition.add(node, child);
+        drop(definition);
+        self.graphs.node_graphs.insert(added.handle, added.graph);
+    }
+
+    /// A node added through a call the model cannot follow: the graph is not followed.
+    pub fn graph_opaque_node_added(&self, graph: u64) {
+        if let Some(definition) = self.definition(graph) {
+            lock_definition(&definition).opaque = true;
+        }
+    }
+
+    /// `cuGraphAddDependencies` (`add`) or `cuGraphRemoveDependencies`: `to[i]` depends on
+    /// `from[i]`, or no longer does.
+    pub fn graph_edges(&self, graph: u64, from: &[u64], to: &[u64], add: bool) {
+        let Some(definition) = self.definition(graph) else {
+            return;
+        };
+        let mut definition = lock_definition(&definition);
+        for (&f, &t) in from.iter().zip(to) {
+            let (Some(f), Some(t)) = (definition.index_of(f), definition.index_of(t)) else {
+                definition.opaque = true;
+                return;
+            };
+            let deps = &mut definition.nodes[t].node.deps;
+            if add && !deps.contains(&f) {
+                deps.push(f);
+            } else if !add {
+                deps.retain(|&d| d != f);
+            }
+        }
+    }
+
+    /// `cuGraph*NodeSetParams`: the node does something else now.
+    pub fn graph_node_params(&self, handle: u64, kind: NodeKind, kernel: Option<KernelId>) {
+        let Some(graph) = self.graphs.node_graphs.get(&handle).map(|g| *g) else {
+            return;
+        };
+        let Some(definition) = self.definition(graph) else {
+            return;
+        };
+        let mut definition = lock_definition(&definition);
+        match definition.index_of(handle) {
+            Some(i) => {
+                definition.nodes[i].node.kind = kind;
+                definition.nodes[i].node.kernel = kernel;
+            }
+            None => definition.opaque = true,
+        }
+    }
+
+    /// `cuGraphDestroyNode`: the node and its edges are gone.
+    pub fn graph_node_destroyed(&self, handle: u64) {
+        let Some((_, graph)) = self.graphs.node_graphs.remove(&handle) else {
+            return;
+        };
+        let Some(definition) = self.definition(graph) else {
+            return;
+        };
+        let mut definition = lock_definition(&definition);
+        if let Some(i) = definition.index_of(handle) {
+            definition.nodes[i].removed = true;
+        }
+    }
+
+    /// `cuGraphExecUpdate` succeeded: the executable graph runs `graph` as it is now, and its
+    /// later launches still follow its earlier ones.
+    pub fn exec_updated(&self, exec: u64, graph: u64) {
+        let end = self.graphs.execs.get(&exec).map(|e| {
+            e.state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .end
+                .clone()
+        });
+        match self.executable(graph) {
+            Some(g) => self.replace_exec(exec, g, end.unwrap_or_default()),
+            None => {
+                self.graphs.execs.remove(&exec);
+            }
+        }
+    }
+
+    /// `cuGraphExec*NodeSetParams`: one node of the executable graph does something else now.
+    pub fn exec_node_params(
+        &self,
+        exec: u64,
+        handle: u64,
+        kind: NodeKind,
+        kernel: Option<KernelId>,
+    ) {
+        let Some(current) = self.graphs.execs.get(&exec).map(|e| e.clone()) else {
+            return;
+        };
+        let mut nodes = current.graph.nodes.clone();
+        match nodes.iter_mut().find(|n| n.handle == handle && handle != 0) {
+            Some(node) => {
+                node.kind = kind;
+                node.kernel = kernel;
+            }
+            None => {
+                self.graphs.execs.remove(&exec);
+                return;
+            }
+        }
+        let end = current
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .end
+            .clone();
+        self.replace_exec(
+            exec,
+            Graph {
+                nodes,
+                lanes: current.graph.lanes,
+            },
+            end,
+        );
+    }
+
+    fn replace_exec(&self, exec: u64, graph: Graph, end: crate::model::clock::VectorClock) {
+        let state = ExecState {
+            lane_slots: Vec::new(),
+            end,
+        };
+        self.graphs.execs.insert(
+            exec,
+            Arc::new(Exec {
+                graph: Arc::new(graph),
+                state: Mutex::new(state),
+            }),
+        );
+    }
+}
+
+fn opaque() -> Definition {
+    Definition {
+        opaque: true,
+        ..Definition::default()
+    }
+}
