@@ -2,7 +2,7 @@
 //! operation, and the race when the host touched the bytes of one it had not.
 //!
 //! The host's loads and stores are not driver calls. The shim's page guard
-//! (`shim/src/hooks/host_guard`) protects the host pages of asynchronous copies in flight, asks
+//! (`shim/src/host_guard`) protects the host pages of asynchronous copies in flight, asks
 //! here when the host has joined a copy (to lift the protection), and reports a fault inside
 //! a copy's bytes here, as a race between the copy and the host's access.
 

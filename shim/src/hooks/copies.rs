@@ -15,8 +15,8 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
+use crate::host_guard;
 use crate::intercept::variants::{real, Call};
-use super::host_guard;
 use super::model::model;
 
 /// Rows of a 2D/3D copy tracked one by one.

@@ -16,8 +16,8 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
+use crate::host_guard;
 use crate::intercept::variants::{real, Call};
-use super::host_guard;
 use super::kernels;
 use super::model::model;
 

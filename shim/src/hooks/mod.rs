@@ -16,10 +16,9 @@
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
-//! [`annotate`] is the program's own declaration of memory the driver does not see;
-//! [`host_guard`] watches the host's own loads and stores to the pinned memory of copies in
-//! flight (host races), and after every call lifts its guard from the copies the host has
-//! synchronized with ([`after_call`], which every exported hook calls last).
+//! [`annotate`] is the program's own declaration of memory the driver does not see. Copies
+//! in flight are told to the host-race guard below ([`crate::host_guard`]), which every
+//! exported hook lets look at the host's clock last ([`after_call`]).
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
@@ -57,7 +56,6 @@ mod entry_points;
 mod events;
 mod graph_nodes;
 mod graphs;
-pub mod host_guard;
 pub mod kernels;
 mod launches;
 mod memory;
@@ -106,7 +104,7 @@ pub use streams::{
     stream_wait_value_64, stream_write_value_32, stream_write_value_64,
 };
 
-pub use host_guard::after_call;
+pub use crate::host_guard::after_call;
 
 driver_api!(export_hooks);
 

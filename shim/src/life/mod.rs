@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamsan::phases;
 
-use crate::hooks::{host_guard, model};
+use crate::hooks::model;
+use crate::host_guard;
 use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
@@ -38,7 +39,7 @@ extern "C" fn on_load() {
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
     if options().host_races {
-        host_guard::install();
+        host_guard::install(model::model);
     }
     signals::install_fatal();
     // Registered first, so run last: driver calls in the program's own exit handlers and

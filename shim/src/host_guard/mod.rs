@@ -15,6 +15,11 @@
 //! watcher thread turns it into a `host-race` with the host thread's native and Python
 //! frames ([`drain`]).
 //!
+//! A layer of its own, between the call sites below and the handlers above: the handlers
+//! tell it of copies issued ([`copy_issued`]) and call [`after_call`] after every call; the
+//! process life installs it with the process's model ([`install`]), which it only reads
+//! and reports to.
+//!
 //! Pageable memory is never guarded: the driver itself reads and writes it on the CPU to
 //! stage a copy, and such copies are ordered with the host anyway (SEMANTICS.md).
 //!
@@ -31,22 +36,32 @@ mod fault;
 mod table;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use streamsan::model::clock::Epoch;
 use streamsan::model::host_access::{CopyBytes, HostAccess};
 use streamsan::model::op::{Mode, OpRecord, Origin};
+use streamsan::model::Model;
 
-use super::model::model;
 use crate::sites::{stack, thread};
 
 /// Whether the guard is on (`host_races=1`, and its handler installed).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// The host clock's version at the last lift.
 static SEEN: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The process's model, given by the layer above at install.
+static MODEL: OnceLock<fn() -> &'static Model> = OnceLock::new();
 
-/// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other.
-pub fn install() {
+/// The process's model: only reached once installed (every path here starts from a guard
+/// set, which [`ENABLED`] allows only after install).
+fn model() -> &'static Model {
+    (MODEL.get().expect("host guard installed"))()
+}
+
+/// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other; `model` gives
+/// the process's model, which the guard asks and reports to.
+pub fn install(model: fn() -> &'static Model) {
+    let _ = MODEL.set(model);
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if page > 0 {
