@@ -160,7 +160,7 @@ impl<'a> Races<'a> {
     }
 
     /// Races of this kind (`use-before-alloc`, `free-race`, `use-after-free`,
-    /// `cross-stream-race`).
+    /// `cross-stream-race`, `host-race`).
     pub fn kind(self, kind: &str) -> Races<'a> {
         self.keep(|r| r.kind == kind)
     }

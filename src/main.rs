@@ -155,7 +155,7 @@ fn run(args: &[OsString]) -> ExitCode {
         let value = if option.takes_value() {
             flags.value(flag)
         } else {
-            Ok("1")
+            Ok(option.switched)
         };
         if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string()))
         {

@@ -18,7 +18,8 @@ use std::fmt;
 pub enum Syntax {
     /// Any non-empty text; the name of the value in the help (`PATH`, `FILE`).
     Text(&'static str),
-    /// `0` or `1` (`false`, `true`); a flag without a value on the command line.
+    /// `0` or `1` (`false`, `true`); on the command line, a flag without a value that turns
+    /// the option away from its default ([`Flag::switched`]).
     Switch,
     /// A whole number in `min..=max` (`N` in the help).
     Number { min: u64, max: u64 },
@@ -75,6 +76,7 @@ macro_rules! options {
                         name: $flag,
                         key: stringify!($name),
                         syntax: $syntax,
+                        switched: if default.$name.write() == "1" { "0" } else { "1" },
                         help: match default.$name.shown() {
                             Some(value) => format!("{} (default {value})", $help),
                             None => $help.to_string(),
@@ -101,6 +103,8 @@ options! {
         "frames per call site";
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
+    host_races: bool = true, Syntax::Switch, "--no-host-races",
+        "do not guard the pinned memory of copies in flight (host races go unseen)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
         "print at exit the time spent in each phase of the intercepted calls";
     footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
@@ -133,6 +137,8 @@ pub struct Flag {
     /// The option's `STREAMSAN_OPTIONS` name.
     pub key: &'static str,
     pub syntax: Syntax,
+    /// What a switch sets its option to: the other value than its default.
+    pub switched: &'static str,
     /// What it does, with its default where it has one.
     pub help: String,
 }
@@ -157,7 +163,7 @@ impl Flag {
     pub fn env_usage(&self) -> String {
         match self.syntax {
             Syntax::Text(value) => format!("{}={value}", self.key),
-            Syntax::Switch => format!("{}=1", self.key),
+            Syntax::Switch => format!("{}={}", self.key, self.switched),
             Syntax::Number { .. } => format!("{}=N", self.key),
             Syntax::Choice(names) => format!("{}={}", self.key, names.join("|")),
         }
@@ -364,10 +370,10 @@ mod tests {
 
     #[test]
     fn parses_tsan_syntax() {
-        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact").unwrap();
+        let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact:host_races=0").unwrap();
         assert_eq!(o.footprint, Footprint::Exact);
         assert_eq!(o.log_path, "/tmp/r.%p.json");
-        assert!(o.halt_on_error && o.quiet);
+        assert!(o.halt_on_error && o.quiet && !o.host_races);
         assert_eq!(
             (o.exitcode, o.print_limit, o.backtrace_depth),
             (3, Some(5), 8)
@@ -445,7 +451,7 @@ mod tests {
         for flag in &flags {
             let value = match flag.syntax {
                 Syntax::Text(_) => "x",
-                Syntax::Switch => "1",
+                Syntax::Switch => flag.switched,
                 Syntax::Number { min, .. } => {
                     if min == 0 {
                         "7"
@@ -457,7 +463,7 @@ mod tests {
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:phase_times=1:footprint=exact");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=0:phase_times=1:footprint=exact");
     }
 
     #[test]

@@ -17,6 +17,10 @@ named_enum! {
         UseAfterFree = "use-after-free",
         /// Two accesses to the same bytes, at least one a write, neither ordered first.
         CrossStream = "cross-stream-race",
+        /// The host touched the bytes of an asynchronous copy it had not synchronized with: a
+        /// store into the source of a host-to-device copy, any access to the destination of a
+        /// device-to-host copy.
+        HostRace = "host-race",
     }
 }
 
@@ -185,6 +189,9 @@ named_enum! {
         /// A launch to be measured found no table free (too many unread): its parameters stood
         /// in for its footprint.
         FootprintUnmeasured = "footprint-unmeasured",
+        /// The host touched other data on a page guarded for a copy in flight: the page was
+        /// unprotected, and host races on it go unseen until that copy is done.
+        HostGuardGaveUp = "host-guard-gave-up",
     }
 }
 

@@ -74,7 +74,7 @@ pub struct Summary {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct RaceReport {
     pub kind: RaceKind,
-    /// For a cross-stream race.
+    /// For a cross-stream race and a host race.
     #[serde(default)]
     pub hazard: Option<Hazard>,
     /// How many times it occurred.
@@ -100,7 +100,8 @@ pub struct BufferReport {
 /// One operation as the program issued it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
-    /// The driver entry point, e.g. `cuLaunchKernel_ptsz`.
+    /// The driver entry point, e.g. `cuLaunchKernel_ptsz`; `host` for the host's own load or
+    /// store (a host race, [`crate::model::host_access::HOST_API`]).
     pub api: String,
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::model::host_access::HOST_API;
 use crate::model::op::ThreadId;
 use crate::model::race::FootprintUnavailable;
 use crate::model::streams::StreamKind;
@@ -64,6 +65,10 @@ fn what(op: &OpReport) -> String {
         Some(kernel) => format!("kernel {kernel} ({})", op.api),
         None => op.api.clone(),
     };
+    if op.api == HOST_API {
+        // A load or store of the host (a host race), not a driver call.
+        return format!("{action} by the host, thread T{}", op.thread.id);
+    }
     format!(
         "{action} by {by} on {}, thread T{}",
         op.stream.label, op.thread.id
@@ -228,6 +233,9 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
         NoteKind::FootprintUnmeasured => {
             "launches found every footprint table waiting to be read (the program did not synchronize for a long time): their parameters' pointers stood in".into()
         }
+        NoteKind::HostGuardGaveUp => format!(
+            "the host touched other data on page {subject:#x}, which holds bytes of {api} on {on} in flight: host races on that page went unchecked until the copy was done"
+        ),
     }
 }
 

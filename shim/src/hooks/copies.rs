@@ -15,6 +15,7 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::{default_stream, ok, origin, stream};
+use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 use super::model::{model, with_accesses};
 
@@ -78,10 +79,15 @@ fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u6
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
     let _timer = phases::start(Phase::CopyModel);
-    with_accesses(|accesses| {
+    let epoch = with_accesses(|accesses| {
         push_copy_accesses(accesses, reads, writes);
-        model().work(on, Work { origin, kernel: None, accesses, host });
+        model().work(on, Work { origin, kernel: None, accesses, host })
     });
+    // A copy the host does not wait for leaves its pinned host bytes in flight: guarded
+    // until the host has synchronized with it.
+    if let (Some(epoch), HostEffect::None) = (epoch, host) {
+        host_guard::copy_issued(&origin, epoch, reads, writes);
+    }
     // A copy that orders the host completed what the host waited for: measured footprints
     // can be read (a phase of its own).
     drop(_timer);

@@ -21,6 +21,7 @@ use streamsan_driver_api::*;
 
 use super::{ok, origin, stream};
 use super::footprint;
+use crate::host_guard;
 use super::kernels;
 use super::model::model;
 use crate::intercept::variants::{real, Call};
@@ -104,7 +105,9 @@ unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut 
                     footprint::discard(ticket);
                 }
             }
-            None => model.work(on, work),
+            None => {
+                model.work(on, work);
+            }
         }
     });
 }
@@ -204,6 +207,7 @@ unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.
     let host_func = unsafe { &*(data as *const HostFunc) };
     model().host_func_ran(&host_func.callback);
+    host_guard::after_call();
     unsafe { (host_func.func)(host_func.user_data) };
     // A captured function runs at every launch of its graph: keep it.
     if !host_func.callback.captured() {
@@ -242,6 +246,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
     // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
     let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
     model().host_func_ran(&wrapped.ordering);
+    host_guard::after_call();
     unsafe { (wrapped.callback)(stream, status, wrapped.user_data) };
 }
 

@@ -17,7 +17,9 @@
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
 //! [`footprint`] measures what launches touch (`footprint=exact|learn`); [`annotate`] is
-//! the program's own declaration of memory the driver does not see.
+//! the program's own declaration of memory the driver does not see. Copies in flight are
+//! told to the host-race guard below ([`crate::host_guard`]), which every exported hook lets
+//! look at the host's clock last ([`after_call`]).
 
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
@@ -103,6 +105,8 @@ pub use streams::{
     stream_destroy, stream_end_capture, stream_query, stream_synchronize, stream_wait_event, stream_wait_value_32,
     stream_wait_value_64, stream_write_value_32, stream_write_value_64, wait_external_semaphores,
 };
+
+pub use crate::host_guard::after_call;
 
 driver_api!(export_hooks);
 

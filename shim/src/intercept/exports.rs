@@ -6,12 +6,16 @@
 //! ([`super::first_call`]), counts itself ([`super::stats`]), finds the real driver's
 //! function of the same name ([`super::driver`]) and hands the call, with that function
 //! typed by [`super::variants::real`], to the family's handler, which calls the real driver
-//! exactly once with the caller's arguments. With `phase_times=1` the whole call is timed. The handlers' layer expands the macro where
-//! its handlers are in scope, so this layer names none of them; the
-//! addresses of the functions it makes are in [`super::variants::VARIANTS`].
+//! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
+//! the call changed for the host (the host-race guard lifts the guards of the copies the
+//! host synchronized with). With `phase_times=1` the whole call is timed. The handlers'
+//! layer expands the macro where its handlers and `after_call` are in scope, so this layer
+//! names none of them; the addresses of the functions it makes are in
+//! [`super::variants::VARIANTS`].
 
 /// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
-/// each calling the handler named after its family in the invoking module.
+/// each calling the handler named after its family in the invoking module, then that
+/// module's `after_call`.
 macro_rules! export_hooks {
     ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
         $( $crate::intercept::exports::export_hooks!(@family $family [$($name),+] ($($arg : $ty),*)); )*
@@ -35,6 +39,7 @@ macro_rules! export_hooks {
                 },
                 None => driver::missing_function(&call),
             };
+            after_call();
             if let Some(started) = started {
                 stats::timed(call.variant, streamsan::phases::since(started));
             }

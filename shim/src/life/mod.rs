@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use streamsan::phases;
 
 use crate::hooks::{footprint, model};
+use crate::host_guard;
 use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
 
@@ -37,6 +38,11 @@ extern "C" fn on_load() {
         phases::enable();
     }
     reports::install();
+    // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
+    // it (those included) are kept as the program's and chained to by the guard's handler.
+    if options().host_races {
+        host_guard::install(model::model);
+    }
     signals::install_fatal();
     // The Compute Sanitizer API must subscribe before the driver starts.
     footprint::start();
@@ -73,6 +79,8 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
         return;
     }
     footprint::finish();
+    // The host races the guard caught, turned into races before the report is written.
+    host_guard::drain();
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();

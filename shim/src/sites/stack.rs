@@ -109,6 +109,19 @@ pub fn capture() -> StackId {
     id
 }
 
+/// A stack caught outside a driver call (the host's access of a host race, seen by the
+/// fault handler): `native`, innermost first, and the Python frames found with it, named
+/// now (their code objects are checked to be alive first).
+pub fn intern_caught(native: &[u64], python: &[python::RawFrame]) -> StackId {
+    let mut entries = native.to_vec();
+    if !python.is_empty() {
+        let mut ids = [0u32; python::DEPTH];
+        python::intern_all(python, &mut ids);
+        entries.extend(ids[..python.len()].iter().map(|&id| PYTHON_FRAME | id as u64));
+    }
+    intern(&entries)
+}
+
 /// A native chain's id, the Python frames found with it and how many of them there are.
 type MixedChain = (StackId, [python::RawFrame; python::DEPTH], usize);
 
@@ -393,8 +406,9 @@ fn resolve(ip: u64) -> Vec<Frame> {
         module = Some(if name.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { name });
     }
     let mut frames = Vec::new();
-    // A return address points after the call: look up the call itself.
-    backtrace::resolve(ip.saturating_sub(1) as *mut c_void, |symbol| {
+    // A return address points after the call; `backtrace::resolve` itself looks up the byte
+    // before the address it is given, so it finds the call: the address goes as it is.
+    backtrace::resolve(ip as *mut c_void, |symbol| {
         frames.push(Frame {
             address: address.clone(),
             function: symbol.name().map(|n| format!("{n:#}")),

@@ -10,7 +10,7 @@
 //! synchronous call orders the host before or after the operation, as its `HostEffect` says.
 
 use crate::model::buffers::{Found, MemoryKind};
-use crate::model::clock::VectorClock;
+use crate::model::clock::{Epoch, VectorClock};
 use crate::model::capture::NodeKind;
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
@@ -21,11 +21,11 @@ impl Model {
 
     /// A kernel launch, copy or memset on `stream`: each access is checked against the
     /// buffer's allocation and history, then recorded. While the stream captures, the work
-    /// becomes a node instead.
-    pub fn work(&self, stream: StreamRef, work: Work<'_>) {
+    /// becomes a node instead. Returns the operation's epoch (None for a node).
+    pub fn work(&self, stream: StreamRef, work: Work<'_>) -> Option<Epoch> {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
-            return;
+            return None;
         }
         if work.host == HostEffect::WaitsForEarlierWork {
             self.host_joins(&stream);
@@ -41,6 +41,7 @@ impl Model {
             self.host_joins(&stream);
         }
         self.publish(found);
+        Some(epoch)
     }
 
     /// Checks and records one access by `op`, whose clock is `clock`.

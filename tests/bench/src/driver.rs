@@ -44,6 +44,10 @@ functions! {
     mem_alloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
     mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
     mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
+    mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
+    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(CUdeviceptr, *const c_void, usize, CUstream);
+    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, CUdeviceptr, usize, CUstream);
+    stream_synchronize = "cuStreamSynchronize": fn(CUstream);
     module_load_data = "cuModuleLoadData": fn(*mut CUmodule, *const c_void);
     module_get_function = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
     launch_kernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);

@@ -34,7 +34,8 @@ impl Measured {
 type Workload = fn(&Driver) -> Measured;
 
 /// The workloads, by name: the launch path, then the scaling rows of issue 14 (a call's
-/// cost after N streams, buffers, graphs or races), then the training-shaped launches.
+/// cost after N streams, buffers, graphs or races), then the training-shaped launches, then
+/// a staging loop through pinned memory (the host-race guard at work).
 pub const WORKLOADS: &[(&str, Workload)] = &[
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
@@ -75,6 +76,7 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
     ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
     ("training_step", training_step),
+    ("pinned_copies", pinned_copies),
 ];
 
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): only the racy one differs,
@@ -296,6 +298,36 @@ fn alloc_free(driver: &Driver) -> Measured {
         unsafe {
             check((driver.mem_alloc_async)(&mut ptr, 256, stream), "cuMemAllocAsync");
             check((driver.mem_free_async)(ptr, stream), "cuMemFreeAsync");
+        }
+    });
+    Measured::of(latencies)
+}
+
+/// A staging loop through pinned memory (issue 12's guard at work): a 1 MiB pinned buffer
+/// written, copied to the device, copied back into another, the stream synchronized, the
+/// result read. Each copy's pages are protected when it is issued and unprotected at the
+/// synchronize: two protect-and-unprotect pairs of 256 pages per iteration.
+fn pinned_copies(driver: &Driver) -> Measured {
+    const ITERATIONS: usize = 2_000;
+    const BYTES: usize = 1 << 20;
+    driver.setup();
+    let stream = driver.stream();
+    let device = driver.buffer(BYTES);
+    let (mut staging, mut result) = (core::ptr::null_mut(), core::ptr::null_mut());
+    // SAFETY: out-pointers to locals.
+    unsafe {
+        check((driver.mem_alloc_host)(&mut staging, BYTES), "cuMemAllocHost");
+        check((driver.mem_alloc_host)(&mut result, BYTES), "cuMemAllocHost");
+    }
+    let (staging, result) = (staging.cast::<u8>(), result.cast::<u8>());
+    let latencies = time_each(ITERATIONS, |i| {
+        // SAFETY: pinned buffers of BYTES bytes, touched only when no copy is in flight.
+        unsafe {
+            staging.write_volatile(i as u8);
+            check((driver.memcpy_htod_async)(device, staging.cast(), BYTES, stream), "cuMemcpyHtoDAsync");
+            check((driver.memcpy_dtoh_async)(result.cast(), device, BYTES, stream), "cuMemcpyDtoHAsync");
+            check((driver.stream_synchronize)(stream), "cuStreamSynchronize");
+            assert_eq!(result.read_volatile(), i as u8);
         }
     });
     Measured::of(latencies)

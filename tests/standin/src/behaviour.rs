@@ -1,8 +1,9 @@
 //! What each table entry point does in the stand-in. One function per family, named as in
 //! the table; arguments arrive exactly as the program (through the shim) passed them.
 //!
-//! The stand-in keeps no clock and orders nothing: copies and memsets happen at once,
-//! host functions run inside the call that enqueues them.
+//! The stand-in keeps no clock and orders nothing: copies and memsets happen at once, but
+//! for asynchronous copies with a side in pinned memory, which complete at the program's
+//! next wait ([`crate::pinned`]); host functions run inside the call that enqueues them.
 
 use core::ffi::CStr;
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use streamsan_driver_api::*;
 
 use crate::device::{self, state, state_read, MemoryKind, Object};
 use crate::getproc;
+use crate::pinned;
 use crate::ptx;
 
 const OK: CUresult = CUDA_SUCCESS;
@@ -59,8 +61,25 @@ unsafe fn move_bytes(dst: u64, src: u64, len: usize) {
     // A side that is not stand-in memory is taken to be the program's host memory, but only
     // when the other side is stand-in memory: sentinel addresses are never touched.
     if len > 0 && (dst_known || src_known) && dst != 0 && src != 0 {
-        // SAFETY: one side is ours; the other is the program's host buffer.
-        unsafe { core::ptr::copy(src as *const u8, dst as *mut u8, len) };
+        if dst_known && src_known {
+            // SAFETY: both sides are ours. Pinned memory is reached as the device reaches it,
+            // whatever its protection.
+            unsafe { core::ptr::copy(pinned::device_view(src) as *const u8, pinned::device_view(dst) as *mut u8, len) };
+        } else {
+            // The program's own host memory (registered, or pageable): reached through
+            // /proc/self/mem, as a device's DMA reaches it, whatever a tool's page protection.
+            let mem = std::fs::OpenOptions::new().read(true).write(true).open("/proc/self/mem").expect("/proc/self/mem");
+            let mut bytes = vec![0u8; len];
+            if src_known {
+                // SAFETY: stand-in memory of `len` bytes (checked above).
+                unsafe { core::ptr::copy(pinned::device_view(src) as *const u8, bytes.as_mut_ptr(), len) };
+                std::os::unix::fs::FileExt::write_all_at(&mem, &bytes, dst).expect("write to the program's host memory");
+            } else {
+                std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, src).expect("read the program's host memory");
+                // SAFETY: stand-in memory of `len` bytes (checked above).
+                unsafe { core::ptr::copy(bytes.as_ptr(), pinned::device_view(dst) as *mut u8, len) };
+            }
+        }
     }
 }
 
@@ -71,6 +90,7 @@ unsafe fn fill<T: Copy>(dst: u64, pitch: usize, value: T, width: usize, height: 
     if !state().is_allocated(dst, span) {
         return;
     }
+    let dst = pinned::device_view(dst);
     for row in 0..height {
         let base = dst as usize + row * pitch;
         for i in 0..width {
@@ -105,6 +125,7 @@ pub unsafe fn ctx_create_v4(pctx: *mut CUcontext, _p: *mut c_void, _f: c_uint, d
     unsafe { create_context(pctx, dev) }
 }
 pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
+    pinned::complete();
     let status = check(ctx, |o| matches!(o, Object::Context { .. }));
     if status == OK && device::current_context() == ctx as usize {
         device::pop_context();
@@ -112,9 +133,11 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
     status
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
+    pinned::complete();
     if device::current_context() == 0 { CUDA_ERROR_INVALID_CONTEXT } else { OK }
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
+    pinned::complete();
     OK
 }
 pub unsafe fn primary_ctx_retain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
@@ -180,9 +203,11 @@ pub unsafe fn mem_host_unregister(_p: *mut c_void) -> CUresult {
     OK
 }
 pub unsafe fn mem_free(dptr: CUdeviceptr) -> CUresult {
+    pinned::complete();
     if dptr == 0 || state().free_device(dptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
 }
 pub unsafe fn mem_free_host(p: *mut c_void) -> CUresult {
+    pinned::complete();
     if state().free_host(p as u64) { OK } else { CUDA_ERROR_INVALID_VALUE }
 }
 pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> CUresult {
@@ -241,11 +266,17 @@ pub unsafe fn mem_pool_import_pointer(ptr_out: *mut CUdeviceptr, pool: CUmemoryP
 // ---- Copies -----------------------------------------------------------------------------
 
 pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    pinned::complete();
     unsafe { move_bytes(dst, src, bytes) };
     OK
 }
+/// With a side in pinned memory, the copy completes at the program's next wait.
 pub unsafe fn memcpy_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
+        OK if (pinned::contains(dst) || pinned::contains(src)) && dst != 0 && src != 0 => {
+            pinned::defer(dst, src, bytes);
+            OK
+        }
         OK => unsafe { memcpy(dst, src, bytes) },
         e => e,
     }
@@ -351,26 +382,32 @@ pub unsafe fn memcpy_batch_async_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdevicep
 // ---- Memsets ----------------------------------------------------------------------------
 
 pub unsafe fn memset_d8(dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, count, value, count, 1) };
     OK
 }
 pub unsafe fn memset_d16(dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, count * 2, value, count, 1) };
     OK
 }
 pub unsafe fn memset_d32(dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, count * 4, value, count, 1) };
     OK
 }
 pub unsafe fn memset_d2d8(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
 pub unsafe fn memset_d2d16(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
 pub unsafe fn memset_d2d32(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
+    pinned::complete();
     unsafe { fill(dst, pitch, value, width, height) };
     OK
 }
@@ -479,10 +516,12 @@ pub mod callbacks {
         std::env::var_os("STANDIN_DEFER_CALLBACKS").is_some_and(|v| v == "1")
     }
 
+    /// A host function runs after the copies issued before it.
     pub fn enqueue(callback: Callback) {
         if deferred() {
             PENDING.lock().unwrap().0.push(callback);
         } else {
+            crate::pinned::complete();
             callback();
         }
     }
@@ -491,6 +530,7 @@ pub mod callbacks {
     #[unsafe(no_mangle)]
     pub extern "C" fn standinRunCallbacks() {
         let pending = std::mem::take(&mut PENDING.lock().unwrap().0);
+        crate::pinned::complete();
         for callback in pending {
             callback();
         }
@@ -608,9 +648,11 @@ pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
     }
 }
 pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
+    pinned::complete();
     check_stream(stream)
 }
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
+    pinned::complete();
     check_stream(stream)
 }
 pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
@@ -721,9 +763,11 @@ pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: 
     unsafe { event_record(event, stream) }
 }
 pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
+    pinned::complete();
     check(event, |o| matches!(o, Object::Event))
 }
 pub unsafe fn event_query(event: CUevent) -> CUresult {
+    pinned::complete();
     check(event, |o| matches!(o, Object::Event))
 }
 pub unsafe fn event_destroy(event: CUevent) -> CUresult {

@@ -174,21 +174,16 @@ impl State {
 
     /// Host memory (pinned, as far as a program can tell).
     pub fn alloc_host(&mut self, size: u64) -> Option<u64> {
-        // SAFETY: plain allocation, freed in free_host.
-        let p = unsafe { libc::aligned_alloc(4096, size.max(1).div_ceil(4096) as usize * 4096) };
-        if p.is_null() {
-            return None;
-        }
-        self.allocations.insert(p as u64, Allocation { size, kind: MemoryKind::Host });
-        Some(p as u64)
+        let p = crate::pinned::alloc(size)?;
+        self.allocations.insert(p, Allocation { size, kind: MemoryKind::Host });
+        Some(p)
     }
 
     pub fn free_host(&mut self, addr: u64) -> bool {
         match self.allocations.get(&addr) {
-            Some(a) if a.kind == MemoryKind::Host => {
+            Some(&a) if a.kind == MemoryKind::Host => {
                 self.allocations.remove(&addr);
-                // SAFETY: allocated by alloc_host.
-                unsafe { libc::free(addr as *mut libc::c_void) };
+                crate::pinned::release(addr, a.size);
                 true
             }
             _ => false,

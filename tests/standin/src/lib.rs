@@ -3,8 +3,9 @@
 //! It exports the driver's entry points under the driver's names (every name of the
 //! hooked table, generated from `streamsan_driver_api::driver_api!`, plus the queries in
 //! [`queries`]), answers `cuGetProcAddress` as the real driver does ([`getproc`]), hands out
-//! real address ranges for allocations, declares kernels from PTX text ([`ptx`]), logs
-//! every call with its arguments and can make any call fail ([`log`]).
+//! real address ranges for allocations (pinned host memory as the driver's, with copies to
+//! and from it completing at the program's next wait: [`pinned`]), declares kernels from PTX
+//! text ([`ptx`]), logs every call with its arguments and can make any call fail ([`log`]).
 //!
 //! It is a test device, not a model of a GPU: it orders nothing, and what it shows about
 //! ordering proves nothing about real hardware.
@@ -17,6 +18,7 @@ pub mod behaviour;
 pub mod device;
 pub mod getproc;
 pub mod log;
+pub mod pinned;
 pub mod ptx;
 pub mod queries;
 pub mod sanitizer;

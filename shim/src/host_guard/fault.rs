@@ -1,0 +1,382 @@
+//! The SIGSEGV handler: a fault on a guarded page is the host touching a copy in flight.
+//!
+//! In a signal handler nothing may allocate or wait on a lock the interrupted thread might
+//! hold (the fault can come from anywhere: inside `malloc`, inside a lock of the program).
+//! So the handler reads the guarded ranges without a lock ([`super::table::read`]), writes
+//! what it found into a preallocated slot ([`Slot`]: the copy, the address, the thread, its
+//! native return addresses and Python frames), gives the page back its ordinary protection,
+//! wakes the guard's watcher through a pipe, and returns: the interrupted instruction runs
+//! again, now unprotected, and the program goes on unchanged. The watcher
+//! ([`super::drain`]) turns slots into races.
+//!
+//! What a fault on a guarded page means:
+//! - inside the bytes of a copy's destination (any access), or of a copy's source (a
+//!   store): a host race;
+//! - anywhere else on the page (other data that shares it, another thread's unrelated
+//!   allocation), or a load from a source's bytes on a page a destination shares: not a
+//!   race. The page is unprotected all the same, and the guard gives up on it for the
+//!   copies still in flight there (counted, and noted in the report).
+//!
+//! Faults on no guarded page go to the program's action ([`super::actions::chain`]).
+
+use core::cell::{Cell, UnsafeCell};
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
+
+use streamsan::model::host_access::CopyBytes;
+use streamsan::model::op::Mode;
+
+use super::{actions, table};
+use crate::sites::python;
+
+/// Native frames kept per fault.
+pub const DEPTH: usize = 24;
+/// Faults waiting for the watcher at most.
+const SLOTS: usize = 64;
+
+/// `si_code` of a fault on a mapped page that forbids the access (`<signal.h>`).
+const SEGV_ACCERR: c_int = 2;
+
+const FREE: u8 = 0;
+const WRITING: u8 = 1;
+const READY: u8 = 2;
+const TAKEN: u8 = 3;
+
+/// What a fault was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Inside `copy`'s bytes, conflicting: the host's access was `mode`.
+    Race { copy: CopyBytes, mode: Mode },
+    /// On a guarded page, not a conflict: `copy` is one the page was guarded for.
+    Outside { copy: CopyBytes },
+}
+
+/// One fault, as the handler saw it.
+pub struct Fault {
+    pub verdict: Verdict,
+    pub addr: u64,
+    /// The operating system's id of the faulting thread.
+    pub tid: u32,
+    /// The faulting instruction's address plus one (as a return address would be), then
+    /// the return addresses of its callers.
+    pub native: [u64; DEPTH],
+    pub native_len: usize,
+    pub python: [python::RawFrame; python::DEPTH],
+    pub python_len: usize,
+}
+
+/// A preallocated place for one fault.
+struct Slot {
+    state: AtomicU8,
+    fault: UnsafeCell<core::mem::MaybeUninit<Fault>>,
+}
+// SAFETY: `fault` is written by the one thread that moved `state` to WRITING, read by the
+// one that moved it to TAKEN.
+unsafe impl Sync for Slot {}
+
+static RING: [Slot; SLOTS] = [const {
+    Slot {
+        state: AtomicU8::new(FREE),
+        fault: UnsafeCell::new(core::mem::MaybeUninit::uninit()),
+    }
+}; SLOTS];
+
+/// Faults not recorded because every slot stayed full.
+pub static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// The watcher's pipe (write end), or -1.
+pub static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+thread_local! {
+    /// The lift count at this thread's last retry (see [`on_segv`]).
+    static RETRIED_AT: Cell<u64> = const { Cell::new(u64::MAX) };
+}
+
+/// What the guarded ranges say about a fault at `addr`; `write`: whether the access was a
+/// store, when the processor says.
+pub fn classify(ranges: &[CopyBytes], addr: u64, write: Option<bool>) -> Option<Verdict> {
+    let page = table::page_of(addr);
+    let on_page = |r: &&CopyBytes| {
+        let (lo, hi) = table::span(r.lo, r.hi);
+        lo <= page && page < hi
+    };
+    let first = ranges.iter().find(on_page)?;
+    // Only stores fault on a page under sources alone.
+    let inaccessible = ranges.iter().filter(on_page).any(|r| r.mode != Mode::Read);
+    let write = if inaccessible { write } else { Some(true) };
+    let inside = |r: &&CopyBytes| r.lo <= addr && addr < r.hi.max(r.lo + 1);
+    if let Some(copy) = ranges
+        .iter()
+        .filter(on_page)
+        .filter(inside)
+        .find(|r| r.mode != Mode::Read)
+    {
+        let mode = if write == Some(true) {
+            Mode::Write
+        } else {
+            Mode::Read
+        };
+        return Some(Verdict::Race { copy: *copy, mode });
+    }
+    if write == Some(true) {
+        if let Some(copy) = ranges.iter().filter(on_page).find(inside) {
+            return Some(Verdict::Race {
+                copy: *copy,
+                mode: Mode::Write,
+            });
+        }
+    }
+    Some(Verdict::Outside { copy: *first })
+}
+
+/// Whether the processor says the fault was a store.
+fn was_write(context: *mut core::ffi::c_void) -> Option<bool> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the kernel's ucontext for this signal.
+        let context = unsafe { &*(context as *const libc::ucontext_t) };
+        // Bit 1 of the page-fault error code: the access was a write.
+        Some(context.uc_mcontext.gregs[libc::REG_ERR as usize] & 2 != 0)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = context;
+        None
+    }
+}
+
+/// The faulting instruction's address.
+fn fault_ip(context: *mut core::ffi::c_void) -> u64 {
+    // SAFETY: the kernel's ucontext for this signal.
+    let context = unsafe { &*(context as *const libc::ucontext_t) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        context.uc_mcontext.gregs[libc::REG_RIP as usize] as u64
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        context.uc_mcontext.pc
+    }
+}
+
+/// The guard's SIGSEGV handler.
+pub extern "C" fn on_segv(
+    signal: c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut core::ffi::c_void,
+) {
+    // SAFETY: the kernel's siginfo.
+    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as u64) };
+    if code == SEGV_ACCERR {
+        match table::read(|t| classify(&t.ranges, addr, was_write(context))) {
+            Some(verdict) => {
+                record(verdict, addr, context);
+                let page = table::page_of(addr);
+                // SAFETY: a page of a guarded range: its ordinary protection back.
+                unsafe {
+                    libc::mprotect(
+                        page as *mut libc::c_void,
+                        table::page() as usize,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                    )
+                };
+                return;
+            }
+            None => {
+                // A lift may have unprotected the page and published between the fault and
+                // this look: run the instruction once more before calling it the program's.
+                let lifts = table::LIFTS.load(Ordering::SeqCst);
+                if RETRIED_AT
+                    .try_with(|r| r.replace(lifts) != lifts)
+                    .unwrap_or(false)
+                {
+                    return;
+                }
+            }
+        }
+    }
+    actions::chain(signal, info, context);
+}
+
+/// Writes a fault into a free slot and wakes the watcher. When every slot stays full for a
+/// second (the watcher stuck), the fault is counted as dropped.
+fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
+    let mut slot = None;
+    for _ in 0..1000 {
+        slot = RING.iter().find(|s| {
+            s.state
+                .compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        });
+        if slot.is_some() {
+            break;
+        }
+        wake();
+        // SAFETY: nanosleep is async-signal-safe.
+        unsafe {
+            libc::nanosleep(
+                &libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                },
+                core::ptr::null_mut(),
+            )
+        };
+    }
+    let Some(slot) = slot else {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let ip = fault_ip(context);
+    let mut native = [0u64; DEPTH];
+    // The faulting instruction, as if it were a return address: reports look up the byte
+    // before a return address (`stack::resolve`), here the faulting instruction's first.
+    native[0] = ip + 1;
+    let mut len = 1;
+    let mut found = false;
+    // SAFETY: the unwinder walks this thread's stack through the signal frame; the closure
+    // only stores addresses. Frames up to the faulting one are the handler's own.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            let at = frame.ip() as u64;
+            if found && at != 0 {
+                native[len] = at;
+                len += 1;
+            }
+            found |= at == ip || at == ip + 1;
+            len < DEPTH
+        });
+    }
+    let mut python = [(0usize, 0); python::DEPTH];
+    let python_len = python::walk(&mut python);
+    // SAFETY: gettid is a system call.
+    let tid = unsafe { libc::gettid() } as u32;
+    // SAFETY: this thread owns the slot (WRITING).
+    unsafe {
+        (*slot.fault.get()).write(Fault {
+            verdict,
+            addr,
+            tid,
+            native,
+            native_len: len,
+            python,
+            python_len,
+        })
+    };
+    slot.state.store(READY, Ordering::Release);
+    wake();
+}
+
+fn wake() {
+    let fd = WAKE.load(Ordering::Acquire);
+    if fd >= 0 {
+        let byte = 0u8;
+        // SAFETY: write(2) is async-signal-safe.
+        unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+    }
+}
+
+/// Takes every recorded fault, in no particular order.
+pub fn take_each(mut f: impl FnMut(&Fault)) {
+    for slot in &RING {
+        if slot
+            .state
+            .compare_exchange(READY, TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: READY: fully written; TAKEN: this thread's.
+            f(unsafe { (*slot.fault.get()).assume_init_ref() });
+            slot.state.store(FREE, Ordering::Release);
+        }
+    }
+}
+
+/// In a forked child: slots other threads were writing will never be finished.
+pub fn forked_child() {
+    for slot in &RING {
+        if slot.state.load(Ordering::Relaxed) != READY {
+            slot.state.store(FREE, Ordering::Relaxed);
+        }
+    }
+    let fd = WAKE.swap(-1, Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: this process's copy of the parent's pipe.
+        unsafe { libc::close(fd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamsan::model::clock::Epoch;
+    use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
+
+    fn bytes(mode: Mode, lo: u64, hi: u64) -> CopyBytes {
+        let origin = Origin {
+            api: "cuMemcpyAsync",
+            thread: ThreadId(1),
+            site: StackId(0),
+        };
+        CopyBytes {
+            op: OpRecord::new(&origin, None, Epoch::new(1, 1)),
+            mode,
+            lo,
+            hi,
+        }
+    }
+
+    #[test]
+    fn faults_are_races_only_inside_conflicting_bytes() {
+        let destination = bytes(Mode::Write, 0x1100, 0x1200);
+        let source = bytes(Mode::Read, 0x1800, 0x1900);
+        let both = [destination, source];
+        assert_eq!(
+            classify(&both, 0x5000, Some(false)),
+            None,
+            "no guarded page"
+        );
+        assert_eq!(
+            classify(&both, 0x1100, Some(false)),
+            Some(Verdict::Race {
+                copy: destination,
+                mode: Mode::Read
+            })
+        );
+        assert_eq!(
+            classify(&both, 0x11ff, Some(true)),
+            Some(Verdict::Race {
+                copy: destination,
+                mode: Mode::Write
+            })
+        );
+        assert_eq!(
+            classify(&both, 0x1200, Some(true)),
+            Some(Verdict::Outside { copy: destination }),
+            "past the bytes"
+        );
+        // A load from a source on a page that a destination makes inaccessible: no conflict.
+        assert_eq!(
+            classify(&both, 0x1800, Some(false)),
+            Some(Verdict::Outside { copy: destination })
+        );
+        assert_eq!(
+            classify(&both, 0x1800, None),
+            Some(Verdict::Outside { copy: destination }),
+            "unknown direction"
+        );
+        assert_eq!(
+            classify(&both, 0x1800, Some(true)),
+            Some(Verdict::Race {
+                copy: source,
+                mode: Mode::Write
+            })
+        );
+        // Alone, a source's page is read-only: its faults are stores.
+        assert_eq!(
+            classify(&[source], 0x1880, None),
+            Some(Verdict::Race {
+                copy: source,
+                mode: Mode::Write
+            })
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! Host races (issue 12): the host touching the pinned memory of an asynchronous copy that
+//! it has not synchronized with.
+//!
+//! The host's loads and stores are not driver calls; the shim sees them through the memory
+//! protection of the pages they touch. When an asynchronous copy has its host side in
+//! pinned memory the model knows (`cuMemHostAlloc`, `cuMemAllocHost`, `cuMemHostRegister`,
+//! and so cudart's and PyTorch's pinned memory), [`copy_issued`] guards its bytes: the
+//! pages of a host-to-device copy's source become read-only, those of a device-to-host
+//! copy's destination inaccessible ([`table`]). The driver's DMA does not go through the
+//! process's page tables, so the copy itself is unaffected (measured on an H100:
+//! `reports/gpu/host-races/probe_mprotect.txt`). After every driver call in which the
+//! host's clock moved (a synchronize, a successful query, a synchronous call that orders
+//! the copy, a host function that ran), [`after_call`] lifts the guard of every copy the
+//! host has now joined. A fault on a guarded page is the host's access ([`fault`]); a
+//! watcher thread turns it into a `host-race` with the host thread's native and Python
+//! frames ([`drain`]).
+//!
+//! A layer of its own, between the call sites below and the handlers above: the handlers
+//! tell it of copies issued ([`copy_issued`]) and call [`after_call`] after every call; the
+//! process life installs it with the process's model ([`install`]), which it only reads
+//! and reports to.
+//!
+//! Pageable memory is never guarded: the driver itself reads and writes it on the CPU to
+//! stage a copy, and such copies are ordered with the host anyway (SEMANTICS.md).
+//!
+//! Limits: a system call that writes into a guarded page (`read(2)` into the destination of
+//! a copy in flight, or into other data on its pages) fails with `EFAULT` instead of
+//! faulting, unseen; memory registered read-only gets read and write access back when its
+//! guard is lifted; a copy captured into a graph is not guarded. A synchronous free of
+//! pinned memory with a copy in flight lifts its guard just after the driver unmapped it:
+//! another thread that maps memory at that address in between would see its protection
+//! reset to read and write.
+
+mod actions;
+mod fault;
+mod table;
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use streamsan::model::clock::Epoch;
+use streamsan::model::host_access::{CopyBytes, HostAccess};
+use streamsan::model::op::{Mode, OpRecord, Origin};
+use streamsan::model::Model;
+
+use crate::sites::{stack, thread};
+
+/// Whether the guard is on (`host_races=1`, and its handler installed).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The host clock's version at the last lift.
+static SEEN: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The process's model, given by the layer above at install.
+static MODEL: OnceLock<fn() -> &'static Model> = OnceLock::new();
+
+/// The process's model: only reached once installed (every path here starts from a guard
+/// set, which [`ENABLED`] allows only after install).
+fn model() -> &'static Model {
+    (MODEL.get().expect("host guard installed"))()
+}
+
+/// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other; `model` gives
+/// the process's model, which the guard asks and reports to.
+pub fn install(model: fn() -> &'static Model) {
+    let _ = MODEL.set(model);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page > 0 {
+        table::PAGE.store(page as usize, Ordering::Relaxed);
+    }
+    if actions::install(fault::on_segv) {
+        ENABLED.store(true, Ordering::Release);
+        // SAFETY: plain extern "C" functions.
+        unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(after_fork_in_child),
+            )
+        };
+    }
+}
+
+/// An asynchronous copy was issued as `epoch` and the host did not wait for it: guards
+/// the ranges of `reads` and `writes` that are in pinned host memory.
+pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    let model = model();
+    let op = OpRecord::new(origin, None, epoch);
+    let pinned = |&&(addr, len): &&(u64, u64)| {
+        len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host())
+    };
+    let bytes = |mode: Mode| {
+        move |&(lo, len): &(u64, u64)| CopyBytes {
+            op,
+            mode,
+            lo,
+            hi: lo + len,
+        }
+    };
+    let ranges: Vec<CopyBytes> = reads
+        .iter()
+        .filter(pinned)
+        .map(bytes(Mode::Read))
+        .chain(writes.iter().filter(pinned).map(bytes(Mode::Write)))
+        .collect();
+    if !ranges.is_empty() {
+        start_watcher();
+        table::add(&ranges);
+        // Another thread may have synchronized with the stream since the copy was issued:
+        // the next look lifts it then.
+        SEEN.store(u64::MAX, Ordering::Release);
+    }
+}
+
+/// After every driver call: lifts the guards of the copies the host has joined, if the
+/// host's clock moved. Nothing in flight: one load.
+#[inline]
+pub fn after_call() {
+    if table::IN_FLIGHT.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let model = model();
+    let version = model.host_version();
+    if SEEN.swap(version, Ordering::AcqRel) != version {
+        table::lift(|r| model.host_has_joined(r.op.epoch));
+    }
+}
+
+/// Turns the faults recorded so far into races and notes: by the watcher as they come, and
+/// at exit (which waits for the watcher to finish the ones it took).
+pub fn drain() {
+    static DRAINING: Mutex<()> = Mutex::new(());
+    let _draining = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+    fault::take_each(|f| {
+        let thread = thread::of_tid(f.tid);
+        let site = stack::intern_caught(&f.native[..f.native_len], &f.python[..f.python_len]);
+        match f.verdict {
+            fault::Verdict::Race { copy, mode } => {
+                let origin = Origin {
+                    api: "host",
+                    thread,
+                    site,
+                };
+                model().host_race(
+                    copy,
+                    HostAccess {
+                        origin,
+                        mode,
+                        addr: f.addr,
+                    },
+                );
+            }
+            fault::Verdict::Outside { copy } => {
+                model().host_guard_gave_up(copy, table::page_of(f.addr))
+            }
+        }
+    });
+}
+
+/// The watcher thread, started with the first guard (and again in a forked child).
+fn start_watcher() {
+    if fault::WAKE.load(Ordering::Acquire) >= 0 {
+        return;
+    }
+    static STARTING: AtomicBool = AtomicBool::new(false);
+    if STARTING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let mut fds = [0; 2];
+    // SAFETY: a pipe for this process.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0 {
+        let read = fds[0];
+        let spawned = std::thread::Builder::new()
+            .name("streamsan-host".into())
+            .spawn(move || loop {
+                let mut byte = [0u8; 64];
+                // SAFETY: reading from our pipe.
+                let n = unsafe { libc::read(read, byte.as_mut_ptr().cast(), byte.len()) };
+                if n == 0
+                    || (n < 0
+                        && std::io::Error::last_os_error().kind()
+                            != std::io::ErrorKind::Interrupted)
+                {
+                    return;
+                }
+                drain();
+            });
+        if spawned.is_ok() {
+            fault::WAKE.store(fds[1], Ordering::Release);
+        }
+    }
+    STARTING.store(false, Ordering::Release);
+}
+
+extern "C" fn before_fork() {
+    table::lock();
+}
+
+extern "C" fn after_fork_in_parent() {
+    table::unlock();
+}
+
+/// The child cannot synchronize with its parent's copies: it gets every page back and
+/// starts with nothing in flight (and, at its first guard, a watcher of its own).
+extern "C" fn after_fork_in_child() {
+    table::forked_child();
+    table::clear_in_child();
+    fault::forked_child();
+    SEEN.store(u64::MAX, Ordering::Relaxed);
+}

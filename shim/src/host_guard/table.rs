@@ -1,0 +1,255 @@
+//! The guarded ranges: the host bytes of the asynchronous copies in flight, and the page
+//! protection they call for.
+//!
+//! A range read by a copy (the source of a host-to-device copy) makes its pages read-only;
+//! a range written by one (the destination of a device-to-host copy) makes them
+//! inaccessible. A page under several ranges takes the strongest protection among them, and
+//! gets its ordinary protection (read and write) back when the last one is lifted.
+//!
+//! The fault handler reads the ranges without a lock: changes build a new [`Table`] and
+//! publish it through one pointer, and an old table is freed only once no handler is
+//! reading ([`read`]). The order of each change keeps one rule: a page the shim has
+//! protected is always in the published table. Adding a range publishes, then protects;
+//! lifting one unprotects, then publishes.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use streamsan::model::host_access::CopyBytes;
+use streamsan::model::op::Mode;
+
+/// The ranges in flight, as one published snapshot.
+#[derive(Clone, Default)]
+pub struct Table {
+    pub ranges: Vec<CopyBytes>,
+}
+
+static CURRENT: AtomicPtr<Table> = AtomicPtr::new(core::ptr::null_mut());
+/// Handlers reading a table now.
+static READERS: AtomicUsize = AtomicUsize::new(0);
+/// Ranges in the published table: zero on the common path, where nothing is in flight.
+pub static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Counts lifts: a handler that finds a fault on no guarded page retries once if a lift may
+/// have raced with the fault ([`super::fault`]).
+pub static LIFTS: AtomicU64 = AtomicU64::new(0);
+
+/// The page size, set once at install.
+pub static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
+pub fn page() -> u64 {
+    PAGE.load(Ordering::Relaxed) as u64
+}
+
+/// The first byte of the page of `addr`.
+pub fn page_of(addr: u64) -> u64 {
+    addr & !(page() - 1)
+}
+
+/// The pages `[lo, hi)` covers, as a page-aligned span.
+pub fn span(lo: u64, hi: u64) -> (u64, u64) {
+    let page = page();
+    (page_of(lo), hi.max(lo + 1).div_ceil(page) * page)
+}
+
+/// Reads the published table, without a lock: for the fault handler (no allocation, no
+/// waiting).
+pub fn read<R>(f: impl FnOnce(&Table) -> R) -> R {
+    READERS.fetch_add(1, Ordering::SeqCst);
+    let table = CURRENT.load(Ordering::SeqCst);
+    static EMPTY: Table = Table { ranges: Vec::new() };
+    // SAFETY: a published table is freed only once READERS is back to zero.
+    let result = f(unsafe { table.as_ref() }.unwrap_or(&EMPTY));
+    READERS.fetch_sub(1, Ordering::SeqCst);
+    result
+}
+
+/// Serializes changes; held across a fork so that the child finds the table whole.
+struct WriterLock(UnsafeCell<libc::pthread_mutex_t>);
+// SAFETY: a pthread mutex is made to be shared between threads.
+unsafe impl Sync for WriterLock {}
+
+static WRITER: WriterLock = WriterLock(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+
+pub fn lock() {
+    // SAFETY: a static, initialized mutex.
+    unsafe { libc::pthread_mutex_lock(WRITER.0.get()) };
+}
+
+pub fn unlock() {
+    // SAFETY: held by this thread (or, in a forked child, by the thread that forked).
+    unsafe { libc::pthread_mutex_unlock(WRITER.0.get()) };
+}
+
+/// In a forked child: handlers that were reading belonged to threads that did not come
+/// along, and the lock is made anew.
+pub fn forked_child() {
+    READERS.store(0, Ordering::SeqCst);
+    // SAFETY: only this thread exists in the child.
+    unsafe { *WRITER.0.get() = libc::PTHREAD_MUTEX_INITIALIZER };
+}
+
+/// The published table (the writer lock held).
+fn current() -> Table {
+    // SAFETY: tables are freed only by writers, which hold the lock.
+    unsafe { CURRENT.load(Ordering::SeqCst).as_ref() }
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Publishes `table`; frees the one before once no handler reads it.
+fn publish(table: Table) {
+    IN_FLIGHT.store(table.ranges.len(), Ordering::SeqCst);
+    let old = CURRENT.swap(Box::into_raw(Box::new(table)), Ordering::SeqCst);
+    while READERS.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+    if !old.is_null() {
+        // SAFETY: made by Box::into_raw above, and no longer read.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+/// The protection `ranges` call for on `[lo, hi)` (a run of pages all under the same ranges).
+fn protection(ranges: &[CopyBytes], lo: u64, hi: u64) -> i32 {
+    let mut prot = libc::PROT_READ | libc::PROT_WRITE;
+    for r in ranges {
+        let (a, b) = span(r.lo, r.hi);
+        if a < hi && lo < b {
+            prot = match r.mode {
+                Mode::Read => prot & libc::PROT_READ,
+                _ => libc::PROT_NONE,
+            };
+        }
+    }
+    prot
+}
+
+/// Sets the pages of `[lo, hi)` (page-aligned) to what `table` calls for. Returns false if
+/// the system refused (memory that is not the program's to protect: the range goes
+/// unguarded).
+fn apply(table: &Table, lo: u64, hi: u64) -> bool {
+    let mut cuts = vec![lo, hi];
+    for r in &table.ranges {
+        let (a, b) = span(r.lo, r.hi);
+        if a < hi && lo < b {
+            cuts.extend([a.max(lo), b.min(hi)]);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut ok = true;
+    let mut run: Option<(u64, u64, i32)> = None;
+    let mut flush = |run: (u64, u64, i32)| {
+        // SAFETY: pages of pinned host memory the program owns (a known allocation).
+        ok &=
+            unsafe { libc::mprotect(run.0 as *mut libc::c_void, (run.1 - run.0) as usize, run.2) }
+                == 0;
+    };
+    for pair in cuts.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let prot = protection(&table.ranges, a, b);
+        run = match run {
+            Some((start, _, p)) if p == prot => Some((start, b, p)),
+            Some(done) => {
+                flush(done);
+                Some((a, b, prot))
+            }
+            None => Some((a, b, prot)),
+        };
+    }
+    if let Some(done) = run {
+        flush(done);
+    }
+    ok
+}
+
+/// Guards `ranges`: published, then protected. Returns how many could not be protected.
+pub fn add(ranges: &[CopyBytes]) -> usize {
+    lock();
+    let mut table = current();
+    table.ranges.extend_from_slice(ranges);
+    publish(table.clone());
+    let refused = ranges
+        .iter()
+        .filter(|r| {
+            let (lo, hi) = span(r.lo, r.hi);
+            !apply(&table, lo, hi)
+        })
+        .count();
+    unlock();
+    refused
+}
+
+/// Lifts every range `done` says is done: unprotected, then published.
+pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
+    lock();
+    let table = current();
+    let (lifted, kept): (Vec<CopyBytes>, Vec<CopyBytes>) =
+        table.ranges.iter().partition(|r| done(r));
+    if !lifted.is_empty() {
+        let table = Table { ranges: kept };
+        LIFTS.fetch_add(1, Ordering::SeqCst);
+        for r in &lifted {
+            let (lo, hi) = span(r.lo, r.hi);
+            apply(&table, lo, hi);
+        }
+        publish(table);
+    }
+    unlock();
+}
+
+/// In a forked child (the writer lock held since the fork): every page back to read and
+/// write, nothing in flight. The child cannot synchronize with its parent's copies.
+pub fn clear_in_child() {
+    let table = current();
+    let empty = Table::default();
+    for r in &table.ranges {
+        let (lo, hi) = span(r.lo, r.hi);
+        apply(&empty, lo, hi);
+    }
+    publish(empty);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamsan::model::clock::Epoch;
+    use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
+
+    fn bytes(mode: Mode, lo: u64, hi: u64) -> CopyBytes {
+        let origin = Origin {
+            api: "cuMemcpyAsync",
+            thread: ThreadId(1),
+            site: StackId(0),
+        };
+        CopyBytes {
+            op: OpRecord::new(&origin, None, Epoch::new(1, 1)),
+            mode,
+            lo,
+            hi,
+        }
+    }
+
+    #[test]
+    fn a_page_takes_the_strongest_protection_of_its_ranges() {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let source = bytes(Mode::Read, 0x1010, 0x1020);
+        let destination = bytes(Mode::Write, 0x1ff0, 0x2010);
+        assert_eq!(protection(&[source], 0x1000, 0x2000), libc::PROT_READ);
+        assert_eq!(
+            protection(&[source, destination], 0x1000, 0x2000),
+            libc::PROT_NONE
+        );
+        assert_eq!(
+            protection(&[source, destination], 0x2000, 0x3000),
+            libc::PROT_NONE
+        );
+        assert_eq!(protection(&[source], 0x2000, 0x3000), rw);
+        assert_eq!(span(0x1ff0, 0x2010), (0x1000, 0x3000));
+        assert_eq!(
+            span(0x1000, 0x1000),
+            (0x1000, 0x2000),
+            "an empty range still names its page"
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! The host's side of host races (issue 12): whether the host has synchronized with an
+//! operation, and the race when the host touched the bytes of one it had not.
+//!
+//! The host's loads and stores are not driver calls. The shim's page guard
+//! (`shim/src/host_guard`) protects the host pages of asynchronous copies in flight, asks
+//! here when the host has joined a copy (to lift the protection), and reports a fault inside
+//! a copy's bytes here, as a race between the copy and the host's access.
+
+use std::sync::atomic::Ordering;
+
+use super::buffers::{Found, MemoryKind};
+use super::clock::{Epoch, HOST};
+use super::op::{Mode, OpRecord, Origin};
+use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use super::Model;
+
+/// The `api` of a host's access: not a driver call.
+pub const HOST_API: &str = "host";
+
+/// A load or store of the host, caught at `addr` (its width is unknown: a fault tells the
+/// address only, so the access is taken as its first byte).
+#[derive(Clone, Copy, Debug)]
+pub struct HostAccess {
+    /// `api`: what the host did, e.g. `host read`.
+    pub origin: Origin,
+    pub mode: Mode,
+    pub addr: u64,
+}
+
+/// An asynchronous copy's host bytes: `[lo, hi)`, read (`Mode::Read`, the source of a
+/// host-to-device copy) or written (the destination of a device-to-host copy) by `op`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyBytes {
+    pub op: OpRecord,
+    pub mode: Mode,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl Model {
+    /// Counts the changes of the host's clock: while it stays the same, the host has joined
+    /// no further operation.
+    pub fn host_version(&self) -> u64 {
+        self.host.version.load(Ordering::Acquire)
+    }
+
+    /// Whether the host has synchronized with the operation of `epoch`: `H[slot] >= time`.
+    pub fn host_has_joined(&self, epoch: Epoch) -> bool {
+        epoch.time <= self.host.get(epoch.slot)
+    }
+
+    /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
+    /// host race (RAW: the host read what the device was writing; WAW: both wrote; WAR: the
+    /// host wrote what the device was reading).
+    pub fn host_race(&self, copy: CopyBytes, access: HostAccess) {
+        let buffer = match self.buffers.find(copy.lo) {
+            Found::Live(buffer) | Found::Freed(buffer) => BufferFacts::of(&buffer),
+            // Freed and forgotten since: the copy's own bytes stand for the buffer.
+            Found::Nothing => BufferFacts {
+                id: 0,
+                base: copy.lo,
+                size: copy.hi - copy.lo,
+                kind: MemoryKind::PinnedHost,
+                alloc: copy.op,
+            },
+        };
+        let host = OpRecord::new(&access.origin, None, Epoch::new(HOST, self.host.get(HOST)));
+        let race = Race {
+            kind: RaceKind::HostRace,
+            hazard: Some(Hazard::between(copy.mode, access.mode)),
+            buffer,
+            first: Side {
+                op: copy.op,
+                action: Action::Access {
+                    mode: copy.mode,
+                    lo: copy.lo,
+                    hi: copy.hi,
+                },
+            },
+            second: Side {
+                op: host,
+                action: Action::Access {
+                    mode: access.mode,
+                    lo: access.addr,
+                    hi: access.addr + 1,
+                },
+            },
+        };
+        self.publish(vec![race]);
+    }
+
+    /// The host touched other data on `page`, guarded for `copy`: not a race, but the
+    /// guard was lifted from the page (a note, once per copy's call site).
+    pub fn host_guard_gave_up(&self, copy: CopyBytes, page: u64) {
+        self.notes.add(NoteKind::HostGuardGaveUp, copy.op, page);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::{Access, HostEffect, StackId, ThreadId};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Work};
+
+    fn origin(api: &'static str) -> Origin {
+        Origin {
+            api,
+            thread: ThreadId(1),
+            site: StackId(0),
+        }
+    }
+
+    #[test]
+    fn a_copy_is_joined_by_a_synchronize_of_its_stream_only() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+        model.stream_created(0x20, 1, true, &origin("cuStreamCreate"));
+        let version = model.host_version();
+        let access = [Access::new(0x1000, 64, Mode::Write)];
+        let copy = model
+            .work(
+                StreamRef::Handle(0x10),
+                Work {
+                    origin: origin("cuMemcpyDtoHAsync"),
+                    kernel: None,
+                    accesses: &access,
+                    host: HostEffect::None,
+                },
+            )
+            .expect("not captured");
+        assert!(!model.host_has_joined(copy));
+        model.stream_synchronized(StreamRef::Handle(0x20));
+        assert!(!model.host_has_joined(copy), "another stream's synchronize");
+        model.stream_synchronized(StreamRef::Handle(0x10));
+        assert!(model.host_has_joined(copy));
+        assert_ne!(model.host_version(), version);
+    }
+
+    #[test]
+    fn a_host_race_names_the_copy_the_buffer_and_the_hazard() {
+        let model = Model::default();
+        let alloc = Alloc {
+            base: 0x1000,
+            size: 4096,
+            kind: MemoryKind::PinnedHost,
+            ctx: 1,
+        };
+        model.alloc(alloc, None, &origin("cuMemAllocHost"));
+        let access = [Access::new(0x1000, 64, Mode::Write)];
+        let work = Work {
+            origin: origin("cuMemcpyDtoHAsync"),
+            kernel: None,
+            accesses: &access,
+            host: HostEffect::None,
+        };
+        let epoch = model.work(StreamRef::Legacy { ctx: 1 }, work).unwrap();
+        let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, epoch);
+        let copy = CopyBytes {
+            op,
+            mode: Mode::Write,
+            lo: 0x1000,
+            hi: 0x1040,
+        };
+        model.host_race(
+            copy,
+            HostAccess {
+                origin: origin("host read"),
+                mode: Mode::Read,
+                addr: 0x1008,
+            },
+        );
+        let races = model.races();
+        assert_eq!(races.len(), 1);
+        let race = races[0].race;
+        assert_eq!(
+            (race.kind, race.hazard),
+            (RaceKind::HostRace, Some(Hazard::ReadAfterWrite))
+        );
+        assert_eq!(
+            (race.buffer.base, race.buffer.kind),
+            (0x1000, MemoryKind::PinnedHost)
+        );
+        assert_eq!(race.second.op.epoch.slot, HOST);
+        assert_eq!(
+            race.second.action,
+            Action::Access {
+                mode: Mode::Read,
+                lo: 0x1008,
+                hi: 0x1009
+            }
+        );
+        let source = CopyBytes {
+            mode: Mode::Read,
+            ..copy
+        };
+        model.host_race(
+            source,
+            HostAccess {
+                origin: origin("host write"),
+                mode: Mode::Write,
+                addr: 0x1000,
+            },
+        );
+        assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
+    }
+}

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Host races (issue 12) on the GPU machine (see run.py). From the repository root, with the
+# release build of streamsan and its shim in .device/ (PyTorch and CuPy installed for their
+# suites):   sh tests/gpu/host_races/run.sh
+set -u
+B=/tmp/streamsan-host-races
+mkdir -p "$B"
+nvcc -O2 -std=c++17 -o "$B/host_races" tests/gpu/host_races/host_races.cu || exit 1
+python3 tests/gpu/host_races/run.py "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}"

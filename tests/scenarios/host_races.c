@@ -1,0 +1,326 @@
+/* Host races (issue 12): the host touching pinned memory that an asynchronous copy in flight
+   reads or writes. One scenario per case, each with a racy and a fixed twin.
+   Usage: host_races SCENARIO racy|fixed   (host_races list: each scenario and what its racy
+   twin must be reported as: host-race, or none)
+   Driver API only, linked with -lcuda: it runs against the stand-in driver (whose copies to
+   and from pinned memory complete at the next wait, so a racy read sees the old bytes) and,
+   unchanged, on a GPU. Every scenario prints what the host read, so that a run under
+   streamsan can be compared with a run without it.
+   Exit status: 0 when the scenario ran, 4 when a driver call failed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include "cuda_min.h"
+
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+CUresult cuMemFreeHost(void *);
+
+#define N 256 /* bytes per buffer */
+
+static CUstream s;
+static CUdeviceptr d; /* device bytes, all 7 */
+static int racy;
+
+static void setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuMemAlloc_v2(&d, N));
+    CHECK(cuMemsetD8_v2(d, 7, N));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+}
+
+static unsigned char *pinned(size_t bytes) {
+    void *p;
+    CHECK(cuMemAllocHost_v2(&p, bytes));
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* The host's own loads and stores, which the compiler must not move or drop. Macros, so that
+   an access's place is the scenario's own line. */
+#define load(p) (*(volatile const unsigned char *)(p))
+#define store(p, v) (*(volatile unsigned char *)(p) = (v))
+
+/* A device-to-host copy, then a read of its destination: before the synchronize (racy) or
+   after it (fixed). */
+static void d2h_read(void) {
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    unsigned char seen = racy ? load(h + 10) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(h + 10);
+    printf("read %d\n", seen);
+}
+
+/* A write into the destination of a copy in flight. */
+static void d2h_write(void) {
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (racy) store(h + 1, 5);
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) store(h + 1, 5);
+    printf("h[1] %d\n", load(h + 1));
+}
+
+/* A staging buffer refilled for the next round while the copy from it is in flight (fixed:
+   an event recorded after the copy is waited on first). */
+static void h2d_refill(void) {
+    unsigned char *h = pinned(N);
+    CUevent done;
+    CHECK(cuEventCreate(&done, 0));
+    for (int round = 0; round < 3; round++) {
+        if (!racy && round > 0) CHECK(cuEventSynchronize(done));
+        memset(h, round, N);
+        CHECK(cuMemcpyHtoDAsync_v2(d, h, N, s));
+        CHECK(cuEventRecord(done, s));
+    }
+    CHECK(cuStreamSynchronize(s));
+    unsigned char back[N];
+    CHECK(cuMemcpyDtoH_v2(back, d, N));
+    printf("device %d\n", back[0]);
+}
+
+/* Reading the source of a host-to-device copy in flight is no race. */
+static void h2d_read_source(void) {
+    unsigned char *h = pinned(N);
+    memset(h, 3, N);
+    CHECK(cuMemcpyHtoDAsync_v2(d, h, N, s));
+    printf("source %d\n", load(h + 5));
+    if (racy) store(h + 5, 4);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* Two small pinned allocations share a page (as the driver packs them): the host writes the
+   other one while a copy into the first is in flight. Not a race, either twin; the racy twin
+   touches the other allocation, the fixed one does not. */
+static void shared_page(void) {
+    unsigned char *a = pinned(64), *b = pinned(64);
+    if (((uintptr_t)a >> 12) != ((uintptr_t)b >> 12)) {
+        fprintf(stderr, "the two allocations do not share a page\n");
+        exit(3);
+    }
+    CHECK(cuMemcpyDtoHAsync_v2(a, d, 64, s));
+    if (racy) store(b + 3, 9);
+    CHECK(cuStreamSynchronize(s));
+    printf("a %d b %d\n", load(a), load(b + 3));
+}
+
+/* The host waits through an event recorded before the copy (racy) or after it (fixed). */
+static void event_before_copy(void) {
+    unsigned char *h = pinned(N);
+    CUevent e;
+    CHECK(cuEventCreate(&e, 0));
+    if (racy) CHECK(cuEventRecord(e, s));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (!racy) CHECK(cuEventRecord(e, s));
+    CHECK(cuEventSynchronize(e));
+    printf("read %d\n", load(h));
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* The host polls cuStreamQuery until the copy is done (fixed), or reads first (racy). */
+static void query(void) {
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    unsigned char seen = racy ? load(h) : 0;
+    while (cuStreamQuery(s) != CUDA_SUCCESS) {
+    }
+    if (!racy) seen = load(h);
+    printf("read %d\n", seen);
+}
+
+/* A host function after the copy sets a flag the host waits for (fixed); before the copy
+   (racy), the flag says nothing about the copy. */
+static volatile int flag;
+static void set_flag(void *unused) {
+    (void)unused;
+    flag = 1;
+}
+static void *run_host_functions(void *unused) {
+    (void)unused;
+    /* The stand-in, told to defer them, runs host functions when asked; a GPU on its own. */
+    void (*run)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "standinRunCallbacks");
+    if (run) run();
+    return NULL;
+}
+static void host_function(void) {
+    unsigned char *h = pinned(N);
+    pthread_t driver;
+    if (racy) CHECK(cuLaunchHostFunc(s, set_flag, NULL));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (!racy) CHECK(cuLaunchHostFunc(s, set_flag, NULL));
+    pthread_create(&driver, NULL, run_host_functions, NULL);
+    while (!flag) {
+    }
+    pthread_join(driver, NULL);
+    printf("read %d\n", load(h));
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* The program's own memory, registered with cuMemHostRegister. */
+static void registered(void) {
+    unsigned char *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(cuMemHostRegister_v2(h, 4096, 0));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (racy) store(h, 1);
+    CHECK(cuStreamSynchronize(s));
+    printf("registered %d\n", load(h + 1));
+    CHECK(cuMemHostUnregister(h));
+}
+
+/* Another thread reads the destination: started before the synchronize (racy) or after it. */
+static unsigned char *shared;
+static void *reader(void *unused) {
+    (void)unused;
+    printf("thread read %d\n", load(shared + 2));
+    return NULL;
+}
+static void other_thread(void) {
+    pthread_t t;
+    shared = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(shared, d, N, s));
+    if (racy) {
+        pthread_create(&t, NULL, reader, NULL);
+        pthread_join(t, NULL);
+    }
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) {
+        pthread_create(&t, NULL, reader, NULL);
+        pthread_join(t, NULL);
+    }
+}
+
+/* The program's own SIGSEGV handler, installed after streamsan loaded, still sees the
+   program's own faults (here on a page it protected itself), and sigaction reports it as
+   the action in place; host races are still caught. */
+static sigjmp_buf escape;
+static void own_handler(int signal) {
+    (void)signal;
+    siglongjmp(escape, 1);
+}
+static void own_segv_handler(void) {
+    struct sigaction action, seen;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = own_handler;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, NULL);
+    sigaction(SIGSEGV, NULL, &seen);
+    printf("handler in place: %s\n", seen.sa_handler == own_handler ? "yes" : "no");
+    unsigned char *locked = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (sigsetjmp(escape, 1) == 0) {
+        store(locked, 1);
+        printf("no fault\n");
+    } else {
+        printf("own fault handled\n");
+    }
+    d2h_read();
+}
+
+/* A child forked while a copy is in flight reads the buffer (it cannot synchronize with its
+   parent's stream, and must run as without streamsan); the parent reads before its
+   synchronize (racy) or after it. */
+static void fork_child(void) {
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        store(h + 4, 1);
+        _exit(load(h + 4) == 1 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("child %s\n", WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ran" : "failed");
+    unsigned char seen = racy ? load(h + 8) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(h + 8);
+    printf("read %d\n", seen);
+}
+
+/* The racy twin reads and returns at once: the race is in the report all the same. */
+static void exit_after(void) {
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    printf("read %d\n", load(h + 9));
+}
+
+/* A fault of the program's own, with no handler of its own: it dies of SIGSEGV, as without
+   streamsan. (One twin: `racy` and `fixed` alike.) */
+static void own_crash(void) {
+    unsigned char *locked = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *h = pinned(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    printf("before the fault\n");
+    fflush(stdout);
+    store(locked, 1);
+    printf("after the fault\n");
+}
+
+/* An asynchronous copy into pageable memory completes before it returns: no race. */
+static void pageable(void) {
+    unsigned char *h = malloc(N);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    store(h, 1);
+    printf("pageable %d\n", load(h));
+    CHECK(cuStreamSynchronize(s));
+    free(h);
+}
+
+static const struct {
+    const char *name;
+    const char *kind;
+    void (*run)(void);
+} SCENARIOS[] = {
+    {"d2h_read", "host-race", d2h_read},
+    {"d2h_write", "host-race", d2h_write},
+    {"h2d_refill", "host-race", h2d_refill},
+    {"h2d_read_source", "host-race", h2d_read_source},
+    {"shared_page", "none", shared_page},
+    {"event_before_copy", "host-race", event_before_copy},
+    {"query", "host-race", query},
+    {"host_function", "host-race", host_function},
+    {"registered", "host-race", registered},
+    {"other_thread", "host-race", other_thread},
+    {"own_segv_handler", "host-race", own_segv_handler},
+    {"fork_child", "host-race", fork_child},
+    {"exit_after", "host-race", exit_after},
+    {"pageable", "none", pageable},
+    {"own_crash", "crash", own_crash},
+};
+
+int main(int argc, char **argv) {
+    size_t count = sizeof SCENARIOS / sizeof SCENARIOS[0];
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        for (size_t i = 0; i < count; i++) printf("%s %s\n", SCENARIOS[i].name, SCENARIOS[i].kind);
+        return 0;
+    }
+    if (argc != 3 || (strcmp(argv[2], "racy") != 0 && strcmp(argv[2], "fixed") != 0)) {
+        fprintf(stderr, "usage: host_races SCENARIO racy|fixed | host_races list\n");
+        return 2;
+    }
+    racy = strcmp(argv[2], "racy") == 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(argv[1], SCENARIOS[i].name) == 0) {
+            setup();
+            SCENARIOS[i].run();
+            return 0;
+        }
+    }
+    fprintf(stderr, "unknown scenario %s\n", argv[1]);
+    return 2;
+}
