@@ -43,6 +43,8 @@ static void d2h_read() {
     double sum = 0;
     if (racy) {
         for (size_t i = 0; i < N; i += 4096) sum += h[i];
+        volatile double kept = sum;  // the loads must happen: an unused sum lets -O2 drop them
+        (void)kept;
         CHECK(cudaStreamSynchronize(s));
         std::printf("read before the synchronize\n");
     } else {
@@ -72,8 +74,10 @@ static void staging_refill() {
         accumulate<<<256, 256, 0, s>>>(total, batch, N);
     }
     float first;
-    CHECK(cudaMemcpy(&first, total, sizeof first, cudaMemcpyDeviceToHost));
+    // s is non-blocking: cudaMemcpy on the legacy stream is not ordered after it (the first
+    // GPU run of this program reported that race in the fixed twin too).
     CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(&first, total, sizeof first, cudaMemcpyDeviceToHost));
     if (racy) std::printf("refilled 4 times\n");
     else std::printf("total %.0f\n", first);
 }
