@@ -76,7 +76,11 @@ impl Streamsan {
     /// Runs `program` under the shim to its end and collects its output and reports.
     pub fn run(&self, program: Command) -> std::io::Result<Run> {
         static RUNS: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!("streamsan-harness-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
+        let dir = std::env::temp_dir().join(format!(
+            "streamsan-harness-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let output = self.command(program, &dir).output()?;

@@ -70,7 +70,8 @@ mod tests {
     #[test]
     fn aligned_handles_spread_over_low_bits() {
         let build = BuildHasherDefault::<FastHasher>::default();
-        let buckets: std::collections::HashSet<u64> = (0..1024u64).map(|i| build.hash_one(0x5eed_0000 + i * 256) & 1023).collect();
+        let buckets: std::collections::HashSet<u64> =
+            (0..1024u64).map(|i| build.hash_one(0x5eed_0000 + i * 256) & 1023).collect();
         assert!(buckets.len() > 512, "{} distinct buckets of 1024", buckets.len());
     }
 }

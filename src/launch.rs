@@ -95,7 +95,10 @@ mod tests {
             std::fs::write(dir.join(name), "{}").unwrap();
         }
         let names = |pattern: &str| -> Vec<String> {
-            reports_matching(dir.join(pattern).to_str().unwrap()).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect()
+            reports_matching(dir.join(pattern).to_str().unwrap())
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
         };
         assert_eq!(names("r.%p.json"), ["r.12.json", "r.7.json"]);
         assert_eq!(names("other.json"), ["other.json", "other.json.31"]);

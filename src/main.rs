@@ -18,10 +18,7 @@ use streamsan::{forwarding, launch};
 /// `--kind`'s names from the race kinds.
 fn usage() -> String {
     let flags = Options::flags();
-    let run_flags: String = flags
-        .iter()
-        .map(|f| format!("  {:<22} {}\n", f.usage(), f.help))
-        .collect();
+    let run_flags: String = flags.iter().map(|f| format!("  {:<22} {}\n", f.usage(), f.help)).collect();
     let env: Vec<String> = flags.iter().map(Flag::env_usage).collect();
     format!(
         "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
@@ -85,11 +82,7 @@ struct Flags<'a> {
 
 impl<'a> Flags<'a> {
     fn new(args: &'a [OsString]) -> Flags<'a> {
-        Flags {
-            args,
-            next: 0,
-            ended: false,
-        }
+        Flags { args, next: 0, ended: false }
     }
 
     /// The next flag, or None at `--` or at an argument that is not a flag.
@@ -138,8 +131,7 @@ impl<'a> Flags<'a> {
 
 fn run(args: &[OsString]) -> ExitCode {
     // STREAMSAN_OPTIONS first, the command line over it.
-    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default())
-    {
+    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default()) {
         Ok(options) => options,
         Err(e) => return error(&format!("STREAMSAN_OPTIONS: {e}")),
     };
@@ -152,13 +144,8 @@ fn run(args: &[OsString]) -> ExitCode {
         let Some(option) = table.iter().find(|f| f.name == flag) else {
             return usage_error(&format!("unknown option {flag}"));
         };
-        let value = if option.takes_value() {
-            flags.value(flag)
-        } else {
-            Ok(option.switched)
-        };
-        if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string()))
-        {
+        let value = if option.takes_value() { flags.value(flag) } else { Ok(option.switched) };
+        if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string())) {
             return usage_error(&why);
         }
     }
@@ -171,10 +158,8 @@ fn run(args: &[OsString]) -> ExitCode {
             return error(&e.to_string());
         }
         // The program may change directory: give it the file's full path.
-        options.suppressions = std::path::absolute(file)
-            .ok()
-            .map(|p| p.to_string_lossy().into_owned())
-            .or(options.suppressions);
+        options.suppressions =
+            std::path::absolute(file).ok().map(|p| p.to_string_lossy().into_owned()).or(options.suppressions);
     }
     if let Err(why) = check_destination(&options.log_path) {
         return error(&why);
@@ -243,18 +228,12 @@ struct Outcome {
 
 impl Outcome {
     fn of(entries: &[Entry]) -> Outcome {
-        let mut outcome = Outcome {
-            read: Vec::new(),
-            errors: Vec::new(),
-            unwritten_races: 0,
-        };
+        let mut outcome = Outcome { read: Vec::new(), errors: Vec::new(), unwritten_races: 0 };
         for entry in entries {
             match entry {
                 Entry::Written(path) => match Report::read_from(path) {
                     Ok(report) => outcome.read.push((path.clone(), report)),
-                    Err(e) => outcome
-                        .errors
-                        .push(format!("cannot read the report {}: {e}", path.display())),
+                    Err(e) => outcome.errors.push(format!("cannot read the report {}: {e}", path.display())),
                 },
                 Entry::Unwritten { races, why, .. } => {
                     outcome.unwritten_races += races;
@@ -284,18 +263,16 @@ impl Outcome {
                 return;
             }
             match status.signal() {
-                Some(signal) => eprintln!("streamsan: no report: the program was killed by signal {signal} before it could write one"),
+                Some(signal) => eprintln!(
+                    "streamsan: no report: the program was killed by signal {signal} before it could write one"
+                ),
                 None => eprintln!("streamsan: no report: {}", why_no_report()),
             }
             return;
         }
         let reports: Vec<Report> = self.read.iter().map(|(_, r)| r.clone()).collect();
         let merged = merge::merge(&reports);
-        let names: Vec<String> = self
-            .read
-            .iter()
-            .map(|(p, _)| p.display().to_string())
-            .collect();
+        let names: Vec<String> = self.read.iter().map(|(p, _)| p.display().to_string()).collect();
         eprintln!(
             "{} in {} report{}: {}",
             text::summary(&merged),
@@ -336,9 +313,7 @@ fn why_no_report() -> String {
         let why = if why.is_null() {
             String::from("not found")
         } else {
-            unsafe { std::ffi::CStr::from_ptr(why) }
-                .to_string_lossy()
-                .into_owned()
+            unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
         };
         format!("no CUDA driver could be loaded ({why}), so the program made no driver call")
     } else {
@@ -415,17 +390,11 @@ fn report(args: &[OsString]) -> ExitCode {
     } else {
         text::report(&merged)
     };
-    let status = if merged.races.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
+    let status = if merged.races.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match std::io::stdout().lock().write_all(output.as_bytes()) {
         // A reader that stopped early (`| head`) is not an error, as for any Unix tool: the
         // status still says whether races remain.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            error(&format!("cannot print the report: {e}"))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => error(&format!("cannot print the report: {e}")),
         _ => status,
     }
 }

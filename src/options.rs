@@ -341,21 +341,17 @@ fn boolean(key: &str, value: &str) -> Result<bool, OptionError> {
     match value {
         "1" | "true" => Ok(true),
         "0" | "false" => Ok(false),
-        _ => Err(OptionError(format!(
-            "option {key} takes 0 or 1, not {value:?}"
-        ))),
+        _ => Err(OptionError(format!("option {key} takes 0 or 1, not {value:?}"))),
     }
 }
 
 fn number(key: &str, value: &str, min: u64, max: u64) -> Result<u64, OptionError> {
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ if max == u64::MAX => Err(OptionError(format!(
-            "option {key} takes a whole number from {min} up, not {value:?}"
-        ))),
-        _ => Err(OptionError(format!(
-            "option {key} takes a whole number from {min} to {max}, not {value:?}"
-        ))),
+        _ if max == u64::MAX => {
+            Err(OptionError(format!("option {key} takes a whole number from {min} up, not {value:?}")))
+        }
+        _ => Err(OptionError(format!("option {key} takes a whole number from {min} to {max}, not {value:?}"))),
     }
 }
 
@@ -374,10 +370,7 @@ mod tests {
         assert_eq!(o.footprint, Footprint::Exact);
         assert_eq!(o.log_path, "/tmp/r.%p.json");
         assert!(o.halt_on_error && o.quiet && !o.host_races);
-        assert_eq!(
-            (o.exitcode, o.print_limit, o.backtrace_depth),
-            (3, Some(5), 8)
-        );
+        assert_eq!((o.exitcode, o.print_limit, o.backtrace_depth), (3, Some(5), 8));
         assert_eq!(Options::parse("").unwrap(), Options::default());
         assert_eq!(Options::parse(&o.to_env()).unwrap(), o);
     }
@@ -393,49 +386,22 @@ mod tests {
     #[test]
     fn rejects_unknown_and_malformed_options() {
         assert!(Options::parse("colour=1").unwrap_err().0.contains("colour"));
-        assert!(Options::parse("log_path")
-            .unwrap_err()
-            .0
-            .contains("key=value"));
-        assert!(Options::parse("exitcode=256")
-            .unwrap_err()
-            .0
-            .contains("0 to 255"));
-        assert!(Options::parse("halt_on_error=yes")
-            .unwrap_err()
-            .0
-            .contains("0 or 1"));
-        assert!(Options::parse("backtrace_depth=0")
-            .unwrap_err()
-            .0
-            .contains("backtrace_depth"));
-        assert!(Options::parse("log_path=")
-            .unwrap_err()
-            .0
-            .contains("needs a value"));
-        assert!(Options::parse("log_path='x")
-            .unwrap_err()
-            .0
-            .contains("unterminated"));
-        assert!(Options::parse("footprint=fast")
-            .unwrap_err()
-            .0
-            .contains("exact, learn, params"));
+        assert!(Options::parse("log_path").unwrap_err().0.contains("key=value"));
+        assert!(Options::parse("exitcode=256").unwrap_err().0.contains("0 to 255"));
+        assert!(Options::parse("halt_on_error=yes").unwrap_err().0.contains("0 or 1"));
+        assert!(Options::parse("backtrace_depth=0").unwrap_err().0.contains("backtrace_depth"));
+        assert!(Options::parse("log_path=").unwrap_err().0.contains("needs a value"));
+        assert!(Options::parse("log_path='x").unwrap_err().0.contains("unterminated"));
+        assert!(Options::parse("footprint=fast").unwrap_err().0.contains("exact, learn, params"));
     }
 
     #[test]
     fn the_readme_lists_every_flag_as_the_help_does() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
         for flag in Options::flags() {
             // A `|` in a cell (`exact|learn|params`) is written `\|`, as Markdown tables need.
             let cell = |text: String| text.replace('|', "\\|");
-            let row = format!(
-                "| `{}` | `{}` | {} |",
-                cell(flag.usage()),
-                cell(flag.env_usage()),
-                flag.help
-            );
+            let row = format!("| `{}` | `{}` | {} |", cell(flag.usage()), cell(flag.env_usage()), flag.help);
             assert!(readme.contains(&row), "README.md lacks the row {row}");
         }
     }
@@ -443,10 +409,7 @@ mod tests {
     #[test]
     fn every_option_has_a_flag_that_sets_it() {
         let flags = Options::flags();
-        assert_eq!(
-            flags.iter().map(|f| f.key).collect::<Vec<_>>(),
-            Options::NAMES
-        );
+        assert_eq!(flags.iter().map(|f| f.key).collect::<Vec<_>>(), Options::NAMES);
         let mut options = Options::default();
         for flag in &flags {
             let value = match flag.syntax {

@@ -98,7 +98,9 @@ struct Row {
     counts: [AtomicU64; PHASES],
 }
 
-static ROWS: [Row; SHARDS] = [const { Row { ticks: [const { AtomicU64::new(0) }; PHASES], counts: [const { AtomicU64::new(0) }; PHASES] } }; SHARDS];
+static ROWS: [Row; SHARDS] =
+    [const { Row { ticks: [const { AtomicU64::new(0) }; PHASES], counts: [const { AtomicU64::new(0) }; PHASES] } };
+        SHARDS];
 
 fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -185,7 +187,11 @@ fn nanos_per_tick() -> f64 {
         #[cfg(target_arch = "x86_64")]
         Some(&(start, wall)) => {
             let elapsed = ticks().wrapping_sub(start) as f64;
-            if elapsed > 0.0 { wall.elapsed().as_nanos() as f64 / elapsed } else { 0.0 }
+            if elapsed > 0.0 {
+                wall.elapsed().as_nanos() as f64 / elapsed
+            } else {
+                0.0
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         Some(_) => 1.0,
@@ -199,7 +205,9 @@ pub fn table() -> String {
     let mut out = String::from("streamsan: time per phase of the intercepted calls (phase_times=1)\n");
     out.push_str(&format!("  {:<26} {:>12} {:>12} {:>10}\n", "phase", "times", "total ms", "ns each"));
     for phase in ALL {
-        let sum = |f: fn(&Row) -> &[AtomicU64; PHASES]| ROWS.iter().map(|r| f(r)[phase as usize].load(Ordering::Relaxed)).sum::<u64>();
+        let sum = |f: fn(&Row) -> &[AtomicU64; PHASES]| {
+            ROWS.iter().map(|r| f(r)[phase as usize].load(Ordering::Relaxed)).sum::<u64>()
+        };
         let (ticks, count) = (sum(|r| &r.ticks), sum(|r| &r.counts));
         let nanos = ticks as f64 * scale;
         let each = if count > 0 { nanos / count as f64 } else { 0.0 };

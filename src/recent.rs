@@ -75,7 +75,10 @@ mod tests {
     fn two_keys_of_one_set_both_stay() {
         let mut recent: Recent<u64, u64, 4> = Recent::default();
         // Two keys that fall in the same pair.
-        let (a, b) = (0..100u64).flat_map(|a| (a + 1..100).map(move |b| (a, b))).find(|&(a, b)| Recent::<u64, u64, 4>::set(&a) == Recent::<u64, u64, 4>::set(&b)).unwrap();
+        let (a, b) = (0..100u64)
+            .flat_map(|a| (a + 1..100).map(move |b| (a, b)))
+            .find(|&(a, b)| Recent::<u64, u64, 4>::set(&a) == Recent::<u64, u64, 4>::set(&b))
+            .unwrap();
         recent.put(a, 1, a);
         recent.put(b, 1, b);
         recent.put(b, 1, b);

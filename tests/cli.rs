@@ -26,7 +26,11 @@ fn a_run_with_races_exits_66_and_a_clean_one_0() {
     let racy = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(racy.status.code(), Some(66), "{}", text(&racy.stderr));
     assert_eq!(text(&racy.stdout), "done\n", "the program ran to its end");
-    assert!(text(&racy.stderr).contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"), "{}", text(&racy.stderr));
+    assert!(
+        text(&racy.stderr).contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"),
+        "{}",
+        text(&racy.stderr)
+    );
     let dir = scratch("exit-clean");
     let clean = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "clean"]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
@@ -40,7 +44,8 @@ fn the_programs_own_failure_status_wins_and_exitcode_changes_ours() {
     let failing = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "fail"]);
     assert_eq!(failing.status.code(), Some(3));
     let dir = scratch("exit-code");
-    let custom = run_cli(&dir, &["run", "--exitcode", "7", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    let custom =
+        run_cli(&dir, &["run", "--exitcode", "7", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(custom.status.code(), Some(7));
 }
 
@@ -48,7 +53,8 @@ fn the_programs_own_failure_status_wins_and_exitcode_changes_ours() {
 fn halt_on_error_stops_at_the_first_race() {
     let exe = lifecycle();
     let dir = scratch("halt");
-    let out = run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    let out =
+        run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(66));
     assert_eq!(text(&out.stdout), "", "the program stopped before printing done");
     let reports = reports_in(&dir, "report.");
@@ -61,7 +67,10 @@ fn halt_on_error_stops_at_the_first_race() {
 fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
     let exe = lifecycle();
     let dir = scratch("print-limit");
-    let out = run_cli(&dir, &["run", "--print-limit", "1", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    let out = run_cli(
+        &dir,
+        &["run", "--print-limit", "1", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"],
+    );
     assert_eq!(text(&out.stderr).matches("WARNING: streamsan").count(), 1, "{}", text(&out.stderr));
     assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 2);
     let dir = scratch("quiet");
@@ -75,7 +84,10 @@ fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
 fn backtrace_depth_bounds_each_call_site() {
     let exe = lifecycle();
     let dir = scratch("depth");
-    run_cli(&dir, &["run", "--backtrace-depth", "2", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    run_cli(
+        &dir,
+        &["run", "--backtrace-depth", "2", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"],
+    );
     let report = &reports_in(&dir, "report.")[0].1;
     for race in &report.races {
         assert!(race.first.site.len() <= 2 && race.second.site.len() <= 2, "{:?}", race.second.site);
@@ -119,7 +131,10 @@ fn mistakes_stop_the_run_before_the_program_starts() {
         (vec!["--frobnicate".into()], "unknown option --frobnicate"),
         (vec!["--exitcode".into(), "300".into()], "exitcode takes a whole number from 0 to 255"),
         (vec!["--print-limit".into()], "--print-limit needs a value"),
-        (vec!["--suppressions".into(), dir.join("missing.supp").to_string_lossy().into()], "cannot read the suppressions file"),
+        (
+            vec!["--suppressions".into(), dir.join("missing.supp").to_string_lossy().into()],
+            "cannot read the suppressions file",
+        ),
         (vec!["--report".into(), dir.join("no/such/dir/r.%p.json").to_string_lossy().into()], "is not a directory"),
     ];
     for (flags, message) in cases {
@@ -201,7 +216,10 @@ fn every_process_of_a_job_writes_its_own_report() {
     let mut found: Vec<_> = reports.iter().map(|(_, r)| (r.pid, kinds(r))).collect();
     found.sort_by_key(|(_, k)| k.clone());
     // The child reports its own race, not its parent's again.
-    assert_eq!(found.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>(), [vec!["cross-stream-race"], vec!["use-before-alloc"]]);
+    assert_eq!(
+        found.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>(),
+        [vec!["cross-stream-race"], vec!["use-before-alloc"]]
+    );
     assert_ne!(found[0].0, found[1].0);
 }
 
@@ -215,7 +233,9 @@ fn help_is_asked_for_before_the_program_and_given_to_it_after() {
     }
     // After `--`, or after the program's name, `--help` is the program's.
     let report = report_arg(&dir);
-    for args in [&["run", "--report", &report, "--", "printf", "%s\n", "--help"][..], &["run", "printf", "%s\n", "--help"]] {
+    for args in
+        [&["run", "--report", &report, "--", "printf", "%s\n", "--help"][..], &["run", "printf", "%s\n", "--help"]]
+    {
         let out = run_cli(&dir, args);
         assert_eq!(text(&out.stdout), "--help\n", "{args:?}: {}", text(&out.stderr));
     }
@@ -227,7 +247,8 @@ fn help_is_asked_for_before_the_program_and_given_to_it_after() {
 fn phase_times_prints_each_phase_and_entry_point_at_exit() {
     let exe = lifecycle();
     let dir = scratch("phase-times");
-    let out = run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    let out =
+        run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     // The count of a row: the first field after its label.
@@ -270,9 +291,6 @@ fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
     let reports = reports_in(&dir, "streamsan.");
     assert_eq!(reports.len(), 1, "as `streamsan run` does");
     let (path, report) = &reports[0];
-    assert_eq!(
-        path.file_name().unwrap().to_string_lossy(),
-        format!("streamsan.{}.json", report.pid)
-    );
+    assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("streamsan.{}.json", report.pid));
     assert_eq!(report.races.len(), 2);
 }

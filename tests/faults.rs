@@ -26,10 +26,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// `tests/scenarios/faults.c`, built.
 fn faults() -> PathBuf {
-    compile_c(
-        "faults",
-        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    compile_c("faults", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The full disk, built.
@@ -72,8 +69,7 @@ fn assert_only_whole_reports(dir: &Path) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("report.") {
-            Report::read_from(&path)
-                .unwrap_or_else(|e| panic!("{name} is not a whole report: {e}"));
+            Report::read_from(&path).unwrap_or_else(|e| panic!("{name} is not a whole report: {e}"));
         }
         assert!(!name.ends_with(".tmp"), "a temporary file is left: {name}");
     }
@@ -81,9 +77,7 @@ fn assert_only_whole_reports(dir: &Path) {
 
 /// The report streamsan printed on stderr because it could not write it.
 fn report_on_stderr(stderr: &str) -> serde_json::Value {
-    let at = stderr
-        .find("streamsan: the report (")
-        .unwrap_or_else(|| panic!("no report on stderr:\n{stderr}"));
+    let at = stderr.find("streamsan: the report (").unwrap_or_else(|| panic!("no report on stderr:\n{stderr}"));
     let json = &stderr[at..];
     let json = &json[json.find('{').unwrap()..];
     let end = json.find("\n}\n").expect("the report's end") + 2;
@@ -93,9 +87,7 @@ fn report_on_stderr(stderr: &str) -> serde_json::Value {
 /// Reads the line the program prints once it has found its races.
 fn wait_for_races(child: &mut Child) {
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line, "raced\n");
 }
 
@@ -110,15 +102,7 @@ fn send(pid: u32, signal: i32) {
 fn races_in_a_child_fail_the_run_whose_parent_exits_0() {
     let dir = scratch("child-races");
     let out = streamsan(&dir)
-        .args([
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            "sh",
-            "-c",
-            "\"$0\" races; true",
-        ])
+        .args(["run", "--report", &report_arg(&dir), "--", "sh", "-c", "\"$0\" races; true"])
         .arg(lifecycle())
         .output()
         .unwrap();
@@ -128,10 +112,7 @@ fn races_in_a_child_fail_the_run_whose_parent_exits_0() {
         Some(66),
         "a launcher that swallows the worker's status does not pass the run:\n{stderr}"
     );
-    assert!(
-        stderr.contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("streamsan: 2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"), "{stderr}");
 }
 
 #[test]
@@ -140,19 +121,10 @@ fn a_full_disk_at_the_first_write_leaves_no_invalid_report_and_is_an_error() {
     let out = run_on_full_disk(&dir, 300, &lifecycle(), &["races"]);
     let stderr = text(&out.stderr);
     assert_only_whole_reports(&dir);
-    assert!(
-        stderr.contains("streamsan: error: cannot write the report to"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("streamsan: error: cannot write the report to"), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
-    assert!(
-        stderr.contains("its 2 races went to the program's stderr"),
-        "{stderr}"
-    );
-    assert_eq!(
-        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
-        2
-    );
+    assert!(stderr.contains("its 2 races went to the program's stderr"), "{stderr}");
+    assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 2);
     assert_eq!(out.status.code(), Some(66), "{stderr}");
 }
 
@@ -161,21 +133,12 @@ fn a_disk_that_fills_up_keeps_the_last_whole_report_and_the_summary_says_it_is_o
     // The size of a report of one race: the run stopped at its first race.
     let dir = scratch("disk-one");
     streamsan(&dir)
-        .args([
-            "run",
-            "--quiet",
-            "--halt-on-error",
-            "--report",
-            &report_arg(&dir),
-            "--",
-        ])
+        .args(["run", "--quiet", "--halt-on-error", "--report", &report_arg(&dir), "--"])
         .arg(lifecycle())
         .arg("races")
         .output()
         .unwrap();
-    let one_race = std::fs::metadata(&reports_in(&dir, "report.")[0].0)
-        .unwrap()
-        .len() as usize;
+    let one_race = std::fs::metadata(&reports_in(&dir, "report.")[0].0).unwrap().len() as usize;
     // Room for it, not for the report of two.
     let dir = scratch("disk-fills");
     let out = run_on_full_disk(&dir, one_race + one_race / 2, &lifecycle(), &["races"]);
@@ -183,23 +146,10 @@ fn a_disk_that_fills_up_keeps_the_last_whole_report_and_the_summary_says_it_is_o
     assert_only_whole_reports(&dir);
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1, "{stderr}");
-    assert_eq!(
-        reports[0].1.races.len(),
-        1,
-        "the last version that could be written, whole"
-    );
-    assert!(
-        stderr.contains("the file there is an older version"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("its 2 races went to the program's stderr"),
-        "{stderr}"
-    );
-    assert!(
-        !stderr.contains("in 1 report"),
-        "the old file is not summarized as the run's report:\n{stderr}"
-    );
+    assert_eq!(reports[0].1.races.len(), 1, "the last version that could be written, whole");
+    assert!(stderr.contains("the file there is an older version"), "{stderr}");
+    assert!(stderr.contains("its 2 races went to the program's stderr"), "{stderr}");
+    assert!(!stderr.contains("in 1 report"), "the old file is not summarized as the run's report:\n{stderr}");
     assert_eq!(out.status.code(), Some(66));
 }
 
@@ -208,37 +158,17 @@ fn a_report_path_that_cannot_be_written_once_running_is_an_error_in_the_summary(
     // The path passes the check before the run, then the program itself takes it (a
     // directory where its pid-named report goes).
     let dir = scratch("taken-at-runtime");
-    let script = format!(
-        "mkdir {}/report.$$.json && exec \"$0\" races",
-        dir.display()
-    );
+    let script = format!("mkdir {}/report.$$.json && exec \"$0\" races", dir.display());
     let out = streamsan(&dir)
-        .args([
-            "run",
-            "--report",
-            &report_arg(&dir),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+        .args(["run", "--report", &report_arg(&dir), "--", "sh", "-c", &script])
         .arg(lifecycle())
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("streamsan: error: cannot write the report to"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("its 2 races went to the program's stderr"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("streamsan: error: cannot write the report to"), "{stderr}");
+    assert!(stderr.contains("its 2 races went to the program's stderr"), "{stderr}");
     assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
-    assert_eq!(
-        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
-        2
-    );
+    assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 2);
     assert_eq!(out.status.code(), Some(66));
 }
 
@@ -251,10 +181,7 @@ fn a_race_costs_the_same_however_many_races_came_before() {
     let dir = scratch("many-races");
     let log = scratch("many-races-log").join("replacements");
     let out = preloaded(&dir, &faults(), &["256", "exit"])
-        .env(
-            "LD_PRELOAD",
-            format!("{}:{}", shim().display(), faultfs().display()),
-        )
+        .env("LD_PRELOAD", format!("{}:{}", shim().display(), faultfs().display()))
         .env("FAULTFS_DIR", &dir)
         .env("FAULTFS_LOG", &log)
         .stderr(Stdio::null())
@@ -263,26 +190,16 @@ fn a_race_costs_the_same_however_many_races_came_before() {
     assert_eq!(out.status.code(), Some(66));
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports[0].1.races.len(), 256, "every race in the report");
-    let replacements = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains(" report."))
-        .count();
-    assert!(
-        replacements <= 2 * 9 + 2,
-        "the report was written {replacements} times for 256 races"
-    );
+    let replacements = std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains(" report.")).count();
+    assert!(replacements <= 2 * 9 + 2, "the report was written {replacements} times for 256 races");
 }
 
 #[test]
 fn sigkill_loses_no_race_found_before_it() {
     // Three races: the report written at the first two, the third in its race log.
     let dir = scratch("sigkill");
-    let mut child = preloaded(&dir, &faults(), &["3", "sleep"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        preloaded(&dir, &faults(), &["3", "sleep"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     wait_for_races(&mut child);
     child.kill().unwrap();
     assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
@@ -296,9 +213,7 @@ fn sigkill_loses_no_race_found_before_it() {
 /// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.
 fn raised_after_races(signal: i32) {
     let dir = scratch("raise");
-    let out = preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()])
-        .output()
-        .unwrap();
+    let out = preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()]).output().unwrap();
     assert_eq!(
         out.status.signal(),
         Some(signal),
@@ -306,18 +221,10 @@ fn raised_after_races(signal: i32) {
         out.status,
         text(&out.stderr)
     );
-    assert_eq!(
-        text(&out.stdout),
-        "",
-        "the program did not run on after the signal"
-    );
+    assert_eq!(text(&out.stdout), "", "the program did not run on after the signal");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports[0].1.races.len(), 3);
-    assert_eq!(
-        reports[0].1.intercepted.get("cuCtxSynchronize"),
-        Some(&4),
-        "the final report, written at the signal"
-    );
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&4), "the final report, written at the signal");
     assert!(!dir.join(".report.races").exists());
 }
 
@@ -334,9 +241,7 @@ fn raise_sigint_after_races_writes_the_report_then_dies_of_it() {
 #[test]
 fn the_programs_own_handler_runs_after_the_report_is_written() {
     let dir = scratch("handled");
-    let out = preloaded(&dir, &faults(), &["3", "handled"])
-        .output()
-        .unwrap();
+    let out = preloaded(&dir, &faults(), &["3", "handled"]).output().unwrap();
     assert_eq!(text(&out.stdout), "handled\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(7), "the handler's own _exit");
     let reports = reports_in(&dir, "report.");
@@ -351,27 +256,16 @@ fn the_programs_own_handler_runs_after_the_report_is_written() {
 #[test]
 fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
     let dir = scratch("vanished");
-    let mut child = preloaded(&dir, &lifecycle(), &["sleep"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        preloaded(&dir, &lifecycle(), &["sleep"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     wait_for_races(&mut child);
     std::fs::remove_dir_all(&dir).unwrap();
     send(child.id(), libc::SIGTERM);
     let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     assert!(stderr.contains("cannot write the report to"), "{stderr}");
-    assert_eq!(
-        report_on_stderr(&stderr)["races"].as_array().unwrap().len(),
-        1
-    );
+    assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 1);
 }
 
 // ---- signals to the wrapper ----------------------------------------------------------------
@@ -404,16 +298,8 @@ fn wrapper_sent(signal: i32) {
         stderr.contains("streamsan: 1 race (1 cross-stream-race) in 1 report"),
         "the wrapper summarized:\n{stderr}"
     );
-    assert_eq!(
-        status.signal(),
-        Some(signal),
-        "the wrapper ends as the program did: {status:?}"
-    );
-    assert_eq!(
-        reports[0].1.intercepted.get("cuCtxSynchronize"),
-        Some(&2),
-        "the program wrote its final report"
-    );
+    assert_eq!(status.signal(), Some(signal), "the wrapper ends as the program did: {status:?}");
+    assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the program wrote its final report");
 }
 
 #[test]
@@ -445,15 +331,9 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     assert!(list.is_file(), "{}", list.display());
     std::fs::remove_file(list).unwrap();
     // The program runs on; its report names it.
-    let (path, _) = reports_in(&dir, "report.")
-        .pop()
-        .expect("the report of the first race");
+    let (path, _) = reports_in(&dir, "report.").pop().expect("the report of the first race");
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let pid: i32 = name
-        .trim_start_matches("report.")
-        .trim_end_matches(".json")
-        .parse()
-        .unwrap();
+    let pid: i32 = name.trim_start_matches("report.").trim_end_matches(".json").parse().unwrap();
     send(pid as u32, libc::SIGTERM);
     // Not our child: wait for it to be gone.
     // SAFETY: probing a pid with signal 0.
@@ -462,11 +342,7 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     }
     let report = Report::read_from(&path).unwrap();
     assert_eq!(report.races.len(), 1);
-    assert_eq!(
-        report.intercepted.get("cuCtxSynchronize"),
-        Some(&2),
-        "the final report, written at the signal"
-    );
+    assert_eq!(report.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report, written at the signal");
 }
 
 // ---- a closed pipe -------------------------------------------------------------------------
@@ -495,23 +371,12 @@ fn streamsan_report_into_a_closed_pipe_exits_quietly() {
         .collect();
     let path = dir.join("big.json");
     std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
-    let mut child = streamsan(&dir)
-        .arg("report")
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        streamsan(&dir).arg("report").arg(&path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     // The reader is gone (`| head -1`).
     let out = child.wait_with_output().unwrap();
     assert_eq!(text(&out.stderr), "", "no panic, no message");
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the status still says races remain"
-    );
+    assert_eq!(out.status.code(), Some(1), "the status still says races remain");
 }

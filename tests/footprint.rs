@@ -8,37 +8,20 @@ mod common;
 use common::{compile_c, link_cuda, run_with, standin_sanitizer, Run, RunOptions};
 
 fn footprint_program() -> std::path::PathBuf {
-    compile_c(
-        "footprint",
-        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    compile_c("footprint", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Runs a scenario with `footprint=MODE` and the stand-in sanitizer; `extra` more variables.
 fn run_mode(scenario: &str, twin: &str, mode: &str, extra: &[(&'static str, String)]) -> Run {
     let mut env = vec![
-        (
-            "STREAMSAN_SANITIZER_LIB",
-            standin_sanitizer().display().to_string(),
-        ),
+        ("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string()),
         ("STREAMSAN_OPTIONS", format!("footprint={mode}")),
     ];
     env.extend(extra.iter().cloned());
-    let run = run_with(
-        &footprint_program(),
-        &[scenario, twin],
-        RunOptions {
-            env,
-            ..Default::default()
-        },
-    );
+    let run = run_with(&footprint_program(), &[scenario, twin], RunOptions { env, ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
-    assert_eq!(
-        run.stdout(),
-        format!("footprint {scenario} {twin}: done\n"),
-        "the program's own output, unchanged"
-    );
+    assert_eq!(run.stdout(), format!("footprint {scenario} {twin}: done\n"), "the program's own output, unchanged");
     run
 }
 
@@ -59,25 +42,11 @@ fn races(run: &Run) -> Vec<(String, Option<String>, String, String)> {
 }
 
 fn notes(run: &Run) -> Vec<String> {
-    run.reports()
-        .iter()
-        .flat_map(|r| r.notes.iter())
-        .map(|n| n.kind.to_string())
-        .collect()
+    run.reports().iter().flat_map(|r| r.notes.iter()).map(|n| n.kind.to_string()).collect()
 }
 
-fn race(
-    kind: &str,
-    hazard: Option<&str>,
-    first: &str,
-    second: &str,
-) -> (String, Option<String>, String, String) {
-    (
-        kind.into(),
-        hazard.map(Into::into),
-        first.into(),
-        second.into(),
-    )
+fn race(kind: &str, hazard: Option<&str>, first: &str, second: &str) -> (String, Option<String>, String, String) {
+    (kind.into(), hazard.map(Into::into), first.into(), second.into())
 }
 
 #[test]
@@ -116,20 +85,14 @@ fn launches_read_out_of_issue_order_are_checked_once_and_without_false_races() {
         races(&run_mode("out-of-order", "racy", "exact", &[])),
         vec![race("cross-stream-race", Some("RAW"), "write", "read")]
     );
-    assert_eq!(
-        races(&run_mode("out-of-order", "fixed", "exact", &[])),
-        vec![]
-    );
+    assert_eq!(races(&run_mode("out-of-order", "fixed", "exact", &[])), vec![]);
 }
 
 #[test]
 fn many_disjoint_ranges_of_one_launch_are_kept_compact_and_still_checked() {
     // 256 pieces of 4 bytes, 4 KiB apart (several 64 KiB granules, joined to a few ranges).
     let racy = races(&run_mode("strided", "racy", "exact", &[]));
-    assert_eq!(
-        racy,
-        vec![race("cross-stream-race", Some("WAW"), "write", "write")]
-    );
+    assert_eq!(racy, vec![race("cross-stream-race", Some("WAW"), "write", "write")]);
     assert_eq!(races(&run_mode("strided", "fixed", "exact", &[])), vec![]);
 }
 
@@ -145,10 +108,7 @@ fn atomics_of_two_streams_are_no_race_but_an_atomic_and_a_read_are() {
 #[test]
 fn a_free_issued_while_a_launch_is_pending_is_checked_against_its_footprint() {
     let racy = races(&run_mode("free", "racy", "exact", &[]));
-    assert!(
-        racy.contains(&race("free-race", None, "read", "free")),
-        "{racy:?}"
-    );
+    assert!(racy.contains(&race("free-race", None, "read", "free")), "{racy:?}");
     // Freed after the kernel: the kernel's bytes are in memory freed later, not a use after free.
     assert_eq!(races(&run_mode("free", "fixed", "exact", &[])), vec![]);
 }
@@ -163,10 +123,7 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
         &["interior", "racy", "3"],
         RunOptions {
             env: vec![
-                (
-                    "STREAMSAN_SANITIZER_LIB",
-                    standin_sanitizer().display().to_string(),
-                ),
+                ("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string()),
                 ("STREAMSAN_OPTIONS", "footprint=learn".into()),
                 log.clone(),
             ],
@@ -177,12 +134,8 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     let measured = std::fs::read_to_string(&dir).unwrap_or_default();
     // Two keys (the writer's and the reader's scalars differ), each measured once.
     assert_eq!(measured.lines().count(), 2, "{measured}");
-    let found = run
-        .reports()
-        .iter()
-        .flat_map(|r| r.races.iter())
-        .map(|r| (r.kind.to_string(), r.count))
-        .collect::<Vec<_>>();
+    let found =
+        run.reports().iter().flat_map(|r| r.races.iter()).map(|r| (r.kind.to_string(), r.count)).collect::<Vec<_>>();
     // Rounds 2 and 3 are checked at issue with the learnt extents: the same race, 3 times.
     assert_eq!(found, vec![("cross-stream-race".to_string(), 3)]);
     let _ = std::fs::remove_file(&dir);
@@ -195,28 +148,12 @@ fn without_the_library_or_under_another_tool_the_shim_falls_back_to_parameters_w
         "interior",
         "racy",
         "exact",
-        &[(
-            "STREAMSAN_SANITIZER_LIB",
-            "/nonexistent/libsanitizer-public.so".into(),
-        )],
+        &[("STREAMSAN_SANITIZER_LIB", "/nonexistent/libsanitizer-public.so".into())],
     );
     assert_eq!(notes(&missing), vec!["footprint-unavailable".to_string()]);
-    assert_eq!(
-        races(&missing),
-        vec![],
-        "parameters only: the interior race is not seen"
-    );
-    let taken = run_mode(
-        "interior",
-        "racy",
-        "exact",
-        &[("STANDIN_SANITIZER_TAKEN", "1".into())],
-    );
+    assert_eq!(races(&missing), vec![], "parameters only: the interior race is not seen");
+    let taken = run_mode("interior", "racy", "exact", &[("STANDIN_SANITIZER_TAKEN", "1".into())]);
     assert_eq!(notes(&taken), vec!["footprint-unavailable".to_string()]);
     let report = taken.reports();
-    assert!(
-        report[0].notes[0].message.contains("compute-sanitizer"),
-        "{}",
-        report[0].notes[0].message
-    );
+    assert!(report[0].notes[0].message.contains("compute-sanitizer"), "{}", report[0].notes[0].message);
 }

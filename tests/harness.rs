@@ -47,7 +47,13 @@ fn assert_clean_passes_a_clean_run_and_lists_the_races_of_a_racy_one() {
 fn options_reach_the_shim() {
     let mut program = Command::new(lifecycle());
     program.arg("races").env("LD_LIBRARY_PATH", driver_dir());
-    let run = Streamsan::with_shim(shim()).option("halt_on_error", "1").unwrap().option("exitcode", "5").unwrap().run(program).unwrap();
+    let run = Streamsan::with_shim(shim())
+        .option("halt_on_error", "1")
+        .unwrap()
+        .option("exitcode", "5")
+        .unwrap()
+        .run(program)
+        .unwrap();
     assert_eq!(run.status.code(), Some(5));
     assert_eq!(run.races().count(), 1);
     assert!(Streamsan::with_shim(shim()).option("halt_on_eror", "1").is_err());

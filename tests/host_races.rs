@@ -22,98 +22,45 @@ fn program() -> &'static PathBuf {
         let mut flags = link_cuda();
         flags.push("-lpthread".into());
         flags.push("-ldl".into());
-        compile_c(
-            "host_races",
-            &flags.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
+        compile_c("host_races", &flags.iter().map(String::as_str).collect::<Vec<_>>())
     })
 }
 
 fn run_twin_with(scenario: &str, twin: &str, env: Vec<(&str, String)>) -> Run {
-    let run = run_with(
-        program(),
-        &[scenario, twin],
-        RunOptions {
-            env: env.clone(),
-            ..Default::default()
-        },
-    );
+    let run = run_with(program(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
-    let native = run_with(
-        program(),
-        &[scenario, twin],
-        RunOptions { env, native: true },
-    );
-    assert_eq!(
-        native.stdout(),
-        run.stdout(),
-        "{scenario} {twin}: output changed\nstderr:\n{}",
-        run.stderr()
-    );
+    let native = run_with(program(), &[scenario, twin], RunOptions { env, native: true });
+    assert_eq!(native.stdout(), run.stdout(), "{scenario} {twin}: output changed\nstderr:\n{}", run.stderr());
     run
 }
 
 /// Host functions run when the program asks (from a thread of its own, as a driver's), so
 /// that the host waits for one through its own flag, seen by no driver call.
 fn run_twin(scenario: &str, twin: &str) -> Run {
-    run_twin_with(
-        scenario,
-        twin,
-        vec![("STANDIN_DEFER_CALLBACKS", "1".to_string())],
-    )
+    run_twin_with(scenario, twin, vec![("STANDIN_DEFER_CALLBACKS", "1".to_string())])
 }
 
 /// What the program's own table says its racy twin reports.
 fn listed_kind(scenario: &str) -> String {
-    let listed = run_with(
-        program(),
-        &["list"],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    )
-    .stdout();
-    let line = listed
-        .lines()
-        .find(|l| l.split(' ').next() == Some(scenario))
-        .expect("listed scenario");
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let line = listed.lines().find(|l| l.split(' ').next() == Some(scenario)).expect("listed scenario");
     line.split(' ').nth(1).unwrap().to_string()
 }
 
 fn races(report: &Report) -> Vec<(String, Option<String>, String)> {
-    report
-        .races
-        .iter()
-        .map(|r| {
-            (
-                r.kind.to_string(),
-                r.hazard.map(|h| h.to_string()),
-                missing_wait(r),
-            )
-        })
-        .collect()
+    report.races.iter().map(|r| (r.kind.to_string(), r.hazard.map(|h| h.to_string()), missing_wait(r))).collect()
 }
 
 /// Runs both twins: the racy one must report a host race with `hazard`, its host access in
 /// `function` of the program, its copy by `copy_api`; the fixed one nothing.
 fn check(scenario: &str, hazard: &str, function: &str, copy_api: &str) -> Report {
-    assert_eq!(
-        listed_kind(scenario),
-        "host-race",
-        "the program's table disagrees for {scenario}"
-    );
+    assert_eq!(listed_kind(scenario), "host-race", "the program's table disagrees for {scenario}");
     let racy = run_twin(scenario, "racy").report();
     let race = racy
         .races_of("host-race")
         .find(|r| r.hazard.is_some_and(|h| h == hazard))
-        .unwrap_or_else(|| {
-            panic!(
-                "{scenario} racy: expected host-race {hazard}, got {:?}",
-                races(&racy)
-            )
-        });
+        .unwrap_or_else(|| panic!("{scenario} racy: expected host-race {hazard}, got {:?}", races(&racy)));
     assert_eq!(race.second.api, "host");
     assert_eq!(race.second.stream.kind, "host");
     let access = if hazard == "RAW" { "read" } else { "write" };
@@ -123,11 +70,7 @@ fn check(scenario: &str, hazard: &str, function: &str, copy_api: &str) -> Report
         site.contains("host_races.c") && site.ends_with(&format!("in {function}")),
         "{scenario}: host access at {site}"
     );
-    assert!(
-        race.first.api.starts_with(copy_api),
-        "{scenario}: the copy is {}",
-        race.first.api
-    );
+    assert!(race.first.api.starts_with(copy_api), "{scenario}: the copy is {}", race.first.api);
     assert!(
         describe_site(&race.first.site).contains("host_races.c"),
         "{scenario}: copy at {}",
@@ -135,11 +78,7 @@ fn check(scenario: &str, hazard: &str, function: &str, copy_api: &str) -> Report
     );
     assert_eq!(race.missing_wait.action, "host-waits");
     let fixed = run_twin(scenario, "fixed").report();
-    assert!(
-        fixed.races.is_empty(),
-        "{scenario} fixed: expected no race, got {:?}",
-        races(&fixed)
-    );
+    assert!(fixed.races.is_empty(), "{scenario} fixed: expected no race, got {:?}", races(&fixed));
     racy
 }
 
@@ -153,29 +92,16 @@ const H2D: &str = "cuMemcpyHtoDAsync";
 fn reading_the_destination_of_a_device_to_host_copy_before_synchronizing() {
     let racy = check("d2h_read", "RAW", "d2h_read", D2H);
     let race = &racy.races[0];
-    let line = |site: &[streamsan::report::Frame]| {
-        streamsan::report::program_frame(site)
-            .and_then(|f| f.line)
-            .unwrap()
-    };
-    assert_eq!(
-        line(&race.second.site),
-        line(&race.first.site) + 1,
-        "the read is on the line after the copy"
-    );
+    let line = |site: &[streamsan::report::Frame]| streamsan::report::program_frame(site).and_then(|f| f.line).unwrap();
+    assert_eq!(line(&race.second.site), line(&race.first.site) + 1, "the read is on the line after the copy");
     assert_eq!(race.buffer.kind, "pinned-host");
     let range = race.first.range.as_ref().unwrap();
     assert_eq!(
-        u64::from_str_radix(&range.end[2..], 16).unwrap()
-            - u64::from_str_radix(&range.start[2..], 16).unwrap(),
+        u64::from_str_radix(&range.end[2..], 16).unwrap() - u64::from_str_radix(&range.start[2..], 16).unwrap(),
         256
     );
     let read = u64::from_str_radix(&race.second.range.as_ref().unwrap().start[2..], 16).unwrap();
-    assert_eq!(
-        read,
-        u64::from_str_radix(&range.start[2..], 16).unwrap() + 10,
-        "the byte the host read"
-    );
+    assert_eq!(read, u64::from_str_radix(&range.start[2..], 16).unwrap() + 10, "the byte the host read");
 }
 
 #[test]
@@ -217,10 +143,7 @@ fn registered_memory_is_guarded_too() {
 fn another_thread_touching_the_destination_races_unless_started_after_the_synchronize() {
     let racy = check("other_thread", "RAW", "reader", D2H);
     let race = &racy.races[0];
-    assert_ne!(
-        race.second.thread.id, race.first.thread.id,
-        "the reading thread is named, not the copying one"
-    );
+    assert_ne!(race.second.thread.id, race.first.thread.id, "the reading thread is named, not the copying one");
 }
 
 #[test]
@@ -233,19 +156,11 @@ fn other_data_on_a_guarded_page_is_no_race_and_is_noted() {
     assert_eq!(listed_kind("shared_page"), "none");
     let racy = run_twin("shared_page", "racy").report();
     assert!(racy.races.is_empty(), "{:?}", races(&racy));
-    let note = racy
-        .notes
-        .iter()
-        .find(|n| n.kind == "host-guard-gave-up")
-        .expect("a note that the guard gave up on the page");
+    let note =
+        racy.notes.iter().find(|n| n.kind == "host-guard-gave-up").expect("a note that the guard gave up on the page");
     assert!(note.api.starts_with(D2H), "{}", note.api);
     let fixed = run_twin("shared_page", "fixed").report();
-    assert!(
-        fixed.races.is_empty() && fixed.notes.is_empty(),
-        "{:?} {:?}",
-        races(&fixed),
-        fixed.notes
-    );
+    assert!(fixed.races.is_empty() && fixed.notes.is_empty(), "{:?} {:?}", races(&fixed), fixed.notes);
 }
 
 #[test]
@@ -263,12 +178,7 @@ fn the_programs_own_segv_handler_still_runs_for_its_own_faults() {
     assert!(!racy.races.is_empty());
     for twin in ["racy", "fixed"] {
         let run = run_twin("own_segv_handler", twin);
-        assert!(
-            run.stdout()
-                .contains("handler in place: yes\nown fault handled\n"),
-            "{twin}: {}",
-            run.stdout()
-        );
+        assert!(run.stdout().contains("handler in place: yes\nown fault handled\n"), "{twin}: {}", run.stdout());
     }
 }
 
@@ -281,28 +191,10 @@ fn a_child_forked_with_a_copy_in_flight_runs_as_without_streamsan() {
 
 #[test]
 fn a_fault_that_is_not_the_guards_ends_the_program_as_without_streamsan() {
-    let native = run_with(
-        program(),
-        &["own_crash", "racy"],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    );
+    let native = run_with(program(), &["own_crash", "racy"], RunOptions { native: true, ..Default::default() });
     let run = run_with(program(), &["own_crash", "racy"], RunOptions::default());
-    assert_eq!(
-        native.output.status.signal(),
-        Some(SIGSEGV),
-        "{:?}",
-        native.output.status
-    );
-    assert_eq!(
-        run.output.status.signal(),
-        Some(SIGSEGV),
-        "{:?}\n{}",
-        run.output.status,
-        run.stderr()
-    );
+    assert_eq!(native.output.status.signal(), Some(SIGSEGV), "{:?}", native.output.status);
+    assert_eq!(run.output.status.signal(), Some(SIGSEGV), "{:?}\n{}", run.output.status, run.stderr());
     assert_eq!(run.stdout(), native.stdout());
 }
 
@@ -317,48 +209,19 @@ fn host_races_0_turns_the_guard_off() {
 fn host_races_are_printed_suppressed_and_asserted_on_like_the_others() {
     let run = run_twin("d2h_write", "racy");
     let stderr = run.stderr();
-    assert!(
-        stderr.contains("WARNING: streamsan: host-race (WAW) on buffer"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("  Write of [") && stderr.contains(") by the host, thread T1:"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("Missing wait: make the host wait for stream"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("WARNING: streamsan: host-race (WAW) on buffer"), "{stderr}");
+    assert!(stderr.contains("  Write of [") && stderr.contains(") by the host, thread T1:"), "{stderr}");
+    assert!(stderr.contains("Missing wait: make the host wait for stream"), "{stderr}");
 
     let dir = scratch("host-race-suppressions");
     let file = dir.join("host.supp");
     std::fs::write(&file, "host-race:d2h_write\n").unwrap();
-    let env = vec![(
-        "STREAMSAN_OPTIONS",
-        format!("suppressions={}", file.display()),
-    )];
+    let env = vec![("STREAMSAN_OPTIONS", format!("suppressions={}", file.display()))];
     let suppressed = run_twin_with("d2h_write", "racy", env).report();
-    assert!(
-        suppressed.races.is_empty() && suppressed.summary.suppressed == 1,
-        "{:?}",
-        suppressed.summary
-    );
+    assert!(suppressed.races.is_empty() && suppressed.summary.suppressed == 1, "{:?}", suppressed.summary);
 
     let mut program = Command::new(self::program());
-    program
-        .args(["d2h_write", "racy"])
-        .env("LD_LIBRARY_PATH", driver_dir());
-    let harnessed = Streamsan::with_shim(shim())
-        .run(program)
-        .expect("run under streamsan");
-    assert_eq!(
-        harnessed
-            .races()
-            .kind("host-race")
-            .at("host_races.c")
-            .count(),
-        1,
-        "{}",
-        harnessed.races().describe()
-    );
+    program.args(["d2h_write", "racy"]).env("LD_LIBRARY_PATH", driver_dir());
+    let harnessed = Streamsan::with_shim(shim()).run(program).expect("run under streamsan");
+    assert_eq!(harnessed.races().kind("host-race").at("host_races.c").count(), 1, "{}", harnessed.races().describe());
 }

@@ -37,8 +37,13 @@ fn workload_calls(launches: u64) -> Vec<(&'static str, u64)> {
 fn per_thread_name(name: &str) -> String {
     match name {
         "cuMemcpyDtoH_v2" => "cuMemcpyDtoH_v2_ptds".into(),
-        "cuMemAllocAsync" | "cuMemsetD8Async" | "cuEventRecord" | "cuStreamWaitEvent" | "cuLaunchKernel"
-        | "cuStreamSynchronize" | "cuMemFreeAsync" => format!("{name}_ptsz"),
+        "cuMemAllocAsync"
+        | "cuMemsetD8Async"
+        | "cuEventRecord"
+        | "cuStreamWaitEvent"
+        | "cuLaunchKernel"
+        | "cuStreamSynchronize"
+        | "cuMemFreeAsync" => format!("{name}_ptsz"),
         _ => name.into(),
     }
 }
@@ -129,7 +134,9 @@ fn a_cudarc_program_is_intercepted() {
     run.assert_ran();
     assert_eq!(run.intercepted("cuLaunchKernel"), 6);
     assert_eq!(run.received("cuLaunchKernel"), 6);
-    for name in ["cuMemAllocAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord", "cuStreamWaitEvent"] {
+    for name in
+        ["cuMemAllocAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord", "cuStreamWaitEvent"]
+    {
         assert!(run.intercepted(name) > 0, "{name} not intercepted: {:?}", run.report().intercepted);
         assert_eq!(run.intercepted(name), run.received(name) as u64, "{name}");
     }
@@ -145,12 +152,8 @@ fn fidelity(env: Vec<(&str, String)>) -> (Run, Vec<String>, Vec<String>) {
     run.assert_ran();
     let program: Vec<String> = run.stdout().lines().filter(|l| l.contains(") -> ")).map(str::to_string).collect();
     let names: BTreeSet<&str> = program.iter().map(|l| &l[..l.find('(').unwrap()]).collect();
-    let received: Vec<String> = run
-        .calls
-        .iter()
-        .filter(|l| names.contains(&l[..l.find('(').unwrap()]))
-        .cloned()
-        .collect();
+    let received: Vec<String> =
+        run.calls.iter().filter(|l| names.contains(&l[..l.find('(').unwrap()])).cloned().collect();
     (run, program, received)
 }
 
@@ -297,18 +300,21 @@ fn the_driver_comes_from_streamsan_real_libcuda_or_falls_back_with_a_line() {
     let link = link_cuda();
     let exe = compile_c("road_linked", &link.iter().map(String::as_str).collect::<Vec<_>>());
     let standin = artifacts().join("libcuda_standin.so").display().to_string();
-    let named = run_with(&exe, &["2"], RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", standin)], ..Default::default() });
+    let named =
+        run_with(&exe, &["2"], RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", standin)], ..Default::default() });
     named.assert_ran();
     assert_eq!(named.intercepted("cuLaunchKernel"), 2);
     assert!(!named.stderr().contains("STREAMSAN_REAL_LIBCUDA"), "{}", named.stderr());
 
-    let missing = run_with(&exe, &["2"], RunOptions {
-        env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())],
-        ..Default::default()
-    });
+    let missing = run_with(
+        &exe,
+        &["2"],
+        RunOptions { env: vec![("STREAMSAN_REAL_LIBCUDA", "/nonexistent/libcuda.so.1".into())], ..Default::default() },
+    );
     missing.assert_ran();
     assert_eq!(missing.intercepted("cuLaunchKernel"), 2);
-    let lines: Vec<String> = missing.stderr().lines().filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA")).map(String::from).collect();
+    let lines: Vec<String> =
+        missing.stderr().lines().filter(|l| l.contains("STREAMSAN_REAL_LIBCUDA")).map(String::from).collect();
     assert_eq!(lines.len(), 1, "{}", missing.stderr());
     assert!(lines[0].starts_with("streamsan: cannot load the CUDA driver named by STREAMSAN_REAL_LIBCUDA=/nonexistent"));
 }

@@ -102,32 +102,86 @@ enum Item {
 #[derive(Clone, Debug)]
 enum Step {
     /// `mode`: see [`kind_of`].
-    Access { stream: usize, buffer: usize, offset: u8, len: u8, mode: u8, host: u8 },
-    AllocAsync { stream: usize, buffer: usize },
-    AllocSync { buffer: usize },
-    FreeAsync { stream: usize, buffer: usize },
-    FreeSync { buffer: usize },
-    Record { event: usize, stream: usize },
-    Wait { stream: usize, event: usize },
-    EventSync { event: usize },
+    Access {
+        stream: usize,
+        buffer: usize,
+        offset: u8,
+        len: u8,
+        mode: u8,
+        host: u8,
+    },
+    AllocAsync {
+        stream: usize,
+        buffer: usize,
+    },
+    AllocSync {
+        buffer: usize,
+    },
+    FreeAsync {
+        stream: usize,
+        buffer: usize,
+    },
+    FreeSync {
+        buffer: usize,
+    },
+    Record {
+        event: usize,
+        stream: usize,
+    },
+    Wait {
+        stream: usize,
+        event: usize,
+    },
+    EventSync {
+        event: usize,
+    },
     /// The event destroyed and its handle made again: a fresh, unrecorded event.
-    EventRecreate { event: usize },
-    StreamSync { stream: usize },
+    EventRecreate {
+        event: usize,
+    },
+    StreamSync {
+        stream: usize,
+    },
     /// The created stream destroyed and its handle made again: a fresh stream, ordered after
     /// nothing of the old one's (which may take the old one's slot of the clocks).
-    StreamRecreate { stream: usize },
-    CtxSync { ctx: usize },
-    HostFunc { stream: usize },
+    StreamRecreate {
+        stream: usize,
+    },
+    CtxSync {
+        ctx: usize,
+    },
+    HostFunc {
+        stream: usize,
+    },
     /// `cuStreamWriteValue32` of the word at `offset` of `buffer`.
-    WriteValue { stream: usize, buffer: usize, offset: u8 },
+    WriteValue {
+        stream: usize,
+        buffer: usize,
+        offset: u8,
+    },
     /// `cuStreamWaitValue32` on that word.
-    WaitValue { stream: usize, buffer: usize, offset: u8 },
+    WaitValue {
+        stream: usize,
+        buffer: usize,
+        offset: u8,
+    },
     /// The host thread of the next host-side steps.
-    Thread { thread: usize },
+    Thread {
+        thread: usize,
+    },
     /// Thread `thread` learns what the other has waited for (a lock or join the shim cannot see).
-    ThreadSync { thread: usize },
-    Capture { origin: usize, fork: usize, items: Vec<Item> },
-    Launch { graph: usize, stream: usize },
+    ThreadSync {
+        thread: usize,
+    },
+    Capture {
+        origin: usize,
+        fork: usize,
+        items: Vec<Item>,
+    },
+    Launch {
+        graph: usize,
+        stream: usize,
+    },
 }
 
 fn item() -> impl Strategy<Value = Item> {
@@ -371,7 +425,8 @@ impl Oracle {
 
     /// A device-wide synchronization: every stream of `ctx`, destroyed ones too.
     fn host_waits_for_context(&mut self, ctx: u64) {
-        let mut waited: Vec<usize> = (0..STREAMS).filter(|&s| stream_ctx(s) == ctx).filter_map(|s| self.last.get(&s).copied()).collect();
+        let mut waited: Vec<usize> =
+            (0..STREAMS).filter(|&s| stream_ctx(s) == ctx).filter_map(|s| self.last.get(&s).copied()).collect();
         waited.extend(self.destroyed.iter().filter(|&&(s, _)| stream_ctx(s) == ctx).map(|&(_, l)| l));
         self.destroyed.retain(|&(s, _)| stream_ctx(s) != ctx);
         self.host[self.thread].extend(waited);
@@ -482,7 +537,8 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
             Step::Access { stream, buffer, offset, len, mode, host } => {
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let hi = lo + len as u64 * 8;
-                let host_effect = [HostEffect::None, HostEffect::WaitsForEarlierWork, HostEffect::WaitsForOperation][host as usize];
+                let host_effect =
+                    [HostEffect::None, HostEffect::WaitsForEarlierWork, HostEffect::WaitsForOperation][host as usize];
                 // A synchronous copy makes its issuing thread wait.
                 let thread = oracle.issuer(stream);
                 if host_effect == HostEffect::WaitsForEarlierWork {
@@ -497,7 +553,10 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let kind = kind_of(mode);
                 let access = [model_access(lo, hi - lo, kind)];
-                model.work(stream_ref(stream), Work { origin: origin(op, stream), kernel: kind.kernel, accesses: &access, host: host_effect });
+                model.work(
+                    stream_ref(stream),
+                    Work { origin: origin(op, stream), kernel: kind.kernel, accesses: &access, host: host_effect },
+                );
             }
             Step::AllocAsync { stream, buffer } => {
                 if matches!(oracle.buffers.get(&buffer), Some(BufferState::Live { .. })) {
@@ -505,7 +564,12 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 }
                 let op = oracle.issue(stream, &[]);
                 oracle.alloc(op, buffer, true, stream_ctx(stream));
-                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: buffer_kind(buffer, true), ctx: stream_ctx(stream) };
+                let alloc = Alloc {
+                    base: buffer_base(buffer),
+                    size: BUFFER_SIZE,
+                    kind: buffer_kind(buffer, true),
+                    ctx: stream_ctx(stream),
+                };
                 model.alloc(alloc, Some(stream_ref(stream)), &origin(op, stream));
             }
             Step::AllocSync { buffer } => {
@@ -517,7 +581,12 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 let op = oracle.new_op(&preds);
                 oracle.host_waits(op);
                 oracle.alloc(op, buffer, false, CTX[0]);
-                let alloc = Alloc { base: buffer_base(buffer), size: BUFFER_SIZE, kind: buffer_kind(buffer, false), ctx: CTX[0] };
+                let alloc = Alloc {
+                    base: buffer_base(buffer),
+                    size: BUFFER_SIZE,
+                    kind: buffer_kind(buffer, false),
+                    ctx: CTX[0],
+                };
                 model.alloc(alloc, None, &host_origin(op, oracle.thread));
             }
             Step::FreeAsync { stream, buffer } => {
@@ -655,9 +724,16 @@ fn capture(model: &Model, origin_stream: usize, fork: usize, items: &[Item], ind
                 let lo = buffer_base(buffer) + offset as u64 * 8;
                 let kind = kind_of(mode);
                 // The site carries the node index; launch ops are numbered by the oracle later.
-                let node_origin = Origin { api: "node", thread: ThreadId(1), site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32) };
+                let node_origin = Origin {
+                    api: "node",
+                    thread: ThreadId(1),
+                    site: StackId(0x8000_0000 | (index as u32) << 16 | node as u32),
+                };
                 let access = [model_access(lo, 8, kind)];
-                model.work(stream_ref(stream), Work { origin: node_origin, kernel: kind.kernel, accesses: &access, host: HostEffect::None });
+                model.work(
+                    stream_ref(stream),
+                    Work { origin: node_origin, kernel: kind.kernel, accesses: &access, host: HostEffect::None },
+                );
             }
             Item::ForkSync => {
                 let from = frontier[0].clone();
@@ -734,7 +810,8 @@ fn check(steps: &[Step]) -> Result<(), TestCaseError> {
     for &(second, buffer, kind, _first) in &races {
         let ops = oracle_ops(second);
         // A report about a graph node: it must hold for one of the node's launches.
-        let matching: Vec<usize> = ops.iter().copied().filter(|op| oracle.verdicts.get(op).is_some_and(|(_, k)| k.contains(&kind))).collect();
+        let matching: Vec<usize> =
+            ops.iter().copied().filter(|op| oracle.verdicts.get(op).is_some_and(|(_, k)| k.contains(&kind))).collect();
         prop_assert!(!matching.is_empty(), "model reported {kind:?} on buffer {buffer} at op(s) {ops:?}, the oracle did not\nsteps: {steps:#?}\noracle: {:?}", oracle.verdicts);
         reported.entry(buffer).or_default().entry(matching[0]).or_default().insert(kind);
     }
@@ -792,7 +869,10 @@ fn generated_programs_exercise_races_and_graphs() {
     assert!(with_race > total / 4, "{with_race} of {total} programs race");
     assert!(with_node_race > total / 20, "{with_node_race} of {total} programs race on a graph node");
     // Programs whose first race comes while the threads are in step, where it is checked.
-    assert!(checked_whole > total / 5, "{checked_whole} of {total} programs have a first race checked for completeness");
+    assert!(
+        checked_whole > total / 5,
+        "{checked_whole} of {total} programs have a first race checked for completeness"
+    );
 }
 
 /// Fixed programs the property test once found wrong, kept as regressions.
@@ -923,7 +1003,11 @@ fn a_graph_lane_takes_a_destroyed_graphs_slot_only_when_ordered_after_it() {
     for i in [5, 7] {
         model.stream_created(0x100 + i as u64, stream_ctx(i), true, &origin(0, i));
     }
-    model.alloc(Alloc { base: buffer_base(0), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] }, None, &origin(0, 0));
+    model.alloc(
+        Alloc { base: buffer_base(0), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] },
+        None,
+        &origin(0, 0),
+    );
     // A graph that writes the buffer, captured, launched on `on` and destroyed; `site`
     // names its node.
     let graph_writes = |exec: u64, on: StreamRef, site: usize| {
@@ -944,5 +1028,8 @@ fn a_graph_lane_takes_a_destroyed_graphs_slot_only_when_ordered_after_it() {
     // On a stream not ordered after them: the node's write races with theirs.
     graph_writes(3, t, 3);
     let races = collected.0.lock().unwrap();
-    assert!(races.iter().any(|r| r.race.kind == RaceKind::CrossStream && r.race.second.op.site == StackId(4)), "{races:?}");
+    assert!(
+        races.iter().any(|r| r.race.kind == RaceKind::CrossStream && r.race.second.op.site == StackId(4)),
+        "{races:?}"
+    );
 }

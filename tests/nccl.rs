@@ -14,11 +14,7 @@ use common::*;
 fn program(dlopen: bool) -> PathBuf {
     let dir = format!("-L{}", driver_dir().display());
     if dlopen {
-        compile_c_as(
-            "nccl",
-            "nccl_dlopen",
-            &["-DNCCL_DLOPEN", &dir, "-lcuda", "-ldl"],
-        )
+        compile_c_as("nccl", "nccl_dlopen", &["-DNCCL_DLOPEN", &dir, "-lcuda", "-ldl"])
     } else {
         compile_c_as("nccl", "nccl", &[&dir, "-lnccl", "-lcuda"])
     }
@@ -28,25 +24,9 @@ fn run_twin(program: &Path, scenario: &str, twin: &str) -> Run {
     let run = run(program, &[scenario, twin]);
     run.assert_ran();
     run.assert_reports_match_the_schema();
-    let native = run_with(
-        program,
-        &[scenario, twin],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    );
-    assert_eq!(
-        native.stdout(),
-        run.stdout(),
-        "{scenario} {twin}: output changed"
-    );
-    assert_eq!(
-        native.output.status.code(),
-        Some(0),
-        "{scenario} {twin} natively: {}",
-        native.stderr()
-    );
+    let native = run_with(program, &[scenario, twin], RunOptions { native: true, ..Default::default() });
+    assert_eq!(native.stdout(), run.stdout(), "{scenario} {twin}: output changed");
+    assert_eq!(native.output.status.code(), Some(0), "{scenario} {twin} natively: {}", native.stderr());
     run
 }
 
@@ -54,33 +34,19 @@ fn run_twin(program: &Path, scenario: &str, twin: &str) -> Run {
 /// twin reports nothing.
 fn check_with(program: &Path, scenario: &str, hazard: &str, api: &str) {
     let racy = run_twin(program, scenario, "racy").report();
-    let race = racy
-        .races_of("cross-stream-race")
-        .find(|r| r.hazard.map(|h| h.as_str()) == Some(hazard));
+    let race = racy.races_of("cross-stream-race").find(|r| r.hazard.map(|h| h.as_str()) == Some(hazard));
     let race = race.unwrap_or_else(|| {
         panic!(
             "{scenario} racy: expected {hazard}, got {:?}",
-            racy.races
-                .iter()
-                .map(|r| (&r.kind, &r.hazard))
-                .collect::<Vec<_>>()
+            racy.races.iter().map(|r| (&r.kind, &r.hazard)).collect::<Vec<_>>()
         )
     });
-    assert!(
-        race.first.api == api || race.second.api == api,
-        "{scenario}: {} / {}",
-        race.first.api,
-        race.second.api
-    );
+    assert!(race.first.api == api || race.second.api == api, "{scenario}: {} / {}", race.first.api, race.second.api);
     let fixed = run_twin(program, scenario, "fixed").report();
     assert!(
         fixed.races.is_empty(),
         "{scenario} fixed: {:?}",
-        fixed
-            .races
-            .iter()
-            .map(|r| (&r.kind, &r.hazard, &r.first.api, &r.second.api))
-            .collect::<Vec<_>>()
+        fixed.races.iter().map(|r| (&r.kind, &r.hazard, &r.first.api, &r.second.api)).collect::<Vec<_>>()
     );
 }
 
@@ -115,12 +81,7 @@ fn a_group_s_calls_are_issued_at_its_end() {
 
 #[test]
 fn a_dlopened_nccl_is_followed_too() {
-    check_with(
-        &program(true),
-        "all_reduce_read_before_wait",
-        "RAW",
-        "ncclAllReduce",
-    );
+    check_with(&program(true), "all_reduce_read_before_wait", "RAW", "ncclAllReduce");
     let run = run(&program(true), &["all_reduce_read_before_wait", "racy"]);
     assert_eq!(run.intercepted("ncclAllReduce"), 2);
     assert_eq!(run.received("ncclAllReduce"), 2);
@@ -128,21 +89,10 @@ fn a_dlopened_nccl_is_followed_too() {
 
 #[test]
 fn every_scenario_has_a_test() {
-    let listed = run_with(
-        &program(false),
-        &["list"],
-        RunOptions {
-            native: true,
-            ..Default::default()
-        },
-    )
-    .stdout();
+    let listed = run_with(&program(false), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
     let source = std::fs::read_to_string(file!()).unwrap();
     for name in listed.lines().map(|l| l.split(' ').next().unwrap()) {
-        assert!(
-            source.contains(&format!("\"{name}\"")),
-            "scenario {name} has no test"
-        );
+        assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
     }
 }
 
@@ -152,37 +102,15 @@ fn every_scenario_has_a_test() {
 #[test]
 fn every_hooked_nccl_function_passes_its_arguments_and_status_through() {
     let exe = artifacts().join("streamsan-fidelity");
-    for (env, status) in [
-        (vec![], None),
-        (
-            vec![("STANDIN_FAIL", "*:1:999".to_string())],
-            Some("-> 999"),
-        ),
-    ] {
-        let run = run_with(
-            &exe,
-            &["nccl"],
-            RunOptions {
-                env,
-                ..Default::default()
-            },
-        );
+    for (env, status) in [(vec![], None), (vec![("STANDIN_FAIL", "*:1:999".to_string())], Some("-> 999"))] {
+        let run = run_with(&exe, &["nccl"], RunOptions { env, ..Default::default() });
         run.assert_ran();
         assert!(!run.stdout().contains("not found"), "{}", run.stdout());
-        let program: Vec<String> = run
-            .stdout()
-            .lines()
-            .filter(|l| l.contains(") -> "))
-            .map(str::to_string)
-            .collect();
+        let program: Vec<String> = run.stdout().lines().filter(|l| l.contains(") -> ")).map(str::to_string).collect();
         assert_eq!(program.len(), 13, "{}", run.stdout());
         let names: BTreeSet<&str> = program.iter().map(|l| &l[..l.find('(').unwrap()]).collect();
-        let received: Vec<String> = run
-            .calls
-            .iter()
-            .filter(|l| names.contains(&l[..l.find('(').unwrap()]))
-            .cloned()
-            .collect();
+        let received: Vec<String> =
+            run.calls.iter().filter(|l| names.contains(&l[..l.find('(').unwrap()])).cloned().collect();
         assert_eq!(program, received);
         for line in &program {
             let name = &line[..line.find('(').unwrap()];

@@ -15,7 +15,14 @@ fn text(bytes: &[u8]) -> String {
 /// The report of `lifecycle MODE` under streamsan.
 fn report_of(mode: &str) -> PathBuf {
     let dir = scratch(&format!("report-of-{mode}"));
-    streamsan(&dir).args(["run", "--quiet", "--report"]).arg(dir.join("report.%p.json")).arg("--").arg(lifecycle()).arg(mode).output().unwrap();
+    streamsan(&dir)
+        .args(["run", "--quiet", "--report"])
+        .arg(dir.join("report.%p.json"))
+        .arg("--")
+        .arg(lifecycle())
+        .arg(mode)
+        .output()
+        .unwrap();
     reports_in(&dir, "report.").into_iter().next().expect("a report").0
 }
 
@@ -61,7 +68,11 @@ fn suppressions_apply_to_reports_too() {
     let file = dir.join("s.supp");
     std::fs::write(&file, "use-before-alloc:lifecycle.c\n").unwrap();
     let out = report(&["--suppressions", file.to_str().unwrap()], &[&racy]);
-    assert!(text(&out.stdout).ends_with("streamsan: 1 race (1 cross-stream-race), 1 suppressed\n"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).ends_with("streamsan: 1 race (1 cross-stream-race), 1 suppressed\n"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -106,22 +117,10 @@ fn options_come_anywhere_on_the_command_line() {
         "{}",
         text(&out.stderr)
     );
-    let out = report(
-        &[],
-        &[&racy, Path::new("--kind"), Path::new("use-before-alloc")],
-    );
-    assert_eq!(
-        text(&out.stdout).matches("WARNING: streamsan:").count(),
-        1,
-        "{}",
-        text(&out.stderr)
-    );
+    let out = report(&[], &[&racy, Path::new("--kind"), Path::new("use-before-alloc")]);
+    assert_eq!(text(&out.stdout).matches("WARNING: streamsan:").count(), 1, "{}", text(&out.stderr));
     // After `--`, a name is a file's, even one that looks like a flag.
     let out = report(&["--"], &[Path::new("--kind")]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--kind: No such file"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("--kind: No such file"), "{}", text(&out.stderr));
 }

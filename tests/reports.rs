@@ -24,7 +24,8 @@ fn every_example_matches_the_schema() {
 
 #[test]
 fn the_examples_cover_every_kind_hazard_fix_and_note() {
-    let (mut kinds, mut hazards, mut actions, mut notes) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let (mut kinds, mut hazards, mut actions, mut notes) =
+        (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for path in examples() {
         let report = Report::read_from(&path).unwrap();
         for race in &report.races {
@@ -44,8 +45,10 @@ fn the_examples_cover_every_kind_hazard_fix_and_note() {
 #[test]
 fn the_schema_rejects_a_report_that_breaks_it() {
     let dir = scratch("schema-negative");
-    let mut document: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(examples().iter().find(|p| p.ends_with("free-race.json")).unwrap()).unwrap()).unwrap();
+    let mut document: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(examples().iter().find(|p| p.ends_with("free-race.json")).unwrap()).unwrap(),
+    )
+    .unwrap();
     document["races"][0]["kind"] = "data-race".into();
     let path = dir.join("broken.json");
     std::fs::write(&path, document.to_string()).unwrap();

@@ -452,7 +452,8 @@ fn library_kernels_are_named_by_their_hooks() {
         ("STANDIN_FAIL", "cuFuncGetName:*:500,cuKernelGetName:*:500".to_string()),
     ];
     for (twin, races) in [("racy", 1), ("fixed", 0)] {
-        let run = run_with(program(), &["library_kernels", twin], RunOptions { env: env.clone(), ..Default::default() });
+        let run =
+            run_with(program(), &["library_kernels", twin], RunOptions { env: env.clone(), ..Default::default() });
         run.assert_ran();
         assert_eq!(run.report().races.len(), races, "{twin} without the driver's names");
     }
@@ -466,7 +467,10 @@ fn destroying_a_context_waits_for_its_work() {
 #[test]
 fn array_copies_touch_their_host_side() {
     let racy = check("array_copies", CROSS, None);
-    assert_eq!(second_apis(&racy), ["cuMemcpyAtoHAsync_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2", "cuMemcpyHtoA_v2"]);
+    assert_eq!(
+        second_apis(&racy),
+        ["cuMemcpyAtoHAsync_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2", "cuMemcpyHtoA_v2"]
+    );
 }
 
 #[test]

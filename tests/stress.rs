@@ -14,7 +14,10 @@ use streamsan::report::{describe_site, Report};
 
 /// Runs `stress MODE` under streamsan; fails if it takes more than two minutes.
 fn stress(mode: &str) -> Report {
-    let exe = compile_c("stress", &[link_cuda(), vec!["-lpthread".into()]].concat().iter().map(String::as_str).collect::<Vec<_>>());
+    let exe = compile_c(
+        "stress",
+        &[link_cuda(), vec!["-lpthread".into()]].concat().iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let dir = scratch(&format!("stress-{mode}"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_streamsan"))
         .args(["run", "--quiet", "--report"])
@@ -49,7 +52,13 @@ fn verdicts(report: &Report) -> BTreeMap<String, u64> {
         .races
         .iter()
         .map(|r| {
-            let key = format!("{} {:?} {} -> {}", r.kind, r.hazard, describe_site(&r.first.site), describe_site(&r.second.site));
+            let key = format!(
+                "{} {:?} {} -> {}",
+                r.kind,
+                r.hazard,
+                describe_site(&r.first.site),
+                describe_site(&r.second.site)
+            );
             (key, r.count)
         })
         .collect()

@@ -159,7 +159,12 @@ impl Chunk {
     fn insert(&mut self, buffer: Arc<Buffer>) {
         let key = (buffer.base, std::cmp::Reverse(buffer.end()));
         let at = self.bases.partition_point(|&b| b < key.0);
-        let at = at + self.ends[at..].iter().zip(&self.bases[at..]).take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key).count();
+        let at = at
+            + self.ends[at..]
+                .iter()
+                .zip(&self.bases[at..])
+                .take_while(|&(&e, &b)| (b, std::cmp::Reverse(e)) <= key)
+                .count();
         self.bases.insert(at, buffer.base);
         self.ends.insert(at, buffer.end());
         self.buffers.insert(at, buffer);
@@ -246,7 +251,12 @@ impl Chunk {
         if half == self.bases.len() {
             return None;
         }
-        let mut upper = Chunk { bases: self.bases.split_off(half), ends: self.ends.split_off(half), reach: Vec::new(), buffers: self.buffers.split_off(half) };
+        let mut upper = Chunk {
+            bases: self.bases.split_off(half),
+            ends: self.ends.split_off(half),
+            reach: Vec::new(),
+            buffers: self.buffers.split_off(half),
+        };
         self.update_reach(0);
         upper.update_reach(0);
         Some(upper)
@@ -494,7 +504,11 @@ impl BufferMap {
         let evicted = {
             let mut q = self.quarantine.lock().unwrap_or_else(|e| e.into_inner());
             q.push_back(Quarantined { base: buffer.base, end: buffer.end(), id: buffer.id });
-            if q.len() > QUARANTINE { q.pop_front() } else { None }
+            if q.len() > QUARANTINE {
+                q.pop_front()
+            } else {
+                None
+            }
         };
         if let Some(old) = evicted {
             self.remove(old.base, old.end, old.id);
@@ -539,7 +553,14 @@ mod tests {
 
     fn buffer(map: &BufferMap, id: u64, base: u64, size: u64) -> Arc<Buffer> {
         let origin = Origin { api: "test", thread: ThreadId(1), site: StackId(0) };
-        let b = Arc::new(Buffer::new(id, base, size, MemoryKind::Device, 1, OpRecord::new(&origin, None, Epoch::new(0, 1))));
+        let b = Arc::new(Buffer::new(
+            id,
+            base,
+            size,
+            MemoryKind::Device,
+            1,
+            OpRecord::new(&origin, None, Epoch::new(0, 1)),
+        ));
         map.insert(b.clone());
         b
     }
@@ -617,7 +638,8 @@ mod tests {
         let map = BufferMap::new();
         // Ten chunks' worth of 64-byte buffers, and one enclosing the lot registered first.
         let pool = buffer(&map, 0, 0x6000_0000, 10 * 2 * CHUNK as u64 * 64);
-        let small: Vec<Arc<Buffer>> = (1..=10 * 2 * CHUNK as u64).map(|i| buffer(&map, i, 0x6000_0000 + (i - 1) * 64, 64)).collect();
+        let small: Vec<Arc<Buffer>> =
+            (1..=10 * 2 * CHUNK as u64).map(|i| buffer(&map, i, 0x6000_0000 + (i - 1) * 64, 64)).collect();
         assert_eq!(found(&map, 0x6000_0000 + 1000 * 64 + 5), Some((true, 1001)));
         // Freed small buffers leave the enclosing one found; forgotten ones too.
         for b in &small[990..1010] {

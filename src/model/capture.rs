@@ -50,14 +50,26 @@ impl HostCallback {
 #[derive(Clone)]
 pub enum NodeKind {
     /// A kernel, copy or memset.
-    Work { accesses: Vec<Access> },
+    Work {
+        accesses: Vec<Access>,
+    },
     /// A memory node allocating `[base, base + size)`.
-    Alloc { base: u64, size: u64, ctx: u64 },
-    Free { base: u64 },
+    Alloc {
+        base: u64,
+        size: u64,
+        ctx: u64,
+    },
+    Free {
+        base: u64,
+    },
     /// `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)` in a capture.
-    RecordEvent { event: u64 },
+    RecordEvent {
+        event: u64,
+    },
     /// A wait on an event recorded outside the capture.
-    WaitEvent { event: u64 },
+    WaitEvent {
+        event: u64,
+    },
     HostFunc(Arc<HostCallback>),
     /// Anything else: it orders, touches nothing.
     Empty,
@@ -112,7 +124,12 @@ impl Capture {
 
     /// A capture that adds to `target`'s definition `nodes`.
     pub fn into(target: Option<u64>, nodes: Definition) -> Arc<Capture> {
-        Arc::new(Capture { nodes: Mutex::new(nodes), target, lanes: Mutex::new(Vec::new()), members: Mutex::new(Vec::new()) })
+        Arc::new(Capture {
+            nodes: Mutex::new(nodes),
+            target,
+            lanes: Mutex::new(Vec::new()),
+            members: Mutex::new(Vec::new()),
+        })
     }
 
     /// Adds a stream, whose slot is `slot`, to the capture as a new lane.

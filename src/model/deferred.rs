@@ -81,9 +81,7 @@ struct Logged {
 impl Logged {
     /// Whether the launch at `epoch` happens before this access.
     fn after(&self, epoch: Epoch) -> bool {
-        self.knew
-            .iter()
-            .any(|&(slot, time)| slot == epoch.slot && epoch.time <= time)
+        self.knew.iter().any(|&(slot, time)| slot == epoch.slot && epoch.time <= time)
     }
 }
 
@@ -146,15 +144,7 @@ impl Deferred {
     /// Logs an access (or the free of `freed`) by `op` with clock `clock`, if a launch is
     /// pending.
     #[inline]
-    pub fn observe(
-        &self,
-        lo: u64,
-        hi: u64,
-        mode: Mode,
-        freed: Option<BufferFacts>,
-        op: OpRecord,
-        clock: &VectorClock,
-    ) {
+    pub fn observe(&self, lo: u64, hi: u64, mode: Mode, freed: Option<BufferFacts>, op: OpRecord, clock: &VectorClock) {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -163,15 +153,7 @@ impl Deferred {
             return;
         }
         window.seq += 1;
-        let entry = Logged {
-            seq: window.seq,
-            lo,
-            hi,
-            mode,
-            freed,
-            op,
-            knew: window.knew(clock),
-        };
+        let entry = Logged { seq: window.seq, lo, hi, mode, freed, op, knew: window.knew(clock) };
         window.push(entry, &self.dropped);
     }
 }
@@ -193,22 +175,10 @@ impl Model {
     /// accesses are what its parameters say. Returns false when the stream captures: the
     /// launch became a graph node with those accesses, and no footprint will come. `learn`:
     /// the key under which to learn its footprint.
-    pub fn launch_deferred(
-        &self,
-        stream: StreamRef,
-        work: Work<'_>,
-        ticket: u64,
-        learn: Option<(u64, u64)>,
-    ) -> bool {
+    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<(u64, u64)>) -> bool {
         let stream = self.stream(stream);
-        if self.capture_node(
-            &stream,
-            || NodeKind::Work {
-                accesses: work.accesses.to_vec(),
-            },
-            &work.origin,
-            work.kernel,
-        ) {
+        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
+        {
             return false;
         }
         let (state, epoch) = self.issue(&stream);
@@ -236,34 +206,17 @@ impl Model {
             return Vec::new();
         }
         let window = self.deferred.window();
-        window
-            .pending
-            .iter()
-            .filter(|p| p.op.epoch.time <= self.host.get(p.op.epoch.slot))
-            .map(|p| p.ticket)
-            .collect()
+        window.pending.iter().filter(|p| p.op.epoch.time <= self.host.get(p.op.epoch.slot)).map(|p| p.ticket).collect()
     }
 
     /// The tickets of every pending launch (at exit: read what can be).
     pub fn pending_launches(&self) -> Vec<u64> {
-        self.deferred
-            .window()
-            .pending
-            .iter()
-            .map(|p| p.ticket)
-            .collect()
+        self.deferred.window().pending.iter().map(|p| p.ticket).collect()
     }
 
     /// A note about footprints; `ticket` names the pending launch it concerns, if one does.
     pub fn footprint_note(&self, kind: NoteKind, subject: u64, ticket: Option<u64>) {
-        let pending = ticket.and_then(|t| {
-            self.deferred
-                .window()
-                .pending
-                .iter()
-                .find(|p| p.ticket == t)
-                .map(|p| p.op)
-        });
+        let pending = ticket.and_then(|t| self.deferred.window().pending.iter().find(|p| p.ticket == t).map(|p| p.op));
         let op = pending.unwrap_or(OpRecord {
             api: "footprint",
             kernel: None,
@@ -290,12 +243,7 @@ impl Model {
             };
             let pending = window.pending.remove(at);
             self.deferred.pending.fetch_sub(1, Ordering::AcqRel);
-            let later: Vec<Logged> = window
-                .log
-                .iter()
-                .filter(|l| l.seq > pending.seq)
-                .cloned()
-                .collect();
+            let later: Vec<Logged> = window.log.iter().filter(|l| l.seq > pending.seq).cloned().collect();
             (pending, later)
         };
         let accesses = self.union(&pending, measured);
@@ -312,10 +260,7 @@ impl Model {
             if entry.after(pending.op.epoch) {
                 continue;
             }
-            for access in accesses
-                .iter()
-                .filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1))
-            {
+            for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
                 if entry.freed.is_none() && !access.mode.conflicts_with(entry.mode) {
                     continue;
                 }
@@ -326,11 +271,7 @@ impl Model {
                 };
                 let first = Side {
                     op: pending.op,
-                    action: Action::Access {
-                        mode: access.mode,
-                        lo: access.addr,
-                        hi: access.addr + access.len.max(1),
-                    },
+                    action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + access.len.max(1) },
                 };
                 let (kind, hazard, action) = if entry.freed.is_some() {
                     (RaceKind::FreeRace, None, Action::Free)
@@ -338,23 +279,10 @@ impl Model {
                     (
                         RaceKind::CrossStream,
                         Some(Hazard::between(access.mode, entry.mode)),
-                        Action::Access {
-                            mode: entry.mode,
-                            lo: entry.lo,
-                            hi: entry.hi,
-                        },
+                        Action::Access { mode: entry.mode, lo: entry.lo, hi: entry.hi },
                     )
                 };
-                found.push(Race {
-                    kind,
-                    hazard,
-                    buffer: facts,
-                    first,
-                    second: Side {
-                        op: entry.op,
-                        action,
-                    },
-                });
+                found.push(Race { kind, hazard, buffer: facts, first, second: Side { op: entry.op, action } });
                 break;
             }
         }
@@ -398,14 +326,7 @@ impl Model {
             while j < out.len() && self.buffer_id(out[j].addr) == id {
                 j += 1;
             }
-            compact.extend(join_closest(
-                &out[i..j],
-                if id.is_some() {
-                    MAX_RANGES_PER_BUFFER
-                } else {
-                    usize::MAX
-                },
-            ));
+            compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
             i = j;
         }
         for g in &pending.guess {
@@ -426,13 +347,7 @@ impl Model {
 
     /// Checks one access of a measured launch against the histories (records issued before
     /// it) and records it.
-    fn check_deferred(
-        &self,
-        access: &Access,
-        p: &Pending,
-        later: &FastSet<Epoch>,
-        found: &mut Vec<Race>,
-    ) {
+    fn check_deferred(&self, access: &Access, p: &Pending, later: &FastSet<Epoch>, found: &mut Vec<Race>) {
         let end = access.addr.saturating_add(access.len.max(1));
         let mut addr = access.addr;
         let (op, clock) = (p.op, &p.clock);
@@ -445,19 +360,11 @@ impl Model {
                     let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
                     let mode = self
                         .directions
-                        .resolve(access.mode, op.kernel, access.slot, || {
-                            device_only && state.shadow.untouched(lo, hi)
-                        });
-                    let this = Side {
-                        op,
-                        action: Action::Access { mode, lo, hi },
-                    };
+                        .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
+                    let this = Side { op, action: Action::Access { mode, lo, hi } };
                     let facts = || BufferFacts::of(buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
-                        let alloc = Side {
-                            op: buffer.alloc,
-                            action: Action::Alloc,
-                        };
+                        let alloc = Side { op: buffer.alloc, action: Action::Alloc };
                         found.push(Race {
                             kind: RaceKind::UseBeforeAlloc,
                             hazard: None,
@@ -474,11 +381,7 @@ impl Model {
                         }
                         let first = Side {
                             op: earlier.op,
-                            action: Action::Access {
-                                mode: earlier.mode,
-                                lo: earlier.lo,
-                                hi: earlier.hi,
-                            },
+                            action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi },
                         };
                         let hazard = Hazard::between(earlier.mode, mode);
                         found.push(Race {
@@ -490,12 +393,7 @@ impl Model {
                         });
                     }
                     // Late: it must not supersede records of operations issued after it.
-                    let later_here = issued_later
-                        || state
-                            .shadow
-                            .records()
-                            .iter()
-                            .any(|r| later.contains(&r.op.epoch));
+                    let later_here = issued_later || state.shadow.records().iter().any(|r| later.contains(&r.op.epoch));
                     if later_here {
                         state.shadow.insert_unordered(lo, hi, mode, op);
                     } else {
@@ -509,16 +407,9 @@ impl Model {
                     if let Some(free) = free.filter(|f| access.exact && !later.contains(&f.epoch)) {
                         let this = Side {
                             op,
-                            action: Action::Access {
-                                mode: access.mode,
-                                lo: addr,
-                                hi: end.min(buffer.end()),
-                            },
+                            action: Action::Access { mode: access.mode, lo: addr, hi: end.min(buffer.end()) },
                         };
-                        let first = Side {
-                            op: free,
-                            action: Action::Free,
-                        };
+                        let first = Side { op: free, action: Action::Free };
                         found.push(Race {
                             kind: RaceKind::UseAfterFree,
                             hazard: None,
@@ -551,18 +442,8 @@ fn join_closest(ranges: &[Access], cap: usize) -> Vec<Access> {
             .expect("two or more");
         let (a, b) = (out[i], out[i + 1]);
         let hi = (a.addr + a.len).max(b.addr + b.len);
-        let mode = if a.mode == b.mode {
-            a.mode
-        } else {
-            Mode::ReadWrite
-        };
-        out[i] = Access {
-            addr: a.addr,
-            len: hi - a.addr,
-            mode,
-            exact: a.exact && b.exact,
-            slot: None,
-        };
+        let mode = if a.mode == b.mode { a.mode } else { Mode::ReadWrite };
+        out[i] = Access { addr: a.addr, len: hi - a.addr, mode, exact: a.exact && b.exact, slot: None };
         out.remove(i + 1);
     }
     out
@@ -580,13 +461,7 @@ mod tests {
     fn ranges_beyond_the_cap_are_joined_across_the_smallest_gaps() {
         let ranges = [read(0, 4), read(8, 4), read(100, 4), read(1000, 4)];
         let joined = join_closest(&ranges, 2);
-        assert_eq!(
-            joined
-                .iter()
-                .map(|a| (a.addr, a.addr + a.len))
-                .collect::<Vec<_>>(),
-            vec![(0, 104), (1000, 1004)]
-        );
+        assert_eq!(joined.iter().map(|a| (a.addr, a.addr + a.len)).collect::<Vec<_>>(), vec![(0, 104), (1000, 1004)]);
         assert_eq!(join_closest(&ranges, 8).len(), 4);
     }
 

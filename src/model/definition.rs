@@ -36,18 +36,12 @@ impl Definition {
     /// The index of the live node with handle `handle`.
     pub fn index_of(&self, handle: u64) -> Option<usize> {
         (handle != 0).then_some(())?;
-        self.nodes
-            .iter()
-            .position(|d| d.node.handle == handle && !d.removed)
+        self.nodes.iter().position(|d| d.node.handle == handle && !d.removed)
     }
 
     /// Adds a node (its `deps` are indices of this definition); returns its index.
     pub fn add(&mut self, node: Node, child: Option<Arc<Definition>>) -> usize {
-        self.nodes.push(Defined {
-            node,
-            child,
-            removed: false,
-        });
+        self.nodes.push(Defined { node, child, removed: false });
         self.nodes.len() - 1
     }
 
@@ -76,20 +70,14 @@ impl Definition {
             if defined.removed {
                 continue;
             }
-            let node = Node {
-                deps: Vec::new(),
-                ..defined.node.clone()
-            };
+            let node = Node { deps: Vec::new(), ..defined.node.clone() };
             match &defined.child {
                 None => {
                     flat.push(node);
                     span[i] = Some((flat.len() - 1, flat.len() - 1));
                 }
                 Some(child) => {
-                    flat.push(Node {
-                        kind: NodeKind::Empty,
-                        ..node.clone()
-                    });
+                    flat.push(Node { kind: NodeKind::Empty, ..node.clone() });
                     let entry = flat.len() - 1;
                     if !child.flatten(flat) {
                         return false;
@@ -98,22 +86,14 @@ impl Definition {
                         n.deps.push(entry);
                     }
                     let deps = (entry..flat.len()).collect();
-                    flat.push(Node {
-                        kind: NodeKind::Empty,
-                        deps,
-                        ..node
-                    });
+                    flat.push(Node { kind: NodeKind::Empty, deps, ..node });
                     span[i] = Some((entry, flat.len() - 1));
                 }
             }
         }
         for (i, defined) in self.nodes.iter().enumerate() {
             if let Some((start, _)) = span[i] {
-                let deps = defined
-                    .node
-                    .deps
-                    .iter()
-                    .filter_map(|&d| span.get(d).copied().flatten().map(|(_, end)| end));
+                let deps = defined.node.deps.iter().filter_map(|&d| span.get(d).copied().flatten().map(|(_, end)| end));
                 flat[start].deps.extend(deps);
             }
         }
@@ -137,8 +117,7 @@ fn ordered(nodes: Vec<Node>) -> Graph {
     }
     // The earliest ready node first: an order that already is topological (a capture's) is kept.
     let mut order = Vec::with_capacity(n);
-    let mut ready: BinaryHeap<Reverse<usize>> =
-        (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
     while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
         for &j in &dependents[i] {
@@ -172,10 +151,7 @@ fn ordered(nodes: Vec<Node>) -> Graph {
         lane_tail[node.lane] = here;
         out.push(node);
     }
-    Graph {
-        lanes: lane_tail.len(),
-        nodes: out,
-    }
+    Graph { lanes: lane_tail.len(), nodes: out }
 }
 
 #[cfg(test)]
@@ -189,11 +165,7 @@ mod tests {
             lane: 0,
             deps: deps.to_vec(),
             kind: NodeKind::Empty,
-            origin: Origin {
-                api: "cuGraphAddEmptyNode",
-                thread: Default::default(),
-                site: Default::default(),
-            },
+            origin: Origin { api: "cuGraphAddEmptyNode", thread: Default::default(), site: Default::default() },
             kernel: None,
         }
     }
@@ -235,10 +207,7 @@ mod tests {
 
     #[test]
     fn an_opaque_definition_makes_no_executable_graph() {
-        let def = Definition {
-            opaque: true,
-            ..Definition::default()
-        };
+        let def = Definition { opaque: true, ..Definition::default() };
         assert!(def.executable().is_none());
     }
 }

@@ -40,14 +40,24 @@ thread_local! {
 
 impl Default for Directions {
     fn default() -> Directions {
-        Directions { outputs: FastSet::default(), id: NEXT_ID.fetch_add(1, Ordering::Relaxed), generation: AtomicU64::new(0) }
+        Directions {
+            outputs: FastSet::default(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(0),
+        }
     }
 }
 
 impl Directions {
     /// The mode to record for an access in `mode` by `kernel` through the parameter slot
     /// `slot`, to bytes that nobody touched yet if `untouched`.
-    pub fn resolve(&self, mode: Mode, kernel: Option<KernelId>, slot: Option<u32>, untouched: impl FnOnce() -> bool) -> Mode {
+    pub fn resolve(
+        &self,
+        mode: Mode,
+        kernel: Option<KernelId>,
+        slot: Option<u32>,
+        untouched: impl FnOnce() -> bool,
+    ) -> Mode {
         if mode != Mode::Unknown {
             return mode;
         }

@@ -69,21 +69,10 @@ impl Model {
             kind: RaceKind::HostRace,
             hazard: Some(Hazard::between(copy.mode, access.mode)),
             buffer,
-            first: Side {
-                op: copy.op,
-                action: Action::Access {
-                    mode: copy.mode,
-                    lo: copy.lo,
-                    hi: copy.hi,
-                },
-            },
+            first: Side { op: copy.op, action: Action::Access { mode: copy.mode, lo: copy.lo, hi: copy.hi } },
             second: Side {
                 op: host,
-                action: Action::Access {
-                    mode: access.mode,
-                    lo: access.addr,
-                    hi: access.addr + 1,
-                },
+                action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + 1 },
             },
         };
         self.publish(vec![race]);
@@ -104,11 +93,7 @@ mod tests {
     use crate::model::{Alloc, Work};
 
     fn origin(api: &'static str) -> Origin {
-        Origin {
-            api,
-            thread: ThreadId(1),
-            site: StackId(0),
-        }
+        Origin { api, thread: ThreadId(1), site: StackId(0) }
     }
 
     #[test]
@@ -121,12 +106,7 @@ mod tests {
         let copy = model
             .work(
                 StreamRef::Handle(0x10),
-                Work {
-                    origin: origin("cuMemcpyDtoHAsync"),
-                    kernel: None,
-                    accesses: &access,
-                    host: HostEffect::None,
-                },
+                Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None },
             )
             .expect("not captured");
         assert!(!model.host_has_joined(copy));
@@ -140,68 +120,24 @@ mod tests {
     #[test]
     fn a_host_race_names_the_copy_the_buffer_and_the_hazard() {
         let model = Model::default();
-        let alloc = Alloc {
-            base: 0x1000,
-            size: 4096,
-            kind: MemoryKind::PinnedHost,
-            ctx: 1,
-        };
+        let alloc = Alloc { base: 0x1000, size: 4096, kind: MemoryKind::PinnedHost, ctx: 1 };
         model.alloc(alloc, None, &origin("cuMemAllocHost"));
         let access = [Access::new(0x1000, 64, Mode::Write)];
-        let work = Work {
-            origin: origin("cuMemcpyDtoHAsync"),
-            kernel: None,
-            accesses: &access,
-            host: HostEffect::None,
-        };
+        let work =
+            Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None };
         let epoch = model.work(StreamRef::Legacy { ctx: 1 }, work).unwrap();
         let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, epoch);
-        let copy = CopyBytes {
-            op,
-            mode: Mode::Write,
-            lo: 0x1000,
-            hi: 0x1040,
-        };
-        model.host_race(
-            copy,
-            HostAccess {
-                origin: origin("host read"),
-                mode: Mode::Read,
-                addr: 0x1008,
-            },
-        );
+        let copy = CopyBytes { op, mode: Mode::Write, lo: 0x1000, hi: 0x1040 };
+        model.host_race(copy, HostAccess { origin: origin("host read"), mode: Mode::Read, addr: 0x1008 });
         let races = model.races();
         assert_eq!(races.len(), 1);
         let race = races[0].race;
-        assert_eq!(
-            (race.kind, race.hazard),
-            (RaceKind::HostRace, Some(Hazard::ReadAfterWrite))
-        );
-        assert_eq!(
-            (race.buffer.base, race.buffer.kind),
-            (0x1000, MemoryKind::PinnedHost)
-        );
+        assert_eq!((race.kind, race.hazard), (RaceKind::HostRace, Some(Hazard::ReadAfterWrite)));
+        assert_eq!((race.buffer.base, race.buffer.kind), (0x1000, MemoryKind::PinnedHost));
         assert_eq!(race.second.op.epoch.slot, HOST);
-        assert_eq!(
-            race.second.action,
-            Action::Access {
-                mode: Mode::Read,
-                lo: 0x1008,
-                hi: 0x1009
-            }
-        );
-        let source = CopyBytes {
-            mode: Mode::Read,
-            ..copy
-        };
-        model.host_race(
-            source,
-            HostAccess {
-                origin: origin("host write"),
-                mode: Mode::Write,
-                addr: 0x1000,
-            },
-        );
+        assert_eq!(race.second.action, Action::Access { mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
+        let source = CopyBytes { mode: Mode::Read, ..copy };
+        model.host_race(source, HostAccess { origin: origin("host write"), mode: Mode::Write, addr: 0x1000 });
         assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
     }
 }

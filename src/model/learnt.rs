@@ -57,10 +57,7 @@ pub struct Learnt {
 
 impl Default for Learnt {
     fn default() -> Learnt {
-        Learnt {
-            keys: fast_map(),
-            kernels: fast_map(),
-        }
+        Learnt { keys: fast_map(), kernels: fast_map() }
     }
 }
 
@@ -98,10 +95,7 @@ impl Model {
             },
         };
         for access in accesses.iter_mut() {
-            if let Some(e) = access
-                .slot
-                .and_then(|s| extents.iter().find(|e| e.slot == s))
-            {
+            if let Some(e) = access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
                 *access = Access {
                     addr: access.addr.wrapping_add_signed(e.lo),
                     len: e.len,
@@ -129,24 +123,15 @@ impl Model {
             // A cover beyond its buffer (an overflowed table) is no extent of one pointer.
             if m.addr + m.len > buffer.1 {
                 self.learnt.keys.insert(key, Known::Unlearnable);
-                self.learnt
-                    .kernels
-                    .insert(kernel, (Arc::from(Vec::new()), 0));
+                self.learnt.kernels.insert(kernel, (Arc::from(Vec::new()), 0));
                 return;
             }
             // The pointer into this buffer at or nearest below the range, else the lowest.
-            let into = guess
-                .iter()
-                .filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
-            let below = into
-                .clone()
-                .filter(|g| g.addr <= m.addr)
-                .max_by_key(|g| g.addr);
+            let into = guess.iter().filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
+            let below = into.clone().filter(|g| g.addr <= m.addr).max_by_key(|g| g.addr);
             let Some(pointer) = below.or_else(|| into.min_by_key(|g| g.addr)) else {
                 self.learnt.keys.insert(key, Known::Unlearnable);
-                self.learnt
-                    .kernels
-                    .insert(kernel, (Arc::from(Vec::new()), 0));
+                self.learnt.kernels.insert(kernel, (Arc::from(Vec::new()), 0));
                 return;
             };
             let slot = pointer.slot.expect("filtered");
@@ -155,31 +140,15 @@ impl Model {
             match extents.iter_mut().find(|e| e.slot == slot) {
                 Some(e) => {
                     let (elo, ehi) = (e.lo.min(lo), (e.lo + e.len as i64).max(hi));
-                    *e = Extent {
-                        slot,
-                        mode: union(e.mode, m.mode),
-                        lo: elo,
-                        len: (ehi - elo) as u64,
-                    };
+                    *e = Extent { slot, mode: union(e.mode, m.mode), lo: elo, len: (ehi - elo) as u64 };
                 }
-                None => extents.push(Extent {
-                    slot,
-                    mode: m.mode,
-                    lo,
-                    len: m.len,
-                }),
+                None => extents.push(Extent { slot, mode: m.mode, lo, len: m.len }),
             }
         }
         let extents: Arc<[Extent]> = extents.into();
-        self.learnt
-            .keys
-            .insert(key, Known::Extents(extents.clone()));
+        self.learnt.keys.insert(key, Known::Extents(extents.clone()));
         // The kernel's extents are those of its last keys, counted while they agree.
-        let mut entry = self
-            .learnt
-            .kernels
-            .entry(kernel)
-            .or_insert_with(|| (extents.clone(), 0));
+        let mut entry = self.learnt.kernels.entry(kernel).or_insert_with(|| (extents.clone(), 0));
         if entry.0 == extents {
             entry.1 = entry.1.saturating_add(1);
         } else {
@@ -200,32 +169,13 @@ mod tests {
 
     fn model() -> Model {
         let m = Model::default();
-        let origin = Origin {
-            api: "cuMemAlloc_v2",
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        m.alloc(
-            Alloc {
-                base: BASE,
-                size: SIZE,
-                kind: MemoryKind::Device,
-                ctx: 1,
-            },
-            None,
-            &origin,
-        );
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        m.alloc(Alloc { base: BASE, size: SIZE, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
         m
     }
 
     fn pointer(addr: u64, slot: u32) -> Access {
-        Access {
-            addr,
-            len: 1,
-            mode: Mode::Unknown,
-            exact: false,
-            slot: Some(slot),
-        }
+        Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot) }
     }
 
     #[test]
@@ -234,57 +184,23 @@ mod tests {
         // Slot 0 points at the buffer, slot 8 at its middle; the launch wrote the first half
         // and read the second.
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
-        let measured = [
-            Access::new(BASE, SIZE / 2, Mode::Write),
-            Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read),
-        ];
+        let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
         m.learn(7, 1, &guess, &measured);
         // A later launch with the same key, its pointers 256 bytes further on.
         let mut later = [pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
         assert_eq!(m.apply_learnt(7, 1, &mut later), Lookup::Applied);
-        assert_eq!(
-            (later[0].addr, later[0].len, later[0].mode),
-            (BASE + 256, SIZE / 2, Mode::Write)
-        );
-        assert_eq!(
-            (later[1].addr, later[1].len, later[1].mode),
-            (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read)
-        );
-        assert_eq!(
-            m.apply_learnt(8, 1, &mut later),
-            Lookup::Unknown,
-            "another key of a kernel with one learnt key"
-        );
+        assert_eq!((later[0].addr, later[0].len, later[0].mode), (BASE + 256, SIZE / 2, Mode::Write));
+        assert_eq!((later[1].addr, later[1].len, later[1].mode), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
+        assert_eq!(m.apply_learnt(8, 1, &mut later), Lookup::Unknown, "another key of a kernel with one learnt key");
     }
 
     #[test]
     fn memory_no_pointer_leads_to_makes_a_key_unlearnable() {
         let m = model();
-        let origin = Origin {
-            api: "cuMemAlloc_v2",
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        m.alloc(
-            Alloc {
-                base: 0x40_0000,
-                size: SIZE,
-                kind: MemoryKind::Device,
-                ctx: 1,
-            },
-            None,
-            &origin,
-        );
-        m.learn(
-            7,
-            1,
-            &[pointer(BASE, 0)],
-            &[Access::new(0x40_0000, 64, Mode::Read)],
-        );
-        assert_eq!(
-            m.apply_learnt(7, 1, &mut [pointer(BASE, 0)]),
-            Lookup::Unlearnable
-        );
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        m.alloc(Alloc { base: 0x40_0000, size: SIZE, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        m.learn(7, 1, &[pointer(BASE, 0)], &[Access::new(0x40_0000, 64, Mode::Read)]);
+        assert_eq!(m.apply_learnt(7, 1, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
     }
 
     #[test]
@@ -295,23 +211,13 @@ mod tests {
         for key in 1..AGREEING_KEYS as u64 {
             m.learn(key, 9, &guess, &measured);
         }
-        assert_eq!(
-            m.apply_learnt(100, 9, &mut [pointer(BASE, 0)]),
-            Lookup::Unknown,
-            "not enough agreeing keys yet"
-        );
+        assert_eq!(m.apply_learnt(100, 9, &mut [pointer(BASE, 0)]), Lookup::Unknown, "not enough agreeing keys yet");
         m.learn(AGREEING_KEYS as u64, 9, &guess, &measured);
         let mut fresh = [pointer(BASE + 128, 0)];
         assert_eq!(m.apply_learnt(100, 9, &mut fresh), Lookup::Applied);
-        assert_eq!(
-            (fresh[0].addr, fresh[0].len, fresh[0].mode),
-            (BASE + 128, 64, Mode::Write)
-        );
+        assert_eq!((fresh[0].addr, fresh[0].len, fresh[0].mode), (BASE + 128, 64, Mode::Write));
         // A disagreeing key withdraws the kernel's extents.
         m.learn(50, 9, &guess, &[Access::new(BASE, 128, Mode::Write)]);
-        assert_eq!(
-            m.apply_learnt(101, 9, &mut [pointer(BASE, 0)]),
-            Lookup::Unknown
-        );
+        assert_eq!(m.apply_learnt(101, 9, &mut [pointer(BASE, 0)]), Lookup::Unknown);
     }
 }

@@ -13,7 +13,6 @@ use super::streams::SlotOwner;
 use super::Model;
 
 impl Model {
-
     /// The id of a kernel, by its symbol (the name the driver gives, mangled for C++) and
     /// its name as people read it (demangled), interned on first use.
     pub fn kernel_id(&self, name: &str, symbol: &str) -> KernelId {

@@ -74,13 +74,7 @@ pub struct BufferFacts {
 
 impl BufferFacts {
     pub fn of(buffer: &Buffer) -> BufferFacts {
-        BufferFacts {
-            id: buffer.id,
-            base: buffer.base,
-            size: buffer.size,
-            kind: buffer.kind,
-            alloc: buffer.alloc,
-        }
+        BufferFacts { id: buffer.id, base: buffer.base, size: buffer.size, kind: buffer.kind, alloc: buffer.alloc }
     }
 }
 
@@ -100,16 +94,8 @@ impl Race {
         RaceKey {
             kind: self.kind,
             hazard: self.hazard,
-            first: (
-                self.first.op.site,
-                self.first.op.api,
-                self.first.op.kernel.map(|k| k.0),
-            ),
-            second: (
-                self.second.op.site,
-                self.second.op.api,
-                self.second.op.kernel.map(|k| k.0),
-            ),
+            first: (self.first.op.site, self.first.op.api, self.first.op.kernel.map(|k| k.0)),
+            second: (self.second.op.site, self.second.op.api, self.second.op.kernel.map(|k| k.0)),
         }
     }
 }
@@ -154,11 +140,7 @@ impl Races {
     }
 
     pub fn entries(&self) -> Vec<RaceEntry> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .1
-            .clone()
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
     }
 
     pub fn clear(&self) {
@@ -230,22 +212,13 @@ impl Notes {
             Some(&i) => list[i].count += 1,
             None => {
                 index.insert((kind, op.site, op.api), list.len());
-                list.push(Note {
-                    kind,
-                    op,
-                    subject,
-                    count: 1,
-                });
+                list.push(Note { kind, op, subject, count: 1 });
             }
         }
     }
 
     pub fn entries(&self) -> Vec<Note> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .1
-            .clone()
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
     }
 
     pub fn clear(&self) {

@@ -56,9 +56,9 @@ impl Shadow {
     ) -> impl Iterator<Item = &'a Record> + 'a {
         // Earlier operations of the same slot are ordered before this one.
         let records = if self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
-        records.iter().filter(move |r| {
-            r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
-        })
+        records
+            .iter()
+            .filter(move |r| r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock))
     }
 
     /// Whether `[lo, hi)` was never accessed (as far as the history knows, erring towards

@@ -77,9 +77,18 @@ pub struct StreamInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlotOwner {
     Host,
-    Stream { handle: u64, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId },
+    Stream {
+        handle: u64,
+        ctx: u64,
+        kind: StreamKind,
+        created_at: StackId,
+        thread: ThreadId,
+    },
     /// A lane of an executable graph; its nodes ran on the stream that issued `launch`.
-    GraphLane { exec: u64, launch: Epoch },
+    GraphLane {
+        exec: u64,
+        launch: Epoch,
+    },
     /// An owner of a slot used by so many owners since that its name was forgotten.
     Forgotten,
 }
@@ -108,7 +117,11 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Slots {
     pub fn new() -> Slots {
-        Slots { owners: RwLock::new(vec![vec![(0, SlotOwner::Host)]]), free: Mutex::new(Vec::new()), free_lanes: Mutex::new(Vec::new()) }
+        Slots {
+            owners: RwLock::new(vec![vec![(0, SlotOwner::Host)]]),
+            free: Mutex::new(Vec::new()),
+            free_lanes: Mutex::new(Vec::new()),
+        }
     }
 
     /// A slot for a stream: a free one, else a new one. (Its first operation joins the host's
@@ -222,7 +235,14 @@ pub struct Stream {
 }
 
 impl Stream {
-    fn new(slot: Slot, kind: StreamKind, ctx: u64, handle: u64, legacy: Option<Arc<Stream>>, me: Weak<Stream>) -> Stream {
+    fn new(
+        slot: Slot,
+        kind: StreamKind,
+        ctx: u64,
+        handle: u64,
+        legacy: Option<Arc<Stream>>,
+        me: Weak<Stream>,
+    ) -> Stream {
         Stream {
             me,
             queued: AtomicBool::new(false),
@@ -404,13 +424,21 @@ impl Streams {
                     created_at: StackId::default(),
                     thread: ThreadId::default(),
                 });
-                let legacy = Arc::new_cyclic(|me| Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None, me.clone()));
+                let legacy =
+                    Arc::new_cyclic(|me| Stream::new(slot, StreamKind::LegacyDefault, ctx, 0, None, me.clone()));
                 Arc::new(Context { handle: ctx, legacy: legacy.clone(), members: RwLock::new(vec![legacy]) })
             })
             .clone()
     }
 
-    fn register(&self, key: StreamRef, ctx: u64, kind: StreamKind, created_at: StackId, thread: ThreadId) -> Arc<Stream> {
+    fn register(
+        &self,
+        key: StreamRef,
+        ctx: u64,
+        kind: StreamKind,
+        created_at: StackId,
+        thread: ThreadId,
+    ) -> Arc<Stream> {
         let handle = match key {
             StreamRef::Handle(h) => h,
             _ => 0,

@@ -9,8 +9,8 @@ use crate::model::Model;
 
 use super::text::{graph_lane_label, note_message, stream_label, FORGOTTEN_LABEL, HOST_LABEL};
 use super::{
-    AccessKind, BufferReport, ByteRange, Fix, FixAction, Frame, GraphLaunch, NoteReport, OpReport,
-    Operation, RaceReport, Report, StreamReport, ThreadReport,
+    AccessKind, BufferReport, ByteRange, Fix, FixAction, Frame, GraphLaunch, NoteReport, OpReport, Operation,
+    RaceReport, Report, StreamReport, ThreadReport,
 };
 
 /// What a report needs from the process it describes.
@@ -48,22 +48,12 @@ pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamRepor
             created_at: Vec::new(),
             graph: None,
         },
-        SlotOwner::Stream {
-            handle,
-            ctx,
-            kind,
-            created_at,
-            thread,
-        } => StreamReport {
+        SlotOwner::Stream { handle, ctx, kind, created_at, thread } => StreamReport {
             label: stream_label(kind, handle, ctx, thread),
             handle: hex(handle),
             kind: kind.label().into(),
             context: hex(ctx),
-            created_at: if created_at.0 == 0 {
-                Vec::new()
-            } else {
-                symbols.frames(created_at)
-            },
+            created_at: if created_at.0 == 0 { Vec::new() } else { symbols.frames(created_at) },
             graph: None,
         },
         SlotOwner::Forgotten => StreamReport {
@@ -82,10 +72,7 @@ pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamRepor
                 kind: "graph".into(),
                 context: launched.context,
                 created_at: Vec::new(),
-                graph: Some(GraphLaunch {
-                    exec: hex(exec),
-                    launched_on: launched.label,
-                }),
+                graph: Some(GraphLaunch { exec: hex(exec), launched_on: launched.label }),
             }
         }
     }
@@ -103,13 +90,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
                 Mode::Unknown => AccessKind::ReadOrWrite,
                 Mode::Atomic => AccessKind::Atomic,
             };
-            (
-                access,
-                Some(ByteRange {
-                    start: hex(lo),
-                    end: hex(hi),
-                }),
-            )
+            (access, Some(ByteRange { start: hex(lo), end: hex(hi) }))
         }
     };
     let kernel = record.kernel.map(|k| model.kernel_name(k));
@@ -123,10 +104,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
         access,
         range,
         stream: stream(model, record.epoch, symbols),
-        thread: ThreadReport {
-            id: record.thread.0,
-            tid: symbols.tid(record.thread),
-        },
+        thread: ThreadReport { id: record.thread.0, tid: symbols.tid(record.thread) },
         site: symbols.frames(record.site),
     }
 }
@@ -202,15 +180,7 @@ fn note(model: &Model, note: &Note, symbols: &dyn Symbols) -> NoteReport {
 
 /// Fills `report` with everything the model found so far.
 pub fn fill(report: &mut Report, model: &Model, symbols: &dyn Symbols) {
-    report.races = model
-        .races()
-        .iter()
-        .map(|e| race(model, e, symbols))
-        .collect();
-    report.notes = model
-        .notes()
-        .iter()
-        .map(|n| note(model, n, symbols))
-        .collect();
+    report.races = model.races().iter().map(|e| race(model, e, symbols)).collect();
+    report.notes = model.notes().iter().map(|n| note(model, n, symbols)).collect();
     report.summarize();
 }

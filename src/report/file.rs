@@ -42,20 +42,14 @@ fn create_new(path: &Path) -> io::Result<File> {
 
 /// The race log of the report at `path`: `.NAME.races` beside it.
 pub fn race_log(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.races"))
 }
 
 /// Writes `report` to a fresh temporary file beside `path`, on the disk when this returns;
 /// returns its path. Nothing is left behind on failure.
 fn write_aside(path: &Path, report: &Report) -> io::Result<PathBuf> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let written = create_new(&tmp).and_then(|mut f| {
@@ -79,16 +73,12 @@ impl ReportFile {
         let linked = std::fs::hard_link(&tmp, path);
         let _ = std::fs::remove_file(&tmp);
         linked.map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => io::Error::new(
-                e.kind(),
-                "a file is there already (streamsan does not overwrite it)",
-            ),
+            io::ErrorKind::AlreadyExists => {
+                io::Error::new(e.kind(), "a file is there already (streamsan does not overwrite it)")
+            }
             _ => e,
         })?;
-        let file = ReportFile {
-            path: path.to_path_buf(),
-            log: None,
-        };
+        let file = ReportFile { path: path.to_path_buf(), log: None };
         file.forget_log();
         Ok(file)
     }
@@ -141,10 +131,7 @@ pub fn read_race_log(path: &Path) -> io::Result<Vec<RaceReport>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    Ok(text
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect())
+    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
 }
 
 /// The report as the file holds it.
@@ -168,16 +155,10 @@ pub fn check_destination(pattern: &str) -> Result<(), String> {
         .map(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
         .unwrap_or(false);
     if !dir.is_dir() {
-        return Err(format!(
-            "cannot write reports to {pattern}: {} is not a directory",
-            dir.display()
-        ));
+        return Err(format!("cannot write reports to {pattern}: {} is not a directory", dir.display()));
     }
     if !writable {
-        return Err(format!(
-            "cannot write reports to {pattern}: the directory {} is not writable",
-            dir.display()
-        ));
+        return Err(format!("cannot write reports to {pattern}: the directory {} is not writable", dir.display()));
     }
     if !pattern.contains("%p") && std::fs::symlink_metadata(path).is_ok() {
         return Err(format!(
@@ -192,8 +173,7 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -208,11 +188,7 @@ mod tests {
         report.pid = 2;
         file.write(&report).unwrap();
         assert_eq!(Report::read_from(&path).unwrap().pid, 2);
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file left"
-        );
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
         let again = ReportFile::create(&path, &report).unwrap_err();
         assert!(again.to_string().contains("does not overwrite"), "{again}");
     }
@@ -231,10 +207,7 @@ mod tests {
         let mut file = ReportFile::create(&path, &report).unwrap();
         file.append(&race).unwrap();
         assert!(race_log(&path).is_file());
-        assert_eq!(
-            Report::read_from(&path).unwrap().races,
-            std::slice::from_ref(&race)
-        );
+        assert_eq!(Report::read_from(&path).unwrap().races, std::slice::from_ref(&race));
         // Killed between a rewrite and the log's removal: the race is counted once.
         report.races.push(race.clone());
         std::fs::write(&path, render(&report).unwrap()).unwrap();
@@ -262,13 +235,9 @@ mod tests {
         let dir = scratch("check");
         assert!(check_destination(&format!("{}/r.%p.json", dir.display())).is_ok());
         std::fs::write(dir.join("r.json"), "").unwrap();
-        assert!(check_destination(&format!("{}/r.json", dir.display()))
+        assert!(check_destination(&format!("{}/r.json", dir.display())).unwrap_err().contains("exists already"));
+        assert!(check_destination(&format!("{}/nowhere/r.%p.json", dir.display()))
             .unwrap_err()
-            .contains("exists already"));
-        assert!(
-            check_destination(&format!("{}/nowhere/r.%p.json", dir.display()))
-                .unwrap_err()
-                .contains("not a directory")
-        );
+            .contains("not a directory"));
     }
 }

@@ -9,21 +9,8 @@ use super::Frame;
 /// Whether a frame belongs to a library rather than to the program: a dependency (cargo's
 /// registry, Python's site-packages), a standard library, the C runtime, the system.
 fn is_library(frame: &Frame) -> bool {
-    const FILES: [&str; 5] = [
-        "/.cargo/registry/",
-        "/rustc/",
-        "/site-packages/",
-        "/dist-packages/",
-        "/lib/python3",
-    ];
-    const MODULES: [&str; 6] = [
-        "libc.so",
-        "libstdc++",
-        "libgcc_s",
-        "ld-linux",
-        "libpthread",
-        "libdl",
-    ];
+    const FILES: [&str; 5] = ["/.cargo/registry/", "/rustc/", "/site-packages/", "/dist-packages/", "/lib/python3"];
+    const MODULES: [&str; 6] = ["libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "libdl"];
     let file = frame.file.as_deref().unwrap_or("");
     let module = frame.module.as_deref().unwrap_or("");
     let module = module.rsplit('/').next().unwrap_or(module);
@@ -67,18 +54,11 @@ pub fn program_frame(site: &[Frame]) -> Option<&Frame> {
     let own = |f: &&Frame| f.file.is_some() && !is_library(f);
     let python = |f: &&Frame| f.module.as_deref() == Some(PYTHON_MODULE);
     let named_caller = |f: &&Frame| f.function.is_some() && !is_cuda_library(f);
-    let script_dir = site
-        .iter()
-        .rev()
-        .find(|f| python(f) && own(f))
-        .and_then(|f| Path::new(f.file.as_deref()?).parent());
+    let script_dir =
+        site.iter().rev().find(|f| python(f) && own(f)).and_then(|f| Path::new(f.file.as_deref()?).parent());
     let beside_script = |f: &&Frame| {
         python(f)
-            && script_dir.is_some_and(|dir| {
-                f.file
-                    .as_deref()
-                    .is_some_and(|file| Path::new(file).starts_with(dir))
-            })
+            && script_dir.is_some_and(|dir| f.file.as_deref().is_some_and(|file| Path::new(file).starts_with(dir)))
     };
     site.iter()
         .find(beside_script)
@@ -111,75 +91,35 @@ mod tests {
     #[test]
     fn the_program_frame_skips_libraries() {
         let rust = [
-            frame(
-                "cuLaunchKernel",
-                Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"),
-                None,
-            ),
-            frame(
-                "call_once",
-                Some("/rustc/abc/library/core/src/ops.rs"),
-                None,
-            ),
+            frame("cuLaunchKernel", Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"), None),
+            frame("call_once", Some("/rustc/abc/library/core/src/ops.rs"), None),
             frame("main", Some("/work/app/src/main.rs"), None),
         ];
-        assert_eq!(
-            program_frame(&rust).unwrap().function.as_deref(),
-            Some("main")
-        );
+        assert_eq!(program_frame(&rust).unwrap().function.as_deref(), Some("main"));
         let python = [
             frame("launchKernel", Some("/work/cupy/driver.cpp"), None),
-            frame(
-                "forward",
-                Some("/venv/lib/python3.12/site-packages/torch/nn/linear.py"),
-                Some(PYTHON_MODULE),
-            ),
+            frame("forward", Some("/venv/lib/python3.12/site-packages/torch/nn/linear.py"), Some(PYTHON_MODULE)),
             frame("train", Some("/work/train.py"), Some(PYTHON_MODULE)),
         ];
-        assert_eq!(
-            program_frame(&python).unwrap().function.as_deref(),
-            Some("train")
-        );
+        assert_eq!(program_frame(&python).unwrap().function.as_deref(), Some("train"));
         assert_eq!(describe_site(&python), "/work/train.py:1 in train");
         // A package outside site-packages (PYTHONPATH, pip --target): the script's line.
         let beside = [
-            frame(
-                "copy",
-                Some("/tmp/site/warp/context.py"),
-                Some(PYTHON_MODULE),
-            ),
+            frame("copy", Some("/tmp/site/warp/context.py"), Some(PYTHON_MODULE)),
             frame("step", Some("/work/app/lib/steps.py"), Some(PYTHON_MODULE)),
             frame("<module>", Some("/work/app/main.py"), Some(PYTHON_MODULE)),
         ];
-        assert_eq!(
-            program_frame(&beside).unwrap().function.as_deref(),
-            Some("step")
-        );
-        assert_eq!(
-            program_frame(&beside[..1]).unwrap().function.as_deref(),
-            Some("copy")
-        );
+        assert_eq!(program_frame(&beside).unwrap().function.as_deref(), Some("step"));
+        assert_eq!(program_frame(&beside[..1]).unwrap().function.as_deref(), Some("copy"));
         let bare = [frame("libcudart_static", None, None)];
-        assert_eq!(
-            program_frame(&bare).unwrap().function.as_deref(),
-            Some("libcudart_static")
-        );
+        assert_eq!(program_frame(&bare).unwrap().function.as_deref(), Some("libcudart_static"));
         // A framework's own thread (PyTorch's autograd engine): no Python, no source files.
-        let no_lines = |function: &str, module: &str| Frame {
-            file: None,
-            line: None,
-            ..frame(function, None, Some(module))
-        };
+        let no_lines =
+            |function: &str, module: &str| Frame { file: None, line: None, ..frame(function, None, Some(module)) };
         let engine = [
-            Frame {
-                function: None,
-                ..no_lines("", "/venv/nvidia/cu13/lib/libcudart.so.13")
-            },
+            Frame { function: None, ..no_lines("", "/venv/nvidia/cu13/lib/libcudart.so.13") },
             no_lines("cudaLaunchKernel", "/venv/nvidia/cu13/lib/libcudart.so.13"),
-            no_lines(
-                "at::native::nll_loss_backward_out_cuda_template",
-                "/venv/torch/lib/libtorch_cuda.so",
-            ),
+            no_lines("at::native::nll_loss_backward_out_cuda_template", "/venv/torch/lib/libtorch_cuda.so"),
         ];
         assert_eq!(
             describe_site(&engine),

@@ -7,22 +7,12 @@ use std::collections::BTreeMap;
 use super::{describe_site, NoteReport, OpReport, RaceReport, Report};
 
 fn op_key(op: &OpReport) -> String {
-    format!(
-        "{} {} {}",
-        op.api,
-        op.kernel.as_deref().unwrap_or(""),
-        describe_site(&op.site)
-    )
+    format!("{} {} {}", op.api, op.kernel.as_deref().unwrap_or(""), describe_site(&op.site))
 }
 
 fn race_key(race: &RaceReport) -> String {
     let hazard = race.hazard.map(|h| h.as_str()).unwrap_or("");
-    format!(
-        "{} {hazard} | {} | {}",
-        race.kind,
-        op_key(&race.first),
-        op_key(&race.second)
-    )
+    format!("{} {hazard} | {} | {}", race.kind, op_key(&race.first), op_key(&race.second))
 }
 
 fn note_key(note: &NoteReport) -> String {

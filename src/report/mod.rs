@@ -250,10 +250,7 @@ impl Serialize for RaceReport {
             buffer: &self.buffer,
             first: &self.first,
             second: &self.second,
-            missing_wait: WrittenFix {
-                text: text::missing_wait(self),
-                fix: &self.missing_wait,
-            },
+            missing_wait: WrittenFix { text: text::missing_wait(self), fix: &self.missing_wait },
         }
         .serialize(serializer)
     }
@@ -292,14 +289,10 @@ impl Report {
         if !logged.is_empty() {
             // A process killed between a rewrite and the log's removal leaves races in both.
             let identity = |r: &RaceReport| {
-                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second))
-                    .unwrap_or_default()
+                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second)).unwrap_or_default()
             };
-            let known: std::collections::HashSet<String> =
-                report.races.iter().map(identity).collect();
-            report
-                .races
-                .extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
+            let known: std::collections::HashSet<String> = report.races.iter().map(identity).collect();
+            report.races.extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
             report.summarize();
         }
         Ok(report)
@@ -307,12 +300,8 @@ impl Report {
 
     fn read_file(path: &Path) -> io::Result<Report> {
         let text = std::fs::read_to_string(path)?;
-        let report: Report = serde_json::from_str(&text).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not a streamsan report ({e})"),
-            )
-        })?;
+        let report: Report = serde_json::from_str(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
         if report.tool != "streamsan" {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -329,11 +318,8 @@ impl Report {
 
     /// Recomputes `summary` from `races` (keeping the count of suppressed ones).
     pub fn summarize(&mut self) {
-        let mut summary = Summary {
-            races: self.races.len() as u64,
-            suppressed: self.summary.suppressed,
-            ..Summary::default()
-        };
+        let mut summary =
+            Summary { races: self.races.len() as u64, suppressed: self.summary.suppressed, ..Summary::default() };
         for race in &self.races {
             summary.occurrences += race.count;
             *summary.by_kind.entry(race.kind).or_insert(0) += 1;

@@ -23,11 +23,7 @@ pub enum Entry {
     Written(PathBuf),
     /// Its report could not be written there (or no longer can): why, and how many races
     /// it held then. The report goes to the process's stderr.
-    Unwritten {
-        path: PathBuf,
-        races: u64,
-        why: String,
-    },
+    Unwritten { path: PathBuf, races: u64, why: String },
 }
 
 /// A run's list of reports.
@@ -44,29 +40,19 @@ impl RunLog {
         // A list left by a wrapper that was killed may hold the name: take the next.
         for attempt in 0..100u32 {
             let path = dir.join(format!("streamsan-run.{}.{attempt}", std::process::id()));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
+            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
                 Ok(_) => return Ok(RunLog { path }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "no free name in the temporary directory",
-        ))
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free name in the temporary directory"))
     }
 
     /// The list of the run this process belongs to, if it runs under `streamsan run`.
     pub fn from_env() -> Option<RunLog> {
         let path = std::env::var_os(ENV).filter(|p| !p.is_empty())?;
-        Some(RunLog {
-            path: PathBuf::from(path),
-        })
+        Some(RunLog { path: PathBuf::from(path) })
     }
 
     pub fn path(&self) -> &Path {
@@ -80,11 +66,7 @@ impl RunLog {
         let line = match entry {
             Entry::Written(path) => format!("written\t{}\n", path.display()),
             Entry::Unwritten { path, races, why } => {
-                format!(
-                    "unwritten\t{races}\t{}\t{}\n",
-                    one_line(why),
-                    path.display()
-                )
+                format!("unwritten\t{races}\t{}\t{}\n", one_line(why), path.display())
             }
         };
         let appended = OpenOptions::new()
@@ -104,11 +86,9 @@ impl RunLog {
             let mut fields = line.splitn(4, '\t');
             let entry = match (fields.next(), fields.next(), fields.next(), fields.next()) {
                 (Some("written"), Some(path), None, None) => Entry::Written(path.into()),
-                (Some("unwritten"), Some(races), Some(why), Some(path)) => Entry::Unwritten {
-                    path: path.into(),
-                    races: races.parse().unwrap_or(0),
-                    why: why.to_string(),
-                },
+                (Some("unwritten"), Some(races), Some(why), Some(path)) => {
+                    Entry::Unwritten { path: path.into(), races: races.parse().unwrap_or(0), why: why.to_string() }
+                }
                 _ => continue,
             };
             match entries.iter_mut().find(|e| e.path() == entry.path()) {
@@ -142,20 +122,12 @@ mod tests {
         let log = RunLog::create().unwrap();
         log.record(&Entry::Written("/r/a.json".into()));
         log.record(&Entry::Written("/r/b.json".into()));
-        log.record(&Entry::Unwritten {
-            path: "/r/a.json".into(),
-            races: 3,
-            why: "No space\tleft\non device".into(),
-        });
+        log.record(&Entry::Unwritten { path: "/r/a.json".into(), races: 3, why: "No space\tleft\non device".into() });
         let entries = log.read();
         assert_eq!(
             entries,
             [
-                Entry::Unwritten {
-                    path: "/r/a.json".into(),
-                    races: 3,
-                    why: "No space left on device".into()
-                },
+                Entry::Unwritten { path: "/r/a.json".into(), races: 3, why: "No space left on device".into() },
                 Entry::Written("/r/b.json".into()),
             ]
         );

@@ -25,11 +25,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::suppressions::Suppressions;
 use crate::model::race::RaceEntry;
 use crate::model::{Model, Sink};
 use crate::options::Options;
 use crate::phases::{self, Phase};
-use super::suppressions::Suppressions;
 
 use super::build::{self, Symbols};
 use super::file::{render, ReportFile};
@@ -132,13 +132,7 @@ pub struct ReportSink<P: Process> {
 
 impl<P: Process> ReportSink<P> {
     pub fn new(policy: Policy, process: P, run: Option<RunLog>) -> ReportSink<P> {
-        ReportSink {
-            policy,
-            process,
-            run,
-            found: AtomicU64::new(0),
-            destination: Mutex::new(Destination::NotYet),
-        }
+        ReportSink { policy, process, run, found: AtomicU64::new(0), destination: Mutex::new(Destination::NotYet) }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -181,10 +175,7 @@ impl<P: Process> ReportSink<P> {
                         if let Some(run) = &self.run {
                             run.record(&Entry::Written(path.clone()));
                         }
-                        *destination = Destination::File(Written {
-                            file,
-                            races: report.races.len(),
-                        });
+                        *destination = Destination::File(Written { file, races: report.races.len() });
                     })
                     .map_err(|e| (path, e, ""))
             }
@@ -193,20 +184,11 @@ impl<P: Process> ReportSink<P> {
                     written.races = report.races.len();
                     Ok(())
                 }
-                Err(e) => Err((
-                    written.file.path().to_path_buf(),
-                    e,
-                    " (the file there is an older version)",
-                )),
+                Err(e) => Err((written.file.path().to_path_buf(), e, " (the file there is an older version)")),
             },
         };
         if let Err((path, e, stale)) = result {
-            self.unwritable(
-                destination,
-                path,
-                &format!("{e}{stale}"),
-                report.races.len(),
-            );
+            self.unwritable(destination, path, &format!("{e}{stale}"), report.races.len());
         }
     }
 
@@ -215,11 +197,7 @@ impl<P: Process> ReportSink<P> {
         let why = format!("cannot write the report to {}: {why}", path.display());
         self.error(&format!("{why}; it goes to stderr at exit"));
         if let Some(run) = &self.run {
-            run.record(&Entry::Unwritten {
-                path,
-                races: races as u64,
-                why: why.clone(),
-            });
+            run.record(&Entry::Unwritten { path, races: races as u64, why: why.clone() });
         }
         *destination = Destination::Stderr(why);
     }
@@ -251,10 +229,7 @@ impl<P: Process> ReportSink<P> {
         if let Destination::Stderr(why) = &*destination {
             let report = self.report();
             if let Ok(text) = render(&report) {
-                self.process.say(&format!(
-                    "streamsan: the report ({why}):\n{}",
-                    String::from_utf8_lossy(&text)
-                ));
+                self.process.say(&format!("streamsan: the report ({why}):\n{}", String::from_utf8_lossy(&text)));
             }
             if let Some(run) = &self.run {
                 run.record(&Entry::Unwritten {
@@ -297,8 +272,7 @@ impl<P: Process> Sink for ReportSink<P> {
             self.write();
             self.to_stderr_if_unwritten();
             if !self.policy.quiet {
-                self.process
-                    .say("streamsan: halting at the first race (halt_on_error=1)\n");
+                self.process.say("streamsan: halting at the first race (halt_on_error=1)\n");
             }
             self.process.exit(self.policy.exitcode);
         }

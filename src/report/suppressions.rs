@@ -56,12 +56,8 @@ impl std::error::Error for SuppressionError {}
 impl Suppressions {
     /// Reads and parses a suppressions file.
     pub fn load(path: &Path) -> Result<Suppressions, SuppressionError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            SuppressionError(format!(
-                "cannot read the suppressions file {}: {e}",
-                path.display()
-            ))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SuppressionError(format!("cannot read the suppressions file {}: {e}", path.display())))?;
         Suppressions::parse(&text).map_err(|e| SuppressionError(format!("{}:{e}", path.display())))
     }
 
@@ -94,11 +90,7 @@ impl Suppressions {
                     }
                 },
             };
-            rules.push(Rule {
-                kind,
-                scope,
-                pattern: pattern.to_string(),
-            });
+            rules.push(Rule { kind, scope, pattern: pattern.to_string() });
         }
         Ok(Suppressions { rules })
     }
@@ -109,9 +101,7 @@ impl Suppressions {
 
     /// Whether a rule suppresses `race`.
     pub fn suppresses(&self, race: &RaceReport) -> bool {
-        self.rules
-            .iter()
-            .any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
+        self.rules.iter().any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
     }
 }
 
@@ -131,14 +121,10 @@ impl Rule {
     }
 
     fn matches_frame(&self, frame: &Frame) -> bool {
-        [
-            frame.function.as_deref(),
-            frame.file.as_deref(),
-            frame.module.as_deref(),
-        ]
-        .into_iter()
-        .flatten()
-        .any(|text| matches(&self.pattern, text))
+        [frame.function.as_deref(), frame.file.as_deref(), frame.module.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|text| matches(&self.pattern, text))
     }
 }
 
@@ -200,22 +186,14 @@ mod tests {
 
     #[test]
     fn lines_parse_or_say_what_is_wrong() {
-        let s = Suppressions::parse(
-            "# comment\n\nrace:scale\nrace_top:train.py  # trailing\nfree-race:libcupy*\n",
-        )
-        .unwrap();
+        let s = Suppressions::parse("# comment\n\nrace:scale\nrace_top:train.py  # trailing\nfree-race:libcupy*\n")
+            .unwrap();
         assert_eq!(s.rules.len(), 3);
         assert_eq!(s.rules[2].kind, Some(RaceKind::FreeRace));
         assert_eq!(s.rules[1].scope, Scope::Top);
         let e = Suppressions::parse("race:a\nthread:b\n").unwrap_err();
         assert!(e.0.starts_with("2: unknown type \"thread\""), "{e}");
-        assert!(Suppressions::parse("race")
-            .unwrap_err()
-            .0
-            .contains("type:pattern"));
-        assert!(Suppressions::parse("race:  ")
-            .unwrap_err()
-            .0
-            .contains("empty pattern"));
+        assert!(Suppressions::parse("race").unwrap_err().0.contains("type:pattern"));
+        assert!(Suppressions::parse("race:  ").unwrap_err().0.contains("empty pattern"));
     }
 }

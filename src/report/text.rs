@@ -10,9 +10,7 @@ use crate::model::op::ThreadId;
 use crate::model::race::FootprintUnavailable;
 use crate::model::streams::StreamKind;
 
-use super::{
-    program_frame, AccessKind, FixAction, Frame, NoteKind, OpReport, Operation, RaceReport, Report,
-};
+use super::{program_frame, AccessKind, FixAction, Frame, NoteKind, OpReport, Operation, RaceReport, Report};
 
 const RULE: &str = "==================";
 
@@ -21,11 +19,7 @@ fn frames(out: &mut String, frames: &[Frame]) {
         let _ = writeln!(out, "    (no call site)");
     }
     for (i, f) in frames.iter().enumerate() {
-        let _ = write!(
-            out,
-            "    #{i} {}",
-            f.function.as_deref().unwrap_or("<unknown>")
-        );
+        let _ = write!(out, "    #{i} {}", f.function.as_deref().unwrap_or("<unknown>"));
         if let Some(file) = &f.file {
             let _ = write!(out, " {file}");
             if let Some(line) = f.line {
@@ -34,12 +28,7 @@ fn frames(out: &mut String, frames: &[Frame]) {
         }
         match &f.module {
             Some(module) => {
-                let _ = writeln!(
-                    out,
-                    " ({} {})",
-                    module.rsplit('/').next().unwrap_or(module),
-                    f.address
-                );
+                let _ = writeln!(out, " ({} {})", module.rsplit('/').next().unwrap_or(module), f.address);
             }
             None => {
                 let _ = writeln!(out, " ({})", f.address);
@@ -69,10 +58,7 @@ fn what(op: &OpReport) -> String {
         // A load or store of the host (a host race), not a driver call.
         return format!("{action} by the host, thread T{}", op.thread.id);
     }
-    format!(
-        "{action} by {by} on {}, thread T{}",
-        op.stream.label, op.thread.id
-    )
+    format!("{action} by {by} on {}, thread T{}", op.stream.label, op.thread.id)
 }
 
 fn lowercase_first(s: &str) -> String {
@@ -84,11 +70,7 @@ fn lowercase_first(s: &str) -> String {
 /// One race as a warning block.
 pub fn race(race: &RaceReport) -> String {
     let mut out = String::new();
-    let hazard = race
-        .hazard
-        .as_ref()
-        .map(|h| format!(" ({h})"))
-        .unwrap_or_default();
+    let hazard = race.hazard.as_ref().map(|h| format!(" ({h})")).unwrap_or_default();
     let _ = writeln!(out, "{RULE}");
     let _ = writeln!(
         out,
@@ -111,12 +93,7 @@ pub fn race(race: &RaceReport) -> String {
     if race.count > 1 {
         let _ = writeln!(out, "  Occurred {} times.", race.count);
     }
-    let _ = writeln!(
-        out,
-        "SUMMARY: streamsan: {} {}",
-        race.kind,
-        describe_site(&race.second.site)
-    );
+    let _ = writeln!(out, "SUMMARY: streamsan: {} {}", race.kind, describe_site(&race.second.site));
     let _ = writeln!(out, "{RULE}");
     out
 }
@@ -144,11 +121,7 @@ pub fn describe(op: &OpReport) -> String {
         None => op.api.clone(),
     };
     match program_frame(&op.site) {
-        Some(Frame {
-            file: Some(file),
-            line,
-            ..
-        }) => {
+        Some(Frame { file: Some(file), line, .. }) => {
             let file = file.rsplit('/').next().unwrap_or(file);
             match line {
                 Some(line) => format!("{what} at {file}:{line}"),
@@ -190,10 +163,9 @@ pub const FORGOTTEN_LABEL: &str = "a stream destroyed long ago";
 pub fn stream_label(kind: StreamKind, handle: u64, ctx: u64, thread: ThreadId) -> String {
     match kind {
         StreamKind::LegacyDefault => format!("the legacy default stream (context {ctx:#x})"),
-        StreamKind::PerThreadDefault => format!(
-            "the per-thread default stream of thread T{} (context {ctx:#x})",
-            thread.0
-        ),
+        StreamKind::PerThreadDefault => {
+            format!("the per-thread default stream of thread T{} (context {ctx:#x})", thread.0)
+        }
         StreamKind::Blocking | StreamKind::NonBlocking => {
             format!("stream {handle:#x} ({})", kind.label())
         }
@@ -246,18 +218,9 @@ pub fn report(report: &Report) -> String {
         out.push_str(&race(r));
     }
     for note in &report.notes {
-        let times = if note.count > 1 {
-            format!(" ({} times)", note.count)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "NOTE: streamsan: {}{times}: {} at {}",
-            note.kind,
-            note.message,
-            describe_site(&note.site)
-        );
+        let times = if note.count > 1 { format!(" ({} times)", note.count) } else { String::new() };
+        let _ =
+            writeln!(out, "NOTE: streamsan: {}{times}: {} at {}", note.kind, note.message, describe_site(&note.site));
     }
     let _ = writeln!(out, "{}", summary(report));
     out
@@ -267,11 +230,7 @@ pub fn report(report: &Report) -> String {
 /// race`.
 pub fn summary(report: &Report) -> String {
     let s = &report.summary;
-    let kinds: Vec<String> = s
-        .by_kind
-        .iter()
-        .map(|(kind, n)| format!("{n} {kind}"))
-        .collect();
+    let kinds: Vec<String> = s.by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
     let mut line = match s.races {
         0 => "streamsan: no race".to_string(),
         1 => format!("streamsan: 1 race ({})", kinds.join(", ")),

@@ -13,10 +13,7 @@ use streamsan::report::Report;
 /// `target/<profile>`, where cargo put this test binary's siblings.
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
 }
 
 /// Builds the workspace members the tests run (once per test binary) and returns the
@@ -48,10 +45,7 @@ pub fn artifacts() -> &'static Path {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "building the shim and the stand-in failed"
-        );
+        assert!(status.success(), "building the shim and the stand-in failed");
         // The stand-ins answer to the driver's and NCCL's names.
         let driver = dir.join("standin-driver");
         std::fs::create_dir_all(&driver).unwrap();
@@ -98,24 +92,13 @@ pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     if built.iter().any(|o| o == output) {
         return exe;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{source}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
     std::fs::create_dir_all(&out_dir).unwrap();
     // Build beside, then rename: another test process may be running the old one.
     let tmp = out_dir.join(format!(".{output}.{}", std::process::id()));
-    let result = Command::new("cc")
-        .args(["-O1", "-g", "-Wall", "-o"])
-        .arg(&tmp)
-        .arg(&src)
-        .args(extra)
-        .output()
-        .expect("run cc");
-    assert!(
-        result.status.success(),
-        "cc {source}.c failed:\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
+    let result =
+        Command::new("cc").args(["-O1", "-g", "-Wall", "-o"]).arg(&tmp).arg(&src).args(extra).output().expect("run cc");
+    assert!(result.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&result.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
     built.push(output.to_string());
     exe
@@ -159,12 +142,7 @@ impl Run {
     /// The single report the run wrote.
     pub fn report(&self) -> Report {
         let reports = self.reports();
-        assert_eq!(
-            reports.len(),
-            1,
-            "expected one report in {}",
-            self.dir.display()
-        );
+        assert_eq!(reports.len(), 1, "expected one report in {}", self.dir.display());
         reports.into_iter().next().unwrap()
     }
 
@@ -172,18 +150,10 @@ impl Run {
         let mut paths: Vec<_> = std::fs::read_dir(&self.dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("report.")
-            })
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("report."))
             .collect();
         paths.sort();
-        paths
-            .iter()
-            .map(|p| Report::read_from(p).expect("readable report"))
-            .collect()
+        paths.iter().map(|p| Report::read_from(p).expect("readable report")).collect()
     }
 
     /// Calls of the intercepted name `name`, per the report.
@@ -201,12 +171,7 @@ impl Run {
     pub fn assert_reports_match_the_schema(&self) {
         for entry in std::fs::read_dir(&self.dir).unwrap() {
             let path = entry.unwrap().path();
-            if path
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("report.")
-            {
+            if path.file_name().unwrap().to_string_lossy().starts_with("report.") {
                 assert_matches_schema(&path);
             }
         }
@@ -247,11 +212,7 @@ pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
         Command::new(program)
     } else {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamsan"));
-        cmd.arg("run")
-            .arg("--report")
-            .arg(dir.join("report.%p.json"))
-            .arg("--")
-            .arg(program);
+        cmd.arg("run").arg("--report").arg(dir.join("report.%p.json")).arg("--").arg(program);
         cmd.env("STREAMSAN_SHIM", shim());
         cmd
     };
@@ -265,11 +226,7 @@ pub fn run_with(program: &Path, args: &[&str], options: RunOptions) -> Run {
         cmd.env(k, v);
     }
     let output = cmd.output().expect("run program");
-    let calls = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let calls = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect();
     Run { output, dir, calls }
 }
 
@@ -288,19 +245,12 @@ pub fn streamsan(dir: &Path) -> Command {
 
 /// The lines of `dir`'s stand-in call log: empty when the program never reached the driver.
 pub fn calls(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("calls.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
+    std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default().lines().map(str::to_string).collect()
 }
 
 /// `tests/scenarios/lifecycle.c`, built.
 pub fn lifecycle() -> PathBuf {
-    compile_c(
-        "lifecycle",
-        &link_cuda().iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    compile_c("lifecycle", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The reports in `dir` whose names start with `prefix`.
@@ -325,20 +275,12 @@ pub fn assert_matches_schema(path: &Path) {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     let validator = VALIDATOR.get_or_init(|| {
         let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
-        let schema: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
         jsonschema::validator_for(&schema).expect("a valid JSON Schema")
     });
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let errors: Vec<String> = validator
-        .iter_errors(&document)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} does not match the schema:\n{}",
-        path.display(),
-        errors.join("\n")
-    );
+    let errors: Vec<String> =
+        validator.iter_errors(&document).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
 }

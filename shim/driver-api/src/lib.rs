@@ -16,7 +16,7 @@
 #![allow(non_camel_case_types)]
 
 pub mod nccl;
-pub use nccl::{datatype_size, NcclComm, NcclResult, NCCL_IN_PROGRESS, NCCL_INVALID_ARGUMENT, NCCL_SUCCESS};
+pub use nccl::{datatype_size, NcclComm, NcclResult, NCCL_INVALID_ARGUMENT, NCCL_IN_PROGRESS, NCCL_SUCCESS};
 
 /// The C types the table is written in; a consumer does `use streamsan_driver_api::*`.
 pub use core::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void};
@@ -40,8 +40,7 @@ pub type CUmemoryPool = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 pub type CUexternalSemaphore = *mut c_void;
 pub type CUhostFn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
-pub type CUstreamCallback =
-    Option<unsafe extern "C" fn(stream: CUstream, status: CUresult, user_data: *mut c_void)>;
+pub type CUstreamCallback = Option<unsafe extern "C" fn(stream: CUstream, status: CUresult, user_data: *mut c_void)>;
 
 pub const CUDA_SUCCESS: CUresult = 0;
 pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
@@ -267,32 +266,26 @@ pub type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = c_void;
 
 mod layout_checks {
     use super::*;
-    use cudarc::driver::sys as cu;
     use core::mem::{align_of, offset_of, size_of};
+    use cudarc::driver::sys as cu;
 
     const _: () = assert!(size_of::<Memcpy2D>() == size_of::<cu::CUDA_MEMCPY2D>());
     const _: () = assert!(offset_of!(Memcpy2D, height) == offset_of!(cu::CUDA_MEMCPY2D, Height));
     const _: () = assert!(size_of::<Memcpy3D>() == size_of::<cu::CUDA_MEMCPY3D>());
     const _: () = assert!(offset_of!(Memcpy3D, depth) == offset_of!(cu::CUDA_MEMCPY3D, Depth));
     const _: () = assert!(size_of::<Memcpy3DPeer>() == size_of::<cu::CUDA_MEMCPY3D_PEER>());
-    const _: () =
-        assert!(offset_of!(Memcpy3DPeer, depth) == offset_of!(cu::CUDA_MEMCPY3D_PEER, Depth));
+    const _: () = assert!(offset_of!(Memcpy3DPeer, depth) == offset_of!(cu::CUDA_MEMCPY3D_PEER, Depth));
     const _: () = assert!(size_of::<IpcMemHandle>() == size_of::<cu::CUipcMemHandle>());
     const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
     const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
-    const _: () =
-        assert!(offset_of!(LaunchConfig, num_attrs) == offset_of!(cu::CUlaunchConfig, numAttrs));
-    const _: () =
-        assert!(size_of::<BatchMemOpParams>() == size_of::<cu::CUstreamBatchMemOpParams>());
-    const _: () =
-        assert!(align_of::<BatchMemOpParams>() == align_of::<cu::CUstreamBatchMemOpParams>());
+    const _: () = assert!(offset_of!(LaunchConfig, num_attrs) == offset_of!(cu::CUlaunchConfig, numAttrs));
+    const _: () = assert!(size_of::<BatchMemOpParams>() == size_of::<cu::CUstreamBatchMemOpParams>());
+    const _: () = assert!(align_of::<BatchMemOpParams>() == align_of::<cu::CUstreamBatchMemOpParams>());
     const _: () = assert!(size_of::<KernelNodeParams>() == size_of::<cu::CUDA_KERNEL_NODE_PARAMS_v2>());
-    const _: () =
-        assert!(offset_of!(KernelNodeParams, extra) == offset_of!(cu::CUDA_KERNEL_NODE_PARAMS_v2, extra));
+    const _: () = assert!(offset_of!(KernelNodeParams, extra) == offset_of!(cu::CUDA_KERNEL_NODE_PARAMS_v2, extra));
     const _: () = assert!(size_of::<MemsetNodeParams>() == size_of::<cu::CUDA_MEMSET_NODE_PARAMS>());
     const _: () = assert!(size_of::<MemAllocNodeParams>() == size_of::<cu::CUDA_MEM_ALLOC_NODE_PARAMS>());
-    const _: () =
-        assert!(offset_of!(MemAllocNodeParams, dptr) == offset_of!(cu::CUDA_MEM_ALLOC_NODE_PARAMS, dptr));
+    const _: () = assert!(offset_of!(MemAllocNodeParams, dptr) == offset_of!(cu::CUDA_MEM_ALLOC_NODE_PARAMS, dptr));
 }
 
 /// Whether an exported name is a per-thread-default-stream variant: `_ptsz` for calls
@@ -363,7 +356,6 @@ pub fn render_call(name: &str, args: &[(&str, String)]) -> String {
     line.push(')');
     line
 }
-
 
 /// The table. `driver_api!(m)` invokes `m! { ... }` with one entry per family:
 ///

@@ -16,8 +16,7 @@ pub const SANITIZER_SUCCESS: SanitizerResult = 0;
 pub const SANITIZER_ERROR_MAX_LIMIT_REACHED: SanitizerResult = 10;
 
 pub type Handle = *mut c_void;
-pub type Callback =
-    unsafe extern "C" fn(userdata: *mut c_void, domain: u32, cbid: u32, data: *const c_void);
+pub type Callback = unsafe extern "C" fn(userdata: *mut c_void, domain: u32, cbid: u32, data: *const c_void);
 
 pub const DOMAIN_RESOURCE: u32 = 3;
 pub const DOMAIN_LAUNCH: u32 = 5;
@@ -158,24 +157,17 @@ pub fn load(dlsym: Dlsym) -> Result<Api, String> {
 }
 
 fn open(dlsym: Dlsym, path: &Path) -> Result<Api, String> {
-    let name = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{} has a NUL byte", path.display()))?;
+    let name =
+        CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("{} has a NUL byte", path.display()))?;
     // SAFETY: a NUL-terminated path. RTLD_NODELETE: its callbacks may run until exit.
-    let handle = unsafe {
-        libc::dlopen(
-            name.as_ptr(),
-            libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE,
-        )
-    };
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE) };
     if handle.is_null() {
         // SAFETY: dlerror's string is valid until the next dl call on this thread.
         let why = unsafe { libc::dlerror() };
         let why = if why.is_null() {
             "unknown error".into()
         } else {
-            unsafe { CStr::from_ptr(why) }
-                .to_string_lossy()
-                .into_owned()
+            unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
         };
         return Err(format!("cannot load {}: {why}", path.display()));
     }

@@ -115,11 +115,7 @@ impl std::fmt::Display for Unavailable {
 /// constructor), once; later calls return the first answer.
 pub fn start(driver: Driver) -> Result<(), Unavailable> {
     if STARTED.swap(true, Ordering::AcqRel) {
-        return if ENGINE.get().is_some() {
-            Ok(())
-        } else {
-            Err(Unavailable::Refused(u32::MAX))
-        };
+        return if ENGINE.get().is_some() { Ok(()) } else { Err(Unavailable::Refused(u32::MAX)) };
     }
     let api = api::load(driver.dlsym).map_err(Unavailable::NoLibrary)?;
     let mut subscriber: Handle = core::ptr::null_mut();
@@ -191,11 +187,7 @@ pub fn maintain() {
         // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
         let status = unsafe {
             if patch {
-                (engine.api.patch_instructions)(
-                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
-                    handle,
-                    PATCH_FUNCTION.as_ptr(),
-                );
+                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
                 (engine.api.patch_module)(handle)
             } else {
                 (engine.api.unpatch_module)(handle)
@@ -207,12 +199,7 @@ pub fn maintain() {
             if status == api::SANITIZER_SUCCESS {
                 m.patched = patch;
                 m.quiet = 0;
-                if patch {
-                    &engine.repatched
-                } else {
-                    &engine.unpatched
-                }
-                .fetch_add(1, Ordering::Relaxed);
+                if patch { &engine.repatched } else { &engine.unpatched }.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -224,11 +211,7 @@ impl Engine {
     fn module_allows(&self, module: Handle, armed: bool) -> bool {
         let quiet_limit = self.quiet_launches.load(Ordering::Relaxed);
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let m = modules.entry(module as usize).or_insert(Module {
-            patched: true,
-            quiet: 0,
-            queued: false,
-        });
+        let m = modules.entry(module as usize).or_insert(Module { patched: true, quiet: 0, queued: false });
         let change = if armed {
             m.quiet = 0;
             (!m.patched).then_some(true)
@@ -240,10 +223,7 @@ impl Engine {
         if let Some(patch) = change.filter(|_| !m.queued) {
             m.queued = true;
             drop(modules);
-            self.changes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((module as usize, patch));
+            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module as usize, patch));
             self.changes_pending.store(true, Ordering::Release);
         }
         patched
@@ -273,14 +253,7 @@ pub fn take_ticket() -> Option<Ticket> {
 /// tables that overflowed, modules unpatched and patched again.
 pub fn counters() -> [u64; 5] {
     ENGINE.get().map_or([0; 5], |e| {
-        [
-            &e.measured,
-            &e.unmeasured,
-            &e.overflowed,
-            &e.unpatched,
-            &e.repatched,
-        ]
-        .map(|c| c.load(Ordering::Relaxed))
+        [&e.measured, &e.unmeasured, &e.overflowed, &e.unpatched, &e.repatched].map(|c| c.load(Ordering::Relaxed))
     })
 }
 
@@ -315,33 +288,14 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 .modules
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(
-                    data.module as usize,
-                    Module {
-                        patched: true,
-                        quiet: 0,
-                        queued: false,
-                    },
-                );
+                .insert(data.module as usize, Module { patched: true, quiet: 0, queued: false });
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
             let ctx = data.context as usize;
-            engine
-                .pools
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&ctx);
-            engine
-                .patched
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|&c| c != ctx);
-            engine
-                .tickets
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|_, (c, _)| *c != ctx);
+            engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
+            engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
+            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| *c != ctx);
         }
         (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
             let data = unsafe { &*(data as *const api::LaunchData) };
@@ -349,22 +303,11 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             // An unpatched module's kernel records nothing: its launch goes unmeasured (and
             // the module is patched again for the next).
             let patched = engine.module_allows(data.module, armed);
-            let table = if armed && patched {
-                engine.launch_table(data.context)
-            } else {
-                None
-            };
+            let table = if armed && patched { engine.launch_table(data.context) } else { None };
             let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
             // Every launch says its table, or none: a table left from an earlier launch of
             // the same kernel would be written again.
-            unsafe {
-                (engine.api.set_launch_callback_data)(
-                    data.h_launch,
-                    data.function,
-                    data.h_stream,
-                    userdata,
-                )
-            };
+            unsafe { (engine.api.set_launch_callback_data)(data.h_launch, data.function, data.h_stream, userdata) };
             if let Some((ticket, _)) = table {
                 let _ = LAST.try_with(|l| l.set(Some(ticket)));
             }
@@ -375,14 +318,7 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             let data = unsafe { &*(data as *const api::GraphNodeLaunchData) };
             if data.node_type == api::GRAPH_NODE_KERNEL {
                 let l = &data.launch;
-                unsafe {
-                    (engine.api.set_launch_callback_data)(
-                        l.h_launch,
-                        l.function,
-                        l.h_stream,
-                        core::ptr::null(),
-                    )
-                };
+                unsafe { (engine.api.set_launch_callback_data)(l.h_launch, l.function, l.h_stream, core::ptr::null()) };
             }
         }
         _ => {}
@@ -393,18 +329,11 @@ impl Engine {
     /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
     /// driver function: [`prepare`] filled the pool.
     fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
-        let table = self
-            .pools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&(ctx as usize))
-            .and_then(|p| p.free.pop())?;
+        let table =
+            self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
         self.measured.fetch_add(1, Ordering::Relaxed);
-        self.tickets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(ticket.0, (ctx as usize, table));
+        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table));
         Some((ticket, table))
     }
 
@@ -416,8 +345,7 @@ impl Engine {
         let mut chunk: *mut c_void = core::ptr::null_mut();
         // SAFETY: the API's functions, on the engine's own stream and memory.
         unsafe {
-            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null()
-            {
+            if (self.api.alloc)(ctx, &mut chunk, bytes) != api::SANITIZER_SUCCESS || chunk.is_null() {
                 return;
             }
             if (self.api.memset)(chunk, 0, bytes, stream) != api::SANITIZER_SUCCESS
@@ -427,11 +355,7 @@ impl Engine {
             }
         }
         pool.allocated += TABLES_PER_CHUNK;
-        pool.free.extend(
-            (0..TABLES_PER_CHUNK)
-                .rev()
-                .map(|i| chunk as usize + i * TABLE_BYTES),
-        );
+        pool.free.extend((0..TABLES_PER_CHUNK).rev().map(|i| chunk as usize + i * TABLE_BYTES));
     }
 }
 
@@ -456,8 +380,7 @@ pub fn prepare() -> bool {
         let mut handle: Handle = core::ptr::null_mut();
         // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING: it waits on no stream.
         if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
-            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) }
-                != api::SANITIZER_SUCCESS
+            || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) } != api::SANITIZER_SUCCESS
         {
             return false;
         }
@@ -477,18 +400,9 @@ pub fn prepare() -> bool {
 /// graph instead): nothing was written to it.
 pub fn discard(ticket: Ticket) {
     let Some(engine) = ENGINE.get() else { return };
-    let taken = engine
-        .tickets
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&ticket.0);
+    let taken = engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).remove(&ticket.0);
     if let Some((ctx, table)) = taken {
-        if let Some(pool) = engine
-            .pools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&ctx)
-        {
+        if let Some(pool) = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ctx) {
             pool.free.push(table);
         }
     }
@@ -502,10 +416,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     let Some(engine) = ENGINE.get() else { return };
     let mut taken: Vec<(usize, usize, Ticket)> = {
         let mut map = engine.tickets.lock().unwrap_or_else(|e| e.into_inner());
-        tickets
-            .iter()
-            .filter_map(|&t| map.remove(&t.0).map(|(ctx, table)| (ctx, table, t)))
-            .collect()
+        tickets.iter().filter_map(|&t| map.remove(&t.0).map(|(ctx, table)| (ctx, table, t))).collect()
     };
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
@@ -524,12 +435,8 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         let stream = pool.stream;
         host.resize(bytes, 0u8);
         let read = stream.is_some_and(|s| unsafe {
-            (engine.api.memcpy_device_to_host)(
-                host.as_mut_ptr().cast(),
-                first as *mut c_void,
-                bytes,
-                s,
-            ) == api::SANITIZER_SUCCESS
+            (engine.api.memcpy_device_to_host)(host.as_mut_ptr().cast(), first as *mut c_void, bytes, s)
+                == api::SANITIZER_SUCCESS
                 && (engine.api.memset)(first as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
         });
         for (k, &(_, table, ticket)) in run.iter().enumerate() {

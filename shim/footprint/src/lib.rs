@@ -17,8 +17,8 @@ mod engine;
 pub mod table;
 
 pub use engine::{
-    arm, collect, counters, discard, maintain, prepare, running, start, take_ticket,
-    unpatch_quiet_modules, Driver, Ticket, Unavailable,
+    arm, collect, counters, discard, maintain, prepare, running, start, take_ticket, unpatch_quiet_modules, Driver,
+    Ticket, Unavailable,
 };
 pub use table::{Measured, Range};
 
@@ -31,17 +31,10 @@ mod tests {
     #[test]
     fn the_patch_is_built_from_the_current_source() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("patch");
-        let recorded = std::fs::read_to_string(dir.join("footprint.fatbin.source-sha256"))
-            .expect("recorded sha256");
-        let out = std::process::Command::new("sha256sum")
-            .arg(dir.join("footprint.cu"))
-            .output()
-            .expect("sha256sum runs");
-        let actual = String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string();
+        let recorded = std::fs::read_to_string(dir.join("footprint.fatbin.source-sha256")).expect("recorded sha256");
+        let out =
+            std::process::Command::new("sha256sum").arg(dir.join("footprint.cu")).output().expect("sha256sum runs");
+        let actual = String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string();
         assert_eq!(
             recorded.trim(),
             actual,

@@ -59,12 +59,8 @@ pub fn read(table: &[u8]) -> Measured {
     let mut ranges: Vec<Range> = (0..ENTRIES)
         .filter_map(|i| {
             let at = HEADER_BYTES + i * ENTRY_BYTES;
-            let (granule, flags, lo_inv, hi) = (
-                u32_at(table, at),
-                u32_at(table, at + 4),
-                u32_at(table, at + 8),
-                u32_at(table, at + 12),
-            );
+            let (granule, flags, lo_inv, hi) =
+                (u32_at(table, at), u32_at(table, at + 4), u32_at(table, at + 8), u32_at(table, at + 12));
             // An entry claimed by a warp whose update other warps had not finished is still
             // whole by the time the kernel completes; lo_inv 0 would be an entry never
             // updated (not written by the patch), kept out rather than read as offset ~0.
@@ -72,11 +68,7 @@ pub fn read(table: &[u8]) -> Measured {
                 return None;
             }
             let base = u64::from(granule - 1) << GRANULE_SHIFT;
-            Some(Range {
-                lo: base + u64::from(!lo_inv),
-                hi: base + u64::from(hi),
-                flags,
-            })
+            Some(Range { lo: base + u64::from(!lo_inv), hi: base + u64::from(hi), flags })
         })
         .collect();
     merge(&mut ranges);
@@ -163,14 +155,7 @@ mod tests {
         // 1 MiB written in 128-byte warp steps: 16 granules, one range.
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
         let m = read(&emulate(&steps));
-        assert_eq!(
-            m.ranges,
-            vec![Range {
-                lo: BASE,
-                hi: BASE + (1 << 20),
-                flags: WRITE
-            }]
-        );
+        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + (1 << 20), flags: WRITE }]);
         assert_eq!(m.overflow, None);
     }
 
@@ -181,18 +166,7 @@ mod tests {
         // Two granules apart: two ranges, each byte-exact.
         assert_eq!(
             m.ranges,
-            vec![
-                Range {
-                    lo,
-                    hi: lo + 4,
-                    flags: READ
-                },
-                Range {
-                    lo: lo + 0x2_0000,
-                    hi: lo + 0x2_0004,
-                    flags: READ
-                }
-            ]
+            vec![Range { lo, hi: lo + 4, flags: READ }, Range { lo: lo + 0x2_0000, hi: lo + 0x2_0004, flags: READ }]
         );
     }
 
@@ -201,22 +175,13 @@ mod tests {
         let m = read(&emulate(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
         assert_eq!(m.ranges.len(), 2);
         let m = read(&emulate(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
-        assert_eq!(
-            m.ranges,
-            vec![Range {
-                lo: BASE,
-                hi: BASE + 128,
-                flags: READ | WRITE
-            }]
-        );
+        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + 128, flags: READ | WRITE }]);
     }
 
     #[test]
     fn a_full_table_widens_the_cover_and_says_so() {
         // More granules than entries (and probes): the rest go to the cover.
-        let steps: Vec<_> = (0..(ENTRIES as u64 + 500))
-            .map(|i| (BASE + (i << 20), 4, WRITE))
-            .collect();
+        let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
         let m = read(&emulate(&steps));
         let cover = m.overflow.expect("overflowed");
         assert_eq!(cover.flags, WRITE);
@@ -225,10 +190,7 @@ mod tests {
         // Every access is in a range or in the cover.
         for &(addr, size, _) in &steps {
             let end = addr + u64::from(size);
-            assert!(
-                m.ranges.iter().any(|r| r.lo <= addr && end <= r.hi)
-                    || (cover.lo <= addr && end <= cover.hi)
-            );
+            assert!(m.ranges.iter().any(|r| r.lo <= addr && end <= r.hi) || (cover.lo <= addr && end <= cover.hi));
         }
     }
 

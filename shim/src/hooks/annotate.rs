@@ -22,12 +22,18 @@ fn origin(api: &'static str) -> Origin {
 /// # Safety
 /// Reads nothing through its arguments.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn streamsan_annotate_alloc(ptr: *const c_void, size: usize, stream: CUstream, synchronous: c_int) {
+pub unsafe extern "C" fn streamsan_annotate_alloc(
+    ptr: *const c_void,
+    size: usize,
+    stream: CUstream,
+    synchronous: c_int,
+) {
     if ptr.is_null() {
         return;
     }
     first_call::enter();
-    let alloc = Alloc { base: ptr as u64, size: size as u64, kind: MemoryKind::Annotated, ctx: driver::current_context() };
+    let alloc =
+        Alloc { base: ptr as u64, size: size as u64, kind: MemoryKind::Annotated, ctx: driver::current_context() };
     let on = (synchronous == 0).then(|| stream_of_handle(stream, false));
     model().alloc(alloc, on, &origin("streamsan_annotate_alloc"));
 }

@@ -4,9 +4,9 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
+use super::kernels::{self, HandleKind};
 use super::ok;
 use crate::intercept::variants::{real, Call};
-use super::kernels::{self, HandleKind};
 
 pub unsafe fn module_get_function(
     _call: &Call,

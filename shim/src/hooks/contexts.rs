@@ -5,11 +5,11 @@ use std::sync::Mutex;
 
 use streamsan_driver_api::*;
 
-use super::ok;
 use super::kernels;
+use super::model::model;
+use super::ok;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
-use super::model::model;
 
 /// Primary contexts by device, for `cuDevicePrimaryCtxReset`, which names only the device.
 static PRIMARY: Mutex<Option<HashMap<CUdevice, u64>>> = Mutex::new(None);

@@ -14,10 +14,10 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::model::{model, with_accesses};
 use super::{default_stream, ok, origin, stream};
 use crate::host_guard;
 use crate::intercept::variants::{real, Call};
-use super::model::{model, with_accesses};
 
 /// Rows of a 2D/3D copy tracked one by one.
 pub const MAX_ROWS: usize = 32;
@@ -100,8 +100,26 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
 macro_rules! strided_3d {
     ($copy:expr) => {{
         let c = $copy;
-        let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: c.src_z, pitch: c.src_pitch, height: c.src_height };
-        let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: c.dst_z, pitch: c.dst_pitch, height: c.dst_height };
+        let src = Side {
+            memory_type: c.src_memory_type,
+            host: c.src_host as u64,
+            device: c.src_device,
+            x: c.src_x_in_bytes,
+            y: c.src_y,
+            z: c.src_z,
+            pitch: c.src_pitch,
+            height: c.src_height,
+        };
+        let dst = Side {
+            memory_type: c.dst_memory_type,
+            host: c.dst_host as u64,
+            device: c.dst_device,
+            x: c.dst_x_in_bytes,
+            y: c.dst_y,
+            z: c.dst_z,
+            pitch: c.dst_pitch,
+            height: c.dst_height,
+        };
         Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
     }};
 }
@@ -127,7 +145,14 @@ pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUd
     status
 }
 
-pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_async(
+    call: &Call,
+    real: real::memcpy_async,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
@@ -135,7 +160,13 @@ pub unsafe fn memcpy_async(call: &Call, real: real::memcpy_async, dst: CUdevicep
     status
 }
 
-pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr, src: *const c_void, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_htod(
+    call: &Call,
+    real: real::memcpy_htod,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -144,7 +175,13 @@ pub unsafe fn memcpy_htod(call: &Call, real: real::memcpy_htod, dst: CUdeviceptr
     status
 }
 
-pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoh(
+    call: &Call,
+    real: real::memcpy_dtoh,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
@@ -152,7 +189,13 @@ pub unsafe fn memcpy_dtoh(call: &Call, real: real::memcpy_dtoh, dst: *mut c_void
     status
 }
 
-pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtod(
+    call: &Call,
+    real: real::memcpy_dtod,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst, src, bytes, HostEffect::None);
@@ -161,7 +204,14 @@ pub unsafe fn memcpy_dtod(call: &Call, real: real::memcpy_dtod, dst: CUdeviceptr
 }
 
 /// Device to array: only the device side is memory streamsan tracks.
-pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, dst_offset: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_dtoa(
+    call: &Call,
+    real: real::memcpy_dtoa,
+    dst: CUarray,
+    dst_offset: usize,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
@@ -169,7 +219,14 @@ pub unsafe fn memcpy_dtoa(call: &Call, real: real::memcpy_dtoa, dst: CUarray, ds
     status
 }
 
-pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_atod(
+    call: &Call,
+    real: real::memcpy_atod,
+    dst: CUdeviceptr,
+    src: CUarray,
+    src_offset: usize,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
@@ -179,7 +236,14 @@ pub unsafe fn memcpy_atod(call: &Call, real: real::memcpy_atod, dst: CUdeviceptr
 
 /// Host to array: the host side is read (arrays are not tracked); from pageable or pinned
 /// memory, the host is ordered as by a copy to the device.
-pub unsafe fn memcpy_htoa(call: &Call, real: real::memcpy_htoa, dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_htoa(
+    call: &Call,
+    real: real::memcpy_htoa,
+    dst: CUarray,
+    dst_offset: usize,
+    src: *const c_void,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
@@ -189,7 +253,14 @@ pub unsafe fn memcpy_htoa(call: &Call, real: real::memcpy_htoa, dst: CUarray, ds
 }
 
 /// Array to host: the host side is written, and the host waits for the copy.
-pub unsafe fn memcpy_atoh(call: &Call, real: real::memcpy_atoh, dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_atoh(
+    call: &Call,
+    real: real::memcpy_atoh,
+    dst: *mut c_void,
+    src: CUarray,
+    src_offset: usize,
+    bytes: usize,
+) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
         copied(call, default_stream(call), &[], &[(dst as u64, bytes as u64)], HostEffect::WaitsForOperation);
@@ -197,7 +268,15 @@ pub unsafe fn memcpy_atoh(call: &Call, real: real::memcpy_atoh, dst: *mut c_void
     status
 }
 
-pub unsafe fn memcpy_htoa_async(call: &Call, real: real::memcpy_htoa_async, dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htoa_async(
+    call: &Call,
+    real: real::memcpy_htoa_async,
+    dst: CUarray,
+    dst_offset: usize,
+    src: *const c_void,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes, h_stream) };
     if ok(status) {
         copied(call, stream(call, h_stream), &[(src as u64, bytes as u64)], &[], HostEffect::None);
@@ -205,7 +284,15 @@ pub unsafe fn memcpy_htoa_async(call: &Call, real: real::memcpy_htoa_async, dst:
     status
 }
 
-pub unsafe fn memcpy_atoh_async(call: &Call, real: real::memcpy_atoh_async, dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_atoh_async(
+    call: &Call,
+    real: real::memcpy_atoh_async,
+    dst: *mut c_void,
+    src: CUarray,
+    src_offset: usize,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes, h_stream) };
     if ok(status) {
         copied(call, stream(call, h_stream), &[], &[(dst as u64, bytes as u64)], HostEffect::None);
@@ -213,7 +300,14 @@ pub unsafe fn memcpy_atoh_async(call: &Call, real: real::memcpy_atoh_async, dst:
     status
 }
 
-pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst: CUdeviceptr, src: *const c_void, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htod_async(
+    call: &Call,
+    real: real::memcpy_htod_async,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         let host = asynchronous(memory_at(src as u64), Memory::Device);
@@ -222,7 +316,14 @@ pub unsafe fn memcpy_htod_async(call: &Call, real: real::memcpy_htod_async, dst:
     status
 }
 
-pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst: *mut c_void, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(
+    call: &Call,
+    real: real::memcpy_dtoh_async,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         let host = asynchronous(Memory::Device, memory_at(dst as u64));
@@ -231,7 +332,14 @@ pub unsafe fn memcpy_dtoh_async(call: &Call, real: real::memcpy_dtoh_async, dst:
     status
 }
 
-pub unsafe fn memcpy_dtod_async(call: &Call, real: real::memcpy_dtod_async, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_dtod_async(
+    call: &Call,
+    real: real::memcpy_dtod_async,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
         linear(call, stream(call, h_stream), dst, src, bytes, HostEffect::None);
@@ -311,7 +419,8 @@ impl Side {
     fn rows(&self, width: usize, rows: usize, depth: usize) -> Vec<(u64, u64)> {
         let Some(base) = self.base() else { return Vec::new() };
         let rows_per_slice = self.height.max(1);
-        let start = |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64;
+        let start =
+            |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64;
         let total = rows * depth;
         if total == 0 || width == 0 {
             return Vec::new();
@@ -346,11 +455,28 @@ fn strided(call: &Call, on: StreamRef, copy: Option<Strided>, sync: bool) {
 unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
     // SAFETY: the caller's descriptor, which the driver accepted.
     let c = unsafe { copy.as_ref()? };
-    let src = Side { memory_type: c.src_memory_type, host: c.src_host as u64, device: c.src_device, x: c.src_x_in_bytes, y: c.src_y, z: 0, pitch: c.src_pitch, height: 0 };
-    let dst = Side { memory_type: c.dst_memory_type, host: c.dst_host as u64, device: c.dst_device, x: c.dst_x_in_bytes, y: c.dst_y, z: 0, pitch: c.dst_pitch, height: 0 };
+    let src = Side {
+        memory_type: c.src_memory_type,
+        host: c.src_host as u64,
+        device: c.src_device,
+        x: c.src_x_in_bytes,
+        y: c.src_y,
+        z: 0,
+        pitch: c.src_pitch,
+        height: 0,
+    };
+    let dst = Side {
+        memory_type: c.dst_memory_type,
+        host: c.dst_host as u64,
+        device: c.dst_device,
+        x: c.dst_x_in_bytes,
+        y: c.dst_y,
+        z: 0,
+        pitch: c.dst_pitch,
+        height: 0,
+    };
     Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
 }
-
 
 pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
     let status = unsafe { real(copy) };
@@ -360,7 +486,12 @@ pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2
     status
 }
 
-pub unsafe fn memcpy_2d_async(call: &Call, real: real::memcpy_2d_async, copy: *const Memcpy2D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_2d_async(
+    call: &Call,
+    real: real::memcpy_2d_async,
+    copy: *const Memcpy2D,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
@@ -377,7 +508,12 @@ pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3
     status
 }
 
-pub unsafe fn memcpy_3d_async(call: &Call, real: real::memcpy_3d_async, copy: *const Memcpy3D, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_async(
+    call: &Call,
+    real: real::memcpy_3d_async,
+    copy: *const Memcpy3D,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -395,7 +531,12 @@ pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *con
     status
 }
 
-pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async, copy: *const Memcpy3DPeer, h_stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_3d_peer_async(
+    call: &Call,
+    real: real::memcpy_3d_peer_async,
+    copy: *const Memcpy3DPeer,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
         // SAFETY: as above.
@@ -405,7 +546,14 @@ pub unsafe fn memcpy_3d_peer_async(call: &Call, real: real::memcpy_3d_peer_async
 }
 
 /// `count` linear copies in one call, on one stream.
-unsafe fn batch(call: &Call, on: StreamRef, dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize) {
+unsafe fn batch(
+    call: &Call,
+    on: StreamRef,
+    dsts: *const CUdeviceptr,
+    srcs: *const CUdeviceptr,
+    sizes: *const usize,
+    count: usize,
+) {
     if dsts.is_null() || srcs.is_null() || sizes.is_null() {
         return;
     }

@@ -3,8 +3,8 @@
 use core::ffi::{c_char, c_int, c_void, CStr};
 use streamsan_driver_api::{CUresult, CUDA_SUCCESS};
 
-use crate::intercept::variants::{real, Call};
 use crate::intercept::getproc;
+use crate::intercept::variants::{real, Call};
 
 /// Replaces the driver's answer with the hook of the same variant.
 unsafe fn answer_with_hook(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64) {

@@ -4,9 +4,9 @@ use core::ffi::c_uint;
 
 use streamsan_driver_api::*;
 
+use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
 
 pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(event, h_stream) };

@@ -48,9 +48,7 @@ pub fn start() {
         return;
     }
     let why = match real_driver() {
-        None => engine::Unavailable::NoLibrary(
-            "the CUDA driver lacks context or stream functions".into(),
-        ),
+        None => engine::Unavailable::NoLibrary("the CUDA driver lacks context or stream functions".into()),
         Some(driver) => match engine::start(driver) {
             Ok(()) => {
                 let _ = MODE.set(options().footprint);
@@ -99,13 +97,11 @@ fn trace() -> bool {
 
 fn trace_level() -> u8 {
     static TRACE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(
-        || match std::env::var("STREAMSAN_FOOTPRINT_TRACE").as_deref() {
-            Ok("1") => 2,
-            Ok("counters") => 1,
-            _ => 0,
-        },
-    )
+    *TRACE.get_or_init(|| match std::env::var("STREAMSAN_FOOTPRINT_TRACE").as_deref() {
+        Ok("1") => 2,
+        Ok("counters") => 1,
+        _ => 0,
+    })
 }
 
 /// Whether launches are measured.
@@ -251,19 +247,13 @@ pub fn collect() {
                 );
             }
             accesses.clear();
-            accesses.extend(
-                measured
-                    .ranges
-                    .iter()
-                    .chain(measured.overflow.iter())
-                    .map(|r| Access {
-                        addr: r.lo,
-                        len: r.hi - r.lo,
-                        mode: streamsan::model::deferred::measured_mode(r.flags),
-                        exact: true,
-                        slot: None,
-                    }),
-            );
+            accesses.extend(measured.ranges.iter().chain(measured.overflow.iter()).map(|r| Access {
+                addr: r.lo,
+                len: r.hi - r.lo,
+                mode: streamsan::model::deferred::measured_mode(r.flags),
+                exact: true,
+                slot: None,
+            }));
             if measured.overflow.is_some() {
                 model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
             }

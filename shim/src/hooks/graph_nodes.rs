@@ -52,30 +52,17 @@ unsafe fn added(
     };
     let deps = unsafe { handles(deps, num_deps) };
     let (kind, kernel) = what;
-    let node = AddedNode {
-        graph: graph as u64,
-        handle: handle as u64,
-        deps: &deps,
-        kind,
-        origin: origin(call),
-        kernel,
-    };
+    let node =
+        AddedNode { graph: graph as u64, handle: handle as u64, deps: &deps, kind, origin: origin(call), kernel };
     model().graph_node_added(node, child.map(|c| c as u64));
 }
 
 /// What a kernel node does: the accesses of its parameters. The `_v2` parameters may name
 /// the kernel by `kern` alone.
-unsafe fn kernel_node(
-    call: &Call,
-    params: *const KernelNodeParams,
-) -> Option<(NodeKind, Option<KernelId>)> {
+unsafe fn kernel_node(call: &Call, params: *const KernelNodeParams) -> Option<(NodeKind, Option<KernelId>)> {
     // SAFETY: the parameters the driver accepted.
     let p = unsafe { params.as_ref()? };
-    let f = if p.func.is_null() && call.name().contains("_v2") {
-        p.kern
-    } else {
-        p.func
-    };
+    let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
     let model = model();
     let info = kernels::info(model, f);
     let mut accesses = Vec::new();
@@ -86,12 +73,7 @@ unsafe fn kernel_node(
 unsafe fn memcpy_node(copy: *const Memcpy3D) -> Option<(NodeKind, Option<KernelId>)> {
     // SAFETY: the descriptor the driver accepted.
     let copy = unsafe { copy.as_ref()? };
-    Some((
-        NodeKind::Work {
-            accesses: copy_3d_accesses(copy),
-        },
-        None,
-    ))
+    Some((NodeKind::Work { accesses: copy_3d_accesses(copy) }, None))
 }
 
 unsafe fn memset_node(params: *const MemsetNodeParams) -> Option<(NodeKind, Option<KernelId>)> {
@@ -102,12 +84,7 @@ unsafe fn memset_node(params: *const MemsetNodeParams) -> Option<(NodeKind, Opti
     Some((NodeKind::Work { accesses }, None))
 }
 
-pub unsafe fn graph_create(
-    _call: &Call,
-    real: real::graph_create,
-    graph: *mut CUgraph,
-    flags: c_uint,
-) -> CUresult {
+pub unsafe fn graph_create(_call: &Call, real: real::graph_create, graph: *mut CUgraph, flags: c_uint) -> CUresult {
     let status = unsafe { real(graph, flags) };
     if ok(status) && !graph.is_null() {
         model().graph_created(unsafe { *graph } as u64);
@@ -115,12 +92,7 @@ pub unsafe fn graph_create(
     status
 }
 
-pub unsafe fn graph_clone(
-    _call: &Call,
-    real: real::graph_clone,
-    clone: *mut CUgraph,
-    original: CUgraph,
-) -> CUresult {
+pub unsafe fn graph_clone(_call: &Call, real: real::graph_clone, clone: *mut CUgraph, original: CUgraph) -> CUresult {
     let status = unsafe { real(clone, original) };
     if ok(status) && !clone.is_null() {
         model().graph_cloned(unsafe { *clone } as u64, original as u64);
@@ -195,17 +167,7 @@ pub unsafe fn graph_add_host_node(
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, params) };
     if ok(status) {
-        unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (NodeKind::Empty, None),
-                None,
-            )
-        };
+        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), None) };
     }
     status
 }
@@ -220,17 +182,7 @@ pub unsafe fn graph_add_empty_node(
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps) };
     if ok(status) {
-        unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (NodeKind::Empty, None),
-                None,
-            )
-        };
+        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), None) };
     }
     status
 }
@@ -246,17 +198,7 @@ pub unsafe fn graph_add_child_graph_node(
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, child) };
     if ok(status) {
-        unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (NodeKind::Empty, None),
-                Some(child),
-            )
-        };
+        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), Some(child)) };
     }
     status
 }
@@ -273,20 +215,7 @@ pub unsafe fn graph_add_event_record_node(
     let status = unsafe { real(node, graph, deps, num_deps, event) };
     if ok(status) {
         unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (
-                    NodeKind::RecordEvent {
-                        event: event as u64,
-                    },
-                    None,
-                ),
-                None,
-            )
+            added(call, node, graph, deps, num_deps, (NodeKind::RecordEvent { event: event as u64 }, None), None)
         };
     }
     status
@@ -303,22 +232,7 @@ pub unsafe fn graph_add_event_wait_node(
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, event) };
     if ok(status) {
-        unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (
-                    NodeKind::WaitEvent {
-                        event: event as u64,
-                    },
-                    None,
-                ),
-                None,
-            )
-        };
+        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::WaitEvent { event: event as u64 }, None), None) };
     }
     status
 }
@@ -337,11 +251,7 @@ pub unsafe fn graph_add_mem_alloc_node(
     let status = unsafe { real(node, graph, deps, num_deps, params) };
     // SAFETY: the parameters the driver filled in.
     if let (true, Some(p)) = (ok(status), unsafe { params.as_ref() }) {
-        let kind = NodeKind::Alloc {
-            base: p.dptr,
-            size: p.bytesize as u64,
-            ctx: driver::current_context(),
-        };
+        let kind = NodeKind::Alloc { base: p.dptr, size: p.bytesize as u64, ctx: driver::current_context() };
         unsafe { added(call, node, graph, deps, num_deps, (kind, None), None) };
     }
     status
@@ -358,17 +268,7 @@ pub unsafe fn graph_add_mem_free_node(
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, dptr) };
     if ok(status) {
-        unsafe {
-            added(
-                call,
-                node,
-                graph,
-                deps,
-                num_deps,
-                (NodeKind::Free { base: dptr }, None),
-                None,
-            )
-        };
+        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Free { base: dptr }, None), None) };
     }
     status
 }
@@ -422,13 +322,7 @@ pub unsafe fn graph_add_node_v2(
     status
 }
 
-unsafe fn edges(
-    graph: CUgraph,
-    from: *const CUgraphNode,
-    to: *const CUgraphNode,
-    num: usize,
-    add: bool,
-) {
+unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize, add: bool) {
     let (from, to) = unsafe { (handles(from, num), handles(to, num)) };
     model().graph_edges(graph as u64, &from, &to, add);
 }
@@ -495,11 +389,7 @@ pub unsafe fn graph_remove_dependencies_v2(
     status
 }
 
-pub unsafe fn graph_destroy_node(
-    _call: &Call,
-    real: real::graph_destroy_node,
-    node: CUgraphNode,
-) -> CUresult {
+pub unsafe fn graph_destroy_node(_call: &Call, real: real::graph_destroy_node, node: CUgraphNode) -> CUresult {
     let status = unsafe { real(node) };
     if ok(status) {
         model().graph_node_destroyed(node as u64);
@@ -648,11 +538,7 @@ pub unsafe fn stream_update_capture_dependencies(
     let status = unsafe { real(h_stream, deps, num_deps, flags) };
     if ok(status) {
         let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(
-            stream(call, h_stream),
-            &deps,
-            flags & SET_CAPTURE_DEPENDENCIES != 0,
-        );
+        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
     }
     status
 }
@@ -669,11 +555,7 @@ pub unsafe fn stream_update_capture_dependencies_v2(
     let status = unsafe { real(h_stream, deps, dep_data, num_deps, flags) };
     if ok(status) {
         let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(
-            stream(call, h_stream),
-            &deps,
-            flags & SET_CAPTURE_DEPENDENCIES != 0,
-        );
+        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
     }
     status
 }

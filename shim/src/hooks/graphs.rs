@@ -4,9 +4,9 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
+use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::model;
 
 fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {
     if ok(status) && !exec.is_null() {
@@ -28,7 +28,13 @@ pub unsafe fn graph_instantiate(
     status
 }
 
-pub unsafe fn graph_instantiate_with_flags(_call: &Call, real: real::graph_instantiate_with_flags, exec: *mut CUgraphExec, graph: CUgraph, flags: u64) -> CUresult {
+pub unsafe fn graph_instantiate_with_flags(
+    _call: &Call,
+    real: real::graph_instantiate_with_flags,
+    exec: *mut CUgraphExec,
+    graph: CUgraph,
+    flags: u64,
+) -> CUresult {
     let status = unsafe { real(exec, graph, flags) };
     instantiated(status, exec, graph);
     status

@@ -24,7 +24,10 @@ use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
-use streamsan_driver_api::{CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+use streamsan_driver_api::{
+    CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE,
+    CU_LAUNCH_PARAM_END,
+};
 
 use crate::intercept::driver;
 
@@ -161,7 +164,10 @@ pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: Handl
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     let known = named().get(&(kernel as usize)).map(|n| (n.name.clone(), n.owner));
     if let Some((name, owner)) = &known {
-        if named().get(&(function as usize)).is_some_and(|n| n.name == *name && n.owner == *owner && n.kind == HandleKind::Function) {
+        if named()
+            .get(&(function as usize))
+            .is_some_and(|n| n.name == *name && n.owner == *owner && n.kind == HandleKind::Function)
+        {
             return;
         }
     }
@@ -211,7 +217,9 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     if kind == HandleKind::Kernel {
         layout = param_layout(queries.kernel_get_param_info, f).unwrap_or_default();
     }
-    let mangled = known.map(|k| k.0).or_else(|| query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f));
+    let mangled = known.map(|k| k.0).or_else(|| {
+        query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f)
+    });
     let demangled = mangled.as_ref().map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
     let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
     let params: Vec<Param> = layout
@@ -247,7 +255,10 @@ fn param_layout(query: Option<ParamInfo>, f: *mut c_void) -> Result<Vec<(usize, 
     Ok(params)
 }
 
-fn query_name(query: Option<unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32>, f: *mut c_void) -> Option<String> {
+fn query_name(
+    query: Option<unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32>,
+    f: *mut c_void,
+) -> Option<String> {
     let query = query?;
     let mut name: *const c_char = core::ptr::null();
     // SAFETY: a valid out-pointer.
@@ -339,7 +350,13 @@ pub unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<(*const u8, usize)
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<Access>) {
+pub unsafe fn accesses(
+    model: &Model,
+    info: &KernelInfo,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    out: &mut Vec<Access>,
+) {
     // `slot`: the word's byte offset in the parameters.
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
         // A whole pointer parameter surely points where it says; a word inside a by-value
@@ -353,7 +370,13 @@ pub unsafe fn accesses(model: &Model, info: &KernelInfo, params: *mut *mut c_voi
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
             // a by-value structure) may read or write.
             let mode = match param {
-                Some(p) if p.typed && p.size == 8 => if p.read_only { Mode::Read } else { Mode::ReadWrite },
+                Some(p) if p.typed && p.size == 8 => {
+                    if p.read_only {
+                        Mode::Read
+                    } else {
+                        Mode::ReadWrite
+                    }
+                }
                 _ => Mode::Unknown,
             };
             out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });

@@ -19,11 +19,11 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
-use super::{ok, origin, stream};
 use super::footprint;
-use crate::host_guard;
 use super::kernels;
 use super::model::model;
+use super::{ok, origin, stream};
+use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
@@ -72,7 +72,9 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
         launcher.accesses.clear();
         // SAFETY: the launch's own arguments, as the driver requires them.
-        phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
+        phases::time(Phase::ParamScan, || unsafe {
+            kernels::accesses(model, info, params, extra, &mut launcher.accesses)
+        });
         launcher.kernel = info.id;
         // SAFETY: likewise.
         launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, &mut launcher.accesses) };
@@ -85,14 +87,23 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, which the driver accepted.
-unsafe fn launched(call: &Call, on: StreamRef, f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, ticket: Option<u64>) {
+unsafe fn launched(
+    call: &Call,
+    on: StreamRef,
+    f: CUfunction,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    ticket: Option<u64>,
+) {
     let model = model();
     with_launcher(|launcher| {
         if !std::mem::take(&mut launcher.planned) {
             let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
             launcher.accesses.clear();
             // SAFETY: the caller's promise.
-            phases::time(Phase::ParamScan, || unsafe { kernels::accesses(model, info, params, extra, &mut launcher.accesses) });
+            phases::time(Phase::ParamScan, || unsafe {
+                kernels::accesses(model, info, params, extra, &mut launcher.accesses)
+            });
             launcher.kernel = info.id;
             launcher.learn = None;
         }
@@ -150,7 +161,9 @@ pub unsafe fn launch_kernel_ex(
     extra: *mut *mut c_void,
 ) -> CUresult {
     // SAFETY: null or the program's configuration.
-    let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]);
+    let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| {
+        [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]
+    });
     unsafe { plan(f, kernel_params, extra, shape) };
     let status = phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
     let ticket = footprint::ticket();
@@ -162,7 +175,10 @@ pub unsafe fn launch_kernel_ex(
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
-                if matches!(attr.id, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
+                if matches!(
+                    attr.id,
+                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+                ) {
                     model().event_record(attr.value[0], on, false, &origin(call));
                 }
             }

@@ -7,10 +7,10 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::*;
 
+use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
-use super::model::model;
 
 /// A successful allocation of `size` bytes at `base`: synchronous, or ordered on `on`.
 fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<StreamRef>) {
@@ -34,11 +34,19 @@ fn synchronous() -> FreeOn {
 
 /// Reads an out-parameter the driver wrote.
 unsafe fn out<T: Copy + Into<u64>>(p: *mut T) -> u64 {
-    if p.is_null() { 0 } else { unsafe { *p }.into() }
+    if p.is_null() {
+        0
+    } else {
+        unsafe { *p }.into()
+    }
 }
 
 unsafe fn out_ptr(p: *mut *mut c_void) -> u64 {
-    if p.is_null() { 0 } else { (unsafe { *p }) as u64 }
+    if p.is_null() {
+        0
+    } else {
+        (unsafe { *p }) as u64
+    }
 }
 
 pub unsafe fn mem_alloc(call: &Call, real: real::mem_alloc, dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
@@ -66,7 +74,13 @@ pub unsafe fn mem_alloc_pitch(
     status
 }
 
-pub unsafe fn mem_alloc_managed(call: &Call, real: real::mem_alloc_managed, dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_alloc_managed(
+    call: &Call,
+    real: real::mem_alloc_managed,
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(dptr, bytesize, flags) };
     if ok(status) {
         allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::Managed, None);
@@ -74,7 +88,12 @@ pub unsafe fn mem_alloc_managed(call: &Call, real: real::mem_alloc_managed, dptr
     status
 }
 
-pub unsafe fn mem_alloc_host(call: &Call, real: real::mem_alloc_host, pp: *mut *mut c_void, bytesize: usize) -> CUresult {
+pub unsafe fn mem_alloc_host(
+    call: &Call,
+    real: real::mem_alloc_host,
+    pp: *mut *mut c_void,
+    bytesize: usize,
+) -> CUresult {
     let status = unsafe { real(pp, bytesize) };
     if ok(status) {
         allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
@@ -82,7 +101,13 @@ pub unsafe fn mem_alloc_host(call: &Call, real: real::mem_alloc_host, pp: *mut *
     status
 }
 
-pub unsafe fn mem_host_alloc(call: &Call, real: real::mem_host_alloc, pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_host_alloc(
+    call: &Call,
+    real: real::mem_host_alloc,
+    pp: *mut *mut c_void,
+    bytesize: usize,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(pp, bytesize, flags) };
     if ok(status) {
         allocated(call, unsafe { out_ptr(pp) }, bytesize as u64, MemoryKind::PinnedHost, None);
@@ -90,7 +115,13 @@ pub unsafe fn mem_host_alloc(call: &Call, real: real::mem_host_alloc, pp: *mut *
     status
 }
 
-pub unsafe fn mem_host_register(call: &Call, real: real::mem_host_register, p: *mut c_void, bytesize: usize, flags: c_uint) -> CUresult {
+pub unsafe fn mem_host_register(
+    call: &Call,
+    real: real::mem_host_register,
+    p: *mut c_void,
+    bytesize: usize,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(p, bytesize, flags) };
     if ok(status) {
         allocated(call, p as u64, bytesize as u64, MemoryKind::RegisteredHost, None);
@@ -113,7 +144,13 @@ pub unsafe fn mem_free_host(call: &Call, real: real::mem_free_host, p: *mut c_vo
     unsafe { real(p) }
 }
 
-pub unsafe fn mem_alloc_async(call: &Call, real: real::mem_alloc_async, dptr: *mut CUdeviceptr, bytesize: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn mem_alloc_async(
+    call: &Call,
+    real: real::mem_alloc_async,
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dptr, bytesize, h_stream) };
     if ok(status) {
         allocated(call, unsafe { out(dptr) }, bytesize as u64, MemoryKind::StreamOrdered, Some(stream(call, h_stream)));
@@ -136,7 +173,12 @@ pub unsafe fn mem_alloc_from_pool_async(
     status
 }
 
-pub unsafe fn mem_free_async(call: &Call, real: real::mem_free_async, dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
+pub unsafe fn mem_free_async(
+    call: &Call,
+    real: real::mem_free_async,
+    dptr: CUdeviceptr,
+    h_stream: CUstream,
+) -> CUresult {
     freeing(call, dptr, FreeOn::Stream(stream(call, h_stream)));
     unsafe { real(dptr, h_stream) }
 }
@@ -172,7 +214,13 @@ fn imported(call: &Call, base: u64) {
     }
 }
 
-pub unsafe fn ipc_open_mem_handle(call: &Call, real: real::ipc_open_mem_handle, pdptr: *mut CUdeviceptr, handle: IpcMemHandle, flags: c_uint) -> CUresult {
+pub unsafe fn ipc_open_mem_handle(
+    call: &Call,
+    real: real::ipc_open_mem_handle,
+    pdptr: *mut CUdeviceptr,
+    handle: IpcMemHandle,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(pdptr, handle, flags) };
     if ok(status) {
         imported(call, unsafe { out(pdptr) });

@@ -11,9 +11,9 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::copies::MAX_ROWS;
+use super::model::{model, with_accesses};
 use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
-use super::model::{model, with_accesses};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
@@ -49,7 +49,13 @@ pub(super) fn push_set_accesses(out: &mut Vec<Access>, dst: u64, pitch: usize, r
     }
 }
 
-pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, value: c_uchar, count: usize) -> CUresult {
+pub unsafe fn memset_d8(
+    call: &Call,
+    real: real::memset_d8,
+    dst: CUdeviceptr,
+    value: c_uchar,
+    count: usize,
+) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count, 1, true);
@@ -57,7 +63,13 @@ pub unsafe fn memset_d8(call: &Call, real: real::memset_d8, dst: CUdeviceptr, va
     status
 }
 
-pub unsafe fn memset_d16(call: &Call, real: real::memset_d16, dst: CUdeviceptr, value: c_ushort, count: usize) -> CUresult {
+pub unsafe fn memset_d16(
+    call: &Call,
+    real: real::memset_d16,
+    dst: CUdeviceptr,
+    value: c_ushort,
+    count: usize,
+) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 2, 1, true);
@@ -65,7 +77,13 @@ pub unsafe fn memset_d16(call: &Call, real: real::memset_d16, dst: CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d32(call: &Call, real: real::memset_d32, dst: CUdeviceptr, value: c_uint, count: usize) -> CUresult {
+pub unsafe fn memset_d32(
+    call: &Call,
+    real: real::memset_d32,
+    dst: CUdeviceptr,
+    value: c_uint,
+    count: usize,
+) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
         set(call, default_stream(call), dst, 0, count * 4, 1, true);
@@ -73,7 +91,15 @@ pub unsafe fn memset_d32(call: &Call, real: real::memset_d32, dst: CUdeviceptr, 
     status
 }
 
-pub unsafe fn memset_d2d8(call: &Call, real: real::memset_d2d8, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d8(
+    call: &Call,
+    real: real::memset_d2d8,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width, height, true);
@@ -81,7 +107,15 @@ pub unsafe fn memset_d2d8(call: &Call, real: real::memset_d2d8, dst: CUdeviceptr
     status
 }
 
-pub unsafe fn memset_d2d16(call: &Call, real: real::memset_d2d16, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d16(
+    call: &Call,
+    real: real::memset_d2d16,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 2, height, true);
@@ -89,7 +123,15 @@ pub unsafe fn memset_d2d16(call: &Call, real: real::memset_d2d16, dst: CUdevicep
     status
 }
 
-pub unsafe fn memset_d2d32(call: &Call, real: real::memset_d2d32, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize) -> CUresult {
+pub unsafe fn memset_d2d32(
+    call: &Call,
+    real: real::memset_d2d32,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
         set(call, default_stream(call), dst, pitch, width * 4, height, true);
@@ -97,7 +139,14 @@ pub unsafe fn memset_d2d32(call: &Call, real: real::memset_d2d32, dst: CUdevicep
     status
 }
 
-pub unsafe fn memset_d8_async(call: &Call, real: real::memset_d8_async, dst: CUdeviceptr, value: c_uchar, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d8_async(
+    call: &Call,
+    real: real::memset_d8_async,
+    dst: CUdeviceptr,
+    value: c_uchar,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count, 1, false);
@@ -105,7 +154,14 @@ pub unsafe fn memset_d8_async(call: &Call, real: real::memset_d8_async, dst: CUd
     status
 }
 
-pub unsafe fn memset_d16_async(call: &Call, real: real::memset_d16_async, dst: CUdeviceptr, value: c_ushort, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d16_async(
+    call: &Call,
+    real: real::memset_d16_async,
+    dst: CUdeviceptr,
+    value: c_ushort,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 2, 1, false);
@@ -113,7 +169,14 @@ pub unsafe fn memset_d16_async(call: &Call, real: real::memset_d16_async, dst: C
     status
 }
 
-pub unsafe fn memset_d32_async(call: &Call, real: real::memset_d32_async, dst: CUdeviceptr, value: c_uint, count: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d32_async(
+    call: &Call,
+    real: real::memset_d32_async,
+    dst: CUdeviceptr,
+    value: c_uint,
+    count: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, 0, count * 4, 1, false);
@@ -121,7 +184,16 @@ pub unsafe fn memset_d32_async(call: &Call, real: real::memset_d32_async, dst: C
     status
 }
 
-pub unsafe fn memset_d2d8_async(call: &Call, real: real::memset_d2d8_async, dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d8_async(
+    call: &Call,
+    real: real::memset_d2d8_async,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width, height, false);
@@ -129,7 +201,16 @@ pub unsafe fn memset_d2d8_async(call: &Call, real: real::memset_d2d8_async, dst:
     status
 }
 
-pub unsafe fn memset_d2d16_async(call: &Call, real: real::memset_d2d16_async, dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d16_async(
+    call: &Call,
+    real: real::memset_d2d16_async,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 2, height, false);
@@ -137,7 +218,16 @@ pub unsafe fn memset_d2d16_async(call: &Call, real: real::memset_d2d16_async, ds
     status
 }
 
-pub unsafe fn memset_d2d32_async(call: &Call, real: real::memset_d2d32_async, dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, h_stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d32_async(
+    call: &Call,
+    real: real::memset_d2d32_async,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
         set(call, stream(call, h_stream), dst, pitch, width * 4, height, false);

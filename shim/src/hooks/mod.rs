@@ -70,8 +70,9 @@ pub use code::{kernel_get_function, library_get_kernel, library_unload, module_g
 pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{
     memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async,
-    memcpy_atod, memcpy_atoh, memcpy_atoh_async, memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod, memcpy_dtod_async, memcpy_dtoh,
-    memcpy_dtoh_async, memcpy_htoa, memcpy_htoa_async, memcpy_htod, memcpy_htod_async, memcpy_peer, memcpy_peer_async,
+    memcpy_atod, memcpy_atoh, memcpy_atoh_async, memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod,
+    memcpy_dtod_async, memcpy_dtoh, memcpy_dtoh_async, memcpy_htoa, memcpy_htoa_async, memcpy_htod, memcpy_htod_async,
+    memcpy_peer, memcpy_peer_async,
 };
 pub use entry_points::{get_proc_address, get_proc_address_v2};
 pub use events::{event_destroy, event_query, event_record, event_record_with_flags, event_synchronize};
@@ -93,17 +94,19 @@ pub use graphs::{
 };
 pub use launches::{launch_cooperative_kernel, launch_host_func, launch_kernel, launch_kernel_ex, stream_add_callback};
 pub use memory::{
-    ipc_close_mem_handle, ipc_open_mem_handle, mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host, mem_alloc_managed, mem_alloc_pitch, mem_free,
-    mem_free_async, mem_free_host, mem_host_alloc, mem_host_register, mem_host_unregister, mem_map, mem_pool_import_pointer, mem_unmap,
+    ipc_close_mem_handle, ipc_open_mem_handle, mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host,
+    mem_alloc_managed, mem_alloc_pitch, mem_free, mem_free_async, mem_free_host, mem_host_alloc, mem_host_register,
+    mem_host_unregister, mem_map, mem_pool_import_pointer, mem_unmap,
 };
 pub use memsets::{
     memset_d16, memset_d16_async, memset_d2d16, memset_d2d16_async, memset_d2d32, memset_d2d32_async, memset_d2d8,
     memset_d2d8_async, memset_d32, memset_d32_async, memset_d8, memset_d8_async,
 };
 pub use streams::{
-    signal_external_semaphores, stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create, stream_create_with_priority,
-    stream_destroy, stream_end_capture, stream_query, stream_synchronize, stream_wait_event, stream_wait_value_32,
-    stream_wait_value_64, stream_write_value_32, stream_write_value_64, wait_external_semaphores,
+    signal_external_semaphores, stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create,
+    stream_create_with_priority, stream_destroy, stream_end_capture, stream_query, stream_synchronize,
+    stream_wait_event, stream_wait_value_32, stream_wait_value_64, stream_write_value_32, stream_write_value_64,
+    wait_external_semaphores,
 };
 
 pub use crate::host_guard::after_call;

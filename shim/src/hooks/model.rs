@@ -75,8 +75,5 @@ fn describe_stream(handle: u64) -> Option<StreamInfo> {
             get_flags(stream, &mut flags);
         }
     }
-    Some(StreamInfo {
-        ctx: ctx as u64,
-        non_blocking: flags & CU_STREAM_NON_BLOCKING != 0,
-    })
+    Some(StreamInfo { ctx: ctx as u64, non_blocking: flags & CU_STREAM_NON_BLOCKING != 0 })
 }

@@ -23,9 +23,7 @@ use streamsan_driver_api::*;
 
 use super::model::model;
 use super::stream_of_handle;
-use crate::intercept::nccl::{
-    comm_count, comm_user_rank, export_nccl_hooks, nccl_real as real, NcclCall,
-};
+use crate::intercept::nccl::{comm_count, comm_user_rank, export_nccl_hooks, nccl_real as real, NcclCall};
 use crate::sites::{stack, thread};
 
 /// Which buffers a call reads and writes, on which ranks.
@@ -75,11 +73,7 @@ impl Collective {
             match (own_block, all) {
                 (Some(at), Some(all)) if at == self.send => {
                     touch(self.recv, Some(at - self.recv), Mode::Write);
-                    touch(
-                        at + block,
-                        Some((self.recv + all).saturating_sub(at + block)),
-                        Mode::Write,
-                    );
+                    touch(at + block, Some((self.recv + all).saturating_sub(at + block)), Mode::Write);
                 }
                 _ => touch(self.recv, all, Mode::Write),
             }
@@ -143,21 +137,10 @@ impl Collective {
     /// Tells the model: an operation on its stream, with its accesses.
     fn issue(&self) {
         let needs_ranks = !matches!(self.shape, Shape::AllReduce | Shape::Send | Shape::Recv);
-        let (rank, ranks) = if needs_ranks {
-            (comm_user_rank(self.comm), comm_count(self.comm))
-        } else {
-            (None, None)
-        };
+        let (rank, ranks) = if needs_ranks { (comm_user_rank(self.comm), comm_count(self.comm)) } else { (None, None) };
         let accesses = self.accesses(rank, ranks);
-        model().work(
-            self.stream,
-            Work {
-                origin: self.origin,
-                kernel: None,
-                accesses: &accesses,
-                host: HostEffect::None,
-            },
-        );
+        model()
+            .work(self.stream, Work { origin: self.origin, kernel: None, accesses: &accesses, host: HostEffect::None });
     }
 }
 
@@ -195,11 +178,7 @@ fn called(
     };
     let collective = Collective {
         shape,
-        origin: Origin {
-            api: call.name(),
-            thread: thread::current(),
-            site: stack::capture(),
-        },
+        origin: Origin { api: call.name(), thread: thread::current(), site: stack::capture() },
         send: send as u64,
         recv: recv as u64,
         count: count as u64,
@@ -211,9 +190,7 @@ fn called(
         stream: stream_of_handle(stream, false),
     };
     // Once the thread's storage is gone (exit handlers), no group is open.
-    let in_group = GROUP
-        .try_with(|group| group.borrow().depth > 0)
-        .unwrap_or(false);
+    let in_group = GROUP.try_with(|group| group.borrow().depth > 0).unwrap_or(false);
     if in_group {
         GROUP.with(|group| group.borrow_mut().pending.push(collective));
     } else {
@@ -234,17 +211,7 @@ pub unsafe fn all_reduce(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::AllReduce,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::AllReduce, sendbuff, recvbuff, count, datatype, 0, comm, stream);
     }
     status
 }
@@ -262,17 +229,7 @@ pub unsafe fn broadcast(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Broadcast,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            root,
-            comm,
-            stream,
-        );
+        called(call, Shape::Broadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
     }
     status
 }
@@ -290,17 +247,7 @@ pub unsafe fn bcast(
 ) -> NcclResult {
     let status = unsafe { real(buff, count, datatype, root, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Broadcast,
-            buff,
-            buff,
-            count,
-            datatype,
-            root,
-            comm,
-            stream,
-        );
+        called(call, Shape::Broadcast, buff, buff, count, datatype, root, comm, stream);
     }
     status
 }
@@ -319,17 +266,7 @@ pub unsafe fn reduce(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, root, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Reduce,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            root,
-            comm,
-            stream,
-        );
+        called(call, Shape::Reduce, sendbuff, recvbuff, count, datatype, root, comm, stream);
     }
     status
 }
@@ -346,17 +283,7 @@ pub unsafe fn all_gather(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, sendcount, datatype, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::AllGather,
-            sendbuff,
-            recvbuff,
-            sendcount,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, comm, stream);
     }
     status
 }
@@ -374,17 +301,7 @@ pub unsafe fn reduce_scatter(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::ReduceScatter,
-            sendbuff,
-            recvbuff,
-            recvcount,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, comm, stream);
     }
     status
 }
@@ -401,17 +318,7 @@ pub unsafe fn all_to_all(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::AllToAll,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::AllToAll, sendbuff, recvbuff, count, datatype, 0, comm, stream);
     }
     status
 }
@@ -429,17 +336,7 @@ pub unsafe fn gather(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Gather,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            root,
-            comm,
-            stream,
-        );
+        called(call, Shape::Gather, sendbuff, recvbuff, count, datatype, root, comm, stream);
     }
     status
 }
@@ -457,17 +354,7 @@ pub unsafe fn scatter(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Scatter,
-            sendbuff,
-            recvbuff,
-            count,
-            datatype,
-            root,
-            comm,
-            stream,
-        );
+        called(call, Shape::Scatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
     }
     status
 }
@@ -484,17 +371,7 @@ pub unsafe fn send(
 ) -> NcclResult {
     let status = unsafe { real(sendbuff, count, datatype, peer, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Send,
-            sendbuff,
-            core::ptr::null_mut(),
-            count,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::Send, sendbuff, core::ptr::null_mut(), count, datatype, 0, comm, stream);
     }
     status
 }
@@ -511,17 +388,7 @@ pub unsafe fn recv(
 ) -> NcclResult {
     let status = unsafe { real(recvbuff, count, datatype, peer, comm, stream) };
     if accepted(status) {
-        called(
-            call,
-            Shape::Recv,
-            core::ptr::null(),
-            recvbuff,
-            count,
-            datatype,
-            0,
-            comm,
-            stream,
-        );
+        called(call, Shape::Recv, core::ptr::null(), recvbuff, count, datatype, 0, comm, stream);
     }
     status
 }
@@ -570,11 +437,7 @@ mod tests {
     fn collective(shape: Shape, send: u64, recv: u64, root: c_int) -> Collective {
         Collective {
             shape,
-            origin: Origin {
-                api: "nccl",
-                thread: Default::default(),
-                site: Default::default(),
-            },
+            origin: Origin { api: "nccl", thread: Default::default(), site: Default::default() },
             send,
             recv,
             count: 16,
@@ -592,70 +455,39 @@ mod tests {
     #[test]
     fn an_all_reduce_reads_its_send_buffer_and_writes_its_receive_buffer() {
         let c = collective(Shape::AllReduce, SEND, RECV, 0);
-        assert_eq!(
-            ranges(&c.accesses(None, None)),
-            [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]
-        );
+        assert_eq!(ranges(&c.accesses(None, None)), [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]);
     }
 
     #[test]
     fn an_all_gather_writes_every_rank_s_block() {
         let c = collective(Shape::AllGather, SEND, RECV, 0);
-        assert_eq!(
-            ranges(&c.accesses(Some(1), Some(4))),
-            [(SEND, 64, Mode::Read), (RECV, 256, Mode::Write)]
-        );
+        assert_eq!(ranges(&c.accesses(Some(1), Some(4))), [(SEND, 64, Mode::Read), (RECV, 256, Mode::Write)]);
         // In place: rank 1's block is its send buffer, which NCCL does not write.
         let c = collective(Shape::AllGather, RECV + 64, RECV, 0);
         assert_eq!(
             ranges(&c.accesses(Some(1), Some(4))),
-            [
-                (RECV + 64, 64, Mode::Read),
-                (RECV, 64, Mode::Write),
-                (RECV + 128, 128, Mode::Write)
-            ]
+            [(RECV + 64, 64, Mode::Read), (RECV, 64, Mode::Write), (RECV + 128, 128, Mode::Write)]
         );
     }
 
     #[test]
     fn a_reduce_scatter_reads_every_rank_s_block() {
         let c = collective(Shape::ReduceScatter, SEND, RECV, 0);
-        assert_eq!(
-            ranges(&c.accesses(Some(0), Some(2))),
-            [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]
-        );
+        assert_eq!(ranges(&c.accesses(Some(0), Some(2))), [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]);
     }
 
     #[test]
     fn rooted_calls_touch_what_each_rank_uses() {
         let broadcast = collective(Shape::Broadcast, SEND, RECV, 1);
-        assert_eq!(
-            ranges(&broadcast.accesses(Some(1), Some(2))),
-            [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]
-        );
-        assert_eq!(
-            ranges(&broadcast.accesses(Some(0), Some(2))),
-            [(RECV, 64, Mode::Write)]
-        );
+        assert_eq!(ranges(&broadcast.accesses(Some(1), Some(2))), [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]);
+        assert_eq!(ranges(&broadcast.accesses(Some(0), Some(2))), [(RECV, 64, Mode::Write)]);
         let in_place = collective(Shape::Broadcast, RECV, RECV, 1);
-        assert_eq!(
-            ranges(&in_place.accesses(Some(1), Some(2))),
-            [(RECV, 64, Mode::Read)]
-        );
+        assert_eq!(ranges(&in_place.accesses(Some(1), Some(2))), [(RECV, 64, Mode::Read)]);
         let reduce = collective(Shape::Reduce, SEND, RECV, 1);
-        assert_eq!(
-            ranges(&reduce.accesses(Some(0), Some(2))),
-            [(SEND, 64, Mode::Read)]
-        );
+        assert_eq!(ranges(&reduce.accesses(Some(0), Some(2))), [(SEND, 64, Mode::Read)]);
         let scatter = collective(Shape::Scatter, SEND, RECV, 0);
-        assert_eq!(
-            ranges(&scatter.accesses(Some(0), Some(2))),
-            [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]
-        );
-        assert_eq!(
-            ranges(&scatter.accesses(Some(1), Some(2))),
-            [(RECV, 64, Mode::Write)]
-        );
+        assert_eq!(ranges(&scatter.accesses(Some(0), Some(2))), [(SEND, 128, Mode::Read), (RECV, 64, Mode::Write)]);
+        assert_eq!(ranges(&scatter.accesses(Some(1), Some(2))), [(RECV, 64, Mode::Write)]);
     }
 
     #[test]

@@ -5,10 +5,10 @@ use core::ffi::{c_int, c_uint};
 
 use streamsan_driver_api::*;
 
+use super::model::model;
 use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
-use super::model::model;
 
 fn created(call: &Call, out: *mut CUstream, flags: c_uint) {
     if !out.is_null() {
@@ -66,7 +66,13 @@ pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUst
     status
 }
 
-pub unsafe fn stream_wait_event(call: &Call, real: real::stream_wait_event, h_stream: CUstream, event: CUevent, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_event(
+    call: &Call,
+    real: real::stream_wait_event,
+    h_stream: CUstream,
+    event: CUevent,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(h_stream, event, flags) };
     if ok(status) {
         model().stream_wait_event(stream(call, h_stream), event as u64, &origin(call));
@@ -74,7 +80,11 @@ pub unsafe fn stream_wait_event(call: &Call, real: real::stream_wait_event, h_st
     status
 }
 
-pub unsafe fn stream_begin_capture_v1(call: &Call, real: real::stream_begin_capture_v1, h_stream: CUstream) -> CUresult {
+pub unsafe fn stream_begin_capture_v1(
+    call: &Call,
+    real: real::stream_begin_capture_v1,
+    h_stream: CUstream,
+) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().capture_begin(stream(call, h_stream));
@@ -82,7 +92,12 @@ pub unsafe fn stream_begin_capture_v1(call: &Call, real: real::stream_begin_capt
     status
 }
 
-pub unsafe fn stream_begin_capture(call: &Call, real: real::stream_begin_capture, h_stream: CUstream, mode: u32) -> CUresult {
+pub unsafe fn stream_begin_capture(
+    call: &Call,
+    real: real::stream_begin_capture,
+    h_stream: CUstream,
+    mode: u32,
+) -> CUresult {
     let status = unsafe { real(h_stream, mode) };
     if ok(status) {
         model().capture_begin(stream(call, h_stream));
@@ -91,14 +106,26 @@ pub unsafe fn stream_begin_capture(call: &Call, real: real::stream_begin_capture
 }
 
 /// The capture ends whatever the status; on success it made a graph.
-pub unsafe fn stream_end_capture(call: &Call, real: real::stream_end_capture, h_stream: CUstream, graph: *mut CUgraph) -> CUresult {
+pub unsafe fn stream_end_capture(
+    call: &Call,
+    real: real::stream_end_capture,
+    h_stream: CUstream,
+    graph: *mut CUgraph,
+) -> CUresult {
     let status = unsafe { real(h_stream, graph) };
     let made = (ok(status) && !graph.is_null()).then(|| unsafe { *graph } as u64).filter(|&g| g != 0);
     model().capture_end(stream(call, h_stream), made);
     status
 }
 
-pub unsafe fn stream_wait_value_32(call: &Call, real: real::stream_wait_value_32, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_value_32(
+    call: &Call,
+    real: real::stream_wait_value_32,
+    h_stream: CUstream,
+    addr: CUdeviceptr,
+    value: u32,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().wait_value(stream(call, h_stream), addr, &origin(call));
@@ -106,7 +133,14 @@ pub unsafe fn stream_wait_value_32(call: &Call, real: real::stream_wait_value_32
     status
 }
 
-pub unsafe fn stream_wait_value_64(call: &Call, real: real::stream_wait_value_64, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+pub unsafe fn stream_wait_value_64(
+    call: &Call,
+    real: real::stream_wait_value_64,
+    h_stream: CUstream,
+    addr: CUdeviceptr,
+    value: u64,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().wait_value(stream(call, h_stream), addr, &origin(call));
@@ -114,7 +148,14 @@ pub unsafe fn stream_wait_value_64(call: &Call, real: real::stream_wait_value_64
     status
 }
 
-pub unsafe fn stream_write_value_32(call: &Call, real: real::stream_write_value_32, h_stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint) -> CUresult {
+pub unsafe fn stream_write_value_32(
+    call: &Call,
+    real: real::stream_write_value_32,
+    h_stream: CUstream,
+    addr: CUdeviceptr,
+    value: u32,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().write_value(stream(call, h_stream), addr, 4, &origin(call));
@@ -122,7 +163,14 @@ pub unsafe fn stream_write_value_32(call: &Call, real: real::stream_write_value_
     status
 }
 
-pub unsafe fn stream_write_value_64(call: &Call, real: real::stream_write_value_64, h_stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint) -> CUresult {
+pub unsafe fn stream_write_value_64(
+    call: &Call,
+    real: real::stream_write_value_64,
+    h_stream: CUstream,
+    addr: CUdeviceptr,
+    value: u64,
+    flags: c_uint,
+) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
         model().write_value(stream(call, h_stream), addr, 8, &origin(call));
@@ -146,7 +194,9 @@ pub unsafe fn stream_batch_mem_op(
             // SAFETY: `count` operations, accepted by the driver.
             let op = unsafe { *params.add(i) };
             match op.operation {
-                CU_STREAM_MEM_OP_WAIT_VALUE_32 | CU_STREAM_MEM_OP_WAIT_VALUE_64 => model().wait_value(on, op.address, &origin(call)),
+                CU_STREAM_MEM_OP_WAIT_VALUE_32 | CU_STREAM_MEM_OP_WAIT_VALUE_64 => {
+                    model().wait_value(on, op.address, &origin(call))
+                }
                 CU_STREAM_MEM_OP_WRITE_VALUE_32 => model().write_value(on, op.address, 4, &origin(call)),
                 CU_STREAM_MEM_OP_WRITE_VALUE_64 => model().write_value(on, op.address, 8, &origin(call)),
                 _ => {}

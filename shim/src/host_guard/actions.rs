@@ -54,20 +54,14 @@ impl ProgramAction {
 extern "C" {
     /// The C library's own `sigaction`, under its other exported name: what the
     /// interposer below passes calls to.
-    fn __sigaction(
-        signal: c_int,
-        action: *const libc::sigaction,
-        old: *mut libc::sigaction,
-    ) -> c_int;
+    fn __sigaction(signal: c_int, action: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     /// The C library's `signal` (BSD semantics), under its other exported name.
     fn bsd_signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
 }
 
 /// Installs `handler` as the real SIGSEGV action, keeping the one in place as the
 /// program's; from now on the program's calls change only the recorded one.
-pub fn install(
-    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void),
-) -> bool {
+pub fn install(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) -> bool {
     // SAFETY: a zeroed, filled-in action; `old` is written by the C library.
     unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
@@ -137,11 +131,7 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
 
 /// `sigaction(2)` as the program calls it.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sigaction(
-    signal: c_int,
-    action: *const libc::sigaction,
-    old: *mut libc::sigaction,
-) -> c_int {
+pub unsafe extern "C" fn sigaction(signal: c_int, action: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
     if signal != libc::SIGSEGV || !INSTALLED.load(Ordering::Acquire) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { __sigaction(signal, action, old) };

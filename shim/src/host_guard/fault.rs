@@ -74,12 +74,8 @@ struct Slot {
 // one that moved it to TAKEN.
 unsafe impl Sync for Slot {}
 
-static RING: [Slot; SLOTS] = [const {
-    Slot {
-        state: AtomicU8::new(FREE),
-        fault: UnsafeCell::new(core::mem::MaybeUninit::uninit()),
-    }
-}; SLOTS];
+static RING: [Slot; SLOTS] =
+    [const { Slot { state: AtomicU8::new(FREE), fault: UnsafeCell::new(core::mem::MaybeUninit::uninit()) } }; SLOTS];
 
 /// Faults not recorded because every slot stayed full.
 pub static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -104,25 +100,13 @@ pub fn classify(ranges: &[CopyBytes], addr: u64, write: Option<bool>) -> Option<
     let inaccessible = ranges.iter().filter(on_page).any(|r| r.mode != Mode::Read);
     let write = if inaccessible { write } else { Some(true) };
     let inside = |r: &&CopyBytes| r.lo <= addr && addr < r.hi.max(r.lo + 1);
-    if let Some(copy) = ranges
-        .iter()
-        .filter(on_page)
-        .filter(inside)
-        .find(|r| r.mode != Mode::Read)
-    {
-        let mode = if write == Some(true) {
-            Mode::Write
-        } else {
-            Mode::Read
-        };
+    if let Some(copy) = ranges.iter().filter(on_page).filter(inside).find(|r| r.mode != Mode::Read) {
+        let mode = if write == Some(true) { Mode::Write } else { Mode::Read };
         return Some(Verdict::Race { copy: *copy, mode });
     }
     if write == Some(true) {
         if let Some(copy) = ranges.iter().filter(on_page).find(inside) {
-            return Some(Verdict::Race {
-                copy: *copy,
-                mode: Mode::Write,
-            });
+            return Some(Verdict::Race { copy: *copy, mode: Mode::Write });
         }
     }
     Some(Verdict::Outside { copy: *first })
@@ -159,11 +143,7 @@ fn fault_ip(context: *mut core::ffi::c_void) -> u64 {
 }
 
 /// The guard's SIGSEGV handler.
-pub extern "C" fn on_segv(
-    signal: c_int,
-    info: *mut libc::siginfo_t,
-    context: *mut core::ffi::c_void,
-) {
+pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi::c_void) {
     // SAFETY: the kernel's siginfo.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as u64) };
     if code == SEGV_ACCERR {
@@ -185,10 +165,7 @@ pub extern "C" fn on_segv(
                 // A lift may have unprotected the page and published between the fault and
                 // this look: run the instruction once more before calling it the program's.
                 let lifts = table::LIFTS.load(Ordering::SeqCst);
-                if RETRIED_AT
-                    .try_with(|r| r.replace(lifts) != lifts)
-                    .unwrap_or(false)
-                {
+                if RETRIED_AT.try_with(|r| r.replace(lifts) != lifts).unwrap_or(false) {
                     return;
                 }
             }
@@ -202,25 +179,14 @@ pub extern "C" fn on_segv(
 fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
     let mut slot = None;
     for _ in 0..1000 {
-        slot = RING.iter().find(|s| {
-            s.state
-                .compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        });
+        slot =
+            RING.iter().find(|s| s.state.compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok());
         if slot.is_some() {
             break;
         }
         wake();
         // SAFETY: nanosleep is async-signal-safe.
-        unsafe {
-            libc::nanosleep(
-                &libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 1_000_000,
-                },
-                core::ptr::null_mut(),
-            )
-        };
+        unsafe { libc::nanosleep(&libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 }, core::ptr::null_mut()) };
     }
     let Some(slot) = slot else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
@@ -251,17 +217,7 @@ fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
     // SAFETY: gettid is a system call.
     let tid = unsafe { libc::gettid() } as u32;
     // SAFETY: this thread owns the slot (WRITING).
-    unsafe {
-        (*slot.fault.get()).write(Fault {
-            verdict,
-            addr,
-            tid,
-            native,
-            native_len: len,
-            python,
-            python_len,
-        })
-    };
+    unsafe { (*slot.fault.get()).write(Fault { verdict, addr, tid, native, native_len: len, python, python_len }) };
     slot.state.store(READY, Ordering::Release);
     wake();
 }
@@ -278,11 +234,7 @@ fn wake() {
 /// Takes every recorded fault, in no particular order.
 pub fn take_each(mut f: impl FnMut(&Fault)) {
     for slot in &RING {
-        if slot
-            .state
-            .compare_exchange(READY, TAKEN, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if slot.state.compare_exchange(READY, TAKEN, Ordering::Acquire, Ordering::Relaxed).is_ok() {
             // SAFETY: READY: fully written; TAKEN: this thread's.
             f(unsafe { (*slot.fault.get()).assume_init_ref() });
             slot.state.store(FREE, Ordering::Release);
@@ -311,17 +263,8 @@ mod tests {
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
     fn bytes(mode: Mode, lo: u64, hi: u64) -> CopyBytes {
-        let origin = Origin {
-            api: "cuMemcpyAsync",
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        CopyBytes {
-            op: OpRecord::new(&origin, None, Epoch::new(1, 1)),
-            mode,
-            lo,
-            hi,
-        }
+        let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
+        CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }
     }
 
     #[test]
@@ -329,54 +272,15 @@ mod tests {
         let destination = bytes(Mode::Write, 0x1100, 0x1200);
         let source = bytes(Mode::Read, 0x1800, 0x1900);
         let both = [destination, source];
-        assert_eq!(
-            classify(&both, 0x5000, Some(false)),
-            None,
-            "no guarded page"
-        );
-        assert_eq!(
-            classify(&both, 0x1100, Some(false)),
-            Some(Verdict::Race {
-                copy: destination,
-                mode: Mode::Read
-            })
-        );
-        assert_eq!(
-            classify(&both, 0x11ff, Some(true)),
-            Some(Verdict::Race {
-                copy: destination,
-                mode: Mode::Write
-            })
-        );
-        assert_eq!(
-            classify(&both, 0x1200, Some(true)),
-            Some(Verdict::Outside { copy: destination }),
-            "past the bytes"
-        );
+        assert_eq!(classify(&both, 0x5000, Some(false)), None, "no guarded page");
+        assert_eq!(classify(&both, 0x1100, Some(false)), Some(Verdict::Race { copy: destination, mode: Mode::Read }));
+        assert_eq!(classify(&both, 0x11ff, Some(true)), Some(Verdict::Race { copy: destination, mode: Mode::Write }));
+        assert_eq!(classify(&both, 0x1200, Some(true)), Some(Verdict::Outside { copy: destination }), "past the bytes");
         // A load from a source on a page that a destination makes inaccessible: no conflict.
-        assert_eq!(
-            classify(&both, 0x1800, Some(false)),
-            Some(Verdict::Outside { copy: destination })
-        );
-        assert_eq!(
-            classify(&both, 0x1800, None),
-            Some(Verdict::Outside { copy: destination }),
-            "unknown direction"
-        );
-        assert_eq!(
-            classify(&both, 0x1800, Some(true)),
-            Some(Verdict::Race {
-                copy: source,
-                mode: Mode::Write
-            })
-        );
+        assert_eq!(classify(&both, 0x1800, Some(false)), Some(Verdict::Outside { copy: destination }));
+        assert_eq!(classify(&both, 0x1800, None), Some(Verdict::Outside { copy: destination }), "unknown direction");
+        assert_eq!(classify(&both, 0x1800, Some(true)), Some(Verdict::Race { copy: source, mode: Mode::Write }));
         // Alone, a source's page is read-only: its faults are stores.
-        assert_eq!(
-            classify(&[source], 0x1880, None),
-            Some(Verdict::Race {
-                copy: source,
-                mode: Mode::Write
-            })
-        );
+        assert_eq!(classify(&[source], 0x1880, None), Some(Verdict::Race { copy: source, mode: Mode::Write }));
     }
 }

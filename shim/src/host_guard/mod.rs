@@ -70,13 +70,7 @@ pub fn install(model: fn() -> &'static Model) {
     if actions::install(fault::on_segv) {
         ENABLED.store(true, Ordering::Release);
         // SAFETY: plain extern "C" functions.
-        unsafe {
-            libc::pthread_atfork(
-                Some(before_fork),
-                Some(after_fork_in_parent),
-                Some(after_fork_in_child),
-            )
-        };
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
     }
 }
 
@@ -88,17 +82,8 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     }
     let model = model();
     let op = OpRecord::new(origin, None, epoch);
-    let pinned = |&&(addr, len): &&(u64, u64)| {
-        len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host())
-    };
-    let bytes = |mode: Mode| {
-        move |&(lo, len): &(u64, u64)| CopyBytes {
-            op,
-            mode,
-            lo,
-            hi: lo + len,
-        }
-    };
+    let pinned = |&&(addr, len): &&(u64, u64)| len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host());
+    let bytes = |mode: Mode| move |&(lo, len): &(u64, u64)| CopyBytes { op, mode, lo, hi: lo + len };
     let ranges: Vec<CopyBytes> = reads
         .iter()
         .filter(pinned)
@@ -138,23 +123,10 @@ pub fn drain() {
         let site = stack::intern_caught(&f.native[..f.native_len], &f.python[..f.python_len]);
         match f.verdict {
             fault::Verdict::Race { copy, mode } => {
-                let origin = Origin {
-                    api: "host",
-                    thread,
-                    site,
-                };
-                model().host_race(
-                    copy,
-                    HostAccess {
-                        origin,
-                        mode,
-                        addr: f.addr,
-                    },
-                );
+                let origin = Origin { api: "host", thread, site };
+                model().host_race(copy, HostAccess { origin, mode, addr: f.addr });
             }
-            fault::Verdict::Outside { copy } => {
-                model().host_guard_gave_up(copy, table::page_of(f.addr))
-            }
+            fault::Verdict::Outside { copy } => model().host_guard_gave_up(copy, table::page_of(f.addr)),
         }
     });
 }
@@ -172,21 +144,15 @@ fn start_watcher() {
     // SAFETY: a pipe for this process.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0 {
         let read = fds[0];
-        let spawned = std::thread::Builder::new()
-            .name("streamsan-host".into())
-            .spawn(move || loop {
-                let mut byte = [0u8; 64];
-                // SAFETY: reading from our pipe.
-                let n = unsafe { libc::read(read, byte.as_mut_ptr().cast(), byte.len()) };
-                if n == 0
-                    || (n < 0
-                        && std::io::Error::last_os_error().kind()
-                            != std::io::ErrorKind::Interrupted)
-                {
-                    return;
-                }
-                drain();
-            });
+        let spawned = std::thread::Builder::new().name("streamsan-host".into()).spawn(move || loop {
+            let mut byte = [0u8; 64];
+            // SAFETY: reading from our pipe.
+            let n = unsafe { libc::read(read, byte.as_mut_ptr().cast(), byte.len()) };
+            if n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted) {
+                return;
+            }
+            drain();
+        });
         if spawned.is_ok() {
             fault::WAKE.store(fds[1], Ordering::Release);
         }

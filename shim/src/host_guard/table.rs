@@ -91,9 +91,7 @@ pub fn forked_child() {
 /// The published table (the writer lock held).
 fn current() -> Table {
     // SAFETY: tables are freed only by writers, which hold the lock.
-    unsafe { CURRENT.load(Ordering::SeqCst).as_ref() }
-        .cloned()
-        .unwrap_or_default()
+    unsafe { CURRENT.load(Ordering::SeqCst).as_ref() }.cloned().unwrap_or_default()
 }
 
 /// Publishes `table`; frees the one before once no handler reads it.
@@ -141,9 +139,7 @@ fn apply(table: &Table, lo: u64, hi: u64) -> bool {
     let mut run: Option<(u64, u64, i32)> = None;
     let mut flush = |run: (u64, u64, i32)| {
         // SAFETY: pages of pinned host memory the program owns (a known allocation).
-        ok &=
-            unsafe { libc::mprotect(run.0 as *mut libc::c_void, (run.1 - run.0) as usize, run.2) }
-                == 0;
+        ok &= unsafe { libc::mprotect(run.0 as *mut libc::c_void, (run.1 - run.0) as usize, run.2) } == 0;
     };
     for pair in cuts.windows(2) {
         let (a, b) = (pair[0], pair[1]);
@@ -184,8 +180,7 @@ pub fn add(ranges: &[CopyBytes]) -> usize {
 pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
     lock();
     let table = current();
-    let (lifted, kept): (Vec<CopyBytes>, Vec<CopyBytes>) =
-        table.ranges.iter().partition(|r| done(r));
+    let (lifted, kept): (Vec<CopyBytes>, Vec<CopyBytes>) = table.ranges.iter().partition(|r| done(r));
     if !lifted.is_empty() {
         let table = Table { ranges: kept };
         LIFTS.fetch_add(1, Ordering::SeqCst);
@@ -217,17 +212,8 @@ mod tests {
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
     fn bytes(mode: Mode, lo: u64, hi: u64) -> CopyBytes {
-        let origin = Origin {
-            api: "cuMemcpyAsync",
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        CopyBytes {
-            op: OpRecord::new(&origin, None, Epoch::new(1, 1)),
-            mode,
-            lo,
-            hi,
-        }
+        let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
+        CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }
     }
 
     #[test]
@@ -236,20 +222,10 @@ mod tests {
         let source = bytes(Mode::Read, 0x1010, 0x1020);
         let destination = bytes(Mode::Write, 0x1ff0, 0x2010);
         assert_eq!(protection(&[source], 0x1000, 0x2000), libc::PROT_READ);
-        assert_eq!(
-            protection(&[source, destination], 0x1000, 0x2000),
-            libc::PROT_NONE
-        );
-        assert_eq!(
-            protection(&[source, destination], 0x2000, 0x3000),
-            libc::PROT_NONE
-        );
+        assert_eq!(protection(&[source, destination], 0x1000, 0x2000), libc::PROT_NONE);
+        assert_eq!(protection(&[source, destination], 0x2000, 0x3000), libc::PROT_NONE);
         assert_eq!(protection(&[source], 0x2000, 0x3000), rw);
         assert_eq!(span(0x1ff0, 0x2010), (0x1000, 0x3000));
-        assert_eq!(
-            span(0x1000, 0x1000),
-            (0x1000, 0x2000),
-            "an empty range still names its page"
-        );
+        assert_eq!(span(0x1000, 0x1000), (0x1000, 0x2000), "an empty range still names its page");
     }
 }

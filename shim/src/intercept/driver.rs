@@ -12,7 +12,8 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ffi::CString;
 
 use streamsan_driver_api::{
-    CUcontext, CUdeviceptr, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED, CUDA_SUCCESS,
+    CUcontext, CUdeviceptr, CUfunction, CUkernel, CUresult, CUstream, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_SUCCESS,
 };
 
 use super::variants::{Call, Variant, VARIANTS, VARIANT_COUNT};
@@ -30,8 +31,7 @@ pub fn real_dlsym() -> Option<DlsymFn> {
     if found == 0 {
         for version in [c"GLIBC_2.2.5", c"GLIBC_2.34"] {
             // SAFETY: dlvsym takes NUL-terminated strings; RTLD_NEXT skips the shim.
-            found = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) }
-                as usize;
+            found = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) } as usize;
             if found != 0 {
                 break;
             }
@@ -134,8 +134,7 @@ pub fn lookup(name: &CStr) -> *mut c_void {
     }
 }
 
-static REAL: [AtomicPtr<c_void>; VARIANT_COUNT] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; VARIANT_COUNT];
+static REAL: [AtomicPtr<c_void>; VARIANT_COUNT] = [const { AtomicPtr::new(core::ptr::null_mut()) }; VARIANT_COUNT];
 
 /// The real driver's function behind an exported name, resolved once.
 #[inline]

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use streamsan_driver_api::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
 use super::driver;
-use super::variants::{base_name, VariantInfo, VARIANTS};
 use super::stats;
+use super::variants::{base_name, VariantInfo, VARIANTS};
 
 /// Real function address -> the hooked names exported at that address, sorted by address.
 /// Built once, without blocking other threads (see [`driver`]).
@@ -50,10 +50,7 @@ pub fn hook_for(symbol: &[u8], real: *mut c_void, flags: u64) -> *mut c_void {
         .map(|&(_, i)| &VARIANTS[i as usize])
         .collect();
     let want_per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM != 0;
-    let chosen = candidates
-        .iter()
-        .find(|v| v.per_thread == want_per_thread)
-        .or(candidates.first());
+    let chosen = candidates.iter().find(|v| v.per_thread == want_per_thread).or(candidates.first());
     match chosen {
         Some(v) => v.hook as *mut c_void,
         None => {

@@ -112,8 +112,7 @@ pub fn lookup(name: &CStr) -> *mut c_void {
     unsafe { lookup_in(handle, name) }
 }
 
-static REAL: [AtomicPtr<c_void>; NCCL_COUNT] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; NCCL_COUNT];
+static REAL: [AtomicPtr<c_void>; NCCL_COUNT] = [const { AtomicPtr::new(core::ptr::null_mut()) }; NCCL_COUNT];
 
 /// The real NCCL function behind an exported name, resolved once.
 #[inline]
@@ -136,10 +135,7 @@ pub fn real_function(variant: NcclVariant) -> Option<*mut c_void> {
 const NCCL_SYSTEM_ERROR: NcclResult = 2;
 
 pub fn missing_function(call: &NcclCall) -> NcclResult {
-    super::diag::warn(&format!(
-        "no loaded NCCL exports {}; the call fails with ncclSystemError",
-        call.name()
-    ));
+    super::diag::warn(&format!("no loaded NCCL exports {}; the call fails with ncclSystemError", call.name()));
     NCCL_SYSTEM_ERROR
 }
 
@@ -208,10 +204,7 @@ mod tests {
     #[test]
     fn every_nccl_name_is_found_by_its_name() {
         for v in NCCL_VARIANTS.iter() {
-            assert_eq!(
-                variant_by_name(v.name.to_bytes()).map(|f| f.name),
-                Some(v.name)
-            );
+            assert_eq!(variant_by_name(v.name.to_bytes()).map(|f| f.name), Some(v.name));
         }
         assert!(variant_by_name(b"ncclCommCount").is_none());
     }

@@ -22,8 +22,8 @@ use streamsan::phases;
 
 use crate::hooks::{footprint, model};
 use crate::host_guard;
-use crate::intercept::{first_call, stats};
 use crate::intercept::options::options;
+use crate::intercept::{first_call, stats};
 
 /// Set at a fork, in the child, until its first driver call forgets what the parent found.
 static FORK_PENDING: AtomicBool = AtomicBool::new(false);

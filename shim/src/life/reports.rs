@@ -44,9 +44,7 @@ impl Process for ThisProcess {
     }
 
     fn blank_report(&self) -> Report {
-        let command = std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let command = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
         let mut report = Report::new(std::process::id(), command);
         report.intercepted = stats::snapshot();
         report.unrecognised_proc_addresses = stats::unrecognised();

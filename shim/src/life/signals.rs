@@ -31,13 +31,7 @@ use std::time::{Duration, Instant};
 use super::reports;
 use crate::sites::stack;
 
-const FATAL: [c_int; 5] = [
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGILL,
-    libc::SIGFPE,
-    libc::SIGABRT,
-];
+const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
 const TERMINATION: [c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
 
 /// How long a termination handler waits for the report before it lets its thread go on.
@@ -45,8 +39,7 @@ const PATIENCE: Duration = Duration::from_secs(2);
 
 /// The actions in place before ours, by signal number. Written before the handler is
 /// installed, read by the handler.
-static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] =
-    [const { core::mem::MaybeUninit::uninit() }; 65];
+static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] = [const { core::mem::MaybeUninit::uninit() }; 65];
 
 /// The watcher's pipe (write end), or -1 while there is no watcher.
 static WAKE: AtomicI32 = AtomicI32::new(-1);
@@ -85,10 +78,7 @@ fn name(signal: c_int) -> &'static str {
 
 /// Installs `handler` for `signal`, keeping the previous action; on an alternate stack so
 /// that a stack overflow can be reported.
-fn install(
-    signal: c_int,
-    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void),
-) {
+fn install(signal: c_int, handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) {
     // SAFETY: a zeroed, filled-in action; PREVIOUS[signal] is written before the handler
     // can run.
     unsafe {
@@ -103,11 +93,7 @@ fn install(
 /// The action that was there before ours.
 fn previous(signal: c_int) -> libc::sigaction {
     // SAFETY: PREVIOUS[signal] was written when ours was installed.
-    unsafe {
-        (&raw const PREVIOUS[signal as usize])
-            .cast::<libc::sigaction>()
-            .read()
-    }
+    unsafe { (&raw const PREVIOUS[signal as usize]).cast::<libc::sigaction>().read() }
 }
 
 /// Puts back the action that was there before ours.
@@ -122,11 +108,7 @@ pub fn install_fatal() {
     // SAFETY: a leaked, never-freed stack for this thread.
     unsafe {
         let stack = Box::leak(vec![0u8; ALTERNATE_STACK].into_boxed_slice());
-        let alt = libc::stack_t {
-            ss_sp: stack.as_mut_ptr().cast(),
-            ss_flags: 0,
-            ss_size: ALTERNATE_STACK,
-        };
+        let alt = libc::stack_t { ss_sp: stack.as_mut_ptr().cast(), ss_flags: 0, ss_size: ALTERNATE_STACK };
         libc::sigaltstack(&alt, core::ptr::null_mut());
     }
     for signal in FATAL {
@@ -168,9 +150,7 @@ fn start_watcher() {
         return;
     }
     let read = fds[0];
-    let spawned = std::thread::Builder::new()
-        .name("streamsan-signals".into())
-        .spawn(move || watch(read));
+    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(move || watch(read));
     if spawned.is_ok() {
         WAKE.store(fds[1], Ordering::Release);
     }
@@ -201,10 +181,7 @@ fn watch(read: c_int) {
         sink.to_stderr_if_unwritten();
         if !TERMINATION.contains(&wake.signal) {
             WRITTEN.store(true, Ordering::Release);
-        } else if TERMINATING
-            .compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        } else if TERMINATING.compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
             // The handler gave up waiting: the signal again, to the thread it interrupted
             // (or, if that thread is gone, to the process), whose handler finishes it.
             TERMINATING.store(DONE, Ordering::Release);
@@ -224,25 +201,11 @@ fn wake(signal: c_int) -> bool {
     let fd = WAKE.load(Ordering::Acquire);
     // SAFETY: gettid(2) and write(2) are async-signal-safe; the message is smaller than
     // PIPE_BUF, so written whole.
-    let message = Wake {
-        signal,
-        tid: unsafe { libc::gettid() },
-    };
-    fd >= 0
-        && unsafe {
-            libc::write(
-                fd,
-                (&raw const message).cast(),
-                core::mem::size_of::<Wake>(),
-            )
-        } > 0
+    let message = Wake { signal, tid: unsafe { libc::gettid() } };
+    fd >= 0 && unsafe { libc::write(fd, (&raw const message).cast(), core::mem::size_of::<Wake>()) } > 0
 }
 
-extern "C" fn on_termination(
-    signal: c_int,
-    info: *mut libc::siginfo_t,
-    context: *mut core::ffi::c_void,
-) {
+extern "C" fn on_termination(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi::c_void) {
     match TERMINATING.compare_exchange(IDLE, WRITING, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             if wake(signal) {
@@ -250,10 +213,7 @@ extern "C" fn on_termination(
                 while TERMINATING.load(Ordering::Acquire) == WRITING && start.elapsed() < PATIENCE {
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                if TERMINATING
-                    .compare_exchange(WRITING, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
+                if TERMINATING.compare_exchange(WRITING, GAVE_UP, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                     // The watcher sends the signal again once the report is written.
                     return;
                 }

@@ -303,7 +303,9 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
     }
     let (frame, resolved) = match resolve_now(api, code, offset) {
         Some(frame) => (frame, true),
-        None => (Frame { address: format!("py+{offset}"), module: Some(PYTHON_MODULE.into()), ..Frame::default() }, false),
+        None => {
+            (Frame { address: format!("py+{offset}"), module: Some(PYTHON_MODULE.into()), ..Frame::default() }, false)
+        }
     };
     let push = |frame: Frame| {
         let mut list = frames.resolved.write().unwrap_or_else(|e| e.into_inner());

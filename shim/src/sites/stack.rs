@@ -380,7 +380,8 @@ pub fn frames(id: StackId) -> Vec<Frame> {
         let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
         stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
-    let (python_ids, native): (Vec<u64>, Vec<u64>) = entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
+    let (python_ids, native): (Vec<u64>, Vec<u64>) =
+        entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
     let mut frames: Vec<Frame> = native.into_iter().flat_map(resolve).collect();
     if !python_ids.is_empty() {
         if let Some(cut) = frames.iter().position(python::is_interpreter) {
@@ -403,7 +404,11 @@ fn resolve(ip: u64) -> Vec<Frame> {
     if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
         let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
         address = format!("+{:#x}", ip - info.dli_fbase as u64);
-        module = Some(if name.is_empty() { std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default() } else { name });
+        module = Some(if name.is_empty() {
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
+        } else {
+            name
+        });
     }
     let mut frames = Vec::new();
     // A return address points after the call; `backtrace::resolve` itself looks up the byte
@@ -457,7 +462,9 @@ mod tests {
     fn a_trie_finds_each_chain_it_remembers_by_what_the_stack_holds() {
         let mut words = Words(vec![0; 16]);
         // 64 chains that part bit by bit, from the third slot to the eighth.
-        let chains: Vec<Vec<(usize, u64)>> = (0..64u64).map(|c| (0..10).map(|i| (i, if (2..8).contains(&i) { 100 + (c >> (7 - i)) } else { 7 })).collect()).collect();
+        let chains: Vec<Vec<(usize, u64)>> = (0..64u64)
+            .map(|c| (0..10).map(|i| (i, if (2..8).contains(&i) { 100 + (c >> (7 - i)) } else { 7 })).collect())
+            .collect();
         let mut trie = ChainTrie::default();
         for (c, chain) in chains.iter().enumerate() {
             words.hold(chain);

@@ -35,17 +35,12 @@ pub struct AddedNode<'a> {
 impl Model {
     /// `cuGraphCreate`: an empty graph.
     pub fn graph_created(&self, graph: u64) {
-        self.graphs
-            .graphs
-            .insert(graph, Arc::new(Mutex::new(Definition::default())));
+        self.graphs.graphs.insert(graph, Arc::new(Mutex::new(Definition::default())));
     }
 
     /// `cuGraphClone`: a copy, whose nodes have handles the model does not know yet.
     pub fn graph_cloned(&self, clone: u64, original: u64) {
-        let mut copy = self
-            .definition(original)
-            .map(|d| lock_definition(&d).clone())
-            .unwrap_or_else(opaque);
+        let mut copy = self.definition(original).map(|d| lock_definition(&d).clone()).unwrap_or_else(opaque);
         for defined in &mut copy.nodes {
             defined.node.handle = 0;
         }
@@ -61,31 +56,15 @@ impl Model {
         let Some(definition) = self.definition(added.graph) else {
             return;
         };
-        let child = child.map(|c| {
-            Arc::new(
-                self.definition(c)
-                    .map(|d| lock_definition(&d).clone())
-                    .unwrap_or_else(opaque),
-            )
-        });
+        let child =
+            child.map(|c| Arc::new(self.definition(c).map(|d| lock_definition(&d).clone()).unwrap_or_else(opaque)));
         let mut definition = lock_definition(&definition);
-        let Some(deps) = added
-            .deps
-            .iter()
-            .map(|&h| definition.index_of(h))
-            .collect::<Option<Vec<usize>>>()
-        else {
+        let Some(deps) = added.deps.iter().map(|&h| definition.index_of(h)).collect::<Option<Vec<usize>>>() else {
             definition.opaque = true;
             return;
         };
-        let node = Node {
-            handle: added.handle,
-            lane: 0,
-            deps,
-            kind: added.kind,
-            origin: added.origin,
-            kernel: added.kernel,
-        };
+        let node =
+            Node { handle: added.handle, lane: 0, deps, kind: added.kind, origin: added.origin, kernel: added.kernel };
         definition.add(node, child);
         drop(definition);
         self.graphs.node_graphs.insert(added.handle, added.graph);
@@ -154,13 +133,7 @@ impl Model {
     /// `cuGraphExecUpdate` succeeded: the executable graph runs `graph` as it is now, and its
     /// later launches still follow its earlier ones.
     pub fn exec_updated(&self, exec: u64, graph: u64) {
-        let end = self.graphs.execs.get(&exec).map(|e| {
-            e.state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .end
-                .clone()
-        });
+        let end = self.graphs.execs.get(&exec).map(|e| e.state.lock().unwrap_or_else(|e| e.into_inner()).end.clone());
         match self.executable(graph) {
             Some(g) => self.replace_exec(exec, g, end.unwrap_or_default()),
             None => {
@@ -170,13 +143,7 @@ impl Model {
     }
 
     /// `cuGraphExec*NodeSetParams`: one node of the executable graph does something else now.
-    pub fn exec_node_params(
-        &self,
-        exec: u64,
-        handle: u64,
-        kind: NodeKind,
-        kernel: Option<KernelId>,
-    ) {
+    pub fn exec_node_params(&self, exec: u64, handle: u64, kind: NodeKind, kernel: Option<KernelId>) {
         let Some(current) = self.graphs.execs.get(&exec).map(|e| e.clone()) else {
             return;
         };
@@ -191,40 +158,16 @@ impl Model {
                 return;
             }
         }
-        let end = current
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .end
-            .clone();
-        self.replace_exec(
-            exec,
-            Graph {
-                nodes,
-                lanes: current.graph.lanes,
-            },
-            end,
-        );
+        let end = current.state.lock().unwrap_or_else(|e| e.into_inner()).end.clone();
+        self.replace_exec(exec, Graph { nodes, lanes: current.graph.lanes }, end);
     }
 
     fn replace_exec(&self, exec: u64, graph: Graph, end: crate::model::clock::VectorClock) {
-        let state = ExecState {
-            lane_slots: Vec::new(),
-            end,
-        };
-        self.graphs.execs.insert(
-            exec,
-            Arc::new(Exec {
-                graph: Arc::new(graph),
-                state: Mutex::new(state),
-            }),
-        );
+        let state = ExecState { lane_slots: Vec::new(), end };
+        self.graphs.execs.insert(exec, Arc::new(Exec { graph: Arc::new(graph), state: Mutex::new(state) }));
     }
 }
 
 fn opaque() -> Definition {
-    Definition {
-        opaque: true,
-        ..Definition::default()
-    }
+    Definition { opaque: true, ..Definition::default() }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::model::buffers::MemoryKind;
-use crate::model::capture::{Capture, CaptureLane, Member, Exec, ExecState, Graph, Node, NodeKind};
+use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Graph, Member, Node, NodeKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::Definition;
 use crate::model::events::EventState;
@@ -233,7 +233,9 @@ impl Model {
                 self.register(alloc, op);
             }
             NodeKind::Free { base } => self.release(*base, op, clock, found),
-            NodeKind::RecordEvent { event } => self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone())),
+            NodeKind::RecordEvent { event } => {
+                self.events.with(*event, |e| *e.lock() = EventState::Recorded(clock.clone()))
+            }
             NodeKind::HostFunc(callback) => callback.set(clock),
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
         }

@@ -59,7 +59,9 @@ impl Model {
         // The legacy stream joins the blocking streams that changed, if any did: those queued
         // on it since it last looked, marked joined once their clocks are in the legacy clock.
         let members = match stream.kind {
-            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => Some(stream.take_changed_blocking()),
+            streams::StreamKind::LegacyDefault if stream.take_blocking_changes() => {
+                Some(stream.take_changed_blocking())
+            }
             _ => None,
         };
         let mut joined = Vec::new();
@@ -114,13 +116,26 @@ impl Model {
     }
 
     /// If `stream` is capturing, appends a node for the operation and returns true.
-    pub(in crate::model) fn capture_node(&self, stream: &Stream, kind: impl FnOnce() -> NodeKind, origin: &Origin, kernel: Option<KernelId>) -> bool {
+    pub(in crate::model) fn capture_node(
+        &self,
+        stream: &Stream,
+        kind: impl FnOnce() -> NodeKind,
+        origin: &Origin,
+        kernel: Option<KernelId>,
+    ) -> bool {
         if !stream.capturing.load(Ordering::Acquire) {
             return false;
         }
         let mut state = stream.lock();
         let Some(lane) = state.capture.as_mut() else { return false };
-        let node = Node { handle: 0, lane: lane.lane, deps: std::mem::take(&mut lane.frontier), kind: kind(), origin: *origin, kernel };
+        let node = Node {
+            handle: 0,
+            lane: lane.lane,
+            deps: std::mem::take(&mut lane.frontier),
+            kind: kind(),
+            origin: *origin,
+            kernel,
+        };
         let id = lane.capture.push(node);
         lane.frontier = vec![id];
         true

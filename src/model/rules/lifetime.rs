@@ -14,7 +14,6 @@ use crate::model::race::NoteKind;
 use crate::model::Model;
 
 impl Model {
-
     pub fn stream_created(&self, handle: u64, ctx: u64, non_blocking: bool, origin: &Origin) {
         self.streams.created(handle, ctx, non_blocking, origin.site, origin.thread);
     }

@@ -20,7 +20,6 @@ use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
 
 impl Model {
-
     /// An allocation: synchronous (`on: None`; its epoch is the host's) or stream-ordered
     /// (an operation on the stream, which every access must follow).
     pub fn alloc(&self, alloc: Alloc, on: Option<StreamRef>, origin: &Origin) {
@@ -76,11 +75,18 @@ impl Model {
         let free = Side { op, action: Action::Free };
         if !buffer.alloc.epoch.happens_before(clock) {
             let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-            found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts, first: alloc, second: free });
+            found.push(Race {
+                kind: RaceKind::UseBeforeAlloc,
+                hazard: None,
+                buffer: facts,
+                first: alloc,
+                second: free,
+            });
         }
         let mut state = buffer.lock();
         for earlier in state.shadow.unordered(clock) {
-            let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+            let first =
+                Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
             found.push(Race { kind: RaceKind::FreeRace, hazard: None, buffer: facts, first, second: free });
         }
         buffer.mark_freed(&mut state, op);

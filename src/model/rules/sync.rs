@@ -23,7 +23,6 @@ use crate::model::Model;
 use super::issue::{return_scratch, scratch};
 
 impl Model {
-
     /// `cuEventRecord(E, S)`: `E.clock := C_S`. In a capture, E stands for the stream's
     /// frontier (and, recorded external, becomes a node).
     pub fn event_record(&self, event: u64, stream: StreamRef, external: bool, origin: &Origin) {
@@ -68,7 +67,8 @@ impl Model {
             // In a capture, a wait on an event recorded outside it (NCCL's strong streams wait
             // on their serial event with `cudaEventWaitExternal`) is a node that joins the
             // event as it is at each launch: it may be recorded by then.
-            EventState::Unrecorded | EventState::Recorded(_) if self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) => {}
+            EventState::Unrecorded | EventState::Recorded(_)
+                if self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) => {}
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
                 self.notes.add(NoteKind::WaitOnUnrecordedEvent, OpRecord::new(origin, None, epoch), event);

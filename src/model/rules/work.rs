@@ -10,21 +10,21 @@
 //! synchronous call orders the host before or after the operation, as its `HostEffect` says.
 
 use crate::model::buffers::{Found, MemoryKind};
-use crate::model::clock::{Epoch, VectorClock};
 use crate::model::capture::NodeKind;
+use crate::model::clock::{Epoch, VectorClock};
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
 
 impl Model {
-
     /// A kernel launch, copy or memset on `stream`: each access is checked against the
     /// buffer's allocation and history, then recorded. While the stream captures, the work
     /// becomes a node instead. Returns the operation's epoch (None for a node).
     pub fn work(&self, stream: StreamRef, work: Work<'_>) -> Option<Epoch> {
         let stream = self.stream(stream);
-        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel) {
+        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
+        {
             return None;
         }
         if work.host == HostEffect::WaitsForEarlierWork {
@@ -56,17 +56,34 @@ impl Model {
                     let mut state = buffer.lock();
                     // Host and managed memory may be written by the host, unseen: never fresh.
                     let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
-                    let mode = self.directions.resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
+                    let mode = self
+                        .directions
+                        .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
                     let this = Side { op, action: Action::Access { mode, lo, hi } };
                     let facts = || BufferFacts::of(buffer);
                     if !buffer.alloc.epoch.happens_before(clock) {
                         let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-                        found.push(Race { kind: RaceKind::UseBeforeAlloc, hazard: None, buffer: facts(), first: alloc, second: this });
+                        found.push(Race {
+                            kind: RaceKind::UseBeforeAlloc,
+                            hazard: None,
+                            buffer: facts(),
+                            first: alloc,
+                            second: this,
+                        });
                     }
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
-                        let first = Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+                        let first = Side {
+                            op: earlier.op,
+                            action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi },
+                        };
                         let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second: this });
+                        found.push(Race {
+                            kind: RaceKind::CrossStream,
+                            hazard: Some(hazard),
+                            buffer: facts(),
+                            first,
+                            second: this,
+                        });
                     }
                     state.shadow.record(lo, hi, mode, op, clock);
                     drop(state);
@@ -79,7 +96,13 @@ impl Model {
                         let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
                         if let Some(free) = buffer.lock().freed {
                             let first = Side { op: free, action: Action::Free };
-                            found.push(Race { kind: RaceKind::UseAfterFree, hazard: None, buffer: BufferFacts::of(buffer), first, second: this });
+                            found.push(Race {
+                                kind: RaceKind::UseAfterFree,
+                                hazard: None,
+                                buffer: BufferFacts::of(buffer),
+                                first,
+                                second: this,
+                            });
                         }
                     }
                     buffer.end()

@@ -97,7 +97,8 @@ pub struct Setup {
 
 impl Driver {
     pub fn setup(&self) -> Setup {
-        let (mut device, mut context, mut quad, mut elementwise) = (0, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        let (mut device, mut context, mut quad, mut elementwise) =
+            (0, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
         let (mut module, mut torch) = (core::ptr::null_mut(), core::ptr::null_mut());
         // SAFETY: out-pointers to locals; a NUL-terminated PTX image and kernel name.
         unsafe {
@@ -108,7 +109,10 @@ impl Driver {
             check((self.module_load_data)(&mut module, QUAD_PTX.as_ptr().cast()), "cuModuleLoadData");
             check((self.module_get_function)(&mut quad, module, c"_Z4quadPfPKfS1_S_".as_ptr()), "cuModuleGetFunction");
             check((self.module_load_data)(&mut torch, ELEMENTWISE_PTX.as_ptr().cast()), "cuModuleLoadData");
-            check((self.module_get_function)(&mut elementwise, torch, ELEMENTWISE_NAME.as_ptr()), "cuModuleGetFunction");
+            check(
+                (self.module_get_function)(&mut elementwise, torch, ELEMENTWISE_NAME.as_ptr()),
+                "cuModuleGetFunction",
+            );
         }
         Setup { context, quad, elementwise }
     }
@@ -167,7 +171,8 @@ impl Driver {
     #[inline]
     pub unsafe fn launch(&self, quad: CUfunction, stream: CUstream, pointers: &mut [CUdeviceptr; 4]) -> CUresult {
         let [a, b, c, d] = pointers;
-        let mut params: [*mut c_void; 4] = [(a as *mut u64).cast(), (b as *mut u64).cast(), (c as *mut u64).cast(), (d as *mut u64).cast()];
+        let mut params: [*mut c_void; 4] =
+            [(a as *mut u64).cast(), (b as *mut u64).cast(), (c as *mut u64).cast(), (d as *mut u64).cast()];
         // SAFETY: four parameter pointers for a four-parameter kernel.
         unsafe { (self.launch_kernel)(quad, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
     }
@@ -177,10 +182,20 @@ impl Driver {
     /// # Safety
     /// `elementwise` is the setup's kernel and `stream` a live stream.
     #[inline]
-    pub unsafe fn launch_elementwise(&self, elementwise: CUfunction, stream: CUstream, n: i32, output: CUdeviceptr, input: CUdeviceptr) -> CUresult {
+    pub unsafe fn launch_elementwise(
+        &self,
+        elementwise: CUfunction,
+        stream: CUstream,
+        n: i32,
+        output: CUdeviceptr,
+        input: CUdeviceptr,
+    ) -> CUresult {
         let (mut n, mut scalar, mut data) = (n, 1.0001f32, [output, input]);
-        let mut params: [*mut c_void; 3] = [(&mut n as *mut i32).cast(), (&mut scalar as *mut f32).cast(), data.as_mut_ptr().cast()];
+        let mut params: [*mut c_void; 3] =
+            [(&mut n as *mut i32).cast(), (&mut scalar as *mut f32).cast(), data.as_mut_ptr().cast()];
         // SAFETY: three parameter pointers for a three-parameter kernel.
-        unsafe { (self.launch_kernel)(elementwise, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut()) }
+        unsafe {
+            (self.launch_kernel)(elementwise, 1, 1, 1, 128, 1, 1, 0, stream, params.as_mut_ptr(), core::ptr::null_mut())
+        }
     }
 }

@@ -68,10 +68,20 @@ fn main() {
         for (name, runs) in &results {
             let (p50, p99) = (runs.added(|s| s.p50), runs.added(|s| s.p99));
             let growth: Vec<f64> = runs.shim.iter().filter_map(|s| s.resident_growth).collect();
-            let growth = if growth.is_empty() { String::new() } else { format!(", resident growth {:.0} MB", median(&growth) / 1e6) };
+            let growth = if growth.is_empty() {
+                String::new()
+            } else {
+                format!(", resident growth {:.0} MB", median(&growth) / 1e6)
+            };
             println!(
                 "{name}: added median {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",
-                p50.median, p50.min, p50.max, p99.median, p99.min, p99.max, runs.shim.len()
+                p50.median,
+                p50.min,
+                p50.max,
+                p99.median,
+                p99.min,
+                p99.max,
+                runs.shim.len()
             );
         }
         if !args.out_given {
@@ -119,7 +129,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     };
     for path in [&shim, &driver.join("libcuda.so.1")] {
         if !path.exists() {
-            return Err(format!("{} is missing (build the workspace with --release, or pass --shim/--driver)", path.display()));
+            return Err(format!(
+                "{} is missing (build the workspace with --release, or pass --shim/--driver)",
+                path.display()
+            ));
         }
     }
     if let Some(unknown) = only.iter().find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o)) {
@@ -151,7 +164,8 @@ fn driver_dir(profile: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let link = dir.join("libcuda.so.1");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link).map_err(|e| format!("link {}: {e}", link.display()))?;
+    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link)
+        .map_err(|e| format!("link {}: {e}", link.display()))?;
     Ok(dir)
 }
 
@@ -241,8 +255,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         cmd.args(["--child", name]);
         cmd
     };
-    cmd
-        .env("LD_LIBRARY_PATH", &args.driver)
+    cmd.env("LD_LIBRARY_PATH", &args.driver)
         .env("STREAMSAN_OPTIONS", workloads::options(name))
         .env_remove("STANDIN_LOG")
         .env_remove("LD_PRELOAD");
@@ -300,7 +313,8 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
                 "pairs": runs.shim.len(),
             });
             if !growth.is_empty() {
-                entry["resident_growth_bytes"] = json!({ "native": median(&native_growth), "streamsan": median(&growth) });
+                entry["resident_growth_bytes"] =
+                    json!({ "native": median(&native_growth), "streamsan": median(&growth) });
             }
             (name.to_string(), entry)
         })

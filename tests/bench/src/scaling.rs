@@ -121,7 +121,10 @@ pub fn legacy_after_blocking<const B: usize>(driver: &Driver) -> Measured {
 /// A PTX image with one kernel `name` of `count` pointer parameters.
 fn pointers_ptx(name: &str, count: usize) -> String {
     let params: Vec<String> = (0..count).map(|i| format!("  .param .u64 p{i}")).collect();
-    format!(".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry {name}(\n{}\n)\n{{\n ret;\n}}\n\0", params.join(",\n"))
+    format!(
+        ".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry {name}(\n{}\n)\n{{\n ret;\n}}\n\0",
+        params.join(",\n")
+    )
 }
 
 /// A kernel with `P` pointer parameters, launched on 8 streams in turn, each stream with
@@ -153,7 +156,12 @@ pub fn chunk_copies<const N: usize>(driver: &Driver) -> Measured {
     check(unsafe { (driver.memset_d8_async)(target, 0, 128 * N, stream) }, "cuMemsetD8Async");
     let latencies = time_parts(N, |i| {
         // SAFETY: 64 bytes inside both buffers.
-        timed(|| check(unsafe { (driver.memcpy_dtod_async)(target + 128 * i as u64, source, 64, stream) }, "cuMemcpyDtoDAsync"))
+        timed(|| {
+            check(
+                unsafe { (driver.memcpy_dtod_async)(target + 128 * i as u64, source, 64, stream) },
+                "cuMemcpyDtoDAsync",
+            )
+        })
     });
     Measured::of(latencies)
 }

@@ -41,14 +41,22 @@ pub fn training_step(driver: &Driver) -> Measured {
     let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
     let per_segment = TENSORS / SEGMENTS;
     let tensor_bytes = (SEGMENT_BYTES / per_segment) as u64;
-    let tensors: Vec<CUdeviceptr> = (0..TENSORS).map(|t| segments[t % SEGMENTS] + (t / SEGMENTS) as u64 * tensor_bytes).collect();
+    let tensors: Vec<CUdeviceptr> =
+        (0..TENSORS).map(|t| segments[t % SEGMENTS] + (t / SEGMENTS) as u64 * tensor_bytes).collect();
     let legacy: CUstream = core::ptr::null_mut();
     let mut attrs = [
         // Programmatic stream serialization off, priority 0: neither orders anything.
         LaunchAttribute { id: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, pad: [0; 4], value: [0; 8] },
         LaunchAttribute { id: 8, pad: [0; 4], value: [0; 8] },
     ];
-    let config = LaunchConfig { grid_dim: [128, 1, 1], block_dim: [256, 1, 1], shared_mem_bytes: 0, stream: legacy, attrs: attrs.as_mut_ptr(), num_attrs: 2 };
+    let config = LaunchConfig {
+        grid_dim: [128, 1, 1],
+        block_dim: [256, 1, 1],
+        shared_mem_bytes: 0,
+        stream: legacy,
+        attrs: attrs.as_mut_ptr(),
+        num_attrs: 2,
+    };
     let mut call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
         if i % 8 == 7 {
@@ -71,11 +79,18 @@ pub fn training_step(driver: &Driver) -> Measured {
             params.0[w] = tensor(k);
         }
         let (mut input, mut output) = (tensor(4), tensor(5));
-        let mut pointers: [*mut c_void; 4] =
-            [(&mut n as *mut u32).cast(), (&mut params as *mut Params).cast(), (&mut input as *mut u64).cast(), (&mut output as *mut u64).cast()];
+        let mut pointers: [*mut c_void; 4] = [
+            (&mut n as *mut u32).cast(),
+            (&mut params as *mut Params).cast(),
+            (&mut input as *mut u64).cast(),
+            (&mut output as *mut u64).cast(),
+        ];
         at_depth(80, &mut || {
             // SAFETY: four parameter pointers for a four-parameter kernel; a live stream.
-            check(unsafe { (driver.launch_kernel_ex)(&config, kernel, pointers.as_mut_ptr(), core::ptr::null_mut()) }, "cuLaunchKernelEx");
+            check(
+                unsafe { (driver.launch_kernel_ex)(&config, kernel, pointers.as_mut_ptr(), core::ptr::null_mut()) },
+                "cuLaunchKernelEx",
+            );
         });
     };
     (0..WARM_UP).for_each(&mut call);

@@ -82,7 +82,11 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): only the racy one differs,
 /// so that its races do not fail the run.
 pub fn options(name: &str) -> &'static str {
-    if name == "races_1000" { "exitcode=0" } else { "" }
+    if name == "races_1000" {
+        "exitcode=0"
+    } else {
+        ""
+    }
 }
 
 const WARM_UP: usize = 5_000;
@@ -157,7 +161,10 @@ fn launch_like_pytorch(driver: &Driver) -> Measured {
         let (input, output) = (blocks[i % 2], blocks[(i + 1) % 2]);
         at_depth(30, &mut || {
             // SAFETY: the setup's elementwise kernel on the legacy stream.
-            check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
+            check(
+                unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) },
+                "cuLaunchKernel",
+            );
         });
     });
     Measured::of(latencies)
@@ -183,7 +190,10 @@ fn launch_from_many_call_sites(driver: &Driver) -> Measured {
         at_depth(30 + 10 * (site / 256), &mut || {
             left(site % 256, 8, &mut || {
                 // SAFETY: the setup's elementwise kernel on the legacy stream.
-                check(unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) }, "cuLaunchKernel");
+                check(
+                    unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) },
+                    "cuLaunchKernel",
+                );
             });
         });
     });

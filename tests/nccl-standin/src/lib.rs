@@ -34,11 +34,7 @@ struct Comm {
 static COMMS: Mutex<Option<HashMap<usize, Comm>>> = Mutex::new(None);
 
 fn comm(handle: NcclComm) -> Option<Comm> {
-    COMMS
-        .lock()
-        .unwrap()
-        .as_ref()
-        .and_then(|m| m.get(&(handle as usize)).copied())
+    COMMS.lock().unwrap().as_ref().and_then(|m| m.get(&(handle as usize)).copied())
 }
 
 unsafe fn put(out: *mut c_int, value: c_int) -> NcclResult {
@@ -117,11 +113,7 @@ mod behaviour {
         comm: NcclComm,
         _s: CUstream,
     ) -> NcclResult {
-        let to = if rank(comm) == root as u64 {
-            recv as u64
-        } else {
-            0
-        };
+        let to = if rank(comm) == root as u64 { recv as u64 } else { 0 };
         unsafe { copy(comm, to, send as u64, bytes(count, dt), dt) }
     }
     pub unsafe fn all_gather(
@@ -133,15 +125,7 @@ mod behaviour {
         _s: CUstream,
     ) -> NcclResult {
         let block = bytes(count, dt);
-        unsafe {
-            copy(
-                comm,
-                recv as u64 + rank(comm) * block,
-                send as u64,
-                block,
-                dt,
-            )
-        }
+        unsafe { copy(comm, recv as u64 + rank(comm) * block, send as u64, block, dt) }
     }
     pub unsafe fn reduce_scatter(
         send: *const c_void,
@@ -153,15 +137,7 @@ mod behaviour {
         _s: CUstream,
     ) -> NcclResult {
         let block = bytes(count, dt);
-        unsafe {
-            copy(
-                comm,
-                recv as u64,
-                send as u64 + rank(comm) * block,
-                block,
-                dt,
-            )
-        }
+        unsafe { copy(comm, recv as u64, send as u64 + rank(comm) * block, block, dt) }
     }
     pub unsafe fn all_to_all(
         send: *const c_void,
@@ -185,11 +161,7 @@ mod behaviour {
         _s: CUstream,
     ) -> NcclResult {
         let block = bytes(count, dt);
-        let to = if rank(comm) == root as u64 {
-            recv as u64 + rank(comm) * block
-        } else {
-            0
-        };
+        let to = if rank(comm) == root as u64 { recv as u64 + rank(comm) * block } else { 0 };
         unsafe { copy(comm, to, send as u64, block, dt) }
     }
     pub unsafe fn scatter(
@@ -202,11 +174,7 @@ mod behaviour {
         _s: CUstream,
     ) -> NcclResult {
         let block = bytes(count, dt);
-        let from = if rank(comm) == root as u64 {
-            send as u64 + rank(comm) * block
-        } else {
-            0
-        };
+        let from = if rank(comm) == root as u64 { send as u64 + rank(comm) * block } else { 0 };
         unsafe { copy(comm, recv as u64, from, block, dt) }
     }
     pub unsafe fn send(
@@ -254,20 +222,10 @@ nccl_api!(standin_exports);
 /// `ncclCommInitAll(comms, ndev, devlist)`: `ndev` communicators of one process, rank `i`
 /// on the `i`-th device.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ncclCommInitAll(
-    comms: *mut NcclComm,
-    ndev: c_int,
-    devlist: *const c_int,
-) -> NcclResult {
+pub unsafe extern "C" fn ncclCommInitAll(comms: *mut NcclComm, ndev: c_int, devlist: *const c_int) -> NcclResult {
     log::call(
         "ncclCommInitAll",
-        || {
-            vec![
-                ("comms", comms.repr()),
-                ("ndev", ndev.repr()),
-                ("devlist", devlist.repr()),
-            ]
-        },
+        || vec![("comms", comms.repr()), ("ndev", ndev.repr()), ("devlist", devlist.repr())],
         || {
             if comms.is_null() || ndev <= 0 {
                 return NCCL_INVALID_ARGUMENT;
@@ -275,8 +233,7 @@ pub unsafe extern "C" fn ncclCommInitAll(
             let mut all = COMMS.lock().unwrap();
             for rank in 0..ndev {
                 let handle = Box::into_raw(Box::new(0u64)) as usize;
-                all.get_or_insert_with(HashMap::new)
-                    .insert(handle, Comm { rank, ranks: ndev });
+                all.get_or_insert_with(HashMap::new).insert(handle, Comm { rank, ranks: ndev });
                 // SAFETY: the caller's array of `ndev` communicators.
                 unsafe { comms.add(rank as usize).write(handle as NcclComm) };
             }
@@ -314,12 +271,7 @@ pub unsafe extern "C" fn ncclCommDestroy(handle: NcclComm) -> NcclResult {
     log::call(
         "ncclCommDestroy",
         || vec![("comm", handle.repr())],
-        || match COMMS
-            .lock()
-            .unwrap()
-            .as_mut()
-            .and_then(|m| m.remove(&(handle as usize)))
-        {
+        || match COMMS.lock().unwrap().as_mut().and_then(|m| m.remove(&(handle as usize))) {
             Some(_) => NCCL_SUCCESS,
             None => NCCL_INVALID_ARGUMENT,
         },

@@ -64,24 +64,13 @@ pub unsafe extern "C" fn sanitizerSubscribe(
     CALLBACK.store(callback as usize, Ordering::Release);
     unsafe { *subscriber = 1 as Handle };
     // Attach to the stand-in driver, loaded by the process (the shim loads it first).
-    let driver =
-        unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    let driver = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
     if !driver.is_null() {
-        CTX_GET_CURRENT.store(
-            unsafe { libc::dlsym(driver, c"cuCtxGetCurrent".as_ptr()) } as usize,
-            Ordering::Release,
-        );
+        CTX_GET_CURRENT.store(unsafe { libc::dlsym(driver, c"cuCtxGetCurrent".as_ptr()) } as usize, Ordering::Release);
         let attach = unsafe { libc::dlsym(driver, c"standin_attach_sanitizer".as_ptr()) };
         if !attach.is_null() {
             let attach: extern "C" fn(
-                unsafe extern "C" fn(
-                    Handle,
-                    Handle,
-                    *const c_char,
-                    *mut *mut c_void,
-                    *const usize,
-                    usize,
-                ),
+                unsafe extern "C" fn(Handle, Handle, *const c_char, *mut *mut c_void, *const usize, usize),
             ) = unsafe { core::mem::transmute(attach) };
             attach(launched);
         }
@@ -100,11 +89,7 @@ pub extern "C" fn sanitizerAddPatches(_image: *const c_void, _ctx: Handle) -> u3
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn sanitizerPatchInstructions(
-    _id: u32,
-    _module: Handle,
-    _name: *const c_char,
-) -> u32 {
+pub extern "C" fn sanitizerPatchInstructions(_id: u32, _module: Handle, _name: *const c_char) -> u32 {
     OK
 }
 
@@ -159,12 +144,7 @@ pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
 /// # Safety
 /// `ptr` holds `count` bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sanitizerMemset(
-    ptr: *mut c_void,
-    value: i32,
-    count: usize,
-    _stream: Handle,
-) -> u32 {
+pub unsafe extern "C" fn sanitizerMemset(ptr: *mut c_void, value: i32, count: usize, _stream: Handle) -> u32 {
     unsafe { core::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
     OK
 }
@@ -179,11 +159,7 @@ pub extern "C" fn sanitizerStreamSynchronize(_stream: Handle) -> u32 {
 /// # Safety
 /// `out` is a valid out-pointer.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sanitizerGetStreamHandle(
-    _ctx: Handle,
-    stream: Handle,
-    out: *mut Handle,
-) -> u32 {
+pub unsafe extern "C" fn sanitizerGetStreamHandle(_ctx: Handle, stream: Handle, out: *mut Handle) -> u32 {
     unsafe { *out = stream };
     OK
 }
@@ -206,8 +182,7 @@ unsafe extern "C" fn launched(
     let mut context: Handle = core::ptr::null_mut();
     let get = CTX_GET_CURRENT.load(Ordering::Acquire);
     if get != 0 {
-        let get: unsafe extern "C" fn(*mut Handle) -> u32 =
-            unsafe { core::mem::transmute::<usize, _>(get) };
+        let get: unsafe extern "C" fn(*mut Handle) -> u32 = unsafe { core::mem::transmute::<usize, _>(get) };
         unsafe { get(&mut context) };
     }
     let data = LaunchData {
@@ -224,27 +199,14 @@ unsafe extern "C" fn launched(
         h_launch: 1 as Handle,
     };
     // SAFETY: the subscriber's callback, with the launch domain's data.
-    unsafe {
-        callback(
-            core::ptr::null_mut(),
-            5,
-            1,
-            (&data as *const LaunchData).cast(),
-        )
-    };
+    unsafe { callback(core::ptr::null_mut(), 5, 1, (&data as *const LaunchData).cast()) };
     let table = TABLE.with(|t| t.replace(core::ptr::null_mut()));
     if table.is_null() {
         return;
     }
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
     if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-        {
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
             let _ = writeln!(f, "measured {name}");
         }
     }

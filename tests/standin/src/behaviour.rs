@@ -28,7 +28,9 @@ unsafe fn write<T>(out: *mut T, value: T) -> CUresult {
 
 fn is_stream_handle(stream: CUstream) -> bool {
     let s = stream as usize;
-    s == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD
+    s == 0
+        || s == CU_STREAM_LEGACY
+        || s == CU_STREAM_PER_THREAD
         || matches!(state_read().objects.get(&s), Some(Object::Stream { .. }))
 }
 
@@ -68,14 +70,17 @@ unsafe fn move_bytes(dst: u64, src: u64, len: usize) {
         } else {
             // The program's own host memory (registered, or pageable): reached through
             // /proc/self/mem, as a device's DMA reaches it, whatever a tool's page protection.
-            let mem = std::fs::OpenOptions::new().read(true).write(true).open("/proc/self/mem").expect("/proc/self/mem");
+            let mem =
+                std::fs::OpenOptions::new().read(true).write(true).open("/proc/self/mem").expect("/proc/self/mem");
             let mut bytes = vec![0u8; len];
             if src_known {
                 // SAFETY: stand-in memory of `len` bytes (checked above).
                 unsafe { core::ptr::copy(pinned::device_view(src) as *const u8, bytes.as_mut_ptr(), len) };
-                std::os::unix::fs::FileExt::write_all_at(&mem, &bytes, dst).expect("write to the program's host memory");
+                std::os::unix::fs::FileExt::write_all_at(&mem, &bytes, dst)
+                    .expect("write to the program's host memory");
             } else {
-                std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, src).expect("read the program's host memory");
+                std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, src)
+                    .expect("read the program's host memory");
                 // SAFETY: stand-in memory of `len` bytes (checked above).
                 unsafe { core::ptr::copy(bytes.as_ptr(), pinned::device_view(dst) as *mut u8, len) };
             }
@@ -134,7 +139,11 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
     pinned::complete();
-    if device::current_context() == 0 { CUDA_ERROR_INVALID_CONTEXT } else { OK }
+    if device::current_context() == 0 {
+        CUDA_ERROR_INVALID_CONTEXT
+    } else {
+        OK
+    }
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
     pinned::complete();
@@ -179,7 +188,13 @@ unsafe fn host_alloc(pp: *mut *mut c_void, size: usize) -> CUresult {
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
     unsafe { device_alloc(dptr, bytesize) }
 }
-pub unsafe fn mem_alloc_pitch(dptr: *mut CUdeviceptr, pitch: *mut usize, width: usize, height: usize, _elem: c_uint) -> CUresult {
+pub unsafe fn mem_alloc_pitch(
+    dptr: *mut CUdeviceptr,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    _elem: c_uint,
+) -> CUresult {
     let row = width.div_ceil(512) * 512;
     let status = unsafe { write(pitch, row) };
     if status != OK {
@@ -204,11 +219,19 @@ pub unsafe fn mem_host_unregister(_p: *mut c_void) -> CUresult {
 }
 pub unsafe fn mem_free(dptr: CUdeviceptr) -> CUresult {
     pinned::complete();
-    if dptr == 0 || state().free_device(dptr) { OK } else { CUDA_ERROR_INVALID_VALUE }
+    if dptr == 0 || state().free_device(dptr) {
+        OK
+    } else {
+        CUDA_ERROR_INVALID_VALUE
+    }
 }
 pub unsafe fn mem_free_host(p: *mut c_void) -> CUresult {
     pinned::complete();
-    if state().free_host(p as u64) { OK } else { CUDA_ERROR_INVALID_VALUE }
+    if state().free_host(p as u64) {
+        OK
+    } else {
+        CUDA_ERROR_INVALID_VALUE
+    }
 }
 pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -216,7 +239,12 @@ pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: C
         e => e,
     }
 }
-pub unsafe fn mem_alloc_from_pool_async(dptr: *mut CUdeviceptr, bytesize: usize, _pool: CUmemoryPool, stream: CUstream) -> CUresult {
+pub unsafe fn mem_alloc_from_pool_async(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    _pool: CUmemoryPool,
+    stream: CUstream,
+) -> CUresult {
     unsafe { mem_alloc_async(dptr, bytesize, stream) }
 }
 pub unsafe fn mem_free_async(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
@@ -225,11 +253,22 @@ pub unsafe fn mem_free_async(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn mem_create(handle: *mut CUmemGenericAllocationHandle, size: usize, _prop: *const c_void, _flags: u64) -> CUresult {
+pub unsafe fn mem_create(
+    handle: *mut CUmemGenericAllocationHandle,
+    size: usize,
+    _prop: *const c_void,
+    _flags: u64,
+) -> CUresult {
     let h = state().new_handle(Object::MemHandle { size: size as u64 });
     unsafe { write(handle, h as u64) }
 }
-pub unsafe fn mem_map(_ptr: CUdeviceptr, _size: usize, _offset: usize, handle: CUmemGenericAllocationHandle, _flags: u64) -> CUresult {
+pub unsafe fn mem_map(
+    _ptr: CUdeviceptr,
+    _size: usize,
+    _offset: usize,
+    handle: CUmemGenericAllocationHandle,
+    _flags: u64,
+) -> CUresult {
     check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
 }
 pub unsafe fn mem_unmap(_ptr: CUdeviceptr, _size: usize) -> CUresult {
@@ -256,7 +295,11 @@ pub unsafe fn ipc_open_mem_handle(pdptr: *mut CUdeviceptr, handle: IpcMemHandle,
 pub unsafe fn ipc_close_mem_handle(dptr: CUdeviceptr) -> CUresult {
     unsafe { mem_free(dptr) }
 }
-pub unsafe fn mem_pool_import_pointer(ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, share_data: *mut c_void) -> CUresult {
+pub unsafe fn mem_pool_import_pointer(
+    ptr_out: *mut CUdeviceptr,
+    pool: CUmemoryPool,
+    share_data: *mut c_void,
+) -> CUresult {
     match check(pool, |o| matches!(o, Object::MemPool { .. })) {
         OK => unsafe { import(ptr_out, share_data.cast()) },
         e => e,
@@ -305,13 +348,25 @@ pub unsafe fn memcpy_htoa(dst: CUarray, _off: usize, _src: *const c_void, _bytes
 pub unsafe fn memcpy_atoh(_dst: *mut c_void, src: CUarray, _off: usize, _bytes: usize) -> CUresult {
     check_array(src)
 }
-pub unsafe fn memcpy_htoa_async(dst: CUarray, off: usize, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_htoa_async(
+    dst: CUarray,
+    off: usize,
+    src: *const c_void,
+    bytes: usize,
+    stream: CUstream,
+) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memcpy_htoa(dst, off, src, bytes) },
         e => e,
     }
 }
-pub unsafe fn memcpy_atoh_async(dst: *mut c_void, src: CUarray, off: usize, bytes: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_atoh_async(
+    dst: *mut c_void,
+    src: CUarray,
+    off: usize,
+    bytes: usize,
+    stream: CUstream,
+) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memcpy_atoh(dst, src, off, bytes) },
         e => e,
@@ -326,14 +381,31 @@ pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, bytes: usize
 pub unsafe fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> CUresult {
     unsafe { memcpy_async(dst, src, bytes, stream) }
 }
-pub unsafe fn memcpy_peer(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize) -> CUresult {
+pub unsafe fn memcpy_peer(
+    dst: CUdeviceptr,
+    _dc: CUcontext,
+    src: CUdeviceptr,
+    _sc: CUcontext,
+    bytes: usize,
+) -> CUresult {
     unsafe { memcpy(dst, src, bytes) }
 }
-pub unsafe fn memcpy_peer_async(dst: CUdeviceptr, _dc: CUcontext, src: CUdeviceptr, _sc: CUcontext, bytes: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_peer_async(
+    dst: CUdeviceptr,
+    _dc: CUcontext,
+    src: CUdeviceptr,
+    _sc: CUcontext,
+    bytes: usize,
+    stream: CUstream,
+) -> CUresult {
     unsafe { memcpy_async(dst, src, bytes, stream) }
 }
 pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        OK
+    }
 }
 pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -342,7 +414,11 @@ pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresu
     }
 }
 pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        OK
+    }
 }
 pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -351,7 +427,11 @@ pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresu
     }
 }
 pub unsafe fn memcpy_3d_peer(copy: *const Memcpy3DPeer) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        OK
+    }
 }
 pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) -> CUresult {
     match check_stream(stream) {
@@ -359,7 +439,13 @@ pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) 
         e => e,
     }
 }
-unsafe fn batch(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, stream: CUstream) -> CUresult {
+unsafe fn batch(
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    stream: CUstream,
+) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
@@ -372,10 +458,29 @@ unsafe fn batch(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usiz
     }
     OK
 }
-pub unsafe fn memcpy_batch_async(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, _fail: *mut usize, stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_batch_async(
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    _a: *mut c_void,
+    _ai: *mut usize,
+    _na: usize,
+    _fail: *mut usize,
+    stream: CUstream,
+) -> CUresult {
     unsafe { batch(dsts, srcs, sizes, count, stream) }
 }
-pub unsafe fn memcpy_batch_async_v2(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, _a: *mut c_void, _ai: *mut usize, _na: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memcpy_batch_async_v2(
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    _a: *mut c_void,
+    _ai: *mut usize,
+    _na: usize,
+    stream: CUstream,
+) -> CUresult {
     unsafe { batch(dsts, srcs, sizes, count, stream) }
 }
 
@@ -429,19 +534,40 @@ pub unsafe fn memset_d32_async(dst: CUdeviceptr, value: c_uint, count: usize, st
         e => e,
     }
 }
-pub unsafe fn memset_d2d8_async(dst: CUdeviceptr, pitch: usize, value: c_uchar, width: usize, height: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d8_async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d8(dst, pitch, value, width, height) },
         e => e,
     }
 }
-pub unsafe fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, value: c_ushort, width: usize, height: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d16_async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d16(dst, pitch, value, width, height) },
         e => e,
     }
 }
-pub unsafe fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, value: c_uint, width: usize, height: usize, stream: CUstream) -> CUresult {
+pub unsafe fn memset_d2d32_async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
     match check_stream(stream) {
         OK => unsafe { memset_d2d32(dst, pitch, value, width, height) },
         e => e,
@@ -457,7 +583,19 @@ fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
     }
 }
 
-pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
+pub unsafe fn launch_kernel(
+    f: CUfunction,
+    _gx: c_uint,
+    _gy: c_uint,
+    _gz: c_uint,
+    _bx: c_uint,
+    _by: c_uint,
+    _bz: c_uint,
+    _shm: c_uint,
+    stream: CUstream,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) -> CUresult {
     let status = check_launch(f, stream);
     if status == OK {
         // SAFETY: the program's parameters, one per parameter of `f`.
@@ -465,14 +603,30 @@ pub unsafe fn launch_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint
     }
     status
 }
-pub unsafe fn launch_kernel_ex(config: *const LaunchConfig, f: CUfunction, _params: *mut *mut c_void, _extra: *mut *mut c_void) -> CUresult {
+pub unsafe fn launch_kernel_ex(
+    config: *const LaunchConfig,
+    f: CUfunction,
+    _params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) -> CUresult {
     if config.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
     // SAFETY: the caller's launch configuration.
     check_launch(f, unsafe { (*config).stream })
 }
-pub unsafe fn launch_cooperative_kernel(f: CUfunction, _gx: c_uint, _gy: c_uint, _gz: c_uint, _bx: c_uint, _by: c_uint, _bz: c_uint, _shm: c_uint, stream: CUstream, _params: *mut *mut c_void) -> CUresult {
+pub unsafe fn launch_cooperative_kernel(
+    f: CUfunction,
+    _gx: c_uint,
+    _gy: c_uint,
+    _gz: c_uint,
+    _bx: c_uint,
+    _by: c_uint,
+    _bz: c_uint,
+    _shm: c_uint,
+    stream: CUstream,
+    _params: *mut *mut c_void,
+) -> CUresult {
     check_launch(f, stream)
 }
 pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut c_void) -> CUresult {
@@ -485,7 +639,12 @@ pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut
     }
     OK
 }
-pub unsafe fn stream_add_callback(stream: CUstream, callback: CUstreamCallback, user_data: *mut c_void, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_add_callback(
+    stream: CUstream,
+    callback: CUstreamCallback,
+    user_data: *mut c_void,
+    _flags: c_uint,
+) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
@@ -573,7 +732,13 @@ pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresu
 pub unsafe fn module_load_data(module: *mut CUmodule, image: *const c_void) -> CUresult {
     unsafe { load_module(module, text_at(image)) }
 }
-pub unsafe fn module_load_data_ex(module: *mut CUmodule, image: *const c_void, _n: c_uint, _o: *mut u32, _v: *mut *mut c_void) -> CUresult {
+pub unsafe fn module_load_data_ex(
+    module: *mut CUmodule,
+    image: *const c_void,
+    _n: c_uint,
+    _o: *mut u32,
+    _v: *mut *mut c_void,
+) -> CUresult {
     unsafe { load_module(module, text_at(image)) }
 }
 pub unsafe fn module_load_fat_binary(module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
@@ -590,10 +755,28 @@ pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name
         None => CUDA_ERROR_NOT_FOUND,
     }
 }
-pub unsafe fn library_load_data(library: *mut CUlibrary, code: *const c_void, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
+pub unsafe fn library_load_data(
+    library: *mut CUlibrary,
+    code: *const c_void,
+    _jo: *mut u32,
+    _jv: *mut *mut c_void,
+    _nj: c_uint,
+    _lo: *mut u32,
+    _lv: *mut *mut c_void,
+    _nl: c_uint,
+) -> CUresult {
     unsafe { load_library(library, text_at(code)) }
 }
-pub unsafe fn library_load_from_file(library: *mut CUlibrary, file_name: *const c_char, _jo: *mut u32, _jv: *mut *mut c_void, _nj: c_uint, _lo: *mut u32, _lv: *mut *mut c_void, _nl: c_uint) -> CUresult {
+pub unsafe fn library_load_from_file(
+    library: *mut CUlibrary,
+    file_name: *const c_char,
+    _jo: *mut u32,
+    _jv: *mut *mut c_void,
+    _nj: c_uint,
+    _lo: *mut u32,
+    _lv: *mut *mut c_void,
+    _nl: c_uint,
+) -> CUresult {
     unsafe { load_library(library, file_text(file_name)) }
 }
 pub unsafe fn library_get_kernel(kernel: *mut CUkernel, library: CUlibrary, name: *const c_char) -> CUresult {
@@ -686,23 +869,46 @@ pub unsafe fn stream_end_capture(stream: CUstream, graph: *mut CUgraph) -> CUres
         e => e,
     }
 }
-pub unsafe fn stream_begin_capture_to_graph(stream: CUstream, graph: CUgraph, _deps: *const CUgraphNode, _data: *const c_void, _n: usize, _mode: u32) -> CUresult {
+pub unsafe fn stream_begin_capture_to_graph(
+    stream: CUstream,
+    graph: CUgraph,
+    _deps: *const CUgraphNode,
+    _data: *const c_void,
+    _n: usize,
+    _mode: u32,
+) -> CUresult {
     match is_graph(graph) {
         OK => set_capturing(stream, true),
         e => e,
     }
 }
 unsafe fn update_capture_dependencies(stream: CUstream, deps: *mut CUgraphNode, num_deps: usize) -> CUresult {
-    let capturing = matches!(state_read().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
+    let capturing =
+        matches!(state_read().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
     if !capturing {
         return 901; // CUDA_ERROR_ILLEGAL_STATE
     }
-    if num_deps > 0 && deps.is_null() { CUDA_ERROR_INVALID_VALUE } else { OK }
+    if num_deps > 0 && deps.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        OK
+    }
 }
-pub unsafe fn stream_update_capture_dependencies(stream: CUstream, deps: *mut CUgraphNode, num_deps: usize, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_update_capture_dependencies(
+    stream: CUstream,
+    deps: *mut CUgraphNode,
+    num_deps: usize,
+    _flags: c_uint,
+) -> CUresult {
     unsafe { update_capture_dependencies(stream, deps, num_deps) }
 }
-pub unsafe fn stream_update_capture_dependencies_v2(stream: CUstream, deps: *mut CUgraphNode, _data: *const c_void, num_deps: usize, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_update_capture_dependencies_v2(
+    stream: CUstream,
+    deps: *mut CUgraphNode,
+    _data: *const c_void,
+    num_deps: usize,
+    _flags: c_uint,
+) -> CUresult {
     unsafe { update_capture_dependencies(stream, deps, num_deps) }
 }
 pub unsafe fn stream_wait_value_32(stream: CUstream, _addr: CUdeviceptr, _value: u32, _flags: c_uint) -> CUresult {
@@ -736,15 +942,34 @@ unsafe fn external_semaphores(sems: *const CUexternalSemaphore, count: c_uint, s
     }
     // SAFETY: the caller's array of `count` handles.
     let sems = unsafe { core::slice::from_raw_parts(sems, count as usize) };
-    if sems.iter().all(|&sem| check(sem, |o| matches!(o, Object::ExternalSemaphore)) == OK) { OK } else { CUDA_ERROR_INVALID_HANDLE }
+    if sems.iter().all(|&sem| check(sem, |o| matches!(o, Object::ExternalSemaphore)) == OK) {
+        OK
+    } else {
+        CUDA_ERROR_INVALID_HANDLE
+    }
 }
-pub unsafe fn signal_external_semaphores(sems: *const CUexternalSemaphore, _params: *const c_void, count: c_uint, stream: CUstream) -> CUresult {
+pub unsafe fn signal_external_semaphores(
+    sems: *const CUexternalSemaphore,
+    _params: *const c_void,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
     unsafe { external_semaphores(sems, count, stream) }
 }
-pub unsafe fn wait_external_semaphores(sems: *const CUexternalSemaphore, _params: *const c_void, count: c_uint, stream: CUstream) -> CUresult {
+pub unsafe fn wait_external_semaphores(
+    sems: *const CUexternalSemaphore,
+    _params: *const c_void,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
     unsafe { external_semaphores(sems, count, stream) }
 }
-pub unsafe fn stream_batch_mem_op(stream: CUstream, _count: c_uint, _params: *mut BatchMemOpParams, _flags: c_uint) -> CUresult {
+pub unsafe fn stream_batch_mem_op(
+    stream: CUstream,
+    _count: c_uint,
+    _params: *mut BatchMemOpParams,
+    _flags: c_uint,
+) -> CUresult {
     check_stream(stream)
 }
 
@@ -785,7 +1010,13 @@ fn instantiate(exec: *mut CUgraphExec, graph: CUgraph) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn graph_instantiate(exec: *mut CUgraphExec, graph: CUgraph, _en: *mut CUgraphNode, _log: *mut c_char, _size: usize) -> CUresult {
+pub unsafe fn graph_instantiate(
+    exec: *mut CUgraphExec,
+    graph: CUgraph,
+    _en: *mut CUgraphNode,
+    _log: *mut c_char,
+    _size: usize,
+) -> CUresult {
     instantiate(exec, graph)
 }
 pub unsafe fn graph_instantiate_with_flags(exec: *mut CUgraphExec, graph: CUgraph, _flags: u64) -> CUresult {
@@ -841,43 +1072,112 @@ pub unsafe fn graph_clone(clone: *mut CUgraph, original: CUgraph) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn graph_add_kernel_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const KernelNodeParams) -> CUresult {
+pub unsafe fn graph_add_kernel_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *const KernelNodeParams,
+) -> CUresult {
     // SAFETY: the caller's parameters.
     match unsafe { params.as_ref() } {
-        Some(p) if check(p.func, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) == OK => unsafe { add_node(node, graph, deps, num_deps) },
+        Some(p) if check(p.func, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) == OK => unsafe {
+            add_node(node, graph, deps, num_deps)
+        },
         Some(_) => CUDA_ERROR_INVALID_HANDLE,
         None => CUDA_ERROR_INVALID_VALUE,
     }
 }
-pub unsafe fn graph_add_memcpy_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, copy: *const Memcpy3D, _ctx: CUcontext) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+pub unsafe fn graph_add_memcpy_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    copy: *const Memcpy3D,
+    _ctx: CUcontext,
+) -> CUresult {
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
 }
-pub unsafe fn graph_add_memset_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const MemsetNodeParams, _ctx: CUcontext) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+pub unsafe fn graph_add_memset_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *const MemsetNodeParams,
+    _ctx: CUcontext,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
 }
-pub unsafe fn graph_add_host_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const c_void) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+pub unsafe fn graph_add_host_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *const c_void,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
 }
-pub unsafe fn graph_add_empty_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize) -> CUresult {
+pub unsafe fn graph_add_empty_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+) -> CUresult {
     unsafe { add_node(node, graph, deps, num_deps) }
 }
-pub unsafe fn graph_add_child_graph_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, child: CUgraph) -> CUresult {
+pub unsafe fn graph_add_child_graph_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    child: CUgraph,
+) -> CUresult {
     match is_graph(child) {
         OK => unsafe { add_node(node, graph, deps, num_deps) },
         e => e,
     }
 }
-pub unsafe fn graph_add_event_record_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent) -> CUresult {
+pub unsafe fn graph_add_event_record_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    event: CUevent,
+) -> CUresult {
     match check(event, |o| matches!(o, Object::Event)) {
         OK => unsafe { add_node(node, graph, deps, num_deps) },
         e => e,
     }
 }
-pub unsafe fn graph_add_event_wait_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, event: CUevent) -> CUresult {
+pub unsafe fn graph_add_event_wait_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    event: CUevent,
+) -> CUresult {
     unsafe { graph_add_event_record_node(node, graph, deps, num_deps, event) }
 }
 /// The node's memory is handed out at once (a real driver reserves its address at once too).
-pub unsafe fn graph_add_mem_alloc_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut MemAllocNodeParams) -> CUresult {
+pub unsafe fn graph_add_mem_alloc_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *mut MemAllocNodeParams,
+) -> CUresult {
     // SAFETY: the caller's parameters.
     let Some(p) = (unsafe { params.as_mut() }) else { return CUDA_ERROR_INVALID_VALUE };
     match unsafe { add_node(node, graph, deps, num_deps) } {
@@ -885,16 +1185,49 @@ pub unsafe fn graph_add_mem_alloc_node(node: *mut CUgraphNode, graph: CUgraph, d
         e => e,
     }
 }
-pub unsafe fn graph_add_mem_free_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, _dptr: CUdeviceptr) -> CUresult {
+pub unsafe fn graph_add_mem_free_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    _dptr: CUdeviceptr,
+) -> CUresult {
     unsafe { add_node(node, graph, deps, num_deps) }
 }
-pub unsafe fn graph_add_batch_mem_op_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const c_void) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+pub unsafe fn graph_add_batch_mem_op_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *const c_void,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
 }
-pub unsafe fn graph_add_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut c_void) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { unsafe { add_node(node, graph, deps, num_deps) } }
+pub unsafe fn graph_add_node(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *mut c_void,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
 }
-pub unsafe fn graph_add_node_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, _edges: *const c_void, num_deps: usize, params: *mut c_void) -> CUresult {
+pub unsafe fn graph_add_node_v2(
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    _edges: *const c_void,
+    num_deps: usize,
+    params: *mut c_void,
+) -> CUresult {
     unsafe { graph_add_node(node, graph, deps, num_deps, params) }
 }
 unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
@@ -913,16 +1246,38 @@ unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode
     }
     OK
 }
-pub unsafe fn graph_add_dependencies(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
+pub unsafe fn graph_add_dependencies(
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    num: usize,
+) -> CUresult {
     unsafe { edges(graph, from, to, num) }
 }
-pub unsafe fn graph_add_dependencies_v2(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, _edges: *const c_void, num: usize) -> CUresult {
+pub unsafe fn graph_add_dependencies_v2(
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    _edges: *const c_void,
+    num: usize,
+) -> CUresult {
     unsafe { edges(graph, from, to, num) }
 }
-pub unsafe fn graph_remove_dependencies(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
+pub unsafe fn graph_remove_dependencies(
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    num: usize,
+) -> CUresult {
     unsafe { edges(graph, from, to, num) }
 }
-pub unsafe fn graph_remove_dependencies_v2(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, _edges: *const c_void, num: usize) -> CUresult {
+pub unsafe fn graph_remove_dependencies_v2(
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    _edges: *const c_void,
+    num: usize,
+) -> CUresult {
     unsafe { edges(graph, from, to, num) }
 }
 pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CUresult {
@@ -932,13 +1287,25 @@ pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CUresult {
     }
 }
 pub unsafe fn graph_kernel_node_set_params(node: CUgraphNode, params: *const KernelNodeParams) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        is_node(node)
+    }
 }
 pub unsafe fn graph_memcpy_node_set_params(node: CUgraphNode, copy: *const Memcpy3D) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        is_node(node)
+    }
 }
 pub unsafe fn graph_memset_node_set_params(node: CUgraphNode, params: *const MemsetNodeParams) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { is_node(node) }
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        is_node(node)
+    }
 }
 fn exec_node(exec: CUgraphExec, node: CUgraphNode) -> CUresult {
     match check(exec, |o| matches!(o, Object::GraphExec)) {
@@ -946,14 +1313,40 @@ fn exec_node(exec: CUgraphExec, node: CUgraphNode) -> CUresult {
         e => e,
     }
 }
-pub unsafe fn graph_exec_kernel_node_set_params(exec: CUgraphExec, node: CUgraphNode, params: *const KernelNodeParams) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+pub unsafe fn graph_exec_kernel_node_set_params(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const KernelNodeParams,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        exec_node(exec, node)
+    }
 }
-pub unsafe fn graph_exec_memcpy_node_set_params(exec: CUgraphExec, node: CUgraphNode, copy: *const Memcpy3D, _ctx: CUcontext) -> CUresult {
-    if copy.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+pub unsafe fn graph_exec_memcpy_node_set_params(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    copy: *const Memcpy3D,
+    _ctx: CUcontext,
+) -> CUresult {
+    if copy.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        exec_node(exec, node)
+    }
 }
-pub unsafe fn graph_exec_memset_node_set_params(exec: CUgraphExec, node: CUgraphNode, params: *const MemsetNodeParams, _ctx: CUcontext) -> CUresult {
-    if params.is_null() { CUDA_ERROR_INVALID_VALUE } else { exec_node(exec, node) }
+pub unsafe fn graph_exec_memset_node_set_params(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const MemsetNodeParams,
+    _ctx: CUcontext,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        exec_node(exec, node)
+    }
 }
 fn exec_update(exec: CUgraphExec, graph: CUgraph) -> CUresult {
     match check(exec, |o| matches!(o, Object::GraphExec)) {
@@ -964,7 +1357,12 @@ fn exec_update(exec: CUgraphExec, graph: CUgraph) -> CUresult {
 pub unsafe fn graph_exec_update(exec: CUgraphExec, graph: CUgraph, _info: *mut c_void) -> CUresult {
     exec_update(exec, graph)
 }
-pub unsafe fn graph_exec_update_v1(exec: CUgraphExec, graph: CUgraph, _error_node: *mut CUgraphNode, _result: *mut u32) -> CUresult {
+pub unsafe fn graph_exec_update_v1(
+    exec: CUgraphExec,
+    graph: CUgraph,
+    _error_node: *mut CUgraphNode,
+    _result: *mut u32,
+) -> CUresult {
     exec_update(exec, graph)
 }
 pub unsafe fn graph_upload(exec: CUgraphExec, stream: CUstream) -> CUresult {
@@ -973,10 +1371,21 @@ pub unsafe fn graph_upload(exec: CUgraphExec, stream: CUstream) -> CUresult {
 
 // ---- Entry points -----------------------------------------------------------------------
 
-pub unsafe fn get_proc_address(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64) -> CUresult {
+pub unsafe fn get_proc_address(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    flags: u64,
+) -> CUresult {
     unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, core::ptr::null_mut()) }
 }
-pub unsafe fn get_proc_address_v2(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64, symbol_status: *mut u32) -> CUresult {
+pub unsafe fn get_proc_address_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    flags: u64,
+    symbol_status: *mut u32,
+) -> CUresult {
     unsafe { getproc::get_proc_address(symbol, pfn, cuda_version, flags, symbol_status) }
 }
 

@@ -34,22 +34,46 @@ pub struct Allocation {
 
 #[derive(Clone, Debug)]
 pub enum Object {
-    Context { device: i32 },
-    Stream { ctx: usize, flags: u32, priority: i32, capturing: bool },
+    Context {
+        device: i32,
+    },
+    Stream {
+        ctx: usize,
+        flags: u32,
+        priority: i32,
+        capturing: bool,
+    },
     Event,
-    Module { functions: HashMap<String, Entry> },
-    Library { kernels: HashMap<String, Entry> },
+    Module {
+        functions: HashMap<String, Entry>,
+    },
+    Library {
+        kernels: HashMap<String, Entry>,
+    },
     /// A `CUfunction` of the module or library `owner`. `kernel`: the `CUkernel` it came
     /// from, if any.
-    Function { entry: Entry, kernel: Option<usize>, owner: usize },
+    Function {
+        entry: Entry,
+        kernel: Option<usize>,
+        owner: usize,
+    },
     /// A `CUkernel` (`cuLibraryGetKernel`), which cudart passes where `CUfunction` is declared.
-    Kernel { entry: Entry, owner: usize },
+    Kernel {
+        entry: Entry,
+        owner: usize,
+    },
     Graph,
     /// A node of the graph `graph`.
-    GraphNode { graph: usize },
+    GraphNode {
+        graph: usize,
+    },
     GraphExec,
-    MemHandle { size: u64 },
-    MemPool { device: i32 },
+    MemHandle {
+        size: u64,
+    },
+    MemPool {
+        device: i32,
+    },
     Array,
     ExternalSemaphore,
 }
@@ -82,32 +106,31 @@ pub fn state_read() -> RwLockReadGuard<'static, State> {
 
 fn shared() -> &'static RwLock<State> {
     static STATE: OnceLock<RwLock<State>> = OnceLock::new();
-    STATE
-        .get_or_init(|| {
-            // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
-            let base = unsafe {
-                libc::mmap(
-                    core::ptr::null_mut(),
-                    ARENA_BYTES,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            assert!(base != libc::MAP_FAILED, "stand-in: cannot reserve device memory");
-            RwLock::new(State {
-                arena_base: base as u64,
-                next: base as u64,
-                free: HashMap::new(),
-                allocations: BTreeMap::new(),
-                objects: HashMap::new(),
-                next_handle: FIRST_HANDLE,
-                retired: Vec::new(),
-                primary: HashMap::new(),
-                pools: HashMap::new(),
-            })
+    STATE.get_or_init(|| {
+        // SAFETY: an anonymous private mapping; MAP_NORESERVE: pages appear on first touch.
+        let base = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                ARENA_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert!(base != libc::MAP_FAILED, "stand-in: cannot reserve device memory");
+        RwLock::new(State {
+            arena_base: base as u64,
+            next: base as u64,
+            free: HashMap::new(),
+            allocations: BTreeMap::new(),
+            objects: HashMap::new(),
+            next_handle: FIRST_HANDLE,
+            retired: Vec::new(),
+            primary: HashMap::new(),
+            pools: HashMap::new(),
         })
+    })
 }
 
 /// How many devices the stand-in has (`STANDIN_DEVICES`, default 2).
@@ -192,10 +215,7 @@ impl State {
 
     /// Whether `[addr, addr + len)` lies inside one allocation.
     pub fn is_allocated(&self, addr: u64, len: u64) -> bool {
-        self.allocations
-            .range(..=addr)
-            .next_back()
-            .is_some_and(|(&base, a)| addr + len <= base + a.size.max(1))
+        self.allocations.range(..=addr).next_back().is_some_and(|(&base, a)| addr + len <= base + a.size.max(1))
     }
 
     pub fn primary_context(&mut self, device: i32) -> usize {

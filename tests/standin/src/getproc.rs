@@ -47,9 +47,17 @@ fn introduced(name: &str) -> c_int {
     let base = name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
     let version = INTRODUCED.iter().find(|(n, _)| *n == base).map(|&(_, v)| v).unwrap_or_else(|| {
         // The 64-bit `_v2` entry points of CUDA 3.2.
-        if base.ends_with("_v2") { 3020 } else { 2000 }
+        if base.ends_with("_v2") {
+            3020
+        } else {
+            2000
+        }
     });
-    if is_per_thread_name(name) { version.max(PER_THREAD_INTRODUCED) } else { version }
+    if is_per_thread_name(name) {
+        version.max(PER_THREAD_INTRODUCED)
+    } else {
+        version
+    }
 }
 
 /// `cuMemcpyDtoH_v2_ptds` -> `cuMemcpyDtoH`.

@@ -63,9 +63,8 @@ pub mod exports {
     /// Every exported driver function: the table's and the queries.
     pub fn all() -> &'static [(&'static str, *const ())] {
         static ALL: OnceLock<Vec<(&'static str, usize)>> = OnceLock::new();
-        let all = ALL.get_or_init(|| {
-            TABLE.iter().chain(crate::queries::QUERIES).map(|&(n, a)| (n, a.0 as usize)).collect()
-        });
+        let all =
+            ALL.get_or_init(|| TABLE.iter().chain(crate::queries::QUERIES).map(|&(n, a)| (n, a.0 as usize)).collect());
         // SAFETY: (&str, usize) and (&str, *const ()) have the same layout.
         unsafe { &*(all.as_slice() as *const [(&'static str, usize)] as *const [(&'static str, *const ())]) }
     }

@@ -35,9 +35,7 @@ fn config() -> &'static Config {
                 .unwrap_or_else(|e| panic!("stand-in: cannot open STANDIN_LOG {path:?}: {e}"));
             Mutex::new(file)
         });
-        let faults = std::env::var("STANDIN_FAIL")
-            .map(|spec| parse_faults(&spec))
-            .unwrap_or_default();
+        let faults = std::env::var("STANDIN_FAIL").map(|spec| parse_faults(&spec)).unwrap_or_default();
         Config { log, faults }
     })
 }
@@ -70,10 +68,7 @@ fn injected(name: &str) -> Option<CUresult> {
     let n = calls.get_or_insert_with(HashMap::new).entry(name.to_string()).or_insert(0);
     *n += 1;
     let n = *n;
-    faults
-        .iter()
-        .find(|f| (f.name == "*" || f.name == name) && f.nth.is_none_or(|k| k == n))
-        .map(|f| f.code)
+    faults.iter().find(|f| (f.name == "*" || f.name == name) && f.nth.is_none_or(|k| k == n)).map(|f| f.code)
 }
 
 /// Runs one entry point: an injected fault, or `behaviour`; logs it either way.

@@ -54,12 +54,7 @@ fn arena() -> &'static Mutex<Arena> {
             };
             let (base, device) = (map(), map());
             libc::close(fd);
-            Mutex::new(Arena {
-                base,
-                device,
-                next: base,
-                free: HashMap::new(),
-            })
+            Mutex::new(Arena { base, device, next: base, free: HashMap::new() })
         }
     })
 }
@@ -85,13 +80,7 @@ pub fn alloc(size: u64) -> Option<u64> {
 
 /// Gives back the block at `addr` of `size` bytes.
 pub fn release(addr: u64, size: u64) {
-    arena()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .free
-        .entry(rounded(size))
-        .or_default()
-        .push(addr);
+    arena().lock().unwrap_or_else(|e| e.into_inner()).free.entry(rounded(size)).or_default().push(addr);
 }
 
 /// Whether `addr` is pinned memory of the stand-in.
@@ -116,10 +105,7 @@ static PENDING: Mutex<Vec<(u64, u64, usize)>> = Mutex::new(Vec::new());
 
 /// An asynchronous copy that completes at the program's next wait.
 pub fn defer(dst: u64, src: u64, len: usize) {
-    PENDING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((dst, src, len));
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).push((dst, src, len));
 }
 
 /// Completes every copy in flight, in issue order.
@@ -128,12 +114,6 @@ pub fn complete() {
     for (dst, src, len) in pending {
         // SAFETY: both sides were checked when the copy was issued; pinned memory is reached
         // through the device's view.
-        unsafe {
-            core::ptr::copy(
-                device_view(src) as *const u8,
-                device_view(dst) as *mut u8,
-                len,
-            )
-        };
+        unsafe { core::ptr::copy(device_view(src) as *const u8, device_view(dst) as *mut u8, len) };
     }
 }

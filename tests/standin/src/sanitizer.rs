@@ -12,14 +12,8 @@ use crate::device::{state_read, Object};
 /// `launch(function, stream, name, params, sizes, count)`: a launch the stand-in accepted,
 /// its parameters as the program passed them (`params[i]` points at parameter `i`, of
 /// `sizes[i]` bytes).
-pub type LaunchHook = unsafe extern "C" fn(
-    *mut c_void,
-    *mut c_void,
-    *const c_char,
-    *mut *mut c_void,
-    *const usize,
-    usize,
-);
+pub type LaunchHook =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_char, *mut *mut c_void, *const usize, usize);
 
 static HOOK: AtomicUsize = AtomicUsize::new(0);
 
@@ -46,14 +40,5 @@ pub unsafe fn launched(f: *mut c_void, stream: *mut c_void, params: *mut *mut c_
     let sizes: Vec<usize> = entry.params.iter().map(|p| p.size).collect();
     // SAFETY: a hook the library attached; the arguments live across the call.
     let hook: LaunchHook = unsafe { core::mem::transmute::<usize, LaunchHook>(hook) };
-    unsafe {
-        hook(
-            f,
-            stream,
-            name.as_ptr(),
-            params,
-            sizes.as_ptr(),
-            sizes.len(),
-        )
-    };
+    unsafe { hook(f, stream, name.as_ptr(), params, sizes.as_ptr(), sizes.len()) };
 }
