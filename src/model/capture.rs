@@ -10,82 +10,12 @@
 //! structure that graphs built with the explicit graph API fill; a capture into an existing
 //! graph (`cuStreamBeginCaptureToGraph`) starts from that graph's definition.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
-use super::definition::Definition;
-use super::op::{Access, KernelId, Origin};
-
-/// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): when it runs, the host is
-/// ordered after the clock of the operation that enqueued it.
-#[derive(Default)]
-pub struct HostCallback {
-    clock: Mutex<VectorClock>,
-    /// Captured into a graph: it runs once per launch, not once.
-    captured: AtomicBool,
-}
-
-impl HostCallback {
-    pub fn captured(&self) -> bool {
-        self.captured.load(Ordering::Acquire)
-    }
-
-    pub fn mark_captured(&self) {
-        self.captured.store(true, Ordering::Release);
-    }
-
-    pub fn set(&self, clock: &VectorClock) {
-        self.clock.lock().unwrap_or_else(|e| e.into_inner()).assign(clock);
-    }
-
-    pub fn clock(&self) -> VectorClock {
-        self.clock.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// What a node does when the graph runs.
-#[derive(Clone)]
-pub enum NodeKind {
-    /// A kernel, copy or memset.
-    Work {
-        accesses: Vec<Access>,
-    },
-    /// A memory node allocating `[base, base + size)`.
-    Alloc {
-        base: u64,
-        size: u64,
-        ctx: u64,
-    },
-    Free {
-        base: u64,
-    },
-    /// `cuEventRecordWithFlags(.., CU_EVENT_RECORD_EXTERNAL)` in a capture.
-    RecordEvent {
-        event: u64,
-    },
-    /// A wait on an event recorded outside the capture.
-    WaitEvent {
-        event: u64,
-    },
-    HostFunc(Arc<HostCallback>),
-    /// Anything else: it orders, touches nothing.
-    Empty,
-}
-
-#[derive(Clone)]
-pub struct Node {
-    /// The driver's `CUgraphNode` handle (0 for a captured node: the model never sees it).
-    pub handle: u64,
-    /// The chain of nodes it continues ([`Definition::executable`] assigns it).
-    pub lane: usize,
-    pub deps: Vec<usize>,
-    pub kind: NodeKind,
-    pub origin: Origin,
-    pub kernel: Option<KernelId>,
-}
+use super::definition::{Definition, Graph, Node};
 
 /// A stream's part in a capture.
 pub struct CaptureLane {
@@ -166,12 +96,6 @@ impl Capture {
         locked(&self.members).clear();
         std::mem::take(&mut *locked(&self.nodes))
     }
-}
-
-/// An executable graph's nodes, in topological order, in `lanes` chains.
-pub struct Graph {
-    pub nodes: Vec<Node>,
-    pub lanes: usize,
 }
 
 /// An executable graph: its lanes' slots (allocated at the first launch) and the clock at

@@ -32,8 +32,8 @@ use std::sync::Mutex;
 use crate::hash::FastSet;
 
 use super::buffers::{Found, MemoryKind};
-use super::capture::NodeKind;
 use super::clock::{Epoch, Slot, VectorClock};
+use super::definition::NodeKind;
 use super::op::{Access, Mode, OpRecord, StackId, ThreadId};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use super::streams::StreamRef;

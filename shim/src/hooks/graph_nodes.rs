@@ -11,7 +11,7 @@
 
 use core::ffi::c_uint;
 
-use streamsan::model::capture::NodeKind;
+use streamsan::model::definition::NodeKind;
 use streamsan::model::op::KernelId;
 use streamsan::model::AddedNode;
 use streamsan_driver_api::*;

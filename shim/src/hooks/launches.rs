@@ -12,7 +12,7 @@ use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use streamsan::model::capture::HostCallback;
+use streamsan::model::definition::HostCallback;
 use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;

@@ -13,8 +13,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::model::capture::{Exec, ExecState, Graph, Node, NodeKind};
+use crate::model::capture::{Exec, ExecState};
 use crate::model::definition::Definition;
+use crate::model::definition::{Graph, Node, NodeKind};
 use crate::model::op::{KernelId, Origin};
 use crate::model::Model;
 

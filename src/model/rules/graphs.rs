@@ -12,9 +12,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::model::buffers::MemoryKind;
-use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Graph, Member, Node, NodeKind};
+use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Member};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::Definition;
+use crate::model::definition::{Graph, Node, NodeKind};
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};

@@ -13,8 +13,8 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::capture::{Node, NodeKind};
 use crate::model::clock::{Epoch, VectorClock};
+use crate::model::definition::{Node, NodeKind};
 use crate::model::lock;
 use crate::model::op::{KernelId, Origin};
 use crate::model::streams::{self, Stream, StreamRef, StreamState};

@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::model::buffers::Buffer;
-use crate::model::capture::NodeKind;
 use crate::model::clock::VectorClock;
+use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
 use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;

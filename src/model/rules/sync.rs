@@ -12,8 +12,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::capture::{HostCallback, NodeKind};
 use crate::model::clock::VectorClock;
+use crate::model::definition::{HostCallback, NodeKind};
 use crate::model::events::EventState;
 use crate::model::op::{Access, Mode, OpRecord, Origin};
 use crate::model::race::NoteKind;

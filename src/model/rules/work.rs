@@ -10,8 +10,8 @@
 //! synchronous call orders the host before or after the operation, as its `HostEffect` says.
 
 use crate::model::buffers::{Found, MemoryKind};
-use crate::model::capture::NodeKind;
 use crate::model::clock::{Epoch, VectorClock};
+use crate::model::definition::NodeKind;
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
