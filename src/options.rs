@@ -103,8 +103,8 @@ options! {
         "frames per call site";
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
-    host_races: bool = true, Syntax::Switch, "--no-host-races",
-        "do not guard the pinned memory of copies in flight (host races go unseen)";
+    host_races: bool = false, Syntax::Switch, "--host-races",
+        "guard the pinned host memory of copies in flight, to catch the host touching it (host races)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
         "print at exit the time spent in each phase of the intercepted calls";
     footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
@@ -426,7 +426,7 @@ mod tests {
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=0:phase_times=1:footprint=exact");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=1:phase_times=1:footprint=exact");
     }
 
     #[test]

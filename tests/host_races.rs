@@ -26,7 +26,13 @@ fn program() -> &'static PathBuf {
     })
 }
 
-fn run_twin_with(scenario: &str, twin: &str, env: Vec<(&str, String)>) -> Run {
+/// Runs a twin with the guard on (`host_races=1`, off by default), and any other options.
+fn run_twin_with(scenario: &str, twin: &str, mut env: Vec<(&str, String)>) -> Run {
+    match env.iter_mut().find(|(k, _)| *k == "STREAMSAN_OPTIONS") {
+        Some((_, options)) if !options.contains("host_races") => *options = format!("host_races=1:{options}"),
+        Some(_) => {}
+        None => env.push(("STREAMSAN_OPTIONS", "host_races=1".to_string())),
+    }
     let run = run_with(program(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
@@ -192,7 +198,8 @@ fn a_child_forked_with_a_copy_in_flight_runs_as_without_streamsan() {
 #[test]
 fn a_fault_that_is_not_the_guards_ends_the_program_as_without_streamsan() {
     let native = run_with(program(), &["own_crash", "racy"], RunOptions { native: true, ..Default::default() });
-    let run = run_with(program(), &["own_crash", "racy"], RunOptions::default());
+    let env = vec![("STREAMSAN_OPTIONS", "host_races=1".to_string())];
+    let run = run_with(program(), &["own_crash", "racy"], RunOptions { env, ..Default::default() });
     assert_eq!(native.output.status.signal(), Some(SIGSEGV), "{:?}", native.output.status);
     assert_eq!(run.output.status.signal(), Some(SIGSEGV), "{:?}\n{}", run.output.status, run.stderr());
     assert_eq!(run.stdout(), native.stdout());
@@ -222,6 +229,7 @@ fn host_races_are_printed_suppressed_and_asserted_on_like_the_others() {
 
     let mut program = Command::new(self::program());
     program.args(["d2h_write", "racy"]).env("LD_LIBRARY_PATH", driver_dir());
-    let harnessed = Streamsan::with_shim(shim()).run(program).expect("run under streamsan");
+    let harnessed =
+        Streamsan::with_shim(shim()).option("host_races", "1").unwrap().run(program).expect("run under streamsan");
     assert_eq!(harnessed.races().kind("host-race").at("host_races.c").count(), 1, "{}", harnessed.races().describe());
 }

@@ -94,7 +94,7 @@ def main():
                 os.makedirs(report_dir, exist_ok=True)
                 for f in os.listdir(report_dir):
                     os.remove(os.path.join(report_dir, f))
-                under = run([streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--"] + command + [name, twin], log)
+                under = run([streamsan, "run", "--host-races", "--report", f"{report_dir}/report.%p.json", "--"] + command + [name, twin], log)
                 races, notes = [], set()
                 for f in sorted(os.listdir(report_dir)):
                     with open(os.path.join(report_dir, f)) as fh:
