@@ -206,6 +206,14 @@ fn a_fault_that_is_not_the_guards_ends_the_program_as_without_streamsan() {
 }
 
 #[test]
+fn the_guard_is_off_unless_asked_for() {
+    let run = run_with(program(), &["d2h_read", "racy"], RunOptions::default());
+    run.assert_ran();
+    let report = run.report();
+    assert!(report.races.is_empty(), "{:?}", races(&report));
+}
+
+#[test]
 fn host_races_0_turns_the_guard_off() {
     let env = vec![("STREAMSAN_OPTIONS", "host_races=0".to_string())];
     let racy = run_twin_with("d2h_read", "racy", env).report();
