@@ -31,11 +31,12 @@ use std::sync::Mutex;
 
 use crate::hash::FastSet;
 
-use super::buffers::{Found, MemoryKind};
+use super::buffers::Found;
 use super::clock::{Epoch, Slot, VectorClock};
 use super::definition::NodeKind;
 use super::op::{Access, Mode, OpRecord, StackId, ThreadId};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use super::rules::work::Checked;
 use super::streams::StreamRef;
 use super::{Model, Work};
 
@@ -253,7 +254,8 @@ impl Model {
         let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
         let mut found = Vec::new();
         for access in &accesses {
-            self.check_deferred(access, &pending, &later_ops, &mut found);
+            let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later_ops };
+            self.access(access, &pending.clock, pending.op, checked, &mut found);
         }
         // What was issued after it, unordered with it.
         for entry in &later {
@@ -342,90 +344,6 @@ impl Model {
         match self.buffers.find(addr) {
             Found::Live(b) | Found::Freed(b) => Some(b.id),
             Found::Nothing => None,
-        }
-    }
-
-    /// Checks one access of a measured launch against the histories (records issued before
-    /// it) and records it.
-    fn check_deferred(&self, access: &Access, p: &Pending, later: &FastSet<Epoch>, found: &mut Vec<Race>) {
-        let end = access.addr.saturating_add(access.len.max(1));
-        let mut addr = access.addr;
-        let (op, clock) = (p.op, &p.clock);
-        for _ in 0..8 {
-            let next = self.buffers.with(addr, |at| match at {
-                Found::Live(buffer) if buffer.id >= p.next_buffer => buffer.end(),
-                Found::Live(buffer) => {
-                    let (lo, hi) = (addr, end.min(buffer.end()));
-                    let mut state = buffer.lock();
-                    let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
-                    let mode = self
-                        .directions
-                        .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
-                    let this = Side { op, action: Action::Access { mode, lo, hi } };
-                    let facts = || BufferFacts::of(buffer);
-                    if !buffer.alloc.epoch.happens_before(clock) {
-                        let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-                        found.push(Race {
-                            kind: RaceKind::UseBeforeAlloc,
-                            hazard: None,
-                            buffer: facts(),
-                            first: alloc,
-                            second: this,
-                        });
-                    }
-                    let mut issued_later = false;
-                    for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
-                        if later.contains(&earlier.op.epoch) {
-                            issued_later = true;
-                            continue;
-                        }
-                        let first = Side {
-                            op: earlier.op,
-                            action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi },
-                        };
-                        let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race {
-                            kind: RaceKind::CrossStream,
-                            hazard: Some(hazard),
-                            buffer: facts(),
-                            first,
-                            second: this,
-                        });
-                    }
-                    // Late: it must not supersede records of operations issued after it.
-                    let later_here = issued_later || state.shadow.records().iter().any(|r| later.contains(&r.op.epoch));
-                    if later_here {
-                        state.shadow.insert_unordered(lo, hi, mode, op);
-                    } else {
-                        state.shadow.record(lo, hi, mode, op, clock);
-                    }
-                    hi
-                }
-                Found::Freed(buffer) => {
-                    let free = buffer.lock().freed;
-                    // A free issued after the launch is in the log, checked there.
-                    if let Some(free) = free.filter(|f| access.exact && !later.contains(&f.epoch)) {
-                        let this = Side {
-                            op,
-                            action: Action::Access { mode: access.mode, lo: addr, hi: end.min(buffer.end()) },
-                        };
-                        let first = Side { op: free, action: Action::Free };
-                        found.push(Race {
-                            kind: RaceKind::UseAfterFree,
-                            hazard: None,
-                            buffer: BufferFacts::of(buffer),
-                            first,
-                            second: this,
-                        });
-                    }
-                    buffer.end()
-                }
-                Found::Nothing => end,
-            });
-            if next >= end {
-                return;
-            }
-            addr = next;
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::model::definition::{Graph, Node, NodeKind};
 use crate::model::events::EventState;
 use crate::model::op::{OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
+use crate::model::rules::work::Checked;
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
 use crate::model::{Alloc, Model};
 
@@ -226,7 +227,7 @@ impl Model {
         match &node.kind {
             NodeKind::Work { accesses } => {
                 for access in accesses {
-                    self.access(access, clock, op, found);
+                    self.access(access, clock, op, Checked::Now, found);
                 }
             }
             NodeKind::Alloc { base, size, ctx } => {

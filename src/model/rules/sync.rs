@@ -17,6 +17,7 @@ use crate::model::definition::{HostCallback, NodeKind};
 use crate::model::events::EventState;
 use crate::model::op::{Access, Mode, OpRecord, Origin};
 use crate::model::race::NoteKind;
+use crate::model::rules::work::Checked;
 use crate::model::streams::StreamRef;
 use crate::model::Model;
 
@@ -136,7 +137,7 @@ impl Model {
         }
         let mut found = Vec::new();
         let (state, epoch) = self.issue(&stream);
-        self.access(&access[0], &state.clock, OpRecord::new(origin, None, epoch), &mut found);
+        self.access(&access[0], &state.clock, OpRecord::new(origin, None, epoch), Checked::Now, &mut found);
         self.values.insert(addr, state.clock.clone());
         drop(state);
         self.publish(found);

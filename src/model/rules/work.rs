@@ -9,6 +9,7 @@
 //! gets its direction here, from what the model learnt ([`crate::model::direction`]). A
 //! synchronous call orders the host before or after the operation, as its `HostEffect` says.
 
+use crate::hash::FastSet;
 use crate::model::buffers::{Found, MemoryKind};
 use crate::model::clock::{Epoch, VectorClock};
 use crate::model::definition::NodeKind;
@@ -34,7 +35,7 @@ impl Model {
         let (state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         for access in work.accesses {
-            self.access(access, &state.clock, op, &mut found);
+            self.access(access, &state.clock, op, Checked::Now, &mut found);
         }
         drop(state);
         if work.host == HostEffect::WaitsForOperation {
@@ -44,13 +45,23 @@ impl Model {
         Some(epoch)
     }
 
-    /// Checks and records one access by `op`, whose clock is `clock`.
-    pub(super) fn access(&self, access: &Access, clock: &VectorClock, op: OpRecord, found: &mut Vec<Race>) {
+    /// Checks and records one access by `op`, whose clock is `clock`: as it is issued
+    /// ([`Checked::Now`]), or late, for a measured launch whose footprint arrived after other
+    /// operations were issued ([`Checked::Late`], `crate::model::deferred`).
+    pub(in crate::model) fn access(
+        &self,
+        access: &Access,
+        clock: &VectorClock,
+        op: OpRecord,
+        checked: Checked<'_>,
+        found: &mut Vec<Race>,
+    ) {
         let end = access.addr.saturating_add(access.len.max(1));
         let mut addr = access.addr;
         // An access may span adjacent buffers (a copy over two): take each in turn.
         for _ in 0..8 {
             let next = self.buffers.with(addr, |buffer_at| match buffer_at {
+                Found::Live(buffer) if checked.allocated_later(buffer.id) => buffer.end(),
                 Found::Live(buffer) => {
                     let (lo, hi) = (addr, end.min(buffer.end()));
                     let mut state = buffer.lock();
@@ -71,7 +82,13 @@ impl Model {
                             second: this,
                         });
                     }
+                    let mut issued_later = false;
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
+                        // Checked late, the launch meets what the log checks: skip it here.
+                        if checked.issued_later(&earlier.op.epoch) {
+                            issued_later = true;
+                            continue;
+                        }
                         let first = Side {
                             op: earlier.op,
                             action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi },
@@ -85,25 +102,39 @@ impl Model {
                             second: this,
                         });
                     }
-                    state.shadow.record(lo, hi, mode, op, clock);
-                    drop(state);
-                    self.deferred.observe(lo, hi, mode, None, op, clock);
+                    match checked {
+                        Checked::Now => {
+                            state.shadow.record(lo, hi, mode, op, clock);
+                            drop(state);
+                            self.deferred.observe(lo, hi, mode, None, op, clock);
+                        }
+                        // Late: it must not supersede records of operations issued after it.
+                        Checked::Late { .. } => {
+                            let later_here = issued_later
+                                || state.shadow.records().iter().any(|r| checked.issued_later(&r.op.epoch));
+                            if later_here {
+                                state.shadow.insert_unordered(lo, hi, mode, op);
+                            } else {
+                                state.shadow.record(lo, hi, mode, op, clock);
+                            }
+                        }
+                    }
                     hi
                 }
                 Found::Freed(buffer) => {
-                    if access.exact {
+                    // A free issued after a launch checked late is in the log, checked there.
+                    let free = buffer.lock().freed.filter(|f| !checked.issued_later(&f.epoch));
+                    if let (true, Some(free)) = (access.exact, free) {
                         let hi = end.min(buffer.end());
                         let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
-                        if let Some(free) = buffer.lock().freed {
-                            let first = Side { op: free, action: Action::Free };
-                            found.push(Race {
-                                kind: RaceKind::UseAfterFree,
-                                hazard: None,
-                                buffer: BufferFacts::of(buffer),
-                                first,
-                                second: this,
-                            });
-                        }
+                        let first = Side { op: free, action: Action::Free };
+                        found.push(Race {
+                            kind: RaceKind::UseAfterFree,
+                            hazard: None,
+                            buffer: BufferFacts::of(buffer),
+                            first,
+                            second: this,
+                        });
                     }
                     buffer.end()
                 }
@@ -114,5 +145,25 @@ impl Model {
             }
             addr = next;
         }
+    }
+}
+
+/// When an access is checked.
+#[derive(Clone, Copy)]
+pub(in crate::model) enum Checked<'a> {
+    /// As its operation is issued.
+    Now,
+    /// Late, for a measured launch: buffers allocated from `next_buffer` on came after it, and
+    /// `later` holds the operations issued after it (the log checks those against it).
+    Late { next_buffer: u64, later: &'a FastSet<Epoch> },
+}
+
+impl Checked<'_> {
+    fn allocated_later(self, buffer: u64) -> bool {
+        matches!(self, Checked::Late { next_buffer, .. } if buffer >= next_buffer)
+    }
+
+    fn issued_later(self, epoch: &Epoch) -> bool {
+        matches!(self, Checked::Late { later, .. } if later.contains(epoch))
     }
 }
