@@ -334,6 +334,11 @@ fn an_updated_executable_graph_runs_the_graph_it_was_updated_from() {
 }
 
 #[test]
+fn the_first_version_of_exec_update_replaces_the_graph_too() {
+    check("built_graph_exec_update_v1", CROSS, Some("WAW"));
+}
+
+#[test]
 fn a_destroyed_node_takes_its_edges_and_accesses_with_it() {
     check("built_graph_destroy_node", CROSS, Some("WAW"));
 }
@@ -351,6 +356,11 @@ fn a_capture_into_a_graph_follows_the_nodes_it_starts_from() {
 #[test]
 fn updated_capture_dependencies_order_the_next_captured_work() {
     check("capture_update_dependencies", CROSS, Some("WAW"));
+}
+
+#[test]
+fn the_second_version_of_update_capture_dependencies_orders_too() {
+    check("capture_update_dependencies_v2", CROSS, Some("WAW"));
 }
 
 #[test]

@@ -72,8 +72,10 @@ CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode, const CUDA_KERNEL_NODE_PARAM
 CUresult cuGraphMemsetNodeSetParams(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *);
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
 CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+CUresult cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphNode *, int *);
 CUresult cuStreamBeginCaptureToGraph(CUstream, CUgraph, const CUgraphNode *, const void *, size_t, int);
 CUresult cuStreamUpdateCaptureDependencies(CUstream, CUgraphNode *, size_t, unsigned);
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream, CUgraphNode *, const void *, size_t, unsigned);
 
 #define N 256 /* bytes per buffer */
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
@@ -865,14 +867,17 @@ static void built_graph_exec_kernel_set_params(int fixed) {
     CHECK(cuStreamSynchronize(s));
 }
 
-/* An executable graph of two kernel nodes writing two buffers, updated from a graph of the
-   same shape whose second node writes the first's buffer (racy twin) or a third (fixed twin). */
-static void built_graph_exec_update(int fixed) {
+/* An executable graph of two kernel nodes writing two buffers, updated (through the first
+   version of the call when `v1`) from a graph of the same shape whose second node writes the
+   first's buffer (racy twin) or a third (fixed twin). */
+static void exec_update(int fixed, int v1) {
     CUstream s = nonblocking();
     CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc(), in2 = dalloc();
     CUgraph g, update;
     CUgraphExec exec;
     CUgraphExecUpdateResultInfo info;
+    CUgraphNode error_node;
+    int result;
     CHECK(cuGraphCreate(&g, 0));
     kernel_node(g, NULL, 0, x, in);
     kernel_node(g, NULL, 0, y, in2);
@@ -880,10 +885,15 @@ static void built_graph_exec_update(int fixed) {
     CHECK(cuGraphCreate(&update, 0));
     kernel_node(update, NULL, 0, x, in);
     kernel_node(update, NULL, 0, fixed ? z : x, in2);
-    CHECK(cuGraphExecUpdate_v2(exec, update, &info));
+    if (v1)
+        CHECK(cuGraphExecUpdate(exec, update, &error_node, &result));
+    else
+        CHECK(cuGraphExecUpdate_v2(exec, update, &info));
     CHECK(cuGraphLaunch(exec, s));
     CHECK(cuStreamSynchronize(s));
 }
+static void built_graph_exec_update(int fixed) { exec_update(fixed, 0); }
+static void built_graph_exec_update_v1(int fixed) { exec_update(fixed, 1); }
 
 /* Kernel nodes a -> c -> b writing one buffer, c empty. Destroying c takes its edges with it
    and leaves a and b concurrent (racy twin); destroying b takes its accesses (fixed twin). */
@@ -931,9 +941,10 @@ static void capture_to_graph(int fixed) {
     CHECK(cuStreamSynchronize(s));
 }
 
-/* A capture into a graph, started from an empty node, whose next launch is made to depend on
-   the graph's kernel node writing the same buffer (fixed twin) or on the empty node again. */
-static void capture_update_dependencies(int fixed) {
+/* A capture into a graph, started from an empty node, whose next launch is made (through the
+   second version of the call when `v2`) to depend on the graph's kernel node writing the same
+   buffer (fixed twin) or on the empty node again. */
+static void update_capture_dependencies(int fixed, int v2) {
     CUstream s = nonblocking();
     CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
     CUgraph g, captured;
@@ -943,12 +954,17 @@ static void capture_update_dependencies(int fixed) {
     CUgraphNode a = kernel_node(g, NULL, 0, x, in);
     CHECK(cuGraphAddEmptyNode(&e, g, NULL, 0));
     CHECK(cuStreamBeginCaptureToGraph(s, g, &e, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CHECK(cuStreamUpdateCaptureDependencies(s, fixed ? &a : &e, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    if (v2)
+        CHECK(cuStreamUpdateCaptureDependencies_v2(s, fixed ? &a : &e, NULL, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    else
+        CHECK(cuStreamUpdateCaptureDependencies(s, fixed ? &a : &e, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
     launch(s, x, in2);
     CHECK(cuStreamEndCapture(s, &captured));
     run_graph(g, s);
     CHECK(cuStreamSynchronize(s));
 }
+static void capture_update_dependencies(int fixed) { update_capture_dependencies(fixed, 0); }
+static void capture_update_dependencies_v2(int fixed) { update_capture_dependencies(fixed, 1); }
 
 /* A mem alloc node's memory written by a kernel node: before the allocation unless the kernel
    node follows the alloc node. */
@@ -1578,10 +1594,12 @@ static const struct {
     {"built_graph_kernel_set_params", built_graph_kernel_set_params, "cross-stream-race"},
     {"built_graph_exec_kernel_set_params", built_graph_exec_kernel_set_params, "cross-stream-race"},
     {"built_graph_exec_update", built_graph_exec_update, "cross-stream-race"},
+    {"built_graph_exec_update_v1", built_graph_exec_update_v1, "cross-stream-race"},
     {"built_graph_destroy_node", built_graph_destroy_node, "cross-stream-race"},
     {"built_graph_clone", built_graph_clone, "cross-stream-race"},
     {"capture_to_graph", capture_to_graph, "cross-stream-race"},
     {"capture_update_dependencies", capture_update_dependencies, "cross-stream-race"},
+    {"capture_update_dependencies_v2", capture_update_dependencies_v2, "cross-stream-race"},
     {"built_graph_mem_alloc", built_graph_mem_alloc, "use-before-alloc"},
     {"built_graph_mem_free", built_graph_mem_free, "free-race"},
     {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},
