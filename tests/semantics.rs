@@ -309,6 +309,71 @@ fn an_event_wait_node_orders_the_nodes_after_it() {
 }
 
 #[test]
+fn a_built_graph_s_memset_node_writes_its_rows() {
+    check("built_graph_memset", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_memset_node_s_new_parameters_replace_its_accesses() {
+    check("built_graph_memset_set_params", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_kernel_node_s_new_parameters_replace_its_accesses() {
+    check("built_graph_kernel_set_params", CROSS, Some("WAW"));
+}
+
+#[test]
+fn an_executable_graph_s_kernel_node_parameters_replace_its_accesses() {
+    check("built_graph_exec_kernel_set_params", CROSS, Some("WAW"));
+}
+
+#[test]
+fn an_updated_executable_graph_runs_the_graph_it_was_updated_from() {
+    check("built_graph_exec_update", CROSS, Some("WAW"));
+}
+
+#[test]
+fn the_first_version_of_exec_update_replaces_the_graph_too() {
+    check("built_graph_exec_update_v1", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_destroyed_node_takes_its_edges_and_accesses_with_it() {
+    check("built_graph_destroy_node", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_cloned_graph_keeps_the_original_s_nodes() {
+    check("built_graph_clone", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_capture_into_a_graph_follows_the_nodes_it_starts_from() {
+    check("capture_to_graph", CROSS, Some("WAW"));
+}
+
+#[test]
+fn updated_capture_dependencies_order_the_next_captured_work() {
+    check("capture_update_dependencies", CROSS, Some("WAW"));
+}
+
+#[test]
+fn the_second_version_of_update_capture_dependencies_orders_too() {
+    check("capture_update_dependencies_v2", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_mem_alloc_node_s_memory_is_usable_only_after_it() {
+    check("built_graph_mem_alloc", "use-before-alloc", None);
+}
+
+#[test]
+fn a_mem_free_node_must_follow_the_nodes_using_the_memory() {
+    check("built_graph_mem_free", "free-race", None);
+}
+
+#[test]
 fn a_peer_copy_into_a_fresh_array_waits_for_its_allocation() {
     check("peer_copy_into_new_array", "use-before-alloc", None);
 }

@@ -409,6 +409,19 @@ impl BufferMap {
         addr >= self.low.load(Ordering::Relaxed) && addr < self.high.load(Ordering::Relaxed)
     }
 
+    /// Makes [`Self::in_range`] take `[base, end)`: memory registered now, or whose address
+    /// is known before it is (a graph's mem alloc node, which kernel nodes added after it
+    /// name before any launch allocates it).
+    pub fn widen(&self, base: u64, end: u64) {
+        // Read first: most buffers widen nothing, and a read is no read-modify-write.
+        if base < self.low.load(Ordering::Relaxed) {
+            self.low.fetch_min(base, Ordering::Relaxed);
+        }
+        if end > self.high.load(Ordering::Relaxed) {
+            self.high.fetch_max(end, Ordering::Relaxed);
+        }
+    }
+
     /// Registers a new buffer. Freed buffers it overlaps are forgotten, and so are live
     /// ones it overlaps without nesting inside them: their free went unseen.
     pub fn insert(&self, buffer: Arc<Buffer>) {
@@ -423,13 +436,7 @@ impl BufferMap {
             });
             granule.insert(buffer.clone());
         }
-        // Read first: most buffers widen nothing, and a read is no read-modify-write.
-        if base < self.low.load(Ordering::Relaxed) {
-            self.low.fetch_min(base, Ordering::Relaxed);
-        }
-        if end > self.high.load(Ordering::Relaxed) {
-            self.high.fetch_max(end, Ordering::Relaxed);
-        }
+        self.widen(base, end);
         if over_live {
             self.changed();
         }

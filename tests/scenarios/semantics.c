@@ -36,11 +36,54 @@ CUresult cuGraphAddEventRecordNode(CUgraphNode *, CUgraph, const CUgraphNode *, 
 CUresult cuGraphAddEventWaitNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
 CUresult cuGraphAddDependencies(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
 CUresult cuGraphAddBatchMemOpNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_BATCH_MEM_OP_NODE_PARAMS *);
+typedef struct {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned value, elementSize;
+    size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+/* CUmemPoolProps (88 bytes), then the access descriptors, the size, and the address the
+   driver chooses. */
+typedef struct {
+    int allocType, handleTypes;
+    struct { int type, id; } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+typedef struct {
+    CUmemPoolProps poolProps;
+    const void *accessDescs;
+    size_t accessDescCount, bytesize;
+    CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+typedef struct {
+    int result;
+    CUgraphNode errorNode, errorFromNode;
+} CUgraphExecUpdateResultInfo;
+CUresult cuGraphAddMemsetNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
+CUresult cuGraphAddEmptyNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+CUresult cuGraphAddMemAllocNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUDA_MEM_ALLOC_NODE_PARAMS *);
+CUresult cuGraphAddMemFreeNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUdeviceptr);
+CUresult cuGraphClone(CUgraph *, CUgraph);
+CUresult cuGraphDestroyNode(CUgraphNode);
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+CUresult cuGraphMemsetNodeSetParams(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *);
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+CUresult cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphNode *, int *);
+CUresult cuStreamBeginCaptureToGraph(CUstream, CUgraph, const CUgraphNode *, const void *, size_t, int);
+CUresult cuStreamUpdateCaptureDependencies(CUstream, CUgraphNode *, size_t, unsigned);
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream, CUgraphNode *, const void *, size_t, unsigned);
 
 #define N 256 /* bytes per buffer */
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define CU_STREAM_WAIT_VALUE_GEQ 0
 #define CU_EVENT_WAIT_EXTERNAL 0x1
+#define CU_STREAM_ADD_CAPTURE_DEPENDENCIES 0x0
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
 
 static CUcontext ctx_a, ctx_b; /* two devices, or two contexts of one */
 static CUfunction scale, touch, copy_cfg;
@@ -655,6 +698,21 @@ static CUgraphNode kernel_node(CUgraph g, const CUgraphNode *deps, size_t n, CUd
     CHECK(cuGraphAddKernelNode_v2(&node, g, deps, n, &p));
     return node;
 }
+/* Sets `node` (of a graph, or of `exec` when given) to scale(out, in). */
+static void set_kernel_node(CUgraphExec exec, CUgraphNode node, CUdeviceptr out, CUdeviceptr in) {
+    int count = N / 4;
+    void *params[] = {&out, &in, &count};
+    CUDA_KERNEL_NODE_PARAMS p = {scale, 1, 1, 1, 64, 1, 1, 0, params, NULL, NULL, NULL};
+    if (exec)
+        CHECK(cuGraphExecKernelNodeSetParams_v2(exec, node, &p));
+    else
+        CHECK(cuGraphKernelNodeSetParams_v2(node, &p));
+}
+/* Parameters of a memset node setting the N bytes of `x` to zero. */
+static CUDA_MEMSET_NODE_PARAMS memset_params(CUdeviceptr x) {
+    CUDA_MEMSET_NODE_PARAMS p = {x, N, 0, 1, N, 1};
+    return p;
+}
 static void run_graph(CUgraph g, CUstream s) {
     CUgraphExec exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
@@ -747,6 +805,207 @@ static void built_graph_event_wait(int fixed) {
     kernel_node(g, fixed ? &w : NULL, fixed ? 1 : 0, out, x);
     run_graph(g, s1);
     CHECK(cuCtxSynchronize());
+}
+
+/* A memset node and a kernel node writing one buffer: concurrent unless an edge joins them. */
+static void built_graph_memset(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode m;
+    CUDA_MEMSET_NODE_PARAMS p = memset_params(x);
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, ctx_a));
+    kernel_node(g, fixed ? &m : NULL, fixed ? 1 : 0, x, in);
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A memset node moved onto the buffer a concurrent kernel node writes (racy twin), or onto
+   another buffer (fixed twin), after it was added. */
+static void built_graph_memset_set_params(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode m;
+    CUDA_MEMSET_NODE_PARAMS p = memset_params(y);
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, ctx_a));
+    kernel_node(g, NULL, 0, x, in);
+    p = memset_params(fixed ? z : x);
+    CHECK(cuGraphMemsetNodeSetParams(m, &p));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* Two concurrent kernel nodes writing two buffers; the second is then set to write the first's
+   buffer (racy twin) or a third (fixed twin). */
+static void built_graph_kernel_set_params(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    CUgraphNode b = kernel_node(g, NULL, 0, y, in2);
+    set_kernel_node(NULL, b, fixed ? z : x, in2);
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* The same, with the node of the instantiated graph set. */
+static void built_graph_exec_kernel_set_params(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g;
+    CUgraphExec exec;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    CUgraphNode b = kernel_node(g, NULL, 0, y, in2);
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    set_kernel_node(exec, b, fixed ? z : x, in2);
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* An executable graph of two kernel nodes writing two buffers, updated (through the first
+   version of the call when `v1`) from a graph of the same shape whose second node writes the
+   first's buffer (racy twin) or a third (fixed twin). */
+static void exec_update(int fixed, int v1) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g, update;
+    CUgraphExec exec;
+    CUgraphExecUpdateResultInfo info;
+    CUgraphNode error_node;
+    int result;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    kernel_node(g, NULL, 0, y, in2);
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphCreate(&update, 0));
+    kernel_node(update, NULL, 0, x, in);
+    kernel_node(update, NULL, 0, fixed ? z : x, in2);
+    if (v1)
+        CHECK(cuGraphExecUpdate(exec, update, &error_node, &result));
+    else
+        CHECK(cuGraphExecUpdate_v2(exec, update, &info));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+}
+static void built_graph_exec_update(int fixed) { exec_update(fixed, 0); }
+static void built_graph_exec_update_v1(int fixed) { exec_update(fixed, 1); }
+
+/* Kernel nodes a -> c -> b writing one buffer, c empty. Destroying c takes its edges with it
+   and leaves a and b concurrent (racy twin); destroying b takes its accesses (fixed twin). */
+static void built_graph_destroy_node(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g;
+    CUgraphNode c;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphAddEmptyNode(&c, g, &a, 1));
+    CUgraphNode b = kernel_node(g, &c, 1, x, in2);
+    CHECK(cuGraphDestroyNode(fixed ? b : c));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A clone of a graph whose kernel node writes a buffer, with a kernel node added to the clone
+   writing the same buffer (racy twin) or another (fixed twin). */
+static void built_graph_clone(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), z = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g, clone;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphClone(&clone, g));
+    kernel_node(clone, NULL, 0, fixed ? z : x, in2);
+    run_graph(clone, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A capture into a graph that already holds a kernel node writing the buffer the captured
+   launch writes: after that node only when the capture starts from it. */
+static void capture_to_graph(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g, captured;
+    CHECK(cuCtxSynchronize());
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = kernel_node(g, NULL, 0, x, in);
+    CHECK(cuStreamBeginCaptureToGraph(s, g, fixed ? &a : NULL, NULL, fixed ? 1 : 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch(s, x, in2);
+    CHECK(cuStreamEndCapture(s, &captured));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A capture into a graph, started from an empty node, whose next launch is made (through the
+   second version of the call when `v2`) to depend on the graph's kernel node writing the same
+   buffer (fixed twin) or on the empty node again. */
+static void update_capture_dependencies(int fixed, int v2) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc(), in2 = dalloc();
+    CUgraph g, captured;
+    CUgraphNode e;
+    CHECK(cuCtxSynchronize());
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphAddEmptyNode(&e, g, NULL, 0));
+    CHECK(cuStreamBeginCaptureToGraph(s, g, &e, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    if (v2)
+        CHECK(cuStreamUpdateCaptureDependencies_v2(s, fixed ? &a : &e, NULL, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    else
+        CHECK(cuStreamUpdateCaptureDependencies(s, fixed ? &a : &e, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    launch(s, x, in2);
+    CHECK(cuStreamEndCapture(s, &captured));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+static void capture_update_dependencies(int fixed) { update_capture_dependencies(fixed, 0); }
+static void capture_update_dependencies_v2(int fixed) { update_capture_dependencies(fixed, 1); }
+
+/* A mem alloc node's memory written by a kernel node: before the allocation unless the kernel
+   node follows the alloc node. */
+static CUgraphNode alloc_node(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr *dptr) {
+    CUgraphNode node;
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = 0;
+    p.bytesize = N;
+    CHECK(cuGraphAddMemAllocNode(&node, g, deps, n, &p));
+    *dptr = p.dptr;
+    return node;
+}
+static void built_graph_mem_alloc(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr p, in = dalloc();
+    CUgraph g;
+    CUgraphNode done[2];
+    CHECK(cuGraphCreate(&g, 0));
+    done[0] = alloc_node(g, NULL, 0, &p);
+    done[1] = kernel_node(g, fixed ? done : NULL, fixed ? 1 : 0, p, in);
+    CUgraphNode f;
+    CHECK(cuGraphAddMemFreeNode(&f, g, done, 2, p));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A mem free node freeing what a kernel node writes: after it only with the edge. */
+static void built_graph_mem_free(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr p, in = dalloc();
+    CUgraph g;
+    CUgraphNode f;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode a = alloc_node(g, NULL, 0, &p);
+    CUgraphNode k = kernel_node(g, &a, 1, p, in);
+    CHECK(cuGraphAddMemFreeNode(&f, g, fixed ? &k : &a, 1, p));
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
 }
 
 /* ---- Several devices ------------------------------------------------------------------ */
@@ -1330,6 +1589,19 @@ static const struct {
     {"built_graph_child", built_graph_child, "cross-stream-race"},
     {"built_graph_event_record", built_graph_event_record, "cross-stream-race"},
     {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
+    {"built_graph_memset", built_graph_memset, "cross-stream-race"},
+    {"built_graph_memset_set_params", built_graph_memset_set_params, "cross-stream-race"},
+    {"built_graph_kernel_set_params", built_graph_kernel_set_params, "cross-stream-race"},
+    {"built_graph_exec_kernel_set_params", built_graph_exec_kernel_set_params, "cross-stream-race"},
+    {"built_graph_exec_update", built_graph_exec_update, "cross-stream-race"},
+    {"built_graph_exec_update_v1", built_graph_exec_update_v1, "cross-stream-race"},
+    {"built_graph_destroy_node", built_graph_destroy_node, "cross-stream-race"},
+    {"built_graph_clone", built_graph_clone, "cross-stream-race"},
+    {"capture_to_graph", capture_to_graph, "cross-stream-race"},
+    {"capture_update_dependencies", capture_update_dependencies, "cross-stream-race"},
+    {"capture_update_dependencies_v2", capture_update_dependencies_v2, "cross-stream-race"},
+    {"built_graph_mem_alloc", built_graph_mem_alloc, "use-before-alloc"},
+    {"built_graph_mem_free", built_graph_mem_free, "free-race"},
     {"peer_copy_into_new_array", peer_copy_into_new_array, "use-before-alloc"},
     {"sync_free_and_another_device", sync_free_and_another_device, "free-race"},
     {"cross_device_event", cross_device_event, "cross-stream-race"},

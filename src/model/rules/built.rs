@@ -64,6 +64,11 @@ impl Model {
             definition.opaque = true;
             return;
         };
+        if let NodeKind::Alloc { base, size, .. } = added.kind {
+            // Its address is the graph's from now on: kernel nodes added later name it as a
+            // buffer, which their launches find registered by this node.
+            self.buffers.widen(base, base + size);
+        }
         let node =
             Node { handle: added.handle, lane: 0, deps, kind: added.kind, origin: added.origin, kernel: added.kernel };
         definition.add(node, child);
