@@ -18,19 +18,6 @@ static CUfunction scale;
 static CUstream s1, s2;
 static volatile int steps;
 
-static void setup(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule module;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuModuleLoadData(&module, SCALE_PTX));
-    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
-    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
-    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-}
 
 /* s1 writes x, s2 reads it: a RAW. */
 __attribute__((noinline)) static void one_race(void) {
@@ -73,7 +60,7 @@ int main(int argc, char **argv) {
     int races = atoi(argv[1]);
     const char *action = argv[2];
     if (strcmp(action, "handled") == 0) signal(SIGTERM, handled);
-    setup();
+    setup_scale_and_two_streams(&scale, &s1, &s2);
     for (int i = 0; i < races; i++) walk((unsigned)i, 10, 0);
     CHECK(cuCtxSynchronize());
     if (strcmp(action, "exit") == 0) {

@@ -19,19 +19,6 @@
 static CUfunction scale;
 static CUstream s1, s2;
 
-static void setup(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule module;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuModuleLoadData(&module, SCALE_PTX));
-    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
-    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
-    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-}
 
 static CUdeviceptr buffer(void) {
     CUdeviceptr p;
@@ -68,7 +55,7 @@ static void before_alloc(int ordered) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
-    setup();
+    setup_scale_and_two_streams(&scale, &s1, &s2);
     if (strcmp(mode, "clean") == 0) {
         cross_stream(1);
         before_alloc(1);

@@ -1047,6 +1047,21 @@ fn is_node(node: CUgraphNode) -> CUresult {
 }
 
 /// A node of `graph` after `deps`: the graph and every dependency must exist.
+/// A node whose parameters the driver requires: refused without them, as the driver does.
+unsafe fn add_node_with(
+    params: *const c_void,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+) -> CUresult {
+    if params.is_null() {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        unsafe { add_node(node, graph, deps, num_deps) }
+    }
+}
+
 unsafe fn add_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize) -> CUresult {
     if let e @ 1.. = is_graph(graph) {
         return e;
@@ -1110,11 +1125,7 @@ pub unsafe fn graph_add_memset_node(
     params: *const MemsetNodeParams,
     _ctx: CUcontext,
 ) -> CUresult {
-    if params.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        unsafe { add_node(node, graph, deps, num_deps) }
-    }
+    unsafe { add_node_with(params.cast(), node, graph, deps, num_deps) }
 }
 pub unsafe fn graph_add_host_node(
     node: *mut CUgraphNode,
@@ -1123,11 +1134,7 @@ pub unsafe fn graph_add_host_node(
     num_deps: usize,
     params: *const c_void,
 ) -> CUresult {
-    if params.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        unsafe { add_node(node, graph, deps, num_deps) }
-    }
+    unsafe { add_node_with(params.cast(), node, graph, deps, num_deps) }
 }
 pub unsafe fn graph_add_empty_node(
     node: *mut CUgraphNode,
@@ -1201,11 +1208,7 @@ pub unsafe fn graph_add_batch_mem_op_node(
     num_deps: usize,
     params: *const c_void,
 ) -> CUresult {
-    if params.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        unsafe { add_node(node, graph, deps, num_deps) }
-    }
+    unsafe { add_node_with(params.cast(), node, graph, deps, num_deps) }
 }
 pub unsafe fn graph_add_node(
     node: *mut CUgraphNode,
@@ -1214,11 +1217,7 @@ pub unsafe fn graph_add_node(
     num_deps: usize,
     params: *mut c_void,
 ) -> CUresult {
-    if params.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        unsafe { add_node(node, graph, deps, num_deps) }
-    }
+    unsafe { add_node_with(params.cast(), node, graph, deps, num_deps) }
 }
 pub unsafe fn graph_add_node_v2(
     node: *mut CUgraphNode,
