@@ -1,8 +1,10 @@
 //! The access history of one buffer: which operations last wrote and read which bytes.
 //!
-//! As in FastTrack, a write supersedes every earlier access to its bytes, and a read
+//! As in FastTrack, a write supersedes the earlier accesses to its bytes, and a read
 //! supersedes only the reads it is ordered after; reads that are concurrent with each
-//! other are kept side by side (one per stream, in effect). Unlike FastTrack, records
+//! other are kept side by side (one per stream, in effect). Unlike FastTrack, a write
+//! supersedes only what it is ordered after (an access it races with stays, so that later
+//! races with it are found too), and records
 //! carry byte ranges: copies and memsets know exactly what they touch, and a kernel's
 //! pointer is taken as the single byte it names (`docs/semantics.md#accesses-and-races`).
 //!
@@ -76,13 +78,17 @@ impl Shadow {
     /// Adds an access by an operation whose clock is `clock`, dropping what it supersedes.
     pub fn record(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord, clock: &VectorClock) {
         if matches!(mode, Mode::Write | Mode::ReadWrite) {
-            // A write supersedes every earlier access to its bytes: keep only the parts of
-            // records outside [lo, hi).
+            // A write supersedes every earlier access to its bytes that it is ordered after:
+            // keep only the parts of those records outside [lo, hi). An access it races with
+            // stays whole, so that later operations unordered with it are still checked
+            // against it (a free-race after a first race, say): the history loses no race
+            // that it once held.
             // In place: this runs on every write. A record straddling the write leaves a tail
             // (rare: it allocates only then).
+            let all_ordered = self.sole == Some(op.epoch.slot);
             let mut tails = Vec::new();
             self.records.retain_mut(|r| {
-                if !r.overlaps(lo, hi) {
+                if !r.overlaps(lo, hi) || !(all_ordered || r.op.epoch.happens_before(clock)) {
                     return true;
                 }
                 match (r.lo < lo, hi < r.hi) {
@@ -234,6 +240,18 @@ mod tests {
         s.record(40, 60, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
         let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.mode)).collect();
         assert_eq!(ranges, vec![(0, 40, Mode::Read), (60, 100, Mode::Read), (40, 60, Mode::Write)]);
+    }
+
+    #[test]
+    fn a_write_keeps_the_access_it_races_with() {
+        let mut s = Shadow::default();
+        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        // Stream 2 overwrites the bytes without waiting for stream 1: a race, reported then.
+        s.record(0, 8, Mode::Write, op(2, 1), &clock(&[(2, 1)]));
+        // A third stream ordered after stream 2 only still races with stream 1's write.
+        let third = clock(&[(2, 1), (3, 1)]);
+        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Read, Epoch::new(3, 1), &third).map(|r| r.op.epoch).collect();
+        assert_eq!(conflicts, vec![Epoch::new(1, 1)]);
     }
 
     #[test]
