@@ -5,5 +5,6 @@
 set -u
 B=/tmp/streamsan-host-races
 mkdir -p "$B"
+sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc -O2 -g -std=c++17 -o "$B/host_races" tests/gpu/host_races/host_races.cu || exit 1
 python3 tests/gpu/host_races/run.py "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}"
