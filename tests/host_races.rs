@@ -169,6 +169,46 @@ fn other_data_on_a_guarded_page_is_no_race_and_is_noted() {
     assert!(fixed.races.is_empty() && fixed.notes.is_empty(), "{:?} {:?}", races(&fixed), fixed.notes);
 }
 
+/// The C library's calls that copy between files or sockets and memory, racy twin reported,
+/// and every twin's output (each call's return value) the native one: a guarded page would
+/// make the kernel refuse the call (`EFAULT`).
+#[test]
+fn calls_that_copy_into_or_out_of_a_copy_in_flight_race_and_still_succeed() {
+    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let calls: Vec<&str> = listed.lines().filter_map(|l| l.strip_prefix("io_")?.split(' ').next()).collect();
+    let into = ["read", "__read_chk", "pread", "readv", "preadv", "recv", "recvfrom", "recvmsg", "fread"];
+    let out_of = ["write", "pwrite", "writev", "pwritev", "send", "sendto", "sendmsg", "fwrite"];
+    assert_eq!(calls.len(), into.len() + out_of.len() + 2, "{calls:?}");
+    for call in into.iter().chain(&out_of) {
+        let hazard = if out_of.contains(call) { "RAW" } else { "WAW" };
+        let racy = check(&format!("io_{call}"), hazard, "transfer", D2H);
+        let race = &racy.races[0];
+        // The call's bytes inside the copy's: all 256 of them.
+        let range = race.second.range.as_ref().unwrap();
+        let (start, end) = (&range.start[2..], &range.end[2..]);
+        let width = u64::from_str_radix(end, 16).unwrap() - u64::from_str_radix(start, 16).unwrap();
+        assert_eq!(width, 256, "{call}: the host's access {range:?}");
+        let run = run_twin(&format!("io_{call}"), "racy");
+        assert!(run.stdout().starts_with(&format!("{call} returned 8192,")), "{call}: {}", run.stdout());
+    }
+}
+
+#[test]
+fn a_file_read_refilling_the_source_of_a_copy_in_flight_races() {
+    check("io_refill", "WAR", "io_refill", H2D);
+    assert!(run_twin("io_refill", "racy").stdout().starts_with("read returned 8192,"));
+}
+
+#[test]
+fn a_read_into_other_data_on_a_guarded_page_is_no_race_and_succeeds() {
+    assert_eq!(listed_kind("io_shared_page"), "none");
+    let run = run_twin("io_shared_page", "racy");
+    let report = run.report();
+    assert!(report.races.is_empty(), "{:?}", races(&report));
+    assert!(report.notes.iter().any(|n| n.kind == "host-guard-gave-up"), "{:?}", report.notes);
+    assert!(run.stdout().starts_with("read returned 32,"), "{}", run.stdout());
+}
+
 #[test]
 fn asynchronous_copies_into_pageable_memory_are_not_guarded() {
     assert_eq!(listed_kind("pageable"), "none");

@@ -17,14 +17,15 @@ use super::Model;
 /// The `api` of a host's access: not a driver call.
 pub const HOST_API: &str = "host";
 
-/// A load or store of the host, caught at `addr` (its width is unknown: a fault tells the
-/// address only, so the access is taken as its first byte).
+/// A load or store of the host, or a system call's copy to or from the program's memory:
+/// bytes `[lo, hi)`. A fault tells the address only, so a load or store is taken as its
+/// first byte; a system call's bytes are known.
 #[derive(Clone, Copy, Debug)]
 pub struct HostAccess {
-    /// `api`: what the host did, e.g. `host read`.
     pub origin: Origin,
     pub mode: Mode,
-    pub addr: u64,
+    pub lo: u64,
+    pub hi: u64,
 }
 
 /// An asynchronous copy's host bytes: `[lo, hi)`, read (`Mode::Read`, the source of a
@@ -70,10 +71,7 @@ impl Model {
             hazard: Some(Hazard::between(copy.mode, access.mode)),
             buffer,
             first: Side { op: copy.op, action: Action::Access { mode: copy.mode, lo: copy.lo, hi: copy.hi } },
-            second: Side {
-                op: host,
-                action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + 1 },
-            },
+            second: Side { op: host, action: Action::Access { mode: access.mode, lo: access.lo, hi: access.hi } },
         };
         self.publish(vec![race]);
     }
@@ -128,7 +126,7 @@ mod tests {
         let epoch = model.work(StreamRef::Legacy { ctx: 1 }, work).unwrap();
         let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, epoch);
         let copy = CopyBytes { op, mode: Mode::Write, lo: 0x1000, hi: 0x1040 };
-        model.host_race(copy, HostAccess { origin: origin("host read"), mode: Mode::Read, addr: 0x1008 });
+        model.host_race(copy, HostAccess { origin: origin("host"), mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
         let races = model.races();
         assert_eq!(races.len(), 1);
         let race = races[0].race;
@@ -137,7 +135,7 @@ mod tests {
         assert_eq!(race.second.op.epoch.slot, HOST);
         assert_eq!(race.second.action, Action::Access { mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
         let source = CopyBytes { mode: Mode::Read, ..copy };
-        model.host_race(source, HostAccess { origin: origin("host write"), mode: Mode::Write, addr: 0x1000 });
+        model.host_race(source, HostAccess { origin: origin("host"), mode: Mode::Write, lo: 0x1000, hi: 0x1010 });
         assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
     }
 }

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include "cuda_min.h"
 
@@ -281,6 +284,109 @@ static void pageable(void) {
     free(h);
 }
 
+/* The C library's calls that copy between a file or socket and memory, into the destination
+   of a device-to-host copy in flight (the host writes it) or out of it (the host reads it),
+   before the synchronize (racy) or after it (fixed). The kernel refuses a protected page
+   (EFAULT): under streamsan every call must return what it returns natively. IO bytes: more
+   than a FILE's buffer, so that fread and fwrite copy straight to and from the caller's
+   memory. Scenarios io_CALL, one per call of the table. */
+#define IO 8192
+ssize_t __read_chk(int, void *, size_t, size_t);
+static const struct {
+    const char *call;
+    int into; /* the call writes the program's memory */
+} IO_CALLS[] = {
+    {"read", 1}, {"__read_chk", 1}, {"pread", 1}, {"readv", 1}, {"preadv", 1}, {"recv", 1}, {"recvfrom", 1},
+    {"recvmsg", 1}, {"fread", 1}, {"write", 0}, {"pwrite", 0}, {"writev", 0}, {"pwritev", 0}, {"send", 0},
+    {"sendto", 0}, {"sendmsg", 0}, {"fwrite", 0},
+};
+static int io_file, io_socket[2];
+
+static ssize_t transfer(const char *call, unsigned char *p) {
+    struct iovec iov = {p, IO};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    int sock = io_socket[0];
+    FILE *f = NULL;
+    ssize_t n = -2;
+    if (!strcmp(call, "read")) n = read(sock, p, IO);
+    if (!strcmp(call, "__read_chk")) n = __read_chk(sock, p, IO, IO);
+    if (!strcmp(call, "pread")) n = pread(io_file, p, IO, 0);
+    if (!strcmp(call, "readv")) n = readv(sock, &iov, 1);
+    if (!strcmp(call, "preadv")) n = preadv(io_file, &iov, 1, 0);
+    if (!strcmp(call, "recv")) n = recv(sock, p, IO, MSG_WAITALL);
+    if (!strcmp(call, "recvfrom")) n = recvfrom(sock, p, IO, MSG_WAITALL, NULL, NULL);
+    if (!strcmp(call, "recvmsg")) n = recvmsg(sock, &msg, MSG_WAITALL);
+    if (!strcmp(call, "write")) n = write(sock, p, IO);
+    if (!strcmp(call, "pwrite")) n = pwrite(io_file, p, IO, 0);
+    if (!strcmp(call, "writev")) n = writev(sock, &iov, 1);
+    if (!strcmp(call, "pwritev")) n = pwritev(io_file, &iov, 1, 0);
+    if (!strcmp(call, "send")) n = send(sock, p, IO, 0);
+    if (!strcmp(call, "sendto")) n = sendto(sock, p, IO, 0, NULL, 0);
+    if (!strcmp(call, "sendmsg")) n = sendmsg(sock, &msg, 0);
+    if (!strcmp(call, "fread") || !strcmp(call, "fwrite")) {
+        f = fdopen(dup(io_file), "r+");
+        n = call[1] == 'r' ? (ssize_t)fread(p, 1, IO, f) : (ssize_t)fwrite(p, 1, IO, f);
+        fclose(f);
+    }
+    return n;
+}
+
+static void io(const char *call, int into) {
+    static unsigned char payload[IO];
+    memset(payload, 42, IO);
+    char path[] = "/tmp/streamsan-io-XXXXXX";
+    io_file = mkstemp(path);
+    unlink(path);
+    if (io_file < 0 || pwrite(io_file, payload, IO, 0) != IO || socketpair(AF_UNIX, SOCK_STREAM, 0, io_socket)) {
+        perror("io setup");
+        exit(3);
+    }
+    if (into && write(io_socket[1], payload, IO) != IO) exit(3);
+    unsigned char *h = pinned(IO);
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    ssize_t n = transfer(call, h);
+    CHECK(cuStreamSynchronize(s));
+    unsigned char back = 0;
+    if (!into && pread(io_file, &back, 1, 0) == 1 && back == 42) {
+        /* The file still holds the payload: the call wrote to the socket. */
+        if (read(io_socket[1], &back, 1) != 1) back = 255;
+    }
+    printf("%s returned %zd, h[0] %d h[%d] %d, copied out %d\n", call, n, load(h), IO - 1, load(h + IO - 1), back);
+}
+
+/* A file read refills the staging buffer of a host-to-device copy in flight. */
+static void io_refill(void) {
+    unsigned char *h = pinned(IO);
+    int pipe_ends[2];
+    static unsigned char payload[IO];
+    memset(payload, 42, IO);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pipe_ends) || write(pipe_ends[1], payload, IO) != IO) exit(3);
+    memset(h, 1, N);
+    CHECK(cuMemcpyHtoDAsync_v2(d, h, N, s));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    ssize_t n = read(pipe_ends[0], h, IO);
+    CHECK(cuStreamSynchronize(s));
+    unsigned char back[N];
+    CHECK(cuMemcpyDtoH_v2(back, d, N));
+    printf("read returned %zd, device %d\n", n, back[0]);
+}
+
+/* A read into other data on the page of a copy's destination: no race (noted), and the read
+   succeeds. */
+static void io_shared_page(void) {
+    unsigned char *a = pinned(64), *b = pinned(64);
+    if (((uintptr_t)a >> 12) != ((uintptr_t)b >> 12)) exit(3);
+    int ends[2];
+    unsigned char payload[32];
+    memset(payload, 42, sizeof payload);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) || write(ends[1], payload, sizeof payload) != sizeof payload) exit(3);
+    CHECK(cuMemcpyDtoHAsync_v2(a, d, 64, s));
+    ssize_t n = racy ? read(ends[0], b, 32) : 0;
+    CHECK(cuStreamSynchronize(s));
+    printf("read returned %zd, a %d b %d\n", n, load(a), load(b));
+}
+
 static const struct {
     const char *name;
     const char *kind;
@@ -301,12 +407,15 @@ static const struct {
     {"exit_after", "host-race", exit_after},
     {"pageable", "none", pageable},
     {"own_crash", "crash", own_crash},
+    {"io_refill", "host-race", io_refill},
+    {"io_shared_page", "none", io_shared_page},
 };
 
 int main(int argc, char **argv) {
     size_t count = sizeof SCENARIOS / sizeof SCENARIOS[0];
     if (argc == 2 && strcmp(argv[1], "list") == 0) {
         for (size_t i = 0; i < count; i++) printf("%s %s\n", SCENARIOS[i].name, SCENARIOS[i].kind);
+        for (size_t i = 0; i < sizeof IO_CALLS / sizeof IO_CALLS[0]; i++) printf("io_%s host-race\n", IO_CALLS[i].call);
         return 0;
     }
     if (argc != 3 || (strcmp(argv[2], "racy") != 0 && strcmp(argv[2], "fixed") != 0)) {
@@ -318,6 +427,13 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], SCENARIOS[i].name) == 0) {
             setup();
             SCENARIOS[i].run();
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof IO_CALLS / sizeof IO_CALLS[0]; i++) {
+        if (strncmp(argv[1], "io_", 3) == 0 && strcmp(argv[1] + 3, IO_CALLS[i].call) == 0) {
+            setup();
+            io(IO_CALLS[i].call, IO_CALLS[i].into);
             return 0;
         }
     }

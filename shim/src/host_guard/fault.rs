@@ -27,7 +27,7 @@ use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 
 use super::{actions, table};
-use crate::sites::python;
+use crate::sites::{python, stack};
 
 /// Native frames kept per fault.
 pub const DEPTH: usize = 24;
@@ -51,14 +51,18 @@ pub enum Verdict {
     Outside { copy: CopyBytes },
 }
 
-/// One fault, as the handler saw it.
+/// One fault, as the handler saw it, or one system call's bytes on guarded pages
+/// ([`super::calls`]).
 pub struct Fault {
     pub verdict: Verdict,
+    /// The bytes accessed: a fault's address (its width unknown), a call's whole span.
     pub addr: u64,
+    pub len: u64,
     /// The operating system's id of the faulting thread.
     pub tid: u32,
     /// The faulting instruction's address plus one (as a return address would be), then
-    /// the return addresses of its callers.
+    /// the return addresses of its callers; for a call, the return addresses from the
+    /// program's call.
     pub native: [u64; DEPTH],
     pub native_len: usize,
     pub python: [python::RawFrame; python::DEPTH],
@@ -149,7 +153,7 @@ pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *m
     if code == SEGV_ACCERR {
         match table::read(|t| classify(&t.ranges, addr, was_write(context))) {
             Some(verdict) => {
-                record(verdict, addr, context);
+                record(verdict, addr, 1, Some(fault_ip(context)));
                 let page = table::page_of(addr);
                 // SAFETY: a page of a guarded range: its ordinary protection back.
                 unsafe {
@@ -174,9 +178,11 @@ pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *m
     actions::chain(signal, info, context);
 }
 
-/// Writes a fault into a free slot and wakes the watcher. When every slot stays full for a
-/// second (the watcher stuck), the fault is counted as dropped.
-fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
+/// Writes a fault into a free slot and wakes the watcher. `ip`: the faulting instruction,
+/// whose frame is the innermost kept; without one (a call), the frames from the first
+/// outside the shim. When every slot stays full for a second (the watcher stuck), the fault
+/// is counted as dropped.
+pub fn record(verdict: Verdict, addr: u64, len: u64, ip: Option<u64>) {
     let mut slot = None;
     for _ in 0..1000 {
         slot =
@@ -192,24 +198,42 @@ fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let ip = fault_ip(context);
     let mut native = [0u64; DEPTH];
-    // The faulting instruction, as if it were a return address: reports look up the byte
-    // before a return address (`stack::resolve`), here the faulting instruction's first.
-    native[0] = ip + 1;
-    let mut len = 1;
+    let mut depth = 0;
+    if let Some(ip) = ip {
+        // The faulting instruction, as if it were a return address: reports look up the byte
+        // before a return address (`stack::resolve`), here the faulting instruction's first.
+        native[0] = ip + 1;
+        depth = 1;
+    }
+    let shim = stack::shim_range();
     let mut found = false;
-    // SAFETY: the unwinder walks this thread's stack through the signal frame; the closure
-    // only stores addresses. Frames up to the faulting one are the handler's own.
+    // SAFETY: the unwinder walks this thread's stack (through the signal frame, for a fault);
+    // the closure only stores addresses. Frames up to the faulting one, or inside the shim,
+    // are the guard's own.
     unsafe {
         backtrace::trace_unsynchronized(|frame| {
             let at = frame.ip() as u64;
-            if found && at != 0 {
-                native[len] = at;
-                len += 1;
+            if at == 0 {
+                return false;
             }
-            found |= at == ip || at == ip + 1;
-            len < DEPTH
+            if found {
+                native[depth] = at;
+                depth += 1;
+            } else {
+                match ip {
+                    // The faulting frame is in `native` already; the ones after it follow.
+                    Some(ip) => found = at == ip || at == ip + 1,
+                    // The first frame outside the shim returns into the program's call.
+                    None if !(shim.0..shim.1).contains(&at) => {
+                        found = true;
+                        native[0] = at;
+                        depth = 1;
+                    }
+                    None => {}
+                }
+            }
+            depth < DEPTH
         });
     }
     let mut python = [(0usize, 0); python::DEPTH];
@@ -217,7 +241,9 @@ fn record(verdict: Verdict, addr: u64, context: *mut core::ffi::c_void) {
     // SAFETY: gettid is a system call.
     let tid = unsafe { libc::gettid() } as u32;
     // SAFETY: this thread owns the slot (WRITING).
-    unsafe { (*slot.fault.get()).write(Fault { verdict, addr, tid, native, native_len: len, python, python_len }) };
+    unsafe {
+        (*slot.fault.get()).write(Fault { verdict, addr, len, tid, native, native_len: depth, python, python_len })
+    };
     slot.state.store(READY, Ordering::Release);
     wake();
 }

@@ -23,15 +23,20 @@
 //! Pageable memory is never guarded: the driver itself reads and writes it on the CPU to
 //! stage a copy, and such copies are ordered with the host anyway (SEMANTICS.md).
 //!
-//! Limits: a system call that writes into a guarded page (`read(2)` into the destination of
-//! a copy in flight, or into other data on its pages) fails with `EFAULT` instead of
-//! faulting, unseen; memory registered read-only gets read and write access back when its
+//! The kernel does not fault on a protected page: a system call into one fails with
+//! `EFAULT`. So the C library's calls that copy between files or sockets and memory
+//! (`read`, `write`, `recv`, `fread`, ...) are interposed and check their bytes first, as a
+//! fault there would be ([`calls`]).
+//!
+//! Limits: raw system calls and asynchronous I/O into a guarded page fail with `EFAULT`,
+//! unseen; memory registered read-only gets read and write access back when its
 //! guard is lifted; a copy captured into a graph is not guarded. A synchronous free of
 //! pinned memory with a copy in flight lifts its guard just after the driver unmapped it:
 //! another thread that maps memory at that address in between would see its protection
 //! reset to read and write.
 
 mod actions;
+mod calls;
 mod fault;
 mod table;
 
@@ -124,7 +129,7 @@ pub fn drain() {
         match f.verdict {
             fault::Verdict::Race { copy, mode } => {
                 let origin = Origin { api: "host", thread, site };
-                model().host_race(copy, HostAccess { origin, mode, addr: f.addr });
+                model().host_race(copy, HostAccess { origin, mode, lo: f.addr, hi: f.addr + f.len });
             }
             fault::Verdict::Outside { copy } => model().host_guard_gave_up(copy, table::page_of(f.addr)),
         }

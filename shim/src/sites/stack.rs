@@ -28,7 +28,7 @@ const DEPTH: usize = 24;
 const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
 
 /// The address range of the shim itself: frames in it are not the program's.
-fn shim_range() -> (u64, u64) {
+pub fn shim_range() -> (u64, u64) {
     static RANGE: OnceLock<(u64, u64)> = OnceLock::new();
     *RANGE.get_or_init(|| {
         let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };

@@ -7,4 +7,6 @@ B=/tmp/streamsan-host-races
 mkdir -p "$B"
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc -O2 -g -std=c++17 -o "$B/host_races" tests/gpu/host_races/host_races.cu || exit 1
+STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
+cc -O1 -g -Itests/scenarios -o "$B/host_races_driver" tests/scenarios/host_races.c -L"$STUBS" -lcuda -lpthread -ldl || exit 1
 python3 tests/gpu/host_races/run.py "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}"
