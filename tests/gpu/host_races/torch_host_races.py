@@ -48,6 +48,33 @@ def loader_reuse(racy):
     print("refilled 4 times" if racy else f"weight {weight[0].item():.0f}")
 
 
+def readinto_refill(racy):
+    """A loader that reads each batch from a file straight into one pinned staging buffer
+    (`readinto` a NumPy view of it) while the previous `copy_(..., non_blocking=True)` from it
+    may be in flight; fixed: an event recorded after the copy is waited on before the read.
+    The read is a system call: streamsan checks it rather than let the kernel refuse it."""
+    import tempfile
+
+    staging = torch.empty(N, pin_memory=True)
+    batch = torch.empty(N, device="cuda")
+    total = torch.zeros(N, device="cuda")
+    copied = torch.cuda.Event()
+    with tempfile.TemporaryFile() as f:
+        for step in range(1, 5):
+            f.write(torch.full((N,), float(step)).numpy().tobytes())
+        for step in range(4):
+            if not racy and step > 0:
+                copied.synchronize()
+            f.seek(step * N * 4)
+            read = f.readinto(staging.numpy().data)
+            assert read == N * 4, read
+            batch.copy_(staging, non_blocking=True)
+            copied.record()
+            total.add_(batch)
+    torch.cuda.synchronize()
+    print("read 4 batches" if racy else f"total {total[0].item():.0f}")
+
+
 class Squares(torch.utils.data.Dataset):
     def __len__(self):
         return 512
@@ -76,7 +103,12 @@ def dataloader(racy):
     print("trained")
 
 
-SCENARIOS = {"d2h_read": ("host-race", d2h_read), "loader_reuse": ("host-race", loader_reuse), "dataloader": ("none", dataloader)}
+SCENARIOS = {
+    "d2h_read": ("host-race", d2h_read),
+    "loader_reuse": ("host-race", loader_reuse),
+    "readinto_refill": ("host-race", readinto_refill),
+    "dataloader": ("none", dataloader),
+}
 
 
 def main():
