@@ -177,3 +177,82 @@ impl Model {
 fn opaque() -> Definition {
     Definition { opaque: true, ..Definition::default() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::{Access, Mode, StackId, ThreadId};
+    use crate::model::race::{NoteKind, RaceKind};
+    use crate::model::streams::StreamRef;
+    use crate::model::Alloc;
+
+    const GRAPH: u64 = 0x6000;
+    const EXEC: u64 = 0x7000;
+    const BUFFER: u64 = 0x10_0000;
+
+    fn origin(site: u32) -> Origin {
+        Origin { api: "cuGraphAddKernelNode", thread: ThreadId(1), site: StackId(site) }
+    }
+
+    /// A model with one device buffer and an empty graph.
+    fn model() -> Model {
+        let model = Model::default();
+        let alloc = Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &origin(0));
+        model.graph_created(GRAPH);
+        model
+    }
+
+    /// Adds a node writing the whole buffer, after `deps`.
+    fn writer(model: &Model, handle: u64, deps: &[u64]) {
+        let kind = NodeKind::Work { accesses: vec![Access::new(BUFFER, 256, Mode::Write)] };
+        model.graph_node_added(
+            AddedNode { graph: GRAPH, handle, deps, kind, origin: origin(handle as u32), kernel: None },
+            None,
+        );
+    }
+
+    fn launch(model: &Model) -> (Vec<RaceKind>, usize) {
+        model.graph_instantiated(EXEC, GRAPH);
+        model.graph_launch(EXEC, StreamRef::Legacy { ctx: 1 }, &origin(99));
+        let races = model.races().iter().map(|r| r.race.kind).collect();
+        let not_followed = model.notes().iter().filter(|n| n.kind == NoteKind::GraphNotFollowed).count();
+        (races, not_followed)
+    }
+
+    #[test]
+    fn an_edge_added_orders_two_writers_and_removed_no_longer_does() {
+        let ordered = model();
+        writer(&ordered, 1, &[]);
+        writer(&ordered, 2, &[]);
+        ordered.graph_edges(GRAPH, &[1], &[2], true);
+        assert_eq!(launch(&ordered), (vec![], 0));
+
+        let unordered = model();
+        writer(&unordered, 1, &[]);
+        writer(&unordered, 2, &[1]);
+        unordered.graph_edges(GRAPH, &[1], &[2], false);
+        assert_eq!(launch(&unordered), (vec![RaceKind::CrossStream], 0));
+    }
+
+    #[test]
+    fn a_node_the_model_cannot_follow_makes_the_graph_not_followed() {
+        let model = model();
+        writer(&model, 1, &[]);
+        writer(&model, 2, &[]);
+        model.graph_opaque_node_added(GRAPH);
+        assert_eq!(launch(&model), (vec![], 1), "unchecked, and noted");
+    }
+
+    #[test]
+    fn a_child_graph_the_model_does_not_know_makes_the_graph_not_followed() {
+        let model = model();
+        writer(&model, 1, &[]);
+        writer(&model, 2, &[]);
+        let child =
+            AddedNode { graph: GRAPH, handle: 3, deps: &[], kind: NodeKind::Empty, origin: origin(3), kernel: None };
+        model.graph_node_added(child, Some(0x9999));
+        assert_eq!(launch(&model), (vec![], 1), "unchecked, and noted");
+    }
+}
