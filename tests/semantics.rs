@@ -84,6 +84,21 @@ fn event_record_and_wait_order_two_streams() {
     check("event_wait", CROSS, Some("RAW"));
 }
 
+/// Each racing stream is named with where the program created it (`cuStreamCreate`).
+#[test]
+fn a_race_names_where_each_stream_was_created() {
+    let report = run_twin("event_wait", "racy").report();
+    let race = report.races.first().expect("a race");
+    for side in [&race.first, &race.second] {
+        let created = streamsan::report::describe_site(&side.stream.created_at);
+        assert!(
+            created.contains("semantics.c") && created.ends_with("in stream"),
+            "{}: created at {created}",
+            side.stream.label
+        );
+    }
+}
+
 #[test]
 fn a_wait_on_a_never_recorded_event_orders_nothing_and_is_noted() {
     check("wait_unrecorded_event", CROSS, Some("RAW"));
