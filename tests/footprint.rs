@@ -218,8 +218,10 @@ fn a_module_is_patched_again_no_more_than_the_bound() {
     assert_eq!((lines("unpatch"), lines("patch")), (unpatched, repatched), "the library saw what was counted");
     assert!(unpatched >= 2, "quiet modules are unpatched: {}", run.stderr());
     assert!(repatched <= u64::from(REPATCHES) && unpatched <= repatched + 1, "{}", run.stderr());
-    // No table went to a launch that could not write it.
+    // No table went to a launch that could not write it, and the driver's cuFuncGetModule
+    // named the module each launch callback named.
     assert_eq!(logged(&log, "measured-unpatched", "footprint_touch"), 0, "{log:?}");
+    assert_eq!(counter(&run, " launches in another module"), 0, "{}", run.stderr());
     // Launches left on their parameters say so; the race of every round is still found (on
     // the parameters' pointer, of unknown direction, where the writer was left on them).
     assert!(counter(&run, " launches to measure left on their parameters") > 0, "{}", run.stderr());

@@ -90,6 +90,9 @@ struct Engine {
     repatched: AtomicU64,
     /// Launches to measure left unmeasured: their module stays unpatched.
     left_unpatched: AtomicU64,
+    /// Launches whose function's module, as known before (from `cuFuncGetModule` or an
+    /// earlier launch), was not the module the launch callback named.
+    module_mismatch: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -207,6 +210,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         unpatched: AtomicU64::new(0),
         repatched: AtomicU64::new(0),
         left_unpatched: AtomicU64::new(0),
+        module_mismatch: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -317,7 +321,9 @@ impl Engine {
             return Ok(());
         };
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        modules.of_function.insert(function, module);
+        if known.is_none() {
+            modules.of_function.insert(function, module);
+        }
         let Some(m) = modules.by_handle.get_mut(&module) else {
             return Ok(());
         };
@@ -341,8 +347,13 @@ impl Engine {
     fn launch_begins(&self, module: Handle, armed: Armed) -> Result<(), Unmeasured> {
         let quiet_base = self.quiet_launches.load(Ordering::Relaxed);
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if armed.function != 0 && modules.of_function.get(&armed.function) != Some(&(module as usize)) {
-            modules.of_function.insert(armed.function, module as usize);
+        if armed.function != 0 {
+            match modules.of_function.insert(armed.function, module as usize) {
+                Some(before) if before != module as usize => {
+                    self.module_mismatch.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
         }
         let m = modules.by_handle.entry(module as usize).or_insert(Module::LOADED);
         let change = if armed.ask == Ask::Skip {
@@ -421,6 +432,9 @@ pub struct Counters {
     pub repatched: u64,
     /// Launches to measure left unmeasured: their module stays unpatched.
     pub left_unpatched: u64,
+    /// Launches whose module was not the one known for their function before (the driver's
+    /// `cuFuncGetModule` and the Compute Sanitizer API disagreeing, or a handle reused).
+    pub module_mismatch: u64,
 }
 
 /// What the engine did so far.
@@ -434,6 +448,7 @@ pub fn counters() -> Counters {
             unpatched: c(&e.unpatched),
             repatched: c(&e.repatched),
             left_unpatched: c(&e.left_unpatched),
+            module_mismatch: c(&e.module_mismatch),
         }
     })
 }
