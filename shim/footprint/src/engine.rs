@@ -610,9 +610,10 @@ pub fn discard(ticket: Ticket) {
 }
 
 /// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
-/// footprint to `found` (None: the table could not be read). The tables are zeroed and free
-/// again afterwards. A ticket the engine does not hold (read already by another thread, or
-/// its context destroyed) is skipped.
+/// footprint to `found` (None: the table could not be read), in ticket order (the order of
+/// the launches: the model checks a launch read after those issued before it at least cost).
+/// The tables are zeroed and free again afterwards. A ticket the engine does not hold (read
+/// already by another thread, or its context destroyed) is skipped.
 pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
     let Some(engine) = ENGINE.get() else { return };
     let mut taken: Vec<(usize, usize, Ticket)> = {
@@ -621,6 +622,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     };
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
+    let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let mut i = 0;
     let mut host = Vec::new();
@@ -645,7 +647,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
             }
-            found(ticket, measured);
+            read_out.push((ticket, measured));
             if read {
                 pool.free.push(table);
             }
@@ -654,5 +656,10 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             unsafe { (engine.api.stream_synchronize)(s) };
         }
         i = j;
+    }
+    drop(pools);
+    read_out.sort_unstable_by_key(|&(ticket, _)| ticket);
+    for (ticket, measured) in read_out {
+        found(ticket, measured);
     }
 }
