@@ -69,6 +69,9 @@ struct Engine {
     pools: Mutex<HashMap<usize, Pool>>,
     /// Contexts the patch was added to.
     patched: Mutex<Vec<usize>>,
+    /// Held around every call that adds the patch or patches or unpatches a module: the API
+    /// asks its callers to serialize them ([`Engine::serialized`]).
+    patching: Mutex<()>,
     /// Modules' patching, and which module each launched function is in.
     modules: Mutex<Modules>,
     /// Modules to patch again or to unpatch, outside callbacks ([`maintain`]).
@@ -144,6 +147,8 @@ struct Armed {
 const DISARMED: Armed = Armed { function: 0, ask: Ask::Skip, ready: false };
 
 thread_local! {
+    /// Whether this thread holds [`Engine::patching`].
+    static PATCHING: Cell<bool> = const { Cell::new(false) };
     static ARMED: Cell<Armed> = const { Cell::new(DISARMED) };
     static LAST: Cell<Outcome> = const { Cell::new(Outcome::NotAsked) };
 }
@@ -198,6 +203,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         driver,
         pools: Mutex::new(HashMap::new()),
         patched: Mutex::new(Vec::new()),
+        patching: Mutex::new(()),
         modules: Mutex::new(Modules::default()),
         changes: Mutex::new(Vec::new()),
         changes_pending: AtomicBool::new(false),
@@ -274,14 +280,14 @@ fn maintain(engine: &Engine) {
     for (module, patch) in changes {
         let handle = module as Handle;
         // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
-        let status = unsafe {
+        let status = engine.serialized(|| unsafe {
             if patch {
                 (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
                 (engine.api.patch_module)(handle)
             } else {
                 (engine.api.unpatch_module)(handle)
             }
-        };
+        });
         let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = modules.by_handle.get_mut(&module) {
             m.queued = false;
@@ -295,6 +301,20 @@ fn maintain(engine: &Engine) {
 }
 
 impl Engine {
+    /// Runs `f` (calls that add the patch, or patch or unpatch modules) while no other
+    /// thread runs such calls; the thread running them may come back in (a callback the API
+    /// makes from inside one).
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
+        if PATCHING.try_with(Cell::get).unwrap_or(false) {
+            return f();
+        }
+        let _held = self.patching.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = PATCHING.try_with(|p| p.set(true));
+        let result = f();
+        let _ = PATCHING.try_with(|p| p.set(false));
+        result
+    }
+
     fn queue(&self, module: usize, patch: bool) {
         self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module, patch));
         self.changes_pending.store(true, Ordering::Release);
@@ -459,25 +479,30 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
             // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            {
+            let added = engine.serialized(|| {
                 let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
                 if !patched.contains(&(data.context as usize)) {
                     // SAFETY: the patch image lives for the process.
                     if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) }
                         != api::SANITIZER_SUCCESS
                     {
-                        return;
+                        return false;
                     }
                     patched.push(data.context as usize);
                 }
-            }
-            unsafe {
-                (engine.api.patch_instructions)(
-                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
-                    data.module,
-                    PATCH_FUNCTION.as_ptr(),
-                );
-                (engine.api.patch_module)(data.module);
+                drop(patched);
+                unsafe {
+                    (engine.api.patch_instructions)(
+                        api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                        data.module,
+                        PATCH_FUNCTION.as_ptr(),
+                    );
+                    (engine.api.patch_module)(data.module);
+                }
+                true
+            });
+            if !added {
+                return;
             }
             // A new module at a handle an unloaded one had: patched, counted afresh, and no
             // function known to be in it yet.
