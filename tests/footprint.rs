@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{compile_c, link_cuda, run_with, standin_sanitizer, Run, RunOptions};
+use common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
+use streamsan_footprint::REPATCHES;
 
 fn footprint_program() -> std::path::PathBuf {
     compile_c("footprint", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
@@ -13,20 +14,70 @@ fn footprint_program() -> std::path::PathBuf {
 
 /// Runs a scenario with `footprint=MODE` and the stand-in sanitizer; `extra` more variables.
 fn run_mode(scenario: &str, twin: &str, mode: &str, extra: &[(&'static str, String)]) -> Run {
+    run_rounds(scenario, twin, mode, 1, extra).0
+}
+
+/// Runs `ROUNDS` rounds of a scenario with `footprint=MODE`, the engine's counters traced;
+/// returns the run and the stand-in sanitizer's log (`measured NAME`, `patch MODULE`, ...).
+fn run_rounds(
+    scenario: &str,
+    twin: &str,
+    mode: &str,
+    rounds: u32,
+    extra: &[(&'static str, String)],
+) -> (Run, Vec<String>) {
+    let log = scratch("sanitizer").join("sanitizer.log");
     let mut env = vec![
         ("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string()),
         ("STREAMSAN_OPTIONS", format!("footprint={mode}")),
+        ("STREAMSAN_FOOTPRINT_TRACE", "counters".into()),
+        ("STANDIN_SANITIZER_LOG", log.display().to_string()),
     ];
     env.extend(extra.iter().cloned());
-    let run = run_with(&footprint_program(), &[scenario, twin], RunOptions { env, ..Default::default() });
+    let rounds = rounds.to_string();
+    let run = run_with(&footprint_program(), &[scenario, twin, &rounds], RunOptions { env, ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
     assert_eq!(run.stdout(), format!("footprint {scenario} {twin}: done\n"), "the program's own output, unchanged");
-    run
+    let log = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect();
+    (run, log)
 }
 
+/// Lines of the stand-in sanitizer's log that are `WHAT NAME`.
+fn logged(log: &[String], what: &str, name: &str) -> usize {
+    log.iter().filter(|l| **l == format!("{what} {name}")).count()
+}
+
+/// The number before `after` in the engine's counters (`STREAMSAN_FOOTPRINT_TRACE=counters`).
+fn counter(run: &Run, after: &str) -> u64 {
+    let stderr = run.stderr();
+    let at = stderr.find(after).unwrap_or_else(|| panic!("no counter {after:?} in {stderr}"));
+    let before = stderr[..at].trim_end();
+    before[before.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1)..].parse().expect("a count")
+}
+
+/// Each race's (kind, hazard, first access, second access) and how often it was found.
+fn race_counts(run: &Run) -> Vec<(RaceShape, u64)> {
+    run.reports()
+        .iter()
+        .flat_map(|r| r.races.iter())
+        .map(|r| {
+            let key = (
+                r.kind.to_string(),
+                r.hazard.map(|h| h.to_string()),
+                r.first.access.to_string(),
+                r.second.access.to_string(),
+            );
+            (key, r.count)
+        })
+        .collect()
+}
+
+/// A race's kind, hazard, first access and second access.
+type RaceShape = (String, Option<String>, String, String);
+
 /// (kind, hazard, first access, second access) of each race.
-fn races(run: &Run) -> Vec<(String, Option<String>, String, String)> {
+fn races(run: &Run) -> Vec<RaceShape> {
     run.reports()
         .iter()
         .flat_map(|r| r.races.iter())
@@ -45,7 +96,7 @@ fn notes(run: &Run) -> Vec<String> {
     run.reports().iter().flat_map(|r| r.notes.iter()).map(|n| n.kind.to_string()).collect()
 }
 
-fn race(kind: &str, hazard: Option<&str>, first: &str, second: &str) -> (String, Option<String>, String, String) {
+fn race(kind: &str, hazard: Option<&str>, first: &str, second: &str) -> RaceShape {
     (kind.into(), hazard.map(Into::into), first.into(), second.into())
 }
 
@@ -115,30 +166,87 @@ fn a_free_issued_while_a_launch_is_pending_is_checked_against_its_footprint() {
 
 #[test]
 fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
-    let dir = std::env::temp_dir().join(format!("streamsan-learn-{}", std::process::id()));
-    let _ = std::fs::remove_file(&dir);
-    let log = ("STANDIN_SANITIZER_LOG", dir.display().to_string());
-    let run = run_with(
-        &footprint_program(),
-        &["interior", "racy", "3"],
-        RunOptions {
-            env: vec![
-                ("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string()),
-                ("STREAMSAN_OPTIONS", "footprint=learn".into()),
-                log.clone(),
-            ],
-            ..Default::default()
-        },
-    );
-    run.assert_ran();
-    let measured = std::fs::read_to_string(&dir).unwrap_or_default();
+    let (run, log) = run_rounds("interior", "racy", "learn", 3, &[]);
     // Two keys (the writer's and the reader's scalars differ), each measured once.
-    assert_eq!(measured.lines().count(), 2, "{measured}");
-    let found =
-        run.reports().iter().flat_map(|r| r.races.iter()).map(|r| (r.kind.to_string(), r.count)).collect::<Vec<_>>();
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
     // Rounds 2 and 3 are checked at issue with the learnt extents: the same race, 3 times.
-    assert_eq!(found, vec![("cross-stream-race".to_string(), 3)]);
-    let _ = std::fs::remove_file(&dir);
+    let found = race_counts(&run);
+    assert_eq!(found, vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+}
+
+#[test]
+fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race() {
+    // 1,300 granules written: the table holds 1,024, the rest are one cover.
+    let exact = run_mode("overflow", "racy", "exact", &[]);
+    assert_eq!(races(&exact), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert!(notes(&exact).contains(&"footprint-overflow".to_string()), "{:?}", notes(&exact));
+    let (learn, log) = run_rounds("overflow", "racy", "learn", 3, &[]);
+    // The writer and the reader measured once each: the overflowed key was learnt.
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
+    assert_eq!(race_counts(&learn), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    let notes = notes(&learn);
+    assert!(notes.contains(&"footprint-learnt-cover".to_string()), "{notes:?}");
+    assert_eq!(counter(&learn, " with a cover"), 1, "{}", learn.stderr());
+    let (fixed, _) = run_rounds("overflow", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
+fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
+    // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
+    // at every launch: a key per size once the step is seen not to move the footprint. (Before,
+    // every launch was a new key, and the two sizes never let its keys agree.)
+    let (run, log) = run_rounds("steps", "racy", "learn", 8, &[]);
+    let measured = logged(&log, "measured", "footprint_step");
+    // One launch per size, and the two further changes of the step that leave it out.
+    assert_eq!(measured, 2 + streamsan::model::learnt::IGNORED_AFTER as usize, "{log:?}");
+    assert_eq!(counter(&run, " words left out of keys"), 1, "{}", run.stderr());
+    // Every round's race is found, measured or learnt.
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
+    let (fixed, _) = run_rounds("steps", "fixed", "learn", 8, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
+fn a_module_is_patched_again_no_more_than_the_bound() {
+    // Every round: 300 launches of a learnt key (the module goes quiet and is unpatched), then
+    // a new key of that kernel and a kernel never launched before (each asks for the module
+    // to be patched again).
+    let (run, log) = run_rounds("toggle", "racy", "learn", 8, &[]);
+    let (unpatched, repatched) = (counter(&run, " times, patched again"), counter(&run, " times; "));
+    let lines = |what: &str| log.iter().filter(|l| l.starts_with(&format!("{what} "))).count() as u64;
+    assert_eq!((lines("unpatch"), lines("patch")), (unpatched, repatched), "the library saw what was counted");
+    assert!(unpatched >= 2, "quiet modules are unpatched: {}", run.stderr());
+    assert!(repatched <= u64::from(REPATCHES) && unpatched <= repatched + 1, "{}", run.stderr());
+    // No table went to a launch that could not write it, and the driver's cuFuncGetModule
+    // named the module each launch callback named.
+    assert_eq!(logged(&log, "measured-unpatched", "footprint_touch"), 0, "{log:?}");
+    assert_eq!(counter(&run, " launches in another module"), 0, "{}", run.stderr());
+    // Launches left on their parameters say so; the race of every round is still found (on
+    // the parameters' pointer, of unknown direction, where the writer was left on them).
+    assert!(counter(&run, " launches to measure left on their parameters") > 0, "{}", run.stderr());
+    assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
+    let found = race_counts(&run);
+    assert_eq!(found.iter().map(|(_, n)| n).sum::<u64>(), 8, "{found:?}");
+    assert!(found.iter().all(|((kind, _, _, second), _)| kind == "cross-stream-race" && second == "read"), "{found:?}");
+}
+
+#[test]
+fn learnt_footprints_find_every_race_exact_footprints_find() {
+    // Each scenario, three rounds: learn measures some launches and applies what it learnt to
+    // the others; every race exact mode finds, it finds as often, and its fixed twins are clean.
+    for scenario in ["interior", "struct", "later", "out-of-order", "strided", "atomics", "free", "overflow", "steps"] {
+        let (exact, _) = run_rounds(scenario, "racy", "exact", 3, &[]);
+        let (learn, _) = run_rounds(scenario, "racy", "learn", 3, &[]);
+        let (exact, learn) = (race_counts(&exact), race_counts(&learn));
+        assert!(!exact.is_empty(), "{scenario}: exact finds its race");
+        for (race, count) in &exact {
+            let found = learn.iter().find(|(r, _)| r == race).map_or(0, |(_, c)| *c);
+            assert!(found >= *count, "{scenario}: {race:?} found {count} times in exact, {found} in learn: {learn:?}");
+        }
+        let (fixed, _) = run_rounds(scenario, "fixed", "learn", 3, &[]);
+        assert_eq!(races(&fixed), vec![], "{scenario}: fixed twin under learn");
+    }
 }
 
 #[test]

@@ -34,6 +34,7 @@ use crate::hash::FastSet;
 use super::buffers::Found;
 use super::clock::{Epoch, Slot, VectorClock};
 use super::definition::NodeKind;
+use super::learnt::Learning;
 use super::op::{Access, Mode, OpRecord, StackId, ThreadId};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use super::rules::work::Checked;
@@ -60,9 +61,9 @@ struct Pending {
     /// What its parameters say (the union with what is measured: memory reached without a
     /// patch point, such as Hopper's bulk tensor copies, is seen by no measure).
     guess: Vec<Access>,
-    /// The key and kernel to learn its footprint under ([`super::learnt`]), in
+    /// Its kernel and words, to learn its footprint from ([`super::learnt`]), in
     /// `footprint=learn`.
-    learn: Option<(u64, u64)>,
+    learn: Option<Learning>,
 }
 
 /// An access (or a free) issued while some launch was pending.
@@ -159,6 +160,14 @@ impl Deferred {
     }
 }
 
+/// What the engine measured of a launch: byte ranges, and, where its table overflowed, one
+/// cover of the accesses that found no entry (bytes between them may not have been touched).
+#[derive(Clone, Copy, Debug)]
+pub struct Footprint<'a> {
+    pub ranges: &'a [Access],
+    pub cover: Option<Access>,
+}
+
 /// The mode of a measured range: what its flags (the engine's READ 1, WRITE 2, ATOMIC 4)
 /// say it did.
 pub fn measured_mode(flags: u32) -> Mode {
@@ -175,8 +184,8 @@ impl Model {
     /// clock taken) and checked when [`Model::launch_measured`] gives its accesses. `work`'s
     /// accesses are what its parameters say. Returns false when the stream captures: the
     /// launch became a graph node with those accesses, and no footprint will come. `learn`:
-    /// the key under which to learn its footprint.
-    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<(u64, u64)>) -> bool {
+    /// what to learn its footprint under.
+    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<Learning>) -> bool {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
         {
@@ -236,7 +245,7 @@ impl Model {
     /// The measured accesses of the pending launch `ticket` (None: it could not be measured;
     /// its parameters' accesses stand alone). Checks it against what was issued before and
     /// after it, then records it.
-    pub fn launch_measured(&self, ticket: u64, measured: Option<&[Access]>) {
+    pub fn launch_measured(&self, ticket: u64, measured: Option<Footprint<'_>>) {
         let (pending, later) = {
             let mut window = self.deferred.window();
             let Some(at) = window.pending.iter().position(|p| p.ticket == ticket) else {
@@ -248,8 +257,8 @@ impl Model {
             (pending, later)
         };
         let accesses = self.union(&pending, measured);
-        if let (Some((key, kernel)), Some(measured)) = (pending.learn, measured) {
-            self.learn(key, kernel, &pending.guess, measured);
+        if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
+            self.learn(learning, &pending.guess, measured, pending.op);
         }
         let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
         let mut found = Vec::new();
@@ -311,14 +320,14 @@ impl Model {
         self.publish(found);
     }
 
-    /// What the launch is taken to have touched: its measured ranges, joined per buffer to
-    /// at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers the measure
-    /// did not see.
-    fn union(&self, pending: &Pending, measured: Option<&[Access]>) -> Vec<Access> {
+    /// What the launch is taken to have touched: its measured ranges and cover, joined per
+    /// buffer to at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers
+    /// the measure did not see.
+    fn union(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
         let Some(measured) = measured else {
             return pending.guess.clone();
         };
-        let mut out: Vec<Access> = measured.to_vec();
+        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
         out.sort_unstable_by_key(|a| a.addr);
         let mut compact: Vec<Access> = Vec::with_capacity(out.len());
         let mut i = 0;

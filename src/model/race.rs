@@ -168,9 +168,13 @@ named_enum! {
         /// A measured launch touched more granules than its table holds: the rest of its bytes
         /// were taken as one cover.
         FootprintOverflow = "footprint-overflow",
-        /// A launch to be measured found no table free (too many unread): its parameters stood
-        /// in for its footprint.
+        /// A launch to be measured was not (subject: a [`FootprintUnmeasured`] as a number):
+        /// its parameters stood in for its footprint.
         FootprintUnmeasured = "footprint-unmeasured",
+        /// What was learnt of a kernel (subject: the kernel's key) holds the cover of a table
+        /// that overflowed: later launches take the cover's part in each buffer a pointer
+        /// parameter points into.
+        FootprintLearntCover = "footprint-learnt-cover",
         /// The host touched other data on a page guarded for a copy in flight: the page was
         /// unprotected, and host races on it go unseen until that copy is done.
         HostGuardGaveUp = "host-guard-gave-up",
@@ -184,6 +188,17 @@ pub enum FootprintUnavailable {
     NoLibrary = 0,
     OtherSubscriber = 1,
     Refused = 2,
+}
+
+/// Why a launch to be measured was not (a [`NoteKind::FootprintUnmeasured`] note's subject).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum FootprintUnmeasured {
+    /// Every table was waiting to be read (the program did not synchronize for long).
+    NoTable = 0,
+    /// `footprint=learn`: its module stays unpatched (it was patched again as often as it
+    /// may be).
+    ModuleUnpatched = 1,
 }
 
 /// A note: counted once per (kind, call site).

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::model::host_access::HOST_API;
 use crate::model::op::ThreadId;
-use crate::model::race::FootprintUnavailable;
+use crate::model::race::{FootprintUnavailable, FootprintUnmeasured};
 use crate::model::streams::StreamKind;
 
 use super::{program_frame, AccessKind, FixAction, Frame, NoteKind, OpReport, Operation, RaceReport, Report};
@@ -202,9 +202,16 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             "a launch of {} touched more 64 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
             kernel.unwrap_or("a kernel")
         ),
+        NoteKind::FootprintUnmeasured if subject == FootprintUnmeasured::ModuleUnpatched as u64 => {
+            "launches that footprint=learn had not learnt ran in an unpatched module (patched again as often as it may be, or being patched again): their parameters' pointers stood in".into()
+        }
         NoteKind::FootprintUnmeasured => {
             "launches found every footprint table waiting to be read (the program did not synchronize for a long time): their parameters' pointers stood in".into()
         }
+        NoteKind::FootprintLearntCover => format!(
+            "a launch of {} touched more 64 KiB granules than its table holds; what was learnt of it keeps the cover of the rest as its part in each buffer a parameter points into, applied to later launches",
+            kernel.unwrap_or("a kernel")
+        ),
         NoteKind::HostGuardGaveUp => format!(
             "the host touched other data on page {subject:#x}, which holds bytes of {api} on {on} in flight: host races on that page went unchecked until the copy was done"
         ),

@@ -1,7 +1,8 @@
 /* Footprints: races that kernels' parameters hide, for the stand-in driver with the stand-in
    Compute Sanitizer library (tests/standin-sanitizer), which plays the device for kernels
    named footprint_*: each touches what its parameters list as (address, length, flags)
-   triples (flags: 1 read, 2 write, 4 atomic). Usage: footprint SCENARIO racy|fixed [ROUNDS]
+   triples (flags: 1 read, 2 write, 4 atomic; bits 8-15 the log2 of a strided triple's
+   spacing). Usage: footprint SCENARIO racy|fixed [ROUNDS]
    "fixed" orders the second stream after the first with an event. Exit 0 when it ran. */
 #include <string.h>
 #include "cuda_min.h"
@@ -11,22 +12,45 @@
 #define W 2
 #define A 4
 #define STRIDED(count, len) ((1ull << 63) | ((unsigned long long)(count) << 32) | (len))
+#define SPACED(shift) ((unsigned long long)(shift) << 8)
+#define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
+#define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" */
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
-   direction or extent). footprint_args: the triple inside a by-value struct. */
+   direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
+   the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch. */
+#define TOUCH_ENTRY(name)                                                                     \
+    ".visible .entry " name "(\n  .param .u64 " name "_param_0,\n  .param .u64 " name "_param_1,\n" \
+    "  .param .u64 " name "_param_2\n)\n{\n ret;\n}\n"
 static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
-    ".visible .entry footprint_touch(\n"
-    "  .param .u64 footprint_touch_param_0,\n  .param .u64 footprint_touch_param_1,\n"
-    "  .param .u64 footprint_touch_param_2\n)\n{\n ret;\n}\n"
-    ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n";
+    TOUCH_ENTRY("footprint_touch")
+    ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_step(\n"
+    "  .param .u64 footprint_step_param_0,\n  .param .u64 footprint_step_param_1,\n"
+    "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
+    TOUCH_ENTRY("footprint_fresh0") TOUCH_ENTRY("footprint_fresh1") TOUCH_ENTRY("footprint_fresh2")
+    TOUCH_ENTRY("footprint_fresh3") TOUCH_ENTRY("footprint_fresh4") TOUCH_ENTRY("footprint_fresh5")
+    TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7");
 
-static CUfunction touch, args;
+static CUfunction touch, args, step, fresh[FRESH];
 
 static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f = flags;
     void *params[] = {&a, &l, &f};
     CHECK(cuLaunchKernel(touch, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+static void launch_step(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long n) {
+    unsigned long long a = p, l = len, f = W, count = n;
+    void *params[] = {&a, &l, &f, &count};
+    CHECK(cuLaunchKernel(step, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+static void launch_fresh(CUstream s, int which, CUdeviceptr p, unsigned long long len) {
+    unsigned long long a = p, l = len, f = W;
+    void *params[] = {&a, &l, &f};
+    CHECK(cuLaunchKernel(fresh[which % FRESH], 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
 static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
@@ -37,7 +61,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint interior|struct|later|out-of-order|strided|atomics|free racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|toggle racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -48,7 +72,7 @@ int main(int argc, char **argv) {
     CUmodule module;
     CUstream a, b;
     CUevent done;
-    CUdeviceptr x, y;
+    CUdeviceptr x, y, big = 0;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -56,6 +80,12 @@ int main(int argc, char **argv) {
     CHECK(cuModuleLoadData(&module, PTX));
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
+    CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
+    for (int i = 0; i < FRESH; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "footprint_fresh%d", i);
+        CHECK(cuModuleGetFunction(&fresh[i], module, name));
+    }
     CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&done, 0));
@@ -63,6 +93,7 @@ int main(int argc, char **argv) {
     CHECK(cuMemAlloc_v2(&y, N));
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
+    if (strcmp(scenario, "overflow") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
     CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
     for (int round = 0; round < rounds; round++) {
         if (strcmp(scenario, "interior") == 0) {
@@ -108,6 +139,29 @@ int main(int argc, char **argv) {
             launch_touch(a, z + 100, 8, R);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             CHECK(cuMemFreeAsync(z, b));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "overflow") == 0) {
+            /* A writes 4 bytes in each of 1,300 64 KiB granules of big (more than a table
+               holds); B reads bytes A wrote in the 1,000th. */
+            launch_touch(a, big, STRIDED(1300, 4), W | SPACED(16));
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, big + 1000ull * 65536, 4, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "steps") == 0) {
+            /* A writes the first half or quarter of x (in turn), with a step count that
+               changes at every launch; B reads 8 bytes both cover. */
+            launch_step(a, x, round % 2 ? N / 4 : N / 2, round);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + N / 4 - 8, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "toggle") == 0) {
+            /* One module: 300 launches of one learnt key, then a new key of that kernel and a
+               kernel never launched before, every round; B reads what the new key wrote. */
+            for (int i = 0; i < 300; i++) launch_touch(a, x, 64, W);
+            launch_touch(a, y, 128 + 64ull * round, W);
+            launch_fresh(a, round, x + 4096, 64);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, y, 8, R);
             CHECK(cuCtxSynchronize());
         } else {
             fprintf(stderr, "unknown scenario %s\n", scenario);

@@ -3,9 +3,15 @@
 # (footprint.fatbin.source-sha256), which a test compares with the source: a change to the
 # patch without a rebuild fails CI. Needs a CUDA compiler (a toolkit's nvcc, or pip's
 # nvidia-cuda-nvcc + nvidia-cuda-crt + nvidia-nvvm) and the Compute Sanitizer headers
-# (a toolkit's compute-sanitizer/include, or pip's nvidia-cuda-sanitizer-api-cu12):
+# (a toolkit's compute-sanitizer/include, or pip's nvidia-cuda-sanitizer-api):
 #
 #   NVCC=/usr/local/cuda/bin/nvcc SANITIZER_INCLUDE=/usr/local/cuda/compute-sanitizer/include \
+#     shim/footprint/patch/build.sh
+#
+# With pip's packages (nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime
+# nvidia-cuda-sanitizer-api in a venv, C=<venv>/lib/python3.X/site-packages/nvidia/cu13):
+#
+#   NVCC=$C/bin/nvcc SANITIZER_INCLUDE=$C/compute-sanitizer/include CUDA_INCLUDE=$C/include \
 #     shim/footprint/patch/build.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

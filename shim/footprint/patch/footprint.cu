@@ -9,11 +9,15 @@
 // the lanes of a warp that touch the same 64 KiB granule first agree on one [lo, hi) and one
 // set of flags (__match_any_sync and warp reductions), and one lane per granule updates the
 // launch's table, reading before it writes so that the common case (bytes already covered)
-// is a load and no atomic.
+// is a load and no atomic. The reads are few trips to memory, each waited for in turn by the
+// whole warp: an entry is read whole in one 16-byte load (its granule and what it holds), a
+// granule not at its first slot has its other slots read at once, and the atomics' results
+// are never waited for. A launch with no table (footprint=learn's learnt launches in a
+// patched module, graph kernel nodes) returns from an entry that saves almost nothing.
 //
 // The table (one per launch, chosen by the host with sanitizerSetLaunchCallbackData) is an
 // open-addressing hash of granules. Its layout is shared with the host reader
-// (shim/footprint/src/record.rs) and must change with it:
+// (shim/footprint/src/table.rs) and must change with it:
 //
 //   struct Table {                 // FOOTPRINT_TABLE_BYTES in all
 //     u32 overflow;                // set when a granule found no entry
@@ -40,6 +44,8 @@
 #define FOOTPRINT_ENTRIES 1024u
 #define FOOTPRINT_PROBES 16u
 #define GRANULE_SHIFT 16
+// Slots whose granules are read at once when a granule is not at its first.
+#define PROBE_BATCH 8u
 
 struct Entry {
     uint32_t granule;
@@ -65,40 +71,84 @@ static __device__ __forceinline__ uint32_t flags_of(uint32_t sanitizer_flags) {
     return f;
 }
 
-static __device__ __forceinline__ void update(Entry* e, uint32_t lo, uint32_t hi, uint32_t flags) {
-    // Read first: most warps touch bytes whose granule is already covered that far.
-    volatile Entry* v = e;
-    if ((v->flags & flags) != flags) atomicOr(&e->flags, flags);
-    if (v->lo_inv < ~lo) atomicMax(&e->lo_inv, ~lo);
-    if (v->hi < hi) atomicMax(&e->hi, hi);
+// 16 aligned bytes of a table in one load: an entry (granule, flags, lo_inv, hi), or the
+// header's first half (overflow, cover_flags, cover_lo_inv). Every field only grows, so a
+// value read is never ahead of the truth: "covered" read is covered.
+static __device__ __forceinline__ uint4 load16(const void* p) {
+    uint4 v;
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
 }
 
-static __device__ void insert(Table* t, uint32_t granule, uint32_t lo, uint32_t hi, uint32_t flags, uint64_t addr_lo, uint64_t addr_hi) {
+static __device__ __forceinline__ void update(Entry* e, uint4 seen, uint32_t lo, uint32_t hi, uint32_t flags) {
+    if ((seen.y & flags) != flags) atomicOr(&e->flags, flags);
+    if (seen.z < ~lo) atomicMax(&e->lo_inv, ~lo);
+    if (seen.w < hi) atomicMax(&e->hi, hi);
+}
+
+// Claims `e` for `granule` if it is free (`seen` its granule as read); returns whether it is
+// the granule's entry.
+static __device__ __forceinline__ bool claim(Entry* e, uint32_t seen, uint32_t granule) {
+    if (seen == 0) {
+        seen = atomicCAS(&e->granule, 0u, granule);
+        if (seen == 0) return true;
+    }
+    return seen == granule;
+}
+
+static __device__ __noinline__ void insert(Table* t, uint32_t granule, uint32_t lo, uint32_t hi, uint32_t flags, uint64_t addr_lo, uint64_t addr_hi) {
+    // Linear probing from the granule's hash, FOOTPRINT_PROBES slots (table.rs reads the same).
     uint32_t h = (granule * 2654435761u) & (FOOTPRINT_ENTRIES - 1);
-    for (uint32_t probe = 0; probe < FOOTPRINT_PROBES; ++probe) {
-        Entry* e = &t->entries[(h + probe) & (FOOTPRINT_ENTRIES - 1)];
-        uint32_t k = *(volatile uint32_t*)&e->granule;
-        if (k == 0) {
-            k = atomicCAS(&e->granule, 0u, granule);
-            if (k == 0) k = granule;
+    Entry* first = &t->entries[h];
+    uint4 seen = load16(first);
+    if (seen.x == granule || (seen.x == 0 && claim(first, 0, granule))) {
+        // A slot just claimed holds nothing yet (a zeroed table).
+        update(first, seen.x == granule ? seen : make_uint4(granule, 0, 0, 0), lo, hi, flags);
+        return;
+    }
+    // The other slots' granules, read a batch at once rather than one trip each.
+    for (uint32_t from = 1; from < FOOTPRINT_PROBES; from += PROBE_BATCH) {
+        uint32_t granules[PROBE_BATCH];
+#pragma unroll
+        for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
+            uint32_t slot = (h + from + k) & (FOOTPRINT_ENTRIES - 1);
+            granules[k] = from + k < FOOTPRINT_PROBES ? *(volatile uint32_t*)&t->entries[slot].granule : granule;
         }
-        if (k == granule) {
-            update(e, lo, hi, flags);
-            return;
+#pragma unroll
+        for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
+            if (from + k >= FOOTPRINT_PROBES) break;
+            Entry* e = &t->entries[(h + from + k) & (FOOTPRINT_ENTRIES - 1)];
+            if (claim(e, granules[k], granule)) {
+                update(e, load16(e), lo, hi, flags);
+                return;
+            }
         }
     }
     // No entry: widen the launch's cover instead (the host reads it as touched, and says so).
-    volatile Table* v = t;
-    if (v->overflow == 0) atomicExch(&t->overflow, 1u);
-    if ((v->cover_flags & flags) != flags) atomicOr(&t->cover_flags, flags);
-    if (v->cover_lo_inv < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
-    if (v->cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
+    uint4 head = load16(t);
+    unsigned long long cover_hi = *(volatile unsigned long long*)&t->cover_hi;
+    unsigned long long cover_lo_inv = (unsigned long long)head.w << 32 | head.z;
+    if (head.x == 0) atomicExch(&t->overflow, 1u);
+    if ((head.y & flags) != flags) atomicOr(&t->cover_flags, flags);
+    if (cover_lo_inv < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
+    if (cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
 }
 
+static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags);
+
+// The patch: a launch without a table returns at once; the work, and the registers it must
+// save, are in record(), and the table's update in insert(), called by one lane per granule
+// (so that only that lane saves what the update needs).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
-    Table* t = (Table*)userdata;
-    if (t == nullptr) return SANITIZER_PATCH_SUCCESS;
+    if (userdata != nullptr) record((Table*)userdata, ptr, size, flags);
+    return SANITIZER_PATCH_SUCCESS;
+}
+
+static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags) {
     uint64_t addr = (uint64_t)ptr;
     uint32_t granule = (uint32_t)((addr >> GRANULE_SHIFT) + 1);
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
@@ -134,5 +184,4 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_acce
         uint64_t base = addr & ~(uint64_t)((1u << GRANULE_SHIFT) - 1);
         insert(t, granule, lo, hi, f, base + lo, base + hi);
     }
-    return SANITIZER_PATCH_SUCCESS;
 }

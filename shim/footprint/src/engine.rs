@@ -2,10 +2,19 @@
 //! reading tables back once their launches are known to be complete.
 //!
 //! Nothing here synchronizes a program's stream, and a callback never calls the driver: a
-//! launch callback only takes a table from the pool, which [`prepare`] filled before the
+//! launch callback only takes a table from the pool, which [`arm`] filled before the
 //! launch's real call, and hands it to the launch. Tables are read when the caller (the
 //! shim, after the program itself synchronized) says their launches completed, with copies
 //! on a stream of the engine's own, which holds nothing but the engine's copies and resets.
+//!
+//! In `footprint=learn` most launches need no measure, and a patched module costs even
+//! then (every memory instruction calls the patch): a module whose kernels' launches went
+//! a while without one to measure is unpatched, and patched again when one must be measured
+//! — but only [`REPATCHES`] times, each time waiting four times longer before unpatching it
+//! again, and for a new key of a kernel learnt before only the first
+//! [`REPATCHES_FOR_NEW_KEYS`] of those: a module is not toggled at every step of a program.
+//! Past that it stays unpatched, and launches to measure stand on their parameters
+//! ([`Outcome::Unmeasured`]).
 
 use core::ffi::c_void;
 use std::cell::Cell;
@@ -24,6 +33,11 @@ const PATCH_FUNCTION: &core::ffi::CStr = c"streamsan_footprint_access";
 const TABLES_PER_CHUNK: usize = 128;
 /// Tables at most per context: when all are waiting to be read, launches go unmeasured.
 const MAX_TABLES: usize = 4096;
+/// Times a module unpatched may be patched again.
+pub const REPATCHES: u32 = 4;
+/// Of those, the ones a new key of a kernel learnt before may ask for (the rest are kept for
+/// kernels nothing was learnt of).
+pub const REPATCHES_FOR_NEW_KEYS: u32 = 2;
 
 /// Real driver functions the engine calls for itself, never the shim's hooks.
 #[derive(Clone, Copy)]
@@ -31,6 +45,9 @@ pub struct Driver {
     pub dlsym: api::Dlsym,
     pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
     pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
+    /// `cuFuncGetModule`, where the driver has it: a function's module before its first
+    /// launch (else the launch's callback tells it).
+    pub func_get_module: Option<unsafe extern "C" fn(*mut Handle, Handle) -> u32>,
 }
 
 /// A measured launch, to be read once it completed.
@@ -52,9 +69,11 @@ struct Engine {
     pools: Mutex<HashMap<usize, Pool>>,
     /// Contexts the patch was added to.
     patched: Mutex<Vec<usize>>,
-    /// Modules, by handle: whether patched, and launches of their kernels since one was
-    /// last measured.
-    modules: Mutex<HashMap<usize, Module>>,
+    /// Held around every call that adds the patch or patches or unpatches a module: the API
+    /// asks its callers to serialize them ([`Engine::serialized`]).
+    patching: Mutex<()>,
+    /// Modules' patching, and which module each launched function is in.
+    modules: Mutex<Modules>,
     /// Modules to patch again or to unpatch, outside callbacks ([`maintain`]).
     changes: Mutex<Vec<(usize, bool)>>,
     changes_pending: AtomicBool,
@@ -72,6 +91,11 @@ struct Engine {
     measured: AtomicU64,
     unpatched: AtomicU64,
     repatched: AtomicU64,
+    /// Launches to measure left unmeasured: their module stays unpatched.
+    left_unpatched: AtomicU64,
+    /// Launches whose function's module, as known before (from `cuFuncGetModule` or an
+    /// earlier launch), was not the module the launch callback named.
+    module_mismatch: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -81,11 +105,52 @@ unsafe impl Sync for Engine {}
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// What the caller asks of the launch it makes next ([`arm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// Nothing: its footprint is known (learnt).
+    Skip,
+    /// Measure it: a new key of a kernel whose footprint was learnt before.
+    Measure,
+    /// Measure it: nothing was learnt of its kernel, or its footprint cannot be learnt (and
+    /// `footprint=exact`).
+    MeasureFirst,
+}
+
+/// Why a launch to measure was not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmeasured {
+    /// Every table was waiting to be read.
+    NoTable,
+    /// Its module stays unpatched (patched again as often as it may be).
+    ModuleUnpatched,
+}
+
+/// What became of the launch this thread made last ([`outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It was not to be measured.
+    NotAsked,
+    Measured(Ticket),
+    Unmeasured(Unmeasured),
+}
+
+/// The launch this thread is making now: the caller's function handle and request, and
+/// whether a table is ready for it.
+#[derive(Clone, Copy)]
+struct Armed {
+    function: usize,
+    ask: Ask,
+    ready: bool,
+}
+
+const DISARMED: Armed = Armed { function: 0, ask: Ask::Skip, ready: false };
+
 thread_local! {
-    /// Whether the launch this thread is making now is to be measured.
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-    /// The ticket of the launch this thread made last, if it was measured.
-    static LAST: Cell<Option<Ticket>> = const { Cell::new(None) };
+    /// Whether this thread holds [`Engine::patching`].
+    static PATCHING: Cell<bool> = const { Cell::new(false) };
+    static ARMED: Cell<Armed> = const { Cell::new(DISARMED) };
+    static LAST: Cell<Outcome> = const { Cell::new(Outcome::NotAsked) };
 }
 
 /// Why the engine is not running.
@@ -138,7 +203,8 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         driver,
         pools: Mutex::new(HashMap::new()),
         patched: Mutex::new(Vec::new()),
-        modules: Mutex::new(HashMap::new()),
+        patching: Mutex::new(()),
+        modules: Mutex::new(Modules::default()),
         changes: Mutex::new(Vec::new()),
         changes_pending: AtomicBool::new(false),
         quiet_launches: AtomicU64::new(0),
@@ -149,6 +215,8 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         measured: AtomicU64::new(0),
         unpatched: AtomicU64::new(0),
         repatched: AtomicU64::new(0),
+        left_unpatched: AtomicU64::new(0),
+        module_mismatch: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -157,26 +225,53 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
 /// A module's patching.
 struct Module {
     patched: bool,
-    /// Launches of its kernels since one was last measured.
+    /// Launches of its kernels in a row that were not to be measured.
     quiet: u64,
+    /// Times it was patched again (or queued to be).
+    repatched: u32,
     /// A change is queued.
     queued: bool,
 }
 
+impl Module {
+    const LOADED: Module = Module { patched: true, quiet: 0, repatched: 0, queued: false };
+
+    /// Whether a launch asking `ask` may have the module patched again.
+    fn may_repatch(&self, ask: Ask) -> bool {
+        match ask {
+            Ask::Skip => false,
+            Ask::Measure => self.repatched < REPATCHES_FOR_NEW_KEYS,
+            Ask::MeasureFirst => self.repatched < REPATCHES,
+        }
+    }
+
+    /// Quiet launches before it is unpatched: `base`, four times more at each re-patch.
+    fn quiet_limit(&self, base: u64) -> u64 {
+        base.saturating_mul(1 << (2 * self.repatched.min(16)))
+    }
+}
+
+/// The modules the engine saw, by handle, and the module of each function the caller
+/// launched (by the caller's handle), learnt at its launches.
+#[derive(Default)]
+struct Modules {
+    by_handle: HashMap<usize, Module>,
+    of_function: HashMap<usize, usize>,
+}
+
 /// Lets modules whose kernels went `launches` launches in a row unmeasured run unpatched
 /// (their code as compiled, at native speed), patched again when a launch of theirs is to
-/// be measured (`footprint=learn`). 0: modules stay patched.
+/// be measured, within [`REPATCHES`] (`footprint=learn`). 0: modules stay patched.
 pub fn unpatch_quiet_modules(launches: u64) {
     if let Some(engine) = ENGINE.get() {
         engine.quiet_launches.store(launches, Ordering::Relaxed);
     }
 }
 
-/// Patches or unpatches the modules queued by launch callbacks. Call outside callbacks,
-/// before launches (cheap when nothing is queued).
+/// Patches or unpatches the modules queued. Call outside callbacks, before launches (cheap
+/// when nothing is queued).
 #[inline]
-pub fn maintain() {
-    let Some(engine) = ENGINE.get() else { return };
+fn maintain(engine: &Engine) {
     if !engine.changes_pending.load(Ordering::Acquire) {
         return;
     }
@@ -185,16 +280,16 @@ pub fn maintain() {
     for (module, patch) in changes {
         let handle = module as Handle;
         // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
-        let status = unsafe {
+        let status = engine.serialized(|| unsafe {
             if patch {
                 (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
                 (engine.api.patch_module)(handle)
             } else {
                 (engine.api.unpatch_module)(handle)
             }
-        };
+        });
         let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = modules.get_mut(&module) {
+        if let Some(m) = modules.by_handle.get_mut(&module) {
             m.queued = false;
             if status == api::SANITIZER_SUCCESS {
                 m.patched = patch;
@@ -206,27 +301,107 @@ pub fn maintain() {
 }
 
 impl Engine {
-    /// Whether a launch of `module`'s kernel can be measured (its module is patched); counts
-    /// unmeasured launches and queues the module's change if one is due.
-    fn module_allows(&self, module: Handle, armed: bool) -> bool {
-        let quiet_limit = self.quiet_launches.load(Ordering::Relaxed);
+    /// Runs `f` (calls that add the patch, or patch or unpatch modules) while no other
+    /// thread runs such calls; the thread running them may come back in (a callback the API
+    /// makes from inside one).
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
+        if PATCHING.try_with(Cell::get).unwrap_or(false) {
+            return f();
+        }
+        let _held = self.patching.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = PATCHING.try_with(|p| p.set(true));
+        let result = f();
+        let _ = PATCHING.try_with(|p| p.set(false));
+        result
+    }
+
+    fn queue(&self, module: usize, patch: bool) {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module, patch));
+        self.changes_pending.store(true, Ordering::Release);
+    }
+
+    /// Before a launch of `function` to measure: if its module is known to be unpatched,
+    /// queues it to be patched again if `ask` may, else says why the launch goes unmeasured.
+    /// A function whose module the driver does not say is left to the launch callback.
+    fn ready_module(&self, function: usize, ask: Ask) -> Result<(), Unmeasured> {
+        if self.quiet_launches.load(Ordering::Relaxed) == 0 {
+            // Modules are never unpatched (`footprint=exact`).
+            return Ok(());
+        }
+        let known = self.modules.lock().unwrap_or_else(|e| e.into_inner()).of_function.get(&function).copied();
+        let module = known.or_else(|| {
+            let mut module: Handle = core::ptr::null_mut();
+            // SAFETY: a real driver function, the caller's function handle and a valid
+            // out-pointer; called outside any callback.
+            let found =
+                self.driver.func_get_module.is_some_and(|get| unsafe { get(&mut module, function as Handle) } == 0);
+            (found && !module.is_null()).then_some(module as usize)
+        });
+        let Some(module) = module else {
+            return Ok(());
+        };
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        let m = modules.entry(module as usize).or_insert(Module { patched: true, quiet: 0, queued: false });
-        let change = if armed {
-            m.quiet = 0;
-            (!m.patched).then_some(true)
-        } else {
+        if known.is_none() {
+            modules.of_function.insert(function, module);
+        }
+        let Some(m) = modules.by_handle.get_mut(&module) else {
+            return Ok(());
+        };
+        if m.patched || m.queued {
+            return Ok(());
+        }
+        if !m.may_repatch(ask) {
+            self.left_unpatched.fetch_add(1, Ordering::Relaxed);
+            return Err(Unmeasured::ModuleUnpatched);
+        }
+        m.repatched += 1;
+        m.queued = true;
+        drop(modules);
+        self.queue(module, true);
+        Ok(())
+    }
+
+    /// At a launch's callback: notes which module the caller's function is in, counts the
+    /// launch toward its module's quiet or resets it, queues the module's change if one is
+    /// due, and says whether the launch may be measured (its module is patched).
+    fn launch_begins(&self, module: Handle, armed: Armed) -> Result<(), Unmeasured> {
+        let quiet_base = self.quiet_launches.load(Ordering::Relaxed);
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if armed.function != 0 {
+            match modules.of_function.insert(armed.function, module as usize) {
+                Some(before) if before != module as usize => {
+                    self.module_mismatch.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+        }
+        let m = modules.by_handle.entry(module as usize).or_insert(Module::LOADED);
+        let change = if armed.ask == Ask::Skip {
             m.quiet += 1;
-            (quiet_limit > 0 && m.patched && m.quiet >= quiet_limit).then_some(false)
+            (quiet_base > 0 && m.patched && m.quiet >= m.quiet_limit(quiet_base)).then_some(false)
+        } else {
+            m.quiet = 0;
+            let repatch = !m.patched && !m.queued && m.may_repatch(armed.ask);
+            if repatch {
+                m.repatched += 1;
+            }
+            repatch.then_some(true)
         };
         let patched = m.patched;
         if let Some(patch) = change.filter(|_| !m.queued) {
             m.queued = true;
             drop(modules);
-            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module as usize, patch));
-            self.changes_pending.store(true, Ordering::Release);
+            self.queue(module as usize, patch);
         }
-        patched
+        if patched {
+            Ok(())
+        } else {
+            // (A launch [`Engine::ready_module`] refused was counted there.)
+            if armed.ready {
+                self.left_unpatched.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(Unmeasured::ModuleUnpatched)
+        }
     }
 }
 
@@ -235,25 +410,66 @@ pub fn running() -> bool {
     ENGINE.get().is_some()
 }
 
-/// Measure (or not) the launch this thread makes next; call just before the real launch.
-/// Returns the ticket of the launch, if it was measured, once the real call returned
-/// ([`take_ticket`]).
-pub fn arm(measure: bool) {
-    let _ = ARMED.try_with(|a| a.set(measure));
-    let _ = LAST.try_with(|l| l.set(None));
+/// Before the real call of a launch of `function` (the caller's handle), outside any
+/// callback: applies the modules' queued changes and, if `ask` is to measure, makes ready
+/// what that needs (its module patched, a table free). What became of the launch is known
+/// once the real call returned ([`outcome`]).
+pub fn arm(function: *mut c_void, ask: Ask) {
+    let Some(engine) = ENGINE.get() else { return };
+    maintain(engine);
+    let ready = match ask {
+        Ask::Skip => Ok(false),
+        ask => engine.ready_module(function as usize, ask).and_then(|()| {
+            maintain(engine);
+            prepare(engine)
+        }),
+    };
+    let _ = ARMED.try_with(|a| a.set(Armed { function: function as usize, ask, ready: ready == Ok(true) }));
+    let last = match ready {
+        Err(why) => Outcome::Unmeasured(why),
+        Ok(_) => Outcome::NotAsked,
+    };
+    let _ = LAST.try_with(|l| l.set(last));
 }
 
-/// The ticket of the launch this thread just made (after [`arm`] and the real call).
-pub fn take_ticket() -> Option<Ticket> {
-    let _ = ARMED.try_with(|a| a.set(false));
-    LAST.try_with(|l| l.take()).ok().flatten()
+/// What became of the launch this thread just made (after [`arm`] and the real call).
+pub fn outcome() -> Outcome {
+    let _ = ARMED.try_with(|a| a.set(DISARMED));
+    LAST.try_with(|l| l.replace(Outcome::NotAsked)).unwrap_or(Outcome::NotAsked)
 }
 
-/// What the engine did so far: launches measured, launches that found no table free,
-/// tables that overflowed, modules unpatched and patched again.
-pub fn counters() -> [u64; 5] {
-    ENGINE.get().map_or([0; 5], |e| {
-        [&e.measured, &e.unmeasured, &e.overflowed, &e.unpatched, &e.repatched].map(|c| c.load(Ordering::Relaxed))
+/// What the engine did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Launches given a table.
+    pub measured: u64,
+    /// Launches to measure that found no table free.
+    pub no_table: u64,
+    /// Tables that overflowed.
+    pub overflowed: u64,
+    /// Modules unpatched, and patched again.
+    pub unpatched: u64,
+    pub repatched: u64,
+    /// Launches to measure left unmeasured: their module stays unpatched.
+    pub left_unpatched: u64,
+    /// Launches whose module was not the one known for their function before (the driver's
+    /// `cuFuncGetModule` and the Compute Sanitizer API disagreeing, or a handle reused).
+    pub module_mismatch: u64,
+}
+
+/// What the engine did so far.
+pub fn counters() -> Counters {
+    ENGINE.get().map_or(Counters::default(), |e| {
+        let c = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Counters {
+            measured: c(&e.measured),
+            no_table: c(&e.unmeasured),
+            overflowed: c(&e.overflowed),
+            unpatched: c(&e.unpatched),
+            repatched: c(&e.repatched),
+            left_unpatched: c(&e.left_unpatched),
+            module_mismatch: c(&e.module_mismatch),
+        }
     })
 }
 
@@ -263,32 +479,36 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
             // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            {
+            let added = engine.serialized(|| {
                 let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
                 if !patched.contains(&(data.context as usize)) {
                     // SAFETY: the patch image lives for the process.
                     if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) }
                         != api::SANITIZER_SUCCESS
                     {
-                        return;
+                        return false;
                     }
                     patched.push(data.context as usize);
                 }
+                drop(patched);
+                unsafe {
+                    (engine.api.patch_instructions)(
+                        api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
+                        data.module,
+                        PATCH_FUNCTION.as_ptr(),
+                    );
+                    (engine.api.patch_module)(data.module);
+                }
+                true
+            });
+            if !added {
+                return;
             }
-            unsafe {
-                (engine.api.patch_instructions)(
-                    api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
-                    data.module,
-                    PATCH_FUNCTION.as_ptr(),
-                );
-                (engine.api.patch_module)(data.module);
-            }
-            // A new module at a handle an unloaded one had: patched, counted afresh.
-            engine
-                .modules
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(data.module as usize, Module { patched: true, quiet: 0, queued: false });
+            // A new module at a handle an unloaded one had: patched, counted afresh, and no
+            // function known to be in it yet.
+            let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
+            modules.by_handle.insert(data.module as usize, Module::LOADED);
+            modules.of_function.retain(|_, m| *m != data.module as usize);
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
@@ -299,17 +519,25 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         }
         (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
             let data = unsafe { &*(data as *const api::LaunchData) };
-            let armed = ARMED.try_with(|a| a.replace(false)).unwrap_or(false);
+            let armed = ARMED.try_with(|a| a.replace(DISARMED)).unwrap_or(DISARMED);
             // An unpatched module's kernel records nothing: its launch goes unmeasured (and
-            // the module is patched again for the next).
-            let patched = engine.module_allows(data.module, armed);
-            let table = if armed && patched { engine.launch_table(data.context) } else { None };
+            // the module is queued to be patched again, if it may be).
+            let allowed = engine.launch_begins(data.module, armed);
+            let table = match allowed {
+                Ok(()) if armed.ready => engine.launch_table(data.context).ok_or(Unmeasured::NoTable),
+                Ok(()) => Err(Unmeasured::NoTable),
+                Err(why) => Err(why),
+            };
             let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
             // Every launch says its table, or none: a table left from an earlier launch of
             // the same kernel would be written again.
             unsafe { (engine.api.set_launch_callback_data)(data.h_launch, data.function, data.h_stream, userdata) };
-            if let Some((ticket, _)) = table {
-                let _ = LAST.try_with(|l| l.set(Some(ticket)));
+            if armed.ask != Ask::Skip {
+                let outcome = match table {
+                    Ok((ticket, _)) => Outcome::Measured(ticket),
+                    Err(why) => Outcome::Unmeasured(why),
+                };
+                let _ = LAST.try_with(|l| l.set(outcome));
             }
         }
         (api::DOMAIN_GRAPHS, api::CBID_GRAPHS_NODE_LAUNCH_BEGIN) => {
@@ -360,20 +588,18 @@ impl Engine {
 }
 
 /// Before a launch to be measured, outside any callback: makes sure the current context has
-/// the engine's stream and a free table. Returns whether the launch can be measured.
-pub fn prepare() -> bool {
-    let Some(engine) = ENGINE.get() else {
-        return false;
-    };
+/// the engine's stream and a free table. Ok(false): no current context (the launch will
+/// fail); Err: every table is waiting to be read.
+fn prepare(engine: &Engine) -> Result<bool, Unmeasured> {
     let mut ctx: Handle = core::ptr::null_mut();
     // SAFETY: a real driver function and a valid out-pointer.
     if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
-        return false;
+        return Ok(false);
     }
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
     if !pool.free.is_empty() {
-        return true;
+        return Ok(true);
     }
     if pool.stream.is_none() {
         let mut stream: Handle = core::ptr::null_mut();
@@ -382,7 +608,7 @@ pub fn prepare() -> bool {
         if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
             || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) } != api::SANITIZER_SUCCESS
         {
-            return false;
+            return Ok(false);
         }
         pool.stream = Some(handle);
     }
@@ -391,9 +617,9 @@ pub fn prepare() -> bool {
     }
     if pool.free.is_empty() {
         engine.unmeasured.fetch_add(1, Ordering::Relaxed);
-        return false;
+        return Err(Unmeasured::NoTable);
     }
-    true
+    Ok(true)
 }
 
 /// Gives back the table of a launch that will not run as measured (it was captured into a
@@ -409,9 +635,10 @@ pub fn discard(ticket: Ticket) {
 }
 
 /// Reads the tables of `tickets`, whose launches the caller knows completed, and hands each
-/// footprint to `found` (None: the table could not be read). The tables are zeroed and free
-/// again afterwards. A ticket the engine does not hold (read already by another thread, or
-/// its context destroyed) is skipped.
+/// footprint to `found` (None: the table could not be read), in ticket order (the order of
+/// the launches: the model checks a launch read after those issued before it at least cost).
+/// The tables are zeroed and free again afterwards. A ticket the engine does not hold (read
+/// already by another thread, or its context destroyed) is skipped.
 pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
     let Some(engine) = ENGINE.get() else { return };
     let mut taken: Vec<(usize, usize, Ticket)> = {
@@ -420,6 +647,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     };
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
+    let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let mut i = 0;
     let mut host = Vec::new();
@@ -444,7 +672,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
             }
-            found(ticket, measured);
+            read_out.push((ticket, measured));
             if read {
                 pool.free.push(table);
             }
@@ -453,5 +681,10 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             unsafe { (engine.api.stream_synchronize)(s) };
         }
         i = j;
+    }
+    drop(pools);
+    read_out.sort_unstable_by_key(|&(ticket, _)| ticket);
+    for (ticket, measured) in read_out {
+        found(ticket, measured);
     }
 }

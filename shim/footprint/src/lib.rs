@@ -7,7 +7,7 @@
 //! every module is patched on load so that each global-memory instruction calls a small
 //! device function (`patch/footprint.cu`), which records into a table of the launch's own
 //! ([`table`]) the granules it touched, aggregated per warp. The shim arms a launch before
-//! calling the real driver ([`arm`]), takes its ticket after ([`take_ticket`]), and reads
+//! calling the real driver ([`arm`]), takes its ticket after ([`outcome`]), and reads
 //! the footprint once the program itself synchronized with the launch ([`collect`]).
 //!
 //! The engine knows nothing of the model or the shim; it hands out plain ranges.
@@ -17,8 +17,8 @@ mod engine;
 pub mod table;
 
 pub use engine::{
-    arm, collect, counters, discard, maintain, prepare, running, start, take_ticket, unpatch_quiet_modules, Driver,
-    Ticket, Unavailable,
+    arm, collect, counters, discard, outcome, running, start, unpatch_quiet_modules, Ask, Counters, Driver, Outcome,
+    Ticket, Unavailable, Unmeasured, REPATCHES, REPATCHES_FOR_NEW_KEYS,
 };
 pub use table::{Measured, Range};
 

@@ -14,13 +14,12 @@
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use std::hash::Hasher;
 use std::sync::OnceLock;
 
-use streamsan::hash::FastHasher;
-use streamsan::model::learnt::Lookup;
+use streamsan::model::deferred::Footprint as MeasuredFootprint;
+use streamsan::model::learnt::{Lookup, POINTER};
 use streamsan::model::op::Access;
-use streamsan::model::race::{FootprintUnavailable, NoteKind};
+use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
 use streamsan::options::Footprint;
 use streamsan_footprint as engine;
@@ -33,7 +32,7 @@ use crate::intercept::options::options;
 use crate::intercept::{diag, driver};
 
 /// In `footprint=learn`, launches of a module's kernels in a row that used learnt footprints
-/// before the module is unpatched.
+/// before the module is unpatched (four times more after each time it is patched again).
 const QUIET_LAUNCHES: u64 = 4;
 
 /// Whether launches are measured (the options ask for it and the engine started).
@@ -85,6 +84,7 @@ fn real_driver() -> Option<engine::Driver> {
         dlsym: driver::real_dlsym()?,
         ctx_get_current: find(c"cuCtxGetCurrent")?,
         stream_create: find(c"cuStreamCreate")?,
+        func_get_module: find(c"cuFuncGetModule"),
     })
 }
 
@@ -112,10 +112,12 @@ pub fn active() -> bool {
 
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
 /// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
-/// the others are measured, and the key and kernel to learn under are returned.
+/// the others are to be measured, and the kernel to learn under is returned, its words
+/// left in `words` ([`streamsan::model::learnt`]).
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn plan(
     model: &Model,
     info: &KernelInfo,
@@ -124,16 +126,19 @@ pub unsafe fn plan(
     extra: *mut *mut c_void,
     shape: [u32; 6],
     accesses: &mut [Access],
-) -> Option<(u64, u64)> {
+    words: &mut Vec<u64>,
+) -> Option<u64> {
     let _timer = phases::start(Phase::FootprintPlan);
     // SAFETY: the caller's promise.
-    let key = unsafe { learn_key(info, f, params, extra, shape, accesses) };
+    unsafe { launch_words(info, params, extra, shape, accesses, words) };
     let kernel = kernel_key(info, f);
-    let measure = model.apply_learnt(key, kernel, accesses) != Lookup::Applied;
-    engine::maintain();
-    let measure = measure && engine::prepare();
-    engine::arm(measure);
-    measure.then_some((key, kernel))
+    let ask = match model.apply_learnt(kernel, words, accesses) {
+        Lookup::Applied => engine::Ask::Skip,
+        Lookup::Unknown { kernel_seen: true } => engine::Ask::Measure,
+        Lookup::Unknown { kernel_seen: false } | Lookup::Unlearnable => engine::Ask::MeasureFirst,
+    };
+    engine::arm(f, ask);
+    (ask != engine::Ask::Skip).then_some(kernel)
 }
 
 /// Whether a launch's parameters are read before its real call: in `footprint=learn`, to
@@ -143,14 +148,13 @@ pub fn reads_parameters_first() -> bool {
     active() && MODE.get() == Some(&Footprint::Learn)
 }
 
-/// Before the real call of a launch whose parameters are read after it: arms the engine in
-/// `footprint=exact`.
+/// Before the real call of a launch of `f` whose parameters are read after it: arms the
+/// engine in `footprint=exact`.
 #[inline]
-pub fn arm_for_launch() {
-    if active() {
+pub fn arm_for_launch(f: *mut c_void) {
+    if active() && MODE.get() == Some(&Footprint::Exact) {
         let _timer = phases::start(Phase::FootprintPlan);
-        let measure = MODE.get() == Some(&Footprint::Exact) && engine::prepare();
-        engine::arm(measure);
+        engine::arm(f, engine::Ask::MeasureFirst);
     }
 }
 
@@ -159,37 +163,40 @@ fn kernel_key(info: &KernelInfo, f: *mut c_void) -> u64 {
     info.id.map_or(f as u64, |k| u64::from(k.0) | 1 << 63)
 }
 
-/// The key of a launch's learnt footprint: its kernel, its shape, and every parameter byte
-/// but the pointers into buffers (`accesses`' slots), which the footprint is relative to.
-unsafe fn learn_key(
+/// Words of the launch shape at the head of a launch's words.
+const SHAPE_WORDS: usize = 3;
+
+/// A launch's words for learnt footprints: its shape, then its parameter block in 8-byte
+/// words (bytes between parameters zero), each pointer into a buffer (`accesses`' slots)
+/// as [`POINTER`]: the footprint is relative to those.
+unsafe fn launch_words(
     info: &KernelInfo,
-    f: *mut c_void,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
     shape: [u32; 6],
     accesses: &[Access],
-) -> u64 {
-    let mut h = FastHasher::default();
-    h.write_u64(kernel_key(info, f));
-    for d in shape {
-        h.write_u32(d);
-    }
-    let pointer = |offset: usize| accesses.iter().any(|a| a.slot == Some(offset as u32));
-    let mut bytes = |base: *const u8, at: usize, len: usize| {
+    words: &mut Vec<u64>,
+) {
+    words.clear();
+    words.extend(shape.chunks_exact(2).map(|d| u64::from(d[0]) | u64::from(d[1]) << 32));
+    let mut put = |base: *const u8, at: usize, len: usize| {
+        let end = SHAPE_WORDS + (at + len).div_ceil(8);
+        if words.len() < end {
+            words.resize(end, 0);
+        }
         let mut k = 0;
         while k < len {
             let offset = at + k;
+            let word = &mut words[SHAPE_WORDS + offset / 8];
             if offset.is_multiple_of(8) && k + 8 <= len {
-                if !pointer(offset) {
-                    // SAFETY: inside the parameter's bytes.
-                    h.write_u64(unsafe { (base.add(k) as *const u64).read_unaligned() });
-                }
+                // SAFETY: inside the parameter's bytes.
+                *word = unsafe { (base.add(k) as *const u64).read_unaligned() };
                 k += 8;
-                continue;
+            } else {
+                // SAFETY: likewise.
+                *word |= u64::from(unsafe { *base.add(k) }) << (8 * (offset % 8));
+                k += 1;
             }
-            // SAFETY: inside the parameter's bytes.
-            h.write_u8(unsafe { *base.add(k) });
-            k += 1;
         }
     };
     if !params.is_null() && !info.params.is_empty() {
@@ -197,25 +204,41 @@ unsafe fn learn_key(
             // SAFETY: one pointer per parameter, each to the parameter's value.
             let value = unsafe { *params.add(i) } as *const u8;
             if !value.is_null() {
-                bytes(value, p.offset, p.size);
+                put(value, p.offset, p.size);
             }
         }
     } else if !extra.is_null() {
         // SAFETY: the caller's promise.
         if let Some((buffer, size)) = unsafe { kernels::extra_buffer(extra) } {
-            bytes(buffer, 0, size);
+            put(buffer, 0, size);
         }
     }
-    h.finish()
+    for slot in accesses.iter().filter_map(|a| a.slot) {
+        if let Some(word) = words.get_mut(SHAPE_WORDS + slot as usize / 8).filter(|_| slot % 8 == 0) {
+            *word = POINTER;
+        }
+    }
 }
 
-/// Just after a launch's real call: its ticket, if it was measured.
+/// Just after a launch's real call: its ticket, if it was measured. A launch to measure
+/// that was not gets a note saying why.
 #[inline]
 pub fn ticket() -> Option<u64> {
     if !active() {
         return None;
     }
-    phases::time(Phase::FootprintPlan, || engine::take_ticket().map(|t| t.0))
+    match phases::time(Phase::FootprintPlan, engine::outcome) {
+        engine::Outcome::Measured(ticket) => Some(ticket.0),
+        engine::Outcome::NotAsked => None,
+        engine::Outcome::Unmeasured(why) => {
+            let why = match why {
+                engine::Unmeasured::NoTable => FootprintUnmeasured::NoTable,
+                engine::Unmeasured::ModuleUnpatched => FootprintUnmeasured::ModuleUnpatched,
+            };
+            model().footprint_note(NoteKind::FootprintUnmeasured, why as u64, None);
+            None
+        }
+    }
 }
 
 /// A measured launch that the model took as a graph node (its stream captures): its table
@@ -238,6 +261,13 @@ pub fn collect() {
     }
     let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
     let mut accesses = Vec::new();
+    let access = |r: &engine::Range| Access {
+        addr: r.lo,
+        len: r.hi - r.lo,
+        mode: streamsan::model::deferred::measured_mode(r.flags),
+        exact: true,
+        slot: None,
+    };
     engine::collect(&tickets, |ticket, measured| match measured {
         Some(measured) => {
             if trace() {
@@ -247,17 +277,12 @@ pub fn collect() {
                 );
             }
             accesses.clear();
-            accesses.extend(measured.ranges.iter().chain(measured.overflow.iter()).map(|r| Access {
-                addr: r.lo,
-                len: r.hi - r.lo,
-                mode: streamsan::model::deferred::measured_mode(r.flags),
-                exact: true,
-                slot: None,
-            }));
+            accesses.extend(measured.ranges.iter().map(access));
             if measured.overflow.is_some() {
                 model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
             }
-            model.launch_measured(ticket.0, Some(&accesses));
+            let footprint = MeasuredFootprint { ranges: &accesses, cover: measured.overflow.as_ref().map(access) };
+            model.launch_measured(ticket.0, Some(footprint));
         }
         None => model.launch_measured(ticket.0, None),
     });
@@ -270,11 +295,21 @@ pub fn finish() {
         return;
     }
     collect();
-    if trace_level() > 0 {
-        let [measured, unmeasured, overflowed, unpatched, repatched] = engine::counters();
-        eprintln!("streamsan: footprints: {measured} launches measured, {unmeasured} without a free table, {overflowed} overflowed; modules unpatched {unpatched} times, patched again {repatched} times");
-    }
     let model = model();
+    if trace_level() > 0 {
+        let c = engine::counters();
+        eprintln!(
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed; modules unpatched {} times, patched again {} times; {} launches to measure left on their parameters in unpatched modules; {} launches in another module than known for their function",
+            c.measured, c.no_table, c.overflowed, c.unpatched, c.repatched, c.left_unpatched, c.module_mismatch
+        );
+        if MODE.get() == Some(&Footprint::Learn) {
+            let l = model.learnt_summary();
+            eprintln!(
+                "streamsan: learnt: {} launches on learnt footprints; {} kernels, {} keys ({} with a cover, {} unlearnable), {} words left out of keys",
+                l.applied, l.kernels, l.keys, l.covers, l.unlearnable, l.ignored_words
+            );
+        }
+    }
     for ticket in model.pending_launches() {
         model.launch_measured(ticket, None);
     }

@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use streamsan::model::definition::HostCallback;
+use streamsan::model::learnt::Learning;
 use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
@@ -34,8 +35,10 @@ struct Launcher {
     kernels: kernels::Recent,
     /// The kernel of the launch being made.
     kernel: Option<KernelId>,
-    /// Its key and kernel for learnt footprints (`footprint=learn`).
-    learn: Option<(u64, u64)>,
+    /// Its kernel for learnt footprints, if it is to be measured (`footprint=learn`)...
+    learn: Option<u64>,
+    /// ...and its words ([`footprint::plan`]).
+    words: Vec<u64>,
     /// Its parameters were read before the real call ([`plan`]).
     planned: bool,
 }
@@ -64,7 +67,7 @@ fn with_launcher(f: impl FnOnce(&mut Launcher)) {
 /// kernel's layout is best asked once the driver accepted (and loaded) it.
 unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) {
     if !footprint::reads_parameters_first() {
-        footprint::arm_for_launch();
+        footprint::arm_for_launch(f.cast());
         return;
     }
     let model = model();
@@ -77,7 +80,8 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         });
         launcher.kernel = info.id;
         // SAFETY: likewise.
-        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, &mut launcher.accesses) };
+        let Launcher { accesses, words, .. } = launcher;
+        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses, words) };
         launcher.planned = true;
     });
 }
@@ -112,7 +116,8 @@ unsafe fn launched(
         let _timer = phases::start(Phase::Model);
         match ticket {
             Some(ticket) => {
-                if !model.launch_deferred(on, work, ticket, launcher.learn) {
+                let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
+                if !model.launch_deferred(on, work, ticket, learn) {
                     footprint::discard(ticket);
                 }
             }

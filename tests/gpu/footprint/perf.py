@@ -1,10 +1,17 @@
 """Cost of the footprint modes on the GPU, side by side in one run: each workload
 (workload.py) natively, under streamsan with footprint=params, learn and exact, and under
 compute-sanitizer memcheck. Prints and writes footprint-perf.json: per workload and mode,
-the median and best step time after warm-up, and the ratio to native.
-Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]"""
+the median and best step time after warm-up, the ratio to native, every step's time (the
+warm-up's too: how fast learn settles), and the engine's counters
+(STREAMSAN_FOOTPRINT_TRACE=counters: launches measured, tables overflowed, modules unpatched
+and patched again, launches left on their parameters, what learn learnt and applied).
+Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
+The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves
+its kernels' keys after two changes) and exact, in about three minutes of device time; add
+params and memcheck (measured on 81d234c) with e.g. gpt2:1:2:params,memcheck."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -12,7 +19,15 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 streamsan, out = sys.argv[1], sys.argv[2]
-plan = sys.argv[3:] or ["numba:2:5:native,params,learn,exact", "gpt2:3:8:native,params,learn,exact,memcheck", "resnet:3:8:native,learn,exact"]
+plan = sys.argv[3:] or ["numba:5:10:native,learn,exact", "gpt2:6:10:native,learn,exact", "resnet:6:10:native,learn,exact"]
+COUNTERS = re.compile(r"^streamsan: (footprints|learnt): (.*)$", re.M)
+
+
+def counters(stderr):
+    """The engine's counter lines, each as its numbers in order."""
+    return {m.group(1): [int(n) for n in re.findall(r"\d+", m.group(2))] for m in COUNTERS.finditer(stderr)}
+
+
 results = []
 log = open(os.path.join(out, "footprint-perf.log"), "w")
 for item in plan:
@@ -24,23 +39,29 @@ for item in plan:
             cmd = ["compute-sanitizer", "--tool", "memcheck"] + [sys.executable, os.path.join(HERE, "workload.py"), workload, "1", "2"]
         elif mode != "native":
             cmd = [streamsan, "run", "--footprint", mode, "--quiet", "--exitcode", "0", "--report", f"/tmp/perf-{workload}-{mode}.%p.json", "--"] + cmd
+        env = dict(os.environ, STREAMSAN_FOOTPRINT_TRACE="counters")
         start = time.time()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=150, env=env)
             code, stdout, stderr = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
             code, stdout, stderr = "timeout", (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), ""
         wall = time.time() - start
         log.write(f"$ {' '.join(cmd)}\n# exit {code} in {wall:.1f} s\n{stdout[-2000:]}{stderr[-3000:]}\n")
         log.flush()
-        steps_s = None
+        steps_s, warmup_s = None, []
         for line in stdout.splitlines():
             if line.startswith("{"):
-                steps_s = json.loads(line)["step_s"]
+                printed = json.loads(line)
+                steps_s, warmup_s = printed["step_s"], printed.get("warmup_s", [])
         row = {"workload": workload, "mode": mode, "exit": code, "wall_s": round(wall, 2)}
+        if mode not in ("native", "memcheck"):
+            row["counters"] = counters(stderr)
         if steps_s:
             row["median_ms"] = round(statistics.median(steps_s) * 1e3, 3)
             row["best_ms"] = round(min(steps_s) * 1e3, 3)
+            row["warmup_ms"] = [round(t * 1e3, 2) for t in warmup_s]
+            row["steps_ms"] = [round(t * 1e3, 2) for t in steps_s]
             if mode == "native":
                 native = row["median_ms"]
             if native:

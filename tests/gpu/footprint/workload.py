@@ -1,5 +1,6 @@
 # Workloads for the footprint cost comparison (perf.py). Prints one JSON line: the time of
-# each timed step after the warm-up. Usage: workload.py gpt2|resnet|numba WARMUP STEPS
+# each warm-up step and of each timed step after them (the warm-up's show how fast
+# footprint=learn settles). Usage: workload.py gpt2|resnet|numba WARMUP STEPS
 import json
 import sys
 import time
@@ -59,11 +60,13 @@ else:
             opt.zero_grad(set_to_none=True)
             torch.cuda.synchronize()
 
-for _ in range(warmup):
-    step()
-times = []
-for _ in range(steps):
-    t = time.perf_counter()
-    step()
-    times.append(time.perf_counter() - t)
-print(json.dumps({"workload": kind, "step_s": times}))
+def timed(count):
+    times = []
+    for _ in range(count):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    return times
+
+warmup_s = timed(warmup)
+print(json.dumps({"workload": kind, "warmup_s": warmup_s, "step_s": timed(steps)}))

@@ -4,18 +4,25 @@
 //! host memory (`sanitizerAlloc` is `calloc`, copies are `memcpy`, streams are the engine's
 //! own handles). On subscription it attaches to the stand-in driver, which then reports each
 //! launch it accepts; the library calls the subscriber's launch callback and, if the launch
-//! was given a table, plays the device: a kernel named `footprint_*` touches what its
-//! parameters list, read as consecutive (address, length, flags) triples of u64 (flags: the
-//! patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63 set repeats: see [`accesses`]).
-//! It writes the table the patch would have written (`streamsan_footprint::table::emulate`).
+//! was given a table and its module is patched, plays the device: a kernel named
+//! `footprint_*` touches what its parameters list, read as consecutive (address, length,
+//! flags) triples of u64 (flags: the patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63
+//! set repeats: see [`accesses`]); a word left over after the triples is a scalar that
+//! touches nothing. It writes the table the patch would have written
+//! (`streamsan_footprint::table::emulate`). A module is patched until
+//! `sanitizerUnpatchModule` and again after `sanitizerPatchModule`, as on a GPU: a launch of
+//! an unpatched module's kernel records nothing, table or not.
 //!
 //! `STANDIN_SANITIZER_TAKEN=1`: subscription fails as when another tool holds the API.
-//! `STANDIN_SANITIZER_LOG=FILE`: one line per launch given a table, `measured NAME`.
+//! `STANDIN_SANITIZER_LOG=FILE`: one line per launch given a table, `measured NAME` (or
+//! `measured-unpatched NAME`, a table given to a launch that cannot write it), and one per
+//! module patched again or unpatched, `patch MODULE` or `unpatch MODULE`.
 
 use core::ffi::{c_char, c_void, CStr};
 use std::cell::Cell;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use streamsan_footprint::table::{emulate, TABLE_BYTES};
 
@@ -25,6 +32,18 @@ type Handle = *mut c_void;
 static CALLBACK: AtomicUsize = AtomicUsize::new(0);
 /// The stand-in's `cuCtxGetCurrent`: a launch's context, as the real library reports it.
 static CTX_GET_CURRENT: AtomicUsize = AtomicUsize::new(0);
+
+/// Modules unpatched, by handle.
+static UNPATCHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Appends `line` to `STANDIN_SANITIZER_LOG`, if set.
+fn log(line: &str) {
+    if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
 
 thread_local! {
     static TABLE: Cell<*mut c_void> = const { Cell::new(core::ptr::null_mut()) };
@@ -70,7 +89,7 @@ pub unsafe extern "C" fn sanitizerSubscribe(
         let attach = unsafe { libc::dlsym(driver, c"standin_attach_sanitizer".as_ptr()) };
         if !attach.is_null() {
             let attach: extern "C" fn(
-                unsafe extern "C" fn(Handle, Handle, *const c_char, *mut *mut c_void, *const usize, usize),
+                unsafe extern "C" fn(Handle, Handle, Handle, *const c_char, *mut *mut c_void, *const usize, usize),
             ) = unsafe { core::mem::transmute(attach) };
             attach(launched);
         }
@@ -94,12 +113,22 @@ pub extern "C" fn sanitizerPatchInstructions(_id: u32, _module: Handle, _name: *
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn sanitizerPatchModule(_module: Handle) -> u32 {
+pub extern "C" fn sanitizerPatchModule(module: Handle) -> u32 {
+    let mut unpatched = UNPATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = unpatched.iter().position(|&m| m == module as usize) {
+        unpatched.swap_remove(at);
+        log(&format!("patch {module:?}"));
+    }
     OK
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn sanitizerUnpatchModule(_module: Handle) -> u32 {
+pub extern "C" fn sanitizerUnpatchModule(module: Handle) -> u32 {
+    let mut unpatched = UNPATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    if !unpatched.contains(&(module as usize)) {
+        unpatched.push(module as usize);
+        log(&format!("unpatch {module:?}"));
+    }
     OK
 }
 
@@ -167,6 +196,7 @@ pub unsafe extern "C" fn sanitizerGetStreamHandle(_ctx: Handle, stream: Handle, 
 /// The stand-in driver accepted a launch: the subscriber hears of it, then the "device" runs.
 unsafe extern "C" fn launched(
     function: Handle,
+    module: Handle,
     stream: Handle,
     name: *const c_char,
     params: *mut *mut c_void,
@@ -189,7 +219,7 @@ unsafe extern "C" fn launched(
         context,
         stream,
         h_stream: stream,
-        module: core::ptr::null_mut(),
+        module,
         function,
         function_name: name,
         grid: [1; 3],
@@ -205,11 +235,12 @@ unsafe extern "C" fn launched(
         return;
     }
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
-            let _ = writeln!(f, "measured {name}");
-        }
+    if UNPATCHED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(module as usize)) {
+        // The kernel runs its code as compiled: the table stays as it was.
+        log(&format!("measured-unpatched {name}"));
+        return;
     }
+    log(&format!("measured {name}"));
     if !name.starts_with("footprint_") || params.is_null() {
         return;
     }
@@ -227,14 +258,18 @@ unsafe extern "C" fn launched(
 /// The accesses a `footprint_*` kernel makes, as warp steps of at most 128 bytes within one
 /// granule: for each (address, length, flags) triple, `length` bytes from `address`; a
 /// length with bit 63 set is `count << 32 | len` of a strided triple: `count` accesses of
-/// `len` bytes, 4 KiB apart.
+/// `len` bytes, `1 << shift` bytes apart, the shift in bits 8 to 15 of the flags (0: 4 KiB).
 fn accesses(words: &[u64]) -> Vec<(u64, u32, u32)> {
     let mut steps = Vec::new();
     for t in words.chunks_exact(3) {
-        let (addr, length, flags) = (t[0], t[1], t[2] as u32);
+        let (addr, length, flags) = (t[0], t[1], t[2] as u32 & 0xff);
         let pieces: Vec<(u64, u64)> = if length >> 63 == 1 {
             let (count, len) = ((length >> 32) & 0x7fff_ffff, length & 0xffff_ffff);
-            (0..count).map(|i| (addr + i * 4096, len)).collect()
+            let stride = match (t[2] >> 8) & 0xff {
+                0 => 4096,
+                shift => 1 << shift,
+            };
+            (0..count).map(|i| (addr + i * stride, len)).collect()
         } else {
             vec![(addr, length)]
         };

@@ -166,6 +166,12 @@ queries! {
         param_info(kernel_entry(kernel as usize), index, offset, size)
     }
     fn cuFuncGetName(name: *mut *const c_char, func: CUfunction) { name_of(function_entry(func as usize), name) }
+    fn cuFuncGetModule(hmod: *mut CUmodule, func: CUfunction) {
+        match state_read().objects.get(&(func as usize)) {
+            Some(Object::Function { owner, .. }) => put(hmod, *owner as CUmodule),
+            _ => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
     fn cuKernelGetName(name: *mut *const c_char, kernel: CUkernel) { name_of(kernel_entry(kernel as usize), name) }
     fn cuStreamGetCtx(stream: CUstream, pctx: *mut CUcontext) {
         match stream as usize {

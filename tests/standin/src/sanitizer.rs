@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device::{state_read, Object};
 
-/// `launch(function, stream, name, params, sizes, count)`: a launch the stand-in accepted,
-/// its parameters as the program passed them (`params[i]` points at parameter `i`, of
-/// `sizes[i]` bytes).
+/// `launch(function, module, stream, name, params, sizes, count)`: a launch the stand-in
+/// accepted, of a kernel of `module` (its module or library), its parameters as the program
+/// passed them (`params[i]` points at parameter `i`, of `sizes[i]` bytes).
 pub type LaunchHook =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_char, *mut *mut c_void, *const usize, usize);
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_char, *mut *mut c_void, *const usize, usize);
 
 static HOOK: AtomicUsize = AtomicUsize::new(0);
 
@@ -32,13 +32,13 @@ pub unsafe fn launched(f: *mut c_void, stream: *mut c_void, params: *mut *mut c_
     if hook == 0 {
         return;
     }
-    let entry = match state_read().objects.get(&(f as usize)) {
-        Some(Object::Function { entry, .. } | Object::Kernel { entry, .. }) => entry.clone(),
+    let (entry, module) = match state_read().objects.get(&(f as usize)) {
+        Some(Object::Function { entry, owner, .. } | Object::Kernel { entry, owner }) => (entry.clone(), *owner),
         _ => return,
     };
     let name = CString::new(entry.name).unwrap_or_default();
     let sizes: Vec<usize> = entry.params.iter().map(|p| p.size).collect();
     // SAFETY: a hook the library attached; the arguments live across the call.
     let hook: LaunchHook = unsafe { core::mem::transmute::<usize, LaunchHook>(hook) };
-    unsafe { hook(f, stream, name.as_ptr(), params, sizes.as_ptr(), sizes.len()) };
+    unsafe { hook(f, module as *mut c_void, stream, name.as_ptr(), params, sizes.as_ptr(), sizes.len()) };
 }
