@@ -61,6 +61,7 @@ impl Model {
                 base: copy.lo,
                 size: copy.hi - copy.lo,
                 kind: MemoryKind::PinnedHost,
+                handle: 0,
                 alloc: copy.op,
             },
         };

@@ -6,12 +6,13 @@
 //! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
 //! for the whole device first, as the driver does. A freed device buffer is kept in
 //! quarantine so that a later use of its addresses is reported as a use after free; a freed
-//! host range is forgotten at once, its addresses ordinary pageable memory again.
+//! host range is forgotten at once, its addresses ordinary pageable memory again. A CUDA
+//! array, which has no address, is allocated synchronously at keys of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::buffers::Buffer;
+use crate::model::buffers::{Buffer, MemoryKind};
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
@@ -34,12 +35,25 @@ impl Model {
                 self.issue_only(&stream)
             }
         };
-        self.register(alloc, OpRecord::new(origin, None, epoch));
+        self.register(alloc, 0, OpRecord::new(origin, None, epoch));
     }
 
-    pub(super) fn register(&self, alloc: Alloc, op: OpRecord) {
+    /// A CUDA array of `size` bytes, `handle` to the driver: a synchronous allocation at keys
+    /// of its own (`buffers::ARRAY_KEYS`), returned. Accesses name its bytes by those keys;
+    /// it is freed at the first, like any buffer.
+    pub fn alloc_array(&self, handle: u64, size: u64, ctx: u64, origin: &Origin) -> u64 {
+        let base = self.buffers.array_keys(size);
+        let epoch = self.host.tick();
+        self.register(Alloc { base, size, kind: MemoryKind::Array, ctx }, handle, OpRecord::new(origin, None, epoch));
+        base
+    }
+
+    /// Registers a buffer allocated by `op`; `handle`: the driver's, for memory without an
+    /// address.
+    pub(super) fn register(&self, alloc: Alloc, handle: u64, op: OpRecord) {
         let id = self.next_buffer.fetch_add(1, Ordering::Relaxed);
-        let buffer = Buffer::new(id, alloc.base, alloc.size, alloc.kind, alloc.ctx, op);
+        let mut buffer = Buffer::new(id, alloc.base, alloc.size, alloc.kind, alloc.ctx, op);
+        buffer.handle = handle;
         self.buffers.insert(Arc::new(buffer));
     }
 
