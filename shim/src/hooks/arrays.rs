@@ -8,8 +8,9 @@
 //! array as its elements in row-major order (`width` x `height` x `depth` elements of the
 //! format's size). For a format whose element size cuda.h does not give (block-compressed,
 //! YUV), an array counts one byte per element and every copy to or from it covers all of it.
-//! Mipmapped arrays, their levels and the planes of a multi-planar array are not followed:
-//! a copy to or from a handle not made here leaves that side untracked.
+//! Mipmapped arrays, their levels, the planes of a multi-planar array and arrays from
+//! graphics interop are not followed: a copy to or from a handle not made here leaves that
+//! side untracked.
 
 use std::sync::OnceLock;
 
