@@ -613,6 +613,24 @@ fn destroying_an_array_is_a_synchronous_free() {
 }
 
 #[test]
+fn destroying_a_mipmapped_array_frees_its_levels() {
+    let racy = check("mipmap_destroy_race", "free-race", None);
+    let race = &racy.races[0];
+    assert_eq!((race.buffer.kind.as_str(), race.buffer.size), ("array", 256), "level 1 of 512 elements");
+    assert_eq!(
+        (race.buffer.allocation.api.as_str(), race.second.api.as_str()),
+        ("cuMipmappedArrayGetLevel", "cuMipmappedArrayDestroy")
+    );
+}
+
+#[test]
+fn a_mipmap_level_is_an_array_of_its_own_size() {
+    let racy = check("mipmap_levels", CROSS, Some("RAW"));
+    assert_eq!(array_accesses(&racy, "cuMemcpy2DAsync_v2"), [("read", "0x180", "0x1c0")]);
+    assert_eq!(racy.races[0].buffer.size, 512, "16 x 8 four-byte elements");
+}
+
+#[test]
 fn a_2d_or_3d_copy_touches_the_rows_of_its_array() {
     let racy = check("array_strided_copies", CROSS, None);
     assert_eq!(

@@ -20,6 +20,7 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef void (*CUhostFn)(void *userData);
 typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3 } CUmemorytype;
 /* A 2D copy's descriptor, laid out as in cuda.h. */
 typedef struct {
@@ -347,6 +348,9 @@ CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
 CUresult cuArrayCreate_v2(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
 CUresult cuArray3DCreate_v2(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
 CUresult cuArrayDestroy(CUarray);
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned);
+CUresult cuMipmappedArrayGetLevel(CUarray *, CUmipmappedArray, unsigned);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray);
 CUresult cuMemcpyDtoA_v2(CUarray, size_t, CUdeviceptr, size_t);
 CUresult cuMemcpyAtoD_v2(CUdeviceptr, CUarray, size_t, size_t);
 CUresult cuMemcpyHtoA_v2(CUarray, size_t, const void *, size_t);

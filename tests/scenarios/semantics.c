@@ -159,6 +159,14 @@ static CUdeviceptr initialized(void) {
     CHECK(cuCtxSynchronize());
     return x;
 }
+/* The same, `bytes` long. */
+static CUdeviceptr initialized_bytes(size_t bytes) {
+    CUdeviceptr x;
+    CHECK(cuMemAlloc_v2(&x, bytes));
+    CHECK(cuMemsetD8_v2(x, 0, bytes));
+    CHECK(cuCtxSynchronize());
+    return x;
+}
 static void order(CUstream from, CUstream to) {
     CUevent e = event();
     CHECK(cuEventRecord(e, from));
@@ -1513,10 +1521,19 @@ static void array_sides(int fixed) {
 
 /* cuArrayDestroy is a synchronous free: it waits for the streams of the array's device only.
    A 3D peer copy on a stream of the other device (or context) still reading the array must be
-   waited for first. */
-static void array_destroy_race(int fixed) {
-    CUarray a = array_1d(N);
+   waited for first. With `mipmap`, the array is level 1 of a mipmapped array (of 2N one-byte
+   elements at level 0), freed by cuMipmappedArrayDestroy. */
+static void destroy_race(int fixed, int mipmap) {
+    CUmipmappedArray m;
+    CUarray a;
     CUDA_MEMCPY3D_PEER copy;
+    if (mipmap) {
+        CUDA_ARRAY3D_DESCRIPTOR descriptor = {2 * N, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
+        CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+        CHECK(cuMipmappedArrayGetLevel(&a, m, 1));
+    } else {
+        a = array_1d(N);
+    }
     CHECK(cuMemcpyDtoA_v2(a, 0, initialized(), N));
     CHECK(cuCtxSynchronize());
     CHECK(cuCtxSetCurrent(ctx_b));
@@ -1537,11 +1554,16 @@ static void array_destroy_race(int fixed) {
     CHECK(cuMemcpy3DPeerAsync(&copy, s1));
     if (fixed) CHECK(cuStreamSynchronize(s1));
     CHECK(cuCtxSetCurrent(ctx_a));
-    CHECK(cuArrayDestroy(a));
+    if (mipmap)
+        CHECK(cuMipmappedArrayDestroy(m));
+    else
+        CHECK(cuArrayDestroy(a));
     CHECK(cuCtxSetCurrent(ctx_b));
     CHECK(cuStreamSynchronize(s1));
     CHECK(cuCtxSetCurrent(ctx_a));
 }
+static void array_destroy_race(int fixed) { destroy_race(fixed, 0); }
+static void mipmap_destroy_race(int fixed) { destroy_race(fixed, 1); }
 
 /* Arrays of 16 x 8 four-byte elements (uchar4: 64-byte rows), and `depth` slices of them
    (0: a 2D array, made with cuArrayCreate). */
@@ -1624,7 +1646,7 @@ static CUDA_MEMCPY3D_PEER peer_of(CUDA_MEMCPY3D c) {
 static void array_strided_copies(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
     CUarray a = array_of_rows(0);
-    CUdeviceptr x = initialized(), y = initialized();
+    CUdeviceptr x = initialized_bytes(8 * ROW), y = initialized();
     CUgraph g;
     CUgraphNode node;
     CUDA_MEMCPY2D c2 = rows_2d(a, 0, x, 8, 1);
@@ -1649,6 +1671,24 @@ static void array_strided_copies(int fixed) {
     CHECK(cuMemcpy2DAsync_v2(&c2, s2));
     CHECK(cuCtxSynchronize());
     CHECK(cuArrayDestroy(a));
+}
+
+/* A mipmapped array's level is an array of its own size: level 1 of a 32 x 16 uchar4 mipmap
+   (16 x 8 elements: 64-byte rows) written on s1, its rows 6-7 read on s2. */
+static void mipmap_levels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUDA_ARRAY3D_DESCRIPTOR descriptor = {32, 16, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+    CUmipmappedArray m;
+    CUarray level;
+    CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    CUDA_MEMCPY2D c = rows_2d(level, 0, initialized_bytes(8 * ROW), 8, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c, s1));
+    order_if(fixed, s1, s2);
+    c = rows_2d(level, 6, dalloc(), 2, 0);
+    CHECK(cuMemcpy2DAsync_v2(&c, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMipmappedArrayDestroy(m));
 }
 
 /* A 3D array's slices: rows 4-7 of slice 1 written on s1, rows 6-7 of slice 1 (racy twin) or
@@ -1721,7 +1761,7 @@ static CUDA_MEMCPY3D_BATCH_OP batch_op(CUmemcpy3DOperand src, CUmemcpy3DOperand 
 static void memcpy_3d_batch(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
     CUarray a = array_of_rows(0);
-    CUdeviceptr x = dalloc(), rows = initialized(), more_rows = initialized();
+    CUdeviceptr x = dalloc(), rows = initialized_bytes(8 * ROW), more_rows = initialized();
     size_t fail = 0;
     writes(s1, x);
     CUDA_MEMCPY2D c2 = rows_2d(a, 0, rows, 8, 1);
@@ -1954,6 +1994,8 @@ static const struct {
     {"array_copies", array_copies, "cross-stream-race"},
     {"array_sides", array_sides, "cross-stream-race"},
     {"array_destroy_race", array_destroy_race, "free-race"},
+    {"mipmap_destroy_race", mipmap_destroy_race, "free-race"},
+    {"mipmap_levels", mipmap_levels, "cross-stream-race"},
     {"array_strided_copies", array_strided_copies, "cross-stream-race"},
     {"array_slices", array_slices, "cross-stream-race"},
     {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},

@@ -36,6 +36,7 @@ pub type CUgraph = *mut c_void;
 pub type CUgraphExec = *mut c_void;
 pub type CUgraphNode = *mut c_void;
 pub type CUarray = *mut c_void;
+pub type CUmipmappedArray = *mut c_void;
 pub type CUmemoryPool = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 pub type CUexternalSemaphore = *mut c_void;
@@ -189,6 +190,11 @@ pub struct Array3DDescriptor {
     pub num_channels: c_uint,
     pub flags: c_uint,
 }
+
+/// `CUDA_ARRAY3D_DESCRIPTOR` flags whose arrays' depth counts layers (which a mipmap's
+/// levels keep), not a third dimension (which they halve).
+pub const CUDA_ARRAY3D_LAYERED: c_uint = 0x01;
+pub const CUDA_ARRAY3D_CUBEMAP: c_uint = 0x04;
 
 /// The size in bytes of one element of an array of `CUarray_format` value `format` with
 /// `channels` channels, where cuda.h's format says it. Block-compressed and YUV formats pack
@@ -513,6 +519,9 @@ macro_rules! driver_api {
             array_create [cuArrayCreate_v2] (handle: *mut CUarray, descriptor: *const ArrayDescriptor);
             array_3d_create [cuArray3DCreate_v2] (handle: *mut CUarray, descriptor: *const Array3DDescriptor);
             array_destroy [cuArrayDestroy] (array: CUarray);
+            mipmapped_array_create [cuMipmappedArrayCreate] (handle: *mut CUmipmappedArray, descriptor: *const Array3DDescriptor, num_levels: c_uint);
+            mipmapped_array_get_level [cuMipmappedArrayGetLevel] (level_array: *mut CUarray, mipmap: CUmipmappedArray, level: c_uint);
+            mipmapped_array_destroy [cuMipmappedArrayDestroy] (mipmap: CUmipmappedArray);
 
             // Copies.
             memcpy [cuMemcpy, cuMemcpy_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);

@@ -8,9 +8,11 @@
 //! array as its elements in row-major order (`width` x `height` x `depth` elements of the
 //! format's size). For a format whose element size cuda.h does not give (block-compressed,
 //! YUV), an array counts one byte per element and every copy to or from it covers all of it.
-//! Mipmapped arrays, their levels, the planes of a multi-planar array and arrays from
-//! graphics interop are not followed: a copy to or from a handle not made here leaves that
-//! side untracked.
+//! A mipmapped array's levels are arrays too, each known from the first
+//! `cuMipmappedArrayGetLevel` that hands out its handle (a program reaches a level through it
+//! only) and freed with the mipmapped array. The planes of a multi-planar array and arrays
+//! from graphics interop are not followed: a copy to or from a handle not made here leaves
+//! that side untracked.
 
 use std::sync::OnceLock;
 
@@ -77,10 +79,21 @@ pub fn find(array: CUarray) -> Option<Array> {
 /// An array the driver made: registered with the model, then known by its handle.
 unsafe fn created(call: &Call, handle: *mut CUarray, width: usize, height: usize, depth: usize, element: Option<u64>) {
     // SAFETY: the driver wrote the new array's handle.
-    let Some(&handle) = (unsafe { handle.as_ref() }) else { return };
-    let shape = Array::new(width, height, depth, element);
-    let key = model().alloc_array(handle as u64, shape.size, driver::current_context(), &origin(call));
-    live().insert(handle as u64, Array { key, ..shape });
+    if let Some(&handle) = unsafe { handle.as_ref() } {
+        register(call, handle as u64, Array::new(width, height, depth, element));
+    }
+}
+
+fn register(call: &Call, handle: u64, shape: Array) {
+    let key = model().alloc_array(handle, shape.size, driver::current_context(), &origin(call));
+    live().insert(handle, Array { key, ..shape });
+}
+
+/// A synchronous free of the array of `handle`, forgotten first (see [`array_destroy`]).
+fn destroyed(call: &Call, handle: u64) {
+    if let Some((_, gone)) = live().remove(&handle) {
+        model().free(gone.key, FreeOn::Synchronous { ctx: driver::current_context() }, &origin(call));
+    }
 }
 
 pub unsafe fn array_create(
@@ -117,8 +130,82 @@ pub unsafe fn array_3d_create(
 /// destroys it: once destroyed, the driver may hand its handle to an array another thread
 /// creates, whose entry this must not remove.
 pub unsafe fn array_destroy(call: &Call, real: real::array_destroy, array: CUarray) -> CUresult {
-    if let Some((_, gone)) = live().remove(&(array as u64)) {
-        model().free(gone.key, FreeOn::Synchronous { ctx: driver::current_context() }, &origin(call));
-    }
+    destroyed(call, array as u64);
     unsafe { real(array) }
+}
+
+/// A mipmapped array: the descriptor of its level 0, and the levels handed out so far.
+struct Mipmap {
+    descriptor: Array3DDescriptor,
+    levels: Vec<u64>,
+}
+
+/// Live mipmapped arrays by handle.
+fn mipmaps() -> &'static FastMap<u64, Mipmap> {
+    static MIPMAPS: OnceLock<FastMap<u64, Mipmap>> = OnceLock::new();
+    MIPMAPS.get_or_init(fast_map)
+}
+
+pub unsafe fn mipmapped_array_create(
+    _call: &Call,
+    real: real::mipmapped_array_create,
+    handle: *mut CUmipmappedArray,
+    descriptor: *const Array3DDescriptor,
+    num_levels: c_uint,
+) -> CUresult {
+    let status = unsafe { real(handle, descriptor, num_levels) };
+    if !ok(status) {
+        return status;
+    }
+    // SAFETY: the driver wrote the handle; the caller's descriptor, which it accepted.
+    if let (Some(&handle), Some(&descriptor)) = unsafe { (handle.as_ref(), descriptor.as_ref()) } {
+        mipmaps().insert(handle as u64, Mipmap { descriptor, levels: Vec::new() });
+    }
+    status
+}
+
+/// The shape of level `level`: each dimension halved per level down to 1, but the layers of
+/// a layered or cubemap array.
+fn level_shape(d: &Array3DDescriptor, level: c_uint) -> Array {
+    let halved = |n: usize| if n == 0 { 0 } else { n.checked_shr(level).unwrap_or(0).max(1) };
+    let layers = d.flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP) != 0;
+    let depth = if layers { d.depth } else { halved(d.depth) };
+    Array::new(halved(d.width), halved(d.height), depth, array_element_size(d.format, d.num_channels))
+}
+
+/// `cuMipmappedArrayGetLevel`: a level is registered when its handle is first handed out.
+pub unsafe fn mipmapped_array_get_level(
+    call: &Call,
+    real: real::mipmapped_array_get_level,
+    level_array: *mut CUarray,
+    mipmap: CUmipmappedArray,
+    level: c_uint,
+) -> CUresult {
+    let status = unsafe { real(level_array, mipmap, level) };
+    if !ok(status) {
+        return status;
+    }
+    // SAFETY: the driver wrote the level's handle.
+    let Some(&handle) = (unsafe { level_array.as_ref() }) else { return status };
+    if let Some(mut m) = mipmaps().get_mut(&(mipmap as u64)) {
+        if !m.levels.contains(&(handle as u64)) {
+            m.levels.push(handle as u64);
+            register(call, handle as u64, level_shape(&m.descriptor, level));
+        }
+    }
+    status
+}
+
+/// `cuMipmappedArrayDestroy`: a synchronous free of every level handed out.
+pub unsafe fn mipmapped_array_destroy(
+    call: &Call,
+    real: real::mipmapped_array_destroy,
+    mipmap: CUmipmappedArray,
+) -> CUresult {
+    if let Some((_, gone)) = mipmaps().remove(&(mipmap as u64)) {
+        for level in gone.levels {
+            destroyed(call, level);
+        }
+    }
+    unsafe { real(mipmap) }
 }

@@ -67,7 +67,10 @@ pub mod model;
 mod nccl;
 mod streams;
 
-pub use arrays::{array_3d_create, array_create, array_destroy};
+pub use arrays::{
+    array_3d_create, array_create, array_destroy, mipmapped_array_create, mipmapped_array_destroy,
+    mipmapped_array_get_level,
+};
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
 pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{

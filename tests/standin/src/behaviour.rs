@@ -681,23 +681,37 @@ pub unsafe fn memcpy_3d_batch_async_v2(
 
 /// An array of `width` x `height` x `depth` elements (0: a dimension it does not have) of
 /// the format's size (one byte for a format without one): device memory.
-unsafe fn new_array(
-    handle: *mut CUarray,
-    (width, height, depth): (usize, usize, usize),
-    format: u32,
-    channels: c_uint,
-) -> CUresult {
-    if handle.is_null() || width == 0 {
-        return CUDA_ERROR_INVALID_VALUE;
+fn array_of((width, height, depth): (usize, usize, usize), format: u32, channels: c_uint) -> Result<usize, CUresult> {
+    if width == 0 {
+        return Err(CUDA_ERROR_INVALID_VALUE);
     }
     let element = array_element_size(format, channels).unwrap_or(1);
     let (row, rows) = (width as u64 * element, height.max(1) as u64);
     let size = row * rows * depth.max(1) as u64;
     let mut s = state();
-    let Some(base) = s.alloc_device(size) else { return 2 }; // CUDA_ERROR_OUT_OF_MEMORY
-    let array = s.new_handle(Object::Array { base, size, element, row, rows });
-    drop(s);
-    unsafe { write(handle, array as CUarray) }
+    let base = s.alloc_device(size).ok_or(2u32)?; // CUDA_ERROR_OUT_OF_MEMORY
+    Ok(s.new_handle(Object::Array { base, size, element, row, rows }))
+}
+unsafe fn new_array(handle: *mut CUarray, shape: (usize, usize, usize), format: u32, channels: c_uint) -> CUresult {
+    if handle.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    match array_of(shape, format, channels) {
+        Ok(array) => unsafe { write(handle, array as CUarray) },
+        Err(e) => e,
+    }
+}
+/// Frees the array `array`, if it is one.
+fn free_array(array: usize) -> CUresult {
+    let mut s = state();
+    match s.objects.get(&array) {
+        Some(&Object::Array { base, .. }) => {
+            s.objects.remove(&array);
+            s.free_device(base);
+            OK
+        }
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
 }
 pub unsafe fn array_create(handle: *mut CUarray, descriptor: *const ArrayDescriptor) -> CUresult {
     // SAFETY: the caller's descriptor.
@@ -716,15 +730,66 @@ pub unsafe fn array_3d_create(handle: *mut CUarray, descriptor: *const Array3DDe
 /// Synchronous, as `cuMemFree`: copies in flight complete first.
 pub unsafe fn array_destroy(array: CUarray) -> CUresult {
     pinned::complete();
-    let mut s = state();
-    match s.objects.get(&(array as usize)) {
-        Some(&Object::Array { base, .. }) => {
-            s.objects.remove(&(array as usize));
-            s.free_device(base);
-            OK
-        }
-        _ => CUDA_ERROR_INVALID_HANDLE,
+    free_array(array as usize)
+}
+/// A mipmapped array: every level made at once, each dimension halved per level down to 1
+/// (but the layers of a layered or cubemap array).
+pub unsafe fn mipmapped_array_create(
+    handle: *mut CUmipmappedArray,
+    descriptor: *const Array3DDescriptor,
+    num_levels: c_uint,
+) -> CUresult {
+    // SAFETY: the caller's descriptor.
+    let Some(d) = (unsafe { descriptor.as_ref() }) else { return CUDA_ERROR_INVALID_VALUE };
+    if handle.is_null() || num_levels == 0 {
+        return CUDA_ERROR_INVALID_VALUE;
     }
+    let halved = |n: usize, level: u32| if n == 0 { 0 } else { n.checked_shr(level).unwrap_or(0).max(1) };
+    let layers = d.flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP) != 0;
+    let mut levels = Vec::new();
+    for level in 0..num_levels {
+        let depth = if layers { d.depth } else { halved(d.depth, level) };
+        let shape = (halved(d.width, level), halved(d.height, level), depth);
+        match array_of(shape, d.format, d.num_channels) {
+            Ok(array) => levels.push(array),
+            Err(e) => {
+                for array in levels {
+                    free_array(array);
+                }
+                return e;
+            }
+        }
+    }
+    new_object(handle, Object::Mipmap { levels })
+}
+pub unsafe fn mipmapped_array_get_level(
+    level_array: *mut CUarray,
+    mipmap: CUmipmappedArray,
+    level: c_uint,
+) -> CUresult {
+    let found = match state_read().objects.get(&(mipmap as usize)) {
+        Some(Object::Mipmap { levels }) => levels.get(level as usize).copied().ok_or(CUDA_ERROR_INVALID_VALUE),
+        _ => Err(CUDA_ERROR_INVALID_HANDLE),
+    };
+    match found {
+        Ok(array) => unsafe { write(level_array, array as CUarray) },
+        Err(e) => e,
+    }
+}
+/// Synchronous, as `cuArrayDestroy`: its levels go with it.
+pub unsafe fn mipmapped_array_destroy(mipmap: CUmipmappedArray) -> CUresult {
+    pinned::complete();
+    let mut s = state();
+    let levels = match s.objects.get(&(mipmap as usize)) {
+        Some(Object::Mipmap { levels }) => levels.clone(),
+        _ => return CUDA_ERROR_INVALID_HANDLE,
+    };
+    s.objects.remove(&(mipmap as usize));
+    drop(s);
+    for array in levels {
+        free_array(array);
+    }
+    OK
 }
 
 // ---- Memsets ----------------------------------------------------------------------------

@@ -84,6 +84,10 @@ pub enum Object {
         row: u64,
         rows: u64,
     },
+    /// A mipmapped array: its levels, arrays of their own.
+    Mipmap {
+        levels: Vec<usize>,
+    },
     ExternalSemaphore,
 }
 
