@@ -198,7 +198,8 @@ fn a_2d_copy_reads_the_rows_it_names() {
 
 #[test]
 fn an_asynchronous_copy_to_pageable_memory_completes_before_it_returns() {
-    check("dtoh_async_to_pageable_memory", CROSS, Some("WAR"));
+    let racy = check("dtoh_async_to_pageable_memory", CROSS, Some("WAR"));
+    assert_eq!(second_apis(&racy), ["cuLaunchKernel", "cuMemcpyHtoAAsync_v2"], "the array's copy too");
 }
 
 #[test]
@@ -333,6 +334,27 @@ fn a_memset_node_s_new_parameters_replace_its_accesses() {
     check("built_graph_memset_set_params", CROSS, Some("WAW"));
 }
 
+/// The memcpy node (named by the call that added it) reads, once re-pointed, what the kernel
+/// node after it writes.
+fn memcpy_node_set_params(scenario: &str) {
+    let racy = check(scenario, CROSS, Some("WAR"));
+    let race = &racy.races[0];
+    assert_eq!(
+        (race.first.api.as_str(), race.second.api.as_str()),
+        ("cuGraphAddMemcpyNode", "cuGraphAddKernelNode_v2")
+    );
+}
+
+#[test]
+fn a_memcpy_node_s_new_parameters_replace_its_accesses() {
+    memcpy_node_set_params("built_graph_memcpy_set_params");
+}
+
+#[test]
+fn an_executable_graph_s_memcpy_node_parameters_replace_its_accesses() {
+    memcpy_node_set_params("built_graph_exec_memcpy_set_params");
+}
+
 #[test]
 fn a_kernel_node_s_new_parameters_replace_its_accesses() {
     check("built_graph_kernel_set_params", CROSS, Some("WAW"));
@@ -444,7 +466,8 @@ fn a_cooperative_launch_is_checked() {
 #[test]
 fn each_copy_of_a_batch_reads_its_source() {
     let racy = check("memcpy_batch", CROSS, Some("RAW"));
-    assert_eq!(racy.races.len(), 1, "only the copy from x races");
+    assert_eq!(second_apis(&racy), ["cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2"]);
+    assert_eq!(racy.races.len(), 2, "only the copies from x race");
 }
 
 #[test]
@@ -551,6 +574,108 @@ fn array_copies_touch_their_host_side() {
         second_apis(&racy),
         ["cuMemcpyAtoHAsync_v2", "cuMemcpyAtoH_v2", "cuMemcpyHtoAAsync_v2", "cuMemcpyHtoA_v2"]
     );
+    assert!(racy.races.iter().all(|r| r.buffer.kind == "pinned-host"), "{:?}", racy.races);
+}
+
+/// The races of `report` on arrays whose second operation is `api`: (access, range start, end).
+fn array_accesses<'a>(report: &'a streamsan::report::Report, api: &str) -> Vec<(&'a str, &'a str, &'a str)> {
+    let mut found: Vec<_> = report
+        .races
+        .iter()
+        .filter(|r| r.buffer.kind == "array" && r.second.api == api)
+        .map(|r| {
+            let range = r.second.range.as_ref().expect("an access has a range");
+            (r.second.access.as_str(), range.start.as_str(), range.end.as_str())
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn every_copy_with_an_array_side_touches_the_array() {
+    let racy = check("array_sides", CROSS, None);
+    assert_eq!(
+        second_apis(&racy),
+        [
+            "cuMemcpyAtoA_v2",
+            "cuMemcpyAtoD_v2",
+            "cuMemcpyAtoHAsync_v2",
+            "cuMemcpyAtoH_v2",
+            "cuMemcpyDtoA_v2",
+            "cuMemcpyHtoAAsync_v2",
+            "cuMemcpyHtoA_v2"
+        ]
+    );
+    assert!(racy.races.iter().all(|r| r.buffer.kind == "array" && r.buffer.size == 2048), "{:?}", racy.races);
+    // Each copy touches its own 256-byte block, named by its offsets in the array; cuMemcpyAtoA
+    // reads one array and writes the other.
+    assert_eq!(array_accesses(&racy, "cuMemcpyAtoD_v2"), [("read", "0x200", "0x300")]);
+    assert_eq!(array_accesses(&racy, "cuMemcpyDtoA_v2"), [("write", "0x300", "0x400")]);
+    assert_eq!(array_accesses(&racy, "cuMemcpyAtoA_v2"), [("read", "0x600", "0x700"), ("write", "0x700", "0x800")]);
+    // An array is named by its handle, not by the keys the model keeps it at.
+    let handle = u64::from_str_radix(racy.races[0].buffer.address.trim_start_matches("0x"), 16).unwrap();
+    assert!(handle != 0 && handle < 1 << 63, "{}", racy.races[0].buffer.address);
+    assert_eq!(racy.races[0].buffer.allocation.api, "cuArrayCreate_v2");
+}
+
+#[test]
+fn destroying_an_array_is_a_synchronous_free() {
+    let racy = check("array_destroy_race", "free-race", None);
+    let race = &racy.races[0];
+    assert_eq!((race.buffer.kind.as_str(), race.first.api.as_str()), ("array", "cuMemcpy3DPeerAsync"));
+    assert_eq!(race.second.api, "cuArrayDestroy");
+}
+
+#[test]
+fn destroying_a_mipmapped_array_frees_its_levels() {
+    let racy = check("mipmap_destroy_race", "free-race", None);
+    let race = &racy.races[0];
+    assert_eq!((race.buffer.kind.as_str(), race.buffer.size), ("array", 256), "level 1 of 512 elements");
+    assert_eq!(
+        (race.buffer.allocation.api.as_str(), race.second.api.as_str()),
+        ("cuMipmappedArrayGetLevel", "cuMipmappedArrayDestroy")
+    );
+}
+
+#[test]
+fn a_mipmap_level_is_an_array_of_its_own_size() {
+    let racy = check("mipmap_levels", CROSS, Some("RAW"));
+    assert_eq!(array_accesses(&racy, "cuMemcpy2DAsync_v2"), [("read", "0x180", "0x1c0")]);
+    assert_eq!(racy.races[0].buffer.size, 512, "16 x 8 four-byte elements");
+}
+
+#[test]
+fn a_2d_or_3d_copy_touches_the_rows_of_its_array() {
+    let racy = check("array_strided_copies", CROSS, None);
+    assert_eq!(
+        second_apis(&racy),
+        [
+            "cuGraphAddMemcpyNode",
+            "cuMemcpy2DAsync_v2",
+            "cuMemcpy2D_v2",
+            "cuMemcpy3DAsync_v2",
+            "cuMemcpy3DPeer",
+            "cuMemcpy3DPeerAsync",
+            "cuMemcpy3D_v2"
+        ]
+    );
+    assert_eq!(array_accesses(&racy, "cuMemcpy2D_v2"), [("read", "0x0", "0x40")]);
+    assert_eq!(array_accesses(&racy, "cuMemcpy2DAsync_v2"), [("write", "0x180", "0x1c0")]);
+}
+
+#[test]
+fn a_3d_copy_touches_the_slice_it_names() {
+    let racy = check("array_slices", CROSS, Some("RAW"));
+    assert_eq!(array_accesses(&racy, "cuMemcpy3DAsync_v2"), [("read", "0x380", "0x3c0")]);
+}
+
+#[test]
+fn each_operation_of_a_3d_batch_touches_its_pointers_and_arrays() {
+    let racy = check("memcpy_3d_batch", CROSS, None);
+    assert_eq!(second_apis(&racy), ["cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_v2"]);
+    assert_eq!(racy.races.len(), 4, "x twice, the array's rows 2-3 and 6-7");
+    assert_eq!(array_accesses(&racy, "cuMemcpy3DBatchAsync"), [("read", "0x80", "0xc0"), ("write", "0x180", "0x1c0")]);
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //! use-after-free until the address is allocated again or the quarantine forgets it.
 //! An address resolves to the innermost live buffer containing it (sub-allocations
 //! declared inside a larger buffer), else to the most recently freed one.
+//!
+//! Memory without an address (a CUDA array) is registered at keys of its own, from
+//! [`ARRAY_KEYS`] up, where no pointer of the program lies.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -22,6 +25,20 @@ use super::op::OpRecord;
 use super::shadow::Shadow;
 
 const GRANULE_SHIFT: u32 = 21;
+
+/// The first key of memory without an address. A CUDA array has a handle, not a device
+/// pointer; the model knows it by a range of keys from here up ([`BufferMap::array_keys`]), so
+/// that it is a buffer like any other. No pointer a program holds lies this high: user-space
+/// addresses, and with unified addressing device pointers with them, stay below 2^57 on x86-64
+/// (five-level paging) and below 2^52 on AArch64; from 2^63 up is the kernel's half or
+/// non-canonical on both. (A pointer tagged in its top byte, AArch64's HWASan, could reach the
+/// keys only after 2^47 bytes of arrays.) Kernel parameter words are not tested against the
+/// keys ([`BufferMap::in_range`] spans the memory with addresses only), so the launch path's
+/// filter stays as narrow as the program's allocations and no kernel names an array by accident.
+pub const ARRAY_KEYS: u64 = 1 << 63;
+/// Keys left unused after each array, so that an access running past an array's end meets
+/// no other one.
+const ARRAY_GAP: u64 = 1 << GRANULE_SHIFT;
 /// Freed buffers remembered for use-after-free.
 const QUARANTINE: usize = 1 << 16;
 
@@ -45,6 +62,8 @@ pub enum MemoryKind {
     GraphOwned,
     /// Declared through streamsan's annotation API.
     Annotated,
+    /// A CUDA array (`cuArrayCreate`, `cuArray3DCreate`), at keys from [`ARRAY_KEYS`] up.
+    Array,
 }
 
 impl MemoryKind {
@@ -59,6 +78,7 @@ impl MemoryKind {
             MemoryKind::Imported => "imported",
             MemoryKind::GraphOwned => "graph-owned",
             MemoryKind::Annotated => "annotated",
+            MemoryKind::Array => "array",
         }
     }
 
@@ -96,6 +116,9 @@ pub struct Buffer {
     /// Numbered in allocation order.
     pub id: u64,
     pub ctx: u64,
+    /// The driver's handle of memory without an address (an array's `CUarray`, which reports
+    /// name it by), 0 for memory with one.
+    pub handle: u64,
 }
 
 impl Buffer {
@@ -106,6 +129,7 @@ impl Buffer {
             size,
             kind,
             ctx,
+            handle: 0,
             alloc,
             freed: AtomicBool::new(false),
             state: Lock::new(BufferState::default()),
@@ -365,6 +389,8 @@ pub struct BufferMap {
     high: AtomicU64,
     /// Tells this map's entries in [`RECENT`] from another map's.
     id: u64,
+    /// The next unused key of memory without an address ([`ARRAY_KEYS`]).
+    next_key: AtomicU64,
     /// Bumped after every change that can make an address resolve to another live buffer:
     /// a buffer registered over a live one (nested, or over one whose free went unseen), or
     /// live buffers forgotten. Registering over free memory or freed buffers changes no
@@ -394,6 +420,7 @@ impl BufferMap {
             low: AtomicU64::new(u64::MAX),
             high: AtomicU64::new(0),
             id: NEXT_MAP.fetch_add(1, Ordering::Relaxed),
+            next_key: AtomicU64::new(ARRAY_KEYS),
             generation: AtomicU64::new(0),
         }
     }
@@ -403,10 +430,23 @@ impl BufferMap {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Whether `addr` could belong to a buffer at all.
+    /// Whether `addr` could belong to a buffer with an address: the first test of a kernel's
+    /// parameter words.
     #[inline]
     pub fn in_range(&self, addr: u64) -> bool {
         addr >= self.low.load(Ordering::Relaxed) && addr < self.high.load(Ordering::Relaxed)
+    }
+
+    /// Whether `addr` could belong to any buffer: one with an address, or an array's keys.
+    #[inline]
+    fn may_hold(&self, addr: u64) -> bool {
+        self.in_range(addr) || addr >= ARRAY_KEYS
+    }
+
+    /// `size` keys for memory without an address, never handed out before.
+    pub fn array_keys(&self, size: u64) -> u64 {
+        let span = size.max(1).div_ceil(ARRAY_GAP) * ARRAY_GAP + ARRAY_GAP;
+        self.next_key.fetch_add(span, Ordering::Relaxed)
     }
 
     /// Makes [`Self::in_range`] take `[base, end)`: memory registered now, or whose address
@@ -436,7 +476,9 @@ impl BufferMap {
             });
             granule.insert(buffer.clone());
         }
-        self.widen(base, end);
+        if base < ARRAY_KEYS {
+            self.widen(base, end);
+        }
         if over_live {
             self.changed();
         }
@@ -444,7 +486,7 @@ impl BufferMap {
 
     /// Finds what `addr` belongs to.
     pub fn find(&self, addr: u64) -> Found {
-        if !self.in_range(addr) {
+        if !self.may_hold(addr) {
             return Found::Nothing;
         }
         match self.granules.get(&(addr >> GRANULE_SHIFT)) {
@@ -463,7 +505,7 @@ impl BufferMap {
     /// buffers.
     #[inline]
     pub fn with<R>(&self, addr: u64, f: impl FnOnce(Found<&Arc<Buffer>>) -> R) -> R {
-        if !self.in_range(addr) {
+        if !self.may_hold(addr) {
             return f(Found::Nothing);
         }
         let generation = self.generation.load(Ordering::Acquire);

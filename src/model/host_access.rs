@@ -62,6 +62,7 @@ impl Model {
                 base: copy.lo,
                 size: copy.hi - copy.lo,
                 kind: MemoryKind::PinnedHost,
+                handle: 0,
                 alloc: copy.op,
             },
         };

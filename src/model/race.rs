@@ -69,12 +69,21 @@ pub struct BufferFacts {
     pub base: u64,
     pub size: u64,
     pub kind: MemoryKind,
+    /// The driver's handle of memory without an address (an array), else 0.
+    pub handle: u64,
     pub alloc: OpRecord,
 }
 
 impl BufferFacts {
     pub fn of(buffer: &Buffer) -> BufferFacts {
-        BufferFacts { id: buffer.id, base: buffer.base, size: buffer.size, kind: buffer.kind, alloc: buffer.alloc }
+        BufferFacts {
+            id: buffer.id,
+            base: buffer.base,
+            size: buffer.size,
+            kind: buffer.kind,
+            handle: buffer.handle,
+            alloc: buffer.alloc,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! From what the model found to the report document: streams and kernels named, call sites
 //! symbolized, accesses and the missing wait as data. The words are [`super::text`]'s.
 
+use crate::model::buffers::MemoryKind;
 use crate::model::clock::{Epoch, Slot, HOST};
 use crate::model::op::{Mode, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, Note, RaceEntry, RaceKind, Side};
@@ -78,7 +79,8 @@ pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamRepor
     }
 }
 
-fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -> OpReport {
+/// One operation; its byte range as offsets from `start` (0: as addresses).
+fn op(model: &Model, record: &OpRecord, action: Action, start: u64, symbols: &dyn Symbols) -> OpReport {
     let (access, range) = match action {
         Action::Alloc => (AccessKind::Alloc, None),
         Action::Free => (AccessKind::Free, None),
@@ -90,7 +92,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, symbols: &dyn Symbols) -
                 Mode::Unknown => AccessKind::ReadOrWrite,
                 Mode::Atomic => AccessKind::Atomic,
             };
-            (access, Some(ByteRange { start: hex(lo), end: hex(hi) }))
+            (access, Some(ByteRange { start: hex(lo.saturating_sub(start)), end: hex(hi.saturating_sub(start)) }))
         }
     };
     let kernel = record.kernel.map(|k| model.kernel_name(k));
@@ -139,25 +141,27 @@ fn fix(kind: RaceKind, first: &OpReport, second: &OpReport, second_slot: Slot) -
     }
 }
 
-fn side(model: &Model, side: &Side, symbols: &dyn Symbols) -> OpReport {
-    op(model, &side.op, side.action, symbols)
-}
-
-/// One race of the report.
+/// One race of the report. An array has no address: its handle names it, and the bytes an
+/// operation touched are offsets from its start.
 pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceReport {
     let race = &entry.race;
-    let first = side(model, &race.first, symbols);
-    let second = side(model, &race.second, symbols);
+    let (address, start) = match race.buffer.kind {
+        MemoryKind::Array => (race.buffer.handle, race.buffer.base),
+        _ => (race.buffer.base, 0),
+    };
+    let side = |side: &Side| op(model, &side.op, side.action, start, symbols);
+    let first = side(&race.first);
+    let second = side(&race.second);
     let missing_wait = fix(race.kind, &first, &second, race.second.op.epoch.slot);
     RaceReport {
         kind: race.kind,
         hazard: race.hazard,
         count: entry.count,
         buffer: BufferReport {
-            address: hex(race.buffer.base),
+            address: hex(address),
             size: race.buffer.size,
             kind: race.buffer.kind.label().into(),
-            allocation: op(model, &race.buffer.alloc, Action::Alloc, symbols),
+            allocation: op(model, &race.buffer.alloc, Action::Alloc, start, symbols),
         },
         first,
         second,

@@ -89,10 +89,11 @@ pub struct RaceReport {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BufferReport {
-    /// The buffer's first byte, in hexadecimal.
+    /// The buffer's first byte, in hexadecimal; an array's handle (`CUarray`: it has no
+    /// address, and the byte ranges of its operations are offsets from its start).
     pub address: String,
     pub size: u64,
-    /// `device`, `stream-ordered`, `managed`, `pinned-host`, ...
+    /// `device`, `stream-ordered`, `managed`, `pinned-host`, ..., `array`
     pub kind: String,
     pub allocation: OpReport,
 }

@@ -72,11 +72,12 @@ pub fn race(race: &RaceReport) -> String {
     let mut out = String::new();
     let hazard = race.hazard.as_ref().map(|h| format!(" ({h})")).unwrap_or_default();
     let _ = writeln!(out, "{RULE}");
-    let _ = writeln!(
-        out,
-        "WARNING: streamsan: {}{hazard} on buffer {} ({} bytes, {})",
-        race.kind, race.buffer.address, race.buffer.size, race.buffer.kind
-    );
+    // An array is named by its handle, and its byte ranges are offsets from its start.
+    let on = match race.buffer.kind.as_str() {
+        "array" => format!("array {} ({} bytes; ranges are offsets in it)", race.buffer.address, race.buffer.size),
+        kind => format!("buffer {} ({} bytes, {kind})", race.buffer.address, race.buffer.size),
+    };
+    let _ = writeln!(out, "WARNING: streamsan: {}{hazard} on {on}", race.kind);
     let _ = writeln!(out, "  {}:", what(&race.second));
     frames(&mut out, &race.second.site);
     let _ = writeln!(out, "  Previous {}:", lowercase_first(&what(&race.first)));

@@ -20,6 +20,7 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef void (*CUhostFn)(void *userData);
 typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3 } CUmemorytype;
 /* A 2D copy's descriptor, laid out as in cuda.h. */
 typedef struct {
@@ -156,13 +157,40 @@ typedef union {
     unsigned long long pad[6];
 } CUstreamBatchMemOpParams;
 
-/* Arrays. */
+/* Arrays, and the operations of a batch of 3D copies between pointers and arrays. */
 #define CU_AD_FORMAT_UNSIGNED_INT8 0x01
 typedef struct {
     size_t Width, Height;
     int Format;
     unsigned NumChannels;
 } CUDA_ARRAY_DESCRIPTOR;
+typedef struct {
+    size_t Width, Height, Depth;
+    int Format;
+    unsigned NumChannels, Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+#define CU_MEMCPY_OPERAND_TYPE_POINTER 1
+#define CU_MEMCPY_OPERAND_TYPE_ARRAY 2
+typedef struct {
+    int type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength, layerHeight;
+            CUmemLocation locHint;
+        } ptr;
+        struct {
+            CUarray array;
+            struct { size_t x, y, z; } offset;
+        } array;
+    } op;
+} CUmemcpy3DOperand;
+typedef struct {
+    CUmemcpy3DOperand src, dst;
+    struct { size_t width, height, depth; } extent;
+    int srcAccessOrder;
+    unsigned flags;
+} CUDA_MEMCPY3D_BATCH_OP;
 
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
@@ -268,9 +296,15 @@ CUresult cuEventDestroy_v2(CUevent);
 
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *);
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *, CUstream);
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
+CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *);
 CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *, CUstream);
 CUresult cuMemcpyBatchAsync(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t,
                             size_t *, CUstream);
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t,
+                               CUstream);
+CUresult cuMemcpy3DBatchAsync(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long, CUstream);
+CUresult cuMemcpy3DBatchAsync_v2(size_t, CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
 CUresult cuMemsetD16_v2(CUdeviceptr, unsigned short, size_t);
 CUresult cuMemsetD32_v2(CUdeviceptr, unsigned, size_t);
 CUresult cuMemsetD2D8_v2(CUdeviceptr, size_t, unsigned char, size_t, size_t);
@@ -312,7 +346,13 @@ CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned, CUs
 CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
 CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
 CUresult cuArrayCreate_v2(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+CUresult cuArray3DCreate_v2(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
 CUresult cuArrayDestroy(CUarray);
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned);
+CUresult cuMipmappedArrayGetLevel(CUarray *, CUmipmappedArray, unsigned);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray);
+CUresult cuMemcpyDtoA_v2(CUarray, size_t, CUdeviceptr, size_t);
+CUresult cuMemcpyAtoD_v2(CUdeviceptr, CUarray, size_t, size_t);
 CUresult cuMemcpyHtoA_v2(CUarray, size_t, const void *, size_t);
 CUresult cuMemcpyAtoH_v2(void *, CUarray, size_t, size_t);
 CUresult cuMemcpyAtoA_v2(CUarray, size_t, CUarray, size_t, size_t);

@@ -5,7 +5,8 @@
    Driver API only, linked with -lcuda: it runs against the stand-in driver and, unchanged,
    on a GPU. The kernel scale(float* out, const float* in, int n) writes `out` and reads `in`
    (pointer to const); the stand-in runs no kernel, the GPU runs an empty one.
-   Exit status: 0 when the scenario ran, 4 when a driver call failed. */
+   Exit status: 0 when the scenario ran, 4 when a driver call failed, 5 when copies did not
+   move the bytes they name. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -70,6 +71,8 @@ CUresult cuGraphClone(CUgraph *, CUgraph);
 CUresult cuGraphDestroyNode(CUgraphNode);
 CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
 CUresult cuGraphMemsetNodeSetParams(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *);
+CUresult cuGraphMemcpyNodeSetParams(CUgraphNode, const CUDA_MEMCPY3D *);
+CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D *, CUcontext);
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
 CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 CUresult cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphNode *, int *);
@@ -132,6 +135,14 @@ static CUdeviceptr dalloc_async(CUstream s) {
     CHECK(cuMemAllocAsync(&p, N, s));
     return p;
 }
+/* A 1D array of `bytes` one-byte elements. */
+static CUarray array_1d(size_t bytes) {
+    CUDA_ARRAY_DESCRIPTOR descriptor = {bytes, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1};
+    CUarray array;
+    CHECK(cuArrayCreate_v2(&array, &descriptor));
+    return array;
+}
+
 static void launch(CUstream s, CUdeviceptr out, CUdeviceptr in) { LAUNCH_SCALE(scale, s, out, in, N / 4); }
 /* A kernel that writes x (reading a private scratch buffer), or reads x (writing one). */
 static void writes(CUstream s, CUdeviceptr x) { launch(s, x, dalloc()); }
@@ -145,6 +156,14 @@ static void touches(CUstream s, CUdeviceptr x) { touch_both(s, x, dalloc()); }
 static CUdeviceptr initialized(void) {
     CUdeviceptr x = dalloc();
     CHECK(cuMemsetD8_v2(x, 0, N));
+    CHECK(cuCtxSynchronize());
+    return x;
+}
+/* The same, `bytes` long. */
+static CUdeviceptr initialized_bytes(size_t bytes) {
+    CUdeviceptr x;
+    CHECK(cuMemAlloc_v2(&x, bytes));
+    CHECK(cuMemsetD8_v2(x, 0, bytes));
     CHECK(cuCtxSynchronize());
     return x;
 }
@@ -398,14 +417,20 @@ static void async_copy_does_not_join_the_host(int fixed) {
 /* CUDA documents that an asynchronous copy from the device to pageable host memory returns
    only once the copy has completed (to pinned memory it does not): a program that copies x to
    a plain host array on s1, s1b, s1c (cuMemcpyDtoHAsync, cuMemcpyAsync, cuMemcpy2DAsync) and
-   then overwrites x from s2 is correct. */
+   then overwrites x from s2 is correct; so is one that copies an array to it on s1d
+   (cuMemcpyAtoHAsync) and then overwrites the array from s2. */
 static void dtoh_async_to_pageable_memory(int fixed) {
-    CUstream s1 = nonblocking(), s1b = nonblocking(), s1c = nonblocking(), s2 = nonblocking();
+    CUstream s1 = nonblocking(), s1b = nonblocking(), s1c = nonblocking(), s1d = nonblocking(), s2 = nonblocking();
     CUdeviceptr x = initialized();
-    static char pageable[3][N];
-    char *pinned;
-    CHECK(cuMemAllocHost_v2((void **)&pinned, 3 * N));
-    char *host[3] = {fixed ? pageable[0] : pinned, fixed ? pageable[1] : pinned + N, fixed ? pageable[2] : pinned + 2 * N};
+    CUarray a = array_1d(N);
+    static char pageable[4][N];
+    char *pinned, *staging;
+    CHECK(cuMemAllocHost_v2((void **)&pinned, 4 * N));
+    CHECK(cuMemAllocHost_v2((void **)&staging, N));
+    CHECK(cuMemcpyDtoA_v2(a, 0, x, N));
+    CHECK(cuCtxSynchronize());
+    char *host[4];
+    for (int i = 0; i < 4; i++) host[i] = fixed ? pageable[i] : pinned + i * N;
     CHECK(cuMemcpyDtoHAsync_v2(host[0], x, N, s1));
     CHECK(cuMemcpyAsync((CUdeviceptr)host[1], x, N, s1b));
     CUDA_MEMCPY2D copy = {0};
@@ -418,7 +443,11 @@ static void dtoh_async_to_pageable_memory(int fixed) {
     copy.WidthInBytes = N;
     copy.Height = 1;
     CHECK(cuMemcpy2DAsync_v2(&copy, s1c));
+    CHECK(cuMemcpyAtoHAsync_v2(host[3], a, 0, N, s1d));
     writes(s2, x);
+    CHECK(cuMemcpyHtoAAsync_v2(a, 0, staging, N, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
 }
 
 /* Warp's pinned allocator: host memory pinned (here registered), copied into, then freed. A
@@ -732,14 +761,8 @@ static void built_graph_kernels(int fixed) {
     CHECK(cuStreamSynchronize(s));
 }
 
-/* A memcpy node copying what a kernel node writes: after it only with the edge. */
-static void built_graph_memcpy_after_kernel(int fixed) {
-    CUstream s = nonblocking();
-    CUdeviceptr x = dalloc(), y = dalloc(), in = dalloc();
-    CUgraph g;
-    CUgraphNode copy;
-    CHECK(cuGraphCreate(&g, 0));
-    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+/* A 3D copy's descriptor for the N bytes of x to y, in one row. */
+static CUDA_MEMCPY3D linear_3d(CUdeviceptr y, CUdeviceptr x) {
     CUDA_MEMCPY3D c;
     memset(&c, 0, sizeof c);
     c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
@@ -753,10 +776,48 @@ static void built_graph_memcpy_after_kernel(int fixed) {
     c.WidthInBytes = N;
     c.Height = 1;
     c.Depth = 1;
+    return c;
+}
+
+/* A memcpy node copying what a kernel node writes: after it only with the edge. */
+static void built_graph_memcpy_after_kernel(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode copy;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode k = kernel_node(g, NULL, 0, x, in);
+    CUDA_MEMCPY3D c = linear_3d(y, x);
     CHECK(cuGraphAddMemcpyNode(&copy, g, fixed ? &k : NULL, fixed ? 1 : 0, &c, ctx_a));
     run_graph(g, s);
     CHECK(cuStreamSynchronize(s));
 }
+
+/* A memcpy node moved, after it was added, onto the buffer a concurrent kernel node writes
+   (racy twin) or onto another (fixed twin); of the graph, or (`exec`) of its instantiation. */
+static void memcpy_set_params(int fixed, int exec) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc(), z = dalloc(), in = dalloc(), out = dalloc();
+    CUgraph g;
+    CUgraphExec instantiated;
+    CUgraphNode copy;
+    CUDA_MEMCPY3D c = linear_3d(out, y);
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemcpyNode(&copy, g, NULL, 0, &c, ctx_a));
+    kernel_node(g, NULL, 0, x, in);
+    c = linear_3d(out, fixed ? z : x);
+    if (exec) {
+        CHECK(cuGraphInstantiateWithFlags(&instantiated, g, 0));
+        CHECK(cuGraphExecMemcpyNodeSetParams(instantiated, copy, &c, ctx_a));
+        CHECK(cuGraphLaunch(instantiated, s));
+    } else {
+        CHECK(cuGraphMemcpyNodeSetParams(copy, &c));
+        run_graph(g, s);
+    }
+    CHECK(cuStreamSynchronize(s));
+}
+static void built_graph_memcpy_set_params(int fixed) { memcpy_set_params(fixed, 0); }
+static void built_graph_exec_memcpy_set_params(int fixed) { memcpy_set_params(fixed, 1); }
 
 /* A child graph's kernel and the parent's kernel write one buffer. */
 static void built_graph_child(int fixed) {
@@ -1148,6 +1209,9 @@ static void memcpy_batch(int fixed) {
     memset(&attr, 0, sizeof attr);
     attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     CHECK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_index, 1, &fail, s2));
+    /* CUDA 13's version, without the failure index: a copy from x again. */
+    CUdeviceptr again_dst[] = {dalloc()}, again_src[] = {x};
+    CHECK(cuMemcpyBatchAsync_v2(again_dst, again_src, sizes, 1, &attr, &attr_index, 1, s2));
 }
 
 /* A 3D copy of four 32-byte rows, 64 bytes apart, in one slice, from x to y. */
@@ -1392,26 +1456,327 @@ static void context_destroy(int fixed) {
     if (!fixed) CHECK(cuCtxDestroy_v2(ctx));
 }
 
-/* Copies to and from arrays touch the host memory they name (arrays are not tracked): each of
-   the four reads or writes a pinned buffer a copy on s1 wrote. */
+/* Stops the program with exit status 5 unless the `n` bytes at `got` are those at `want`. */
+static void expect_bytes(const void *got, const void *want, size_t n, const char *what) {
+    if (memcmp(got, want, n) != 0) {
+        fprintf(stderr, "%s: the bytes copied back differ\n", what);
+        exit(5);
+    }
+}
+
+/* Copies to and from arrays touch the host memory they name: each of the four reads or writes
+   a pinned buffer a copy on s1 wrote (each on an array of its own, untouched elsewhere). */
 static void array_copies(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
-    CUDA_ARRAY_DESCRIPTOR descriptor = {N, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1};
-    CUarray array;
+    CUarray array[4];
     void *pinned[4];
     CUdeviceptr x = initialized();
-    CHECK(cuArrayCreate_v2(&array, &descriptor));
     for (int i = 0; i < 4; i++) {
+        array[i] = array_1d(N);
         CHECK(cuMemAllocHost_v2(&pinned[i], N));
         CHECK(cuMemcpyDtoHAsync_v2(pinned[i], x, N, s1));
     }
     if (fixed) CHECK(cuStreamSynchronize(s1));
-    CHECK(cuMemcpyHtoAAsync_v2(array, 0, pinned[0], N, s2));
-    CHECK(cuMemcpyAtoHAsync_v2(pinned[1], array, 0, N, s2));
-    CHECK(cuMemcpyHtoA_v2(array, 0, pinned[2], N));
-    CHECK(cuMemcpyAtoH_v2(pinned[3], array, 0, N));
+    CHECK(cuMemcpyHtoAAsync_v2(array[0], 0, pinned[0], N, s2));
+    CHECK(cuMemcpyAtoHAsync_v2(pinned[1], array[1], 0, N, s2));
+    CHECK(cuMemcpyHtoA_v2(array[2], 0, pinned[2], N));
+    CHECK(cuMemcpyAtoH_v2(pinned[3], array[3], 0, N));
     CHECK(cuCtxSynchronize());
-    CHECK(cuArrayDestroy(array));
+    for (int i = 0; i < 4; i++) CHECK(cuArrayDestroy(array[i]));
+}
+
+/* Every copy to or from a 1D array touches the array's bytes: an array of eight N-byte blocks
+   written on s1, then each copy touches a block of its own, on s2 or the legacy stream: the
+   reads (cuMemcpyAtoHAsync, cuMemcpyAtoD, cuMemcpyAtoH, cuMemcpyAtoA from it) race with s1's
+   write as RAW, the writes (cuMemcpyHtoAAsync, cuMemcpyDtoA, cuMemcpyHtoA, cuMemcpyAtoA into
+   it) as WAW. */
+static void array_sides(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_1d(8 * N), b = array_1d(N);
+    CUdeviceptr d = initialized(), out = dalloc();
+    void *source, *landing, *staged;
+    char *host = calloc(2, N), back[N];
+    CHECK(cuMemAllocHost_v2(&source, 8 * N));
+    CHECK(cuMemAllocHost_v2(&landing, N));
+    CHECK(cuMemAllocHost_v2(&staged, N));
+    for (int i = 0; i < 8 * N; i++) ((unsigned char *)source)[i] = (unsigned char)(i % 251);
+    CHECK(cuMemcpyHtoAAsync_v2(a, 0, source, 8 * N, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    CHECK(cuMemcpyAtoHAsync_v2(landing, a, 0 * N, N, s2));
+    CHECK(cuMemcpyHtoAAsync_v2(a, 1 * N, staged, N, s2));
+    CHECK(cuMemcpyAtoD_v2(out, a, 2 * N, N));
+    CHECK(cuMemcpyDtoA_v2(a, 3 * N, d, N));
+    CHECK(cuMemcpyAtoH_v2(host, a, 4 * N, N));
+    CHECK(cuMemcpyHtoA_v2(a, 5 * N, host + N, N));
+    CHECK(cuMemcpyAtoA_v2(b, 0, a, 6 * N, N));
+    CHECK(cuMemcpyAtoA_v2(a, 7 * N, b, 0, N));
+    CHECK(cuCtxSynchronize());
+    /* The first block, which only s1's copy wrote. */
+    CHECK(cuMemcpyAtoH_v2(back, a, 0, N));
+    expect_bytes(back, source, N, "array_sides");
+    CHECK(cuArrayDestroy(a));
+    CHECK(cuArrayDestroy(b));
+    free(host);
+}
+
+/* cuArrayDestroy is a synchronous free: it waits for the streams of the array's device only.
+   A 3D peer copy on a stream of the other device (or context) still reading the array must be
+   waited for first. With `mipmap`, the array is level 1 of a mipmapped array (of 2N one-byte
+   elements at level 0), freed by cuMipmappedArrayDestroy. */
+static void destroy_race(int fixed, int mipmap) {
+    CUmipmappedArray m;
+    CUarray a;
+    CUDA_MEMCPY3D_PEER copy;
+    if (mipmap) {
+        CUDA_ARRAY3D_DESCRIPTOR descriptor = {2 * N, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
+        CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+        CHECK(cuMipmappedArrayGetLevel(&a, m, 1));
+    } else {
+        a = array_1d(N);
+    }
+    CHECK(cuMemcpyDtoA_v2(a, 0, initialized(), N));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CUstream s1 = nonblocking();
+    CUdeviceptr y = dalloc();
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    copy.srcArray = a;
+    copy.srcContext = ctx_a;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y;
+    copy.dstContext = ctx_b;
+    copy.dstPitch = N;
+    copy.dstHeight = 1;
+    copy.WidthInBytes = N;
+    copy.Height = 1;
+    copy.Depth = 1;
+    CHECK(cuMemcpy3DPeerAsync(&copy, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+    if (mipmap)
+        CHECK(cuMipmappedArrayDestroy(m));
+    else
+        CHECK(cuArrayDestroy(a));
+    CHECK(cuCtxSetCurrent(ctx_b));
+    CHECK(cuStreamSynchronize(s1));
+    CHECK(cuCtxSetCurrent(ctx_a));
+}
+static void array_destroy_race(int fixed) { destroy_race(fixed, 0); }
+static void mipmap_destroy_race(int fixed) { destroy_race(fixed, 1); }
+
+/* Arrays of 16 x 8 four-byte elements (uchar4: 64-byte rows), and `depth` slices of them
+   (0: a 2D array, made with cuArrayCreate). */
+#define ROW 64
+static CUarray array_of_rows(size_t depth) {
+    CUarray array;
+    if (depth) {
+        CUDA_ARRAY3D_DESCRIPTOR descriptor = {16, 8, depth, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+        CHECK(cuArray3DCreate_v2(&array, &descriptor));
+    } else {
+        CUDA_ARRAY_DESCRIPTOR descriptor = {16, 8, CU_AD_FORMAT_UNSIGNED_INT8, 4};
+        CHECK(cuArrayCreate_v2(&array, &descriptor));
+    }
+    return array;
+}
+/* A 2D copy of `rows` 64-byte rows between device memory at `x` (pitch 64) and rows from `y`
+   of `array`, to the array when `to_array`. */
+static CUDA_MEMCPY2D rows_2d(CUarray array, size_t y, CUdeviceptr x, size_t rows, int to_array) {
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    if (to_array) {
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = x;
+        c.srcPitch = ROW;
+        c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.dstArray = array;
+        c.dstY = y;
+    } else {
+        c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.srcArray = array;
+        c.srcY = y;
+        c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.dstDevice = x;
+        c.dstPitch = ROW;
+    }
+    c.WidthInBytes = ROW;
+    c.Height = rows;
+    return c;
+}
+/* The same as a 3D copy, from rows from `y` of slice `z` of `array` to device memory. */
+static CUDA_MEMCPY3D rows_3d(CUarray array, size_t y, size_t z, CUdeviceptr x, size_t rows) {
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.srcArray = array;
+    c.srcY = y;
+    c.srcZ = z;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = x;
+    c.dstPitch = ROW;
+    c.dstHeight = rows;
+    c.WidthInBytes = ROW;
+    c.Height = rows;
+    c.Depth = 1;
+    return c;
+}
+static CUDA_MEMCPY3D_PEER peer_of(CUDA_MEMCPY3D c) {
+    CUDA_MEMCPY3D_PEER p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = c.srcMemoryType;
+    p.srcArray = c.srcArray;
+    p.srcY = c.srcY;
+    p.srcContext = ctx_a;
+    p.dstMemoryType = c.dstMemoryType;
+    p.dstDevice = c.dstDevice;
+    p.dstPitch = c.dstPitch;
+    p.dstHeight = c.dstHeight;
+    p.dstContext = ctx_a;
+    p.WidthInBytes = c.WidthInBytes;
+    p.Height = c.Height;
+    p.Depth = c.Depth;
+    return p;
+}
+
+/* 2D and 3D copies with an array side touch the array's rows (the array's own: 64 bytes of
+   four-byte elements each). A 2D array written on s1; then rows 0-3 read by cuMemcpy2D,
+   cuMemcpy3D, cuMemcpy3DPeer (legacy stream), cuMemcpy3DAsync, cuMemcpy3DPeerAsync and a
+   graph's memcpy node (s2), and rows 6-7 written by cuMemcpy2DAsync on s2: in the fixed twin
+   s2 waits for s1, and the reads and the write meet no row of each other's. */
+static void array_strided_copies(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr x = initialized_bytes(8 * ROW), y = initialized();
+    CUgraph g;
+    CUgraphNode node;
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, x, 8, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    if (fixed) CHECK(cuStreamSynchronize(s1));
+    c2 = rows_2d(a, 0, dalloc(), 4, 0);
+    CHECK(cuMemcpy2D_v2(&c2));
+    CUDA_MEMCPY3D c3 = rows_3d(a, 0, 0, dalloc(), 4);
+    CHECK(cuMemcpy3D_v2(&c3));
+    c3 = rows_3d(a, 0, 0, dalloc(), 4);
+    CUDA_MEMCPY3D_PEER peer = peer_of(c3);
+    CHECK(cuMemcpy3DPeer(&peer));
+    c3 = rows_3d(a, 0, 0, dalloc(), 4);
+    CHECK(cuMemcpy3DAsync_v2(&c3, s2));
+    peer = peer_of(rows_3d(a, 0, 0, dalloc(), 4));
+    CHECK(cuMemcpy3DPeerAsync(&peer, s2));
+    c3 = rows_3d(a, 0, 0, dalloc(), 4);
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemcpyNode(&node, g, NULL, 0, &c3, ctx_a));
+    run_graph(g, s2);
+    c2 = rows_2d(a, 6, y, 2, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
+}
+
+/* A mipmapped array's level is an array of its own size: level 1 of a 32 x 16 uchar4 mipmap
+   (16 x 8 elements: 64-byte rows) written on s1, its rows 6-7 read on s2. */
+static void mipmap_levels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUDA_ARRAY3D_DESCRIPTOR descriptor = {32, 16, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+    CUmipmappedArray m;
+    CUarray level;
+    CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    CUDA_MEMCPY2D c = rows_2d(level, 0, initialized_bytes(8 * ROW), 8, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c, s1));
+    order_if(fixed, s1, s2);
+    c = rows_2d(level, 6, dalloc(), 2, 0);
+    CHECK(cuMemcpy2DAsync_v2(&c, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMipmappedArrayDestroy(m));
+}
+
+/* A 3D array's slices: rows 4-7 of slice 1 written on s1, rows 6-7 of slice 1 (racy twin) or
+   of slice 0 (fixed twin) read on s2. */
+static void array_slices(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(2);
+    CUdeviceptr x = dalloc();
+    unsigned char rows[4 * ROW], back[4 * ROW];
+    CUDA_MEMCPY3D c;
+    for (int i = 0; i < 4 * ROW; i++) rows[i] = (unsigned char)(i % 251);
+    CHECK(cuMemcpyHtoD_v2(x, rows, sizeof rows));
+    CHECK(cuCtxSynchronize());
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = x;
+    c.srcPitch = ROW;
+    c.srcHeight = 4;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = a;
+    c.dstY = 4;
+    c.dstZ = 1;
+    c.WidthInBytes = ROW;
+    c.Height = 4;
+    c.Depth = 1;
+    CHECK(cuMemcpy3DAsync_v2(&c, s1));
+    c = rows_3d(a, 6, fixed ? 0 : 1, dalloc(), 2);
+    CHECK(cuMemcpy3DAsync_v2(&c, s2));
+    CHECK(cuCtxSynchronize());
+    /* Rows 4-7 of slice 1 back, to the host. */
+    c = rows_3d(a, 4, 1, 0, 4);
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = back;
+    CHECK(cuMemcpy3D_v2(&c));
+    expect_bytes(back, rows, sizeof back, "array_slices");
+    CHECK(cuArrayDestroy(a));
+}
+
+/* cuMemcpy3DBatchAsync and its CUDA 13 version: operations between pointers (one-byte
+   elements) and arrays (the array's elements: offsets and extents in four-byte elements). A
+   kernel on s1 writes x and a 2D copy on s1 writes the 2D array; on s2 the first batch copies
+   x (RAW), reads rows 2-3 of the array (RAW) and writes its rows 6-7 (WAW), the second copies x
+   again (RAW). */
+static CUmemcpy3DOperand pointer_operand(CUdeviceptr p) {
+    CUmemcpy3DOperand o;
+    memset(&o, 0, sizeof o);
+    o.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    o.op.ptr.ptr = p;
+    return o;
+}
+static CUmemcpy3DOperand array_operand(CUarray a, size_t y) {
+    CUmemcpy3DOperand o;
+    memset(&o, 0, sizeof o);
+    o.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    o.op.array.array = a;
+    o.op.array.offset.y = y;
+    return o;
+}
+static CUDA_MEMCPY3D_BATCH_OP batch_op(CUmemcpy3DOperand src, CUmemcpy3DOperand dst, size_t width, size_t height) {
+    CUDA_MEMCPY3D_BATCH_OP op;
+    memset(&op, 0, sizeof op);
+    op.src = src;
+    op.dst = dst;
+    op.extent.width = width;
+    op.extent.height = height;
+    op.extent.depth = 1;
+    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    return op;
+}
+static void memcpy_3d_batch(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr x = dalloc(), rows = initialized_bytes(8 * ROW), more_rows = initialized();
+    size_t fail = 0;
+    writes(s1, x);
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, rows, 8, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    order_if(fixed, s1, s2);
+    CUDA_MEMCPY3D_BATCH_OP ops[] = {
+        batch_op(pointer_operand(x), pointer_operand(dalloc()), N, 1),
+        batch_op(array_operand(a, 2), pointer_operand(dalloc()), 16, 2),
+        batch_op(pointer_operand(more_rows), array_operand(a, 6), 16, 2),
+    };
+    CHECK(cuMemcpy3DBatchAsync(3, ops, &fail, 0, s2));
+    CUDA_MEMCPY3D_BATCH_OP again = batch_op(pointer_operand(x), pointer_operand(dalloc()), N, 1);
+    CHECK(cuMemcpy3DBatchAsync_v2(1, &again, 0, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
 }
 
 /* Managed-memory hints order nothing and touch nothing: advice, a prefetch and an attachment
@@ -1591,6 +1956,8 @@ static const struct {
     {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
     {"built_graph_memset", built_graph_memset, "cross-stream-race"},
     {"built_graph_memset_set_params", built_graph_memset_set_params, "cross-stream-race"},
+    {"built_graph_memcpy_set_params", built_graph_memcpy_set_params, "cross-stream-race"},
+    {"built_graph_exec_memcpy_set_params", built_graph_exec_memcpy_set_params, "cross-stream-race"},
     {"built_graph_kernel_set_params", built_graph_kernel_set_params, "cross-stream-race"},
     {"built_graph_exec_kernel_set_params", built_graph_exec_kernel_set_params, "cross-stream-race"},
     {"built_graph_exec_update", built_graph_exec_update, "cross-stream-race"},
@@ -1625,6 +1992,13 @@ static const struct {
     {"library_kernels", library_kernels, "cross-stream-race"},
     {"context_destroy", context_destroy, "cross-stream-race"},
     {"array_copies", array_copies, "cross-stream-race"},
+    {"array_sides", array_sides, "cross-stream-race"},
+    {"array_destroy_race", array_destroy_race, "free-race"},
+    {"mipmap_destroy_race", mipmap_destroy_race, "free-race"},
+    {"mipmap_levels", mipmap_levels, "cross-stream-race"},
+    {"array_strided_copies", array_strided_copies, "cross-stream-race"},
+    {"array_slices", array_slices, "cross-stream-race"},
+    {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},

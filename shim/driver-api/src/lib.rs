@@ -36,6 +36,7 @@ pub type CUgraph = *mut c_void;
 pub type CUgraphExec = *mut c_void;
 pub type CUgraphNode = *mut c_void;
 pub type CUarray = *mut c_void;
+pub type CUmipmappedArray = *mut c_void;
 pub type CUmemoryPool = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 pub type CUexternalSemaphore = *mut c_void;
@@ -166,6 +167,109 @@ pub struct Memcpy3DPeer {
     pub depth: usize,
 }
 
+/// `CUDA_ARRAY_DESCRIPTOR`, the format raw: `width` x `height` elements (height 0: a 1D
+/// array).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayDescriptor {
+    pub width: usize,
+    pub height: usize,
+    pub format: u32,
+    pub num_channels: c_uint,
+}
+
+/// `CUDA_ARRAY3D_DESCRIPTOR`, the format raw: `width` x `height` x `depth` elements (a zero
+/// height or depth: fewer dimensions; a layered or cubemap array's layers are its depth).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Array3DDescriptor {
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub format: u32,
+    pub num_channels: c_uint,
+    pub flags: c_uint,
+}
+
+/// `CUDA_ARRAY3D_DESCRIPTOR` flags whose arrays' depth counts layers (which a mipmap's
+/// levels keep), not a third dimension (which they halve).
+pub const CUDA_ARRAY3D_LAYERED: c_uint = 0x01;
+pub const CUDA_ARRAY3D_CUBEMAP: c_uint = 0x04;
+
+/// The size in bytes of one element of an array of `CUarray_format` value `format` with
+/// `channels` channels, where cuda.h's format says it. Block-compressed and YUV formats pack
+/// several texels per block or plane: none.
+pub const fn array_element_size(format: u32, channels: c_uint) -> Option<u64> {
+    let per_channel = match format {
+        0x01 | 0x08 => 1,        // UNSIGNED_INT8, SIGNED_INT8
+        0x02 | 0x09 | 0x10 => 2, // UNSIGNED_INT16, SIGNED_INT16, HALF
+        0x03 | 0x0a | 0x20 => 4, // UNSIGNED_INT32, SIGNED_INT32, FLOAT
+        // The normalized formats name their channels: UNORM/SNORM_INT8X1..X4, INT16X1..X4.
+        0xc0 | 0xc6 => return Some(1),
+        0xc1 | 0xc7 | 0xc3 | 0xc9 => return Some(2),
+        0xc2 | 0xc8 | 0xc4 | 0xca | 0x50 => return Some(4), // 0x50: UNORM_INT_101010_2
+        0xc5 | 0xcb => return Some(8),
+        _ => return None,
+    };
+    match channels {
+        1 | 2 | 4 => Some(per_channel * channels as u64),
+        _ => None,
+    }
+}
+
+/// `CUmemcpy3DOperandType` values.
+pub const CU_MEMCPY_OPERAND_TYPE_POINTER: u32 = 1;
+pub const CU_MEMCPY_OPERAND_TYPE_ARRAY: u32 = 2;
+
+/// The pointer member of `CUmemcpy3DOperand`'s union: rows of `row_length` elements, layers
+/// of `layer_height` rows (either 0: packed to the copy's extent), and a location hint.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PointerOperand {
+    pub ptr: CUdeviceptr,
+    pub row_length: usize,
+    pub layer_height: usize,
+    pub loc_hint: [u32; 2],
+}
+
+/// The array member of `CUmemcpy3DOperand`'s union: the array and the offset where the copy
+/// starts, in elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayOperand {
+    pub array: CUarray,
+    pub offset: [usize; 3],
+}
+
+/// `CUmemcpy3DOperand`'s union, as in cuda.h.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union OperandValue {
+    pub ptr: PointerOperand,
+    pub array: ArrayOperand,
+}
+
+/// `CUmemcpy3DOperand`: which member of the union `value` holds (`operand_type`, a
+/// `CU_MEMCPY_OPERAND_TYPE_*`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Memcpy3DOperand {
+    pub operand_type: u32,
+    pub value: OperandValue,
+}
+
+/// `CUDA_MEMCPY3D_BATCH_OP`, enums raw: `extent` is width, height and depth in elements (one
+/// byte between pointers, the array's element otherwise).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Memcpy3DBatchOp {
+    pub src: Memcpy3DOperand,
+    pub dst: Memcpy3DOperand,
+    pub extent: [usize; 3],
+    pub src_access_order: u32,
+    pub flags: c_uint,
+}
+
 /// `CUlaunchAttribute`: an id and a 64-byte value union.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -254,7 +358,6 @@ pub type CUctxCreateParams = c_void;
 pub type CUexecAffinityParam = c_void;
 pub type CUmemAllocationProp = c_void;
 pub type CUmemcpyAttributes = c_void;
-pub type CUDA_MEMCPY3D_BATCH_OP = c_void;
 pub type CUDA_HOST_NODE_PARAMS = c_void;
 pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = c_void;
 pub type CUgraphNodeParams = c_void;
@@ -275,6 +378,13 @@ mod layout_checks {
     const _: () = assert!(offset_of!(Memcpy3D, depth) == offset_of!(cu::CUDA_MEMCPY3D, Depth));
     const _: () = assert!(size_of::<Memcpy3DPeer>() == size_of::<cu::CUDA_MEMCPY3D_PEER>());
     const _: () = assert!(offset_of!(Memcpy3DPeer, depth) == offset_of!(cu::CUDA_MEMCPY3D_PEER, Depth));
+    const _: () = assert!(size_of::<ArrayDescriptor>() == size_of::<cu::CUDA_ARRAY_DESCRIPTOR>());
+    const _: () = assert!(size_of::<Array3DDescriptor>() == size_of::<cu::CUDA_ARRAY3D_DESCRIPTOR>());
+    const _: () = assert!(offset_of!(Array3DDescriptor, flags) == offset_of!(cu::CUDA_ARRAY3D_DESCRIPTOR, Flags));
+    const _: () = assert!(size_of::<Memcpy3DOperand>() == size_of::<cu::CUmemcpy3DOperand>());
+    const _: () = assert!(size_of::<Memcpy3DBatchOp>() == size_of::<cu::CUDA_MEMCPY3D_BATCH_OP>());
+    const _: () = assert!(offset_of!(Memcpy3DBatchOp, extent) == offset_of!(cu::CUDA_MEMCPY3D_BATCH_OP, extent));
+    const _: () = assert!(offset_of!(Memcpy3DBatchOp, flags) == offset_of!(cu::CUDA_MEMCPY3D_BATCH_OP, flags));
     const _: () = assert!(size_of::<IpcMemHandle>() == size_of::<cu::CUipcMemHandle>());
     const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
     const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
@@ -405,6 +515,14 @@ macro_rules! driver_api {
             ipc_close_mem_handle [cuIpcCloseMemHandle] (dptr: CUdeviceptr);
             mem_pool_import_pointer [cuMemPoolImportPointer] (ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, share_data: *mut CUmemPoolPtrExportData);
 
+            // Arrays (memory with a handle and no address).
+            array_create [cuArrayCreate_v2] (handle: *mut CUarray, descriptor: *const ArrayDescriptor);
+            array_3d_create [cuArray3DCreate_v2] (handle: *mut CUarray, descriptor: *const Array3DDescriptor);
+            array_destroy [cuArrayDestroy] (array: CUarray);
+            mipmapped_array_create [cuMipmappedArrayCreate] (handle: *mut CUmipmappedArray, descriptor: *const Array3DDescriptor, num_levels: c_uint);
+            mipmapped_array_get_level [cuMipmappedArrayGetLevel] (level_array: *mut CUarray, mipmap: CUmipmappedArray, level: c_uint);
+            mipmapped_array_destroy [cuMipmappedArrayDestroy] (mipmap: CUmipmappedArray);
+
             // Copies.
             memcpy [cuMemcpy, cuMemcpy_ptds] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
             memcpy_async [cuMemcpyAsync, cuMemcpyAsync_ptsz] (dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
@@ -415,6 +533,7 @@ macro_rules! driver_api {
             memcpy_atod [cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds] (dst: CUdeviceptr, src: CUarray, src_offset: usize, bytes: usize);
             memcpy_htoa [cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds] (dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize);
             memcpy_atoh [cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds] (dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize);
+            memcpy_atoa [cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds] (dst: CUarray, dst_offset: usize, src: CUarray, src_offset: usize, bytes: usize);
             memcpy_htoa_async [cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz] (dst: CUarray, dst_offset: usize, src: *const c_void, bytes: usize, stream: CUstream);
             memcpy_atoh_async [cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz] (dst: *mut c_void, src: CUarray, src_offset: usize, bytes: usize, stream: CUstream);
             memcpy_htod_async [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream);
@@ -430,6 +549,8 @@ macro_rules! driver_api {
             memcpy_3d_peer_async [cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz] (copy: *const Memcpy3DPeer, stream: CUstream);
             memcpy_batch_async [cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz] (dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrs_idxs: *mut usize, num_attrs: usize, fail_idx: *mut usize, stream: CUstream);
             memcpy_batch_async_v2 [cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz] (dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrs_idxs: *mut usize, num_attrs: usize, stream: CUstream);
+            memcpy_3d_batch_async [cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz] (num_ops: usize, ops: *mut Memcpy3DBatchOp, fail_idx: *mut usize, flags: u64, stream: CUstream);
+            memcpy_3d_batch_async_v2 [cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz] (num_ops: usize, ops: *mut Memcpy3DBatchOp, flags: u64, stream: CUstream);
 
             // Memsets.
             memset_d8 [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: CUdeviceptr, value: c_uchar, count: usize);

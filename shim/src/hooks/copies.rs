@@ -4,7 +4,8 @@
 //!
 //! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
 //! its first byte to its last (which may see a conflict between interleaved regions that
-//! do not overlap).
+//! do not overlap). An array side touches the array's bytes as [`super::arrays`] places
+//! them: rows of its elements, or all of it where its element size is not known.
 
 use core::ffi::c_void;
 
@@ -14,6 +15,7 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::arrays;
 use super::model::{model, with_accesses};
 use super::{default_stream, ok, origin, stream};
 use crate::host_guard;
@@ -104,6 +106,7 @@ macro_rules! strided_3d {
             memory_type: c.src_memory_type,
             host: c.src_host as u64,
             device: c.src_device,
+            array: c.src_array,
             x: c.src_x_in_bytes,
             y: c.src_y,
             z: c.src_z,
@@ -114,6 +117,7 @@ macro_rules! strided_3d {
             memory_type: c.dst_memory_type,
             host: c.dst_host as u64,
             device: c.dst_device,
+            array: c.dst_array,
             x: c.dst_x_in_bytes,
             y: c.dst_y,
             z: c.dst_z,
@@ -203,7 +207,13 @@ pub unsafe fn memcpy_dtod(
     status
 }
 
-/// Device to array: only the device side is memory streamsan tracks.
+/// The bytes of a 1D copy of `bytes` bytes at byte `offset` of `array`; none for a handle
+/// this process did not make.
+fn array_bytes(array: CUarray, offset: usize, bytes: usize) -> Option<(u64, u64)> {
+    arrays::find(array).map(|a| a.linear(offset, bytes))
+}
+
+/// Device to array: device memory on both sides.
 pub unsafe fn memcpy_dtoa(
     call: &Call,
     real: real::memcpy_dtoa,
@@ -214,7 +224,8 @@ pub unsafe fn memcpy_dtoa(
 ) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
-        copied(call, default_stream(call), &[(src, bytes as u64)], &[], HostEffect::None);
+        let writes = array_bytes(dst, dst_offset, bytes);
+        copied(call, default_stream(call), &[(src, bytes as u64)], writes.as_slice(), HostEffect::None);
     }
     status
 }
@@ -229,13 +240,32 @@ pub unsafe fn memcpy_atod(
 ) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
-        copied(call, default_stream(call), &[], &[(dst, bytes as u64)], HostEffect::None);
+        let reads = array_bytes(src, src_offset, bytes);
+        copied(call, default_stream(call), reads.as_slice(), &[(dst, bytes as u64)], HostEffect::None);
     }
     status
 }
 
-/// Host to array: the host side is read (arrays are not tracked); from pageable or pinned
-/// memory, the host is ordered as by a copy to the device.
+/// Array to array: device memory on both sides.
+pub unsafe fn memcpy_atoa(
+    call: &Call,
+    real: real::memcpy_atoa,
+    dst: CUarray,
+    dst_offset: usize,
+    src: CUarray,
+    src_offset: usize,
+    bytes: usize,
+) -> CUresult {
+    let status = unsafe { real(dst, dst_offset, src, src_offset, bytes) };
+    if ok(status) {
+        let (reads, writes) = (array_bytes(src, src_offset, bytes), array_bytes(dst, dst_offset, bytes));
+        copied(call, default_stream(call), reads.as_slice(), writes.as_slice(), HostEffect::None);
+    }
+    status
+}
+
+/// Host to array: from pageable or pinned memory, the host is ordered as by a copy to the
+/// device.
 pub unsafe fn memcpy_htoa(
     call: &Call,
     real: real::memcpy_htoa,
@@ -247,12 +277,13 @@ pub unsafe fn memcpy_htoa(
     let status = unsafe { real(dst, dst_offset, src, bytes) };
     if ok(status) {
         let host = synchronous(memory_at(src as u64), Memory::Device);
-        copied(call, default_stream(call), &[(src as u64, bytes as u64)], &[], host);
+        let writes = array_bytes(dst, dst_offset, bytes);
+        copied(call, default_stream(call), &[(src as u64, bytes as u64)], writes.as_slice(), host);
     }
     status
 }
 
-/// Array to host: the host side is written, and the host waits for the copy.
+/// Array to host: the host waits for the copy.
 pub unsafe fn memcpy_atoh(
     call: &Call,
     real: real::memcpy_atoh,
@@ -263,7 +294,9 @@ pub unsafe fn memcpy_atoh(
 ) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes) };
     if ok(status) {
-        copied(call, default_stream(call), &[], &[(dst as u64, bytes as u64)], HostEffect::WaitsForOperation);
+        let reads = array_bytes(src, src_offset, bytes);
+        let writes = [(dst as u64, bytes as u64)];
+        copied(call, default_stream(call), reads.as_slice(), &writes, HostEffect::WaitsForOperation);
     }
     status
 }
@@ -279,7 +312,9 @@ pub unsafe fn memcpy_htoa_async(
 ) -> CUresult {
     let status = unsafe { real(dst, dst_offset, src, bytes, h_stream) };
     if ok(status) {
-        copied(call, stream(call, h_stream), &[(src as u64, bytes as u64)], &[], HostEffect::None);
+        let host = asynchronous(memory_at(src as u64), Memory::Device);
+        let writes = array_bytes(dst, dst_offset, bytes);
+        copied(call, stream(call, h_stream), &[(src as u64, bytes as u64)], writes.as_slice(), host);
     }
     status
 }
@@ -295,7 +330,10 @@ pub unsafe fn memcpy_atoh_async(
 ) -> CUresult {
     let status = unsafe { real(dst, src, src_offset, bytes, h_stream) };
     if ok(status) {
-        copied(call, stream(call, h_stream), &[], &[(dst as u64, bytes as u64)], HostEffect::None);
+        // To pageable memory, the call returns once the copy is done, as from device memory.
+        let host = asynchronous(Memory::Device, memory_at(dst as u64));
+        let reads = array_bytes(src, src_offset, bytes);
+        copied(call, stream(call, h_stream), reads.as_slice(), &[(dst as u64, bytes as u64)], host);
     }
     status
 }
@@ -386,6 +424,7 @@ struct Side {
     memory_type: u32,
     host: u64,
     device: u64,
+    array: CUarray,
     x: usize,
     y: usize,
     z: usize,
@@ -415,12 +454,21 @@ impl Side {
         }
     }
 
-    /// The rows a copy of `width` bytes x `rows` x `depth` touches on this side.
+    /// The rows a copy of `width` bytes x `rows` x `depth` touches on this side. An array's
+    /// rows are those of its elements in row-major order (its own pitch and height, whatever
+    /// the descriptor's); all of it when its element size is not known; none for a handle
+    /// this process did not make.
     fn rows(&self, width: usize, rows: usize, depth: usize) -> Vec<(u64, u64)> {
-        let Some(base) = self.base() else { return Vec::new() };
-        let rows_per_slice = self.height.max(1);
-        let start =
-            |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * self.pitch + self.x) as u64;
+        let (base, pitch, rows_per_slice) = match (self.memory_type, self.base()) {
+            (CU_MEMORYTYPE_ARRAY, _) => match arrays::find(self.array) {
+                Some(array) if array.element.is_some() => (array.key, array.row as usize, array.rows as usize),
+                Some(array) => return vec![array.all()],
+                None => return Vec::new(),
+            },
+            (_, Some(base)) => (base, self.pitch, self.height.max(1)),
+            (_, None) => return Vec::new(),
+        };
+        let start = |z: usize, y: usize| base + (((self.z + z) * rows_per_slice + self.y + y) * pitch + self.x) as u64;
         let total = rows * depth;
         if total == 0 || width == 0 {
             return Vec::new();
@@ -459,6 +507,7 @@ unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
         memory_type: c.src_memory_type,
         host: c.src_host as u64,
         device: c.src_device,
+        array: c.src_array,
         x: c.src_x_in_bytes,
         y: c.src_y,
         z: 0,
@@ -469,6 +518,7 @@ unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
         memory_type: c.dst_memory_type,
         host: c.dst_host as u64,
         device: c.dst_device,
+        array: c.dst_array,
         x: c.dst_x_in_bytes,
         y: c.dst_y,
         z: 0,
@@ -603,6 +653,114 @@ pub unsafe fn memcpy_batch_async_v2(
     let status = unsafe { real(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, h_stream) };
     if ok(status) {
         unsafe { batch(call, stream(call, h_stream), dsts, srcs, sizes, count) };
+    }
+    status
+}
+
+/// The bytes per element of a batched 3D copy: an array operand's (both arrays of an
+/// array-to-array copy share it), one between pointers. None: an array whose element size is
+/// not known, or that this process did not make.
+fn batch_element(op: &Memcpy3DBatchOp) -> Option<u64> {
+    for operand in [&op.src, &op.dst] {
+        if operand.operand_type == CU_MEMCPY_OPERAND_TYPE_ARRAY {
+            // SAFETY: the union's member its type names.
+            return arrays::find(unsafe { operand.value.array }.array).and_then(|a| a.element);
+        }
+    }
+    Some(1)
+}
+
+/// One operand of a batched 3D copy as a side of a strided copy of `extent` elements of
+/// `element` bytes: a pointer's rows are `row_length` elements apart, its layers
+/// `layer_height` rows (0: packed to the extent); an array's offset is in elements. None: a
+/// pointer whose element size is not known (its rows cannot be placed), or an unknown type.
+fn batch_operand(operand: &Memcpy3DOperand, element: Option<u64>, extent: [usize; 3]) -> Option<Side> {
+    let packed = |given: usize, extent: usize| if given == 0 { extent } else { given };
+    match operand.operand_type {
+        CU_MEMCPY_OPERAND_TYPE_POINTER => {
+            // SAFETY: the union's member its type names.
+            let p = unsafe { operand.value.ptr };
+            Some(Side {
+                memory_type: CU_MEMORYTYPE_UNIFIED,
+                host: 0,
+                device: p.ptr,
+                array: core::ptr::null_mut(),
+                x: 0,
+                y: 0,
+                z: 0,
+                pitch: packed(p.row_length, extent[0]) * element? as usize,
+                height: packed(p.layer_height, extent[1]),
+            })
+        }
+        CU_MEMCPY_OPERAND_TYPE_ARRAY => {
+            // SAFETY: as above.
+            let a = unsafe { operand.value.array };
+            Some(Side {
+                memory_type: CU_MEMORYTYPE_ARRAY,
+                host: 0,
+                device: 0,
+                array: a.array,
+                x: a.offset[0] * element.unwrap_or(0) as usize,
+                y: a.offset[1],
+                z: a.offset[2],
+                pitch: 0,
+                height: 0,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `count` 3D copies in one call, on one stream, between pointers and arrays. As for
+/// `cuMemcpyBatchAsync`, no host effect.
+unsafe fn batch_3d(call: &Call, on: StreamRef, ops: *const Memcpy3DBatchOp, count: usize) {
+    if ops.is_null() {
+        return;
+    }
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    for i in 0..count {
+        // SAFETY: the caller's array of `count` operations, accepted by the driver.
+        let op = unsafe { &*ops.add(i) };
+        let element = batch_element(op);
+        let [width, rows, depth] = op.extent;
+        let bytes = width * element.unwrap_or(0) as usize;
+        if let Some(src) = batch_operand(&op.src, element, op.extent) {
+            reads.extend(src.rows(bytes, rows, depth));
+        }
+        if let Some(dst) = batch_operand(&op.dst, element, op.extent) {
+            writes.extend(dst.rows(bytes, rows, depth));
+        }
+    }
+    copied(call, on, &reads, &writes, HostEffect::None);
+}
+
+pub unsafe fn memcpy_3d_batch_async(
+    call: &Call,
+    real: real::memcpy_3d_batch_async,
+    num_ops: usize,
+    ops: *mut Memcpy3DBatchOp,
+    fail_idx: *mut usize,
+    flags: u64,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(num_ops, ops, fail_idx, flags, h_stream) };
+    if ok(status) {
+        unsafe { batch_3d(call, stream(call, h_stream), ops, num_ops) };
+    }
+    status
+}
+
+pub unsafe fn memcpy_3d_batch_async_v2(
+    call: &Call,
+    real: real::memcpy_3d_batch_async_v2,
+    num_ops: usize,
+    ops: *mut Memcpy3DBatchOp,
+    flags: u64,
+    h_stream: CUstream,
+) -> CUresult {
+    let status = unsafe { real(num_ops, ops, flags, h_stream) };
+    if ok(status) {
+        unsafe { batch_3d(call, stream(call, h_stream), ops, num_ops) };
     }
     status
 }

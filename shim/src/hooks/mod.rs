@@ -50,6 +50,7 @@ mod forward {
 }
 
 pub mod annotate;
+mod arrays;
 mod code;
 mod contexts;
 mod copies;
@@ -66,13 +67,17 @@ pub mod model;
 mod nccl;
 mod streams;
 
+pub use arrays::{
+    array_3d_create, array_create, array_destroy, mipmapped_array_create, mipmapped_array_destroy,
+    mipmapped_array_get_level,
+};
 pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
 pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{
-    memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async,
-    memcpy_atod, memcpy_atoh, memcpy_atoh_async, memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod,
-    memcpy_dtod_async, memcpy_dtoh, memcpy_dtoh_async, memcpy_htoa, memcpy_htoa_async, memcpy_htod, memcpy_htod_async,
-    memcpy_peer, memcpy_peer_async,
+    memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_batch_async, memcpy_3d_batch_async_v2,
+    memcpy_3d_peer, memcpy_3d_peer_async, memcpy_async, memcpy_atoa, memcpy_atod, memcpy_atoh, memcpy_atoh_async,
+    memcpy_batch_async, memcpy_batch_async_v2, memcpy_dtoa, memcpy_dtod, memcpy_dtod_async, memcpy_dtoh,
+    memcpy_dtoh_async, memcpy_htoa, memcpy_htoa_async, memcpy_htod, memcpy_htod_async, memcpy_peer, memcpy_peer_async,
 };
 pub use entry_points::{get_proc_address, get_proc_address_v2};
 pub use events::{event_destroy, event_query, event_record, event_record_with_flags, event_synchronize};

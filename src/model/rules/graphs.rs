@@ -232,7 +232,7 @@ impl Model {
             }
             NodeKind::Alloc { base, size, ctx } => {
                 let alloc = Alloc { base: *base, size: *size, kind: MemoryKind::GraphOwned, ctx: *ctx };
-                self.register(alloc, op);
+                self.register(alloc, 0, op);
             }
             NodeKind::Free { base } => self.release(*base, op, clock, found),
             NodeKind::RecordEvent { event } => {

@@ -6,12 +6,13 @@
 //! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
 //! for the whole device first, as the driver does. A freed device buffer is kept in
 //! quarantine so that a later use of its addresses is reported as a use after free; a freed
-//! host range is forgotten at once, its addresses ordinary pageable memory again.
+//! host range is forgotten at once, its addresses ordinary pageable memory again. A CUDA
+//! array, which has no address, is allocated synchronously at keys of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::buffers::Buffer;
+use crate::model::buffers::{Buffer, MemoryKind};
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
@@ -34,12 +35,25 @@ impl Model {
                 self.issue_only(&stream)
             }
         };
-        self.register(alloc, OpRecord::new(origin, None, epoch));
+        self.register(alloc, 0, OpRecord::new(origin, None, epoch));
     }
 
-    pub(super) fn register(&self, alloc: Alloc, op: OpRecord) {
+    /// A CUDA array of `size` bytes, `handle` to the driver: a synchronous allocation at keys
+    /// of its own (`buffers::ARRAY_KEYS`), returned. Accesses name its bytes by those keys;
+    /// it is freed at the first, like any buffer.
+    pub fn alloc_array(&self, handle: u64, size: u64, ctx: u64, origin: &Origin) -> u64 {
+        let base = self.buffers.array_keys(size);
+        let epoch = self.host.tick();
+        self.register(Alloc { base, size, kind: MemoryKind::Array, ctx }, handle, OpRecord::new(origin, None, epoch));
+        base
+    }
+
+    /// Registers a buffer allocated by `op`; `handle`: the driver's, for memory without an
+    /// address.
+    pub(super) fn register(&self, alloc: Alloc, handle: u64, op: OpRecord) {
         let id = self.next_buffer.fetch_add(1, Ordering::Relaxed);
-        let buffer = Buffer::new(id, alloc.base, alloc.size, alloc.kind, alloc.ctx, op);
+        let mut buffer = Buffer::new(id, alloc.base, alloc.size, alloc.kind, alloc.ctx, op);
+        buffer.handle = handle;
         self.buffers.insert(Arc::new(buffer));
     }
 
@@ -100,5 +114,47 @@ impl Model {
         } else {
             self.buffers.quarantine(&buffer);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::buffers::{MemoryKind, ARRAY_KEYS};
+    use crate::model::op::{Access, HostEffect, Mode, Origin, StackId, ThreadId};
+    use crate::model::race::RaceKind;
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, FreeOn, Model, Work};
+
+    fn origin(api: &'static str) -> Origin {
+        Origin { api, thread: ThreadId(1), site: StackId(0) }
+    }
+
+    #[test]
+    fn an_array_lives_at_keys_of_its_own_that_no_kernel_word_reaches() {
+        let m = Model::default();
+        m.alloc(Alloc { base: 0x10_0000, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc"));
+        let first = m.alloc_array(0x5eed_0000, 100, 1, &origin("cuArrayCreate_v2"));
+        let second = m.alloc_array(0x5eed_0010, 100, 1, &origin("cuArrayCreate_v2"));
+        assert!(first >= ARRAY_KEYS && second > first + 100, "{first:#x} {second:#x}");
+        assert_eq!(m.memory_kind(first + 99), Some(MemoryKind::Array));
+        assert_eq!(m.memory_kind(first + 100), None, "the keys after an array are no one's");
+        assert!(!m.may_be_buffer(first), "the kernel-word filter spans memory with addresses only");
+        assert!(m.may_be_buffer(0x10_0000));
+    }
+
+    /// A graph node made before the array was destroyed, launched after.
+    #[test]
+    fn an_access_to_a_destroyed_array_is_a_use_after_free_naming_its_handle() {
+        let m = Model::default();
+        let key = m.alloc_array(0x5eed_0000, 256, 1, &origin("cuArrayCreate_v2"));
+        m.free(key, FreeOn::Synchronous { ctx: 1 }, &origin("cuArrayDestroy"));
+        let access = [Access::new(key + 16, 16, Mode::Read)];
+        let work = Work { origin: origin("cuGraphLaunch"), kernel: None, accesses: &access, host: HostEffect::None };
+        m.work(StreamRef::Legacy { ctx: 1 }, work);
+        let races = m.races();
+        assert_eq!(races.len(), 1);
+        let race = races[0].race;
+        assert_eq!((race.kind, race.buffer.kind), (RaceKind::UseAfterFree, MemoryKind::Array));
+        assert_eq!((race.buffer.handle, race.buffer.base), (0x5eed_0000, key));
     }
 }

@@ -333,20 +333,37 @@ pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> C
 pub unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
     unsafe { memcpy(dst, src, bytes) }
 }
-pub unsafe fn memcpy_dtoa(_dst: CUarray, _off: usize, _src: CUdeviceptr, _bytes: usize) -> CUresult {
-    OK
+/// The address of `bytes` bytes at byte `offset` of `array`.
+fn array_bytes(array: CUarray, offset: usize, bytes: usize) -> Result<u64, CUresult> {
+    match state_read().objects.get(&(array as usize)) {
+        Some(&Object::Array { base, size, .. }) if offset as u64 + bytes as u64 <= size => Ok(base + offset as u64),
+        Some(Object::Array { .. }) => Err(CUDA_ERROR_INVALID_VALUE),
+        _ => Err(CUDA_ERROR_INVALID_HANDLE),
+    }
 }
-pub unsafe fn memcpy_atod(_dst: CUdeviceptr, _src: CUarray, _off: usize, _bytes: usize) -> CUresult {
-    OK
+pub unsafe fn memcpy_dtoa(dst: CUarray, off: usize, src: CUdeviceptr, bytes: usize) -> CUresult {
+    match array_bytes(dst, off, bytes) {
+        Ok(dst) => unsafe { memcpy(dst, src, bytes) },
+        Err(e) => e,
+    }
 }
-fn check_array(array: CUarray) -> CUresult {
-    check(array, |o| matches!(o, Object::Array))
+pub unsafe fn memcpy_atod(dst: CUdeviceptr, src: CUarray, off: usize, bytes: usize) -> CUresult {
+    match array_bytes(src, off, bytes) {
+        Ok(src) => unsafe { memcpy(dst, src, bytes) },
+        Err(e) => e,
+    }
 }
-pub unsafe fn memcpy_htoa(dst: CUarray, _off: usize, _src: *const c_void, _bytes: usize) -> CUresult {
-    check_array(dst)
+pub unsafe fn memcpy_htoa(dst: CUarray, off: usize, src: *const c_void, bytes: usize) -> CUresult {
+    unsafe { memcpy_dtoa(dst, off, src as u64, bytes) }
 }
-pub unsafe fn memcpy_atoh(_dst: *mut c_void, src: CUarray, _off: usize, _bytes: usize) -> CUresult {
-    check_array(src)
+pub unsafe fn memcpy_atoh(dst: *mut c_void, src: CUarray, off: usize, bytes: usize) -> CUresult {
+    unsafe { memcpy_atod(dst as u64, src, off, bytes) }
+}
+pub unsafe fn memcpy_atoa(dst: CUarray, dst_off: usize, src: CUarray, src_off: usize, bytes: usize) -> CUresult {
+    match (array_bytes(dst, dst_off, bytes), array_bytes(src, src_off, bytes)) {
+        (Ok(dst), Ok(src)) => unsafe { memcpy(dst, src, bytes) },
+        (Err(e), _) | (_, Err(e)) => e,
+    }
 }
 pub unsafe fn memcpy_htoa_async(
     dst: CUarray,
@@ -355,9 +372,9 @@ pub unsafe fn memcpy_htoa_async(
     bytes: usize,
     stream: CUstream,
 ) -> CUresult {
-    match check_stream(stream) {
-        OK => unsafe { memcpy_htoa(dst, off, src, bytes) },
-        e => e,
+    match array_bytes(dst, off, bytes) {
+        Ok(dst) => unsafe { memcpy_async(dst, src as u64, bytes, stream) },
+        Err(e) => e,
     }
 }
 pub unsafe fn memcpy_atoh_async(
@@ -367,9 +384,9 @@ pub unsafe fn memcpy_atoh_async(
     bytes: usize,
     stream: CUstream,
 ) -> CUresult {
-    match check_stream(stream) {
-        OK => unsafe { memcpy_atoh(dst, src, off, bytes) },
-        e => e,
+    match array_bytes(src, off, bytes) {
+        Ok(src) => unsafe { memcpy_async(dst as u64, src, bytes, stream) },
+        Err(e) => e,
     }
 }
 pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream) -> CUresult {
@@ -400,44 +417,127 @@ pub unsafe fn memcpy_peer_async(
 ) -> CUresult {
     unsafe { memcpy_async(dst, src, bytes, stream) }
 }
-pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
+/// One side of a 2D or 3D copy: where its first byte is, and how its rows lie.
+struct Plane {
+    base: u64,
+    pitch: u64,
+    /// Rows per slice.
+    rows: u64,
+}
+
+impl Plane {
+    /// The side a descriptor names: `memory_type` picks `host`, `device` or `array` (whose
+    /// own row pitch and height apply), the copy starting at byte `x` of row `y` of slice `z`.
+    fn of(
+        memory_type: u32,
+        host: u64,
+        device: u64,
+        array: CUarray,
+        (x, y, z): (usize, usize, usize),
+        pitch: usize,
+        height: usize,
+    ) -> Result<Plane, CUresult> {
+        let (base, pitch, rows) = match memory_type {
+            CU_MEMORYTYPE_HOST => (host, pitch as u64, height.max(1) as u64),
+            CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => (device, pitch as u64, height.max(1) as u64),
+            CU_MEMORYTYPE_ARRAY => match state_read().objects.get(&(array as usize)) {
+                Some(&Object::Array { base, row, rows, .. }) => (base, row, rows),
+                _ => return Err(CUDA_ERROR_INVALID_HANDLE),
+            },
+            _ => return Err(CUDA_ERROR_INVALID_VALUE),
+        };
+        let start = base + (z as u64 * rows + y as u64) * pitch + x as u64;
+        Ok(Plane { base: start, pitch, rows })
     }
+
+    fn row(&self, y: usize, z: usize) -> u64 {
+        self.base + (z as u64 * self.rows + y as u64) * self.pitch
+    }
+}
+
+/// Copies `width` bytes x `height` rows x `depth` slices row by row: at once, or on `stream`
+/// (each row as an asynchronous copy: with a side in pinned memory, completing at the next
+/// wait).
+unsafe fn copy_rows(
+    src: Result<Plane, CUresult>,
+    dst: Result<Plane, CUresult>,
+    (width, height, depth): (usize, usize, usize),
+    stream: Option<CUstream>,
+) -> CUresult {
+    let (src, dst) = match (src, dst) {
+        (Ok(src), Ok(dst)) => (src, dst),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    if let Some(e @ 1..) = stream.map(check_stream) {
+        return e;
+    }
+    for z in 0..depth {
+        for y in 0..height {
+            let (from, to) = (src.row(y, z), dst.row(y, z));
+            match stream {
+                Some(stream) => unsafe { memcpy_async(to, from, width, stream) },
+                None => unsafe { memcpy(to, from, width) },
+            };
+        }
+    }
+    OK
+}
+
+unsafe fn copy_2d(copy: *const Memcpy2D, stream: Option<CUstream>) -> CUresult {
+    // SAFETY: the caller's descriptor.
+    let Some(c) = (unsafe { copy.as_ref() }) else { return CUDA_ERROR_INVALID_VALUE };
+    let (sx, sy) = (c.src_x_in_bytes, c.src_y);
+    let (dx, dy) = (c.dst_x_in_bytes, c.dst_y);
+    let src = Plane::of(c.src_memory_type, c.src_host as u64, c.src_device, c.src_array, (sx, sy, 0), c.src_pitch, 0);
+    let dst = Plane::of(c.dst_memory_type, c.dst_host as u64, c.dst_device, c.dst_array, (dx, dy, 0), c.dst_pitch, 0);
+    unsafe { copy_rows(src, dst, (c.width_in_bytes, c.height, 1), stream) }
+}
+
+/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
+macro_rules! copy_3d {
+    ($copy:expr, $stream:expr) => {{
+        // SAFETY: the caller's descriptor.
+        let Some(c) = (unsafe { $copy.as_ref() }) else { return CUDA_ERROR_INVALID_VALUE };
+        let at = |x, y, z| (x, y, z);
+        let src = Plane::of(
+            c.src_memory_type,
+            c.src_host as u64,
+            c.src_device,
+            c.src_array,
+            at(c.src_x_in_bytes, c.src_y, c.src_z),
+            c.src_pitch,
+            c.src_height,
+        );
+        let dst = Plane::of(
+            c.dst_memory_type,
+            c.dst_host as u64,
+            c.dst_device,
+            c.dst_array,
+            at(c.dst_x_in_bytes, c.dst_y, c.dst_z),
+            c.dst_pitch,
+            c.dst_height,
+        );
+        unsafe { copy_rows(src, dst, (c.width_in_bytes, c.height, c.depth.max(1)), $stream) }
+    }};
+}
+
+pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CUresult {
+    unsafe { copy_2d(copy, None) }
 }
 pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, stream: CUstream) -> CUresult {
-    match check_stream(stream) {
-        OK => unsafe { memcpy_2d(copy) },
-        e => e,
-    }
+    unsafe { copy_2d(copy, Some(stream)) }
 }
 pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
-    }
+    copy_3d!(copy, None)
 }
 pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, stream: CUstream) -> CUresult {
-    match check_stream(stream) {
-        OK => unsafe { memcpy_3d(copy) },
-        e => e,
-    }
+    copy_3d!(copy, Some(stream))
 }
 pub unsafe fn memcpy_3d_peer(copy: *const Memcpy3DPeer) -> CUresult {
-    if copy.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        OK
-    }
+    copy_3d!(copy, None)
 }
 pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) -> CUresult {
-    match check_stream(stream) {
-        OK => unsafe { memcpy_3d_peer(copy) },
-        e => e,
-    }
+    copy_3d!(copy, Some(stream))
 }
 unsafe fn batch(
     dsts: *mut CUdeviceptr,
@@ -482,6 +582,214 @@ pub unsafe fn memcpy_batch_async_v2(
     stream: CUstream,
 ) -> CUresult {
     unsafe { batch(dsts, srcs, sizes, count, stream) }
+}
+
+/// The bytes per element of a batched 3D copy: an array operand's, one between pointers.
+fn batch_element(op: &Memcpy3DBatchOp) -> usize {
+    for operand in [&op.src, &op.dst] {
+        if operand.operand_type == CU_MEMCPY_OPERAND_TYPE_ARRAY {
+            // SAFETY: the union's member its type names.
+            let array = unsafe { operand.value.array }.array as usize;
+            if let Some(&Object::Array { element, .. }) = state_read().objects.get(&array) {
+                return element as usize;
+            }
+        }
+    }
+    1
+}
+
+/// One operand of a batched 3D copy of `extent` elements of `element` bytes.
+fn batch_operand(operand: &Memcpy3DOperand, element: usize, extent: [usize; 3]) -> Result<Plane, CUresult> {
+    let packed = |given: usize, extent: usize| if given == 0 { extent } else { given };
+    let null = core::ptr::null_mut();
+    match operand.operand_type {
+        CU_MEMCPY_OPERAND_TYPE_POINTER => {
+            // SAFETY: the union's member its type names.
+            let p = unsafe { operand.value.ptr };
+            let pitch = packed(p.row_length, extent[0]) * element;
+            Plane::of(CU_MEMORYTYPE_UNIFIED, 0, p.ptr, null, (0, 0, 0), pitch, packed(p.layer_height, extent[1]))
+        }
+        CU_MEMCPY_OPERAND_TYPE_ARRAY => {
+            // SAFETY: as above.
+            let a = unsafe { operand.value.array };
+            Plane::of(CU_MEMORYTYPE_ARRAY, 0, 0, a.array, (a.offset[0] * element, a.offset[1], a.offset[2]), 0, 0)
+        }
+        _ => Err(CUDA_ERROR_INVALID_VALUE),
+    }
+}
+
+/// `cuMemcpy3DBatchAsync`: every operation checked first (the index of a refused one written
+/// to `fail_idx`), then each copied row by row on `stream`, which must not be the NULL stream.
+unsafe fn batch_3d(
+    num_ops: usize,
+    ops: *mut Memcpy3DBatchOp,
+    fail_idx: *mut usize,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    let fail = |index: usize, status: CUresult| {
+        // SAFETY: the caller's out-parameter, when given.
+        if let Some(out) = unsafe { fail_idx.as_mut() } {
+            *out = index;
+        }
+        status
+    };
+    if stream.is_null() || ops.is_null() || num_ops == 0 || flags != 0 {
+        return fail(usize::MAX, CUDA_ERROR_INVALID_VALUE);
+    }
+    if let e @ 1.. = check_stream(stream) {
+        return fail(usize::MAX, e);
+    }
+    let mut planned = Vec::with_capacity(num_ops);
+    for i in 0..num_ops {
+        // SAFETY: the caller's array of `num_ops` operations, read up to the first refused.
+        let op = unsafe { &*ops.add(i) };
+        let element = batch_element(op);
+        let planes = (batch_operand(&op.src, element, op.extent), batch_operand(&op.dst, element, op.extent));
+        match planes {
+            _ if !(1..=3).contains(&op.src_access_order) || op.extent.contains(&0) => {
+                return fail(i, CUDA_ERROR_INVALID_VALUE);
+            }
+            (Ok(src), Ok(dst)) => planned.push((src, dst, op.extent, element)),
+            (Err(e), _) | (_, Err(e)) => return fail(i, e),
+        }
+    }
+    for (src, dst, [width, height, depth], element) in planned {
+        unsafe { copy_rows(Ok(src), Ok(dst), (width * element, height, depth), Some(stream)) };
+    }
+    OK
+}
+pub unsafe fn memcpy_3d_batch_async(
+    num_ops: usize,
+    ops: *mut Memcpy3DBatchOp,
+    fail_idx: *mut usize,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    unsafe { batch_3d(num_ops, ops, fail_idx, flags, stream) }
+}
+pub unsafe fn memcpy_3d_batch_async_v2(
+    num_ops: usize,
+    ops: *mut Memcpy3DBatchOp,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    unsafe { batch_3d(num_ops, ops, core::ptr::null_mut(), flags, stream) }
+}
+
+// ---- Arrays -----------------------------------------------------------------------------
+
+/// An array of `width` x `height` x `depth` elements (0: a dimension it does not have) of
+/// the format's size (one byte for a format without one): device memory.
+fn array_of((width, height, depth): (usize, usize, usize), format: u32, channels: c_uint) -> Result<usize, CUresult> {
+    if width == 0 {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    let element = array_element_size(format, channels).unwrap_or(1);
+    let (row, rows) = (width as u64 * element, height.max(1) as u64);
+    let size = row * rows * depth.max(1) as u64;
+    let mut s = state();
+    let base = s.alloc_device(size).ok_or(2u32)?; // CUDA_ERROR_OUT_OF_MEMORY
+    Ok(s.new_handle(Object::Array { base, size, element, row, rows }))
+}
+unsafe fn new_array(handle: *mut CUarray, shape: (usize, usize, usize), format: u32, channels: c_uint) -> CUresult {
+    if handle.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    match array_of(shape, format, channels) {
+        Ok(array) => unsafe { write(handle, array as CUarray) },
+        Err(e) => e,
+    }
+}
+/// Frees the array `array`, if it is one.
+fn free_array(array: usize) -> CUresult {
+    let mut s = state();
+    match s.objects.get(&array) {
+        Some(&Object::Array { base, .. }) => {
+            s.objects.remove(&array);
+            s.free_device(base);
+            OK
+        }
+        _ => CUDA_ERROR_INVALID_HANDLE,
+    }
+}
+pub unsafe fn array_create(handle: *mut CUarray, descriptor: *const ArrayDescriptor) -> CUresult {
+    // SAFETY: the caller's descriptor.
+    match unsafe { descriptor.as_ref() } {
+        Some(d) => unsafe { new_array(handle, (d.width, d.height, 0), d.format, d.num_channels) },
+        None => CUDA_ERROR_INVALID_VALUE,
+    }
+}
+pub unsafe fn array_3d_create(handle: *mut CUarray, descriptor: *const Array3DDescriptor) -> CUresult {
+    // SAFETY: the caller's descriptor.
+    match unsafe { descriptor.as_ref() } {
+        Some(d) => unsafe { new_array(handle, (d.width, d.height, d.depth), d.format, d.num_channels) },
+        None => CUDA_ERROR_INVALID_VALUE,
+    }
+}
+/// Synchronous, as `cuMemFree`: copies in flight complete first.
+pub unsafe fn array_destroy(array: CUarray) -> CUresult {
+    pinned::complete();
+    free_array(array as usize)
+}
+/// A mipmapped array: every level made at once, each dimension halved per level down to 1
+/// (but the layers of a layered or cubemap array).
+pub unsafe fn mipmapped_array_create(
+    handle: *mut CUmipmappedArray,
+    descriptor: *const Array3DDescriptor,
+    num_levels: c_uint,
+) -> CUresult {
+    // SAFETY: the caller's descriptor.
+    let Some(d) = (unsafe { descriptor.as_ref() }) else { return CUDA_ERROR_INVALID_VALUE };
+    if handle.is_null() || num_levels == 0 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    let halved = |n: usize, level: u32| if n == 0 { 0 } else { n.checked_shr(level).unwrap_or(0).max(1) };
+    let layers = d.flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP) != 0;
+    let mut levels = Vec::new();
+    for level in 0..num_levels {
+        let depth = if layers { d.depth } else { halved(d.depth, level) };
+        let shape = (halved(d.width, level), halved(d.height, level), depth);
+        match array_of(shape, d.format, d.num_channels) {
+            Ok(array) => levels.push(array),
+            Err(e) => {
+                for array in levels {
+                    free_array(array);
+                }
+                return e;
+            }
+        }
+    }
+    new_object(handle, Object::Mipmap { levels })
+}
+pub unsafe fn mipmapped_array_get_level(
+    level_array: *mut CUarray,
+    mipmap: CUmipmappedArray,
+    level: c_uint,
+) -> CUresult {
+    let found = match state_read().objects.get(&(mipmap as usize)) {
+        Some(Object::Mipmap { levels }) => levels.get(level as usize).copied().ok_or(CUDA_ERROR_INVALID_VALUE),
+        _ => Err(CUDA_ERROR_INVALID_HANDLE),
+    };
+    match found {
+        Ok(array) => unsafe { write(level_array, array as CUarray) },
+        Err(e) => e,
+    }
+}
+/// Synchronous, as `cuArrayDestroy`: its levels go with it.
+pub unsafe fn mipmapped_array_destroy(mipmap: CUmipmappedArray) -> CUresult {
+    pinned::complete();
+    let mut s = state();
+    let levels = match s.objects.get(&(mipmap as usize)) {
+        Some(Object::Mipmap { levels }) => levels.clone(),
+        _ => return CUDA_ERROR_INVALID_HANDLE,
+    };
+    s.objects.remove(&(mipmap as usize));
+    drop(s);
+    for array in levels {
+        free_array(array);
+    }
+    OK
 }
 
 // ---- Memsets ----------------------------------------------------------------------------

@@ -74,7 +74,20 @@ pub enum Object {
     MemPool {
         device: i32,
     },
-    Array,
+    /// A CUDA array: `size` bytes of device memory at `base`, its elements (of `element`
+    /// bytes) in row-major order (a GPU's are tiled; a program cannot tell), `row` bytes per
+    /// row, `rows` rows per slice.
+    Array {
+        base: u64,
+        size: u64,
+        element: u64,
+        row: u64,
+        rows: u64,
+    },
+    /// A mipmapped array: its levels, arrays of their own.
+    Mipmap {
+        levels: Vec<usize>,
+    },
     ExternalSemaphore,
 }
 

@@ -38,6 +38,7 @@ const INTRODUCED: &[(&str, c_int)] = &[
     ("cuGraphInstantiate_v2", 11000),
     ("cuGetProcAddress_v2", 12000),
     ("cuMemcpyBatchAsync_v2", 13000),
+    ("cuMemcpy3DBatchAsync_v2", 13000),
 ];
 
 /// Per-thread variants appeared with CUDA 7.0.

@@ -244,18 +244,6 @@ queries! {
         if value.is_null() { return CUDA_ERROR_INVALID_VALUE; }
         crate::behaviour::check_stream(stream)
     }
-    // Arrays: opaque handles; their contents are not kept.
-    fn cuArrayCreate_v2(array: *mut CUarray, descriptor: *const c_void) {
-        if descriptor.is_null() { return CUDA_ERROR_INVALID_VALUE; }
-        let handle = state().new_handle(Object::Array);
-        put(array, handle as CUarray)
-    }
-    fn cuArrayDestroy(array: CUarray) {
-        match state().objects.remove(&(array as usize)) {
-            Some(Object::Array) => OK,
-            _ => CUDA_ERROR_INVALID_HANDLE,
-        }
-    }
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) {
         let found = state_read().allocations.range(..=ptr).next_back().map(|(&b, a)| (b, a.size)).filter(|&(b, s)| ptr < b + s.max(1));
         match found {
