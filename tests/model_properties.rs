@@ -1038,3 +1038,33 @@ fn a_graph_lane_takes_a_destroyed_graphs_slot_only_when_ordered_after_it() {
         "{races:?}"
     );
 }
+
+/// A caching allocator puts hundreds of tensors in one driver allocation: the default
+/// stream's traffic on other tensors of it must not push out of the history what a side
+/// stream did, or the race with that side stream is lost.
+#[test]
+fn a_side_streams_access_outlives_the_main_streams_traffic_on_the_same_buffer() {
+    let model = Model::new(Box::new(describe), Some(Box::new(CollectingSink(Arc::new(Collected::default())))));
+    let (main, side) = (stream_ref(4), stream_ref(5));
+    for s in [4, 5] {
+        model.stream_created(0x100 + s as u64, stream_ctx(s), !blocking(s), &origin(0, s));
+    }
+    let segment = Alloc { base: buffer_base(0), size: BUFFER_SIZE, kind: MemoryKind::Device, ctx: CTX[0] };
+    model.alloc(segment, None, &host_origin(0, 0));
+    let launch = |stream, site: usize, lo: u64, mode| {
+        let access = [Access::new(buffer_base(0) + lo, 1, mode)];
+        model.work(stream, Work { origin: origin(site, 4), kernel: None, accesses: &access, host: HostEffect::None });
+    };
+    // The side stream reads the tensor at 0; the main stream then works on 200 others...
+    launch(side, 1, 0, Mode::Read);
+    for t in 1..200u64 {
+        launch(main, 1 + t as usize, t, if t % 2 == 0 { Mode::Read } else { Mode::Write });
+    }
+    // ...and reuses the first one's memory without waiting for the side stream.
+    launch(main, 500, 0, Mode::Write);
+    let races = model.races();
+    assert!(
+        races.iter().any(|r| r.race.kind == RaceKind::CrossStream && r.race.second.op.site == StackId(501)),
+        "{races:?}"
+    );
+}

@@ -14,8 +14,8 @@
 use super::clock::{Epoch, Slot, VectorClock};
 use super::op::{Mode, OpRecord};
 
-/// Records kept per buffer before the oldest are forgotten (possibly missing a race,
-/// never inventing one).
+/// Records kept per buffer before some are forgotten (possibly missing a race, never
+/// inventing one): the oldest of the slot that holds the most.
 pub const MAX_RECORDS: usize = 32;
 
 /// One access in the history: bytes `[lo, hi)`.
@@ -122,15 +122,43 @@ impl Shadow {
         self.forget_beyond_bound();
     }
 
-    /// Forgets the oldest records beyond [`MAX_RECORDS`], keeping the bytes they covered.
+    /// Forgets records beyond [`MAX_RECORDS`], keeping the bytes they covered: each time
+    /// the oldest of the slot (stream) that holds the most records. A caching allocator puts
+    /// hundreds of tensors in one driver allocation, and the stream doing most of the work
+    /// fills its history: what another stream did there must outlive that traffic, since
+    /// only accesses of other streams can race with it.
     fn forget_beyond_bound(&mut self) {
-        if self.records.len() > MAX_RECORDS {
-            let excess = self.records.len() - MAX_RECORDS;
-            for oldest in self.records.drain(..excess) {
-                let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
-                self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
+        while self.records.len() > MAX_RECORDS {
+            let at = match self.sole {
+                Some(_) => 0,
+                None => {
+                    let slot = self.busiest_slot();
+                    self.records.iter().position(|r| r.op.epoch.slot == slot).unwrap_or(0)
+                }
+            };
+            let oldest = self.records.remove(at);
+            let (flo, fhi) = self.forgotten.unwrap_or((oldest.lo, oldest.hi));
+            self.forgotten = Some((flo.min(oldest.lo), fhi.max(oldest.hi)));
+        }
+    }
+
+    /// The slot with the most records (the first such, oldest first).
+    fn busiest_slot(&self) -> Slot {
+        // A handful of slots at most: counted in place, without allocating.
+        let mut counts = [(0 as Slot, 0u32); 8];
+        let mut distinct = 0;
+        for r in &self.records {
+            match counts[..distinct].iter().position(|&(s, _)| s == r.op.epoch.slot) {
+                Some(i) => counts[i].1 += 1,
+                None if distinct < counts.len() => {
+                    counts[distinct] = (r.op.epoch.slot, 1);
+                    distinct += 1;
+                }
+                // More slots than counted: the ones counted hold the most, or close.
+                None => {}
             }
         }
+        counts[..distinct].iter().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
     }
 
     /// Adds an access recorded late (a measured launch read after later operations were
