@@ -35,3 +35,35 @@ impl Model {
         self.buffers.remove_context(ctx);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::{Access, HostEffect, Mode, StackId, ThreadId};
+    use crate::model::streams::StreamRef;
+    use crate::model::Work;
+
+    fn origin(api: &'static str) -> Origin {
+        Origin { api, thread: ThreadId(1), site: StackId(1) }
+    }
+
+    /// Destroys a stream that did some work, after a synchronize of it or not: the notes.
+    fn destroy(synchronized: bool) -> usize {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+        let access = [Access::new(0x1000, 8, Mode::Write)];
+        let work = Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &access, host: HostEffect::None };
+        model.work(StreamRef::Handle(0x10), work);
+        if synchronized {
+            model.stream_synchronized(StreamRef::Handle(0x10));
+        }
+        model.stream_destroyed(0x10, &origin("cuStreamDestroy"));
+        model.notes().iter().filter(|n| n.kind == NoteKind::DestroyedWhilePending).count()
+    }
+
+    #[test]
+    fn a_stream_destroyed_with_work_pending_is_noted_and_one_waited_for_is_not() {
+        assert_eq!(destroy(false), 1);
+        assert_eq!(destroy(true), 0);
+    }
+}
