@@ -20,8 +20,9 @@
 //! What may be missed (never invented): a record issued before P and concurrent with it but
 //! since dropped from a history (overwritten by a write ordered after P, or the history's
 //! bound); logged accesses beyond the log's bound ([`MAX_LOGGED`], counted in
-//! [`Model::deferred_dropped`]). A buffer allocated after P was issued is skipped: P's bytes
-//! there were a freed predecessor's, and the free was logged.
+//! [`Model::deferred_dropped`]). A buffer allocated after P was issued is skipped, in the
+//! histories and in the log: P's bytes there were a freed predecessor's, and the free was
+//! logged.
 //!
 //! Cost: nothing is logged while no launch is pending (one atomic load per access).
 
@@ -75,6 +76,10 @@ struct Logged {
     mode: Mode,
     /// A free: the buffer it freed, as it was (freed host memory is forgotten at once).
     freed: Option<BufferFacts>,
+    /// The id of the buffer the bytes were in (0: older than any launch pending then). A
+    /// launch pending from before that buffer was allocated had its bytes in a predecessor
+    /// at the same address, whose free is logged: the two are not checked.
+    buffer: u64,
     op: OpRecord,
     /// For each stream (slot) with pending launches then: how far this access's clock knew it.
     knew: Vec<(Slot, u32)>,
@@ -143,10 +148,20 @@ impl Deferred {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Logs an access (or the free of `freed`) by `op` with clock `clock`, if a launch is
-    /// pending.
+    /// Logs an access to the buffer `buffer` (or its free, `freed`) by `op` with clock
+    /// `clock`, if a launch is pending.
     #[inline]
-    pub fn observe(&self, lo: u64, hi: u64, mode: Mode, freed: Option<BufferFacts>, op: OpRecord, clock: &VectorClock) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn observe(
+        &self,
+        lo: u64,
+        hi: u64,
+        mode: Mode,
+        buffer: u64,
+        freed: Option<BufferFacts>,
+        op: OpRecord,
+        clock: &VectorClock,
+    ) {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -155,7 +170,7 @@ impl Deferred {
             return;
         }
         window.seq += 1;
-        let entry = Logged { seq: window.seq, lo, hi, mode, freed, op, knew: window.knew(clock) };
+        let entry = Logged { seq: window.seq, lo, hi, mode, freed, buffer, op, knew: window.knew(clock) };
         window.push(entry, &self.dropped);
     }
 }
@@ -268,7 +283,7 @@ impl Model {
         }
         // What was issued after it, unordered with it.
         for entry in &later {
-            if entry.after(pending.op.epoch) {
+            if entry.after(pending.op.epoch) || entry.buffer >= pending.next_buffer {
                 continue;
             }
             for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
@@ -303,12 +318,15 @@ impl Model {
             if !window.pending.is_empty() {
                 let knew = window.knew(&pending.clock);
                 for a in &accesses {
+                    // Its bytes were in a buffer allocated before it, whatever is there now.
+                    let buffer = self.buffer_id(a.addr).filter(|&id| id < pending.next_buffer).unwrap_or(0);
                     let entry = Logged {
                         seq: pending.seq,
                         lo: a.addr,
                         hi: a.addr + a.len.max(1),
                         mode: a.mode,
                         freed: None,
+                        buffer,
                         op: pending.op,
                         knew: knew.clone(),
                     };
@@ -390,6 +408,35 @@ mod tests {
         let joined = join_closest(&ranges, 2);
         assert_eq!(joined.iter().map(|a| (a.addr, a.addr + a.len)).collect::<Vec<_>>(), vec![(0, 104), (1000, 1004)]);
         assert_eq!(join_closest(&ranges, 8).len(), 4);
+    }
+
+    /// A measured launch's bytes, read after its buffer was freed and another allocated at
+    /// the same address (and used), were the freed one's: the new buffer is not checked
+    /// against it (its allocation is not ordered before the launch, which is no race).
+    #[test]
+    fn a_late_footprint_skips_buffers_allocated_after_its_launch() {
+        use crate::model::buffers::MemoryKind;
+        use crate::model::op::{HostEffect, KernelId, Origin};
+        use crate::model::streams::StreamRef;
+        use crate::model::{Alloc, FreeOn, Work};
+
+        let origin = |site| Origin { api: "test", thread: ThreadId(1), site: StackId(site) };
+        let model = Model::default();
+        for s in [0x10, 0x20] {
+            model.stream_created(s, 1, true, &origin(1));
+        }
+        let (s1, s2) = (StreamRef::Handle(0x10), StreamRef::Handle(0x20));
+        let buffer = Alloc { base: 0x10_0000, size: 256, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(buffer, None, &origin(2));
+        let params = [Access::new(0x10_0000, 8, Mode::Write)];
+        let work = Work { origin: origin(3), kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(s1, work, 7, None));
+        model.free(0x10_0000, FreeOn::Stream(s1), &origin(4));
+        model.alloc(buffer, Some(s2), &origin(5));
+        let write = [Access::new(0x10_0000, 8, Mode::Write)];
+        model.work(s2, Work { origin: origin(6), kernel: None, accesses: &write, host: HostEffect::None });
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(0x10_0000, 256, Mode::Write)], cover: None }));
+        assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
     #[test]

@@ -106,7 +106,7 @@ impl Model {
                         Checked::Now => {
                             state.shadow.record(lo, hi, mode, op, clock);
                             drop(state);
-                            self.deferred.observe(lo, hi, mode, None, op, clock);
+                            self.deferred.observe(lo, hi, mode, buffer.id, None, op, clock);
                         }
                         // Late: it must not supersede records of operations issued after it.
                         Checked::Late { .. } => {
