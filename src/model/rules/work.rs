@@ -82,11 +82,9 @@ impl Model {
                             second: this,
                         });
                     }
-                    let mut issued_later = false;
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
                         // Checked late, the launch meets what the log checks: skip it here.
                         if checked.issued_later(&earlier.op.epoch) {
-                            issued_later = true;
                             continue;
                         }
                         let first = Side {
@@ -102,22 +100,12 @@ impl Model {
                             second: this,
                         });
                     }
-                    match checked {
-                        Checked::Now => {
-                            state.shadow.record(lo, hi, mode, op, clock);
-                            drop(state);
-                            self.deferred.observe(lo, hi, mode, buffer.id, None, op, clock);
-                        }
-                        // Late: it must not supersede records of operations issued after it.
-                        Checked::Late { .. } => {
-                            let later_here = issued_later
-                                || state.shadow.records().iter().any(|r| checked.issued_later(&r.op.epoch));
-                            if later_here {
-                                state.shadow.insert_unordered(lo, hi, mode, op);
-                            } else {
-                                state.shadow.record(lo, hi, mode, op, clock);
-                            }
-                        }
+                    // Checked late, it supersedes only what it is ordered after: never the
+                    // records of operations issued after it.
+                    state.shadow.record(lo, hi, mode, op, clock);
+                    drop(state);
+                    if let Checked::Now = checked {
+                        self.deferred.observe(lo, hi, mode, buffer.id, None, op, clock);
                     }
                     hi
                 }
