@@ -439,6 +439,31 @@ mod tests {
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
+    /// A measured launch whose buffer another stream freed while it was pending: one
+    /// free-race (the log's), not also a use-after-free of the freed buffer's history.
+    #[test]
+    fn a_free_issued_after_a_pending_launch_is_a_free_race_only() {
+        use crate::model::buffers::MemoryKind;
+        use crate::model::op::{HostEffect, KernelId, Origin};
+        use crate::model::streams::StreamRef;
+        use crate::model::{Alloc, FreeOn, Work};
+
+        let origin = |site| Origin { api: "test", thread: ThreadId(1), site: StackId(site) };
+        let model = Model::default();
+        for s in [0x10, 0x20] {
+            model.stream_created(s, 1, true, &origin(1));
+        }
+        let buffer = Alloc { base: 0x10_0000, size: 256, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(buffer, None, &origin(2));
+        let params = [Access::new(0x10_0000, 8, Mode::Read)];
+        let work = Work { origin: origin(3), kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(StreamRef::Handle(0x10), work, 7, None));
+        model.free(0x10_0000, FreeOn::Stream(StreamRef::Handle(0x20)), &origin(4));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(0x10_0000, 64, Mode::Read)], cover: None }));
+        let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
+        assert_eq!(kinds, vec![RaceKind::FreeRace]);
+    }
+
     #[test]
     fn flags_give_modes() {
         assert_eq!(measured_mode(1), Mode::Read);
