@@ -350,6 +350,10 @@ impl Granule {
     }
 }
 
+/// The bytes of a buffer that an access reads: its flag, kind, bounds and allocation, then
+/// its lock and shadow (both structures are laid out in that order).
+const READ_BY_AN_ACCESS: usize = std::mem::offset_of!(Buffer, state) + std::mem::size_of::<Lock<Shadow>>();
+
 /// Asks for the cache lines of `[at, at + len)` to be loaded; a hint, which reads nothing.
 #[inline]
 fn prefetch_lines(at: *const u8, len: usize) {
@@ -511,22 +515,22 @@ impl BufferMap {
         result
     }
 
-    /// Starts loading into the processor's caches the buffer `addr` resolved to lately on
-    /// this thread, without waiting for it: an operation's accesses are prefetched together
-    /// before any is checked, so that their buffers arrive in parallel rather than one after
-    /// another. Under a real driver, whose own work between two launches evicts the model's
-    /// data, each of those loads is a miss (issue 14; the bench's `training_step_cold_*`).
+    /// Starts loading into the processor's caches the buffers that `addrs` resolved to lately
+    /// on this thread, without waiting for them: an operation's accesses are prefetched
+    /// together before any is checked, so that their buffers arrive in parallel rather than
+    /// one after another. Under a real driver, whose own work between two launches evicts the
+    /// model's data, each of those loads is a miss (issue 14; the bench's
+    /// `training_step_cold_*`).
     #[inline]
-    pub fn prefetch(&self, addr: u64) {
-        if !self.in_range(addr) {
-            return;
-        }
+    pub fn prefetch(&self, addrs: impl Iterator<Item = u64>) {
         let generation = self.generation.load(Ordering::Acquire);
         let _ = RECENT.try_with(|recent| {
-            if let Some(buffer) = recent.try_borrow().ok()?.get(&(self.id, addr), generation) {
-                prefetch_lines(Arc::as_ptr(buffer).cast(), std::mem::size_of::<Buffer>());
+            let Ok(recent) = recent.try_borrow() else { return };
+            for addr in addrs.filter(|&addr| self.in_range(addr)) {
+                if let Some(buffer) = recent.get(&(self.id, addr), generation) {
+                    prefetch_lines(Arc::as_ptr(buffer).cast(), READ_BY_AN_ACCESS);
+                }
             }
-            Some(())
         });
     }
 
