@@ -983,6 +983,28 @@ fn a_stream_on_a_reused_slot_continues_its_times() {
 }
 
 #[test]
+fn a_destroyed_blocking_stream_still_orders_the_legacy_stream_after_what_it_waited_for() {
+    // A write on non-blocking stream 5, recorded; blocking stream 4 waits on it and reads
+    // another buffer, and is destroyed with that work pending; the legacy stream's read of
+    // the first buffer follows stream 4's work, and so the write: no race. (A destroyed
+    // stream's clock is shortened to what a synchronization of its context needs, but the
+    // legacy stream joins a blocking stream's whole clock.)
+    let steps = vec![
+        Step::AllocSync { buffer: 0 },
+        Step::AllocSync { buffer: 1 },
+        Step::Access { stream: 5, buffer: 0, offset: 0, len: 1, mode: 1, host: 0 },
+        Step::Record { event: 0, stream: 5 },
+        Step::Wait { stream: 4, event: 0 },
+        Step::Access { stream: 4, buffer: 1, offset: 0, len: 1, mode: 0, host: 0 },
+        Step::StreamRecreate { stream: 4 },
+        Step::Access { stream: 0, buffer: 0, offset: 0, len: 1, mode: 0, host: 0 },
+    ];
+    check(&steps).unwrap();
+    let (oracle, races) = run(&steps);
+    assert!(oracle.verdicts.is_empty() && races.is_empty(), "{:?} {races:?}", oracle.verdicts);
+}
+
+#[test]
 fn a_recreated_stream_does_not_inherit_the_old_ones_order() {
     // A write on stream 5 that nothing waits for; the stream destroyed and made again; the
     // new stream records an event that stream 7 waits on before it writes: the write races

@@ -198,6 +198,13 @@ impl VectorClock {
         &self.own
     }
 
+    /// Forgets the components beside the host snapshot whose slots `keep` refuses, and the
+    /// storage they took.
+    pub fn forget_own(&mut self, mut keep: impl FnMut(Slot) -> bool) {
+        self.own.retain(|&(slot, _)| keep(slot));
+        self.own.shrink_to_fit();
+    }
+
     /// Empties the clock, keeping its storage.
     pub fn clear(&mut self) {
         self.host = None;

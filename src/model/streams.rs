@@ -23,7 +23,7 @@ use crate::hash::{fast_map, FastMap};
 use crate::recent::Recent;
 
 use super::capture::CaptureLane;
-use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock};
+use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
 use super::lock::{Guard, Lock};
 use super::op::{StackId, ThreadId};
 
@@ -100,9 +100,16 @@ const OWNERS_PER_SLOT: usize = 16;
 /// The owners of one slot, oldest first, each with the first time it could use.
 type Owners = Vec<(u32, SlotOwner)>;
 
+/// The owners of every slot, and the context of each slot's latest owner.
+struct Table {
+    owners: Vec<Owners>,
+    /// By slot: the context of its latest owner, if a stream (not the host, not a lane).
+    contexts: Vec<Option<u64>>,
+}
+
 /// Hands out slots, takes them back, and remembers their owners.
 pub struct Slots {
-    owners: RwLock<Vec<Owners>>,
+    table: RwLock<Table>,
     /// Slots whose last owner is gone, with the last time it used, every operation of
     /// which happens before the host's clock: whatever is issued from now on follows them.
     free: Mutex<Vec<(Slot, u32)>>,
@@ -118,7 +125,7 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Slots {
     pub fn new() -> Slots {
         Slots {
-            owners: RwLock::new(vec![vec![(0, SlotOwner::Host)]]),
+            table: RwLock::new(Table { owners: vec![vec![(0, SlotOwner::Host)]], contexts: vec![None] }),
             free: Mutex::new(Vec::new()),
             free_lanes: Mutex::new(Vec::new()),
         }
@@ -145,21 +152,37 @@ impl Slots {
     }
 
     fn hand_out(&self, owner: SlotOwner, reused: Option<(Slot, u32)>) -> Slot {
-        let mut owners = self.owners.write().unwrap_or_else(|e| e.into_inner());
+        let context = match owner {
+            SlotOwner::Stream { ctx, .. } => Some(ctx),
+            _ => None,
+        };
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         match reused {
             Some((slot, last)) => {
-                let history = &mut owners[slot as usize];
+                let history = &mut table.owners[slot as usize];
                 if history.len() == OWNERS_PER_SLOT {
                     history.remove(0);
                 }
                 history.push((last + 1, owner));
+                table.contexts[slot as usize] = context;
                 slot
             }
             None => {
-                owners.push(vec![(0, owner)]);
-                (owners.len() - 1) as Slot
+                table.owners.push(vec![(0, owner)]);
+                table.contexts.push(context);
+                (table.owners.len() - 1) as Slot
             }
         }
+    }
+
+    /// Whether what any clock knows of `slot` is known, by the time the host waits for
+    /// context `ctx`, from the clocks that wait joins or from the host's own: `slot` is the
+    /// host's, or its latest owner is a stream of `ctx`. Such a stream is one of the
+    /// context's streams until the host has joined its last operation, and its own time is
+    /// the latest of its slot; an earlier owner of the slot was retired once the host had
+    /// joined its last one (a slot's owner changes only then).
+    fn known_at_sync(&self, table: &Table, slot: Slot, ctx: u64) -> bool {
+        slot == HOST || table.contexts.get(slot as usize).copied().flatten() == Some(ctx)
     }
 
     /// Takes back a slot whose owner is gone and whose every operation (the last at time
@@ -175,8 +198,8 @@ impl Slots {
 
     /// Who issued the operation `epoch`.
     pub fn owner(&self, epoch: Epoch) -> SlotOwner {
-        let owners = self.owners.read().unwrap_or_else(|e| e.into_inner());
-        let Some(history) = owners.get(epoch.slot as usize) else { return SlotOwner::Host };
+        let table = self.table.read().unwrap_or_else(|e| e.into_inner());
+        let Some(history) = table.owners.get(epoch.slot as usize) else { return SlotOwner::Host };
         match history.iter().rev().find(|(first, _)| *first <= epoch.time) {
             Some((_, owner)) => owner.clone(),
             None => SlotOwner::Forgotten,
@@ -185,7 +208,7 @@ impl Slots {
 
     /// How many slots were ever handed out (for tests).
     pub fn count(&self) -> usize {
-        self.owners.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.table.read().unwrap_or_else(|e| e.into_inner()).owners.len()
     }
 }
 
@@ -516,13 +539,39 @@ impl Streams {
     }
 
     /// A destroyed stream: if the host has joined all its work, it leaves its context and
-    /// its slot is free; else a later synchronization of the context does that.
+    /// its slot is free; else a later synchronization of the context does that, and until
+    /// then it keeps only what that synchronization needs from it.
     pub fn retire_if_done(&self, stream: &Stream, host: &Host) {
         if stream.lock().clock.get(stream.slot) <= host.get(stream.slot) {
             if let Some(context) = self.contexts.get(&stream.ctx).map(|c| c.clone()) {
                 context.prune(host, &self.slots);
             }
+        } else {
+            self.keep_what_a_sync_needs(stream);
         }
+    }
+
+    /// Shortens the clock of a destroyed stream whose work the host has not joined: a
+    /// synchronization of its context (where the host joins it) learns from it only its own
+    /// time and the times of slots owned outside the context (another context's streams, a
+    /// graph's lanes); the others it learns as well from the context's other streams or
+    /// from the host's own clock ([`Slots::known_at_sync`]). Without this, streams forked
+    /// from one stream, joined back to it and destroyed, with no synchronization between,
+    /// each kept a clock of every stream forked before them: memory quadratic in the
+    /// streams made between two synchronizations. The legacy stream joins a blocking
+    /// stream's whole clock at its next operation if the stream changed since it last did:
+    /// such a stream keeps its clock. So does one destroyed while it captures.
+    fn keep_what_a_sync_needs(&self, stream: &Stream) {
+        if stream.capturing.load(Ordering::Acquire) {
+            return;
+        }
+        let mut state = stream.lock();
+        let joined = stream.joined_by_legacy.load(Ordering::Relaxed) == stream.version.load(Ordering::Acquire);
+        if stream.kind.is_blocking() && !joined {
+            return;
+        }
+        let table = self.slots.table.read().unwrap_or_else(|e| e.into_inner());
+        state.clock.forget_own(|slot| slot == stream.slot || !self.slots.known_at_sync(&table, slot, stream.ctx));
     }
 
     /// The host waits for every stream of context `ctx` (`H ⊔= C_S` for each, in one change),
@@ -623,5 +672,64 @@ impl Host {
 impl Default for Host {
     fn default() -> Self {
         Host::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forks `count` streams of context 1 from `main` and joins each back (as an event
+    /// recorded on one and waited on by the other does), each destroyed with its work
+    /// pending: the host never waits. Returns them.
+    fn fork_join(streams: &Streams, host: &Host, main: &Stream, count: u64, non_blocking: bool) -> Vec<Arc<Stream>> {
+        (0..count)
+            .map(|i| {
+                let handle = 0x1000 + i;
+                let side = streams.created(handle, 1, non_blocking, StackId(0), ThreadId(1));
+                let fork = main.lock().clock.clone();
+                let mut state = side.lock();
+                state.clock.join(&fork);
+                state.clock.tick(side.slot);
+                let join = state.clock.clone();
+                drop(state);
+                let mut state = main.lock();
+                state.clock.join(&join);
+                state.clock.tick(main.slot);
+                drop(state);
+                streams.destroyed(handle);
+                streams.retire_if_done(&side, host);
+                side
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_destroyed_pending_stream_keeps_only_what_a_sync_of_its_context_needs() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let main = streams.created(0x100, 1, true, StackId(0), ThreadId(1));
+        // An operation of another context's stream, which main is ordered after.
+        let other = streams.created(0x200, 2, true, StackId(0), ThreadId(1));
+        let foreign = other.lock().clock.tick(other.slot);
+        main.lock().clock.set(foreign.slot, foreign.time);
+        let sides = fork_join(&streams, &host, &main, 200, true);
+        // Each side knew of main and of every side forked before it: 20,000 entries in all.
+        for side in &sides {
+            let clock = &side.lock().clock;
+            assert_eq!(clock.own_len(), 2, "its own time and the other context's");
+            assert_eq!((clock.get(side.slot), clock.get(foreign.slot)), (1, foreign.time));
+        }
+        // The host, waiting for context 1, learns what it learnt before: every side's work,
+        // and the other context's operation (here through main as well).
+        streams.host_waits_for_context(1, &host);
+        assert!(sides.iter().all(|s| host.get(s.slot) == 1) && host.get(foreign.slot) == foreign.time);
+    }
+
+    #[test]
+    fn a_destroyed_blocking_stream_keeps_its_clock_for_the_legacy_stream() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let main = streams.created(0x100, 1, true, StackId(0), ThreadId(1));
+        let sides = fork_join(&streams, &host, &main, 20, false);
+        assert_eq!(sides.last().unwrap().lock().clock.own_len(), 21, "main, the 19 sides before it, and its own");
     }
 }

@@ -23,6 +23,11 @@ impl Model {
     /// buffer's allocation and history, then recorded. While the stream captures, the work
     /// becomes a node instead. Returns the operation's epoch (None for a node).
     pub fn work(&self, stream: StreamRef, work: Work<'_>) -> Option<Epoch> {
+        // Their buffers loaded together, before any is needed ([`BufferMap::prefetch`]); a
+        // lone access (a copy's, a memset's) has nothing to load beside.
+        if work.accesses.len() > 1 {
+            self.buffers.prefetch(work.accesses.iter().map(|a| a.addr));
+        }
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
         {

@@ -241,11 +241,10 @@ fn race_kernels_ptx(count: usize) -> String {
     ptx
 }
 
-/// 1000 distinct races: kernel `i` writes buffer `i` on one stream, then again on another
+/// `RACES` distinct races: kernel `i` writes buffer `i` on one stream, then again on another
 /// with nothing between. The second launch, which finds a new race, is timed. Run with
 /// `exitcode=0`: the races are the point.
-pub fn races(driver: &Driver) -> Measured {
-    const RACES: usize = 1000;
+pub fn races<const RACES: usize>(driver: &Driver) -> Measured {
     driver.setup();
     let ptx = race_kernels_ptx(RACES);
     let kernels: Vec<CUfunction> = (0..RACES)

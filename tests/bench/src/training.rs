@@ -10,6 +10,18 @@
 //! - 400 live tensors inside four 64 MiB allocations (a caching allocator's segments: the
 //!   driver sees only the segments), on the legacy default stream.
 //! - A memset of a tensor every eighth call (gradients zeroed between launches).
+//!
+//! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
+//! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
+//! GPT-2 step) runs through megabytes of its own data, so that the shim finds its own data
+//! evicted from the processor's caches at every call. Between two timed calls, outside the
+//! timed region, they write one byte in every cache line of an `EVICT_MIB` MiB buffer: 2 MiB
+//! evicts a core's L1 and L2 (2 MiB of L2 per core on recent Xeons, 1 MiB on this VM's
+//! EPYC: the shim's data then comes from L3); 16 MiB evicts a good part of an L3 as well
+//! (32 MiB here; the H100 host's sizes are unknown to us); 64 MiB evicts
+//! this VM's L3 entirely (the shim's data then comes from memory: the worst case). Only data
+//! is evicted: the instruction cache and branch predictors stay as warm as the loop leaves
+//! them, which a real driver's code would not.
 
 use streamsan_driver_api::*;
 
@@ -30,12 +42,17 @@ const SEGMENT_BYTES: usize = 64 << 20;
 const TENSORS: usize = 400;
 const LAUNCHES: usize = 200_000;
 const WARM_UP: usize = 5_000;
+/// Bytes written to evict the caches over a cold variant's timed calls: its timed calls
+/// are fewer as its buffer is larger, so that each variant runs for a few seconds.
+const EVICTED_IN_ALL: usize = 64 << 30;
 
 /// The by-value structure: 40 words, the pointers at words 3, 11, 20 and 33.
 #[repr(C, align(8))]
 struct Params([u64; 40]);
 
-pub fn training_step(driver: &Driver) -> Measured {
+/// The step's launches, with the processor's data caches evicted of `EVICT_MIB` MiB between
+/// timed calls (none: `training_step`).
+pub fn training_step<const EVICT_MIB: usize>(driver: &Driver) -> Measured {
     driver.setup();
     let kernel = driver.kernel(PTX, NAME);
     let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
@@ -57,7 +74,7 @@ pub fn training_step(driver: &Driver) -> Measured {
         attrs: attrs.as_mut_ptr(),
         num_attrs: 2,
     };
-    let mut call = |i: usize| {
+    let call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
         if i % 8 == 7 {
             // SAFETY: a tensor inside its segment, on the legacy stream.
@@ -93,13 +110,31 @@ pub fn training_step(driver: &Driver) -> Measured {
             );
         });
     };
-    (0..WARM_UP).for_each(&mut call);
-    let latencies = (WARM_UP..WARM_UP + LAUNCHES)
+    let mut evictor = vec![0u8; EVICT_MIB << 20];
+    let timed = if EVICT_MIB == 0 { LAUNCHES } else { LAUNCHES.min(EVICTED_IN_ALL / evictor.len()) };
+    // The warm-up is cold too, so that the shim's time per phase (`phase_times=1`, which
+    // counts every call) is the cold calls' time.
+    let warm_up = WARM_UP.min(timed / 4);
+    for i in 0..warm_up {
+        evict(&mut evictor);
+        call(i);
+    }
+    let latencies = (warm_up..warm_up + timed)
         .map(|i| {
+            evict(&mut evictor);
             let start = std::time::Instant::now();
             call(i);
             start.elapsed().as_nanos() as u64
         })
         .collect();
     Measured::of(latencies)
+}
+
+/// Writes a byte in every cache line of `evictor`, which pushes out of the caches what was
+/// there before (dirty lines, as a driver's writes to its own structures leave them).
+fn evict(evictor: &mut [u8]) {
+    for line in evictor.chunks_mut(64) {
+        line[0] = line[0].wrapping_add(1);
+    }
+    std::hint::black_box(evictor);
 }

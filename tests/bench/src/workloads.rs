@@ -70,19 +70,24 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("chunk_copies_1e5", chunk_copies::<100_000>),
     ("graph_after_1000_execs", graph_execs),
     ("stream_churn_1e4", stream_churn),
-    ("races_1000", races),
+    ("races_100", races::<100>),
+    ("races_1000", races::<1000>),
+    ("races_3000", races::<3000>),
     ("free_among_100k_live", free_among_live::<100_000>),
     ("free_among_400k_live", free_among_live::<400_000>),
     ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
     ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
-    ("training_step", training_step),
+    ("training_step", training_step::<0>),
+    ("training_step_cold_2m", training_step::<2>),
+    ("training_step_cold_16m", training_step::<16>),
+    ("training_step_cold_64m", training_step::<64>),
     ("pinned_copies", pinned_copies),
 ];
 
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): only the racy one differs,
 /// so that its races do not fail the run.
 pub fn options(name: &str) -> &'static str {
-    if name == "races_1000" {
+    if name.starts_with("races_") {
         "exitcode=0"
     } else {
         ""
