@@ -87,13 +87,14 @@ impl Shadow {
             // (rare: it allocates only then).
             // (The same slot's earlier operations are ordered before it without a look at
             // the clock. A measured launch recorded late may find later ones of its slot.)
-            let ordered = |r: &Record| {
-                let e = r.op.epoch;
-                (e.slot == op.epoch.slot && e.time <= op.epoch.time) || e.happens_before(clock)
-            };
+            let (slot, time) = (op.epoch.slot, op.epoch.time);
             let mut tails = Vec::new();
             self.records.retain_mut(|r| {
-                if !r.overlaps(lo, hi) || !ordered(r) {
+                if !r.overlaps(lo, hi) {
+                    return true;
+                }
+                let e = r.op.epoch;
+                if !((e.slot == slot && e.time <= time) || ordered_by(e, clock)) {
                     return true;
                 }
                 match (r.lo < lo, hi < r.hi) {
@@ -175,6 +176,13 @@ impl Shadow {
         self.forgotten = None;
         self.sole = None;
     }
+}
+
+/// Whether `epoch` happens before `clock`: kept out of line, so that the loops over records
+/// that call it only for another slot's records stay small.
+#[inline(never)]
+fn ordered_by(epoch: Epoch, clock: &VectorClock) -> bool {
+    epoch.happens_before(clock)
 }
 
 #[cfg(test)]
