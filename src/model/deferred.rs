@@ -36,6 +36,7 @@ use super::buffers::Found;
 use super::clock::{Epoch, Slot, VectorClock};
 use super::definition::NodeKind;
 use super::learnt::Learning;
+use super::measured::Footprint;
 use super::op::{Access, Mode, OpRecord, StackId, ThreadId};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use super::rules::work::Checked;
@@ -172,25 +173,6 @@ impl Deferred {
         window.seq += 1;
         let entry = Logged { seq: window.seq, lo, hi, mode, freed, buffer, op, knew: window.knew(clock) };
         window.push(entry, &self.dropped);
-    }
-}
-
-/// What the engine measured of a launch: byte ranges, and, where its table overflowed, one
-/// cover of the accesses that found no entry (bytes between them may not have been touched).
-#[derive(Clone, Copy, Debug)]
-pub struct Footprint<'a> {
-    pub ranges: &'a [Access],
-    pub cover: Option<Access>,
-}
-
-/// The mode of a measured range: what its flags (the engine's READ 1, WRITE 2, ATOMIC 4)
-/// say it did.
-pub fn measured_mode(flags: u32) -> Mode {
-    match flags {
-        1 => Mode::Read,
-        2 => Mode::Write,
-        4 => Mode::Atomic,
-        _ => Mode::ReadWrite,
     }
 }
 
@@ -462,14 +444,5 @@ mod tests {
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(0x10_0000, 64, Mode::Read)], cover: None }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::FreeRace]);
-    }
-
-    #[test]
-    fn flags_give_modes() {
-        assert_eq!(measured_mode(1), Mode::Read);
-        assert_eq!(measured_mode(2), Mode::Write);
-        assert_eq!(measured_mode(3), Mode::ReadWrite);
-        assert_eq!(measured_mode(4), Mode::Atomic);
-        assert_eq!(measured_mode(5), Mode::ReadWrite);
     }
 }

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use crate::hash::{fast_map, FastHasher, FastMap};
 
 use super::buffers::Found;
-use super::deferred::Footprint;
+use super::measured::Footprint;
 use super::op::{Access, Mode, OpRecord};
 use super::race::NoteKind;
 use super::Model;

@@ -30,6 +30,7 @@
 //! |---|---|
 //! | [`deferred`] | a measured launch, issued at once and checked when its footprint arrives, against what was issued before it (with its clock) and after it (a log kept while it is pending) |
 //! | [`learnt`] | footprints learnt from measured launches, applied at issue to later launches with the same key (`footprint=learn`) |
+//! | [`measured`] | what the footprint engine measured of a launch: ranges and modes, and a cover where its table overflowed |
 //!
 //! What the rules keep, one data structure each:
 //!
@@ -59,6 +60,7 @@ pub mod events;
 pub mod host_access;
 pub mod learnt;
 pub mod lock;
+pub mod measured;
 pub mod op;
 mod queries;
 pub mod race;

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::sync::OnceLock;
 
-use streamsan::model::deferred::Footprint as MeasuredFootprint;
 use streamsan::model::learnt::{Lookup, POINTER};
+use streamsan::model::measured::{measured_mode, Footprint as MeasuredFootprint};
 use streamsan::model::op::Access;
 use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
@@ -264,7 +264,7 @@ pub fn collect() {
     let access = |r: &engine::Range| Access {
         addr: r.lo,
         len: r.hi - r.lo,
-        mode: streamsan::model::deferred::measured_mode(r.flags),
+        mode: measured_mode(r.flags),
         exact: true,
         slot: None,
     };
