@@ -379,6 +379,9 @@ fn join_closest(ranges: &[Access], cap: usize) -> Vec<Access> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::{HostEffect, KernelId, Origin};
+    use crate::model::{Alloc, FreeOn};
 
     fn read(addr: u64, len: u64) -> Access {
         Access::new(addr, len, Mode::Read)
@@ -392,32 +395,41 @@ mod tests {
         assert_eq!(join_closest(&ranges, 8).len(), 4);
     }
 
+    const BUFFER: u64 = 0x10_0000;
+    const S1: StreamRef = StreamRef::Handle(0x10);
+    const S2: StreamRef = StreamRef::Handle(0x20);
+
+    /// Two streams, a device buffer, and a launch on the first stream, pending as ticket 7,
+    /// whose parameters say it touches the buffer's first 8 bytes in `mode`.
+    fn a_pending_launch(mode: Mode) -> Model {
+        let model = Model::default();
+        for s in [0x10, 0x20] {
+            model.stream_created(s, 1, true, &Origin::test("cuStreamCreate", 1));
+        }
+        model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 2));
+        let params = [Access::new(BUFFER, 8, mode)];
+        let origin = Origin::test("cuLaunchKernel", 3);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(S1, work, 7, None));
+        model
+    }
+
+    fn buffer() -> Alloc {
+        Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 }
+    }
+
     /// A measured launch's bytes, read after its buffer was freed and another allocated at
     /// the same address (and used), were the freed one's: the new buffer is not checked
     /// against it (its allocation is not ordered before the launch, which is no race).
     #[test]
     fn a_late_footprint_skips_buffers_allocated_after_its_launch() {
-        use crate::model::buffers::MemoryKind;
-        use crate::model::op::{HostEffect, KernelId, Origin};
-        use crate::model::streams::StreamRef;
-        use crate::model::{Alloc, FreeOn, Work};
-
-        let origin = |site| Origin { api: "test", thread: ThreadId(1), site: StackId(site) };
-        let model = Model::default();
-        for s in [0x10, 0x20] {
-            model.stream_created(s, 1, true, &origin(1));
-        }
-        let (s1, s2) = (StreamRef::Handle(0x10), StreamRef::Handle(0x20));
-        let buffer = Alloc { base: 0x10_0000, size: 256, kind: MemoryKind::Device, ctx: 1 };
-        model.alloc(buffer, None, &origin(2));
-        let params = [Access::new(0x10_0000, 8, Mode::Write)];
-        let work = Work { origin: origin(3), kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(s1, work, 7, None));
-        model.free(0x10_0000, FreeOn::Stream(s1), &origin(4));
-        model.alloc(buffer, Some(s2), &origin(5));
-        let write = [Access::new(0x10_0000, 8, Mode::Write)];
-        model.work(s2, Work { origin: origin(6), kernel: None, accesses: &write, host: HostEffect::None });
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(0x10_0000, 256, Mode::Write)], cover: None }));
+        let model = a_pending_launch(Mode::Write);
+        model.free(BUFFER, FreeOn::Stream(S1), &Origin::test("cuMemFreeAsync", 4));
+        model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 5));
+        let write = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", 6);
+        model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], cover: None }));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
@@ -425,23 +437,9 @@ mod tests {
     /// free-race (the log's), not also a use-after-free of the freed buffer's history.
     #[test]
     fn a_free_issued_after_a_pending_launch_is_a_free_race_only() {
-        use crate::model::buffers::MemoryKind;
-        use crate::model::op::{HostEffect, KernelId, Origin};
-        use crate::model::streams::StreamRef;
-        use crate::model::{Alloc, FreeOn, Work};
-
-        let origin = |site| Origin { api: "test", thread: ThreadId(1), site: StackId(site) };
-        let model = Model::default();
-        for s in [0x10, 0x20] {
-            model.stream_created(s, 1, true, &origin(1));
-        }
-        let buffer = Alloc { base: 0x10_0000, size: 256, kind: MemoryKind::Device, ctx: 1 };
-        model.alloc(buffer, None, &origin(2));
-        let params = [Access::new(0x10_0000, 8, Mode::Read)];
-        let work = Work { origin: origin(3), kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(StreamRef::Handle(0x10), work, 7, None));
-        model.free(0x10_0000, FreeOn::Stream(StreamRef::Handle(0x20)), &origin(4));
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(0x10_0000, 64, Mode::Read)], cover: None }));
+        let model = a_pending_launch(Mode::Read);
+        model.free(BUFFER, FreeOn::Stream(S2), &Origin::test("cuMemFreeAsync", 4));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], cover: None }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::FreeRace]);
     }

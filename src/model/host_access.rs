@@ -87,12 +87,12 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::op::{Access, HostEffect, StackId, ThreadId};
+    use crate::model::op::{Access, HostEffect};
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, Work};
 
     fn origin(api: &'static str) -> Origin {
-        Origin { api, thread: ThreadId(1), site: StackId(0) }
+        Origin::test(api, 0)
     }
 
     #[test]

@@ -23,6 +23,14 @@ pub struct Origin {
     pub site: StackId,
 }
 
+#[cfg(test)]
+impl Origin {
+    /// A call of `api` from call site `site` on thread 1: the model's unit tests' operations.
+    pub fn test(api: &'static str, site: u32) -> Origin {
+        Origin { api, thread: ThreadId(1), site: StackId(site) }
+    }
+}
+
 /// How an operation touches memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {

@@ -182,7 +182,7 @@ fn opaque() -> Definition {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::op::{Access, Mode, StackId, ThreadId};
+    use crate::model::op::{Access, Mode};
     use crate::model::race::{NoteKind, RaceKind};
     use crate::model::streams::StreamRef;
     use crate::model::Alloc;
@@ -192,7 +192,7 @@ mod tests {
     const BUFFER: u64 = 0x10_0000;
 
     fn origin(site: u32) -> Origin {
-        Origin { api: "cuGraphAddKernelNode", thread: ThreadId(1), site: StackId(site) }
+        Origin::test("cuGraphAddKernelNode", site)
     }
 
     /// A model with one device buffer and an empty graph.

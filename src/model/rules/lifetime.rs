@@ -39,12 +39,12 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::op::{Access, HostEffect, Mode, StackId, ThreadId};
+    use crate::model::op::{Access, HostEffect, Mode};
     use crate::model::streams::StreamRef;
     use crate::model::Work;
 
     fn origin(api: &'static str) -> Origin {
-        Origin { api, thread: ThreadId(1), site: StackId(1) }
+        Origin::test(api, 1)
     }
 
     /// Destroys a stream that did some work, after a synchronize of it or not: the notes.

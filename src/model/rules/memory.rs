@@ -120,13 +120,13 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use crate::model::buffers::{MemoryKind, ARRAY_KEYS};
-    use crate::model::op::{Access, HostEffect, Mode, Origin, StackId, ThreadId};
+    use crate::model::op::{Access, HostEffect, Mode, Origin};
     use crate::model::race::RaceKind;
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, FreeOn, Model, Work};
 
     fn origin(api: &'static str) -> Origin {
-        Origin { api, thread: ThreadId(1), site: StackId(0) }
+        Origin::test(api, 0)
     }
 
     #[test]
