@@ -19,7 +19,7 @@ mod training;
 mod workloads;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
@@ -255,14 +255,21 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         cmd.args(["--child", name]);
         cmd
     };
+    // The child's report goes to the temporary folder and is removed once read: a bench run
+    // leaves nothing in the folder it was started from.
+    let report = std::env::temp_dir().join("streamsan-bench.%p.json");
+    let options = format!("{} log_path='{}'", workloads::options(name), report.display());
     cmd.env("LD_LIBRARY_PATH", &args.driver)
-        .env("STREAMSAN_OPTIONS", workloads::options(name))
+        .env("STREAMSAN_OPTIONS", options)
         .env_remove("STANDIN_LOG")
         .env_remove("LD_PRELOAD");
     if with_shim {
         cmd.env("LD_PRELOAD", &args.shim);
     }
-    let output = cmd.output().expect("run the workload");
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run the workload");
+    let report = report.to_string_lossy().replace("%p", &child.id().to_string());
+    let output = child.wait_with_output().expect("run the workload");
+    let _ = std::fs::remove_file(report);
     assert!(
         output.status.success(),
         "{name} ({}) failed: {}{}",
