@@ -8,8 +8,8 @@ versions print nothing timing-dependent; the last output line is the result comp
 before it may hold timings), whether a race's call site reaches the program's
 own source, and wall times. Writes real-apps.json and real-apps.log.
 Usage: run.py STREAMSAN CUDARC_APP OUT_DIR [WORD...]  (WORDs: run only programs whose
-name or framework contains one of them). On a machine with two GPUs, Warp's multi-GPU
-scenarios (warp_multi_gpu.py) run too.
+name or framework contains one of them). The DDP programs (torch_ddp.py) run one rank per GPU,
+two at most; on a machine with two GPUs, Warp's multi-GPU scenarios (warp_multi_gpu.py) too.
 """
 import json
 import os
@@ -55,19 +55,29 @@ def cases(cudarc_app):
         ("warp_app copy_without_wait", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "copy_without_wait"], {}, "use-before-alloc"),
         ("nvmath_app clean", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "clean"], {}, "clean"),
         ("nvmath_app stream_ordered_deallocation", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "stream_ordered_deallocation"], {}, "free-race"),
-    ] + (multi_gpu_cases() if gpu_count() >= 2 else [])
+    ] + ddp_cases(min(gpu_count(), 2)) + (warp_multi_gpu_cases() if gpu_count() >= 2 else [])
 
 
-def multi_gpu_cases():
-    w = lambda mode: [PY, f"{HERE}/warp_multi_gpu.py", mode]
-    ddp = lambda mode: [PY, "-m", "torch.distributed.run", "--nproc_per_node=2", f"{HERE}/torch_ddp.py", mode]
+def ddp_cases(ranks):
+    """DDP and all_reduce over NCCL, one rank per GPU: two when there are two, else one (NCCL
+    with one rank still runs each collective on its stream, so the same races exist)."""
+    if ranks == 0:
+        return []
+    ddp = lambda mode: [PY, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}", f"{HERE}/torch_ddp.py", mode]
     # A rank's exit status 66 would make the launcher fail the job: the ranks keep theirs.
     ranks_keep_status = {"STREAMSAN_OPTIONS": "exitcode=0"}
+    name = f"torch_ddp ({ranks} rank{'s' if ranks > 1 else ''})"
     return [
-        ("torch_ddp clean", "pytorch", "native", ddp("clean"), ranks_keep_status, "clean"),
-        ("torch_ddp read_before_wait", "pytorch", "native", ddp("read_before_wait"), ranks_keep_status, "cross-stream-race"),
-        ("torch_ddp side_stream_read_before_wait", "pytorch", "native", ddp("side_stream_read_before_wait"), ranks_keep_status, "cross-stream-race"),
-        ("torch_ddp side_stream_read_after_wait", "pytorch", "native", ddp("side_stream_read_after_wait"), ranks_keep_status, "clean"),
+        (f"{name} clean", "pytorch", "native", ddp("clean"), ranks_keep_status, "clean"),
+        (f"{name} read_before_wait", "pytorch", "native", ddp("read_before_wait"), ranks_keep_status, "cross-stream-race"),
+        (f"{name} side_stream_read_before_wait", "pytorch", "native", ddp("side_stream_read_before_wait"), ranks_keep_status, "cross-stream-race"),
+        (f"{name} side_stream_read_after_wait", "pytorch", "native", ddp("side_stream_read_after_wait"), ranks_keep_status, "clean"),
+    ]
+
+
+def warp_multi_gpu_cases():
+    w = lambda mode: [PY, f"{HERE}/warp_multi_gpu.py", mode]
+    return [
         ("warp_multi_gpu clean", "warp", "mempool", w("clean"), {}, "clean"),
         ("warp_multi_gpu peer_copy_without_wait", "warp", "mempool", w("peer_copy_without_wait"), {}, "use-before-alloc"),
         ("warp_multi_gpu copy_without_source_sync", "warp", "mempool", w("copy_without_source_sync"), {}, "use-before-alloc,cross-stream-race"),

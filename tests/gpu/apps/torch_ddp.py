@@ -1,12 +1,13 @@
-# PyTorch DistributedDataParallel over NCCL on two GPUs, one process per GPU (started with
-# torch.distributed.run). Clean: a DDP training loop (gradient buckets all-reduced on NCCL's
+# PyTorch DistributedDataParallel over NCCL, one process per GPU (started with
+# torch.distributed.run; two GPUs, or one: NCCL with one rank runs each collective on its
+# stream too). Clean: a DDP training loop (gradient buckets all-reduced on NCCL's
 # stream, ordered with the compute stream by events) and an all_reduce waited on before use.
 # Racy: an asynchronous all_reduce whose result is read before work.wait(), the classic
 # misuse of async_op=True (NCCL's kernel writes the tensor on NCCL's stream while the
 # default stream reads it). The side-stream pair reads the all_reduce's result on a second
 # stream that waited for the current one: before work.wait() (racy) and after it (clean:
 # wait() orders the current stream after NCCL's, and the side stream after the current).
-# Usage: python -m torch.distributed.run --nproc_per_node=2 torch_ddp.py
+# Usage: python -m torch.distributed.run --nproc_per_node=2|1 torch_ddp.py
 #        clean|read_before_wait|side_stream_read_before_wait|side_stream_read_after_wait
 import sys
 

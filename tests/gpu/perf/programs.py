@@ -1,8 +1,9 @@
 """The programs whose step time the overhead comparison measures (run.py), each built from a
 config or random weights (nothing downloaded), each a real program's loop: a transformers GPT-2
 training step, a timm ResNet-18 fed by a side-stream prefetcher, a torch.compile'd MLP, a
-torchvision Mask R-CNN inference, a torch_geometric GCN training step, and two synthetic loops
-(2000 small elementwise launches; bf16 matmuls).
+torchvision Mask R-CNN inference, a torch_geometric GCN training step, a DDP (NCCL) training
+step of a TransformerEncoder on one rank, and two synthetic loops (2000 small elementwise
+launches; bf16 matmuls).
 
 Usage: programs.py NAME [STEPS] [WARMUP]. Prints one JSON line: {"program", "step_ms" (each
 timed step, synchronized), "median_step_ms", "checksum"} — the checksum is a loss or sum,
@@ -119,6 +120,32 @@ def gcn():
     return step
 
 
+def ddp():
+    # DistributedDataParallel over NCCL around a 4-layer TransformerEncoder: one process per
+    # GPU of this machine would need a launcher, so this is one rank (world size 1) on one GPU:
+    # DDP's reducer still all-reduces every gradient bucket through NCCL on NCCL's stream,
+    # ordered with the compute stream by events, as in the two-GPU run.
+    import socket
+    import torch.distributed as dist
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    layer = torch.nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, batch_first=True)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.TransformerEncoder(layer, num_layers=4).to(DEV), device_ids=[0])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator(device=DEV).manual_seed(0)
+    x = torch.randn(16, 128, 512, device=DEV, generator=g)
+
+    def step():
+        loss = model(x).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def launch_bound():
     # 2000 small elementwise ops: each is one kernel launch, the GPU idles between them.
     state = {"x": torch.randn(4096, device=DEV)}
@@ -147,7 +174,7 @@ def compute_bound():
     return step
 
 
-PROGRAMS = {f.__name__: f for f in (gpt2, resnet18_prefetch, compiled_mlp, maskrcnn, gcn, launch_bound, compute_bound)}
+PROGRAMS = {f.__name__: f for f in (gpt2, resnet18_prefetch, compiled_mlp, maskrcnn, gcn, ddp, launch_bound, compute_bound)}
 
 
 def main():

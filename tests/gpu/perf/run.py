@@ -13,7 +13,8 @@ its timed steps; a mode's figure is the median over its processes, quoted with t
 
 Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of programs.py)
 Environment: PERF_ROUNDS (5), PERF_SLOW_ROUNDS (1), PERF_STEPS (20), PERF_WARMUP (5),
-PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_VARIANTS (more streamsan
+PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_SLOW_TIMEOUT (580: seconds
+a slow tool's process may run; one that runs longer is recorded as "timeout"), PERF_VARIANTS (more streamsan
 modes, "name=COMMAND ARGS;name2=...", each COMMAND a streamsan binary with its run options,
 e.g. "before=.device/before/streamsan;learn=.device/streamsan --footprint learn"),
 STREAMSAN_PERF_CPUS (a taskset list that pins every process).
@@ -27,7 +28,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAM_NAMES = ["gpt2", "resnet18_prefetch", "compiled_mlp", "maskrcnn", "gcn", "launch_bound", "compute_bound"]
+PROGRAM_NAMES = ["gpt2", "resnet18_prefetch", "compiled_mlp", "maskrcnn", "gcn", "ddp", "launch_bound", "compute_bound"]
 
 
 def run(cmd, env, log, timeout=580):
@@ -60,6 +61,7 @@ def main():
     slow_rounds = int(os.environ.get("PERF_SLOW_ROUNDS", "1"))
     steps, warmup = os.environ.get("PERF_STEPS", "20"), os.environ.get("PERF_WARMUP", "5")
     slow = [m for m in os.environ.get("PERF_SLOW", "memcheck,csan").split(",") if m]
+    slow_timeout = int(os.environ.get("PERF_SLOW_TIMEOUT", "580"))
     streamsan_modes = {"streamsan": [streamsan, "run"]}
     for variant in filter(None, os.environ.get("PERF_VARIANTS", "").split(";")):
         name, command = variant.split("=", 1)
@@ -84,7 +86,7 @@ def main():
         row = {"program": program, "modes": {}}
         for mode in order:
             cmd, extra = modes[mode]
-            result, wall, code = run(cmd, dict(os.environ, **extra), log)
+            result, wall, code = run(cmd, dict(os.environ, **extra), log, slow_timeout if mode in slow else 580)
             m = row["modes"].setdefault(mode, {"process_medians_ms": [], "process_s": [], "exits": [], "checksums": []})
             m["process_medians_ms"].append(result and result["median_step_ms"])
             m["process_s"].append(round(wall, 2))
