@@ -13,19 +13,30 @@ if [ "${1:-}" = --stage ]; then
     done
     exit 0
 fi
-WHEELS=$(ls .whl/*.whl 2>/dev/null)
-SUM=$(ls .warp*/SHA256 2>/dev/null | head -1)
-if [ -n "$SUM" ]; then
-    cp "$(dirname "$SUM")"/warp.part* /tmp/
-    WARP=/tmp/warp_lang-1.19.0-py3-none-manylinux_2_28_x86_64.whl
-    cat /tmp/warp.part* > "$WARP"
-    if [ "$(sha256sum "$WARP" | cut -d' ' -f1)" = "$(cut -d' ' -f1 "$SUM")" ]; then
-        WHEELS="$WHEELS $WARP"
-    else
-        echo "warp wheel: the parts in /tmp do not join to $SUM; Warp not installed"
+# Installed once per set of wheels: a runner started beside others (tests/gpu/all.sh) finds
+# them installed by the first, and neither joins the parts nor installs again.
+SET="$(ls .whl/*.whl 2>/dev/null) $(cat .warp*/SHA256 2>/dev/null)"
+install_wheels() {
+    WHEELS=$(ls .whl/*.whl 2>/dev/null)
+    SUM=$(ls .warp*/SHA256 2>/dev/null | head -1)
+    if [ -n "$SUM" ]; then
+        cp "$(dirname "$SUM")"/warp.part* /tmp/
+        WARP=/tmp/warp_lang-1.19.0-py3-none-manylinux_2_28_x86_64.whl
+        cat /tmp/warp.part* > "$WARP"
+        if [ "$(sha256sum "$WARP" | cut -d' ' -f1)" = "$(cut -d' ' -f1 "$SUM")" ]; then
+            WHEELS="$WHEELS $WARP"
+        else
+            echo "warp wheel: the parts in /tmp do not join to $SUM; Warp not installed"
+            SET=$(ls .whl/*.whl 2>/dev/null)
+        fi
     fi
-fi
-if [ -n "$WHEELS" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $WHEELS &&
-        export PYTHONPATH=/tmp/site
+    if [ -n "$WHEELS" ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $WHEELS &&
+            export PYTHONPATH=/tmp/site && echo "$SET" > /tmp/site/.installed
+    fi
+}
+if [ -f /tmp/site/.installed ] && [ "$(cat /tmp/site/.installed)" = "$SET" ]; then
+    export PYTHONPATH=/tmp/site
+else
+    install_wheels
 fi

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The correctness runners side by side, in one call of the device tool: they check what is
+# reported, not how fast, so they may share the GPU and the machine's cores, and the four
+# together take about as long as the slowest (the real apps, ~6 min) where one after the
+# other took ~15. The timing runners (perf/, footprint/perf.sh) and other projects' suites
+# (whose tests may read the device's free memory) run alone. From the repository root, with
+# .device/ filled by tests/gpu/build-device.sh:
+#   sh tests/gpu/all.sh [RUNNER...]      (default: scenarios host_races footprint apps)
+# Each runner's output goes to its own folder, then all of it into $OUT/all.tgz; the last
+# lines of each runner's output are printed.
+set -u
+OUT="${OUT:-/tmp}"
+WORK=/tmp/gpu-all
+rm -rf "$WORK" && mkdir -p "$WORK"
+# The wheels are installed once, before the runners (each would install them again).
+. tests/gpu/wheels.sh
+for runner in ${*:-scenarios host_races footprint apps}; do
+    mkdir -p "$WORK/$runner"
+    (OUT="$WORK/$runner" PYTHONUNBUFFERED=1 sh "tests/gpu/$runner/run.sh" > "$WORK/$runner/run.txt" 2>&1
+     echo "exit $?" >> "$WORK/$runner/run.txt") &
+done
+wait
+for runner in ${*:-scenarios host_races footprint apps}; do
+    echo "== $runner"
+    tail -n 4 "$WORK/$runner/run.txt"
+done
+tar czf "$OUT/all.tgz" -C "$WORK" .
