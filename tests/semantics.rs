@@ -182,6 +182,11 @@ fn a_synchronous_device_to_device_copy_does_not_order_the_host() {
 }
 
 #[test]
+fn a_synchronous_unified_copy_between_device_buffers_does_not_order_the_host() {
+    check("unified_copy_between_device_buffers", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_synchronous_memset_orders_the_host_only_for_host_memory() {
     check("memset_of_device_memory", CROSS, Some("RAW"));
 }

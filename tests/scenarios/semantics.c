@@ -369,6 +369,16 @@ static void dtod_does_not_join_the_host(int fixed) {
     reads(s, x);
 }
 
+/* cuMemcpy (unified addressing) learns each side's kind from its address: between two device
+   buffers it does not make the host wait either. */
+static void unified_copy_between_device_buffers(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CHECK(cuMemcpy(x, y, N));
+    if (fixed) CHECK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    reads(s, x);
+}
+
 /* A synchronous memset of device memory does not make the host wait; of pinned memory, it does. */
 static void memset_of_device_memory(int fixed) {
     CUstream s = nonblocking();
@@ -1927,6 +1937,7 @@ static const struct {
     {"htod_from_pageable_memory", htod_from_pageable_memory, "cross-stream-race"},
     {"dtoh_joins_the_host", dtoh_joins_the_host, "cross-stream-race"},
     {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
+    {"unified_copy_between_device_buffers", unified_copy_between_device_buffers, "cross-stream-race"},
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
