@@ -197,6 +197,11 @@ fn an_asynchronous_copy_does_not_order_the_host() {
 }
 
 #[test]
+fn a_copy_of_no_bytes_touches_nothing() {
+    check("copy_of_no_bytes", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_2d_copy_reads_the_rows_it_names() {
     check("strided_copy", CROSS, Some("RAW"));
 }

@@ -424,6 +424,16 @@ static void async_copy_does_not_join_the_host(int fixed) {
     reads(s2, x);
 }
 
+/* A copy of no bytes touches nothing: the racy twin copies the buffer a kernel on s1 writes,
+   the fixed one copies none of it. */
+static void copy_of_no_bytes(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    writes(s1, x);
+    CHECK(cuMemcpyAsync(y, x, fixed ? 0 : N, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* CUDA documents that an asynchronous copy from the device to pageable host memory returns
    only once the copy has completed (to pinned memory it does not): a program that copies x to
    a plain host array on s1, s1b, s1c (cuMemcpyDtoHAsync, cuMemcpyAsync, cuMemcpy2DAsync) and
@@ -1940,6 +1950,7 @@ static const struct {
     {"unified_copy_between_device_buffers", unified_copy_between_device_buffers, "cross-stream-race"},
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
+    {"copy_of_no_bytes", copy_of_no_bytes, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
     {"dtoh_async_to_pageable_memory", dtoh_async_to_pageable_memory, "cross-stream-race"},
     {"freed_host_range", freed_host_range, "free-race"},
