@@ -202,6 +202,11 @@ fn a_copy_of_no_bytes_touches_nothing() {
 }
 
 #[test]
+fn a_2d_copy_s_unified_side_is_the_memory_its_address_is() {
+    check("unified_2d_copy_to_pinned_memory", CROSS, Some("WAR"));
+}
+
+#[test]
 fn a_2d_copy_reads_the_rows_it_names() {
     check("strided_copy", CROSS, Some("RAW"));
 }

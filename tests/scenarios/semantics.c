@@ -424,6 +424,31 @@ static void async_copy_does_not_join_the_host(int fixed) {
     reads(s2, x);
 }
 
+/* A 2D copy's unified side is as its address says: to pinned host memory named as unified, a
+   synchronous copy has completed when it returns (as dtoh_joins_the_host), an asynchronous one
+   not. */
+static void unified_2d_copy_to_pinned_memory(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = N;
+    copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    copy.dstDevice = (CUdeviceptr)pinned;
+    copy.dstPitch = N;
+    copy.WidthInBytes = N;
+    copy.Height = 1;
+    if (fixed)
+        CHECK(cuMemcpy2D_v2(&copy));
+    else
+        CHECK(cuMemcpy2DAsync_v2(&copy, s1));
+    writes(s2, x);
+}
+
 /* A copy of no bytes touches nothing: the racy twin copies the buffer a kernel on s1 writes,
    the fixed one copies none of it. */
 static void copy_of_no_bytes(int fixed) {
@@ -1951,6 +1976,7 @@ static const struct {
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
     {"copy_of_no_bytes", copy_of_no_bytes, "cross-stream-race"},
+    {"unified_2d_copy_to_pinned_memory", unified_2d_copy_to_pinned_memory, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
     {"dtoh_async_to_pageable_memory", dtoh_async_to_pageable_memory, "cross-stream-race"},
     {"freed_host_range", freed_host_range, "free-race"},
