@@ -661,6 +661,11 @@ fn a_mipmap_level_is_an_array_of_its_own_size() {
 }
 
 #[test]
+fn a_copy_covers_an_array_of_unknown_element_size_whole() {
+    check("array_of_unknown_element_size", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_2d_or_3d_copy_touches_the_rows_of_its_array() {
     let racy = check("array_strided_copies", CROSS, None);
     assert_eq!(

@@ -1683,6 +1683,23 @@ static CUDA_MEMCPY3D_PEER peer_of(CUDA_MEMCPY3D c) {
     return p;
 }
 
+/* An array whose format's element size cuda.h does not give (block-compressed BC1 here) is
+   covered whole by every copy to or from it: a copy into its first row on s1 and one out of its
+   fifth on s2 meet. Stand-in only: a real driver places a block-compressed array's rows by blocks. */
+#define CU_AD_FORMAT_BC1_UNORM 0x91
+static void array_of_unknown_element_size(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUDA_ARRAY_DESCRIPTOR descriptor = {ROW, 8, CU_AD_FORMAT_BC1_UNORM, 1};
+    CUarray a;
+    CHECK(cuArrayCreate_v2(&a, &descriptor));
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, initialized_bytes(ROW), 1, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    if (fixed) order(s1, s2);
+    c2 = rows_2d(a, 4, dalloc(), 1, 0);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* 2D and 3D copies with an array side touch the array's rows (the array's own: 64 bytes of
    four-byte elements each). A 2D array written on s1; then rows 0-3 read by cuMemcpy2D,
    cuMemcpy3D, cuMemcpy3DPeer (legacy stream), cuMemcpy3DAsync, cuMemcpy3DPeerAsync and a
@@ -2045,6 +2062,7 @@ static const struct {
     {"mipmap_destroy_race", mipmap_destroy_race, "free-race"},
     {"mipmap_levels", mipmap_levels, "cross-stream-race"},
     {"array_strided_copies", array_strided_copies, "cross-stream-race"},
+    {"array_of_unknown_element_size", array_of_unknown_element_size, "cross-stream-race", 1},
     {"array_slices", array_slices, "cross-stream-race"},
     {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
