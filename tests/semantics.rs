@@ -207,6 +207,16 @@ fn a_2d_copy_s_unified_side_is_the_memory_its_address_is() {
 }
 
 #[test]
+fn past_32_rows_a_2d_copy_touches_the_cover_of_its_rows_and_no_more() {
+    check("strided_copy_cover", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_3d_copy_of_many_slices_touches_the_row_of_each() {
+    check("copy_3d_of_many_slices", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_2d_copy_reads_the_rows_it_names() {
     check("strided_copy", CROSS, Some("RAW"));
 }

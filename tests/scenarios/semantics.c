@@ -456,6 +456,65 @@ static void copy_of_no_bytes(int fixed) {
     CUdeviceptr x = dalloc(), y = dalloc();
     writes(s1, x);
     CHECK(cuMemcpyAsync(y, x, fixed ? 0 : N, s2));
+    /* Nor does a 2D copy of rows of no bytes, past the rows tracked one by one. */
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = 4;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y;
+    copy.dstPitch = 4;
+    copy.WidthInBytes = 0;
+    copy.Height = 40;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s2));
+    CHECK(cuCtxSynchronize());
+}
+
+/* Past 32 rows a 2D copy touches the cover of its rows, from its first byte to its last and
+   no further: 40 rows of 4 bytes, 8 apart, from byte 4 of row 1 of x (bytes 12 to 328). The
+   racy twin writes the first and the last 4 of them on s1, the fixed twin the 4 just before
+   and the 4 just after. */
+static void strided_copy_cover(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized_bytes(512), y = initialized_bytes(512);
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 8 : 12), y, 4, s1));
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 328 : 324), y + 4, 4, s1));
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcXInBytes = 4;
+    copy.srcY = 1;
+    copy.srcPitch = 8;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y + 64;
+    copy.dstPitch = 8;
+    copy.WidthInBytes = 4;
+    copy.Height = 40;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s2));
+    CHECK(cuCtxSynchronize());
+}
+
+/* A 3D copy of 32 one-row slices (4 bytes, 8 apart) touches each slice's row, and only those
+   (32 rows are still tracked one by one): the racy twin writes slice 1's bytes on s1, the
+   fixed twin the 4 between slices 0 and 1. */
+static void copy_3d_of_many_slices(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized_bytes(512), y = initialized_bytes(512);
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 4 : 8), y, 4, s1));
+    CUDA_MEMCPY3D copy;
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = 8;
+    copy.srcHeight = 1;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y + 256;
+    copy.dstPitch = 4;
+    copy.dstHeight = 1;
+    copy.WidthInBytes = 4;
+    copy.Height = 1;
+    copy.Depth = 32;
+    CHECK(cuMemcpy3DAsync_v2(&copy, s2));
     CHECK(cuCtxSynchronize());
 }
 
@@ -1993,6 +2052,8 @@ static const struct {
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
     {"copy_of_no_bytes", copy_of_no_bytes, "cross-stream-race"},
+    {"strided_copy_cover", strided_copy_cover, "cross-stream-race"},
+    {"copy_3d_of_many_slices", copy_3d_of_many_slices, "cross-stream-race"},
     {"unified_2d_copy_to_pinned_memory", unified_2d_copy_to_pinned_memory, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
     {"dtoh_async_to_pageable_memory", dtoh_async_to_pageable_memory, "cross-stream-race"},
