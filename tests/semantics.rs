@@ -709,6 +709,11 @@ fn each_operation_of_a_3d_batch_touches_its_pointers_and_arrays() {
 }
 
 #[test]
+fn a_batched_copy_s_pointer_operand_has_rows_of_the_array_s_elements() {
+    check("batch_3d_pointer_rows", CROSS, Some("RAW"));
+}
+
+#[test]
 fn managed_memory_hints_order_nothing() {
     check("managed_memory_hints", CROSS, Some("RAW"));
 }

@@ -1900,6 +1900,22 @@ static void memcpy_3d_batch(int fixed) {
     CHECK(cuArrayDestroy(a));
 }
 
+/* A pointer operand of a batched copy with an array has rows of the array's elements, packed
+   to the extent where its row length is 0: 2 rows of 16 four-byte elements read from p are
+   bytes 0 to 128. The racy twin writes bytes 96 to 128 on s1 (row 1's end) unordered. */
+static void batch_3d_pointer_rows(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr p = initialized(), y = initialized();
+    CHECK(cuMemcpyDtoDAsync_v2(p + 96, y, 32, s1));
+    order_if(fixed, s1, s2);
+    size_t fail = 0;
+    CUDA_MEMCPY3D_BATCH_OP op = batch_op(pointer_operand(p), array_operand(a, 0), 16, 2);
+    CHECK(cuMemcpy3DBatchAsync(1, &op, &fail, 0, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
+}
+
 /* Managed-memory hints order nothing and touch nothing: advice, a prefetch and an attachment
    on s2 do not make s2 wait for a kernel on s1. */
 #define CU_MEM_ADVISE_SET_PREFERRED_LOCATION 3
@@ -2126,6 +2142,7 @@ static const struct {
     {"array_of_unknown_element_size", array_of_unknown_element_size, "cross-stream-race", 1},
     {"array_slices", array_slices, "cross-stream-race"},
     {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},
+    {"batch_3d_pointer_rows", batch_3d_pointer_rows, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},
