@@ -714,6 +714,11 @@ fn a_batched_copy_s_pointer_operand_has_rows_of_the_array_s_elements() {
 }
 
 #[test]
+fn a_batched_copy_s_array_offset_is_in_elements() {
+    check("batch_3d_array_offset", CROSS, Some("RAW"));
+}
+
+#[test]
 fn managed_memory_hints_order_nothing() {
     check("managed_memory_hints", CROSS, Some("RAW"));
 }

@@ -1916,6 +1916,27 @@ static void batch_3d_pointer_rows(int fixed) {
     CHECK(cuArrayDestroy(a));
 }
 
+/* An array operand's offset is in elements: 8 four-byte elements in, 8 wide, a batched copy
+   reads bytes 32 to 64 of the array's row 0. The racy twin writes its bytes 48 to 64 on s1
+   (a 2D copy) unordered. */
+static void batch_3d_array_offset(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr x = initialized(), y = initialized();
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, x, 1, 1);
+    c2.dstXInBytes = 48;
+    c2.WidthInBytes = 16;
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    order_if(fixed, s1, s2);
+    size_t fail = 0;
+    CUmemcpy3DOperand src = array_operand(a, 0);
+    src.op.array.offset.x = 8;
+    CUDA_MEMCPY3D_BATCH_OP op = batch_op(src, pointer_operand(y), 8, 1);
+    CHECK(cuMemcpy3DBatchAsync(1, &op, &fail, 0, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
+}
+
 /* Managed-memory hints order nothing and touch nothing: advice, a prefetch and an attachment
    on s2 do not make s2 wait for a kernel on s1. */
 #define CU_MEM_ADVISE_SET_PREFERRED_LOCATION 3
@@ -2143,6 +2164,7 @@ static const struct {
     {"array_slices", array_slices, "cross-stream-race"},
     {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},
     {"batch_3d_pointer_rows", batch_3d_pointer_rows, "cross-stream-race"},
+    {"batch_3d_array_offset", batch_3d_array_offset, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},
