@@ -192,6 +192,11 @@ fn a_synchronous_memset_orders_the_host_only_for_host_memory() {
 }
 
 #[test]
+fn a_memset_of_no_bytes_does_not_order_the_host() {
+    check("memset_of_no_bytes", CROSS, Some("RAW"));
+}
+
+#[test]
 fn an_asynchronous_copy_does_not_order_the_host() {
     check("async_copy_does_not_join_the_host", CROSS, Some("RAW"));
 }
@@ -352,6 +357,11 @@ fn an_event_wait_node_orders_the_nodes_after_it() {
 #[test]
 fn a_built_graph_s_memset_node_writes_its_rows() {
     check("built_graph_memset", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_memset_node_of_no_bytes_writes_nothing() {
+    check("built_graph_memset_of_no_bytes", CROSS, Some("WAW"));
 }
 
 #[test]

@@ -379,6 +379,20 @@ static void unified_copy_between_device_buffers(int fixed) {
     reads(s, x);
 }
 
+/* A memset of no bytes does nothing, and does not make the host wait, of pinned memory too:
+   after a kernel on blocking stream s1, a synchronous memset of N bytes of pinned memory on the
+   legacy stream (fixed twin) orders s2's read after it; of 0 bytes (racy twin), not. */
+static void memset_of_no_bytes(int fixed) {
+    CUstream s1 = blocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    writes(s1, x);
+    CHECK(cuMemsetD8_v2((CUdeviceptr)pinned, 0, fixed ? N : 0));
+    reads(s2, x);
+}
+
 /* A synchronous memset of device memory does not make the host wait; of pinned memory, it does. */
 static void memset_of_device_memory(int fixed) {
     CUstream s = nonblocking();
@@ -982,6 +996,23 @@ static void built_graph_memset(int fixed) {
     CHECK(cuGraphCreate(&g, 0));
     CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, ctx_a));
     kernel_node(g, fixed ? &m : NULL, fixed ? 1 : 0, x, in);
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
+/* A memset node of no bytes writes nothing: beside a kernel node writing x, a memset node of x
+   N bytes wide (racy twin) or 0 (fixed twin). Stand-in only: a driver may refuse a node of no
+   bytes. */
+static void built_graph_memset_of_no_bytes(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode m;
+    CUDA_MEMSET_NODE_PARAMS p = memset_params(x);
+    if (fixed) p.width = 0;
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, ctx_a));
+    kernel_node(g, NULL, 0, x, in);
     run_graph(g, s);
     CHECK(cuStreamSynchronize(s));
 }
@@ -2087,6 +2118,7 @@ static const struct {
     {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
     {"unified_copy_between_device_buffers", unified_copy_between_device_buffers, "cross-stream-race"},
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
+    {"memset_of_no_bytes", memset_of_no_bytes, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
     {"copy_of_no_bytes", copy_of_no_bytes, "cross-stream-race"},
     {"strided_copy_cover", strided_copy_cover, "cross-stream-race"},
@@ -2119,6 +2151,7 @@ static const struct {
     {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
     {"built_graph_memset", built_graph_memset, "cross-stream-race"},
     {"built_graph_memset_set_params", built_graph_memset_set_params, "cross-stream-race"},
+    {"built_graph_memset_of_no_bytes", built_graph_memset_of_no_bytes, "cross-stream-race", 1},
     {"built_graph_memcpy_set_params", built_graph_memcpy_set_params, "cross-stream-race"},
     {"built_graph_exec_memcpy_set_params", built_graph_exec_memcpy_set_params, "cross-stream-race"},
     {"built_graph_kernel_set_params", built_graph_kernel_set_params, "cross-stream-race"},
