@@ -538,6 +538,12 @@ fn every_memset_width_writes_its_bytes() {
 }
 
 #[test]
+fn a_2d_memset_writes_its_rows_or_their_cover_and_no_more() {
+    let racy = check("memset_2d_rows", CROSS, Some("WAW"));
+    assert_eq!(racy.races.len(), 2, "the last row of each memset");
+}
+
+#[test]
 fn a_batch_of_memory_operations_orders_like_its_operations() {
     check("batch_mem_op", CROSS, Some("RAW"));
 }

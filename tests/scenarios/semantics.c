@@ -1430,6 +1430,19 @@ static void memset_widths(int fixed) {
     CHECK(cuMemsetD2D32Async(b[11], 64, 1, 8, 4, s2));
 }
 
+/* A 2D memset writes its rows: on s2, 4 rows of 4 bytes 8 apart from x (one by one), and 40
+   from z (past 32 rows, their cover: bytes 0 to 316). The racy twin writes on s1 the last row
+   of each, the fixed twin the 4 bytes after x's first row and the 4 after z's cover. */
+static void memset_2d_rows(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized(), z = initialized_bytes(512), y = initialized();
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 4 : 24), y, 4, s1));
+    CHECK(cuMemcpyDtoDAsync_v2(z + (fixed ? 316 : 312), y + 4, 4, s1));
+    CHECK(cuMemsetD2D8Async(x, 8, 1, 4, 4, s2));
+    CHECK(cuMemsetD2D8Async(z, 8, 1, 4, 40, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* cuStreamBatchMemOp: a write of a flag on s1 and a wait for it on s2, each in a batch. */
 static void batch_mem_op(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
@@ -2177,6 +2190,7 @@ static const struct {
     {"copy_3d", copy_3d, "cross-stream-race"},
     {"copy_3d_peer", copy_3d_peer, "cross-stream-race"},
     {"memset_widths", memset_widths, "cross-stream-race"},
+    {"memset_2d_rows", memset_2d_rows, "cross-stream-race"},
     {"batch_mem_op", batch_mem_op, "cross-stream-race"},
     {"wait_value_64", wait_value_64, "cross-stream-race"},
     {"virtual_memory", virtual_memory, "cross-stream-race"},
