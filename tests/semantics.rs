@@ -692,6 +692,14 @@ fn a_copy_covers_an_array_of_unknown_element_size_whole() {
 }
 
 #[test]
+fn a_level_of_a_3d_mipmap_has_its_depth_halved_and_of_a_layered_one_its_layers() {
+    let racy = check("mipmap_3d_levels", CROSS, Some("WAR"));
+    let mut sizes: Vec<u64> = racy.races.iter().map(|r| r.buffer.size).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [1024, 3072], "16 x 8 x 2 and 16 x 8 x 6 four-byte elements");
+}
+
+#[test]
 fn a_2d_or_3d_copy_touches_the_rows_of_its_array() {
     let racy = check("array_strided_copies", CROSS, None);
     assert_eq!(

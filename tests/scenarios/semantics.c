@@ -1856,6 +1856,51 @@ static void mipmap_levels(int fixed) {
     CHECK(cuMipmappedArrayDestroy(m));
 }
 
+/* A level of a 3D mipmapped array has its depth halved too; of a layered one, all its layers:
+   level 1 of a 32 x 16 x 4 uchar4 mipmap is 16 x 8 x 2 elements (1024 bytes), of a layered
+   32 x 16 mipmap of 6 layers 16 x 8 x 6 (3072 bytes). Rows 0-1 of slice 1 of each level read on
+   s1 and written on s2. */
+#define CUDA_ARRAY3D_LAYERED 0x01
+static CUarray level_1(size_t depth, unsigned flags) {
+    CUDA_ARRAY3D_DESCRIPTOR descriptor = {32, 16, depth, CU_AD_FORMAT_UNSIGNED_INT8, 4, flags};
+    CUmipmappedArray m;
+    CUarray level;
+    CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    return level;
+}
+/* A 3D copy of rows 0-1 of slice 1 of `array` from device memory at `x`. */
+static CUDA_MEMCPY3D rows_3d_to(CUarray array, CUdeviceptr x) {
+    CUDA_MEMCPY3D w;
+    memset(&w, 0, sizeof w);
+    w.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    w.srcDevice = x;
+    w.srcPitch = ROW;
+    w.srcHeight = 2;
+    w.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    w.dstArray = array;
+    w.dstZ = 1;
+    w.WidthInBytes = ROW;
+    w.Height = 2;
+    w.Depth = 1;
+    return w;
+}
+static void mipmap_3d_levels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray of_3d = level_1(4, 0), of_layered = level_1(6, CUDA_ARRAY3D_LAYERED);
+    CUdeviceptr x = initialized();
+    CUDA_MEMCPY3D c = rows_3d(of_3d, 0, 1, dalloc(), 2);
+    CHECK(cuMemcpy3DAsync_v2(&c, s1));
+    c = rows_3d(of_layered, 0, 1, dalloc(), 2);
+    CHECK(cuMemcpy3DAsync_v2(&c, s1));
+    order_if(fixed, s1, s2);
+    c = rows_3d_to(of_3d, x);
+    CHECK(cuMemcpy3DAsync_v2(&c, s2));
+    c = rows_3d_to(of_layered, x);
+    CHECK(cuMemcpy3DAsync_v2(&c, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* A 3D array's slices: rows 4-7 of slice 1 written on s1, rows 6-7 of slice 1 (racy twin) or
    of slice 0 (fixed twin) read on s2. */
 static void array_slices(int fixed) {
@@ -2206,6 +2251,7 @@ static const struct {
     {"array_destroy_race", array_destroy_race, "free-race"},
     {"mipmap_destroy_race", mipmap_destroy_race, "free-race"},
     {"mipmap_levels", mipmap_levels, "cross-stream-race"},
+    {"mipmap_3d_levels", mipmap_3d_levels, "cross-stream-race"},
     {"array_strided_copies", array_strided_copies, "cross-stream-race"},
     {"array_of_unknown_element_size", array_of_unknown_element_size, "cross-stream-race", 1},
     {"array_slices", array_slices, "cross-stream-race"},
