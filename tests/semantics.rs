@@ -769,3 +769,9 @@ fn a_refused_call_tells_the_model_nothing() {
     check("refused_wait", CROSS, Some("RAW"));
     assert!(!run_twin("refused_wait", "racy").stderr().contains("unexpected status"));
 }
+
+#[test]
+fn a_refused_instantiation_leaves_the_executable_graph_as_it_was() {
+    check("refused_instantiate", CROSS, Some("WAW"));
+    assert!(!run_twin("refused_instantiate", "racy").stderr().contains("unexpected status"));
+}

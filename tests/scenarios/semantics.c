@@ -2055,6 +2055,25 @@ static void refused_wait(int fixed) {
     reads(s2, x);
 }
 
+/* A refused instantiation tells the model nothing either: instantiating no graph into the
+   executable graph of a kernel node writing x leaves it that graph, whose launch on s2 meets s1's
+   write of x. Stand-in only: a real driver is only required to refuse it. */
+static void refused_instantiate(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphExec exec;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    writes(s1, x);
+    CUresult status = cuGraphInstantiateWithFlags(&exec, NULL, 0);
+    if (status == CUDA_SUCCESS) fprintf(stderr, "unexpected status %d\n", status);
+    order_if(fixed, s1, s2);
+    CHECK(cuGraphLaunch(exec, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* ---- Imports (stand-in only) -------------------------------------------------------------
    Memory and semaphores another process or API exported. A real driver refuses to open an
    IPC handle in the process that made it, and external semaphores come from Vulkan or
@@ -2259,6 +2278,7 @@ static const struct {
     {"batch_3d_pointer_rows", batch_3d_pointer_rows, "cross-stream-race"},
     {"batch_3d_array_offset", batch_3d_array_offset, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
+    {"refused_instantiate", refused_instantiate, "cross-stream-race", 1},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},
     {"pool_import", pool_import, "cross-stream-race", 1},
