@@ -167,6 +167,11 @@ fn per_thread_default_streams_of_two_threads_are_not_ordered() {
 }
 
 #[test]
+fn handle_0_at_a_per_thread_entry_point_is_the_thread_s_per_thread_stream() {
+    check("per_thread_entry_points", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_copy_from_pageable_memory_does_not_wait_for_its_own_completion() {
     check("htod_from_pageable_memory", CROSS, Some("RAW"));
 }

@@ -332,6 +332,24 @@ static void per_thread_default_streams(int fixed) {
     reads(fixed ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD, shared_x);
 }
 
+/* At a per-thread entry point (`_ptsz`, what a program built for per-thread default streams
+   calls) handle 0 is the calling thread's per-thread default stream, not the legacy one: a
+   memset of x there by another thread is not ordered with this thread's per-thread stream. */
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+static void *memset_at_per_thread_entry_point(void *arg) {
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx_a));
+    CHECK(cuMemsetD8Async_ptsz(shared_x, 0, N, 0));
+    return NULL;
+}
+static void per_thread_entry_points(int fixed) {
+    pthread_t t;
+    shared_x = dalloc();
+    pthread_create(&t, NULL, memset_at_per_thread_entry_point, NULL);
+    pthread_join(t, NULL);
+    reads(fixed ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD, shared_x);
+}
+
 /* ---- Synchronous copies and memsets --------------------------------------------------- */
 
 /* A copy from pageable memory may return before the data lands; from pinned memory, not. */
@@ -2190,6 +2208,7 @@ static const struct {
     {"legacy_waits_for_blocking_streams", legacy_waits_for_blocking_streams, "cross-stream-race"},
     {"blocking_streams_wait_for_legacy", blocking_streams_wait_for_legacy, "cross-stream-race"},
     {"per_thread_default_streams", per_thread_default_streams, "cross-stream-race"},
+    {"per_thread_entry_points", per_thread_entry_points, "cross-stream-race"},
     {"htod_from_pageable_memory", htod_from_pageable_memory, "cross-stream-race"},
     {"dtoh_joins_the_host", dtoh_joins_the_host, "cross-stream-race"},
     {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
