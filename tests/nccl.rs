@@ -87,6 +87,11 @@ fn a_refused_call_tells_the_model_nothing() {
 }
 
 #[test]
+fn a_call_outside_any_group_is_issued_at_once() {
+    check("call_outside_a_group", "RAW", "ncclAllReduce");
+}
+
+#[test]
 fn a_collective_of_no_elements_touches_nothing() {
     check("all_reduce_of_no_elements", "RAW", "ncclAllReduce");
 }

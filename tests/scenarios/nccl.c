@@ -218,6 +218,19 @@ static void refused_call(int fixed) {
     reads(t, x[0]);
 }
 
+/* A call outside any group is issued at once: on a communicator of rank 0 alone (where NCCL
+   needs no group), an all-reduce into x, then x read on another stream. */
+static void call_outside_a_group(int fixed) {
+    ncclComm_t solo;
+    int device = 0;
+    NCCL_CHECK(nccl.comm_init_all(&solo, 1, &device));
+    CUdeviceptr x = alloc(0, N);
+    CUstream t = nonblocking(0);
+    NCCL_CHECK(nccl.all_reduce((void *)x, (void *)x, COUNT, ncclFloat32, ncclSum, solo, s[0]));
+    if (fixed) order(s[0], t);
+    reads(t, x);
+}
+
 /* A collective of no elements touches nothing: an all-reduce of x of a block (racy twin) or of
    none (fixed twin), and x read on another stream with no wait. */
 static void all_reduce_of_no_elements(int fixed) {
@@ -241,6 +254,7 @@ static const struct {
     {"recv_read_before_wait", recv_read_before_wait, "cross-stream-race"},
     {"group_issues_at_end", group_issues_at_end, "cross-stream-race"},
     {"refused_call", refused_call, "cross-stream-race"},
+    {"call_outside_a_group", call_outside_a_group, "cross-stream-race"},
     {"all_reduce_of_no_elements", all_reduce_of_no_elements, "cross-stream-race"},
 };
 
