@@ -112,6 +112,15 @@ fn an_interior_pointer_race_is_found_by_its_measured_footprint_and_missed_by_its
 }
 
 #[test]
+fn each_footprint_read_is_printed_only_when_traced() {
+    let read = "streamsan: footprint of launch";
+    let traced = run_mode("interior", "racy", "exact", &[("STREAMSAN_FOOTPRINT_TRACE", "1".into())]);
+    assert!(traced.stderr().contains(read), "{}", traced.stderr());
+    let counted = run_mode("interior", "racy", "exact", &[]);
+    assert!(!counted.stderr().contains(read), "{}", counted.stderr());
+}
+
+#[test]
 fn a_buffer_inside_a_by_value_struct_is_measured() {
     assert_eq!(
         races(&run_mode("struct", "racy", "exact", &[])),
