@@ -77,7 +77,12 @@ fn a_race_in_a_library_constructor_before_streamsan_s_own_is_reported() {
     let lib = compile_c_as("lifecycle", "librace_at_load.so", &flags.iter().map(String::as_str).collect::<Vec<_>>());
     let dir = lib.parent().unwrap().display().to_string();
     let mut flags = link_cuda();
-    flags.extend([format!("-L{dir}"), format!("-Wl,-rpath,{dir}"), "-Wl,--no-as-needed".into(), "-lrace_at_load".into()]);
+    flags.extend([
+        format!("-L{dir}"),
+        format!("-Wl,-rpath,{dir}"),
+        "-Wl,--no-as-needed".into(),
+        "-lrace_at_load".into(),
+    ]);
     let exe = compile_c_as("lifecycle", "lifecycle_linked", &flags.iter().map(String::as_str).collect::<Vec<_>>());
     let run = run(&exe, &["clean"]);
     run.assert_ran();
