@@ -184,6 +184,14 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
 }
 
 #[test]
+fn exact_measures_every_launch_and_learns_nothing() {
+    let (run, log) = run_rounds("interior", "racy", "exact", 3, &[]);
+    // The writer and the reader, in each of 3 rounds.
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 6, "{log:?}");
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+}
+
+#[test]
 fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race() {
     // 1,300 granules written: the table holds 1,024, the rest are one cover.
     let exact = run_mode("overflow", "racy", "exact", &[]);
