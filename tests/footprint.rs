@@ -192,6 +192,15 @@ fn exact_measures_every_launch_and_learns_nothing() {
 }
 
 #[test]
+fn what_is_learnt_belongs_to_its_kernel() {
+    let (racy, _) = run_rounds("same_words", "racy", "learn", 1, &[]);
+    assert_eq!(races(&racy), vec![race("cross-stream-race", Some("WAW"), "write", "write")]);
+    // footprint_beyond, launched with footprint_touch's words, uses what was learnt of it.
+    let (fixed, _) = run_rounds("same_words", "fixed", "learn", 1, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
 fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race() {
     // 1,300 granules written: the table holds 1,024, the rest are one cover.
     let exact = run_mode("overflow", "racy", "exact", &[]);
