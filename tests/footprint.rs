@@ -112,12 +112,14 @@ fn an_interior_pointer_race_is_found_by_its_measured_footprint_and_missed_by_its
 }
 
 #[test]
-fn each_footprint_read_is_printed_only_when_traced() {
-    let read = "streamsan: footprint of launch";
+fn the_engine_prints_only_what_its_trace_asks_for() {
+    let (read, counters) = ("streamsan: footprint of launch", "streamsan: footprints:");
     let traced = run_mode("interior", "racy", "exact", &[("STREAMSAN_FOOTPRINT_TRACE", "1".into())]);
-    assert!(traced.stderr().contains(read), "{}", traced.stderr());
+    assert!(traced.stderr().contains(read) && traced.stderr().contains(counters), "{}", traced.stderr());
     let counted = run_mode("interior", "racy", "exact", &[]);
-    assert!(!counted.stderr().contains(read), "{}", counted.stderr());
+    assert!(!counted.stderr().contains(read) && counted.stderr().contains(counters), "{}", counted.stderr());
+    let untraced = run_mode("interior", "racy", "exact", &[("STREAMSAN_FOOTPRINT_TRACE", String::new())]);
+    assert!(!untraced.stderr().contains("streamsan: footprint"), "{}", untraced.stderr());
 }
 
 #[test]
