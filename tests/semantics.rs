@@ -609,6 +609,17 @@ fn library_kernels_are_named_by_their_hooks() {
 }
 
 #[test]
+fn a_kernel_handed_out_without_its_name_is_learnt_from_the_driver() {
+    check("enumerated_library_kernels", CROSS, Some("WAR"));
+}
+
+#[test]
+fn a_stream_the_shim_did_not_see_made_is_described_by_the_driver() {
+    let racy = check("green_context_stream", CROSS, Some("RAW"));
+    assert_eq!(racy.races.len(), 1, "only x: the context synchronize ordered y");
+}
+
+#[test]
 fn destroying_a_context_waits_for_its_work() {
     check("context_destroy", CROSS, Some("RAW"));
 }

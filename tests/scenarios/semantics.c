@@ -1600,6 +1600,55 @@ static void library_kernels(int fixed) {
     CHECK(cuLibraryUnload(library));
 }
 
+/* A kernel handle the shim did not see handed out (cuLibraryEnumerateKernels hands them out
+   without names) is learnt from the driver's queries: its name says `in` is a pointer to const,
+   so the fixed twin's two readers do not conflict; in the racy twin the second writes.
+   Stand-in only: which kernel comes first is the driver's to say. */
+CUresult cuLibraryGetKernelCount(unsigned *, CUlibrary);
+CUresult cuLibraryEnumerateKernels(CUkernel *, unsigned, CUlibrary);
+CUresult cuKernelGetName(const char **, CUkernel);
+static void enumerated_library_kernels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUlibrary library;
+    CUkernel kernels[8], kernel = NULL;
+    unsigned count = 0;
+    CUdeviceptr x = initialized(), a = initialized(), b = initialized();
+    int n = N / 4;
+    CHECK(cuLibraryLoadData(&library, SCALE_PTX, NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernelCount(&count, library));
+    if (count > 8) exit(4);
+    CHECK(cuLibraryEnumerateKernels(kernels, count, library));
+    for (unsigned i = 0; i < count; i++) {
+        const char *name;
+        CHECK(cuKernelGetName(&name, kernels[i]));
+        if (strcmp(name, SCALE_NAME) == 0) kernel = kernels[i];
+    }
+    if (!kernel) exit(4);
+    void *first[] = {&a, &x, &n};
+    CHECK(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 64, 1, 1, 0, s1, first, NULL));
+    void *second[] = {fixed ? &b : &x, fixed ? &x : &b, &n};
+    CHECK(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 64, 1, 1, 0, s2, second, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuLibraryUnload(library));
+}
+
+/* A stream the shim did not see made (a green context's, cuGreenCtxStreamCreate, which it does
+   not hook) is described by the driver: of the current context, so a context synchronize waits
+   for it, and non-blocking, so the legacy default stream does not. Stand-in only: it has no
+   green contexts (the stream is the current context's). */
+CUresult cuGreenCtxStreamCreate(CUstream *, void *, unsigned, int);
+static void green_context_stream(int fixed) {
+    CUstream g, s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CHECK(cuGreenCtxStreamCreate(&g, NULL, CU_STREAM_NON_BLOCKING, 0));
+    writes(g, y);
+    CHECK(cuCtxSynchronize());
+    reads(s, y);
+    writes(g, x);
+    if (fixed) order(g, CU_STREAM_LEGACY);
+    reads(CU_STREAM_LEGACY, x);
+}
+
 /* Destroying a context waits for its work: a copy on its stream into portable pinned memory
    is done once cuCtxDestroy returns. */
 static void context_destroy(int fixed) {
@@ -2283,6 +2332,8 @@ static const struct {
     {"pool_allocation", pool_allocation, "use-before-alloc"},
     {"event_record_with_flags", event_record_with_flags, "cross-stream-race"},
     {"library_kernels", library_kernels, "cross-stream-race"},
+    {"enumerated_library_kernels", enumerated_library_kernels, "cross-stream-race", 1},
+    {"green_context_stream", green_context_stream, "cross-stream-race", 1},
     {"context_destroy", context_destroy, "cross-stream-race"},
     {"array_copies", array_copies, "cross-stream-race"},
     {"array_sides", array_sides, "cross-stream-race"},
