@@ -1,5 +1,6 @@
 //! Driver functions outside the hooked table that programs and the shim call: current
-//! context, devices, kernel parameter layouts and names, stream properties, error strings.
+//! context, devices, kernel parameter layouts and names, a library's kernels enumerated,
+//! stream properties, a green context's streams, error strings.
 //! Like the table's entry points they are logged and can be made to fail.
 //!
 //! Kernel queries behave as observed on driver 580: `cuFuncGet*` on a `CUkernel` handle and
