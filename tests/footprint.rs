@@ -112,6 +112,17 @@ fn an_interior_pointer_race_is_found_by_its_measured_footprint_and_missed_by_its
 }
 
 #[test]
+fn the_engine_prints_only_what_its_trace_asks_for() {
+    let (read, counters) = ("streamsan: footprint of launch", "streamsan: footprints:");
+    let traced = run_mode("interior", "racy", "exact", &[("STREAMSAN_FOOTPRINT_TRACE", "1".into())]);
+    assert!(traced.stderr().contains(read) && traced.stderr().contains(counters), "{}", traced.stderr());
+    let counted = run_mode("interior", "racy", "exact", &[]);
+    assert!(!counted.stderr().contains(read) && counted.stderr().contains(counters), "{}", counted.stderr());
+    let untraced = run_mode("interior", "racy", "exact", &[("STREAMSAN_FOOTPRINT_TRACE", String::new())]);
+    assert!(!untraced.stderr().contains("streamsan: footprint"), "{}", untraced.stderr());
+}
+
+#[test]
 fn a_buffer_inside_a_by_value_struct_is_measured() {
     assert_eq!(
         races(&run_mode("struct", "racy", "exact", &[])),
@@ -172,6 +183,23 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     // Rounds 2 and 3 are checked at issue with the learnt extents: the same race, 3 times.
     let found = race_counts(&run);
     assert_eq!(found, vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+}
+
+#[test]
+fn exact_measures_every_launch_and_learns_nothing() {
+    let (run, log) = run_rounds("interior", "racy", "exact", 3, &[]);
+    // The writer and the reader, in each of 3 rounds.
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 6, "{log:?}");
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+}
+
+#[test]
+fn what_is_learnt_belongs_to_its_kernel() {
+    let (racy, _) = run_rounds("same_words", "racy", "learn", 1, &[]);
+    assert_eq!(races(&racy), vec![race("cross-stream-race", Some("WAW"), "write", "write")]);
+    // footprint_beyond, launched with footprint_touch's words, uses what was learnt of it.
+    let (fixed, _) = run_rounds("same_words", "fixed", "learn", 1, &[]);
+    assert_eq!(races(&fixed), vec![]);
 }
 
 #[test]

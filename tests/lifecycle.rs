@@ -69,3 +69,26 @@ fn a_crash_after_a_race_leaves_the_report() {
     assert_eq!(reports[0].1.races.len(), 1);
     assert_eq!(reports[0].1.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report");
 }
+
+#[test]
+fn a_race_in_a_library_constructor_before_streamsan_s_own_is_reported() {
+    let mut flags = link_cuda();
+    flags.extend(["-shared".into(), "-fPIC".into(), "-DRACE_AT_LOAD".into()]);
+    let lib = compile_c_as("lifecycle", "librace_at_load.so", &flags.iter().map(String::as_str).collect::<Vec<_>>());
+    let dir = lib.parent().unwrap().display().to_string();
+    let mut flags = link_cuda();
+    flags.extend([
+        format!("-L{dir}"),
+        format!("-Wl,-rpath,{dir}"),
+        "-Wl,--no-as-needed".into(),
+        "-lrace_at_load".into(),
+    ]);
+    let exe = compile_c_as("lifecycle", "lifecycle_linked", &flags.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = run(&exe, &["clean"]);
+    run.assert_ran();
+    let report = run.report();
+    assert_eq!(report.races.len(), 1, "the constructor's race: {:?}", report.races);
+    assert_eq!(report.races[0].kind, "cross-stream-race");
+    // Found before the sink was installed, it was handed to it then: printed as any other.
+    assert_eq!(run.stderr().matches("WARNING: streamsan: cross-stream-race").count(), 1, "{}", run.stderr());
+}

@@ -80,6 +80,23 @@ fn a_group_s_calls_are_issued_at_its_end() {
 }
 
 #[test]
+fn a_refused_call_tells_the_model_nothing() {
+    check("refused_call", "RAW", "ncclAllReduce");
+    let fixed = run_twin(&program(false), "refused_call", "fixed");
+    assert!(!fixed.stderr().contains("unexpected status"), "NCCL refused the call: {}", fixed.stderr());
+}
+
+#[test]
+fn a_call_outside_any_group_is_issued_at_once() {
+    check("call_outside_a_group", "RAW", "ncclAllReduce");
+}
+
+#[test]
+fn a_collective_of_no_elements_touches_nothing() {
+    check("all_reduce_of_no_elements", "RAW", "ncclAllReduce");
+}
+
+#[test]
 fn a_dlopened_nccl_is_followed_too() {
     check_with(&program(true), "all_reduce_read_before_wait", "RAW", "ncclAllReduce");
     let run = run(&program(true), &["all_reduce_read_before_wait", "racy"]);

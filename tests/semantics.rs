@@ -167,6 +167,11 @@ fn per_thread_default_streams_of_two_threads_are_not_ordered() {
 }
 
 #[test]
+fn handle_0_at_a_per_thread_entry_point_is_the_thread_s_per_thread_stream() {
+    check("per_thread_entry_points", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_copy_from_pageable_memory_does_not_wait_for_its_own_completion() {
     check("htod_from_pageable_memory", CROSS, Some("RAW"));
 }
@@ -182,13 +187,43 @@ fn a_synchronous_device_to_device_copy_does_not_order_the_host() {
 }
 
 #[test]
+fn a_synchronous_unified_copy_between_device_buffers_does_not_order_the_host() {
+    check("unified_copy_between_device_buffers", CROSS, Some("RAW"));
+}
+
+#[test]
 fn a_synchronous_memset_orders_the_host_only_for_host_memory() {
     check("memset_of_device_memory", CROSS, Some("RAW"));
 }
 
 #[test]
+fn a_memset_of_no_bytes_does_not_order_the_host() {
+    check("memset_of_no_bytes", CROSS, Some("RAW"));
+}
+
+#[test]
 fn an_asynchronous_copy_does_not_order_the_host() {
     check("async_copy_does_not_join_the_host", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_copy_of_no_bytes_touches_nothing() {
+    check("copy_of_no_bytes", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_2d_copy_s_unified_side_is_the_memory_its_address_is() {
+    check("unified_2d_copy_to_pinned_memory", CROSS, Some("WAR"));
+}
+
+#[test]
+fn past_32_rows_a_2d_copy_touches_the_cover_of_its_rows_and_no_more() {
+    check("strided_copy_cover", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_3d_copy_of_many_slices_touches_the_row_of_each() {
+    check("copy_3d_of_many_slices", CROSS, Some("RAW"));
 }
 
 #[test]
@@ -327,6 +362,11 @@ fn an_event_wait_node_orders_the_nodes_after_it() {
 #[test]
 fn a_built_graph_s_memset_node_writes_its_rows() {
     check("built_graph_memset", CROSS, Some("WAW"));
+}
+
+#[test]
+fn a_memset_node_of_no_bytes_writes_nothing() {
+    check("built_graph_memset_of_no_bytes", CROSS, Some("WAW"));
 }
 
 #[test]
@@ -503,6 +543,12 @@ fn every_memset_width_writes_its_bytes() {
 }
 
 #[test]
+fn a_2d_memset_writes_its_rows_or_their_cover_and_no_more() {
+    let racy = check("memset_2d_rows", CROSS, Some("WAW"));
+    assert_eq!(racy.races.len(), 2, "the last row of each memset");
+}
+
+#[test]
 fn a_batch_of_memory_operations_orders_like_its_operations() {
     check("batch_mem_op", CROSS, Some("RAW"));
 }
@@ -560,6 +606,17 @@ fn library_kernels_are_named_by_their_hooks() {
         run.assert_ran();
         assert_eq!(run.report().races.len(), races, "{twin} without the driver's names");
     }
+}
+
+#[test]
+fn a_kernel_handed_out_without_its_name_is_learnt_from_the_driver() {
+    check("enumerated_library_kernels", CROSS, Some("WAR"));
+}
+
+#[test]
+fn a_stream_the_shim_did_not_see_made_is_described_by_the_driver() {
+    let racy = check("green_context_stream", CROSS, Some("RAW"));
+    assert_eq!(racy.races.len(), 1, "only x: the context synchronize ordered y");
 }
 
 #[test]
@@ -646,6 +703,19 @@ fn a_mipmap_level_is_an_array_of_its_own_size() {
 }
 
 #[test]
+fn a_copy_covers_an_array_of_unknown_element_size_whole() {
+    check("array_of_unknown_element_size", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_level_of_a_3d_mipmap_has_its_depth_halved_and_of_a_layered_one_its_layers() {
+    let racy = check("mipmap_3d_levels", CROSS, Some("WAR"));
+    let mut sizes: Vec<u64> = racy.races.iter().map(|r| r.buffer.size).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [1024, 3072], "16 x 8 x 2 and 16 x 8 x 6 four-byte elements");
+}
+
+#[test]
 fn a_2d_or_3d_copy_touches_the_rows_of_its_array() {
     let racy = check("array_strided_copies", CROSS, None);
     assert_eq!(
@@ -679,6 +749,16 @@ fn each_operation_of_a_3d_batch_touches_its_pointers_and_arrays() {
 }
 
 #[test]
+fn a_batched_copy_s_pointer_operand_has_rows_of_the_array_s_elements() {
+    check("batch_3d_pointer_rows", CROSS, Some("RAW"));
+}
+
+#[test]
+fn a_batched_copy_s_array_offset_is_in_elements() {
+    check("batch_3d_array_offset", CROSS, Some("RAW"));
+}
+
+#[test]
 fn managed_memory_hints_order_nothing() {
     check("managed_memory_hints", CROSS, Some("RAW"));
 }
@@ -704,4 +784,10 @@ fn an_external_semaphore_orders_like_an_event() {
 fn a_refused_call_tells_the_model_nothing() {
     check("refused_wait", CROSS, Some("RAW"));
     assert!(!run_twin("refused_wait", "racy").stderr().contains("unexpected status"));
+}
+
+#[test]
+fn a_refused_instantiation_leaves_the_executable_graph_as_it_was() {
+    check("refused_instantiate", CROSS, Some("WAW"));
+    assert!(!run_twin("refused_instantiate", "racy").stderr().contains("unexpected status"));
 }

@@ -18,7 +18,8 @@
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
-   the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch. */
+   the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
+   footprint_beyond: footprint_touch's parameters, each triple's bytes just after it. */
 #define TOUCH_ENTRY(name)                                                                     \
     ".visible .entry " name "(\n  .param .u64 " name "_param_0,\n  .param .u64 " name "_param_1,\n" \
     "  .param .u64 " name "_param_2\n)\n{\n ret;\n}\n"
@@ -31,14 +32,18 @@ static const char PTX[] =
     "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
     TOUCH_ENTRY("footprint_fresh0") TOUCH_ENTRY("footprint_fresh1") TOUCH_ENTRY("footprint_fresh2")
     TOUCH_ENTRY("footprint_fresh3") TOUCH_ENTRY("footprint_fresh4") TOUCH_ENTRY("footprint_fresh5")
-    TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7");
+    TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7") TOUCH_ENTRY("footprint_beyond");
 
-static CUfunction touch, args, step, fresh[FRESH];
+static CUfunction touch, args, step, fresh[FRESH], beyond;
+
+static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
+    unsigned long long a = p, l = len, f_ = flags;
+    void *params[] = {&a, &l, &f_};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
 
 static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
-    unsigned long long a = p, l = len, f = flags;
-    void *params[] = {&a, &l, &f};
-    CHECK(cuLaunchKernel(touch, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    launch_triple(touch, s, p, len, flags);
 }
 
 static void launch_step(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long n) {
@@ -61,7 +66,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|toggle racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|toggle racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -86,6 +91,7 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "footprint_fresh%d", i);
         CHECK(cuModuleGetFunction(&fresh[i], module, name));
     }
+    CHECK(cuModuleGetFunction(&beyond, module, "footprint_beyond"));
     CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&done, 0));
@@ -96,7 +102,18 @@ int main(int argc, char **argv) {
     if (strcmp(scenario, "overflow") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
     CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
     for (int round = 0; round < rounds; round++) {
-        if (strcmp(scenario, "interior") == 0) {
+        if (strcmp(scenario, "same_words") == 0) {
+            /* What is learnt belongs to its kernel: footprint_touch and footprint_beyond each
+               launched once, learnt at the synchronization; then A writes the first half of x
+               with footprint_touch and B launches, with the same words, footprint_touch (racy
+               twin) or footprint_beyond, which writes the second half (fixed twin). */
+            launch_triple(beyond, b, y, N / 2, W);
+            launch_touch(a, x, N / 2, W);
+            CHECK(cuCtxSynchronize());
+            launch_touch(a, x, N / 2, W);
+            launch_triple(fixed ? beyond : touch, b, x, N / 2, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "interior") == 0) {
             /* A writes all of x; B reads its second half through an interior pointer. */
             launch_touch(a, x, N, W);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }

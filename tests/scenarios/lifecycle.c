@@ -7,6 +7,9 @@
      sleep     a race, a synchronization, "raced", then waits to be killed
      crash     a race, a synchronization, then a segmentation fault
      fork      a race, then a child with a race of another kind; the parent waits, "done"
+   Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
+   streamsan's own constructor ran (a program's libraries are initialized before the preloaded
+   shim): the model finds it before the report's sink is installed.
    The kernel is cuda_min.h's scale(out, in, n). Exit status 0 unless said otherwise. */
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +56,12 @@ static void before_alloc(int ordered) {
     launch(s2, y, x);
 }
 
+#if defined(RACE_AT_LOAD)
+__attribute__((constructor)) static void race_at_load(void) {
+    setup_scale_and_two_streams(&scale, &s1, &s2);
+    cross_stream(0);
+}
+#else
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setup_scale_and_two_streams(&scale, &s1, &s2);
@@ -92,3 +101,4 @@ int main(int argc, char **argv) {
     printf("done\n");
     return 0;
 }
+#endif

@@ -201,6 +201,48 @@ static void group_issues_at_end(int fixed) {
     NCCL_CHECK(nccl.group_end());
 }
 
+/* A call NCCL refuses does nothing, and tells the model nothing: an all-reduce into x on rank
+   0's stream, of both ranks in a group (racy twin), or on no communicator, which NCCL refuses
+   (fixed twin; the program ignores its status), then x read on another stream, no wait. */
+static void refused_call(int fixed) {
+    CUdeviceptr x[2] = {alloc(0, N), alloc(1, N)};
+    CUstream t = nonblocking(0);
+    if (fixed) {
+        ncclResult_t status = nccl.all_reduce((void *)x[0], (void *)x[0], COUNT, ncclFloat32, ncclSum, NULL, s[0]);
+        if (status == 0) fprintf(stderr, "unexpected status %d\n", status);
+    } else {
+        NCCL_CHECK(nccl.group_start());
+        for (int r = 0; r < 2; r++) NCCL_CHECK(nccl.all_reduce((void *)x[r], (void *)x[r], COUNT, ncclFloat32, ncclSum, comm[r], s[r]));
+        NCCL_CHECK(nccl.group_end());
+    }
+    reads(t, x[0]);
+}
+
+/* A call outside any group is issued at once: on a communicator of rank 0 alone (where NCCL
+   needs no group), an all-reduce into x, then x read on another stream. */
+static void call_outside_a_group(int fixed) {
+    ncclComm_t solo;
+    int device = 0;
+    NCCL_CHECK(nccl.comm_init_all(&solo, 1, &device));
+    CUdeviceptr x = alloc(0, N);
+    CUstream t = nonblocking(0);
+    NCCL_CHECK(nccl.all_reduce((void *)x, (void *)x, COUNT, ncclFloat32, ncclSum, solo, s[0]));
+    if (fixed) order(s[0], t);
+    reads(t, x);
+}
+
+/* A collective of no elements touches nothing: an all-reduce of x of a block (racy twin) or of
+   none (fixed twin), and x read on another stream with no wait. */
+static void all_reduce_of_no_elements(int fixed) {
+    CUdeviceptr x[2] = {alloc(0, N), alloc(1, N)};
+    CUstream t = nonblocking(0);
+    NCCL_CHECK(nccl.group_start());
+    for (int r = 0; r < 2; r++)
+        NCCL_CHECK(nccl.all_reduce((void *)x[r], (void *)x[r], fixed ? 0 : COUNT, ncclFloat32, ncclSum, comm[r], s[r]));
+    NCCL_CHECK(nccl.group_end());
+    reads(t, x[0]);
+}
+
 static const struct {
     const char *name;
     void (*run)(int fixed);
@@ -211,6 +253,9 @@ static const struct {
     {"all_gather_receive_range", all_gather_receive_range, "cross-stream-race"},
     {"recv_read_before_wait", recv_read_before_wait, "cross-stream-race"},
     {"group_issues_at_end", group_issues_at_end, "cross-stream-race"},
+    {"refused_call", refused_call, "cross-stream-race"},
+    {"call_outside_a_group", call_outside_a_group, "cross-stream-race"},
+    {"all_reduce_of_no_elements", all_reduce_of_no_elements, "cross-stream-race"},
 };
 
 int main(int argc, char **argv) {

@@ -332,6 +332,24 @@ static void per_thread_default_streams(int fixed) {
     reads(fixed ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD, shared_x);
 }
 
+/* At a per-thread entry point (`_ptsz`, what a program built for per-thread default streams
+   calls) handle 0 is the calling thread's per-thread default stream, not the legacy one: a
+   memset of x there by another thread is not ordered with this thread's per-thread stream. */
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+static void *memset_at_per_thread_entry_point(void *arg) {
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx_a));
+    CHECK(cuMemsetD8Async_ptsz(shared_x, 0, N, 0));
+    return NULL;
+}
+static void per_thread_entry_points(int fixed) {
+    pthread_t t;
+    shared_x = dalloc();
+    pthread_create(&t, NULL, memset_at_per_thread_entry_point, NULL);
+    pthread_join(t, NULL);
+    reads(fixed ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD, shared_x);
+}
+
 /* ---- Synchronous copies and memsets --------------------------------------------------- */
 
 /* A copy from pageable memory may return before the data lands; from pinned memory, not. */
@@ -367,6 +385,30 @@ static void dtod_does_not_join_the_host(int fixed) {
     CHECK(cuMemcpyDtoD_v2(x, y, N));
     if (fixed) CHECK(cuStreamSynchronize(CU_STREAM_LEGACY));
     reads(s, x);
+}
+
+/* cuMemcpy (unified addressing) learns each side's kind from its address: between two device
+   buffers it does not make the host wait either. */
+static void unified_copy_between_device_buffers(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CHECK(cuMemcpy(x, y, N));
+    if (fixed) CHECK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    reads(s, x);
+}
+
+/* A memset of no bytes does nothing, and does not make the host wait, of pinned memory too:
+   after a kernel on blocking stream s1, a synchronous memset of N bytes of pinned memory on the
+   legacy stream (fixed twin) orders s2's read after it; of 0 bytes (racy twin), not. */
+static void memset_of_no_bytes(int fixed) {
+    CUstream s1 = blocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    writes(s1, x);
+    CHECK(cuMemsetD8_v2((CUdeviceptr)pinned, 0, fixed ? N : 0));
+    reads(s2, x);
 }
 
 /* A synchronous memset of device memory does not make the host wait; of pinned memory, it does. */
@@ -412,6 +454,100 @@ static void async_copy_does_not_join_the_host(int fixed) {
     CHECK(cuMemcpyHtoDAsync_v2(x, pinned, N, s1));
     if (fixed) CHECK(cuStreamSynchronize(s1));
     reads(s2, x);
+}
+
+/* A 2D copy's unified side is as its address says: to pinned host memory named as unified, a
+   synchronous copy has completed when it returns (as dtoh_joins_the_host), an asynchronous one
+   not. */
+static void unified_2d_copy_to_pinned_memory(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc();
+    void *pinned;
+    CHECK(cuMemAllocHost_v2(&pinned, N));
+    CHECK(cuCtxSynchronize());
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = N;
+    copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    copy.dstDevice = (CUdeviceptr)pinned;
+    copy.dstPitch = N;
+    copy.WidthInBytes = N;
+    copy.Height = 1;
+    if (fixed)
+        CHECK(cuMemcpy2D_v2(&copy));
+    else
+        CHECK(cuMemcpy2DAsync_v2(&copy, s1));
+    writes(s2, x);
+}
+
+/* A copy of no bytes touches nothing: the racy twin copies the buffer a kernel on s1 writes,
+   the fixed one copies none of it. */
+static void copy_of_no_bytes(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    writes(s1, x);
+    CHECK(cuMemcpyAsync(y, x, fixed ? 0 : N, s2));
+    /* Nor does a 2D copy of rows of no bytes, past the rows tracked one by one. */
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = 4;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y;
+    copy.dstPitch = 4;
+    copy.WidthInBytes = 0;
+    copy.Height = 40;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s2));
+    CHECK(cuCtxSynchronize());
+}
+
+/* Past 32 rows a 2D copy touches the cover of its rows, from its first byte to its last and
+   no further: 40 rows of 4 bytes, 8 apart, from byte 4 of row 1 of x (bytes 12 to 328). The
+   racy twin writes the first and the last 4 of them on s1, the fixed twin the 4 just before
+   and the 4 just after. */
+static void strided_copy_cover(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized_bytes(512), y = initialized_bytes(512);
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 8 : 12), y, 4, s1));
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 328 : 324), y + 4, 4, s1));
+    CUDA_MEMCPY2D copy = {0};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcXInBytes = 4;
+    copy.srcY = 1;
+    copy.srcPitch = 8;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y + 64;
+    copy.dstPitch = 8;
+    copy.WidthInBytes = 4;
+    copy.Height = 40;
+    CHECK(cuMemcpy2DAsync_v2(&copy, s2));
+    CHECK(cuCtxSynchronize());
+}
+
+/* A 3D copy of 32 one-row slices (4 bytes, 8 apart) touches each slice's row, and only those
+   (32 rows are still tracked one by one): the racy twin writes slice 1's bytes on s1, the
+   fixed twin the 4 between slices 0 and 1. */
+static void copy_3d_of_many_slices(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized_bytes(512), y = initialized_bytes(512);
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 4 : 8), y, 4, s1));
+    CUDA_MEMCPY3D copy;
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = x;
+    copy.srcPitch = 8;
+    copy.srcHeight = 1;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = y + 256;
+    copy.dstPitch = 4;
+    copy.dstHeight = 1;
+    copy.WidthInBytes = 4;
+    copy.Height = 1;
+    copy.Depth = 32;
+    CHECK(cuMemcpy3DAsync_v2(&copy, s2));
+    CHECK(cuCtxSynchronize());
 }
 
 /* CUDA documents that an asynchronous copy from the device to pageable host memory returns
@@ -882,6 +1018,23 @@ static void built_graph_memset(int fixed) {
     CHECK(cuStreamSynchronize(s));
 }
 
+/* A memset node of no bytes writes nothing: beside a kernel node writing x, a memset node of x
+   N bytes wide (racy twin) or 0 (fixed twin). Stand-in only: a driver may refuse a node of no
+   bytes. */
+static void built_graph_memset_of_no_bytes(int fixed) {
+    CUstream s = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphNode m;
+    CUDA_MEMSET_NODE_PARAMS p = memset_params(x);
+    if (fixed) p.width = 0;
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, ctx_a));
+    kernel_node(g, NULL, 0, x, in);
+    run_graph(g, s);
+    CHECK(cuStreamSynchronize(s));
+}
+
 /* A memset node moved onto the buffer a concurrent kernel node writes (racy twin), or onto
    another buffer (fixed twin), after it was added. */
 static void built_graph_memset_set_params(int fixed) {
@@ -1295,6 +1448,19 @@ static void memset_widths(int fixed) {
     CHECK(cuMemsetD2D32Async(b[11], 64, 1, 8, 4, s2));
 }
 
+/* A 2D memset writes its rows: on s2, 4 rows of 4 bytes 8 apart from x (one by one), and 40
+   from z (past 32 rows, their cover: bytes 0 to 316). The racy twin writes on s1 the last row
+   of each, the fixed twin the 4 bytes after x's first row and the 4 after z's cover. */
+static void memset_2d_rows(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = initialized(), z = initialized_bytes(512), y = initialized();
+    CHECK(cuMemcpyDtoDAsync_v2(x + (fixed ? 4 : 24), y, 4, s1));
+    CHECK(cuMemcpyDtoDAsync_v2(z + (fixed ? 316 : 312), y + 4, 4, s1));
+    CHECK(cuMemsetD2D8Async(x, 8, 1, 4, 4, s2));
+    CHECK(cuMemsetD2D8Async(z, 8, 1, 4, 40, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* cuStreamBatchMemOp: a write of a flag on s1 and a wait for it on s2, each in a batch. */
 static void batch_mem_op(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
@@ -1432,6 +1598,55 @@ static void library_kernels(int fixed) {
     CHECK(cuLaunchKernel(function, 1, 1, 1, 64, 1, 1, 0, s2, second, NULL));
     CHECK(cuCtxSynchronize());
     CHECK(cuLibraryUnload(library));
+}
+
+/* A kernel handle the shim did not see handed out (cuLibraryEnumerateKernels hands them out
+   without names) is learnt from the driver's queries: its name says `in` is a pointer to const,
+   so the fixed twin's two readers do not conflict; in the racy twin the second writes.
+   Stand-in only: which kernel comes first is the driver's to say. */
+CUresult cuLibraryGetKernelCount(unsigned *, CUlibrary);
+CUresult cuLibraryEnumerateKernels(CUkernel *, unsigned, CUlibrary);
+CUresult cuKernelGetName(const char **, CUkernel);
+static void enumerated_library_kernels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUlibrary library;
+    CUkernel kernels[8], kernel = NULL;
+    unsigned count = 0;
+    CUdeviceptr x = initialized(), a = initialized(), b = initialized();
+    int n = N / 4;
+    CHECK(cuLibraryLoadData(&library, SCALE_PTX, NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernelCount(&count, library));
+    if (count > 8) exit(4);
+    CHECK(cuLibraryEnumerateKernels(kernels, count, library));
+    for (unsigned i = 0; i < count; i++) {
+        const char *name;
+        CHECK(cuKernelGetName(&name, kernels[i]));
+        if (strcmp(name, SCALE_NAME) == 0) kernel = kernels[i];
+    }
+    if (!kernel) exit(4);
+    void *first[] = {&a, &x, &n};
+    CHECK(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 64, 1, 1, 0, s1, first, NULL));
+    void *second[] = {fixed ? &b : &x, fixed ? &x : &b, &n};
+    CHECK(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 64, 1, 1, 0, s2, second, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuLibraryUnload(library));
+}
+
+/* A stream the shim did not see made (a green context's, cuGreenCtxStreamCreate, which it does
+   not hook) is described by the driver: of the current context, so a context synchronize waits
+   for it, and non-blocking, so the legacy default stream does not. Stand-in only: it has no
+   green contexts (the stream is the current context's). */
+CUresult cuGreenCtxStreamCreate(CUstream *, void *, unsigned, int);
+static void green_context_stream(int fixed) {
+    CUstream g, s = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CHECK(cuGreenCtxStreamCreate(&g, NULL, CU_STREAM_NON_BLOCKING, 0));
+    writes(g, y);
+    CHECK(cuCtxSynchronize());
+    reads(s, y);
+    writes(g, x);
+    if (fixed) order(g, CU_STREAM_LEGACY);
+    reads(CU_STREAM_LEGACY, x);
 }
 
 /* Destroying a context waits for its work: a copy on its stream into portable pinned memory
@@ -1638,6 +1853,23 @@ static CUDA_MEMCPY3D_PEER peer_of(CUDA_MEMCPY3D c) {
     return p;
 }
 
+/* An array whose format's element size cuda.h does not give (block-compressed BC1 here) is
+   covered whole by every copy to or from it: a copy into its first row on s1 and one out of its
+   fifth on s2 meet. Stand-in only: a real driver places a block-compressed array's rows by blocks. */
+#define CU_AD_FORMAT_BC1_UNORM 0x91
+static void array_of_unknown_element_size(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUDA_ARRAY_DESCRIPTOR descriptor = {ROW, 8, CU_AD_FORMAT_BC1_UNORM, 1};
+    CUarray a;
+    CHECK(cuArrayCreate_v2(&a, &descriptor));
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, initialized_bytes(ROW), 1, 1);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    if (fixed) order(s1, s2);
+    c2 = rows_2d(a, 4, dalloc(), 1, 0);
+    CHECK(cuMemcpy2DAsync_v2(&c2, s2));
+    CHECK(cuCtxSynchronize());
+}
+
 /* 2D and 3D copies with an array side touch the array's rows (the array's own: 64 bytes of
    four-byte elements each). A 2D array written on s1; then rows 0-3 read by cuMemcpy2D,
    cuMemcpy3D, cuMemcpy3DPeer (legacy stream), cuMemcpy3DAsync, cuMemcpy3DPeerAsync and a
@@ -1689,6 +1921,51 @@ static void mipmap_levels(int fixed) {
     CHECK(cuMemcpy2DAsync_v2(&c, s2));
     CHECK(cuCtxSynchronize());
     CHECK(cuMipmappedArrayDestroy(m));
+}
+
+/* A level of a 3D mipmapped array has its depth halved too; of a layered one, all its layers:
+   level 1 of a 32 x 16 x 4 uchar4 mipmap is 16 x 8 x 2 elements (1024 bytes), of a layered
+   32 x 16 mipmap of 6 layers 16 x 8 x 6 (3072 bytes). Rows 0-1 of slice 1 of each level read on
+   s1 and written on s2. */
+#define CUDA_ARRAY3D_LAYERED 0x01
+static CUarray level_1(size_t depth, unsigned flags) {
+    CUDA_ARRAY3D_DESCRIPTOR descriptor = {32, 16, depth, CU_AD_FORMAT_UNSIGNED_INT8, 4, flags};
+    CUmipmappedArray m;
+    CUarray level;
+    CHECK(cuMipmappedArrayCreate(&m, &descriptor, 2));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    return level;
+}
+/* A 3D copy of rows 0-1 of slice 1 of `array` from device memory at `x`. */
+static CUDA_MEMCPY3D rows_3d_to(CUarray array, CUdeviceptr x) {
+    CUDA_MEMCPY3D w;
+    memset(&w, 0, sizeof w);
+    w.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    w.srcDevice = x;
+    w.srcPitch = ROW;
+    w.srcHeight = 2;
+    w.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    w.dstArray = array;
+    w.dstZ = 1;
+    w.WidthInBytes = ROW;
+    w.Height = 2;
+    w.Depth = 1;
+    return w;
+}
+static void mipmap_3d_levels(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray of_3d = level_1(4, 0), of_layered = level_1(6, CUDA_ARRAY3D_LAYERED);
+    CUdeviceptr x = initialized();
+    CUDA_MEMCPY3D c = rows_3d(of_3d, 0, 1, dalloc(), 2);
+    CHECK(cuMemcpy3DAsync_v2(&c, s1));
+    c = rows_3d(of_layered, 0, 1, dalloc(), 2);
+    CHECK(cuMemcpy3DAsync_v2(&c, s1));
+    order_if(fixed, s1, s2);
+    c = rows_3d_to(of_3d, x);
+    CHECK(cuMemcpy3DAsync_v2(&c, s2));
+    c = rows_3d_to(of_layered, x);
+    CHECK(cuMemcpy3DAsync_v2(&c, s2));
+    CHECK(cuCtxSynchronize());
 }
 
 /* A 3D array's slices: rows 4-7 of slice 1 written on s1, rows 6-7 of slice 1 (racy twin) or
@@ -1779,6 +2056,43 @@ static void memcpy_3d_batch(int fixed) {
     CHECK(cuArrayDestroy(a));
 }
 
+/* A pointer operand of a batched copy with an array has rows of the array's elements, packed
+   to the extent where its row length is 0: 2 rows of 16 four-byte elements read from p are
+   bytes 0 to 128. The racy twin writes bytes 96 to 128 on s1 (row 1's end) unordered. */
+static void batch_3d_pointer_rows(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr p = initialized(), y = initialized();
+    CHECK(cuMemcpyDtoDAsync_v2(p + 96, y, 32, s1));
+    order_if(fixed, s1, s2);
+    size_t fail = 0;
+    CUDA_MEMCPY3D_BATCH_OP op = batch_op(pointer_operand(p), array_operand(a, 0), 16, 2);
+    CHECK(cuMemcpy3DBatchAsync(1, &op, &fail, 0, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
+}
+
+/* An array operand's offset is in elements: 8 four-byte elements in, 8 wide, a batched copy
+   reads bytes 32 to 64 of the array's row 0. The racy twin writes its bytes 48 to 64 on s1
+   (a 2D copy) unordered. */
+static void batch_3d_array_offset(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUarray a = array_of_rows(0);
+    CUdeviceptr x = initialized(), y = initialized();
+    CUDA_MEMCPY2D c2 = rows_2d(a, 0, x, 1, 1);
+    c2.dstXInBytes = 48;
+    c2.WidthInBytes = 16;
+    CHECK(cuMemcpy2DAsync_v2(&c2, s1));
+    order_if(fixed, s1, s2);
+    size_t fail = 0;
+    CUmemcpy3DOperand src = array_operand(a, 0);
+    src.op.array.offset.x = 8;
+    CUDA_MEMCPY3D_BATCH_OP op = batch_op(src, pointer_operand(y), 8, 1);
+    CHECK(cuMemcpy3DBatchAsync(1, &op, &fail, 0, s2));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuArrayDestroy(a));
+}
+
 /* Managed-memory hints order nothing and touch nothing: advice, a prefetch and an attachment
    on s2 do not make s2 wait for a kernel on s1. */
 #define CU_MEM_ADVISE_SET_PREFERRED_LOCATION 3
@@ -1806,6 +2120,25 @@ static void refused_wait(int fixed) {
     CUresult status = cuStreamWaitEvent(s2, e, fixed ? 0 : 0xff);
     if ((status == CUDA_SUCCESS) != fixed) fprintf(stderr, "unexpected status %d\n", status);
     reads(s2, x);
+}
+
+/* A refused instantiation tells the model nothing either: instantiating no graph into the
+   executable graph of a kernel node writing x leaves it that graph, whose launch on s2 meets s1's
+   write of x. Stand-in only: a real driver is only required to refuse it. */
+static void refused_instantiate(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), in = dalloc();
+    CUgraph g;
+    CUgraphExec exec;
+    CHECK(cuGraphCreate(&g, 0));
+    kernel_node(g, NULL, 0, x, in);
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    writes(s1, x);
+    CUresult status = cuGraphInstantiateWithFlags(&exec, NULL, 0);
+    if (status == CUDA_SUCCESS) fprintf(stderr, "unexpected status %d\n", status);
+    order_if(fixed, s1, s2);
+    CHECK(cuGraphLaunch(exec, s2));
+    CHECK(cuCtxSynchronize());
 }
 
 /* ---- Imports (stand-in only) -------------------------------------------------------------
@@ -1924,11 +2257,18 @@ static const struct {
     {"legacy_waits_for_blocking_streams", legacy_waits_for_blocking_streams, "cross-stream-race"},
     {"blocking_streams_wait_for_legacy", blocking_streams_wait_for_legacy, "cross-stream-race"},
     {"per_thread_default_streams", per_thread_default_streams, "cross-stream-race"},
+    {"per_thread_entry_points", per_thread_entry_points, "cross-stream-race"},
     {"htod_from_pageable_memory", htod_from_pageable_memory, "cross-stream-race"},
     {"dtoh_joins_the_host", dtoh_joins_the_host, "cross-stream-race"},
     {"dtod_does_not_join_the_host", dtod_does_not_join_the_host, "cross-stream-race"},
+    {"unified_copy_between_device_buffers", unified_copy_between_device_buffers, "cross-stream-race"},
     {"memset_of_device_memory", memset_of_device_memory, "cross-stream-race"},
+    {"memset_of_no_bytes", memset_of_no_bytes, "cross-stream-race"},
     {"async_copy_does_not_join_the_host", async_copy_does_not_join_the_host, "cross-stream-race"},
+    {"copy_of_no_bytes", copy_of_no_bytes, "cross-stream-race"},
+    {"strided_copy_cover", strided_copy_cover, "cross-stream-race"},
+    {"copy_3d_of_many_slices", copy_3d_of_many_slices, "cross-stream-race"},
+    {"unified_2d_copy_to_pinned_memory", unified_2d_copy_to_pinned_memory, "cross-stream-race"},
     {"strided_copy", strided_copy, "cross-stream-race"},
     {"dtoh_async_to_pageable_memory", dtoh_async_to_pageable_memory, "cross-stream-race"},
     {"freed_host_range", freed_host_range, "free-race"},
@@ -1956,6 +2296,7 @@ static const struct {
     {"built_graph_event_wait", built_graph_event_wait, "cross-stream-race"},
     {"built_graph_memset", built_graph_memset, "cross-stream-race"},
     {"built_graph_memset_set_params", built_graph_memset_set_params, "cross-stream-race"},
+    {"built_graph_memset_of_no_bytes", built_graph_memset_of_no_bytes, "cross-stream-race", 1},
     {"built_graph_memcpy_set_params", built_graph_memcpy_set_params, "cross-stream-race"},
     {"built_graph_exec_memcpy_set_params", built_graph_exec_memcpy_set_params, "cross-stream-race"},
     {"built_graph_kernel_set_params", built_graph_kernel_set_params, "cross-stream-race"},
@@ -1981,6 +2322,7 @@ static const struct {
     {"copy_3d", copy_3d, "cross-stream-race"},
     {"copy_3d_peer", copy_3d_peer, "cross-stream-race"},
     {"memset_widths", memset_widths, "cross-stream-race"},
+    {"memset_2d_rows", memset_2d_rows, "cross-stream-race"},
     {"batch_mem_op", batch_mem_op, "cross-stream-race"},
     {"wait_value_64", wait_value_64, "cross-stream-race"},
     {"virtual_memory", virtual_memory, "cross-stream-race"},
@@ -1990,16 +2332,23 @@ static const struct {
     {"pool_allocation", pool_allocation, "use-before-alloc"},
     {"event_record_with_flags", event_record_with_flags, "cross-stream-race"},
     {"library_kernels", library_kernels, "cross-stream-race"},
+    {"enumerated_library_kernels", enumerated_library_kernels, "cross-stream-race", 1},
+    {"green_context_stream", green_context_stream, "cross-stream-race", 1},
     {"context_destroy", context_destroy, "cross-stream-race"},
     {"array_copies", array_copies, "cross-stream-race"},
     {"array_sides", array_sides, "cross-stream-race"},
     {"array_destroy_race", array_destroy_race, "free-race"},
     {"mipmap_destroy_race", mipmap_destroy_race, "free-race"},
     {"mipmap_levels", mipmap_levels, "cross-stream-race"},
+    {"mipmap_3d_levels", mipmap_3d_levels, "cross-stream-race"},
     {"array_strided_copies", array_strided_copies, "cross-stream-race"},
+    {"array_of_unknown_element_size", array_of_unknown_element_size, "cross-stream-race", 1},
     {"array_slices", array_slices, "cross-stream-race"},
     {"memcpy_3d_batch", memcpy_3d_batch, "cross-stream-race"},
+    {"batch_3d_pointer_rows", batch_3d_pointer_rows, "cross-stream-race"},
+    {"batch_3d_array_offset", batch_3d_array_offset, "cross-stream-race"},
     {"refused_wait", refused_wait, "cross-stream-race"},
+    {"refused_instantiate", refused_instantiate, "cross-stream-race", 1},
     {"managed_memory_hints", managed_memory_hints, "cross-stream-race"},
     {"ipc_memory", ipc_memory, "cross-stream-race", 1},
     {"pool_import", pool_import, "cross-stream-race", 1},

@@ -477,6 +477,21 @@ mod tests {
     }
 
     #[test]
+    fn a_broadcast_on_an_unknown_rank_writes_its_receive_buffer_unless_in_place() {
+        let broadcast = collective(Shape::Broadcast, SEND, RECV, 1);
+        assert_eq!(ranges(&broadcast.accesses(None, Some(2))), [(RECV, 64, Mode::Write)]);
+        let in_place = collective(Shape::Broadcast, RECV, RECV, 1);
+        assert_eq!(ranges(&in_place.accesses(None, Some(2))), []);
+    }
+
+    #[test]
+    fn an_in_place_scatter_root_does_not_write_its_own_block() {
+        // Root 1's block of the send buffer is its receive buffer.
+        let scatter = collective(Shape::Scatter, SEND, SEND + 64, 1);
+        assert_eq!(ranges(&scatter.accesses(Some(1), Some(2))), [(SEND, 128, Mode::Read)]);
+    }
+
+    #[test]
     fn rooted_calls_touch_what_each_rank_uses() {
         let broadcast = collective(Shape::Broadcast, SEND, RECV, 1);
         assert_eq!(ranges(&broadcast.accesses(Some(1), Some(2))), [(SEND, 64, Mode::Read), (RECV, 64, Mode::Write)]);

@@ -8,7 +8,9 @@
 //! `footprint_*` touches what its parameters list, read as consecutive (address, length,
 //! flags) triples of u64 (flags: the patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63
 //! set repeats: see [`accesses`]); a word left over after the triples is a scalar that
-//! touches nothing. It writes the table the patch would have written
+//! touches nothing; `footprint_beyond*` touches, for each triple, the `length` bytes just
+//! after it (a kernel whose footprint its parameters cannot tell from `footprint_touch`'s).
+//! It writes the table the patch would have written
 //! (`streamsan_footprint::table::emulate`). A module is patched until
 //! `sanitizerUnpatchModule` and again after `sanitizerPatchModule`, as on a GPU: a launch of
 //! an unpatched module's kernel records nothing, table or not.
@@ -249,6 +251,11 @@ unsafe extern "C" fn launched(
         let (value, size) = unsafe { (*params.add(i) as *const u8, *sizes.add(i)) };
         for k in (0..size / 8).map(|k| k * 8) {
             words.push(unsafe { (value.add(k) as *const u64).read_unaligned() });
+        }
+    }
+    if name.starts_with("footprint_beyond") {
+        for t in words.chunks_exact_mut(3) {
+            t[0] += t[1];
         }
     }
     let image = emulate(&accesses(&words));

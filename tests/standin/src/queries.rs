@@ -1,5 +1,6 @@
 //! Driver functions outside the hooked table that programs and the shim call: current
-//! context, devices, kernel parameter layouts and names, stream properties, error strings.
+//! context, devices, kernel parameter layouts and names, a library's kernels enumerated,
+//! stream properties, a green context's streams, error strings.
 //! Like the table's entry points they are logged and can be made to fail.
 //!
 //! Kernel queries behave as observed on driver 580: `cuFuncGet*` on a `CUkernel` handle and
@@ -173,6 +174,35 @@ queries! {
         }
     }
     fn cuKernelGetName(name: *mut *const c_char, kernel: CUkernel) { name_of(kernel_entry(kernel as usize), name) }
+    // A library's kernels without their names (CUDA 12.4): handles the shim does not see
+    // handed out, which it learns from the driver's queries.
+    fn cuLibraryGetKernelCount(count: *mut c_uint, library: CUlibrary) {
+        match state_read().objects.get(&(library as usize)) {
+            Some(Object::Library { kernels }) => put(count, kernels.len() as c_uint),
+            _ => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
+    fn cuLibraryEnumerateKernels(kernels: *mut CUkernel, count: c_uint, library: CUlibrary) {
+        let mut entries: Vec<(String, Entry)> = match state_read().objects.get(&(library as usize)) {
+            Some(Object::Library { kernels }) => kernels.iter().map(|(n, e)| (n.clone(), e.clone())).collect(),
+            _ => return CUDA_ERROR_INVALID_HANDLE,
+        };
+        if kernels.is_null() || (count as usize) < entries.len() { return CUDA_ERROR_INVALID_VALUE; }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut s = state();
+        for (i, (_, entry)) in entries.into_iter().enumerate() {
+            *kernels.add(i) = s.new_handle(Object::Kernel { entry, owner: library as usize }) as CUkernel;
+        }
+        OK
+    }
+    // A stream of a green context (CUDA 12.4), which the shim does not hook: always
+    // non-blocking. The stand-in has no green contexts: the stream is the current context's.
+    fn cuGreenCtxStreamCreate(stream: *mut CUstream, green: *mut c_void, flags: c_uint, priority: c_int) {
+        let _ = green;
+        let ctx = device::current_context();
+        if flags & CU_STREAM_NON_BLOCKING == 0 { return CUDA_ERROR_INVALID_VALUE; }
+        put(stream, state().new_handle(Object::Stream { ctx, flags, priority, capturing: false }) as CUstream)
+    }
     fn cuStreamGetCtx(stream: CUstream, pctx: *mut CUcontext) {
         match stream as usize {
             0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD => put(pctx, device::current_context() as CUcontext),
