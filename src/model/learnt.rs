@@ -14,7 +14,9 @@
 //! step count and bias corrections, a random generator's offset at every dropout, stale
 //! bytes of a by-value structure), while others are sizes the footprint follows. So the key
 //! is the kernel's words *less those found not to bear on its footprint*. Each measured launch
-//! is compared with the kernel's last [`RECENT`] measured launches: a word that differed from
+//! is compared with the kernel's last [`RECENT`] measured launches, and with the last one
+//! that had the same footprint however long ago (a kernel may run many footprints in turn,
+//! one per chunk of a tensor list, and meet its own again a step later): a word that differed from
 //! one with the same footprint (no word known to bear on it differing too) gains a point, and
 //! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
 //! another footprint bears on it and is never left out. A launch whose key hits is given the
@@ -42,7 +44,7 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -65,6 +67,10 @@ pub const IGNORED_AFTER: u32 = 2;
 /// Measured launches of a kernel that a new one is compared with.
 pub const RECENT: usize = 8;
 
+/// Footprints of a kernel whose last launch a new one with the same footprint is compared
+/// with (beyond, the record starts afresh).
+pub const FOOTPRINTS: usize = 1024;
+
 /// A measured launch to learn from: its kernel and its words (see the module's doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Learning {
@@ -73,7 +79,7 @@ pub struct Learning {
 }
 
 /// What one pointer parameter's launch touched, relative to the pointer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Extent {
     slot: u32,
     mode: Mode,
@@ -84,7 +90,7 @@ struct Extent {
     cover: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Known {
     Extents(Arc<[Extent]>),
     Unlearnable,
@@ -172,6 +178,12 @@ struct Kernel {
     keys: HashMap<u64, Entry, BuildHasherDefault<FastHasher>>,
     /// The last measured launches, oldest first.
     recent: VecDeque<(Arc<[u64]>, Known)>,
+    /// Per footprint (its hash), the last measured launch that had it. A kernel that runs
+    /// many footprints in turn (PyTorch's foreach kernels, one launch per chunk of a tensor
+    /// list, with a step's bias correction among the words) meets its own footprint again
+    /// only after more than [`RECENT`] others: without this, a word that changes at every
+    /// step would never be compared across launches that touched the same bytes.
+    same_footprint: HashMap<u64, (Arc<[u64]>, Known), BuildHasherDefault<FastHasher>>,
 }
 
 impl Kernel {
@@ -206,7 +218,13 @@ impl Kernel {
     fn learn(&mut self, words: Arc<[u64]>, known: Known) {
         let mut changed = false;
         let mut pointed: Vec<usize> = Vec::new();
-        for (other, footprint) in &self.recent {
+        let footprint_hash = {
+            let mut h = FastHasher::default();
+            known.hash(&mut h);
+            h.finish()
+        };
+        let last_same = self.same_footprint.get(&footprint_hash).filter(|(_, k)| *k == known);
+        for (other, footprint) in self.recent.iter().chain(last_same) {
             if other.len() != words.len() {
                 continue;
             }
@@ -256,6 +274,10 @@ impl Kernel {
             }
         }
         self.insert(words.clone(), known.clone());
+        if self.same_footprint.len() >= FOOTPRINTS {
+            self.same_footprint.clear();
+        }
+        self.same_footprint.insert(footprint_hash, (words.clone(), known.clone()));
         self.recent.push_back((words, known));
         if self.recent.len() > RECENT {
             self.recent.pop_front();
@@ -575,6 +597,41 @@ mod tests {
         let mut at = [pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
+    }
+
+    #[test]
+    fn a_step_word_leaves_the_key_of_a_kernel_that_runs_many_footprints_in_turn() {
+        // A foreach kernel as an optimizer step runs it: one launch per chunk of a tensor
+        // list (12 chunks of different sizes, more than RECENT), every launch of a step
+        // with the step's bias correction among its words. Each chunk meets its own
+        // footprint again only a step later.
+        let m = model();
+        let chunk = |c: u64| 64 * (c + 1);
+        let mut measured_per_step = Vec::new();
+        for step in 0..6u64 {
+            let bias_correction = 0x3f80_0000 + step * 977;
+            let mut measured = 0;
+            for c in 0..12 {
+                let words = [POINTER, chunk(c), bias_correction];
+                let mut at = [pointer(BASE, 0)];
+                if m.apply_learnt(1, &words, &mut at) == Lookup::Applied {
+                    assert_eq!(span(&at[0]), (BASE, chunk(c), Mode::ReadWrite));
+                } else {
+                    measured += 1;
+                    m.learn(
+                        &learning(1, &words),
+                        &[pointer(BASE, 0)],
+                        exact(&[Access::new(BASE, chunk(c), Mode::ReadWrite)]),
+                        op(),
+                    );
+                }
+            }
+            measured_per_step.push(measured);
+        }
+        // In the second step, two chunks measured again each see the word changed under
+        // their own footprint: it leaves the key, and every later launch stands on what was
+        // learnt.
+        assert_eq!(measured_per_step, [12, 2, 0, 0, 0, 0]);
     }
 
     /// A small deterministic generator for the property test below.
