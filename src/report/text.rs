@@ -157,7 +157,7 @@ pub fn missing_wait(race: &RaceReport) -> String {
 pub const HOST_LABEL: &str = "the host";
 
 /// How a report names the owner of a reused slot whose owners since have pushed it out of
-/// memory.
+/// memory (the operations of a race keep theirs: `Slots::pin`).
 pub const FORGOTTEN_LABEL: &str = "a stream destroyed long ago";
 
 /// How a person names a stream.
