@@ -13,7 +13,7 @@ use core::ffi::c_uint;
 
 use streamsan::model::definition::NodeKind;
 use streamsan::model::op::KernelId;
-use streamsan::model::AddedNode;
+use streamsan::model::definition::AddedNode;
 use streamsan_driver_api::*;
 
 use super::call::{ok, origin, stream};
