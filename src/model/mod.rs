@@ -83,7 +83,6 @@ use op::{Access, HostEffect, KernelId, Origin};
 use race::{Notes, RaceEntry, Races};
 use streams::{Host, StreamInfo, StreamRef, Streams};
 
-
 /// Receives each new race as the model finds it.
 pub trait Sink: Send + Sync {
     fn race(&self, entry: &RaceEntry);

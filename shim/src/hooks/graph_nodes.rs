@@ -11,9 +11,9 @@
 
 use core::ffi::c_uint;
 
+use streamsan::model::definition::AddedNode;
 use streamsan::model::definition::NodeKind;
 use streamsan::model::op::KernelId;
-use streamsan::model::definition::AddedNode;
 use streamsan_driver_api::*;
 
 use super::call::{ok, origin, stream};
