@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::launch;
 use crate::options::{OptionError, Options};
-use crate::report::{describe_site, merge, text, OpReport, RaceReport, Report};
+use crate::report::text::describe_site;
+use crate::report::{merge, text, OpReport, RaceReport, Report};
 
 /// The shim to preload, and the options to run with.
 #[derive(Clone, Debug)]

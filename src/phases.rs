@@ -25,6 +25,12 @@ pub enum Phase {
     CallSite,
     /// Walking and interning Python frames (inside `CallSite`).
     PythonFrames,
+    /// Unwinding a native chain the thread had not remembered (inside `CallSite`): its count
+    /// is the captures that missed, against `CallSite`'s count of all captures.
+    Unwind,
+    /// Interning a stack of a native chain and Python frames not met together before
+    /// (inside `CallSite`).
+    MixedStack,
     /// The real driver's `cuLaunchKernel` (and its `Ex` and cooperative forms).
     LaunchDriver,
     /// Finding a launched kernel's name and parameter layout.
@@ -50,10 +56,12 @@ pub enum Phase {
     FootprintCollect,
 }
 
-const PHASES: usize = 12;
+const PHASES: usize = 14;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
+    Phase::Unwind,
+    Phase::MixedStack,
     Phase::LaunchDriver,
     Phase::KernelInfo,
     Phase::ParamScan,
@@ -71,6 +79,8 @@ impl Phase {
         match self {
             Phase::CallSite => "call-site capture",
             Phase::PythonFrames => "  of which Python frames",
+            Phase::Unwind => "  of which unwinds (chain not remembered)",
+            Phase::MixedStack => "  of which native+Python stacks interned",
             Phase::LaunchDriver => "launches in the driver",
             Phase::KernelInfo => "kernel name and layout",
             Phase::ParamScan => "parameter scan",

@@ -78,7 +78,7 @@ fn a_rust_programs_race_names_its_own_source() {
         assert!(report.races_of(kind).next().is_some(), "{kind} not reported: {:?}", report.summary);
     }
     for race in &report.races {
-        let site = streamsan::report::describe_site(&race.second.site);
+        let site = streamsan::report::text::describe_site(&race.second.site);
         assert!(site.contains("cudarc-app/src/main.rs:") && site.contains("streamsan_cudarc_app::main"), "{site}");
         assert!(!site.contains("::h"), "symbol hash left in {site}");
     }

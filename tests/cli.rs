@@ -265,6 +265,9 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
     assert_eq!(count("model update: launches"), 3);
     assert_eq!(count("model update: copies"), 0);
     assert_eq!(count("race reports (in updates)"), 2);
+    // A capture unwinds only where the thread has not met the chain before.
+    let (captures, unwinds) = (count("call-site capture"), count("of which unwinds (chain not remembered)"));
+    assert!(unwinds >= 1 && unwinds <= captures, "{unwinds} unwinds in {captures} captures");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1);
     let intercepted = &reports[0].1.intercepted;

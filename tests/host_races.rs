@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 
 use common::*;
 use streamsan::harness::Streamsan;
+use streamsan::report::text::describe_site;
 use streamsan::report::text::missing_wait;
-use streamsan::report::{describe_site, Report};
+use streamsan::report::Report;
 
 fn program() -> &'static PathBuf {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
@@ -98,7 +99,9 @@ const H2D: &str = "cuMemcpyHtoDAsync";
 fn reading_the_destination_of_a_device_to_host_copy_before_synchronizing() {
     let racy = check("d2h_read", "RAW", "d2h_read", D2H);
     let race = &racy.races[0];
-    let line = |site: &[streamsan::report::Frame]| streamsan::report::program_frame(site).and_then(|f| f.line).unwrap();
+    let line = |site: &[streamsan::report::Frame]| {
+        streamsan::report::frames::program_frame(site).and_then(|f| f.line).unwrap()
+    };
     assert_eq!(line(&race.second.site), line(&race.first.site) + 1, "the read is on the line after the copy");
     assert_eq!(race.buffer.kind, "pinned-host");
     let range = race.first.range.as_ref().unwrap();

@@ -90,7 +90,7 @@ fn a_race_names_where_each_stream_was_created() {
     let report = run_twin("event_wait", "racy").report();
     let race = report.races.first().expect("a race");
     for side in [&race.first, &race.second] {
-        let created = streamsan::report::describe_site(&side.stream.created_at);
+        let created = streamsan::report::text::describe_site(&side.stream.created_at);
         assert!(
             created.contains("semantics.c") && created.ends_with("in stream"),
             "{}: created at {created}",

@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use streamsan::report::{describe_site, Report};
+use streamsan::report::text::describe_site;
+use streamsan::report::Report;
 
 /// Runs `stress MODE` under streamsan; fails if it takes more than two minutes.
 fn stress(mode: &str) -> Report {

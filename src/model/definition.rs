@@ -46,6 +46,18 @@ impl HostCallback {
     }
 }
 
+/// A node the program adds to a graph.
+pub struct AddedNode<'a> {
+    pub graph: u64,
+    /// The driver's handle of the new node.
+    pub handle: u64,
+    /// The handles of the nodes it depends on.
+    pub deps: &'a [u64],
+    pub kind: NodeKind,
+    pub origin: Origin,
+    pub kernel: Option<KernelId>,
+}
+
 /// What a node does when the graph runs.
 #[derive(Clone)]
 pub enum NodeKind {

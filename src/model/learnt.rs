@@ -6,15 +6,18 @@
 //! tensor). The shim gives each launch as its kernel and its *words*: the launch shape, then
 //! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`].
 //! A measured launch's footprint is kept as what it touched through each pointer parameter,
-//! a direction and an extent relative to the pointer ([`Model::learn`]); a later launch whose
+//! a direction and an extent relative to the pointer ([`known`], [`Learnt::learn`]); a later launch whose
 //! words give the same key is checked at issue with those extents, at no device cost
-//! ([`Model::apply_learnt`]).
+//! ([`Learnt::apply`]). The model's side of it, in `rules/learning.rs`: the buffers that
+//! attribute a measured range to a pointer, the notes.
 //!
 //! **The key.** Some words change at every launch without changing the footprint (AdamW's
 //! step count and bias corrections, a random generator's offset at every dropout, stale
 //! bytes of a by-value structure), while others are sizes the footprint follows. So the key
 //! is the kernel's words *less those found not to bear on its footprint*. Each measured launch
-//! is compared with the kernel's last [`RECENT`] measured launches: a word that differed from
+//! is compared with the kernel's last [`RECENT`] measured launches, and with the last one
+//! that had the same footprint however long ago (a kernel may run many footprints in turn,
+//! one per chunk of a tensor list, and meet its own again a step later): a word that differed from
 //! one with the same footprint (no word known to bear on it differing too) gains a point, and
 //! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
 //! another footprint bears on it and is never left out. A launch whose key hits is given the
@@ -42,17 +45,14 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastHasher, FastMap};
 
-use super::buffers::Found;
 use super::measured::Footprint;
-use super::op::{Access, Mode, OpRecord};
-use super::race::NoteKind;
-use super::Model;
+use super::op::{Access, Mode};
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
@@ -65,6 +65,10 @@ pub const IGNORED_AFTER: u32 = 2;
 /// Measured launches of a kernel that a new one is compared with.
 pub const RECENT: usize = 8;
 
+/// Footprints of a kernel whose last launch a new one with the same footprint is compared
+/// with (beyond, the record starts afresh).
+pub const FOOTPRINTS: usize = 1024;
+
 /// A measured launch to learn from: its kernel and its words (see the module's doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Learning {
@@ -73,8 +77,8 @@ pub struct Learning {
 }
 
 /// What one pointer parameter's launch touched, relative to the pointer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Extent {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Extent {
     slot: u32,
     mode: Mode,
     /// From the pointer to the first byte touched (may be negative).
@@ -84,13 +88,20 @@ struct Extent {
     cover: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Known {
+/// What was learnt of one key: the extents of its pointer parameters, or that its launches
+/// touch memory no parameter points into.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Known {
     Extents(Arc<[Extent]>),
     Unlearnable,
 }
 
 impl Known {
+    /// Whether an extent is part of an overflowed table's cover.
+    pub fn has_cover(&self) -> bool {
+        matches!(self, Known::Extents(extents) if extents.iter().any(|e| e.cover))
+    }
+
     /// Both footprints at once: per slot, the hull of the two extents.
     fn union(&self, other: &Known) -> Known {
         let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
@@ -172,6 +183,12 @@ struct Kernel {
     keys: HashMap<u64, Entry, BuildHasherDefault<FastHasher>>,
     /// The last measured launches, oldest first.
     recent: VecDeque<(Arc<[u64]>, Known)>,
+    /// Per footprint (its hash), the last measured launch that had it. A kernel that runs
+    /// many footprints in turn (PyTorch's foreach kernels, one launch per chunk of a tensor
+    /// list, with a step's bias correction among the words) meets its own footprint again
+    /// only after more than [`RECENT`] others: without this, a word that changes at every
+    /// step would never be compared across launches that touched the same bytes.
+    same_footprint: HashMap<u64, (Arc<[u64]>, Known), BuildHasherDefault<FastHasher>>,
 }
 
 impl Kernel {
@@ -206,7 +223,13 @@ impl Kernel {
     fn learn(&mut self, words: Arc<[u64]>, known: Known) {
         let mut changed = false;
         let mut pointed: Vec<usize> = Vec::new();
-        for (other, footprint) in &self.recent {
+        let footprint_hash = {
+            let mut h = FastHasher::default();
+            known.hash(&mut h);
+            h.finish()
+        };
+        let last_same = self.same_footprint.get(&footprint_hash).filter(|(_, k)| *k == known);
+        for (other, footprint) in self.recent.iter().chain(last_same) {
             if other.len() != words.len() {
                 continue;
             }
@@ -256,6 +279,10 @@ impl Kernel {
             }
         }
         self.insert(words.clone(), known.clone());
+        if self.same_footprint.len() >= FOOTPRINTS {
+            self.same_footprint.clear();
+        }
+        self.same_footprint.insert(footprint_hash, (words.clone(), known.clone()));
         self.recent.push_back((words, known));
         if self.recent.len() > RECENT {
             self.recent.pop_front();
@@ -276,7 +303,7 @@ impl Default for Learnt {
     }
 }
 
-/// What [`Model::apply_learnt`] did.
+/// What [`Learnt::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lookup {
     /// The accesses are now the learnt ones: check the launch at once.
@@ -302,12 +329,12 @@ pub struct LearntSummary {
     pub applied: u64,
 }
 
-impl Model {
+impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
     /// learnt for its kernel and words, if anything was.
-    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
+    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
         let extents = {
-            let Some(k) = self.learnt.kernels.get(&kernel) else {
+            let Some(k) = self.kernels.get(&kernel) else {
                 return Lookup::Unknown { kernel_seen: false };
             };
             match k.keys.get(&k.value().key(words)).map(|e| &e.known) {
@@ -327,83 +354,19 @@ impl Model {
                 };
             }
         }
-        self.learnt.applied.fetch_add(1, Ordering::Relaxed);
+        self.applied.fetch_add(1, Ordering::Relaxed);
         Lookup::Applied
     }
 
-    /// Learns from a measured launch (`op`): `guess` its parameters' accesses, `measured`
-    /// what it touched.
-    pub(super) fn learn(&self, learning: &Learning, guess: &[Access], measured: Footprint<'_>, op: OpRecord) {
-        let known = self.extents(guess, measured);
-        if let Known::Extents(extents) = &known {
-            if extents.iter().any(|e| e.cover) {
-                self.notes.add(NoteKind::FootprintLearntCover, op, learning.kernel);
-            }
-        }
-        self.learnt.kernels.entry(learning.kernel).or_default().learn(learning.words.clone(), known);
-    }
-
-    /// What a measured launch touched through each pointer parameter.
-    fn extents(&self, guess: &[Access], measured: Footprint<'_>) -> Known {
-        let bounds = |addr: u64| match self.buffers.find(addr) {
-            Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
-            Found::Nothing => None,
-        };
-        // The pointer into `buffer` at or nearest below `addr`, else the lowest.
-        let pointer = |buffer: (u64, u64), addr: u64| {
-            let into = guess.iter().filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
-            let below = into.clone().filter(|g| g.addr <= addr).max_by_key(|g| g.addr);
-            below.or_else(|| into.min_by_key(|g| g.addr)).copied()
-        };
-        let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, cover: bool| {
-            let from = lo.wrapping_sub(p.addr) as i64;
-            Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
-        };
-        let mut extents: Vec<Extent> = Vec::new();
-        for m in measured.ranges {
-            // A range joined across touching granules may span adjacent buffers: each part.
-            let (mut lo, hi) = (m.addr, m.addr + m.len);
-            for _ in 0..8 {
-                let Some(buffer) = bounds(lo) else { break };
-                let Some(p) = pointer(buffer, lo) else {
-                    return Known::Unlearnable;
-                };
-                let end = hi.min(buffer.1);
-                add_extent(&mut extents, extent(&p, lo, end, m.mode, false));
-                lo = end;
-                if lo >= hi {
-                    break;
-                }
-            }
-        }
-        if let Some(cover) = measured.cover {
-            let (lo, hi) = (cover.addr, cover.addr + cover.len);
-            // Its ends were touched: in a buffer no parameter points into, memory was reached
-            // through memory.
-            for end in [lo, hi.saturating_sub(1).max(lo)] {
-                if bounds(end).is_some_and(|b| pointer(b, end).is_none()) {
-                    return Known::Unlearnable;
-                }
-            }
-            let mut buffers: Vec<(u64, u64)> =
-                guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| bounds(g.addr)).collect();
-            buffers.sort_unstable();
-            buffers.dedup();
-            for buffer in buffers {
-                let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
-                if plo < phi {
-                    let p = pointer(buffer, plo).expect("a pointer into the buffer");
-                    add_extent(&mut extents, extent(&p, plo, phi, cover.mode, true));
-                }
-            }
-        }
-        Known::Extents(extents.into())
+    /// Learns `known`, what a measured launch of `kernel` with `words` touched.
+    pub fn learn(&self, kernel: u64, words: Arc<[u64]>, known: Known) {
+        self.kernels.entry(kernel).or_default().learn(words, known);
     }
 
     /// What was learnt so far (for the engine's trace at exit).
-    pub fn learnt_summary(&self) -> LearntSummary {
-        let mut s = LearntSummary { applied: self.learnt.applied.load(Ordering::Relaxed), ..Default::default() };
-        for k in self.learnt.kernels.iter() {
+    pub fn summary(&self) -> LearntSummary {
+        let mut s = LearntSummary { applied: self.applied.load(Ordering::Relaxed), ..Default::default() };
+        for k in self.kernels.iter() {
             s.kernels += 1;
             s.ignored_words += u64::from(k.ignored.count());
             for e in k.keys.values() {
@@ -419,216 +382,57 @@ impl Model {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::buffers::MemoryKind;
-    use crate::model::op::{Origin, StackId, ThreadId};
-    use crate::model::Alloc;
-
-    const BASE: u64 = 0x10_0000;
-    const SIZE: u64 = 0x1_0000;
-
-    fn model() -> Model {
-        let m = Model::default();
-        alloc(&m, BASE, SIZE);
-        m
-    }
-
-    fn alloc(m: &Model, base: u64, size: u64) {
-        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
-        m.alloc(Alloc { base, size, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
-    }
-
-    fn op() -> OpRecord {
-        OpRecord {
-            api: "cuLaunchKernel",
-            kernel: None,
-            epoch: Default::default(),
-            thread: ThreadId(1),
-            site: StackId(0),
-        }
-    }
-
-    fn pointer(addr: u64, slot: u32) -> Access {
-        Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot) }
-    }
-
-    fn learning(kernel: u64, words: &[u64]) -> Learning {
-        Learning { kernel, words: words.into() }
-    }
-
-    fn exact(ranges: &[Access]) -> Footprint<'_> {
-        Footprint { ranges, cover: None }
-    }
-
-    fn span(a: &Access) -> (u64, u64, Mode) {
-        (a.addr, a.len, a.mode)
-    }
-
-    #[test]
-    fn extents_are_learnt_relative_to_each_pointer_and_applied_to_new_pointers() {
-        let m = model();
-        // Slot 0 points at the buffer, slot 8 at its middle; the launch wrote the first half
-        // and read the second.
-        let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
-        let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
-        let words = [7, POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&measured), op());
-        // A later launch with the same words, its pointers 256 bytes further on.
-        let mut later = [pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
-        assert_eq!(span(&later[0]), (BASE + 256, SIZE / 2, Mode::Write));
-        assert_eq!(span(&later[1]), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
-        assert_eq!(m.apply_learnt(1, &[8, POINTER, POINTER], &mut later), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.apply_learnt(2, &words, &mut later), Lookup::Unknown { kernel_seen: false });
-    }
-
-    #[test]
-    fn memory_no_pointer_leads_to_makes_a_launch_unlearnable() {
-        let m = model();
-        alloc(&m, 0x40_0000, SIZE);
-        let words = [POINTER];
-        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]), op());
-        assert_eq!(m.apply_learnt(1, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
-    }
-
-    #[test]
-    fn a_range_over_two_adjacent_buffers_is_split_between_their_pointers() {
-        let m = model();
-        alloc(&m, BASE + SIZE, SIZE);
-        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
-        let words = [POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op());
-        let mut later = guess;
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
-        assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
-        assert_eq!(span(&later[1]), (BASE + SIZE, 16, Mode::Write));
-    }
-
-    #[test]
-    fn a_cover_is_learnt_as_its_part_in_each_parameters_buffer() {
-        let m = model();
-        // Three buffers: the kernel's two parameters point into the outer ones; the cover
-        // of its overflowed table spans the middle one too.
-        alloc(&m, BASE + SIZE, SIZE);
-        alloc(&m, BASE + 2 * SIZE, SIZE);
-        let guess = [pointer(BASE, 0), pointer(BASE + 2 * SIZE, 8)];
-        let words = [POINTER, POINTER];
-        let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
-        m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
-        let mut later = [pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
-        assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
-        assert_eq!(span(&later[1]), (BASE + 0x200_0000, 64, Mode::Write));
-        assert_eq!(m.learnt_summary().covers, 1);
-        assert_eq!(m.notes.entries()[0].kind, NoteKind::FootprintLearntCover);
-        // A cover ending in a buffer no parameter points into: memory reached through memory.
-        m.learn(&learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) }, op());
-        assert_eq!(m.apply_learnt(2, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
-    }
-
-    #[test]
-    fn a_word_that_changes_without_moving_the_footprint_leaves_the_key() {
-        let m = model();
-        let guess = [pointer(BASE, 0)];
-        let measured = [Access::new(BASE, 64, Mode::Write)];
-        // Words: the pointer, a size (64), a step count.
-        for step in 0..u64::from(IGNORED_AFTER) {
-            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut [pointer(BASE, 0)]), Lookup::Applied);
-            m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op());
-        }
-        // Step IGNORED_AFTER: a second change with the same footprint.
-        m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op());
-        let mut fresh = [pointer(BASE + 128, 0)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
-        assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
-        // The size still makes a key of its own.
-        assert_eq!(m.apply_learnt(1, &[POINTER, 128, 7], &mut fresh), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.learnt_summary().ignored_words, 1);
-    }
-
-    #[test]
-    fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
-        let m = model();
-        let guess = [pointer(BASE, 0)];
-        let write = |n: u64| [Access::new(BASE, n, Mode::Write)];
-        // The size word changes with the footprint, then three launches of one size agree.
-        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
-        m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
-        for _ in 0..3 {
-            m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op());
-        }
-        let mut at = [pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.apply_learnt(1, &[POINTER, 128], &mut at), Lookup::Applied);
-        assert_eq!(span(&at[0]), (BASE, 128, Mode::Write));
-    }
-
-    #[test]
-    fn launches_under_one_key_keep_the_union_of_their_extents() {
-        let m = model();
-        let guess = [pointer(BASE, 0)];
-        let words = [POINTER, 1];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op());
-        let mut at = [pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
-        assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
-    }
-
-    /// A small deterministic generator for the property test below.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
-    #[test]
-    fn learnt_extents_cover_what_every_launch_touches_when_the_footprint_follows_its_words() {
-        // Kernels whose footprint follows some of their words (a size; a mode flag, for half
-        // of them) and not others (a step, a seed, the flag for the other half): whenever a
-        // launch is given learnt extents, they hold every byte it touches, in a mode at least
-        // as strong. (A word that moves the footprint only at values never measured is out
-        // of reach: see the module's doc.)
-        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-        for kernel in 0..200u64 {
-            let m = Model::default();
-            alloc(&m, BASE, 1 << 24);
-            let sizes = 1 + rng.next() % 4;
-            let moody = rng.next().is_multiple_of(2);
-            let mut applied = 0;
-            for _ in 0..60 {
-                let n = 64 * (1 + rng.next() % sizes);
-                let flag = rng.next() % 3;
-                let words = [POINTER, n, flag, rng.next(), POINTER, rng.next() % 5];
-                let (p, q) = (BASE + 4096 * (rng.next() % 64), BASE + (1 << 23) + 4096 * (rng.next() % 64));
-                let guess = [pointer(p, 0), pointer(q, 32)];
-                // n bytes from p, read; when `moody`, written under flag 1 and read 32 bytes
-                // further under flag 2; and n / 2 bytes of q from its 16th, written.
-                let (mode, extra) = match (moody, flag) {
-                    (true, 1) => (Mode::Write, 0),
-                    (true, 2) => (Mode::Read, 32),
-                    _ => (Mode::Read, 0),
-                };
-                let truth = [Access::new(p, n + extra, mode), Access::new(q + 16, n / 2, Mode::Write)];
-                let mut at = guess;
-                if m.apply_learnt(kernel, &words, &mut at) == Lookup::Applied {
-                    applied += 1;
-                    for (t, a) in truth.iter().zip(&at) {
-                        assert!(a.addr <= t.addr && t.addr + t.len <= a.addr + a.len, "{t:?} in {a:?}");
-                        assert!(a.mode == t.mode || a.mode == Mode::ReadWrite, "{t:?} as {a:?}");
-                    }
-                } else {
-                    m.learn(&learning(kernel, &words), &guess, exact(&truth), op());
-                }
+/// What a measured launch touched through each pointer parameter: `guess` its parameters'
+/// accesses, `measured` what it touched, `bounds` the buffer (its first and end byte) an
+/// address is in.
+pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> Option<(u64, u64)>) -> Known {
+    // The pointer into `buffer` at or nearest below `addr`, else the lowest.
+    let pointer = |buffer: (u64, u64), addr: u64| {
+        let into = guess.iter().filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
+        let below = into.clone().filter(|g| g.addr <= addr).max_by_key(|g| g.addr);
+        below.or_else(|| into.min_by_key(|g| g.addr)).copied()
+    };
+    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, cover: bool| {
+        let from = lo.wrapping_sub(p.addr) as i64;
+        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
+    };
+    let mut extents: Vec<Extent> = Vec::new();
+    for m in measured.ranges {
+        // A range joined across touching granules may span adjacent buffers: each part.
+        let (mut lo, hi) = (m.addr, m.addr + m.len);
+        for _ in 0..8 {
+            let Some(buffer) = bounds(lo) else { break };
+            let Some(p) = pointer(buffer, lo) else {
+                return Known::Unlearnable;
+            };
+            let end = hi.min(buffer.1);
+            add_extent(&mut extents, extent(&p, lo, end, m.mode, false));
+            lo = end;
+            if lo >= hi {
+                break;
             }
-            assert!(applied > 10, "kernel {kernel}: learnt extents applied {applied} times in 60");
         }
     }
+    if let Some(cover) = measured.cover {
+        let (lo, hi) = (cover.addr, cover.addr + cover.len);
+        // Its ends were touched: in a buffer no parameter points into, memory was reached
+        // through memory.
+        for end in [lo, hi.saturating_sub(1).max(lo)] {
+            if bounds(end).is_some_and(|b| pointer(b, end).is_none()) {
+                return Known::Unlearnable;
+            }
+        }
+        let mut buffers: Vec<(u64, u64)> =
+            guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| bounds(g.addr)).collect();
+        buffers.sort_unstable();
+        buffers.dedup();
+        for buffer in buffers {
+            let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
+            if plo < phi {
+                let p = pointer(buffer, plo).expect("a pointer into the buffer");
+                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, true));
+            }
+        }
+    }
+    Known::Extents(extents.into())
 }

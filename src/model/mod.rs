@@ -83,8 +83,6 @@ use op::{Access, HostEffect, KernelId, Origin};
 use race::{Notes, RaceEntry, Races};
 use streams::{Host, StreamInfo, StreamRef, Streams};
 
-pub use rules::built::AddedNode;
-
 /// Receives each new race as the model finds it.
 pub trait Sink: Send + Sync {
     fn race(&self, entry: &RaceEntry);

@@ -81,10 +81,67 @@ impl Model {
     pub(super) fn publish(&self, found: Vec<Race>) {
         for race in found {
             if self.races.add(race) {
+                self.streams.slots.pin(race.first.op.epoch);
+                self.streams.slots.pin(race.second.op.epoch);
                 if let Some(sink) = &self.sink {
                     sink.race(&RaceEntry { race, count: 1 });
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::{Access, HostEffect, Mode, Origin};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Work};
+
+    fn origin(api: &'static str) -> Origin {
+        Origin::test(api, 1)
+    }
+
+    /// A race between memsets of one buffer on streams 0x10 and 0x20; both streams are then
+    /// synchronized and destroyed, and `churn` streams, doing nothing, created and destroyed
+    /// one after the other (each takes the slot the one before gave back). The handles the
+    /// model names for the race's two operations.
+    fn race_then_churn(churn: u64) -> (Option<u64>, Option<u64>) {
+        let model = Model::default();
+        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
+        let write = [Access::new(0x1000, 8, Mode::Write)];
+        for handle in [0x10, 0x20] {
+            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
+            let work =
+                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
+            model.work(StreamRef::Handle(handle), work);
+        }
+        let race = model.races()[0].race;
+        for handle in [0x10, 0x20] {
+            model.stream_synchronized(StreamRef::Handle(handle));
+            model.stream_destroyed(handle, &origin("cuStreamDestroy"));
+        }
+        for handle in 0x100..0x100 + churn {
+            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
+            model.stream_destroyed(handle, &origin("cuStreamDestroy"));
+        }
+        let handle = |epoch| match model.slot_owner(epoch) {
+            SlotOwner::Stream { handle, .. } => Some(handle),
+            _ => None,
+        };
+        (handle(race.first.op.epoch), handle(race.second.op.epoch))
+    }
+
+    #[test]
+    fn an_owner_that_did_nothing_does_not_take_the_operations_of_those_before() {
+        // The first stream after 0x20 gives its slot back at its clock's 0: the next one
+        // must not be taken for the owner of 0x20's memset.
+        assert_eq!(race_then_churn(3), (Some(0x10), Some(0x20)));
+    }
+
+    #[test]
+    fn a_race_names_its_streams_however_many_streams_used_their_slots_since() {
+        // Forty owners of 0x20's slot since: more than a slot remembers.
+        assert_eq!(race_then_churn(40), (Some(0x10), Some(0x20)));
     }
 }

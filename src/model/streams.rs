@@ -110,6 +110,10 @@ struct Table {
 /// Hands out slots, takes them back, and remembers their owners.
 pub struct Slots {
     table: RwLock<Table>,
+    /// The owners of the operations of the races found, kept when their slots' histories
+    /// move on: a report written at exit names the streams of a race found long before,
+    /// whatever used the slots since (a test suite's thousands of graph launches).
+    pinned: FastMap<Epoch, SlotOwner>,
     /// Slots whose last owner is gone, with the last time it used, every operation of
     /// which happens before the host's clock: whatever is issued from now on follows them.
     free: Mutex<Vec<(Slot, u32)>>,
@@ -126,6 +130,7 @@ impl Slots {
     pub fn new() -> Slots {
         Slots {
             table: RwLock::new(Table { owners: vec![vec![(0, SlotOwner::Host)]], contexts: vec![None] }),
+            pinned: fast_map(),
             free: Mutex::new(Vec::new()),
             free_lanes: Mutex::new(Vec::new()),
         }
@@ -160,10 +165,13 @@ impl Slots {
         match reused {
             Some((slot, last)) => {
                 let history = &mut table.owners[slot as usize];
+                // After the latest owner's first time too: an owner that did nothing retires
+                // at its clock's 0, and its successor must not claim the epochs of those before.
+                let first = (last + 1).max(history.last().map_or(0, |&(first, _)| first + 1));
                 if history.len() == OWNERS_PER_SLOT {
                     history.remove(0);
                 }
-                history.push((last + 1, owner));
+                history.push((first, owner));
                 table.contexts[slot as usize] = context;
                 slot
             }
@@ -202,7 +210,19 @@ impl Slots {
         let Some(history) = table.owners.get(epoch.slot as usize) else { return SlotOwner::Host };
         match history.iter().rev().find(|(first, _)| *first <= epoch.time) {
             Some((_, owner)) => owner.clone(),
-            None => SlotOwner::Forgotten,
+            None => self.pinned.get(&epoch).map_or(SlotOwner::Forgotten, |owner| owner.clone()),
+        }
+    }
+
+    /// Keeps the owner of `epoch` (and of the launch of its graph lane) for reports, however
+    /// many owners its slot has after: for the operations of a race, when it is found.
+    pub fn pin(&self, epoch: Epoch) {
+        let owner = self.owner(epoch);
+        if let SlotOwner::GraphLane { launch, .. } = owner {
+            self.pin(launch);
+        }
+        if !matches!(owner, SlotOwner::Forgotten | SlotOwner::Host) {
+            self.pinned.entry(epoch).or_insert(owner);
         }
     }
 

@@ -13,7 +13,7 @@
 //! JSON, to the report's race log ([`race_log`], `.NAME.races` beside it): one `write(2)`,
 //! in the kernel's hands before the racing call returns to the program, so that a process
 //! killed even by SIGKILL loses no race it found. A rewrite that succeeds removes the log
-//! (the report holds its races); [`super::Report::read_from`] reads a report with its log.
+//! (the report holds its races); [`Report::read_from`] reads a report with its log.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -166,6 +166,40 @@ pub fn check_destination(pattern: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+impl Report {
+    /// Reads a report, with the races of its race log ([`race_log`]: those found
+    /// since the file was last rewritten, when the process could not rewrite it again); a
+    /// file that is not a report (truncated, corrupt, another tool's) is an `InvalidData`
+    /// error that says where it went wrong.
+    pub fn read_from(path: &Path) -> io::Result<Report> {
+        let mut report = Report::read_file(path)?;
+        let logged = read_race_log(&race_log(path))?;
+        if !logged.is_empty() {
+            // A process killed between a rewrite and the log's removal leaves races in both.
+            let identity = |r: &RaceReport| {
+                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second)).unwrap_or_default()
+            };
+            let known: std::collections::HashSet<String> = report.races.iter().map(identity).collect();
+            report.races.extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
+            report.summarize();
+        }
+        Ok(report)
+    }
+
+    fn read_file(path: &Path) -> io::Result<Report> {
+        let text = std::fs::read_to_string(path)?;
+        let report: Report = serde_json::from_str(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
+        if report.tool != "streamsan" {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a streamsan report (tool {:?})", report.tool),
+            ));
+        }
+        Ok(report)
+    }
 }
 
 #[cfg(test)]

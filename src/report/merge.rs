@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{describe_site, NoteReport, OpReport, RaceReport, Report};
+use super::text::describe_site;
+use super::{NoteReport, OpReport, RaceReport, Report};
 
 fn op_key(op: &OpReport) -> String {
     format!("{} {} {}", op.api, op.kernel.as_deref().unwrap_or(""), describe_site(&op.site))

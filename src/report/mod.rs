@@ -7,8 +7,9 @@
 //! ThreadSanitizer-style listing, and the sentences the JSON carries beside the data (the
 //! missing wait's `text`, written when a race is serialized, and a note's `message`);
 //! [`sink`] decides what becomes of each race as it is found ([`suppressions`], the print
-//! limit) and writes the [`file`]. The `streamsan report` command and the test harness read
-//! the document back with these types.
+//! limit) and writes the [`file`], which also reads it back (`Report::read_from`) for the
+//! `streamsan report` command and the test harness. The data sits below all of them: none
+//! of them is imported here.
 
 pub mod build;
 pub mod file;
@@ -20,14 +21,10 @@ pub mod suppressions;
 pub mod text;
 
 use std::collections::BTreeMap;
-use std::io;
-use std::path::Path;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 pub use crate::model::race::{Hazard, NoteKind, RaceKind};
-pub use frames::{program_frame, PYTHON_MODULE};
-pub use text::describe_site;
 
 /// One process's report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -70,7 +67,7 @@ pub struct Summary {
 }
 
 /// One race: two operations on one buffer, the first not ordered before the second.
-/// Written with the missing wait in words beside it (see the `Serialize` impl below).
+/// Written with the missing wait in words beside it (its `Serialize` impl, in `text.rs`).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct RaceReport {
     pub kind: RaceKind,
@@ -210,7 +207,7 @@ named_enum! {
     }
 }
 
-/// The wait that is missing, as data ([`text::missing_wait`] puts it into words).
+/// The wait that is missing, as data (`text.rs` puts it into words).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
     pub action: FixAction,
@@ -222,46 +219,11 @@ pub struct Fix {
     pub before: Operation,
 }
 
-/// A race as the file holds it: its data, and the missing wait in words beside the data
-/// (`missing_wait.text`, for readers of the JSON). Read back, the words are left out:
-/// [`text::missing_wait`] gives them from the data.
-impl Serialize for RaceReport {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            kind: RaceKind,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            hazard: Option<Hazard>,
-            count: u64,
-            buffer: &'a BufferReport,
-            first: &'a OpReport,
-            second: &'a OpReport,
-            missing_wait: WrittenFix<'a>,
-        }
-        #[derive(Serialize)]
-        struct WrittenFix<'a> {
-            text: String,
-            #[serde(flatten)]
-            fix: &'a Fix,
-        }
-        Written {
-            kind: self.kind,
-            hazard: self.hazard,
-            count: self.count,
-            buffer: &self.buffer,
-            first: &self.first,
-            second: &self.second,
-            missing_wait: WrittenFix { text: text::missing_wait(self), fix: &self.missing_wait },
-        }
-        .serialize(serializer)
-    }
-}
-
 /// A note: not a race.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoteReport {
     pub kind: NoteKind,
-    /// In words ([`text::note_message`]): the note's facts are not all in the document.
+    /// In words (`text.rs`, `note_message`): the note's facts are not all in the document.
     pub message: String,
     pub count: u64,
     pub api: String,
@@ -278,38 +240,6 @@ impl Report {
             command,
             ..Report::default()
         }
-    }
-
-    /// Reads a report, with the races of its race log ([`file::race_log`]: those found
-    /// since the file was last rewritten, when the process could not rewrite it again); a
-    /// file that is not a report (truncated, corrupt, another tool's) is an `InvalidData`
-    /// error that says where it went wrong.
-    pub fn read_from(path: &Path) -> io::Result<Report> {
-        let mut report = Report::read_file(path)?;
-        let logged = file::read_race_log(&file::race_log(path))?;
-        if !logged.is_empty() {
-            // A process killed between a rewrite and the log's removal leaves races in both.
-            let identity = |r: &RaceReport| {
-                serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second)).unwrap_or_default()
-            };
-            let known: std::collections::HashSet<String> = report.races.iter().map(identity).collect();
-            report.races.extend(logged.into_iter().filter(|r| !known.contains(&identity(r))));
-            report.summarize();
-        }
-        Ok(report)
-    }
-
-    fn read_file(path: &Path) -> io::Result<Report> {
-        let text = std::fs::read_to_string(path)?;
-        let report: Report = serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
-        if report.tool != "streamsan" {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not a streamsan report (tool {:?})", report.tool),
-            ));
-        }
-        Ok(report)
     }
 
     /// The races of one kind (by its name, `free-race`, as tests and people write it).

@@ -16,7 +16,8 @@
 use std::fmt;
 use std::path::Path;
 
-use super::{program_frame, Frame, RaceKind, RaceReport};
+use super::frames::program_frame;
+use super::{Frame, RaceKind, RaceReport};
 
 /// What a rule looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,13 @@ use crate::model::op::ThreadId;
 use crate::model::race::{FootprintUnavailable, FootprintUnmeasured};
 use crate::model::streams::StreamKind;
 
-use super::{program_frame, AccessKind, FixAction, Frame, NoteKind, OpReport, Operation, RaceReport, Report};
+use serde::{Serialize, Serializer};
+
+use super::frames::program_frame;
+use super::{
+    AccessKind, BufferReport, Fix, FixAction, Frame, Hazard, NoteKind, OpReport, Operation, RaceKind, RaceReport,
+    Report,
+};
 
 const RULE: &str = "==================";
 
@@ -157,7 +163,7 @@ pub fn missing_wait(race: &RaceReport) -> String {
 pub const HOST_LABEL: &str = "the host";
 
 /// How a report names the owner of a reused slot whose owners since have pushed it out of
-/// memory.
+/// memory (the operations of a race keep theirs: `Slots::pin`).
 pub const FORGOTTEN_LABEL: &str = "a stream destroyed long ago";
 
 /// How a person names a stream.
@@ -248,4 +254,39 @@ pub fn summary(report: &Report) -> String {
         line.push_str(&format!(", {} suppressed", s.suppressed));
     }
     line
+}
+
+/// A race as the file holds it: its data, and the missing wait in words beside the data
+/// (`missing_wait.text`, for readers of the JSON). Read back, the words are left out:
+/// [`missing_wait`] gives them from the data.
+impl Serialize for RaceReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            kind: RaceKind,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            hazard: Option<Hazard>,
+            count: u64,
+            buffer: &'a BufferReport,
+            first: &'a OpReport,
+            second: &'a OpReport,
+            missing_wait: WrittenFix<'a>,
+        }
+        #[derive(Serialize)]
+        struct WrittenFix<'a> {
+            text: String,
+            #[serde(flatten)]
+            fix: &'a Fix,
+        }
+        Written {
+            kind: self.kind,
+            hazard: self.hazard,
+            count: self.count,
+            buffer: &self.buffer,
+            first: &self.first,
+            second: &self.second,
+            missing_wait: WrittenFix { text: missing_wait(self), fix: &self.missing_wait },
+        }
+        .serialize(serializer)
+    }
 }

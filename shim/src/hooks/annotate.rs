@@ -8,8 +8,8 @@ use streamsan::model::op::Origin;
 use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::CUstream;
 
+use super::call::stream_of_handle;
 use super::model::model;
-use super::stream_of_handle;
 use crate::intercept::{driver, first_call};
 use crate::sites::{stack, thread};
 

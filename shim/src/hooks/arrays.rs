@@ -20,8 +20,8 @@ use streamsan::hash::{fast_map, FastMap};
 use streamsan::model::FreeOn;
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin};
 use super::model::model;
-use super::{ok, origin};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 

@@ -4,8 +4,8 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
+use super::call::ok;
 use super::kernels::{self, HandleKind};
-use super::ok;
 use crate::intercept::variants::{real, Call};
 
 pub unsafe fn module_get_function(

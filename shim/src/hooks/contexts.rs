@@ -5,9 +5,9 @@ use std::sync::Mutex;
 
 use streamsan_driver_api::*;
 
+use super::call::ok;
 use super::kernels;
 use super::model::model;
-use super::ok;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 

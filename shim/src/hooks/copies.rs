@@ -16,8 +16,8 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::arrays;
+use super::call::{default_stream, ok, origin, stream};
 use super::model::{model, with_accesses};
-use super::{default_stream, ok, origin, stream};
 use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 

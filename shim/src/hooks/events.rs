@@ -4,8 +4,8 @@ use core::ffi::c_uint;
 
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
 
 pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {

@@ -11,16 +11,16 @@
 
 use core::ffi::c_uint;
 
+use streamsan::model::definition::AddedNode;
 use streamsan::model::definition::NodeKind;
 use streamsan::model::op::KernelId;
-use streamsan::model::AddedNode;
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::copies::copy_3d_accesses;
 use super::kernels;
 use super::memsets::push_set_accesses;
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 

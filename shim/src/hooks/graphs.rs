@@ -4,8 +4,8 @@ use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::intercept::variants::{real, Call};
 
 fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {

@@ -20,10 +20,10 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::footprint;
 use super::kernels;
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 

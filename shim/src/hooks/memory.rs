@@ -7,8 +7,8 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Alloc, FreeOn};
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 

@@ -10,9 +10,9 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::call::{default_stream, ok, origin, stream};
 use super::copies::MAX_ROWS;
 use super::model::{model, with_accesses};
-use super::{default_stream, ok, origin, stream};
 use crate::intercept::variants::{real, Call};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.

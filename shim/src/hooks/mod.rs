@@ -15,21 +15,17 @@
 //!
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
-//! topic modules, which shadows the forwarder. [`kernels`] reads a launch's parameters;
+//! topic modules, which shadows the forwarder; every handler reads its call through
+//! [`call`] (status, origin, stream), the bottom of this layer. [`kernels`] reads a launch's parameters;
 //! [`footprint`] measures what launches touch (`footprint=exact|learn`); [`annotate`] is
 //! the program's own declaration of memory the driver does not see. Copies in flight are
 //! told to the host-race guard below ([`crate::host_guard`]), which every exported hook lets
 //! look at the host's clock last ([`after_call`]).
 
-use streamsan::model::op::Origin;
-use streamsan::model::streams::StreamRef;
-use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
-use crate::intercept::driver;
 use crate::intercept::exports::export_hooks;
 use crate::intercept::variants::{real, Call};
-use crate::sites::{stack, thread};
 
 mod forward {
     use super::*;
@@ -51,6 +47,7 @@ mod forward {
 
 pub mod annotate;
 mod arrays;
+mod call;
 mod code;
 mod contexts;
 mod copies;
@@ -117,39 +114,3 @@ pub use streams::{
 pub use crate::host_guard::after_call;
 
 driver_api!(export_hooks);
-
-/// Whether the driver accepted the call.
-#[inline]
-fn ok(status: CUresult) -> bool {
-    status == CUDA_SUCCESS
-}
-
-/// The call as the model names it: entry point, thread, call site.
-fn origin(call: &Call) -> Origin {
-    Origin { api: call.name(), thread: thread::current(), site: phases::time(Phase::CallSite, stack::capture) }
-}
-
-/// The stream a handle names at this entry point: handle 0 is the legacy default stream,
-/// or, at a `_ptsz`/`_ptds` entry point, the calling thread's per-thread default stream.
-fn stream(call: &Call, handle: CUstream) -> StreamRef {
-    stream_of_handle(handle, call.per_thread())
-}
-
-/// The stream a handle names; `per_thread`: handle 0 is the per-thread default stream.
-pub fn stream_of_handle(handle: CUstream, per_thread: bool) -> StreamRef {
-    match handle as usize {
-        0 if per_thread => per_thread_stream(),
-        0 | CU_STREAM_LEGACY => StreamRef::Legacy { ctx: driver::current_context() },
-        CU_STREAM_PER_THREAD => per_thread_stream(),
-        h => StreamRef::Handle(h as u64),
-    }
-}
-
-fn per_thread_stream() -> StreamRef {
-    StreamRef::PerThread { ctx: driver::current_context(), thread: thread::current() }
-}
-
-/// The stream of an entry point that takes none: the default stream it runs on.
-fn default_stream(call: &Call) -> StreamRef {
-    stream(call, core::ptr::null_mut())
-}

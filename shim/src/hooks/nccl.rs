@@ -21,8 +21,8 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan_driver_api::*;
 
+use super::call::stream_of_handle;
 use super::model::model;
-use super::stream_of_handle;
 use crate::intercept::nccl::{comm_count, comm_user_rank, export_nccl_hooks, nccl_real as real, NcclCall};
 use crate::sites::{stack, thread};
 

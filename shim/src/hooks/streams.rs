@@ -5,8 +5,8 @@ use core::ffi::{c_int, c_uint};
 
 use streamsan_driver_api::*;
 
+use super::call::{ok, origin, stream};
 use super::model::model;
-use super::{ok, origin, stream};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 

@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use streamsan::hash::{fast_map, FastMap};
 
-use streamsan::report::{Frame, PYTHON_MODULE};
+use streamsan::report::frames::PYTHON_MODULE;
+use streamsan::report::Frame;
 
 use crate::intercept::{diag, driver};
 

@@ -83,7 +83,7 @@ pub fn capture() -> StackId {
     let anchor = core::hint::black_box(&marker) as *const u8 as usize;
     let native = match CHAINS.try_with(|chains| chains.try_borrow().ok()?.find(anchor)) {
         Ok(Some(id)) => id,
-        _ => unwind(anchor),
+        _ => phases::time(Phase::Unwind, || unwind(anchor)),
     };
     let mut python = [(0usize, 0); python::DEPTH];
     let n = phases::time(Phase::PythonFrames, || python::walk(&mut python));
@@ -94,6 +94,7 @@ pub fn capture() -> StackId {
     if let Ok(Some(id)) = PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied()) {
         return id;
     }
+    let _timer = phases::start(Phase::MixedStack);
     let mut ids = [0u32; python::DEPTH];
     let resolved = python::intern_all(&python[..n], &mut ids);
     let mut entries = native_entries(native);

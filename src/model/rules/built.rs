@@ -14,24 +14,11 @@
 use std::sync::{Arc, Mutex};
 
 use crate::model::capture::{Exec, ExecState};
-use crate::model::definition::Definition;
-use crate::model::definition::{Graph, Node, NodeKind};
-use crate::model::op::{KernelId, Origin};
+use crate::model::definition::{AddedNode, Definition, Graph, Node, NodeKind};
+use crate::model::op::KernelId;
 use crate::model::Model;
 
 use super::graphs::lock_definition;
-
-/// A node the program adds to a graph.
-pub struct AddedNode<'a> {
-    pub graph: u64,
-    /// The driver's handle of the new node.
-    pub handle: u64,
-    /// The handles of the nodes it depends on.
-    pub deps: &'a [u64],
-    pub kind: NodeKind,
-    pub origin: Origin,
-    pub kernel: Option<KernelId>,
-}
 
 impl Model {
     /// `cuGraphCreate`: an empty graph.
@@ -182,7 +169,7 @@ fn opaque() -> Definition {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::op::{Access, Mode};
+    use crate::model::op::{Access, Mode, Origin};
     use crate::model::race::{NoteKind, RaceKind};
     use crate::model::streams::StreamRef;
     use crate::model::Alloc;

@@ -6,6 +6,8 @@
 pub mod built;
 pub mod graphs;
 pub mod issue;
+pub mod late;
+pub mod learning;
 pub mod lifetime;
 pub mod memory;
 pub mod sync;

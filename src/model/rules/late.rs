@@ -1,0 +1,230 @@
+//! The model's side of launches whose accesses are known only after they ran (measured
+//! footprints): issued at once, checked when their footprint is read, in the two halves
+//! [`crate::model::deferred`] describes (it holds the pending launches and the log).
+
+use std::sync::atomic::Ordering;
+
+use crate::hash::FastSet;
+use crate::model::buffers::Found;
+use crate::model::clock::Epoch;
+use crate::model::deferred::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
+use crate::model::definition::NodeKind;
+use crate::model::learnt::Learning;
+use crate::model::measured::Footprint;
+use crate::model::op::{Access, OpRecord, StackId, ThreadId};
+use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use crate::model::streams::StreamRef;
+use crate::model::{Model, Work};
+
+use super::work::Checked;
+
+impl Model {
+    /// A kernel launch on `stream` whose footprint will be measured: it is issued now (its
+    /// clock taken) and checked when [`Model::launch_measured`] gives its accesses. `work`'s
+    /// accesses are what its parameters say. Returns false when the stream captures: the
+    /// launch became a graph node with those accesses, and no footprint will come. `learn`:
+    /// what to learn its footprint under.
+    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<Learning>) -> bool {
+        let stream = self.stream(stream);
+        if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
+        {
+            return false;
+        }
+        let (state, epoch) = self.issue(&stream);
+        let op = OpRecord::new(&work.origin, work.kernel, epoch);
+        let next_buffer = self.next_buffer.load(Ordering::Relaxed);
+        self.deferred.pend(ticket, op, state.clock.clone(), next_buffer, work.accesses.to_vec(), learn);
+        true
+    }
+
+    /// The tickets of pending launches the host is now ordered after (they completed): their
+    /// footprints can be read.
+    pub fn completed_launches(&self) -> Vec<u64> {
+        self.deferred.completed(|epoch| epoch.time <= self.host.get(epoch.slot))
+    }
+
+    /// The tickets of every pending launch (at exit: read what can be).
+    pub fn pending_launches(&self) -> Vec<u64> {
+        self.deferred.tickets()
+    }
+
+    /// A note about footprints; `ticket` names the pending launch it concerns, if one does.
+    pub fn footprint_note(&self, kind: NoteKind, subject: u64, ticket: Option<u64>) {
+        let pending = ticket.and_then(|t| self.deferred.op_of(t));
+        let op = pending.unwrap_or(OpRecord {
+            api: "footprint",
+            kernel: None,
+            epoch: Epoch::default(),
+            thread: ThreadId(0),
+            site: StackId(0),
+        });
+        self.notes.add(kind, op, subject);
+    }
+
+    /// Logged accesses forgotten for the log's bound.
+    pub fn deferred_dropped(&self) -> u64 {
+        self.deferred.dropped()
+    }
+
+    /// The measured accesses of the pending launch `ticket` (None: it could not be measured;
+    /// its parameters' accesses stand alone). Checks it against what was issued before and
+    /// after it, then records it.
+    pub fn launch_measured(&self, ticket: u64, measured: Option<Footprint<'_>>) {
+        let Some((pending, later)) = self.deferred.take(ticket) else {
+            return;
+        };
+        let accesses = self.union(&pending, measured);
+        if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
+            self.learn(learning, &pending.guess, measured, pending.op);
+        }
+        let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
+        let mut found = Vec::new();
+        for access in &accesses {
+            let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later_ops };
+            self.access(access, &pending.clock, pending.op, checked, &mut found);
+        }
+        // What was issued after it, unordered with it.
+        for entry in &later {
+            if entry.after(pending.op.epoch) || entry.buffer >= pending.next_buffer {
+                continue;
+            }
+            for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
+                if entry.freed.is_none() && !access.mode.conflicts_with(entry.mode) {
+                    continue;
+                }
+                let facts = match (entry.freed, self.buffers.find(entry.lo)) {
+                    (Some(facts), _) => facts,
+                    (None, Found::Live(b) | Found::Freed(b)) => BufferFacts::of(&b),
+                    (None, Found::Nothing) => continue,
+                };
+                let first = Side {
+                    op: pending.op,
+                    action: Action::Access { mode: access.mode, lo: access.addr, hi: access.addr + access.len.max(1) },
+                };
+                let (kind, hazard, action) = if entry.freed.is_some() {
+                    (RaceKind::FreeRace, None, Action::Free)
+                } else {
+                    (
+                        RaceKind::CrossStream,
+                        Some(Hazard::between(access.mode, entry.mode)),
+                        Action::Access { mode: entry.mode, lo: entry.lo, hi: entry.hi },
+                    )
+                };
+                found.push(Race { kind, hazard, buffer: facts, first, second: Side { op: entry.op, action } });
+                break;
+            }
+        }
+        // Logged under its issue position for launches pending from before it; its bytes
+        // were in a buffer allocated before it, whatever is there now.
+        self.deferred.log_measured(&pending, &accesses, |addr| {
+            self.buffer_id(addr).filter(|&id| id < pending.next_buffer).unwrap_or(0)
+        });
+        self.publish(found);
+    }
+
+    /// What the launch is taken to have touched: its measured ranges and cover, joined per
+    /// buffer to at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers
+    /// the measure did not see.
+    fn union(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
+        let Some(measured) = measured else {
+            return pending.guess.clone();
+        };
+        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
+        out.sort_unstable_by_key(|a| a.addr);
+        let mut compact: Vec<Access> = Vec::with_capacity(out.len());
+        let mut i = 0;
+        while i < out.len() {
+            let id = self.buffer_id(out[i].addr);
+            let mut j = i + 1;
+            while j < out.len() && self.buffer_id(out[j].addr) == id {
+                j += 1;
+            }
+            compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
+            i = j;
+        }
+        for g in &pending.guess {
+            let id = self.buffer_id(g.addr);
+            if id.is_some() && !compact.iter().any(|m| self.buffer_id(m.addr) == id) {
+                compact.push(*g);
+            }
+        }
+        compact
+    }
+
+    fn buffer_id(&self, addr: u64) -> Option<u64> {
+        match self.buffers.find(addr) {
+            Found::Live(b) | Found::Freed(b) => Some(b.id),
+            Found::Nothing => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::Mode;
+    use crate::model::op::{HostEffect, KernelId, Origin};
+    use crate::model::{Alloc, FreeOn};
+
+    fn read(addr: u64, len: u64) -> Access {
+        Access::new(addr, len, Mode::Read)
+    }
+
+    #[test]
+    fn ranges_beyond_the_cap_are_joined_across_the_smallest_gaps() {
+        let ranges = [read(0, 4), read(8, 4), read(100, 4), read(1000, 4)];
+        let joined = join_closest(&ranges, 2);
+        assert_eq!(joined.iter().map(|a| (a.addr, a.addr + a.len)).collect::<Vec<_>>(), vec![(0, 104), (1000, 1004)]);
+        assert_eq!(join_closest(&ranges, 8).len(), 4);
+    }
+
+    const BUFFER: u64 = 0x10_0000;
+    const S1: StreamRef = StreamRef::Handle(0x10);
+    const S2: StreamRef = StreamRef::Handle(0x20);
+
+    /// Two streams, a device buffer, and a launch on the first stream, pending as ticket 7,
+    /// whose parameters say it touches the buffer's first 8 bytes in `mode`.
+    fn a_pending_launch(mode: Mode) -> Model {
+        let model = Model::default();
+        for s in [0x10, 0x20] {
+            model.stream_created(s, 1, true, &Origin::test("cuStreamCreate", 1));
+        }
+        model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 2));
+        let params = [Access::new(BUFFER, 8, mode)];
+        let origin = Origin::test("cuLaunchKernel", 3);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(S1, work, 7, None));
+        model
+    }
+
+    fn buffer() -> Alloc {
+        Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 }
+    }
+
+    /// A measured launch's bytes, read after its buffer was freed and another allocated at
+    /// the same address (and used), were the freed one's: the new buffer is not checked
+    /// against it (its allocation is not ordered before the launch, which is no race).
+    #[test]
+    fn a_late_footprint_skips_buffers_allocated_after_its_launch() {
+        let model = a_pending_launch(Mode::Write);
+        model.free(BUFFER, FreeOn::Stream(S1), &Origin::test("cuMemFreeAsync", 4));
+        model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 5));
+        let write = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", 6);
+        model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], cover: None }));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// A measured launch whose buffer another stream freed while it was pending: one
+    /// free-race (the log's), not also a use-after-free of the freed buffer's history.
+    #[test]
+    fn a_free_issued_after_a_pending_launch_is_a_free_race_only() {
+        let model = a_pending_launch(Mode::Read);
+        model.free(BUFFER, FreeOn::Stream(S2), &Origin::test("cuMemFreeAsync", 4));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], cover: None }));
+        let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
+        assert_eq!(kinds, vec![RaceKind::FreeRace]);
+    }
+}

@@ -1,0 +1,287 @@
+//! The model's side of `footprint=learn` ([`crate::model::learnt`] holds what is learnt and
+//! how): a measured launch's ranges attributed to its pointers through the buffers they fall
+//! in, a learnt cover noted, and the learnt extents given to a later launch.
+
+use crate::model::buffers::Found;
+use crate::model::learnt::{self, Learning, LearntSummary, Lookup};
+use crate::model::measured::Footprint;
+use crate::model::op::{Access, OpRecord};
+use crate::model::race::NoteKind;
+use crate::model::Model;
+
+impl Model {
+    /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
+    /// learnt for its kernel and words, if anything was.
+    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
+        self.learnt.apply(kernel, words, accesses)
+    }
+
+    /// Learns from a measured launch (`op`): `guess` its parameters' accesses, `measured`
+    /// what it touched.
+    pub(in crate::model) fn learn(&self, learning: &Learning, guess: &[Access], measured: Footprint<'_>, op: OpRecord) {
+        let known = learnt::known(guess, measured, |addr| match self.buffers.find(addr) {
+            Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
+            Found::Nothing => None,
+        });
+        if known.has_cover() {
+            self.notes.add(NoteKind::FootprintLearntCover, op, learning.kernel);
+        }
+        self.learnt.learn(learning.kernel, learning.words.clone(), known);
+    }
+
+    /// What was learnt so far (for the engine's trace at exit).
+    pub fn learnt_summary(&self) -> LearntSummary {
+        self.learnt.summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::buffers::MemoryKind;
+    use crate::model::learnt::{IGNORED_AFTER, POINTER};
+    use crate::model::op::Mode;
+    use crate::model::op::{Origin, StackId, ThreadId};
+    use crate::model::Alloc;
+
+    const BASE: u64 = 0x10_0000;
+    const SIZE: u64 = 0x1_0000;
+
+    fn model() -> Model {
+        let m = Model::default();
+        alloc(&m, BASE, SIZE);
+        m
+    }
+
+    fn alloc(m: &Model, base: u64, size: u64) {
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        m.alloc(Alloc { base, size, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+    }
+
+    fn op() -> OpRecord {
+        OpRecord {
+            api: "cuLaunchKernel",
+            kernel: None,
+            epoch: Default::default(),
+            thread: ThreadId(1),
+            site: StackId(0),
+        }
+    }
+
+    fn pointer(addr: u64, slot: u32) -> Access {
+        Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot) }
+    }
+
+    fn learning(kernel: u64, words: &[u64]) -> Learning {
+        Learning { kernel, words: words.into() }
+    }
+
+    fn exact(ranges: &[Access]) -> Footprint<'_> {
+        Footprint { ranges, cover: None }
+    }
+
+    fn span(a: &Access) -> (u64, u64, Mode) {
+        (a.addr, a.len, a.mode)
+    }
+
+    #[test]
+    fn extents_are_learnt_relative_to_each_pointer_and_applied_to_new_pointers() {
+        let m = model();
+        // Slot 0 points at the buffer, slot 8 at its middle; the launch wrote the first half
+        // and read the second.
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
+        let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
+        let words = [7, POINTER, POINTER];
+        m.learn(&learning(1, &words), &guess, exact(&measured), op());
+        // A later launch with the same words, its pointers 256 bytes further on.
+        let mut later = [pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 256, SIZE / 2, Mode::Write));
+        assert_eq!(span(&later[1]), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
+        assert_eq!(m.apply_learnt(1, &[8, POINTER, POINTER], &mut later), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(2, &words, &mut later), Lookup::Unknown { kernel_seen: false });
+    }
+
+    #[test]
+    fn memory_no_pointer_leads_to_makes_a_launch_unlearnable() {
+        let m = model();
+        alloc(&m, 0x40_0000, SIZE);
+        let words = [POINTER];
+        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]), op());
+        assert_eq!(m.apply_learnt(1, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+    }
+
+    #[test]
+    fn a_range_over_two_adjacent_buffers_is_split_between_their_pointers() {
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        let words = [POINTER, POINTER];
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op());
+        let mut later = guess;
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
+        assert_eq!(span(&later[1]), (BASE + SIZE, 16, Mode::Write));
+    }
+
+    #[test]
+    fn a_cover_is_learnt_as_its_part_in_each_parameters_buffer() {
+        let m = model();
+        // Three buffers: the kernel's two parameters point into the outer ones; the cover
+        // of its overflowed table spans the middle one too.
+        alloc(&m, BASE + SIZE, SIZE);
+        alloc(&m, BASE + 2 * SIZE, SIZE);
+        let guess = [pointer(BASE, 0), pointer(BASE + 2 * SIZE, 8)];
+        let words = [POINTER, POINTER];
+        let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
+        m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
+        let mut later = [pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
+        assert_eq!(span(&later[1]), (BASE + 0x200_0000, 64, Mode::Write));
+        assert_eq!(m.learnt_summary().covers, 1);
+        assert_eq!(m.notes.entries()[0].kind, NoteKind::FootprintLearntCover);
+        // A cover ending in a buffer no parameter points into: memory reached through memory.
+        m.learn(&learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) }, op());
+        assert_eq!(m.apply_learnt(2, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+    }
+
+    #[test]
+    fn a_word_that_changes_without_moving_the_footprint_leaves_the_key() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let measured = [Access::new(BASE, 64, Mode::Write)];
+        // Words: the pointer, a size (64), a step count.
+        for step in 0..u64::from(IGNORED_AFTER) {
+            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut [pointer(BASE, 0)]), Lookup::Applied);
+            m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op());
+        }
+        // Step IGNORED_AFTER: a second change with the same footprint.
+        m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op());
+        let mut fresh = [pointer(BASE + 128, 0)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
+        assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
+        // The size still makes a key of its own.
+        assert_eq!(m.apply_learnt(1, &[POINTER, 128, 7], &mut fresh), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.learnt_summary().ignored_words, 1);
+    }
+
+    #[test]
+    fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let write = |n: u64| [Access::new(BASE, n, Mode::Write)];
+        // The size word changes with the footprint, then three launches of one size agree.
+        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
+        m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
+        for _ in 0..3 {
+            m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op());
+        }
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(1, &[POINTER, 128], &mut at), Lookup::Applied);
+        assert_eq!(span(&at[0]), (BASE, 128, Mode::Write));
+    }
+
+    #[test]
+    fn launches_under_one_key_keep_the_union_of_their_extents() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let words = [POINTER, 1];
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op());
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
+    }
+
+    #[test]
+    fn a_step_word_leaves_the_key_of_a_kernel_that_runs_many_footprints_in_turn() {
+        // A foreach kernel as an optimizer step runs it: one launch per chunk of a tensor
+        // list (12 chunks of different sizes, more than RECENT), every launch of a step
+        // with the step's bias correction among its words. Each chunk meets its own
+        // footprint again only a step later.
+        let m = model();
+        let chunk = |c: u64| 64 * (c + 1);
+        let mut measured_per_step = Vec::new();
+        for step in 0..6u64 {
+            let bias_correction = 0x3f80_0000 + step * 977;
+            let mut measured = 0;
+            for c in 0..12 {
+                let words = [POINTER, chunk(c), bias_correction];
+                let mut at = [pointer(BASE, 0)];
+                if m.apply_learnt(1, &words, &mut at) == Lookup::Applied {
+                    assert_eq!(span(&at[0]), (BASE, chunk(c), Mode::ReadWrite));
+                } else {
+                    measured += 1;
+                    m.learn(
+                        &learning(1, &words),
+                        &[pointer(BASE, 0)],
+                        exact(&[Access::new(BASE, chunk(c), Mode::ReadWrite)]),
+                        op(),
+                    );
+                }
+            }
+            measured_per_step.push(measured);
+        }
+        // In the second step, two chunks measured again each see the word changed under
+        // their own footprint: it leaves the key, and every later launch stands on what was
+        // learnt.
+        assert_eq!(measured_per_step, [12, 2, 0, 0, 0, 0]);
+    }
+
+    /// A small deterministic generator for the property test below.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn learnt_extents_cover_what_every_launch_touches_when_the_footprint_follows_its_words() {
+        // Kernels whose footprint follows some of their words (a size; a mode flag, for half
+        // of them) and not others (a step, a seed, the flag for the other half): whenever a
+        // launch is given learnt extents, they hold every byte it touches, in a mode at least
+        // as strong. (A word that moves the footprint only at values never measured is out
+        // of reach: see the module's doc.)
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        for kernel in 0..200u64 {
+            let m = Model::default();
+            alloc(&m, BASE, 1 << 24);
+            let sizes = 1 + rng.next() % 4;
+            let moody = rng.next().is_multiple_of(2);
+            let mut applied = 0;
+            for _ in 0..60 {
+                let n = 64 * (1 + rng.next() % sizes);
+                let flag = rng.next() % 3;
+                let words = [POINTER, n, flag, rng.next(), POINTER, rng.next() % 5];
+                let (p, q) = (BASE + 4096 * (rng.next() % 64), BASE + (1 << 23) + 4096 * (rng.next() % 64));
+                let guess = [pointer(p, 0), pointer(q, 32)];
+                // n bytes from p, read; when `moody`, written under flag 1 and read 32 bytes
+                // further under flag 2; and n / 2 bytes of q from its 16th, written.
+                let (mode, extra) = match (moody, flag) {
+                    (true, 1) => (Mode::Write, 0),
+                    (true, 2) => (Mode::Read, 32),
+                    _ => (Mode::Read, 0),
+                };
+                let truth = [Access::new(p, n + extra, mode), Access::new(q + 16, n / 2, Mode::Write)];
+                let mut at = guess;
+                if m.apply_learnt(kernel, &words, &mut at) == Lookup::Applied {
+                    applied += 1;
+                    for (t, a) in truth.iter().zip(&at) {
+                        assert!(a.addr <= t.addr && t.addr + t.len <= a.addr + a.len, "{t:?} in {a:?}");
+                        assert!(a.mode == t.mode || a.mode == Mode::ReadWrite, "{t:?} as {a:?}");
+                    }
+                } else {
+                    m.learn(&learning(kernel, &words), &guess, exact(&truth), op());
+                }
+            }
+            assert!(applied > 10, "kernel {kernel}: learnt extents applied {applied} times in 60");
+        }
+    }
+}
