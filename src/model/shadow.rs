@@ -164,7 +164,8 @@ impl Shadow {
                 None => {}
             }
         }
-        counts[..distinct].iter().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
+        // `max_by_key` returns the last of equals: counted backwards, that is the first.
+        counts[..distinct].iter().rev().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
     }
 
     pub fn records(&self) -> &[Record] {
@@ -303,6 +304,17 @@ mod tests {
         assert_eq!(s.records().len(), MAX_RECORDS);
         assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
         assert!(s.untouched(MAX_RECORDS as u64 + 10, MAX_RECORDS as u64 + 11));
+    }
+
+    #[test]
+    fn among_streams_holding_as_many_records_the_oldest_record_is_forgotten() {
+        // Reads of [100, 142) by as many streams, a byte each: the ten oldest are forgotten.
+        let mut s = Shadow::default();
+        for i in 0..(MAX_RECORDS as u64 + 10) {
+            s.record(100 + i, 101 + i, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
+        }
+        let kept: Vec<_> = s.records().iter().map(|r| r.lo).take(2).collect();
+        assert_eq!(kept, vec![110, 111], "[100, 110) forgotten");
     }
 
     #[test]
