@@ -414,4 +414,33 @@ mod tests {
         stream.tick(7);
         assert_eq!((stream.get(7), stream.own_len()), (2, 1));
     }
+
+    #[test]
+    fn an_epoch_shows_as_time_at_slot_and_a_clock_as_its_components() {
+        assert_eq!(format!("{:?}", Epoch::new(3, 7)), "7@3");
+        let mut clock = VectorClock::new();
+        clock.set(5, 2);
+        clock.set(1, 4);
+        assert_eq!(format!("{clock:?}"), "{1: 4, 5: 2}");
+    }
+
+    #[test]
+    fn joining_a_clock_of_the_same_host_snapshot_changes_nothing() {
+        let mut host = HostClock::default();
+        host.tick();
+        let snapshot = host.snapshot();
+        let (mut a, mut b) = (VectorClock::new(), VectorClock::new());
+        a.join_host(&snapshot);
+        b.join_host(&snapshot);
+        assert!(!a.join(&b));
+        b.tick(4);
+        assert!(a.join(&b) && !a.join(&b));
+        // A component the snapshot already holds is no news either, whatever `a` held
+        // of it beside the snapshot.
+        let mut c = VectorClock::new();
+        c.set(HOST, 1);
+        a.set(HOST, 0);
+        assert!(!a.join(&c));
+        assert_eq!(a.get(HOST), 1);
+    }
 }

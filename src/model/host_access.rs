@@ -139,4 +139,28 @@ mod tests {
         model.host_race(source, HostAccess { origin: origin("host"), mode: Mode::Write, lo: 0x1000, hi: 0x1010 });
         assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
     }
+
+    #[test]
+    fn a_host_race_where_no_buffer_is_known_names_the_copy_s_bytes() {
+        let model = Model::default();
+        let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, Epoch::new(1, 1));
+        let copy = CopyBytes { op, mode: Mode::Write, lo: 0x5000, hi: 0x5040 };
+        model.host_race(copy, HostAccess { origin: origin("host"), mode: Mode::Read, lo: 0x5010, hi: 0x5011 });
+        let buffer = model.races()[0].race.buffer;
+        assert_eq!((buffer.base, buffer.size, buffer.kind), (0x5000, 0x40, MemoryKind::PinnedHost));
+        assert_eq!(buffer.alloc, op);
+    }
+
+    #[test]
+    fn a_guard_given_up_is_a_note_once_per_call_site() {
+        let model = Model::default();
+        let op = OpRecord::new(&origin("cuMemcpyHtoDAsync"), None, Epoch::new(1, 1));
+        let copy = CopyBytes { op, mode: Mode::Read, lo: 0x5000, hi: 0x5040 };
+        model.host_guard_gave_up(copy, 0x5000);
+        model.host_guard_gave_up(copy, 0x5000);
+        let notes = model.notes();
+        assert_eq!(notes.len(), 1);
+        assert_eq!((notes[0].kind, notes[0].subject, notes[0].count), (NoteKind::HostGuardGaveUp, 0x5000, 2));
+        assert!(model.races().is_empty(), "not a race");
+    }
 }

@@ -113,3 +113,16 @@ pub enum HostEffect {
     /// The host waits for the operation itself.
     WaitsForOperation,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Mode::*;
+
+    #[test]
+    fn atomics_conflict_with_every_access_but_atomics() {
+        for other in [Read, Write, ReadWrite, Unknown] {
+            assert!(Atomic.conflicts_with(other) && other.conflicts_with(Atomic), "{other:?}");
+        }
+        assert!(!Atomic.conflicts_with(Atomic));
+    }
+}

@@ -144,4 +144,47 @@ mod tests {
         // Forty owners of 0x20's slot since: more than a slot remembers.
         assert_eq!(race_then_churn(40), (Some(0x10), Some(0x20)));
     }
+
+    #[test]
+    fn findings_forgotten_at_a_fork_are_found_anew() {
+        let model = Model::default();
+        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
+        let write = [Access::new(0x1000, 8, Mode::Write)];
+        let memset = |handle| {
+            let work =
+                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
+            model.work(StreamRef::Handle(handle), work);
+        };
+        for handle in [0x10, 0x20] {
+            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
+            memset(handle);
+        }
+        model.stream_wait_event(StreamRef::Handle(0x10), 0xe, &origin("cuStreamWaitEvent"));
+        assert_eq!((model.races().len(), model.notes().len()), (1, 1));
+        model.forget_findings();
+        assert!(model.races().is_empty() && model.notes().is_empty());
+        // What is ordered with what is kept: 0x10's next memset races with 0x20's still, a
+        // race found anew (counted once, not on top of the parent's count).
+        memset(0x10);
+        let races = model.races();
+        assert_eq!((races.len(), races[0].count), (1, 1));
+    }
+
+    #[test]
+    fn a_race_found_again_at_the_same_call_sites_is_counted_on_its_entry() {
+        let model = Model::default();
+        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
+        let write = [Access::new(0x1000, 8, Mode::Write)];
+        for handle in [0x10, 0x20] {
+            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
+        }
+        // Memsets on the two streams in turn: each after the first races with the one before.
+        for handle in [0x10, 0x20, 0x10, 0x20] {
+            let work =
+                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
+            model.work(StreamRef::Handle(handle), work);
+        }
+        let races = model.races();
+        assert_eq!((races.len(), races[0].count), (1, 3));
+    }
 }

@@ -164,7 +164,8 @@ impl Shadow {
                 None => {}
             }
         }
-        counts[..distinct].iter().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
+        // `max_by_key` returns the last of equals: counted backwards, that is the first.
+        counts[..distinct].iter().rev().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
     }
 
     pub fn records(&self) -> &[Record] {
@@ -272,6 +273,21 @@ mod tests {
     }
 
     #[test]
+    fn a_write_to_the_end_of_a_record_leaves_its_head_and_no_empty_tail() {
+        let mut s = Shadow::default();
+        s.record(0, 100, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(40, 100, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.op.epoch.time)).collect();
+        assert_eq!(ranges, vec![(0, 40, 1), (40, 100, 2)]);
+        // Nothing of the first write is left past byte 40: another stream's access there
+        // races with the second write only.
+        let reader = clock(&[(2, 1)]);
+        let times: Vec<u32> =
+            s.conflicts(40, 101, Mode::Read, Epoch::new(2, 1), &reader).map(|r| r.op.epoch.time).collect();
+        assert_eq!(times, vec![2]);
+    }
+
+    #[test]
     fn a_write_keeps_the_access_it_races_with() {
         let mut s = Shadow::default();
         s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
@@ -303,6 +319,50 @@ mod tests {
         assert_eq!(s.records().len(), MAX_RECORDS);
         assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
         assert!(s.untouched(MAX_RECORDS as u64 + 10, MAX_RECORDS as u64 + 11));
+    }
+
+    #[test]
+    fn the_bytes_beside_forgotten_records_are_untouched() {
+        // One stream's reads of every other byte from 100: the ten oldest are forgotten,
+        // [100, 119) their hull.
+        let mut s = Shadow::default();
+        for i in 0..(MAX_RECORDS as u64 + 10) {
+            let t = i as u32 + 1;
+            s.record(100 + 2 * i, 101 + 2 * i, Mode::Read, op(1, t), &clock(&[(1, t)]));
+        }
+        assert_eq!(s.records()[0].lo, 120);
+        assert!(!s.untouched(100, 101) && !s.untouched(117, 118) && !s.untouched(118, 119), "forgotten");
+        assert!(s.untouched(99, 100), "just below what was forgotten");
+        assert!(s.untouched(119, 120), "just above it");
+    }
+
+    #[test]
+    fn the_busiest_stream_s_oldest_record_is_forgotten_first() {
+        // Stream 2 reads byte 0, stream 1 bytes from 1 on, stream 3 byte 1000 among them.
+        let mut s = Shadow::default();
+        s.record(0, 1, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        for i in 1..(MAX_RECORDS as u64 + 10) {
+            let t = i as u32;
+            s.record(i, i + 1, Mode::Read, op(1, t), &clock(&[(1, t)]));
+            if i == 5 {
+                s.record(1000, 1001, Mode::Read, op(3, 1), &clock(&[(3, 1)]));
+            }
+        }
+        let slots: Vec<_> = s.records().iter().map(|r| r.op.epoch.slot).collect();
+        assert_eq!((slots[0], slots.iter().filter(|&&slot| slot == 3).count()), (2, 1), "{slots:?}");
+        let first_of_1 = s.records().iter().find(|r| r.op.epoch.slot == 1).map(|r| r.lo);
+        assert_eq!(first_of_1, Some(12), "[1, 12) forgotten");
+    }
+
+    #[test]
+    fn among_streams_holding_as_many_records_the_oldest_record_is_forgotten() {
+        // Reads of [100, 142) by as many streams, a byte each: the ten oldest are forgotten.
+        let mut s = Shadow::default();
+        for i in 0..(MAX_RECORDS as u64 + 10) {
+            s.record(100 + i, 101 + i, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
+        }
+        let kept: Vec<_> = s.records().iter().map(|r| r.lo).take(2).collect();
+        assert_eq!(kept, vec![110, 111], "[100, 110) forgotten");
     }
 
     #[test]
