@@ -102,20 +102,31 @@ mod tests {
         Origin::test(api, 1)
     }
 
-    /// A race between memsets of one buffer on streams 0x10 and 0x20; both streams are then
+    /// A model with a 64-byte device buffer at 0x1000 and streams 0x10 and 0x20.
+    fn two_streams() -> Model {
+        let model = Model::default();
+        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
+        for handle in [0x10, 0x20] {
+            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
+        }
+        model
+    }
+
+    /// A memset of the buffer's first 8 bytes on stream `handle`.
+    fn memset(model: &Model, handle: u64) {
+        let write = [Access::new(0x1000, 8, Mode::Write)];
+        let work = Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
+        model.work(StreamRef::Handle(handle), work);
+    }
+
+    /// A race between memsets of the buffer on streams 0x10 and 0x20; both streams are then
     /// synchronized and destroyed, and `churn` streams, doing nothing, created and destroyed
     /// one after the other (each takes the slot the one before gave back). The handles the
     /// model names for the race's two operations.
     fn race_then_churn(churn: u64) -> (Option<u64>, Option<u64>) {
-        let model = Model::default();
-        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
-        let write = [Access::new(0x1000, 8, Mode::Write)];
-        for handle in [0x10, 0x20] {
-            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
-            let work =
-                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
-            model.work(StreamRef::Handle(handle), work);
-        }
+        let model = two_streams();
+        memset(&model, 0x10);
+        memset(&model, 0x20);
         let race = model.races()[0].race;
         for handle in [0x10, 0x20] {
             model.stream_synchronized(StreamRef::Handle(handle));
@@ -147,42 +158,26 @@ mod tests {
 
     #[test]
     fn findings_forgotten_at_a_fork_are_found_anew() {
-        let model = Model::default();
-        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
-        let write = [Access::new(0x1000, 8, Mode::Write)];
-        let memset = |handle| {
-            let work =
-                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
-            model.work(StreamRef::Handle(handle), work);
-        };
-        for handle in [0x10, 0x20] {
-            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
-            memset(handle);
-        }
+        let model = two_streams();
+        memset(&model, 0x10);
+        memset(&model, 0x20);
         model.stream_wait_event(StreamRef::Handle(0x10), 0xe, &origin("cuStreamWaitEvent"));
         assert_eq!((model.races().len(), model.notes().len()), (1, 1));
         model.forget_findings();
         assert!(model.races().is_empty() && model.notes().is_empty());
         // What is ordered with what is kept: 0x10's next memset races with 0x20's still, a
         // race found anew (counted once, not on top of the parent's count).
-        memset(0x10);
+        memset(&model, 0x10);
         let races = model.races();
         assert_eq!((races.len(), races[0].count), (1, 1));
     }
 
     #[test]
     fn a_race_found_again_at_the_same_call_sites_is_counted_on_its_entry() {
-        let model = Model::default();
-        model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin("cuMemAlloc_v2"));
-        let write = [Access::new(0x1000, 8, Mode::Write)];
-        for handle in [0x10, 0x20] {
-            model.stream_created(handle, 1, true, &origin("cuStreamCreate"));
-        }
+        let model = two_streams();
         // Memsets on the two streams in turn: each after the first races with the one before.
         for handle in [0x10, 0x20, 0x10, 0x20] {
-            let work =
-                Work { origin: origin("cuMemsetD8Async"), kernel: None, accesses: &write, host: HostEffect::None };
-            model.work(StreamRef::Handle(handle), work);
+            memset(&model, handle);
         }
         let races = model.races();
         assert_eq!((races.len(), races[0].count), (1, 3));
