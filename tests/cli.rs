@@ -64,6 +64,20 @@ fn halt_on_error_stops_at_the_first_race() {
 }
 
 #[test]
+fn a_race_among_launches_is_reported_within_a_batch_of_launches_or_at_once_when_halting() {
+    let exe = lifecycle();
+    let dir = scratch("late");
+    let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
+    let stderr = text(&out.stderr);
+    let warned = stderr.find("WARNING: streamsan: cross-stream-race").expect("the race printed");
+    assert!(warned < stderr.find("launched").unwrap(), "within the launches that followed: {stderr}");
+    let out =
+        run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
+    assert_eq!(out.status.code(), Some(66));
+    assert!(!text(&out.stderr).contains("raced"), "stopped at the racy launch: {}", text(&out.stderr));
+}
+
+#[test]
 fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
     let exe = lifecycle();
     let dir = scratch("print-limit");
@@ -221,6 +235,9 @@ fn every_process_of_a_job_writes_its_own_report() {
         [vec!["cross-stream-race"], vec!["use-before-alloc"]]
     );
     assert_ne!(found[0].0, found[1].0);
+    // Nor does it print it: the parent's work was told before the fork.
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("WARNING: streamsan: cross-stream-race").count(), 1, "{stderr}");
 }
 
 #[test]

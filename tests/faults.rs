@@ -208,6 +208,24 @@ fn sigkill_loses_no_race_found_before_it() {
     assert_eq!(reports[0].1.races.len(), 3, "the report with its race log");
 }
 
+#[test]
+fn a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill() {
+    let dir = scratch("sigkill-launched");
+    let mut child =
+        preloaded(&dir, &faults(), &["1", "launched"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for_races(&mut child);
+    // The program makes no call after its racy launch: the shim's watcher tells the model.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while reports_in(&dir, "report.").is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    let reports = reports_in(&dir, "report.");
+    assert_eq!(reports.len(), 1, "the race written while the program slept");
+    assert_eq!(reports[0].1.races.len(), 1);
+}
+
 // ---- signals in the program ----------------------------------------------------------------
 
 /// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.

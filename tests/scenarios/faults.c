@@ -3,6 +3,8 @@
    Usage: faults N ACTION, N races at N different pairs of call sites (up to 1024), then
      exit       "done", exit status 0
      sleep      "raced", then waits to be killed
+     launched   the same without synchronizing first: the last race is among launches no
+                later call tells the model of
      raise SIG  raises SIG (a number), then "survived", exit status 0
      handled    raises SIGTERM, for which it installed its own handler before its first
                 driver call; the handler prints "handled" and ends the process with _exit(7)
@@ -54,7 +56,7 @@ static void handled(int signal) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: faults N exit|sleep|raise SIG|handled\n");
+        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled\n");
         return 2;
     }
     int races = atoi(argv[1]);
@@ -62,6 +64,11 @@ int main(int argc, char **argv) {
     if (strcmp(action, "handled") == 0) signal(SIGTERM, handled);
     setup_scale_and_two_streams(&scale, &s1, &s2);
     for (int i = 0; i < races; i++) walk((unsigned)i, 10, 0);
+    if (strcmp(action, "launched") == 0) {
+        printf("raced\n");
+        fflush(stdout);
+        for (;;) pause();
+    }
     CHECK(cuCtxSynchronize());
     if (strcmp(action, "exit") == 0) {
         printf("done\n");
@@ -78,7 +85,7 @@ int main(int argc, char **argv) {
         raise(SIGTERM);
         printf("survived\n");
     } else {
-        fprintf(stderr, "usage: faults N exit|sleep|raise SIG|handled\n");
+        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled\n");
         return 2;
     }
     return 0;

@@ -7,6 +7,9 @@
      sleep     a race, a synchronization, "raced", then waits to be killed
      crash     a race, a synchronization, then a segmentation fault
      fork      a race, then a child with a race of another kind; the parent waits, "done"
+     late      a race, "raced" on stderr, 100 launches ordered on one stream, "launched" on
+               stderr, "done": the race is reported within those launches (at once with
+               halt_on_error=1)
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
    streamsan's own constructor ran (a program's libraries are initialized before the preloaded
    shim): the model finds it before the report's sink is installed.
@@ -83,6 +86,12 @@ int main(int argc, char **argv) {
         CHECK(cuCtxSynchronize()); /* only the final report counts this one */
         fflush(stdout);
         raise(SIGSEGV);
+    } else if (strcmp(mode, "late") == 0) {
+        CUdeviceptr y = buffer(), z = buffer();
+        cross_stream(0);
+        fprintf(stderr, "raced\n");
+        for (int i = 0; i < 100; i++) launch(s1, y, z);
+        fprintf(stderr, "launched\n");
     } else if (strcmp(mode, "fork") == 0) {
         cross_stream(0);
         fflush(stdout);
@@ -95,7 +104,7 @@ int main(int argc, char **argv) {
         waitpid(child, &status, 0);
         printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork\n");
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late\n");
         return 2;
     }
     printf("done\n");

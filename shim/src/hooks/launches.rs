@@ -4,7 +4,7 @@
 //! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
 //! be told whether to measure it; a measured launch is told to the model at once and
 //! checked when its footprint is read, a launch whose footprint was learnt is checked with
-//! that. A host function is wrapped: the driver runs the shim's trampoline, which orders
+//! that. Other launches wait in the model's batch ([`super::batch`]). A host function is wrapped: the driver runs the shim's trampoline, which orders
 //! the host after the function's place in its stream, then calls the program's function
 //! with its own data.
 
@@ -20,10 +20,11 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::batch;
 use super::call::{ok, origin, stream};
 use super::footprint;
 use super::kernels;
-use super::model::model;
+use super::model::{model, unsettled};
 use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 
@@ -70,7 +71,7 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         footprint::arm_for_launch(f.cast());
         return;
     }
-    let model = model();
+    let model = unsettled();
     with_launcher(|launcher| {
         let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
         launcher.accesses.clear();
@@ -99,7 +100,7 @@ unsafe fn launched(
     extra: *mut *mut c_void,
     ticket: Option<u64>,
 ) {
-    let model = model();
+    let model = unsettled();
     with_launcher(|launcher| {
         if !std::mem::take(&mut launcher.planned) {
             let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
@@ -113,17 +114,16 @@ unsafe fn launched(
         }
         let origin = origin(call);
         let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
-        let _timer = phases::start(Phase::Model);
         match ticket {
             Some(ticket) => {
+                batch::settle(model);
+                let _timer = phases::start(Phase::Model);
                 let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
                 if !model.launch_deferred(on, work, ticket, learn) {
                     footprint::discard(ticket);
                 }
             }
-            None => {
-                model.work(on, work);
-            }
+            None => batch::queue(model, on, work, Phase::Model),
         }
     });
 }

@@ -10,9 +10,10 @@ use streamsan::model::Work;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
+use super::batch;
 use super::call::{default_stream, ok, origin, stream};
 use super::copies::MAX_ROWS;
-use super::model::{model, with_accesses};
+use super::model::{model, unsettled, with_accesses};
 use crate::intercept::variants::{real, Call};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
@@ -21,16 +22,21 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
         return;
     }
     let origin = origin(call);
-    let _timer = phases::start(Phase::MemsetModel);
-    let host_memory = matches!(model().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
+    let host_memory = matches!(unsettled().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     with_accesses(|accesses| {
         push_set_accesses(accesses, dst, pitch, row_bytes, rows);
-        model().work(on, Work { origin, kernel: None, accesses, host });
+        let work = Work { origin, kernel: None, accesses, host };
+        if host == HostEffect::None {
+            batch::queue(unsettled(), on, work, Phase::MemsetModel);
+        } else {
+            let model = model();
+            let _timer = phases::start(Phase::MemsetModel);
+            model.work(on, work);
+        }
     });
     // A memset that orders the host completed what the host waited for: measured
     // footprints can be read (a phase of its own).
-    drop(_timer);
     if host != HostEffect::None {
         super::footprint::collect();
     }

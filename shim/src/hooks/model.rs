@@ -14,13 +14,24 @@ use streamsan::model::streams::StreamInfo;
 use streamsan::model::{Model, Sink};
 use streamsan_driver_api::{CUcontext, CUDA_SUCCESS, CU_STREAM_NON_BLOCKING};
 
+use super::batch;
 use crate::intercept::driver;
 
 static MODEL: OnceLock<Model> = OnceLock::new();
 static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
 
-/// The happens-before model of this process.
+/// The happens-before model of this process, told everything the process did so far: the
+/// work waiting in [`batch`] is told first.
 pub fn model() -> &'static Model {
+    let model = unsettled();
+    batch::settle(model);
+    model
+}
+
+/// The model, with the work waiting in [`batch`] not yet told: for the calls that add to it
+/// (launches, asynchronous memsets), which read only what queued work does not change
+/// (kernels, buffers' places and kinds, learnt footprints).
+pub fn unsettled() -> &'static Model {
     MODEL.get_or_init(|| Model::new(Box::new(describe_stream), Some(Box::new(Installed))))
 }
 
@@ -39,9 +50,19 @@ pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
     result
 }
 
-/// The model, if a call has made it.
+/// Tells the model the work waiting in [`batch`] (before a fork, so that the child's copy
+/// of the queue is empty).
+pub fn settle() {
+    if let Some(model) = MODEL.get() {
+        batch::settle(model);
+    }
+}
+
+/// The model, if a call has made it, told everything.
 pub fn made() -> Option<&'static Model> {
-    MODEL.get()
+    let model = MODEL.get()?;
+    batch::settle(model);
+    Some(model)
 }
 
 /// Where the model's races go from now on.

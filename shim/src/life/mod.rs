@@ -48,11 +48,11 @@ extern "C" fn on_load() {
     footprint::start();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
-    // SAFETY: registering plain extern "C" functions; the fork handler only sets flags and
-    // closes a descriptor.
+    // SAFETY: registering plain extern "C" functions; the child's fork handler only sets
+    // flags and closes a descriptor.
     unsafe {
         on_exit(at_exit, core::ptr::null_mut());
-        libc::pthread_atfork(None, None, Some(forked_child));
+        libc::pthread_atfork(Some(before_fork), None, Some(forked_child));
     }
     if first_call::on_first_call(started) {
         // A library constructor called the driver before this one ran.
@@ -91,6 +91,12 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if status == 0 && races > 0 {
         reports::exit_now(options().exitcode);
     }
+}
+
+/// Before a fork, in the parent: the model told the work waiting in its batch, so that the
+/// child does not tell its copy of the parent's work again.
+extern "C" fn before_fork() {
+    model::settle();
 }
 
 /// In a forked child, at once: flags only (no lock, which a thread of the parent may have

@@ -94,6 +94,9 @@ pub fn sink() -> &'static ReportSink<ThisProcess> {
 /// Makes the sink and hands it the model's races from now on, and those found before.
 pub fn install() {
     let sink = sink();
+    // The work waiting in the model's batch told before: its races are among those handed
+    // over below, not heard twice.
+    model::settle();
     model::install_sink(sink);
     if let Some(model) = model::made() {
         for entry in model.races() {

@@ -20,7 +20,10 @@
 //! watcher, then dies of the same signal through the action that was there before.
 //!
 //! Races are on the disk as soon as they are found (`streamsan::report::sink`), so what a
-//! process killed without a chance to write (SIGKILL) loses is counts, not races. A program
+//! process killed without a chance to write (SIGKILL) loses is counts, not races. Launches
+//! and memsets wait in the model's batch until the next call settles it
+//! ([`crate::hooks::model`]): between signals the watcher settles it every [`SETTLE_EVERY`],
+//! so that a race among them is on the disk within that time even if no call follows. A program
 //! that installs its own handler after its first driver call replaces these, and loses
 //! nothing more: when it exits the report is written at exit.
 
@@ -29,10 +32,14 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::reports;
+use crate::hooks::model;
 use crate::sites::stack;
 
 const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
 const TERMINATION: [c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+
+/// How often the watcher tells the model the work waiting in its batch.
+const SETTLE_EVERY: Duration = Duration::from_millis(20);
 
 /// How long a termination handler waits for the report before it lets its thread go on.
 const PATIENCE: Duration = Duration::from_secs(2);
@@ -158,6 +165,7 @@ fn start_watcher() {
 
 /// The watcher: for each wake-up, writes the report (on stderr if the file cannot be
 /// written); then tells the handler, or, if it stopped waiting, sends its signal again.
+/// Between wake-ups, settles the model's batch.
 fn watch(read: c_int) {
     // Signals for the process go to the program's threads, never to this one.
     // SAFETY: blocking every signal in this thread.
@@ -167,6 +175,12 @@ fn watch(read: c_int) {
         libc::pthread_sigmask(libc::SIG_BLOCK, &all, core::ptr::null_mut());
     }
     loop {
+        let mut ready = libc::pollfd { fd: read, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one descriptor of ours.
+        if unsafe { libc::poll(&mut ready, 1, SETTLE_EVERY.as_millis() as c_int) } == 0 {
+            model::settle();
+            continue;
+        }
         let mut wake = Wake { signal: 0, tid: 0 };
         // SAFETY: reading one message from our pipe.
         let n = unsafe { libc::read(read, (&raw mut wake).cast(), core::mem::size_of::<Wake>()) };

@@ -66,7 +66,7 @@ fn main() {
     let document = summarize(&results);
     if !args.only.is_empty() {
         for (name, runs) in &results {
-            let (p50, p99) = (runs.added(|s| s.p50), runs.added(|s| s.p99));
+            let (p50, p99, mean) = (runs.added(|s| s.p50), runs.added(|s| s.p99), runs.added(|s| s.mean));
             let growth: Vec<f64> = runs.shim.iter().filter_map(|s| s.resident_growth).collect();
             let growth = if growth.is_empty() {
                 String::new()
@@ -74,10 +74,13 @@ fn main() {
                 format!(", resident growth {:.0} MB", median(&growth) / 1e6)
             };
             println!(
-                "{name}: added median {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",
+                "{name}: added median {:.0} ns [{:.0} .. {:.0}], mean {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",
                 p50.median,
                 p50.min,
                 p50.max,
+                mean.median,
+                mean.min,
+                mean.max,
                 p99.median,
                 p99.min,
                 p99.max,
@@ -169,11 +172,14 @@ fn driver_dir(profile: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Percentiles of one workload run, as the child reports them.
+/// Figures of one workload run, as the child reports them.
 #[derive(Clone, Copy, Default)]
 struct Stats {
     p50: f64,
     p99: f64,
+    /// The mean: what a program pays per call, work the shim puts off to a later call
+    /// (its batch of launches) included, where the percentiles of single calls miss it.
+    mean: f64,
     buffer_bytes: f64,
     resident_growth: Option<f64>,
 }
@@ -282,6 +288,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
     Stats {
         p50: value["p50"].as_f64().unwrap_or(0.0),
         p99: value["p99"].as_f64().unwrap_or(0.0),
+        mean: value["mean"].as_f64().unwrap_or(0.0),
         buffer_bytes: value["buffer_bytes"].as_f64().unwrap_or(0.0),
         resident_growth: value["resident_growth"].as_f64(),
     }
@@ -294,7 +301,8 @@ fn child(name: &str) {
     let mut measured = run(&driver);
     measured.latencies.sort_unstable();
     let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
-    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth });
+    let mean = measured.latencies.iter().sum::<u64>() as f64 / measured.latencies.len().max(1) as f64;
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "mean": mean, "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth });
     println!("{figures}");
 }
 
@@ -315,6 +323,7 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
             let mut entry = json!({
                 "added_p50_ns": runs.added(|s| s.p50).json(),
                 "added_p99_ns": runs.added(|s| s.p99).json(),
+                "added_mean_ns": runs.added(|s| s.mean).json(),
                 "native_p50_ns": Runs::median_of(&runs.native, |s| s.p50),
                 "streamsan_p50_ns": Runs::median_of(&runs.shim, |s| s.p50),
                 "pairs": runs.shim.len(),
