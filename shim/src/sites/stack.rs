@@ -217,18 +217,23 @@ const TRIE_SLOTS: usize = 1 << 17;
 /// next slot) is where the unwinder found it before; a chain that breaks this (a caller that
 /// sizes its frame at run time) is not remembered where it would contradict a remembered one.
 /// A lookup neither allocates nor locks.
+///
+/// Between two captures the program's own work evicts the trie from the caches, so a
+/// lookup's cost is its cache misses: the nodes' runs of slots share one array, in the order
+/// they were made (a chain's nodes are made together), not a heap block each.
 #[derive(Default)]
 struct ChainTrie {
     roots: HashMap<usize, u32, BuildHasherDefault<FastHasher>>,
     nodes: Vec<ChainNode>,
-    /// Slots held, for the bound.
-    held: usize,
+    /// Every node's run, a range each: (address, return address there).
+    slots: Vec<(usize, u64)>,
 }
 
 /// A node of a [`ChainTrie`].
 struct ChainNode {
-    /// (address, return address there) that every chain through the node has, in turn.
-    run: Vec<(usize, u64)>,
+    /// The (address, return address there) that every chain through the node has, in turn:
+    /// `slots[run.0..run.0 + run.1]`.
+    run: (u32, u32),
     /// The slot after the run where the chains through the node part; 0 where they end.
     fork: usize,
     /// Where they end, the interned program frames.
@@ -241,10 +246,6 @@ struct ChainNode {
 }
 
 impl ChainNode {
-    fn end(run: &[(usize, u64)], id: StackId) -> ChainNode {
-        ChainNode { run: run.to_vec(), fork: 0, id, first: (0, u32::MAX), more: Vec::new() }
-    }
-
     fn next(&self, value: u64) -> Option<u32> {
         if self.first.0 == value && self.first.1 != u32::MAX {
             return Some(self.first.1);
@@ -279,7 +280,7 @@ impl ChainTrie {
         let mut node = &self.nodes[*self.roots.get(&anchor)? as usize];
         loop {
             // SAFETY (both reads): slots of a chain that matched the stack so far (read_slot).
-            if !node.run.iter().all(|&(slot, value)| unsafe { read_slot(slot) } == value) {
+            if !self.run(node).iter().all(|&(slot, value)| unsafe { read_slot(slot) } == value) {
                 return None;
             }
             if node.fork == 0 {
@@ -289,40 +290,47 @@ impl ChainTrie {
         }
     }
 
+    fn run(&self, node: &ChainNode) -> &[(usize, u64)] {
+        let (start, len) = (node.run.0 as usize, node.run.1 as usize);
+        &self.slots[start..start + len]
+    }
+
     /// Remembers the chain of return `slots` above the capture's frame at `anchor`.
     fn remember(&mut self, anchor: usize, slots: &[(usize, u64)], id: StackId) {
-        if self.held + slots.len() > TRIE_SLOTS {
+        if self.slots.len() + slots.len() > TRIE_SLOTS {
             *self = ChainTrie::default();
         }
-        self.held += slots.len();
         let Some(&root) = self.roots.get(&anchor) else {
-            let root = self.add(ChainNode::end(slots, id));
+            let root = self.end(slots, id);
             self.roots.insert(anchor, root);
             return;
         };
         let (mut node, mut rest) = (root as usize, slots);
         loop {
-            let run = &self.nodes[node].run;
+            let run = self.run(&self.nodes[node]);
             let shared = run.iter().zip(rest).take_while(|(a, b)| a == b).count();
             if shared < run.len() {
                 // The chains part inside the run: at the same slot, else contradiction.
                 let Some(&(slot, value)) = rest.get(shared) else { return };
-                if slot != run[shared].0 {
+                let (fork, old_value) = run[shared];
+                if slot != fork {
                     return;
                 }
-                let tail = self.nodes[node].run.split_off(shared);
+                // The node keeps the shared part; the rest of its run, its fork and its
+                // links go to a node after it.
                 let old = &mut self.nodes[node];
-                let after = ChainNode {
-                    run: tail[1..].to_vec(),
+                let (start, len) = old.run;
+                let tail = ChainNode {
+                    run: (start + shared as u32 + 1, len - shared as u32 - 1),
                     fork: old.fork,
                     id: old.id,
                     first: old.first,
                     more: core::mem::take(&mut old.more),
                 };
-                (old.fork, old.first) = (slot, (0, u32::MAX));
-                let after = self.add(after);
-                let new = self.add(ChainNode::end(&rest[shared + 1..], id));
-                self.nodes[node].link(tail[0].1, after);
+                (old.run.1, old.fork, old.first) = (shared as u32, slot, (0, u32::MAX));
+                let after = self.add(tail);
+                let new = self.end(&rest[shared + 1..], id);
+                self.nodes[node].link(old_value, after);
                 self.nodes[node].link(value, new);
                 return;
             }
@@ -336,7 +344,7 @@ impl ChainTrie {
                 Some(&(slot, value)) if slot == fork => match self.nodes[node].next(value) {
                     Some(next) => (node, rest) = (next as usize, &rest[1..]),
                     None => {
-                        let new = self.add(ChainNode::end(&rest[1..], id));
+                        let new = self.end(&rest[1..], id);
                         self.nodes[node].link(value, new);
                         return;
                     }
@@ -345,6 +353,13 @@ impl ChainTrie {
                 _ => return,
             }
         }
+    }
+
+    /// A new node where a chain ends with `run`.
+    fn end(&mut self, run: &[(usize, u64)], id: StackId) -> u32 {
+        let start = self.slots.len() as u32;
+        self.slots.extend_from_slice(run);
+        self.add(ChainNode { run: (start, run.len() as u32), fork: 0, id, first: (0, u32::MAX), more: Vec::new() })
     }
 
     fn add(&mut self, node: ChainNode) -> u32 {

@@ -2,7 +2,8 @@
 //! PyTorch's kernels look like to the driver, rather than the bench's four-pointer kernel.
 //!
 //! - Launched through `cuLaunchKernelEx` with two attributes, from a native stack some 80
-//!   frames deep (an interpreter's eval loop, a dispatcher, cudart: recursion stands in).
+//!   frames deep (an interpreter's eval loop, a dispatcher, cudart: recursion stands in),
+//!   along one of 256 chains that part in their innermost 20 frames (one per operator).
 //! - A parameter block of 344 bytes: an element count, a by-value structure of 320 bytes
 //!   (sizes, strides, scalars, and four tensor pointers at scattered offsets, as PyTorch's
 //!   `OffsetCalculator` and cuBLAS's parameter structures hold them), then two typed
@@ -26,7 +27,7 @@
 use streamsan_driver_api::*;
 
 use crate::driver::{check, Driver};
-use crate::workloads::{at_depth, Measured};
+use crate::workloads::{along, at_depth, Measured};
 
 /// `step(int, Params, float const*, float*)` with `Params` a 320-byte structure.
 const NAME: &core::ffi::CStr = c"_Z4stepi6ParamsPKfPf";
@@ -40,6 +41,8 @@ const PTX: &str = concat!(
 const SEGMENTS: usize = 4;
 const SEGMENT_BYTES: usize = 64 << 20;
 const TENSORS: usize = 400;
+/// Distinct native chains the launches come from, as a framework's operators.
+const OPERATORS: usize = 256;
 const LAUNCHES: usize = 200_000;
 const WARM_UP: usize = 5_000;
 /// Bytes written to evict the caches over a cold variant's timed calls: its timed calls
@@ -102,12 +105,15 @@ pub fn training_step<const EVICT_MIB: usize>(driver: &Driver) -> Measured {
             (&mut input as *mut u64).cast(),
             (&mut output as *mut u64).cast(),
         ];
-        at_depth(80, &mut || {
-            // SAFETY: four parameter pointers for a four-parameter kernel; a live stream.
-            check(
-                unsafe { (driver.launch_kernel_ex)(&config, kernel, pointers.as_mut_ptr(), core::ptr::null_mut()) },
-                "cuLaunchKernelEx",
-            );
+        // One of 256 operators' chains, inside an interpreter's 60 frames.
+        at_depth(60, &mut || {
+            along((i % OPERATORS) as u32, 10, &mut || {
+                // SAFETY: four parameter pointers for a four-parameter kernel; a live stream.
+                check(
+                    unsafe { (driver.launch_kernel_ex)(&config, kernel, pointers.as_mut_ptr(), core::ptr::null_mut()) },
+                    "cuLaunchKernelEx",
+                );
+            })
         });
     };
     let mut evictor = vec![0u8; EVICT_MIB << 20];
