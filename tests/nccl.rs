@@ -60,6 +60,11 @@ fn an_all_reduce_result_read_before_the_wait_is_a_race() {
 }
 
 #[test]
+fn an_all_reduce_result_read_on_a_side_stream_before_the_wait_is_a_race() {
+    check("side_stream_read_before_wait", "RAW", "ncclAllReduce");
+}
+
+#[test]
 fn the_broadcast_root_reads_its_source() {
     check("broadcast_source_overwritten", "WAR", "ncclBroadcast");
 }

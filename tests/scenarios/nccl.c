@@ -153,6 +153,26 @@ static void all_reduce_read_before_wait(int fixed) {
     reads(t, x[0]);
 }
 
+/* torch.distributed's all_reduce(async_op=True) read on a side stream that waited for the
+   current (legacy) stream, before work.wait() made the current stream wait for NCCL's end
+   event (racy); the fixed twin waits first. */
+static void side_stream_read_before_wait(int fixed) {
+    CUdeviceptr x[2] = {alloc(0, N), alloc(1, N)};
+    CUstream legacy = NULL, side = nonblocking(0);
+    CUevent end;
+    CHECK(cuEventCreate(&end, 0));
+    writes(legacy, x[0]);
+    order(legacy, s[0]);
+    NCCL_CHECK(nccl.group_start());
+    for (int r = 0; r < 2; r++) NCCL_CHECK(nccl.all_reduce((void *)x[r], (void *)x[r], COUNT, ncclFloat32, ncclSum, comm[r], s[r]));
+    NCCL_CHECK(nccl.group_end());
+    CHECK(cuEventRecord(end, s[0]));
+    if (fixed) CHECK(cuStreamWaitEvent(legacy, end, 0));
+    order(legacy, side);
+    reads(side, x[0]);
+    CHECK(cuStreamWaitEvent(legacy, end, 0));
+}
+
 /* The root's source block overwritten while the broadcast may still read it. */
 static void broadcast_source_overwritten(int fixed) {
     CUdeviceptr src = alloc(0, N), dst[2] = {alloc(0, N), alloc(1, N)};
@@ -249,6 +269,7 @@ static const struct {
     const char *racy_twin_reports;
 } SCENARIOS[] = {
     {"all_reduce_read_before_wait", all_reduce_read_before_wait, "cross-stream-race"},
+    {"side_stream_read_before_wait", side_stream_read_before_wait, "cross-stream-race"},
     {"broadcast_source_overwritten", broadcast_source_overwritten, "cross-stream-race"},
     {"all_gather_receive_range", all_gather_receive_range, "cross-stream-race"},
     {"recv_read_before_wait", recv_read_before_wait, "cross-stream-race"},
