@@ -194,34 +194,34 @@ fn a_race_costs_the_same_however_many_races_came_before() {
     assert!(replacements <= 2 * 9 + 2, "the report was written {replacements} times for 256 races");
 }
 
+/// Runs `faults RACES ACTION` until it says it raced, waits until `written` holds of the
+/// report folder (or 20 s), kills it with SIGKILL and returns the reports it left.
+fn killed_after_races(name: &str, args: &[&str], written: impl Fn(&Path) -> bool) -> Vec<(PathBuf, Report)> {
+    let dir = scratch(name);
+    let mut child = preloaded(&dir, &faults(), args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for_races(&mut child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !written(&dir) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    reports_in(&dir, "report.")
+}
+
 #[test]
 fn sigkill_loses_no_race_found_before_it() {
     // Three races: the report written at the first two, the third in its race log.
-    let dir = scratch("sigkill");
-    let mut child =
-        preloaded(&dir, &faults(), &["3", "sleep"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    wait_for_races(&mut child);
-    child.kill().unwrap();
-    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
-    let reports = reports_in(&dir, "report.");
+    let reports = killed_after_races("sigkill", &["3", "sleep"], |_| true);
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].1.races.len(), 3, "the report with its race log");
 }
 
 #[test]
 fn a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill() {
-    let dir = scratch("sigkill-launched");
-    let mut child =
-        preloaded(&dir, &faults(), &["1", "launched"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    wait_for_races(&mut child);
     // The program makes no call after its racy launch: the shim's watcher tells the model.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while reports_in(&dir, "report.").is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    child.kill().unwrap();
-    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
-    let reports = reports_in(&dir, "report.");
+    let reports =
+        killed_after_races("sigkill-launched", &["1", "launched"], |dir| !reports_in(dir, "report.").is_empty());
     assert_eq!(reports.len(), 1, "the race written while the program slept");
     assert_eq!(reports[0].1.races.len(), 1);
 }
