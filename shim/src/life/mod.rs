@@ -78,6 +78,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !first_call::called() {
         return;
     }
+    model::settle();
     footprint::finish();
     // The host races the guard caught, turned into races before the report is written.
     host_guard::drain();

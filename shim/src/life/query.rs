@@ -8,6 +8,7 @@ use core::ffi::c_char;
 /// [`streamsan_free_report`].
 #[unsafe(no_mangle)]
 pub extern "C" fn streamsan_report_json() -> *mut c_char {
+    crate::hooks::model::settle();
     let mut json = super::reports::sink().json();
     json.retain(|&b| b != 0);
     match std::ffi::CString::new(json) {

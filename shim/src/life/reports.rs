@@ -39,8 +39,12 @@ impl Symbols for ThisProcess {
 }
 
 impl Process for ThisProcess {
+    /// The model as it stands, its batch not settled: the sink asks it while holding the
+    /// report file's lock, and a thread settling the batch may be reporting a race, waiting
+    /// for that lock. Whoever writes the whole report settles first (at exit, the watcher,
+    /// the query API).
     fn model(&self) -> &Model {
-        model::model()
+        model::unsettled()
     }
 
     fn blank_report(&self) -> Report {

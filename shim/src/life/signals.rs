@@ -190,6 +190,7 @@ fn watch(read: c_int) {
             }
             return;
         }
+        model::settle();
         let sink = reports::sink();
         sink.write();
         sink.to_stderr_if_unwritten();
