@@ -95,6 +95,34 @@ impl Phase {
     }
 }
 
+/// A quantity counted beside the phases, to say why a phase costs what it costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    /// Parameter words a launch's scan read.
+    ParamWords,
+    /// Accesses a launch told the model (pointers found among its words).
+    LaunchAccesses,
+    /// Records in the shadow of the buffer an access is checked against, when checked.
+    ShadowRecords,
+    /// Records an access was compared with for conflicts (none when one stream holds all).
+    RecordsCompared,
+}
+
+const TALLIES: usize = 4;
+const ALL_TALLIES: [Tally; TALLIES] =
+    [Tally::ParamWords, Tally::LaunchAccesses, Tally::ShadowRecords, Tally::RecordsCompared];
+
+impl Tally {
+    fn label(self) -> &'static str {
+        match self {
+            Tally::ParamWords => "parameter words read",
+            Tally::LaunchAccesses => "accesses told by launches",
+            Tally::ShadowRecords => "shadow records at each access",
+            Tally::RecordsCompared => "records compared for conflicts",
+        }
+    }
+}
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// When timing began, on both clocks, to convert ticks at the end.
@@ -106,11 +134,16 @@ const SHARDS: usize = 16;
 struct Row {
     ticks: [AtomicU64; PHASES],
     counts: [AtomicU64; PHASES],
+    tallies: [AtomicU64; TALLIES],
 }
 
-static ROWS: [Row; SHARDS] =
-    [const { Row { ticks: [const { AtomicU64::new(0) }; PHASES], counts: [const { AtomicU64::new(0) }; PHASES] } };
-        SHARDS];
+static ROWS: [Row; SHARDS] = [const {
+    Row {
+        ticks: [const { AtomicU64::new(0) }; PHASES],
+        counts: [const { AtomicU64::new(0) }; PHASES],
+        tallies: [const { AtomicU64::new(0) }; TALLIES],
+    }
+}; SHARDS];
 
 fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -191,6 +224,14 @@ impl Drop for Timer {
     }
 }
 
+/// Adds `n` to `tally`, if timing is on.
+#[inline]
+pub fn tally(tally: Tally, n: usize) {
+    if enabled() {
+        ROWS[shard()].tallies[tally as usize].fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
 /// Nanoseconds per tick, measured over the run.
 fn nanos_per_tick() -> f64 {
     match ORIGIN.get() {
@@ -223,6 +264,13 @@ pub fn table() -> String {
         let each = if count > 0 { nanos / count as f64 } else { 0.0 };
         out.push_str(&format!("  {:<26} {:>12} {:>12.3} {:>10.0}\n", phase.label(), count, nanos / 1e6, each));
     }
+    let launches: u64 = ROWS.iter().map(|r| r.counts[Phase::Model as usize].load(Ordering::Relaxed)).sum();
+    out.push_str(&format!("  {:<32} {:>12} {:>12}\n", "counted", "in all", "a launch"));
+    for tally in ALL_TALLIES {
+        let total: u64 = ROWS.iter().map(|r| r.tallies[tally as usize].load(Ordering::Relaxed)).sum();
+        let each = if launches > 0 { total as f64 / launches as f64 } else { 0.0 };
+        out.push_str(&format!("  {:<32} {:>12} {:>12.1}\n", tally.label(), total, each));
+    }
     out
 }
 
@@ -241,5 +289,9 @@ mod tests {
         assert_eq!(fields[2], "1", "{row}");
         let total_ms: f64 = fields[3].parse().expect("a total");
         assert!(total_ms >= 1.5, "the sleep is in the total: {row}");
+        tally(Tally::ParamWords, 42);
+        let table = self::table();
+        let row = table.lines().find(|l| l.contains("parameter words read")).expect("a row per tally");
+        assert_eq!(row.split_whitespace().nth(3), Some("42"), "{row}");
     }
 }

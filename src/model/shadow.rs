@@ -168,6 +168,15 @@ impl Shadow {
         counts[..distinct].iter().rev().max_by_key(|&&(_, n)| n).map_or(0, |&(s, _)| s)
     }
 
+    /// How many records an access by the operation `epoch` is compared with for conflicts.
+    pub fn compared(&self, epoch: Epoch) -> usize {
+        if self.sole == Some(epoch.slot) {
+            0
+        } else {
+            self.records.len()
+        }
+    }
+
     pub fn records(&self) -> &[Record] {
         &self.records
     }

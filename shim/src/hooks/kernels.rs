@@ -24,6 +24,7 @@ use streamsan::hash::{fast_map, FastMap};
 
 use streamsan::model::op::{Access, KernelId, Mode};
 use streamsan::model::Model;
+use streamsan::phases::{self, Tally};
 use streamsan_driver_api::{
     CUDA_ERROR_INVALID_HANDLE, CUDA_SUCCESS, CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE,
     CU_LAUNCH_PARAM_END,
@@ -358,7 +359,9 @@ pub unsafe fn accesses(
     out: &mut Vec<Access>,
 ) {
     // `slot`: the word's byte offset in the parameters.
+    let mut words = 0;
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
+        words += 1;
         // A whole pointer parameter surely points where it says; a word inside a by-value
         // structure may be a stale field, and is not taken as a pointer once it held data.
         let exact = param.is_some_and(|p| p.size == 8);
@@ -398,6 +401,7 @@ pub unsafe fn accesses(
                 k += 8;
             }
         }
+        phases::tally(Tally::ParamWords, words);
         return;
     }
     // SAFETY: the caller's promise.
@@ -409,6 +413,7 @@ pub unsafe fn accesses(
         word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
         offset += 8;
     }
+    phases::tally(Tally::ParamWords, words);
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use streamsan::model::learnt::Learning;
 use streamsan::model::op::{Access, HostEffect, KernelId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
-use streamsan::phases::{self, Phase};
+use streamsan::phases::{self, Phase, Tally};
 use streamsan_driver_api::*;
 
 use super::batch;
@@ -112,6 +112,7 @@ unsafe fn launched(
             launcher.kernel = info.id;
             launcher.learn = None;
         }
+        phases::tally(Tally::LaunchAccesses, launcher.accesses.len());
         let origin = origin(call);
         let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {

@@ -17,6 +17,7 @@ use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
+use crate::phases::{self, Tally};
 
 impl Model {
     /// A kernel launch, copy or memset on `stream`: each access is checked against the
@@ -87,6 +88,8 @@ impl Model {
                             second: this,
                         });
                     }
+                    phases::tally(Tally::ShadowRecords, state.shadow.records().len());
+                    phases::tally(Tally::RecordsCompared, state.shadow.compared(op.epoch));
                     for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
                         // Checked late, the launch meets what the log checks: skip it here.
                         if checked.issued_later(&earlier.op.epoch) {
