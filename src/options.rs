@@ -106,7 +106,7 @@ options! {
     host_races: bool = false, Syntax::Switch, "--host-races",
         "guard the pinned host memory of copies in flight, to catch the host touching it (host races)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
-        "print at exit the time spent in each phase of the intercepted calls";
+        "print at exit the time spent in each phase of the intercepted calls, and what a launch carried (parameter words, accesses, shadow records met)";
     footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
         "what a kernel touches: exact measures every launch, learn a kernel's first launches and applies them to later ones, params takes its parameters' pointers";
 }
