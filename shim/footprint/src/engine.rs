@@ -93,6 +93,8 @@ struct Engine {
     repatched: AtomicU64,
     /// Launches to measure left unmeasured: their module stays unpatched.
     left_unpatched: AtomicU64,
+    /// Launches not to measure that ran patched (every memory instruction calling the patch).
+    patched_unmeasured: AtomicU64,
     /// Launches whose function's module, as known before (from `cuFuncGetModule` or an
     /// earlier launch), was not the module the launch callback named.
     module_mismatch: AtomicU64,
@@ -216,6 +218,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         unpatched: AtomicU64::new(0),
         repatched: AtomicU64::new(0),
         left_unpatched: AtomicU64::new(0),
+        patched_unmeasured: AtomicU64::new(0),
         module_mismatch: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
@@ -388,6 +391,9 @@ impl Engine {
             repatch.then_some(true)
         };
         let patched = m.patched;
+        if patched && armed.ask == Ask::Skip {
+            self.patched_unmeasured.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(patch) = change.filter(|_| !m.queued) {
             m.queued = true;
             drop(modules);
@@ -452,6 +458,8 @@ pub struct Counters {
     pub repatched: u64,
     /// Launches to measure left unmeasured: their module stays unpatched.
     pub left_unpatched: u64,
+    /// Launches not to measure that ran patched: what `footprint=learn` pays for nothing.
+    pub patched_unmeasured: u64,
     /// Launches whose module was not the one known for their function before (the driver's
     /// `cuFuncGetModule` and the Compute Sanitizer API disagreeing, or a handle reused).
     pub module_mismatch: u64,
@@ -468,6 +476,7 @@ pub fn counters() -> Counters {
             unpatched: c(&e.unpatched),
             repatched: c(&e.repatched),
             left_unpatched: c(&e.left_unpatched),
+            patched_unmeasured: c(&e.patched_unmeasured),
             module_mismatch: c(&e.module_mismatch),
         }
     })

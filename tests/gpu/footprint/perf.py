@@ -4,7 +4,8 @@ compute-sanitizer memcheck. Prints and writes footprint-perf.json: per workload 
 the median and best step time after warm-up, the ratio to native, every step's time (the
 warm-up's too: how fast learn settles), and the engine's counters
 (STREAMSAN_FOOTPRINT_TRACE=counters: launches measured, tables overflowed, modules unpatched
-and patched again, launches left on their parameters, what learn learnt and applied).
+and patched again, launches left on their parameters, launches that ran patched without being
+measured, what learn learnt and applied).
 Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
 The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves
 its kernels' keys after two changes) and exact, in about three minutes of device time; add
