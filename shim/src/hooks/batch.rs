@@ -106,3 +106,9 @@ fn tell(model: &Model, queue: &mut Queue) {
     WAITING.store(false, Ordering::Relaxed);
     let _ = TELLING.try_with(|telling| telling.set(false));
 }
+
+/// Whether work waits in the queue.
+#[cfg(test)]
+pub fn waiting() -> bool {
+    WAITING.load(Ordering::Relaxed)
+}

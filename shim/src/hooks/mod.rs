@@ -48,7 +48,7 @@ mod forward {
 
 pub mod annotate;
 mod arrays;
-mod batch;
+pub mod batch;
 mod call;
 mod code;
 mod contexts;

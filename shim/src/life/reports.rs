@@ -116,3 +116,28 @@ pub fn forked() {
         sink.forked();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use streamsan::model::op::{HostEffect, Origin};
+    use streamsan::model::streams::StreamRef;
+    use streamsan::model::Work;
+    use streamsan::phases::Phase;
+
+    use super::*;
+    use crate::hooks::batch;
+
+    #[test]
+    fn the_sink_reads_the_model_without_settling_its_batch() {
+        // The sink asks the model while it holds the report file's lock, and a thread settling
+        // the batch may be reporting a race, waiting for that lock: settling there deadlocked.
+        let origin = Origin { api: "cuLaunchKernel", thread: ThreadId(1), site: StackId(0) };
+        let work = Work { origin, kernel: None, accesses: &[], host: HostEffect::None };
+        batch::queue(model::unsettled(), StreamRef::Legacy { ctx: 1 }, work, Phase::Model);
+        assert!(batch::waiting());
+        ThisProcess.model();
+        assert!(batch::waiting(), "the sink settled the batch");
+        model::settle();
+        assert!(!batch::waiting());
+    }
+}
