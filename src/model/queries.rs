@@ -151,6 +151,26 @@ mod tests {
     }
 
     #[test]
+    fn the_first_operation_of_a_stream_after_one_that_did_nothing_is_named_its_own() {
+        let model = two_streams();
+        memset(&model, 0x10);
+        model.stream_synchronized(StreamRef::Handle(0x10));
+        model.stream_destroyed(0x10, &origin("cuStreamDestroy"));
+        // 0x30 takes 0x10's slot and gives it back unused; 0x40 takes it and races with 0x20.
+        model.stream_created(0x30, 1, true, &origin("cuStreamCreate"));
+        model.stream_destroyed(0x30, &origin("cuStreamDestroy"));
+        model.stream_created(0x40, 1, true, &origin("cuStreamCreate"));
+        memset(&model, 0x40);
+        memset(&model, 0x20);
+        let race = model.races()[0].race;
+        let handle = |epoch| match model.slot_owner(epoch) {
+            SlotOwner::Stream { handle, .. } => Some(handle),
+            _ => None,
+        };
+        assert_eq!((handle(race.first.op.epoch), handle(race.second.op.epoch)), (Some(0x40), Some(0x20)));
+    }
+
+    #[test]
     fn a_race_names_its_streams_however_many_streams_used_their_slots_since() {
         // Forty owners of 0x20's slot since: more than a slot remembers.
         assert_eq!(race_then_churn(40), (Some(0x10), Some(0x20)));

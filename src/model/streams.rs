@@ -165,9 +165,12 @@ impl Slots {
         match reused {
             Some((slot, last)) => {
                 let history = &mut table.owners[slot as usize];
-                // After the latest owner's first time too: an owner that did nothing retires
-                // at its clock's 0, and its successor must not claim the epochs of those before.
-                let first = (last + 1).max(history.last().map_or(0, |&(first, _)| first + 1));
+                // No earlier than the latest owner's first time: an owner that did nothing
+                // retires at its clock's 0, and its successor must not claim the epochs of
+                // those before. It starts where that owner would have (its first operation
+                // follows the host's time in the slot), and shares its first time: the later
+                // of two owners of a time is the one named.
+                let first = (last + 1).max(history.last().map_or(0, |&(first, _)| first));
                 if history.len() == OWNERS_PER_SLOT {
                     history.remove(0);
                 }
