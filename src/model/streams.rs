@@ -727,6 +727,55 @@ mod tests {
             .collect()
     }
 
+    fn stream_owner(handle: u64) -> SlotOwner {
+        SlotOwner::Stream { handle, ctx: 1, kind: StreamKind::NonBlocking, created_at: StackId(0), thread: ThreadId(1) }
+    }
+
+    #[test]
+    fn a_reused_slot_names_each_owner_of_its_operations() {
+        let slots = Slots::new();
+        let slot = slots.allocate(stream_owner(1));
+        // Owner 1 issued times 1 to 5; owner 2 none (it gives the slot back at its clock's
+        // 0); owner 3's first operation, after the host's 5, is at 6.
+        slots.retire(slot, 5);
+        assert_eq!(slots.allocate(stream_owner(2)), slot);
+        slots.retire(slot, 0);
+        assert_eq!(slots.allocate(stream_owner(3)), slot);
+        assert_eq!(slots.count(), 2, "the host's slot and this one");
+        assert_eq!(slots.owner(Epoch::new(slot, 5)), stream_owner(1));
+        assert_eq!(slots.owner(Epoch::new(slot, 6)), stream_owner(3));
+    }
+
+    #[test]
+    fn a_destroyed_stream_s_slot_goes_to_the_next_stream_once_the_host_joined_its_work() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let first = streams.created(0x10, 1, true, StackId(0), ThreadId(1));
+        first.lock().clock.tick(first.slot);
+        streams.destroyed(0x10);
+        streams.retire_if_done(&first, &host);
+        let pending = streams.created(0x20, 1, true, StackId(0), ThreadId(1));
+        assert_ne!(pending.slot, first.slot, "its work is not ordered before the host yet");
+        host.join(&first.lock().clock);
+        streams.host_waits_for_context(1, &host);
+        let next = streams.created(0x30, 1, true, StackId(0), ThreadId(1));
+        assert_eq!(next.slot, first.slot);
+    }
+
+    #[test]
+    fn a_destroyed_graph_s_lane_goes_to_a_launch_ordered_after_its_last_node() {
+        let slots = Slots::new();
+        let lane = |launch| SlotOwner::GraphLane { exec: 1, launch: Epoch::new(1, launch) };
+        let slot = slots.allocate_lane(lane(1), &VectorClock::new());
+        slots.retire_lane(slot, 3);
+        let mut before = VectorClock::new();
+        before.set(slot, 2);
+        let other = slots.allocate_lane(lane(2), &before);
+        assert_ne!(other, slot, "a launch not ordered after the lane's last node");
+        let mut after = VectorClock::new();
+        after.set(slot, 3);
+        assert_eq!(slots.allocate_lane(lane(3), &after), slot);
+    }
+
     #[test]
     fn a_destroyed_pending_stream_keeps_only_what_a_sync_of_its_context_needs() {
         let (streams, host) = (Streams::new(), Host::new());
