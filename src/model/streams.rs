@@ -777,6 +777,29 @@ mod tests {
     }
 
     #[test]
+    fn the_legacy_stream_s_queue_of_changed_blocking_streams_keeps_the_live_ones_only() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let legacy = streams.context(1).legacy.clone();
+        let blocking = |handle| streams.created(handle, 1, false, StackId(0), ThreadId(1));
+        let live: Vec<Arc<Stream>> = (0x100..0x140).map(blocking).collect();
+        for stream in &live {
+            stream.changed();
+        }
+        // A thousand more change and are gone everywhere else: the queue drops them as it grows.
+        for handle in 0x1000..0x1400 {
+            let stream = blocking(handle);
+            stream.changed();
+            streams.destroyed(handle);
+            streams.retire_if_done(&stream, &host);
+        }
+        let queued = legacy.changed_blocking.lock().unwrap().len();
+        assert!(queued <= 2 * live.len(), "{queued} queued");
+        let taken = legacy.take_changed_blocking();
+        assert_eq!(taken.len(), live.len());
+        assert!(taken.iter().zip(&live).all(|(a, b)| Arc::ptr_eq(a, b)));
+    }
+
+    #[test]
     fn a_destroyed_pending_stream_keeps_only_what_a_sync_of_its_context_needs() {
         let (streams, host) = (Streams::new(), Host::new());
         let main = streams.created(0x100, 1, true, StackId(0), ThreadId(1));
