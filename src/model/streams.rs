@@ -800,6 +800,18 @@ mod tests {
     }
 
     #[test]
+    fn a_context_removed_takes_its_streams_names_with_it_and_no_other_s() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let gone = streams.created(0x10, 1, true, StackId(0), ThreadId(1));
+        let kept = streams.created(0x20, 2, true, StackId(0), ThreadId(1));
+        streams.remove_context(1, &host);
+        let unknown = |_| None;
+        assert!(Arc::ptr_eq(&streams.resolve(StreamRef::Handle(0x20), &unknown), &kept));
+        let again = streams.resolve(StreamRef::Handle(0x10), &unknown);
+        assert!(!Arc::ptr_eq(&again, &gone), "the handle names a stream never seen");
+    }
+
+    #[test]
     fn a_destroyed_pending_stream_keeps_only_what_a_sync_of_its_context_needs() {
         let (streams, host) = (Streams::new(), Host::new());
         let main = streams.created(0x100, 1, true, StackId(0), ThreadId(1));
