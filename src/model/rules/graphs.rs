@@ -259,3 +259,38 @@ impl Member for Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::{Access, HostEffect, Mode, Origin};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Model, Work};
+
+    const STREAM: StreamRef = StreamRef::Handle(0x10);
+
+    fn write(model: &Model, addr: u64) {
+        let access = [Access::new(addr, 8, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", 2);
+        model.work(STREAM, Work { origin, kernel: None, accesses: &access, host: HostEffect::None });
+    }
+
+    /// Dependencies the model cannot place (the driver's handles of captured nodes) are taken
+    /// as every node captured so far: not as none, nor as the first.
+    #[test]
+    fn captured_work_after_dependencies_the_model_cannot_place_follows_every_node_before() {
+        let model = Model::default();
+        let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.capture_begin(STREAM);
+        write(&model, 0x1000);
+        write(&model, 0x1008);
+        model.capture_dependencies(STREAM, &[0xdead], true);
+        write(&model, 0x1008);
+        model.capture_end(STREAM, Some(0x6000));
+        model.graph_instantiated(0x7000, 0x6000);
+        model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 3));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+}
