@@ -144,6 +144,20 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_is_interned_once_and_keeps_both_its_names() {
+        let model = Model::default();
+        let scale = model.kernel_id("scale(float*)", "_Z5scalePf");
+        assert_eq!(model.kernel_id("scale(float*)", "_Z5scalePf"), scale);
+        let add = model.kernel_id("add", "add");
+        assert_ne!(add, scale);
+        assert_eq!(
+            (model.kernel_name(scale), model.kernel_symbol(scale)),
+            ("scale(float*)".into(), "_Z5scalePf".into())
+        );
+        assert_eq!(model.kernel_name(add), "add");
+    }
+
+    #[test]
     fn an_owner_that_did_nothing_does_not_take_the_operations_of_those_before() {
         // The first stream after 0x20 gives its slot back at its clock's 0: the next one
         // must not be taken for the owner of 0x20's memset.
