@@ -96,7 +96,7 @@ mod tests {
     use super::*;
     use crate::model::op::{Access, HostEffect, Mode, Origin};
     use crate::model::streams::StreamRef;
-    use crate::model::{Alloc, Work};
+    use crate::model::{Alloc, FreeOn, Work};
 
     fn origin(api: &'static str) -> Origin {
         Origin::test(api, 1)
@@ -155,6 +155,15 @@ mod tests {
             ("scale(float*)".into(), "_Z5scalePf".into())
         );
         assert_eq!(model.kernel_name(add), "add");
+    }
+
+    #[test]
+    fn an_address_is_tracked_in_a_buffer_live_or_freed() {
+        let model = two_streams();
+        assert!(model.is_tracked(0x1000) && model.is_tracked(0x103f));
+        assert!(!model.is_tracked(0x1040) && !model.is_tracked(0xfff));
+        model.free(0x1000, FreeOn::Synchronous { ctx: 1 }, &origin("cuMemFree_v2"));
+        assert!(model.is_tracked(0x1000), "freed, its bytes are remembered for a use after free");
     }
 
     #[test]
