@@ -694,6 +694,17 @@ mod tests {
         assert_eq!(found(&map, 0x2070_0000), Some((false, 1)));
     }
 
+    #[test]
+    fn a_buffer_registered_just_below_another_leaves_it_alone() {
+        let map = BufferMap::new();
+        // A first buffer, so that the chunk's buffers are searched past its first base.
+        buffer(&map, 0, 0x2000_0000, 256);
+        buffer(&map, 1, 0x2000_1000, 256);
+        buffer(&map, 2, 0x2000_0f00, 256);
+        assert_eq!(found(&map, 0x2000_1000), Some((true, 1)));
+        assert_eq!(found(&map, 0x2000_0fff), Some((true, 2)));
+    }
+
     fn free(map: &BufferMap, b: &Buffer) {
         b.mark_freed(&mut b.lock(), b.alloc);
         map.quarantine(b);
