@@ -295,4 +295,16 @@ mod tests {
         model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 3));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
+
+    /// A host function captured into a graph runs at each launch, not once: the shim keeps it
+    /// apart from one issued.
+    #[test]
+    fn a_host_function_captured_is_marked_so_and_one_issued_is_not() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        let origin = Origin::test("cuLaunchHostFunc", 2);
+        assert!(!model.host_func(STREAM, &origin).captured());
+        model.capture_begin(STREAM);
+        assert!(model.host_func(STREAM, &origin).captured());
+    }
 }
