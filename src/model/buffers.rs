@@ -694,6 +694,39 @@ mod tests {
         assert_eq!(found(&map, 0x2070_0000), Some((false, 1)));
     }
 
+    #[test]
+    fn a_buffer_registered_just_below_another_leaves_it_alone() {
+        let map = BufferMap::new();
+        // A first buffer, so that the chunk's buffers are searched past its first base.
+        buffer(&map, 0, 0x2000_0000, 256);
+        buffer(&map, 1, 0x2000_1000, 256);
+        buffer(&map, 2, 0x2000_0f00, 256);
+        assert_eq!(found(&map, 0x2000_1000), Some((true, 1)));
+        assert_eq!(found(&map, 0x2000_0fff), Some((true, 2)));
+    }
+
+    #[test]
+    fn more_nested_buffers_at_one_base_than_a_chunk_holds_are_found() {
+        let map = BufferMap::new();
+        for i in 0..100 {
+            buffer(&map, i, 0x3000_0000 + i * 64, 64);
+        }
+        // More than a chunk holds, each nested in the one before: the chunk splits around them.
+        let nested = 2 * CHUNK as u64;
+        for i in 0..nested {
+            buffer(&map, 100 + i, 0x3010_0000, 4 * nested - i);
+        }
+        assert_eq!(found(&map, 0x3010_0000), Some((true, 99 + nested)));
+        assert_eq!(found(&map, 0x3010_0000 + 4 * nested - 1), Some((true, 100)));
+        assert_eq!(found(&map, 0x3000_0000 + 99 * 64), Some((true, 99)));
+        // A chunk of one base's buffers only is never split, however often it is asked to.
+        let map = BufferMap::new();
+        for i in 0..nested + 2 {
+            buffer(&map, i, 0x3010_0000, 4 * nested - i);
+        }
+        assert_eq!(found(&map, 0x3010_0000), Some((true, nested + 1)));
+    }
+
     fn free(map: &BufferMap, b: &Buffer) {
         b.mark_freed(&mut b.lock(), b.alloc);
         map.quarantine(b);

@@ -425,6 +425,33 @@ mod tests {
     }
 
     #[test]
+    fn clocks_are_equal_when_their_components_are_however_they_hold_them() {
+        let (mut a, mut b) = (VectorClock::new(), VectorClock::new());
+        a.set(3, 1);
+        b.set(3, 2);
+        assert_ne!(a, b);
+        // One learnt from a host snapshot, one set by hand: the same components.
+        let mut host = HostClock::default();
+        host.tick();
+        let mut learnt = VectorClock::new();
+        learnt.join_host(&host.snapshot());
+        let mut set = VectorClock::new();
+        set.set(HOST, 1);
+        assert_eq!(learnt, set);
+    }
+
+    #[test]
+    fn the_host_joining_what_it_knows_changes_nothing() {
+        let mut host = HostClock::default();
+        let mut stream = VectorClock::new();
+        stream.tick(5);
+        assert!(host.join(&stream));
+        let before = host.snapshot();
+        assert!(!host.join(&stream), "a component the host holds already is no news");
+        assert!(Arc::ptr_eq(&before, &host.snapshot()), "and its snapshot stays");
+    }
+
+    #[test]
     fn joining_a_clock_of_the_same_host_snapshot_changes_nothing() {
         let mut host = HostClock::default();
         host.tick();

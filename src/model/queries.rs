@@ -96,7 +96,7 @@ mod tests {
     use super::*;
     use crate::model::op::{Access, HostEffect, Mode, Origin};
     use crate::model::streams::StreamRef;
-    use crate::model::{Alloc, Work};
+    use crate::model::{Alloc, FreeOn, Work};
 
     fn origin(api: &'static str) -> Origin {
         Origin::test(api, 1)
@@ -144,10 +144,53 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_is_interned_once_and_keeps_both_its_names() {
+        let model = Model::default();
+        let scale = model.kernel_id("scale(float*)", "_Z5scalePf");
+        assert_eq!(model.kernel_id("scale(float*)", "_Z5scalePf"), scale);
+        let add = model.kernel_id("add", "add");
+        assert_ne!(add, scale);
+        assert_eq!(
+            (model.kernel_name(scale), model.kernel_symbol(scale)),
+            ("scale(float*)".into(), "_Z5scalePf".into())
+        );
+        assert_eq!(model.kernel_name(add), "add");
+    }
+
+    #[test]
+    fn an_address_is_tracked_in_a_buffer_live_or_freed() {
+        let model = two_streams();
+        assert!(model.is_tracked(0x1000) && model.is_tracked(0x103f));
+        assert!(!model.is_tracked(0x1040) && !model.is_tracked(0xfff));
+        model.free(0x1000, FreeOn::Synchronous { ctx: 1 }, &origin("cuMemFree_v2"));
+        assert!(model.is_tracked(0x1000), "freed, its bytes are remembered for a use after free");
+    }
+
+    #[test]
     fn an_owner_that_did_nothing_does_not_take_the_operations_of_those_before() {
         // The first stream after 0x20 gives its slot back at its clock's 0: the next one
         // must not be taken for the owner of 0x20's memset.
         assert_eq!(race_then_churn(3), (Some(0x10), Some(0x20)));
+    }
+
+    #[test]
+    fn the_first_operation_of_a_stream_after_one_that_did_nothing_is_named_its_own() {
+        let model = two_streams();
+        memset(&model, 0x10);
+        model.stream_synchronized(StreamRef::Handle(0x10));
+        model.stream_destroyed(0x10, &origin("cuStreamDestroy"));
+        // 0x30 takes 0x10's slot and gives it back unused; 0x40 takes it and races with 0x20.
+        model.stream_created(0x30, 1, true, &origin("cuStreamCreate"));
+        model.stream_destroyed(0x30, &origin("cuStreamDestroy"));
+        model.stream_created(0x40, 1, true, &origin("cuStreamCreate"));
+        memset(&model, 0x40);
+        memset(&model, 0x20);
+        let race = model.races()[0].race;
+        let handle = |epoch| match model.slot_owner(epoch) {
+            SlotOwner::Stream { handle, .. } => Some(handle),
+            _ => None,
+        };
+        assert_eq!((handle(race.first.op.epoch), handle(race.second.op.epoch)), (Some(0x40), Some(0x20)));
     }
 
     #[test]

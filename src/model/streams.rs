@@ -165,9 +165,12 @@ impl Slots {
         match reused {
             Some((slot, last)) => {
                 let history = &mut table.owners[slot as usize];
-                // After the latest owner's first time too: an owner that did nothing retires
-                // at its clock's 0, and its successor must not claim the epochs of those before.
-                let first = (last + 1).max(history.last().map_or(0, |&(first, _)| first + 1));
+                // No earlier than the latest owner's first time: an owner that did nothing
+                // retires at its clock's 0, and its successor must not claim the epochs of
+                // those before. It starts where that owner would have (its first operation
+                // follows the host's time in the slot), and shares its first time: the later
+                // of two owners of a time is the one named.
+                let first = (last + 1).max(history.last().map_or(0, |&(first, _)| first));
                 if history.len() == OWNERS_PER_SLOT {
                     history.remove(0);
                 }
@@ -722,6 +725,90 @@ mod tests {
                 side
             })
             .collect()
+    }
+
+    fn stream_owner(handle: u64) -> SlotOwner {
+        SlotOwner::Stream { handle, ctx: 1, kind: StreamKind::NonBlocking, created_at: StackId(0), thread: ThreadId(1) }
+    }
+
+    #[test]
+    fn a_reused_slot_names_each_owner_of_its_operations() {
+        let slots = Slots::new();
+        let slot = slots.allocate(stream_owner(1));
+        // Owner 1 issued times 1 to 5; owner 2 none (it gives the slot back at its clock's
+        // 0); owner 3's first operation, after the host's 5, is at 6.
+        slots.retire(slot, 5);
+        assert_eq!(slots.allocate(stream_owner(2)), slot);
+        slots.retire(slot, 0);
+        assert_eq!(slots.allocate(stream_owner(3)), slot);
+        assert_eq!(slots.count(), 2, "the host's slot and this one");
+        assert_eq!(slots.owner(Epoch::new(slot, 5)), stream_owner(1));
+        assert_eq!(slots.owner(Epoch::new(slot, 6)), stream_owner(3));
+    }
+
+    #[test]
+    fn a_destroyed_stream_s_slot_goes_to_the_next_stream_once_the_host_joined_its_work() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let first = streams.created(0x10, 1, true, StackId(0), ThreadId(1));
+        first.lock().clock.tick(first.slot);
+        streams.destroyed(0x10);
+        streams.retire_if_done(&first, &host);
+        let pending = streams.created(0x20, 1, true, StackId(0), ThreadId(1));
+        assert_ne!(pending.slot, first.slot, "its work is not ordered before the host yet");
+        host.join(&first.lock().clock);
+        streams.host_waits_for_context(1, &host);
+        let next = streams.created(0x30, 1, true, StackId(0), ThreadId(1));
+        assert_eq!(next.slot, first.slot);
+    }
+
+    #[test]
+    fn a_destroyed_graph_s_lane_goes_to_a_launch_ordered_after_its_last_node() {
+        let slots = Slots::new();
+        let lane = |launch| SlotOwner::GraphLane { exec: 1, launch: Epoch::new(1, launch) };
+        let slot = slots.allocate_lane(lane(1), &VectorClock::new());
+        slots.retire_lane(slot, 3);
+        let mut before = VectorClock::new();
+        before.set(slot, 2);
+        let other = slots.allocate_lane(lane(2), &before);
+        assert_ne!(other, slot, "a launch not ordered after the lane's last node");
+        let mut after = VectorClock::new();
+        after.set(slot, 3);
+        assert_eq!(slots.allocate_lane(lane(3), &after), slot);
+    }
+
+    #[test]
+    fn the_legacy_stream_s_queue_of_changed_blocking_streams_keeps_the_live_ones_only() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let legacy = streams.context(1).legacy.clone();
+        let blocking = |handle| streams.created(handle, 1, false, StackId(0), ThreadId(1));
+        let live: Vec<Arc<Stream>> = (0x100..0x140).map(blocking).collect();
+        for stream in &live {
+            stream.changed();
+        }
+        // A thousand more change and are gone everywhere else: the queue drops them as it grows.
+        for handle in 0x1000..0x1400 {
+            let stream = blocking(handle);
+            stream.changed();
+            streams.destroyed(handle);
+            streams.retire_if_done(&stream, &host);
+        }
+        let queued = legacy.changed_blocking.lock().unwrap().len();
+        assert!(queued <= 2 * live.len(), "{queued} queued");
+        let taken = legacy.take_changed_blocking();
+        assert_eq!(taken.len(), live.len());
+        assert!(taken.iter().zip(&live).all(|(a, b)| Arc::ptr_eq(a, b)));
+    }
+
+    #[test]
+    fn a_context_removed_takes_its_streams_names_with_it_and_no_other_s() {
+        let (streams, host) = (Streams::new(), Host::new());
+        let gone = streams.created(0x10, 1, true, StackId(0), ThreadId(1));
+        let kept = streams.created(0x20, 2, true, StackId(0), ThreadId(1));
+        streams.remove_context(1, &host);
+        let unknown = |_| None;
+        assert!(Arc::ptr_eq(&streams.resolve(StreamRef::Handle(0x20), &unknown), &kept));
+        let again = streams.resolve(StreamRef::Handle(0x10), &unknown);
+        assert!(!Arc::ptr_eq(&again, &gone), "the handle names a stream never seen");
     }
 
     #[test]

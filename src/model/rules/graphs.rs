@@ -259,3 +259,52 @@ impl Member for Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::{Access, HostEffect, Mode, Origin};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Model, Work};
+
+    const STREAM: StreamRef = StreamRef::Handle(0x10);
+
+    fn write(model: &Model, addr: u64, len: u64) {
+        let access = [Access::new(addr, len, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", 2);
+        model.work(STREAM, Work { origin, kernel: None, accesses: &access, host: HostEffect::None });
+    }
+
+    /// Dependencies the model cannot place (the driver's handles of captured nodes) are taken
+    /// as every node captured so far: not as none, nor as one of them.
+    #[test]
+    fn captured_work_after_dependencies_the_model_cannot_place_follows_every_node_before() {
+        let model = Model::default();
+        let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.capture_begin(STREAM);
+        // Two nodes depending on nothing, then one after "every node", writing both's bytes.
+        write(&model, 0x1000, 8);
+        model.capture_dependencies(STREAM, &[], true);
+        write(&model, 0x1008, 8);
+        model.capture_dependencies(STREAM, &[0xdead], true);
+        write(&model, 0x1000, 16);
+        model.capture_end(STREAM, Some(0x6000));
+        model.graph_instantiated(0x7000, 0x6000);
+        model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 3));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// A host function captured into a graph runs at each launch, not once: the shim keeps it
+    /// apart from one issued.
+    #[test]
+    fn a_host_function_captured_is_marked_so_and_one_issued_is_not() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        let origin = Origin::test("cuLaunchHostFunc", 2);
+        assert!(!model.host_func(STREAM, &origin).captured());
+        model.capture_begin(STREAM);
+        assert!(model.host_func(STREAM, &origin).captured());
+    }
+}

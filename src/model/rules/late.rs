@@ -217,6 +217,28 @@ mod tests {
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
+    /// A measured launch that touched a buffer freed before it was issued: a use after free,
+    /// though a free issued after it is in its log (each synchronous free is an operation of
+    /// the host's own, told from the others by its epoch).
+    #[test]
+    fn a_late_footprint_in_a_buffer_freed_before_its_launch_is_a_use_after_free() {
+        const FREED: u64 = 0x20_0000;
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        let freed = Alloc { base: FREED, size: 256, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(freed, None, &Origin::test("cuMemAlloc", 2));
+        model.free(FREED, FreeOn::Synchronous { ctx: 1 }, &Origin::test("cuMemFree", 3));
+        model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 4));
+        let params = [Access::new(BUFFER, 8, Mode::Read)];
+        let origin = Origin::test("cuLaunchKernel", 5);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(S1, work, 7, None));
+        model.free(BUFFER, FreeOn::Synchronous { ctx: 1 }, &Origin::test("cuMemFree", 6));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(FREED, 8, Mode::Read)], cover: None }));
+        let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
+        assert_eq!(kinds, vec![RaceKind::UseAfterFree]);
+    }
+
     /// A measured launch whose buffer another stream freed while it was pending: one
     /// free-race (the log's), not also a use-after-free of the freed buffer's history.
     #[test]
