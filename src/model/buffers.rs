@@ -140,10 +140,6 @@ impl Buffer {
         self.base + self.size.max(1)
     }
 
-    pub fn contains(&self, addr: u64) -> bool {
-        self.base <= addr && addr < self.end()
-    }
-
     pub fn lock(&self) -> Guard<'_, BufferState> {
         self.state.lock()
     }

@@ -38,8 +38,7 @@ pub struct Capture {
     nodes: Mutex<Definition>,
     /// The graph captured into (`cuStreamBeginCaptureToGraph`), if not a new one.
     pub target: Option<u64>,
-    /// Per lane, the slot of the stream that captured it (for reports).
-    lanes: Mutex<Vec<Slot>>,
+    /// The streams that joined, one lane each, in the order they joined.
     members: Mutex<Vec<Arc<dyn Member>>>,
 }
 
@@ -54,20 +53,14 @@ impl Capture {
 
     /// A capture that adds to `target`'s definition `nodes`.
     pub fn into(target: Option<u64>, nodes: Definition) -> Arc<Capture> {
-        Arc::new(Capture {
-            nodes: Mutex::new(nodes),
-            target,
-            lanes: Mutex::new(Vec::new()),
-            members: Mutex::new(Vec::new()),
-        })
+        Arc::new(Capture { nodes: Mutex::new(nodes), target, members: Mutex::new(Vec::new()) })
     }
 
-    /// Adds a stream, whose slot is `slot`, to the capture as a new lane.
-    pub fn join(&self, stream: Arc<dyn Member>, slot: Slot) -> usize {
-        locked(&self.members).push(stream);
-        let mut lanes = locked(&self.lanes);
-        lanes.push(slot);
-        lanes.len() - 1
+    /// Adds a stream to the capture as a new lane; returns the lane.
+    pub fn join(&self, stream: Arc<dyn Member>) -> usize {
+        let mut members = locked(&self.members);
+        members.push(stream);
+        members.len() - 1
     }
 
     /// Appends a node (a captured node's handle is the driver's secret).

@@ -45,7 +45,7 @@ impl Model {
 
     fn begin(&self, stream: StreamRef, capture: Arc<Capture>, frontier: Vec<usize>) {
         let stream = self.stream(stream);
-        let lane = capture.join(stream.clone(), stream.slot);
+        let lane = capture.join(stream.clone());
         stream.lock().capture = Some(CaptureLane { capture, lane, frontier });
         stream.capturing.store(true, Ordering::Release);
     }
@@ -82,7 +82,7 @@ impl Model {
             }
             Some(_) => {}
             None => {
-                let lane = capture.join(stream.clone(), stream.slot);
+                let lane = capture.join(stream.clone());
                 state.capture = Some(CaptureLane { capture, lane, frontier: nodes });
                 stream.capturing.store(true, Ordering::Release);
             }
