@@ -772,4 +772,54 @@ mod tests {
         let granule = map.granules.get(&(0x6000_0000 >> GRANULE_SHIFT)).unwrap();
         assert!(granule.chunks.len() >= 10 && granule.chunks.iter().all(|c| c.bases.len() <= 2 * CHUNK));
     }
+
+    #[test]
+    fn a_chunk_emptied_by_forgetting_leaves_the_chunks_after_it_found() {
+        let map = BufferMap::new();
+        let base = 0x7000_0000;
+        let all: Vec<Arc<Buffer>> = (0..4 * CHUNK as u64).map(|i| buffer(&map, i, base + i * 64, 64)).collect();
+        // Every buffer of the middle chunk forgotten: the chunk is dropped, the others found.
+        let granule = map.granules.get(&(base >> GRANULE_SHIFT)).unwrap();
+        let middle: Vec<u64> = granule.chunks[1].buffers.iter().map(|b| b.id).collect();
+        drop(granule);
+        for &id in &middle {
+            map.forget(&all[id as usize]);
+        }
+        buffer(&map, 1 << 20, base + 8 * CHUNK as u64 * 64, 64);
+        let last = 4 * CHUNK as u64 - 1;
+        assert_eq!(found(&map, base + last * 64), Some((true, last)));
+        assert_eq!(found(&map, base + middle[0] * 64), None);
+    }
+
+    fn seen(found: Found<&Arc<Buffer>>) -> Option<(bool, u64)> {
+        match found {
+            Found::Live(b) => Some((true, b.id)),
+            Found::Freed(b) => Some((false, b.id)),
+            Found::Nothing => None,
+        }
+    }
+
+    #[test]
+    fn the_thread_s_recent_lookups_follow_buffers_registered_over_live_ones() {
+        let map = BufferMap::new();
+        buffer(&map, 1, 0x8000_0000, 4096);
+        assert_eq!(map.with(0x8000_0100, seen), Some((true, 1)));
+        assert_eq!(map.with(0x8000_0100, seen), Some((true, 1)), "from the thread's recent lookups");
+        buffer(&map, 2, 0x8000_0100, 256);
+        assert_eq!(map.with(0x8000_0100, seen), Some((true, 2)), "a buffer nested in a live one");
+        buffer(&map, 3, 0x8000_0000, 8192);
+        assert_eq!(map.with(0x8000_0100, seen), Some((true, 3)), "over live ones whose free went unseen");
+        map.remove_context(1);
+        assert_eq!(map.with(0x8000_0100, seen), None, "its context gone");
+    }
+
+    #[test]
+    fn keys_for_memory_without_an_address_are_never_handed_out_twice() {
+        let map = BufferMap::new();
+        let size = 3 * ARRAY_GAP + 1;
+        let first = map.array_keys(size);
+        let second = map.array_keys(64);
+        assert!(first >= ARRAY_KEYS);
+        assert!(second >= first + size, "the second array's keys begin past the first's");
+    }
 }
