@@ -826,4 +826,23 @@ mod tests {
         assert!(first >= ARRAY_KEYS);
         assert!(second >= first + size, "the second array's keys begin past the first's");
     }
+
+    #[test]
+    fn a_forgotten_buffer_is_no_memory_the_map_knows() {
+        let map = BufferMap::new();
+        let kept = buffer(&map, 1, 0x9000_0000, 64);
+        let gone = buffer(&map, 2, 0x9000_0040, 64);
+        gone.mark_freed(&mut gone.lock(), gone.alloc);
+        map.forget(&gone);
+        assert_eq!(found(&map, 0x9000_0040), None);
+        assert_eq!(found(&map, 0x9000_0000), Some((true, kept.id)));
+    }
+
+    #[test]
+    fn the_live_buffer_at_an_address_is_one_that_starts_there() {
+        let map = BufferMap::new();
+        let b = buffer(&map, 1, 0x9100_0000, 4096);
+        assert_eq!(map.live_at(0x9100_0000).map(|b| b.id), Some(b.id));
+        assert!(map.live_at(0x9100_0100).is_none(), "inside it, not its start");
+    }
 }
