@@ -651,9 +651,19 @@ mod tests {
     }
 
     fn found(map: &BufferMap, addr: u64) -> Option<(bool, u64)> {
-        match map.find(addr) {
-            Found::Live(b) => Some((true, b.id)),
-            Found::Freed(b) => Some((false, b.id)),
+        seen(map.find(addr))
+    }
+
+    /// [`seen`] for `BufferMap::with`, whose callback borrows the buffer.
+    fn seen_by_thread(found: Found<&Arc<Buffer>>) -> Option<(bool, u64)> {
+        seen(found)
+    }
+
+    /// Whether a buffer was found, live or freed, and its id.
+    fn seen<B: AsRef<Buffer>>(found: Found<B>) -> Option<(bool, u64)> {
+        match found {
+            Found::Live(b) => Some((true, b.as_ref().id)),
+            Found::Freed(b) => Some((false, b.as_ref().id)),
             Found::Nothing => None,
         }
     }
@@ -795,26 +805,18 @@ mod tests {
         }
     }
 
-    fn seen(found: Found<&Arc<Buffer>>) -> Option<(bool, u64)> {
-        match found {
-            Found::Live(b) => Some((true, b.id)),
-            Found::Freed(b) => Some((false, b.id)),
-            Found::Nothing => None,
-        }
-    }
-
     #[test]
     fn the_thread_s_recent_lookups_follow_buffers_registered_over_live_ones() {
         let map = BufferMap::new();
         buffer(&map, 1, 0x8000_0000, 4096);
-        assert_eq!(map.with(0x8000_0100, seen), Some((true, 1)));
-        assert_eq!(map.with(0x8000_0100, seen), Some((true, 1)), "from the thread's recent lookups");
+        assert_eq!(map.with(0x8000_0100, seen_by_thread), Some((true, 1)));
+        assert_eq!(map.with(0x8000_0100, seen_by_thread), Some((true, 1)), "from the thread's recent lookups");
         buffer(&map, 2, 0x8000_0100, 256);
-        assert_eq!(map.with(0x8000_0100, seen), Some((true, 2)), "a buffer nested in a live one");
+        assert_eq!(map.with(0x8000_0100, seen_by_thread), Some((true, 2)), "a buffer nested in a live one");
         buffer(&map, 3, 0x8000_0000, 8192);
-        assert_eq!(map.with(0x8000_0100, seen), Some((true, 3)), "over live ones whose free went unseen");
+        assert_eq!(map.with(0x8000_0100, seen_by_thread), Some((true, 3)), "over live ones whose free went unseen");
         map.remove_context(1);
-        assert_eq!(map.with(0x8000_0100, seen), None, "its context gone");
+        assert_eq!(map.with(0x8000_0100, seen_by_thread), None, "its context gone");
     }
 
     #[test]

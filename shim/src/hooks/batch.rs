@@ -3,12 +3,13 @@
 //! in a row when the queue is full, or before anything else is told to the model or asked
 //! of it ([`settle`], which [`super::model::model`] calls).
 //!
-//! Why: on a real program the model's update for one launch costs microseconds (2.2 µs a
-//! launch in a GPT-2 training step on the H100), where the bench's loop measures a few
-//! hundred nanoseconds, because between two launches the framework and the driver evict
-//! the model's data and code from the caches (`reports/perf/runs/13-cold-bench/`). Told
-//! many launches in a row, the model finds its code and the streams and buffers of the
-//! previous launch warm.
+//! Why: between two launches the framework and the driver evict the model's data and code
+//! from the caches (`reports/perf/runs/13-cold-bench/`); told many launches in a row, the
+//! model finds its code and the streams and buffers of the previous launch warm. On the
+//! bench with the caches evicted between calls this takes a third off a launch's model
+//! update and three quarters off a memset's (`reports/perf/runs/16-batch/`); on the H100 a
+//! GPT-2 launch's update stayed at 2.9 µs (`reports/gpu/435bd19/`): there the update's own
+//! work is what costs.
 //!
 //! Why it finds what telling each at once finds: the queue is applied in the order the
 //! calls were made, under its lock, and every other call into the model applies it first,
@@ -41,7 +42,6 @@ struct Queued {
     phase: Phase,
 }
 
-#[derive(Default)]
 struct Queue {
     work: Vec<Queued>,
     accesses: Vec<Access>,

@@ -4,9 +4,9 @@
 //! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
 //! be told whether to measure it; a measured launch is told to the model at once and
 //! checked when its footprint is read, a launch whose footprint was learnt is checked with
-//! that. Other launches wait in the model's batch ([`super::batch`]). A host function is wrapped: the driver runs the shim's trampoline, which orders
-//! the host after the function's place in its stream, then calls the program's function
-//! with its own data.
+//! that. Other launches wait in the model's batch ([`super::batch`]). A host function is
+//! wrapped: the driver runs the shim's trampoline, which orders the host after the
+//! function's place in its stream, then calls the program's function with its own data.
 
 use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;

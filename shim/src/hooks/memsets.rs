@@ -13,7 +13,7 @@ use streamsan_driver_api::*;
 use super::batch;
 use super::call::{default_stream, ok, origin, stream};
 use super::copies::MAX_ROWS;
-use super::model::{model, unsettled, with_accesses};
+use super::model::{unsettled, with_accesses};
 use crate::intercept::variants::{real, Call};
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
@@ -22,15 +22,16 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
         return;
     }
     let origin = origin(call);
-    let host_memory = matches!(unsettled().memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
+    let model = unsettled();
+    let host_memory = matches!(model.memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     with_accesses(|accesses| {
         push_set_accesses(accesses, dst, pitch, row_bytes, rows);
         let work = Work { origin, kernel: None, accesses, host };
         if host == HostEffect::None {
-            batch::queue(unsettled(), on, work, Phase::MemsetModel);
+            batch::queue(model, on, work, Phase::MemsetModel);
         } else {
-            let model = model();
+            batch::settle(model);
             let _timer = phases::start(Phase::MemsetModel);
             model.work(on, work);
         }

@@ -18,8 +18,9 @@
 //! topic modules, which shadows the forwarder; every handler reads its call through
 //! [`call`] (status, origin, stream), the bottom of this layer. Launches and asynchronous
 //! memsets reach the model through [`batch`], which tells it of them in a row. [`kernels`]
-//! reads a launch's parameters; [`footprint`] measures what launches touch (`footprint=exact|learn`); [`annotate`] is
-//! the program's own declaration of memory the driver does not see. Copies in flight are
+//! reads a launch's parameters; [`footprint`] measures what launches touch
+//! (`footprint=exact|learn`); [`annotate`] is the program's own declaration of memory the
+//! driver does not see. Copies in flight are
 //! told to the host-race guard below ([`crate::host_guard`]), which every exported hook lets
 //! look at the host's clock last ([`after_call`]).
 

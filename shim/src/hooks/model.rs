@@ -58,11 +58,9 @@ pub fn settle() {
     }
 }
 
-/// The model, if a call has made it, told everything.
+/// The model, if a call has made it (its batch as it stands: [`settle`] first).
 pub fn made() -> Option<&'static Model> {
-    let model = MODEL.get()?;
-    batch::settle(model);
-    Some(model)
+    MODEL.get()
 }
 
 /// Where the model's races go from now on.
