@@ -263,3 +263,103 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::op::Origin;
+
+    fn op(slot: Slot, time: u32) -> OpRecord {
+        OpRecord::new(&Origin::test("cuLaunchKernel", 1), None, Epoch::new(slot, time))
+    }
+
+    fn clock(slot: Slot, time: u32) -> VectorClock {
+        let mut clock = VectorClock::default();
+        clock.set(slot, time);
+        clock
+    }
+
+    /// Launches pending as `tickets`, each on a slot of its own (1, 2, ...), at time 1.
+    fn pending(tickets: &[u64]) -> Deferred {
+        let deferred = Deferred::default();
+        for (slot, &ticket) in (1..).zip(tickets) {
+            deferred.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), None);
+        }
+        deferred
+    }
+
+    /// A write of 8 bytes at `lo` on slot 9, which knows no pending launch.
+    fn observe(deferred: &Deferred, lo: u64) {
+        deferred.observe(lo, lo + 8, Mode::Write, 0, None, op(9, 1), &VectorClock::default());
+    }
+
+    fn starts(logged: &[Logged]) -> Vec<u64> {
+        logged.iter().map(|l| l.lo).collect()
+    }
+
+    #[test]
+    fn pending_launches_are_found_by_ticket_and_by_completion() {
+        let deferred = pending(&[]);
+        assert!(deferred.completed(|_| true).is_empty());
+        let deferred = pending(&[7, 8]);
+        assert_eq!(deferred.completed(|epoch| epoch.slot == 2), [8]);
+        assert_eq!(deferred.tickets(), [7, 8]);
+        assert_eq!(deferred.op_of(8).map(|op| op.epoch), Some(Epoch::new(2, 1)));
+        assert!(deferred.op_of(9).is_none());
+        assert_eq!(deferred.take(7).map(|(p, _)| p.op.epoch), Some(Epoch::new(1, 1)));
+        assert_eq!(deferred.tickets(), [8]);
+    }
+
+    /// Each launch is given what was issued after it, in issue order; a launch read while
+    /// an earlier one is pending is logged for it under its own issue position; and what no
+    /// pending launch needs any more is forgotten, taking no room from the log's bound.
+    #[test]
+    fn the_log_keeps_in_issue_order_what_pending_launches_need_and_only_that() {
+        let deferred = pending(&[7]);
+        observe(&deferred, 0);
+        deferred.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        observe(&deferred, 8);
+        let (eight, later) = deferred.take(8).expect("pending");
+        assert_eq!(starts(&later), [8]);
+        deferred.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
+        deferred.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), None);
+        let (seven, later) = deferred.take(7).expect("pending");
+        assert_eq!(starts(&later), [0, 0x100, 8]);
+        let measured = &later[1];
+        assert_eq!(
+            (measured.hi, measured.mode, measured.buffer, measured.op.epoch),
+            (0x110, Mode::Read, 5, eight.op.epoch)
+        );
+        deferred.log_measured(&seven, &[], |_| 0);
+        // Launch 9 alone is pending: what was logged before it is gone.
+        for i in 0..MAX_LOGGED as u64 {
+            observe(&deferred, 0x1000 + i);
+        }
+        assert_eq!(deferred.dropped(), 0);
+        assert_eq!(deferred.take(9).map(|(_, later)| later.len()), Some(MAX_LOGGED));
+    }
+
+    /// Past the log's bound the oldest accesses go, counted; the latest stay.
+    #[test]
+    fn past_its_bound_the_log_forgets_its_oldest_accesses_and_counts_them() {
+        let deferred = pending(&[7]);
+        for i in 0..MAX_LOGGED as u64 + 2 {
+            observe(&deferred, i);
+        }
+        assert_eq!(deferred.dropped(), 2);
+        let (_, later) = deferred.take(7).expect("pending");
+        assert_eq!(later.len(), MAX_LOGGED);
+        assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
+    }
+
+    /// A joined range reads and writes what its parts did, and is exact only if both were.
+    #[test]
+    fn a_joined_range_takes_the_union_of_its_parts_modes_and_their_exactness() {
+        let inexact = Access { exact: false, ..Access::new(26, 4, Mode::Read) };
+        let ranges =
+            [Access::new(0, 4, Mode::Read), Access::new(6, 4, Mode::Read), Access::new(20, 4, Mode::Write), inexact];
+        let joined = join_closest(&ranges, 2);
+        let spans: Vec<_> = joined.iter().map(|a| (a.addr, a.len, a.mode, a.exact)).collect();
+        assert_eq!(spans, [(0, 10, Mode::Read, true), (20, 10, Mode::ReadWrite, false)]);
+    }
+}

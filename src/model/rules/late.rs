@@ -202,6 +202,45 @@ mod tests {
         Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 }
     }
 
+    /// A launch pending on a second stream, while one on the first stream was pending
+    /// already: what its own stream does next is ordered after it (the log knows how far
+    /// each stream with pending launches was known, not only the first one's).
+    #[test]
+    fn what_follows_a_pending_launch_on_its_stream_is_ordered_after_it_whatever_else_is_pending() {
+        let model = a_pending_launch(Mode::Read);
+        let params = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuLaunchKernel", 4);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(S2, work, 8, None));
+        let write = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", 5);
+        model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+        model.launch_measured(8, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Write)], cover: None }));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// Two launches pending at once on two streams, both writing the buffer, read in the
+    /// reverse of their issue order, the later one's record then overwritten by its own
+    /// stream: the later one, read first, was logged for the earlier one, which finds the
+    /// race with it (and with the write after it) when it is read.
+    #[test]
+    fn launches_pending_together_and_read_last_first_race_through_the_log() {
+        let model = a_pending_launch(Mode::Write);
+        let params = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuLaunchKernel", 4);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(S2, work, 8, None));
+        let footprint = Footprint { ranges: &params, cover: None };
+        model.launch_measured(8, Some(footprint));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+        let origin = Origin::test("cuMemsetD8Async", 5);
+        model.work(S2, Work { origin, kernel: None, accesses: &params, host: HostEffect::None });
+        model.launch_measured(7, Some(footprint));
+        let mut seconds: Vec<&str> = model.races().iter().map(|r| r.race.second.op.api).collect();
+        seconds.sort_unstable();
+        assert_eq!(seconds, ["cuLaunchKernel", "cuMemsetD8Async"]);
+    }
+
     /// A measured launch's bytes, read after its buffer was freed and another allocated at
     /// the same address (and used), were the freed one's: the new buffer is not checked
     /// against it (its allocation is not ordered before the launch, which is no race).

@@ -39,7 +39,7 @@ impl Model {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::learnt::{IGNORED_AFTER, POINTER};
+    use crate::model::learnt::{IGNORED_AFTER, POINTER, RECENT};
     use crate::model::op::Mode;
     use crate::model::op::{Origin, StackId, ThreadId};
     use crate::model::Alloc;
@@ -93,6 +93,8 @@ mod tests {
         let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
         let words = [7, POINTER, POINTER];
         m.learn(&learning(1, &words), &guess, exact(&measured), op());
+        // Exact ranges, no cover: nothing to note.
+        assert!(m.notes.entries().is_empty(), "{:?}", m.notes.entries());
         // A later launch with the same words, its pointers 256 bytes further on.
         let mut later = [pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
@@ -100,6 +102,8 @@ mod tests {
         assert_eq!(span(&later[1]), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
         assert_eq!(m.apply_learnt(1, &[8, POINTER, POINTER], &mut later), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.apply_learnt(2, &words, &mut later), Lookup::Unknown { kernel_seen: false });
+        let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 0, ignored_words: 0, applied: 1 };
+        assert_eq!(m.learnt_summary(), summary);
     }
 
     #[test]
@@ -109,6 +113,8 @@ mod tests {
         let words = [POINTER];
         m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]), op());
         assert_eq!(m.apply_learnt(1, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+        let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 1, ignored_words: 0, applied: 0 };
+        assert_eq!(m.learnt_summary(), summary);
     }
 
     #[test]
@@ -141,6 +147,19 @@ mod tests {
         assert_eq!(span(&later[1]), (BASE + 0x200_0000, 64, Mode::Write));
         assert_eq!(m.learnt_summary().covers, 1);
         assert_eq!(m.notes.entries()[0].kind, NoteKind::FootprintLearntCover);
+        // An exact launch under the same key, in both buffers: the union is still a cover.
+        let both = [Access::new(BASE + 16, 8, Mode::Read), Access::new(BASE + 2 * SIZE + 8, 8, Mode::Read)];
+        m.learn(&learning(1, &words), &guess, exact(&both), op());
+        assert_eq!(m.learnt_summary().covers, 1);
+        // A cover ending where the second parameter's buffer starts leaves that parameter
+        // its own access.
+        let short = Access::new(BASE + 64, SIZE - 64, Mode::Write);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        m.learn(&learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) }, op());
+        let mut later = guess;
+        assert_eq!(m.apply_learnt(3, &words, &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 64, SIZE - 64, Mode::Write));
+        assert_eq!(span(&later[1]), (BASE + SIZE, 1, Mode::Unknown));
         // A cover ending in a buffer no parameter points into: memory reached through memory.
         m.learn(&learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) }, op());
         assert_eq!(m.apply_learnt(2, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
@@ -164,6 +183,13 @@ mod tests {
         // The size still makes a key of its own.
         assert_eq!(m.apply_learnt(1, &[POINTER, 128, 7], &mut fresh), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.learnt_summary().ignored_words, 1);
+        // A launch that differs from the last only in that word, measured with another
+        // footprint: the word bears on it after all, and is back in the key for good.
+        m.learn(&learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]), op());
+        assert_eq!(m.learnt_summary().ignored_words, 0);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 7], &mut fresh), Lookup::Applied);
+        assert_eq!(span(&fresh[0]), (BASE + 128, 128, Mode::Write));
     }
 
     #[test]
@@ -184,6 +210,56 @@ mod tests {
     }
 
     #[test]
+    fn a_word_that_moved_the_footprint_once_stays_in_the_key_when_it_changes_without_moving_it() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let write = |n: u64| [Access::new(BASE, n, Mode::Write)];
+        // A size, rounded up to 128 bytes: it moved the footprint from 64 to 128, then,
+        // once the launch of 64 is no longer among the recent ones, changes within the
+        // rounding.
+        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
+        for _ in 0..=RECENT {
+            m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
+        }
+        for n in [120, 100, 110] {
+            m.learn(&learning(1, &[POINTER, n]), &guess, exact(&write(128)), op());
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 0);
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, 4096], &mut at), Lookup::Unknown { kernel_seen: true });
+    }
+
+    #[test]
+    fn words_past_the_64th_leave_the_key_as_the_first_ones_do() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let measured = [Access::new(BASE, 64, Mode::Write)];
+        // 130 words: the pointer, a size, and three that change without moving the footprint:
+        // word 64 first, then words 2 and 129 (each set of ignored words then grows or is
+        // written below a word it holds).
+        let words = |w64: u64, w2: u64, w129: u64| {
+            let mut words = vec![0; 130];
+            (words[0], words[1], words[2], words[64], words[129]) = (POINTER, 64, w2, w64, w129);
+            learning(1, &words)
+        };
+        for w64 in 0..=u64::from(IGNORED_AFTER) {
+            m.learn(&words(w64, 0, 0), &guess, exact(&measured), op());
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 1);
+        // Launches alike (compared with nothing) until only the last word 64 is recent.
+        for _ in 0..RECENT {
+            m.learn(&words(u64::from(IGNORED_AFTER), 0, 0), &guess, exact(&measured), op());
+        }
+        for w in 1..=u64::from(IGNORED_AFTER) {
+            m.learn(&words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured), op());
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 3);
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &words(77, 77, 77).words, &mut at), Lookup::Applied);
+        assert_eq!(span(&at[0]), (BASE, 64, Mode::Write));
+    }
+
+    #[test]
     fn launches_under_one_key_keep_the_union_of_their_extents() {
         let m = model();
         let guess = [pointer(BASE, 0)];
@@ -193,6 +269,19 @@ mod tests {
         let mut at = [pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
+        // A third, inside the hull of the two, leaves it whole.
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]), op());
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
+        // Under another key, two extents past the pointer: their hull starts past it too.
+        let words = [POINTER, 2];
+        for at in [BASE + 16, BASE + 48] {
+            m.learn(&learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]), op());
+        }
+        let mut at = [pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(span(&at[0]), (BASE + 16, 48, Mode::Write));
     }
 
     #[test]
