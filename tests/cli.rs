@@ -64,13 +64,13 @@ fn halt_on_error_stops_at_the_first_race() {
 }
 
 #[test]
-fn a_race_among_launches_is_reported_within_a_batch_of_launches_or_at_once_when_halting() {
+fn a_race_among_launches_is_reported_while_the_program_goes_on_or_at_once_when_halting() {
     let exe = lifecycle();
     let dir = scratch("late");
     let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
     let stderr = text(&out.stderr);
     let warned = stderr.find("WARNING: streamsan: cross-stream-race").expect("the race printed");
-    assert!(warned < stderr.find("launched").unwrap(), "within the launches that followed: {stderr}");
+    assert!(warned < stderr.find("launched").unwrap(), "with no driver call after the launches: {stderr}");
     let out =
         run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
     assert_eq!(out.status.code(), Some(66));
