@@ -64,13 +64,15 @@ fn halt_on_error_stops_at_the_first_race() {
 }
 
 #[test]
-fn a_race_among_launches_is_reported_within_a_batch_of_launches_or_at_once_when_halting() {
+fn a_race_among_launches_is_reported_and_halting_stops_at_the_racy_launch() {
+    // Launches wait in the batch and the watcher thread tells them, at a moment that depends
+    // on the machine's load; that it does so with no driver call after them is
+    // `faults::a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill`.
     let exe = lifecycle();
     let dir = scratch("late");
     let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
-    let stderr = text(&out.stderr);
-    let warned = stderr.find("WARNING: streamsan: cross-stream-race").expect("the race printed");
-    assert!(warned < stderr.find("launched").unwrap(), "within the launches that followed: {stderr}");
+    assert!(text(&out.stderr).contains("WARNING: streamsan: cross-stream-race"), "{}", text(&out.stderr));
+    assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 1);
     let out =
         run_cli(&dir, &["run", "--halt-on-error", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "late"]);
     assert_eq!(out.status.code(), Some(66));

@@ -267,7 +267,7 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::op::Origin;
+    use crate::model::op::{Origin, StackId, ThreadId};
 
     fn op(slot: Slot, time: u32) -> OpRecord {
         OpRecord::new(&Origin::test("cuLaunchKernel", 1), None, Epoch::new(slot, time))
@@ -361,5 +361,29 @@ mod tests {
         let joined = join_closest(&ranges, 2);
         let spans: Vec<_> = joined.iter().map(|a| (a.addr, a.len, a.mode, a.exact)).collect();
         assert_eq!(spans, [(0, 10, Mode::Read, true), (20, 10, Mode::ReadWrite, false)]);
+    }
+
+    fn logged(seq: u64) -> Logged {
+        let op = OpRecord {
+            epoch: Epoch::new(1, seq as u32),
+            api: "test",
+            kernel: None,
+            thread: ThreadId(1),
+            site: StackId(0),
+        };
+        Logged { seq, lo: 0, hi: 8, mode: Mode::Write, freed: None, buffer: 1, op, knew: Vec::new() }
+    }
+
+    #[test]
+    fn the_log_keeps_issue_order_when_a_launch_is_read_late() {
+        // The log is pruned from its front and bounded by dropping its front: both need the
+        // oldest first, whatever order launches were read in.
+        let (mut window, dropped) = (Window::default(), AtomicU64::new(0));
+        for seq in [1, 3, 4, 2] {
+            window.push(logged(seq), &dropped);
+        }
+        let seqs: Vec<u64> = window.log.iter().map(|l| l.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
     }
 }

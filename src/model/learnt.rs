@@ -436,3 +436,22 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
     }
     Known::Extents(extents.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extent(lo: i64, len: u64, mode: Mode) -> Extent {
+        Extent { slot: 8, mode, lo, len, cover: false }
+    }
+
+    #[test]
+    fn two_footprints_of_one_key_keep_the_hull_of_each_slot() {
+        // Never the smaller: a later launch under the key may touch either footprint.
+        let first = Known::Extents(vec![extent(0, 100, Mode::Write)].into());
+        let second = Known::Extents(vec![extent(10, 10, Mode::Read), extent(-16, 8, Mode::Read)].into());
+        let joined = first.union(&second);
+        assert_eq!(joined, Known::Extents(vec![extent(-16, 116, union(Mode::Write, Mode::Read))].into()));
+        assert_eq!(Known::Unlearnable.union(&first), Known::Unlearnable);
+    }
+}

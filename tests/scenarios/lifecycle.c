@@ -8,8 +8,8 @@
      crash     a race, a synchronization, then a segmentation fault
      fork      a race, then a child with a race of another kind; the parent waits, "done"
      late      a race, "raced" on stderr, 100 launches ordered on one stream, "launched" on
-               stderr, "done": the race is reported within those launches (at once with
-               halt_on_error=1)
+               stderr, "done": the race, queued with the launches, is reported (at once,
+               before "raced", with halt_on_error=1)
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
    streamsan's own constructor ran (a program's libraries are initialized before the preloaded
    shim): the model finds it before the report's sink is installed.

@@ -1,26 +1,29 @@
 //! Work told to the model in batches: kernel launches and asynchronous memsets wait in one
 //! queue for the process, in the order they were made, and the model is told of them all
-//! in a row when the queue is full, or before anything else is told to the model or asked
-//! of it ([`settle`], which [`super::model::model`] calls).
+//! in a row, by another thread when one serves the batch ([`serve_by`]: the shim's watcher
+//! thread), or before anything else is told to the model or asked of it ([`settle`], which
+//! [`super::model::model`] calls).
 //!
-//! Why: between two launches the framework and the driver evict the model's data and code
-//! from the caches (`reports/perf/runs/13-cold-bench/`); told many launches in a row, the
-//! model finds its code and the streams and buffers of the previous launch warm. On the
-//! bench with the caches evicted between calls this takes a third off a launch's model
-//! update and three quarters off a memset's (`reports/perf/runs/16-batch/`); on the H100 a
-//! GPT-2 launch's update stayed at 2.9 µs (`reports/gpu/435bd19/`): there the update's own
-//! work is what costs.
+//! Why: a launch's model update (2 to 3 µs a GPT-2 launch on the H100, its accesses
+//! meeting a hundred shadow records: `reports/gpu/e35f2e4/`) is work the program's thread
+//! need not wait for. Queued, a launch costs its thread a copy of its accesses; a thread
+//! that serves the batch tells the model, on another core, while the program goes on. Told
+//! many launches in a row, the model also finds its code and the streams and buffers of
+//! the previous launch warm (`reports/perf/runs/16-batch/`).
 //!
-//! Why it finds what telling each at once finds: the queue is applied in the order the
-//! calls were made, under its lock, and every other call into the model applies it first,
-//! so the model meets the same operations in the same order. What moves is when a race
-//! among queued work is reported: at the next call that settles, at most [`CAPACITY`]
-//! launches later, at exit at the latest. With `halt_on_error=1` nothing waits, so that the
-//! program stops at the racy call itself.
+//! Why it finds what telling each at once finds: the queue is taken whole, under the lock
+//! that orders the batches, and told in the order the calls were made, and every other call
+//! into the model waits for the batch being told and tells the rest first, so the model
+//! meets the same operations in the same order. What moves is when a race among queued
+//! work is reported: once [`CAPACITY`] operations wait, the serving thread is asked to tell
+//! them (or, with none, the thread that queued the last), and the watcher tells what waits
+//! every 20 ms; a thread that finds [`LIMIT`] waiting tells them itself, so that a busy
+//! program never runs far ahead of its model. With `halt_on_error=1` nothing waits, so that
+//! the program stops at the racy call itself.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use streamsan::model::op::{Access, KernelId, Origin};
 use streamsan::model::streams::StreamRef;
@@ -29,8 +32,12 @@ use streamsan::phases::{self, Phase};
 
 use crate::intercept::options::options;
 
-/// Operations queued at most: a race among them is reported this many launches late at most.
+/// Operations waiting when the serving thread is asked to tell them.
 const CAPACITY: usize = 64;
+
+/// Operations waiting when the thread that queues tells them itself: the serving thread
+/// fell behind (or there is none that answers).
+const LIMIT: usize = 4 * CAPACITY;
 
 /// An operation waiting to be told: its `Work`, with its accesses in [`Queue::accesses`].
 struct Queued {
@@ -47,50 +54,75 @@ struct Queue {
     accesses: Vec<Access>,
 }
 
-static QUEUE: Mutex<Queue> = Mutex::new(Queue { work: Vec::new(), accesses: Vec::new() });
-/// Whether the queue holds anything: read without the lock by every settle.
-static WAITING: AtomicBool = AtomicBool::new(false);
+impl Queue {
+    const fn new() -> Queue {
+        Queue { work: Vec::new(), accesses: Vec::new() }
+    }
+}
+
+/// Where calls queue their work.
+static QUEUE: Mutex<Queue> = Mutex::new(Queue::new());
+/// The batch being told, taken whole from [`QUEUE`]: its lock orders the batches (whoever
+/// holds it takes the queue, then tells it), and its lists are kept for the next batch.
+static TOLD: Mutex<Queue> = Mutex::new(Queue::new());
+/// Operations queued and not yet told (in [`QUEUE`] or being told): read without a lock by
+/// every settle.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+/// Asks the thread that serves the batch to tell it; false when it cannot be asked.
+static SERVER: OnceLock<fn() -> bool> = OnceLock::new();
 
 thread_local! {
     /// This thread is telling the model the queue's work: a race found there reaches the
     /// report sink, which asks the model, which must not settle again.
     static TELLING: Cell<bool> = const { Cell::new(false) };
+    /// The batch's locks, held across a fork by the forking thread ([`before_fork`]).
+    static HELD: RefCell<Option<(MutexGuard<'static, Queue>, MutexGuard<'static, Queue>)>> =
+        const { RefCell::new(None) };
+}
+
+/// From now on, a full queue is told by the thread that `ask` wakes: `ask` must return
+/// false when it cannot wake it, and that thread must [`settle`] when woken.
+pub fn serve_by(ask: fn() -> bool) {
+    let _ = SERVER.set(ask);
 }
 
 /// Queues `work` on `on` (an operation without effect on the host), whose model update is
-/// timed as `phase`; tells the model the whole queue when it is full. With
-/// `halt_on_error=1`, tells the model at once.
+/// timed as `phase`. With `halt_on_error=1`, tells the model at once.
 pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
     if options().halt_on_error {
         let _timer = phases::start(phase);
         model.work(on, work);
         return;
     }
-    let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
-    let start = queue.accesses.len() as u32;
-    queue.accesses.extend_from_slice(work.accesses);
-    let end = queue.accesses.len() as u32;
-    queue.work.push(Queued { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase });
-    if queue.work.len() >= CAPACITY {
-        tell(model, &mut queue);
-    } else {
-        WAITING.store(true, Ordering::Relaxed);
+    let waiting = {
+        let mut queue = lock(&QUEUE);
+        let start = queue.accesses.len() as u32;
+        queue.accesses.extend_from_slice(work.accesses);
+        let end = queue.accesses.len() as u32;
+        queue.work.push(Queued { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase });
+        PENDING.fetch_add(1, Ordering::AcqRel) + 1
+    };
+    let asked = waiting == CAPACITY && SERVER.get().is_some_and(|ask| ask());
+    if waiting >= LIMIT || (waiting == CAPACITY && !asked) {
+        settle(model);
     }
 }
 
-/// Tells the model everything queued, in order. A call that happened after a queued one
-/// (on any thread) sees it here: the queue's lock orders them.
+/// Tells the model everything queued, in order, after the batch being told. A call that
+/// happened after a queued one (on any thread) sees it here: the queue's lock orders them.
 pub fn settle(model: &Model) {
-    if !WAITING.load(Ordering::Relaxed) || TELLING.try_with(Cell::get).unwrap_or(false) {
+    if PENDING.load(Ordering::Acquire) == 0 || TELLING.try_with(Cell::get).unwrap_or(false) {
         return;
     }
-    let mut queue = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
-    tell(model, &mut queue);
+    let mut batch = lock(&TOLD);
+    std::mem::swap(&mut *lock(&QUEUE), &mut *batch);
+    tell(model, &mut batch);
 }
 
-fn tell(model: &Model, queue: &mut Queue) {
+fn tell(model: &Model, batch: &mut Queue) {
     let _ = TELLING.try_with(|telling| telling.set(true));
-    let Queue { work, accesses } = queue;
+    let Queue { work, accesses } = batch;
+    let told = work.len();
     for queued in work.drain(..) {
         let (start, end) = queued.accesses;
         let _timer = phases::start(queued.phase);
@@ -103,12 +135,88 @@ fn tell(model: &Model, queue: &mut Queue) {
         model.work(queued.on, work);
     }
     accesses.clear();
-    WAITING.store(false, Ordering::Relaxed);
+    PENDING.fetch_sub(told, Ordering::AcqRel);
     let _ = TELLING.try_with(|telling| telling.set(false));
+}
+
+fn lock(queue: &'static Mutex<Queue>) -> MutexGuard<'static, Queue> {
+    queue.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Before a fork, in the forking thread: tells `model` what waits (so that the child does
+/// not tell its copy of the parent's work again), and holds the batch's locks until
+/// [`after_fork`], so that the child inherits none held by a thread it does not have.
+pub fn before_fork(model: Option<&Model>) {
+    let mut told = lock(&TOLD);
+    let mut queue = lock(&QUEUE);
+    if let Some(model) = model {
+        std::mem::swap(&mut *queue, &mut *told);
+        tell(model, &mut told);
+    }
+    let _ = HELD.try_with(|held| *held.borrow_mut() = Some((told, queue)));
+}
+
+/// After a fork, in the parent and in the child: the locks [`before_fork`] took, let go.
+pub fn after_fork() {
+    let _ = HELD.try_with(|held| held.borrow_mut().take());
 }
 
 /// Whether work waits in the queue.
 #[cfg(test)]
 pub fn waiting() -> bool {
-    WAITING.load(Ordering::Relaxed)
+    PENDING.load(Ordering::Relaxed) > 0
+}
+
+/// Held by the tests that use the process's batch, one at a time.
+#[cfg(test)]
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use streamsan::model::op::{HostEffect, StackId, ThreadId};
+
+    use super::*;
+
+    static ASKED: AtomicUsize = AtomicUsize::new(0);
+
+    fn asked() -> bool {
+        ASKED.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn queue_one(model: &Model) {
+        let origin = Origin { api: "cuLaunchKernel", thread: ThreadId(1), site: StackId(0) };
+        let work = Work { origin, kernel: None, accesses: &[], host: HostEffect::None };
+        queue(model, StreamRef::Legacy { ctx: 1 }, work, Phase::Model);
+    }
+
+    #[test]
+    fn a_full_queue_is_told_by_its_server_or_else_by_the_thread_that_filled_it() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let model = Model::new(Box::new(|_| None), None);
+        settle(&model);
+        // No thread serves the batch: the call that fills the queue tells it.
+        for _ in 1..CAPACITY {
+            queue_one(&model);
+        }
+        assert!(waiting());
+        queue_one(&model);
+        assert!(!waiting(), "the call that filled the queue told it");
+        // A server is asked once, and the queue waits for it, up to the limit.
+        serve_by(asked);
+        for _ in 0..CAPACITY {
+            queue_one(&model);
+        }
+        assert_eq!(ASKED.load(Ordering::Relaxed), 1);
+        assert!(waiting(), "the server tells a full queue");
+        for _ in CAPACITY..LIMIT - 1 {
+            queue_one(&model);
+        }
+        assert!(waiting());
+        queue_one(&model);
+        assert!(!waiting(), "the call that found the limit told the queue");
+        assert_eq!(ASKED.load(Ordering::Relaxed), 1);
+    }
 }

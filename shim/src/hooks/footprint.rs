@@ -88,7 +88,9 @@ fn real_driver() -> Option<engine::Driver> {
     })
 }
 
-/// `STREAMSAN_FOOTPRINT_TRACE=1`: each footprint read is printed on stderr, and the engine's
+/// `STREAMSAN_FOOTPRINT_TRACE=1`: each launch planned for measuring (`footprint=learn`: its
+/// kernel and words, to see why it was not learnt) and each footprint read are printed on
+/// stderr, and the engine's
 /// counters at exit; `=counters`: the counters only (for debugging the engine on a new
 /// driver or GPU).
 fn trace() -> bool {
@@ -137,6 +139,10 @@ pub unsafe fn plan(
         Lookup::Unknown { kernel_seen: true } => engine::Ask::Measure,
         Lookup::Unknown { kernel_seen: false } | Lookup::Unlearnable => engine::Ask::MeasureFirst,
     };
+    if trace() && ask != engine::Ask::Skip {
+        let name = info.id.map(|id| model.kernel_name(id)).unwrap_or_default();
+        eprintln!("streamsan: footprint plan: {ask:?} {name} words {words:x?}");
+    }
     engine::arm(f, ask);
     (ask != engine::Ask::Skip).then_some(kernel)
 }

@@ -50,8 +50,8 @@ pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
     result
 }
 
-/// Tells the model the work waiting in [`batch`] (before a fork, so that the child's copy
-/// of the queue is empty).
+/// Tells the model the work waiting in [`batch`]: for the thread that serves the batch, and
+/// for whoever writes the whole report.
 pub fn settle() {
     if let Some(model) = MODEL.get() {
         batch::settle(model);

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamsan::phases;
 
-use crate::hooks::{footprint, model};
+use crate::hooks::{batch, footprint, model};
 use crate::host_guard;
 use crate::intercept::options::options;
 use crate::intercept::{first_call, stats};
@@ -52,7 +52,7 @@ extern "C" fn on_load() {
     // flags and closes a descriptor.
     unsafe {
         on_exit(at_exit, core::ptr::null_mut());
-        libc::pthread_atfork(Some(before_fork), None, Some(forked_child));
+        libc::pthread_atfork(Some(before_fork), Some(forked_parent), Some(forked_child));
     }
     if first_call::on_first_call(started) {
         // A library constructor called the driver before this one ran.
@@ -95,14 +95,22 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
 }
 
 /// Before a fork, in the parent: the model told the work waiting in its batch, so that the
-/// child does not tell its copy of the parent's work again.
+/// child does not tell its copy of the parent's work again, and the batch's locks held
+/// until the fork is made, so that the child inherits them free.
 extern "C" fn before_fork() {
-    model::settle();
+    batch::before_fork(model::made());
+}
+
+/// After a fork, in the parent.
+extern "C" fn forked_parent() {
+    batch::after_fork();
 }
 
 /// In a forked child, at once: flags only (no lock, which a thread of the parent may have
-/// held at the fork); the child's first driver call does the rest ([`started`]).
+/// held at the fork, but the batch's, which this thread holds); the child's first driver
+/// call does the rest ([`started`]).
 extern "C" fn forked_child() {
+    batch::after_fork();
     FORK_PENDING.store(true, Ordering::Relaxed);
     first_call::forget();
     reports::forked();

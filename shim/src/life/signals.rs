@@ -19,11 +19,12 @@
 //! stack with streamsan's frames (the fault may be streamsan's), waits a moment for the
 //! watcher, then dies of the same signal through the action that was there before.
 //!
-//! Races are on the disk as soon as they are found (`streamsan::report::sink`), so what a
-//! process killed without a chance to write (SIGKILL) loses is counts, not races. Launches
-//! and memsets wait in the model's batch until the next call settles it
-//! ([`crate::hooks::model`]): between signals the watcher settles it every [`SETTLE_EVERY`],
-//! so that a race among them is on the disk within that time even if no call follows. A program
+//! The watcher also serves the model's batch ([`crate::hooks::batch`]): launches and memsets
+//! wait there, and the watcher tells the model of them when the batch asks (a full queue) and
+//! every [`SETTLE_EVERY`] between signals, so that the program's threads do not wait for their
+//! model updates, and a race among them is on the disk within that time even if no call
+//! follows. Races are on the disk as soon as they are found (`streamsan::report::sink`), so
+//! what a process killed without a chance to write (SIGKILL) loses is counts, not races. A program
 //! that installs its own handler after its first driver call replaces these, and loses
 //! nothing more: when it exits the report is written at exit.
 
@@ -32,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::reports;
-use crate::hooks::model;
+use crate::hooks::{batch, model};
 use crate::sites::stack;
 
 const FATAL: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
@@ -50,6 +51,8 @@ static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] = [const { co
 
 /// The watcher's pipe (write end), or -1 while there is no watcher.
 static WAKE: AtomicI32 = AtomicI32::new(-1);
+/// A message asking the watcher to settle the batch is in the pipe, not yet read.
+static ASKED: AtomicBool = AtomicBool::new(false);
 /// Set by the watcher when it wrote the report for a fatal signal.
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 
@@ -64,7 +67,8 @@ const DONE: u8 = 2;
 /// The handler stopped waiting: the watcher sends the signal again when done.
 const GAVE_UP: u8 = 3;
 
-/// What the handler tells the watcher: the signal, and the thread it interrupted.
+/// What the handler tells the watcher: the signal, and the thread it interrupted; signal 0
+/// asks it to settle the batch ([`ask_to_settle`]).
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Wake {
@@ -148,6 +152,7 @@ pub fn forked_child() {
         unsafe { libc::close(fd) };
     }
     TERMINATING.store(IDLE, Ordering::Relaxed);
+    ASKED.store(false, Ordering::Relaxed);
 }
 
 fn start_watcher() {
@@ -160,12 +165,29 @@ fn start_watcher() {
     let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(move || watch(read));
     if spawned.is_ok() {
         WAKE.store(fds[1], Ordering::Release);
+        batch::serve_by(ask_to_settle);
     }
 }
 
-/// The watcher: for each wake-up, writes the report (on stderr if the file cannot be
+/// Asks the watcher to settle the batch; false when there is no watcher to ask. One message
+/// at a time: a full queue that finds one unread needs no other.
+fn ask_to_settle() -> bool {
+    if ASKED.swap(true, Ordering::AcqRel) {
+        return true;
+    }
+    let fd = WAKE.load(Ordering::Acquire);
+    let message = Wake { signal: 0, tid: 0 };
+    // SAFETY: writing one message, smaller than PIPE_BUF, to our pipe.
+    let sent = fd >= 0 && unsafe { libc::write(fd, (&raw const message).cast(), core::mem::size_of::<Wake>()) } > 0;
+    if !sent {
+        ASKED.store(false, Ordering::Release);
+    }
+    sent
+}
+
+/// The watcher: for each signal, writes the report (on stderr if the file cannot be
 /// written); then tells the handler, or, if it stopped waiting, sends its signal again.
-/// Between wake-ups, settles the model's batch.
+/// When asked, and between wake-ups, settles the model's batch.
 fn watch(read: c_int) {
     // Signals for the process go to the program's threads, never to this one.
     // SAFETY: blocking every signal in this thread.
@@ -189,6 +211,11 @@ fn watch(read: c_int) {
                 continue;
             }
             return;
+        }
+        if wake.signal == 0 {
+            ASKED.store(false, Ordering::Release);
+            model::settle();
+            continue;
         }
         model::settle();
         let sink = reports::sink();
