@@ -267,7 +267,7 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::op::{Origin, StackId, ThreadId};
+    use crate::model::op::Origin;
 
     fn op(slot: Slot, time: u32) -> OpRecord {
         OpRecord::new(&Origin::test("cuLaunchKernel", 1), None, Epoch::new(slot, time))
@@ -364,14 +364,7 @@ mod tests {
     }
 
     fn logged(seq: u64) -> Logged {
-        let op = OpRecord {
-            epoch: Epoch::new(1, seq as u32),
-            api: "test",
-            kernel: None,
-            thread: ThreadId(1),
-            site: StackId(0),
-        };
-        Logged { seq, lo: 0, hi: 8, mode: Mode::Write, freed: None, buffer: 1, op, knew: Vec::new() }
+        Logged { seq, lo: 0, hi: 8, mode: Mode::Write, freed: None, buffer: 1, op: op(1, seq as u32), knew: Vec::new() }
     }
 
     #[test]

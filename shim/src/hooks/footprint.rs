@@ -88,11 +88,11 @@ fn real_driver() -> Option<engine::Driver> {
     })
 }
 
-/// `STREAMSAN_FOOTPRINT_TRACE=1`: each launch planned for measuring (`footprint=learn`: its
-/// kernel and words, to see why it was not learnt) and each footprint read are printed on
-/// stderr, and the engine's
-/// counters at exit; `=counters`: the counters only (for debugging the engine on a new
-/// driver or GPU).
+/// `STREAMSAN_FOOTPRINT_TRACE=1`: printed on stderr, each launch planned for measuring in
+/// `footprint=learn` (its kernel and its words: why it was not learnt), each footprint read,
+/// and the engine's counters at exit. `=counters`: the counters only (for debugging the
+/// engine on a new driver or GPU). Anything else, or unset: nothing is printed, and the
+/// trace costs a launch the load of a flag.
 fn trace() -> bool {
     trace_level() == 2
 }

@@ -191,11 +191,17 @@ mod tests {
             model.stream_created(s, 1, true, &Origin::test("cuStreamCreate", 1));
         }
         model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 2));
-        let params = [Access::new(BUFFER, 8, mode)];
-        let origin = Origin::test("cuLaunchKernel", 3);
-        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(S1, work, 7, None));
+        pend(&model, S1, 7, 3, mode);
         model
+    }
+
+    /// A launch on `on`, made at call `at`, pending as `ticket`, whose parameters say it
+    /// touches the buffer's first 8 bytes in `mode`.
+    fn pend(model: &Model, on: StreamRef, ticket: u64, at: u32, mode: Mode) {
+        let params = [Access::new(BUFFER, 8, mode)];
+        let origin = Origin::test("cuLaunchKernel", at);
+        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+        assert!(model.launch_deferred(on, work, ticket, None));
     }
 
     fn buffer() -> Alloc {
@@ -208,10 +214,7 @@ mod tests {
     #[test]
     fn what_follows_a_pending_launch_on_its_stream_is_ordered_after_it_whatever_else_is_pending() {
         let model = a_pending_launch(Mode::Read);
-        let params = [Access::new(BUFFER, 8, Mode::Write)];
-        let origin = Origin::test("cuLaunchKernel", 4);
-        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(S2, work, 8, None));
+        pend(&model, S2, 8, 4, Mode::Write);
         let write = [Access::new(BUFFER, 8, Mode::Write)];
         let origin = Origin::test("cuMemsetD8Async", 5);
         model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
@@ -226,10 +229,8 @@ mod tests {
     #[test]
     fn launches_pending_together_and_read_last_first_race_through_the_log() {
         let model = a_pending_launch(Mode::Write);
+        pend(&model, S2, 8, 4, Mode::Write);
         let params = [Access::new(BUFFER, 8, Mode::Write)];
-        let origin = Origin::test("cuLaunchKernel", 4);
-        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(S2, work, 8, None));
         let footprint = Footprint { ranges: &params, cover: None };
         model.launch_measured(8, Some(footprint));
         assert!(model.races().is_empty(), "{:?}", model.races());
@@ -268,10 +269,7 @@ mod tests {
         model.alloc(freed, None, &Origin::test("cuMemAlloc", 2));
         model.free(FREED, FreeOn::Synchronous { ctx: 1 }, &Origin::test("cuMemFree", 3));
         model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 4));
-        let params = [Access::new(BUFFER, 8, Mode::Read)];
-        let origin = Origin::test("cuLaunchKernel", 5);
-        let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(S1, work, 7, None));
+        pend(&model, S1, 7, 5, Mode::Read);
         model.free(BUFFER, FreeOn::Synchronous { ctx: 1 }, &Origin::test("cuMemFree", 6));
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(FREED, 8, Mode::Read)], cover: None }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();

@@ -58,6 +58,11 @@ mod tests {
         m.alloc(Alloc { base, size, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
     }
 
+    /// A measured write of the buffer's first `n` bytes.
+    fn write(n: u64) -> [Access; 1] {
+        [Access::new(BASE, n, Mode::Write)]
+    }
+
     fn op() -> OpRecord {
         OpRecord {
             api: "cuLaunchKernel",
@@ -196,7 +201,6 @@ mod tests {
     fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
         let m = model();
         let guess = [pointer(BASE, 0)];
-        let write = |n: u64| [Access::new(BASE, n, Mode::Write)];
         // The size word changes with the footprint, then three launches of one size agree.
         m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
         m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
@@ -213,7 +217,6 @@ mod tests {
     fn a_word_that_moved_the_footprint_once_stays_in_the_key_when_it_changes_without_moving_it() {
         let m = model();
         let guess = [pointer(BASE, 0)];
-        let write = |n: u64| [Access::new(BASE, n, Mode::Write)];
         // A size, rounded up to 128 bytes: it moved the footprint from 64 to 128, then,
         // once the launch of 64 is no longer among the recent ones, changes within the
         // rounding.
