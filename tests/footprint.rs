@@ -236,6 +236,20 @@ fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
 }
 
 #[test]
+fn a_byte_that_changes_beside_a_size_does_not_keep_a_kernel_measured() {
+    // footprint_packed writes half of x, then a quarter, in turn: its 4-byte length shares an
+    // 8-byte word with a byte that is new at every launch. The length moves the footprint, so
+    // a word holding both would never leave the key, and the byte would make every launch a
+    // new key; on a word of its own the byte leaves it as a step count does.
+    let (run, log) = run_rounds("packed", "racy", "learn", 8, &[]);
+    let measured = logged(&log, "measured", "footprint_packed");
+    assert_eq!(measured, 2 + streamsan::model::learnt::IGNORED_AFTER as usize, "{log:?}");
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
+    let (fixed, _) = run_rounds("packed", "fixed", "learn", 8, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
 fn a_module_is_patched_again_no_more_than_the_bound() {
     // Every round: 300 launches of a learnt key (the module goes quiet and is unpatched), then
     // a new key of that kernel and a kernel never launched before (each asks for the module

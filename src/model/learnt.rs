@@ -4,7 +4,9 @@
 //! What a kernel touches, relative to the pointers it is given, is a function of its scalar
 //! arguments and launch shape in all but data-dependent kernels (a gather by an index
 //! tensor). The shim gives each launch as its kernel and its *words*: the launch shape, then
-//! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`].
+//! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`]
+//! (a parameter of fewer than 8 bytes that shares its word with another is a word of its own,
+//! at the end: `docs/semantics.md`, "The key").
 //! A measured launch's footprint is kept as what it touched through each pointer parameter,
 //! a direction and an extent relative to the pointer ([`known`], [`Learnt::learn`]); a later launch whose
 //! words give the same key is checked at issue with those extents, at no device cost

@@ -19,7 +19,10 @@
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
    the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
-   footprint_beyond: footprint_touch's parameters, each triple's bytes just after it. */
+   footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
+   footprint_packed(u32 length, u8 junk, u64 address, u64 flags): one triple whose length is
+   a 4-byte parameter sharing its word with a byte that touches nothing (PyTorch's
+   elementwise kernels: a size, then an empty lambda's unwritten byte). */
 #define TOUCH_ENTRY(name)                                                                     \
     ".visible .entry " name "(\n  .param .u64 " name "_param_0,\n  .param .u64 " name "_param_1,\n" \
     "  .param .u64 " name "_param_2\n)\n{\n ret;\n}\n"
@@ -32,9 +35,12 @@ static const char PTX[] =
     "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
     TOUCH_ENTRY("footprint_fresh0") TOUCH_ENTRY("footprint_fresh1") TOUCH_ENTRY("footprint_fresh2")
     TOUCH_ENTRY("footprint_fresh3") TOUCH_ENTRY("footprint_fresh4") TOUCH_ENTRY("footprint_fresh5")
-    TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7") TOUCH_ENTRY("footprint_beyond");
+    TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7") TOUCH_ENTRY("footprint_beyond")
+    ".visible .entry footprint_packed(\n"
+    "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
+    "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
 
-static CUfunction touch, args, step, fresh[FRESH], beyond;
+static CUfunction touch, args, step, fresh[FRESH], beyond, packed;
 
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
@@ -52,6 +58,12 @@ static void launch_step(CUstream s, CUdeviceptr p, unsigned long long len, unsig
     CHECK(cuLaunchKernel(step, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+static void launch_packed(CUstream s, CUdeviceptr p, unsigned len, unsigned char junk) {
+    unsigned long long a = p, f = W;
+    void *params[] = {&len, &junk, &a, &f};
+    CHECK(cuLaunchKernel(packed, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 static void launch_fresh(CUstream s, int which, CUdeviceptr p, unsigned long long len) {
     unsigned long long a = p, l = len, f = W;
     void *params[] = {&a, &l, &f};
@@ -66,7 +78,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|toggle racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|packed|toggle racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -86,6 +98,7 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
+    CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
     for (int i = 0; i < FRESH; i++) {
         char name[32];
         snprintf(name, sizeof name, "footprint_fresh%d", i);
@@ -168,6 +181,13 @@ int main(int argc, char **argv) {
             /* A writes the first half or quarter of x (in turn), with a step count that
                changes at every launch; B reads 8 bytes both cover. */
             launch_step(a, x, round % 2 ? N / 4 : N / 2, round);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + N / 4 - 8, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "packed") == 0) {
+            /* A writes the first half or quarter of x (in turn), its length beside a byte
+               that is new at every launch; B reads 8 bytes both cover. */
+            launch_packed(a, x, round % 2 ? N / 4 : N / 2, (unsigned char)(round * 37 + 11));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + N / 4 - 8, 8, R);
             CHECK(cuCtxSynchronize());

@@ -224,6 +224,30 @@ unsafe fn launch_words(
             *word = POINTER;
         }
     }
+    split_shared_words(info, words);
+}
+
+/// Each parameter of fewer than 8 bytes that shares its 8-byte word with another parameter,
+/// moved out of that word to one of its own at the end of `words`. Why: a byte the program
+/// never writes (the one byte of an empty lambda beside a 4-byte size, in PyTorch's
+/// elementwise kernels) would keep every key of its word new, and the size beside it keeps
+/// the word in the key; on a word of its own it varies alone and leaves the key as any word
+/// that varies without moving the footprint (`reports/gpu/b3587ae/README.md`).
+fn split_shared_words(info: &KernelInfo, words: &mut Vec<u64>) {
+    let word_of = |offset: usize| SHAPE_WORDS + offset / 8;
+    for (i, p) in info.params.iter().enumerate() {
+        let within = p.offset % 8;
+        if p.size == 0 || p.size >= 8 || within + p.size > 8 {
+            continue;
+        }
+        let shared = info.params.iter().enumerate().any(|(j, q)| {
+            j != i && q.size > 0 && q.offset / 8 <= p.offset / 8 && p.offset / 8 <= (q.offset + q.size - 1) / 8
+        });
+        let Some(&word) = words.get(word_of(p.offset)).filter(|_| shared) else { continue };
+        let mask = ((1u64 << (8 * p.size)) - 1) << (8 * within);
+        words[word_of(p.offset)] = word & !mask;
+        words.push((word & mask) >> (8 * within));
+    }
 }
 
 /// Just after a launch's real call: its ticket, if it was measured. A launch to measure

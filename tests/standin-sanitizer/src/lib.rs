@@ -9,7 +9,8 @@
 //! flags) triples of u64 (flags: the patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63
 //! set repeats: see [`accesses`]); a word left over after the triples is a scalar that
 //! touches nothing; `footprint_beyond*` touches, for each triple, the `length` bytes just
-//! after it (a kernel whose footprint its parameters cannot tell from `footprint_touch`'s).
+//! after it (a kernel whose footprint its parameters cannot tell from `footprint_touch`'s);
+//! `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)` touches its one triple.
 //! It writes the table the patch would have written
 //! (`streamsan_footprint::table::emulate`). A module is patched until
 //! `sanitizerUnpatchModule` and again after `sanitizerPatchModule`, as on a GPU: a launch of
@@ -252,6 +253,12 @@ unsafe extern "C" fn launched(
         for k in (0..size / 8).map(|k| k * 8) {
             words.push(unsafe { (value.add(k) as *const u64).read_unaligned() });
         }
+    }
+    if name.starts_with("footprint_packed") && count == 4 {
+        // SAFETY: the launch's four parameters, as the kernel declares them.
+        let (length, address, flags) =
+            unsafe { (*(*params as *const u32), *(*params.add(2) as *const u64), *(*params.add(3) as *const u64)) };
+        words = vec![address, u64::from(length), flags];
     }
     if name.starts_with("footprint_beyond") {
         for t in words.chunks_exact_mut(3) {
