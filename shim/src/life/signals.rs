@@ -175,10 +175,7 @@ fn ask_to_settle() -> bool {
     if ASKED.swap(true, Ordering::AcqRel) {
         return true;
     }
-    let fd = WAKE.load(Ordering::Acquire);
-    let message = Wake { signal: 0, tid: 0 };
-    // SAFETY: writing one message, smaller than PIPE_BUF, to our pipe.
-    let sent = fd >= 0 && unsafe { libc::write(fd, (&raw const message).cast(), core::mem::size_of::<Wake>()) } > 0;
+    let sent = wake(0);
     if !sent {
         ASKED.store(false, Ordering::Release);
     }
@@ -238,7 +235,7 @@ fn watch(read: c_int) {
     }
 }
 
-/// Tells the watcher; false when there is none.
+/// Tells the watcher `signal` (0: settle the batch); false when there is no watcher.
 fn wake(signal: c_int) -> bool {
     let fd = WAKE.load(Ordering::Acquire);
     // SAFETY: gettid(2) and write(2) are async-signal-safe; the message is smaller than
