@@ -19,7 +19,8 @@
 //! is the kernel's words *less those found not to bear on its footprint*. Each measured launch
 //! is compared with the kernel's last [`RECENT`] measured launches, and with the last one
 //! that had the same footprint however long ago (a kernel may run many footprints in turn,
-//! one per chunk of a tensor list, and meet its own again a step later): a word that differed from
+//! one per chunk of a tensor list, and meet its own again a step later; two footprints are the
+//! same when each pointer has the same extent, whatever order the buffers lie in): a word that differed from
 //! one with the same footprint (no word known to bear on it differing too) gains a point, and
 //! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
 //! another footprint bears on it and is never left out. A launch whose key hits is given the
@@ -99,6 +100,14 @@ pub enum Known {
 }
 
 impl Known {
+    /// The footprint of these extents (one per slot), in slot order: the same bytes measured
+    /// in buffers laid out in another order are the same footprint, and must compare equal
+    /// (a caching allocator hands a kernel's buffers out in a new order at every step).
+    fn extents(mut extents: Vec<Extent>) -> Known {
+        extents.sort_unstable_by_key(|e| e.slot);
+        Known::Extents(extents.into())
+    }
+
     /// Whether an extent is part of an overflowed table's cover.
     pub fn has_cover(&self) -> bool {
         matches!(self, Known::Extents(extents) if extents.iter().any(|e| e.cover))
@@ -113,7 +122,7 @@ impl Known {
         for e in b.iter() {
             add_extent(&mut out, *e);
         }
-        Known::Extents(out.into())
+        Known::extents(out)
     }
 }
 
@@ -436,7 +445,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
             }
         }
     }
-    Known::Extents(extents.into())
+    Known::extents(extents)
 }
 
 #[cfg(test)]
