@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use crate::api::{self, Api, Handle};
 use crate::table::{self, Measured, TABLE_BYTES};
@@ -98,6 +99,10 @@ struct Engine {
     /// Launches whose function's module, as known before (from `cuFuncGetModule` or an
     /// earlier launch), was not the module the launch callback named.
     module_mismatch: AtomicU64,
+    /// Nanoseconds spent adding the patch and patching or unpatching modules, and reading
+    /// tables back (copies, resets and the wait for them).
+    patching_ns: AtomicU64,
+    reading_ns: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -220,6 +225,8 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         left_unpatched: AtomicU64::new(0),
         patched_unmeasured: AtomicU64::new(0),
         module_mismatch: AtomicU64::new(0),
+        patching_ns: AtomicU64::new(0),
+        reading_ns: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -313,7 +320,9 @@ impl Engine {
         }
         let _held = self.patching.lock().unwrap_or_else(|e| e.into_inner());
         let _ = PATCHING.try_with(|p| p.set(true));
+        let started = Instant::now();
         let result = f();
+        self.patching_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let _ = PATCHING.try_with(|p| p.set(false));
         result
     }
@@ -463,6 +472,10 @@ pub struct Counters {
     /// Launches whose module was not the one known for their function before (the driver's
     /// `cuFuncGetModule` and the Compute Sanitizer API disagreeing, or a handle reused).
     pub module_mismatch: u64,
+    /// Time spent patching (adding the patch, patching and unpatching modules) and reading
+    /// tables back, in microseconds: what a module's toggling and a collection cost.
+    pub patching_us: u64,
+    pub reading_us: u64,
 }
 
 /// What the engine did so far.
@@ -478,6 +491,8 @@ pub fn counters() -> Counters {
             left_unpatched: c(&e.left_unpatched),
             patched_unmeasured: c(&e.patched_unmeasured),
             module_mismatch: c(&e.module_mismatch),
+            patching_us: c(&e.patching_ns) / 1000,
+            reading_us: c(&e.reading_ns) / 1000,
         }
     })
 }
@@ -657,6 +672,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
     let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
+    let started = Instant::now();
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let mut i = 0;
     let mut host = Vec::new();
@@ -692,6 +708,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         i = j;
     }
     drop(pools);
+    engine.reading_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     read_out.sort_unstable_by_key(|&(ticket, _)| ticket);
     for (ticket, measured) in read_out {
         found(ticket, measured);

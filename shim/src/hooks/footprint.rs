@@ -329,8 +329,8 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed; modules unpatched {} times, patched again {} times; {} launches to measure left on their parameters in unpatched modules; {} launches ran patched without being measured; {} launches in another module than known for their function",
-            c.measured, c.no_table, c.overflowed, c.unpatched, c.repatched, c.left_unpatched, c.patched_unmeasured, c.module_mismatch
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed; modules unpatched {} times, patched again {} times; {} launches to measure left on their parameters in unpatched modules; {} launches ran patched without being measured; {} launches in another module than known for their function; {} µs patching, {} µs reading tables",
+            c.measured, c.no_table, c.overflowed, c.unpatched, c.repatched, c.left_unpatched, c.patched_unmeasured, c.module_mismatch, c.patching_us, c.reading_us
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();
