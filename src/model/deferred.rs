@@ -36,6 +36,7 @@ use super::clock::{Epoch, Slot, VectorClock};
 use super::learnt::Learning;
 use super::op::{Access, Mode, OpRecord};
 use super::race::BufferFacts;
+use crate::hash::FastSet;
 
 /// Accesses kept in the log at most; beyond, the oldest go (and races with them may be
 /// missed, counted).
@@ -87,6 +88,15 @@ impl Logged {
     }
 }
 
+/// What was logged after a pending launch ([`Deferred::take`]).
+#[derive(Default)]
+pub(in crate::model) struct Later {
+    /// The operations: a record of one of them in a buffer's history is left to the log.
+    pub(in crate::model) ops: FastSet<Epoch>,
+    /// The entries not ordered after the launch, in issue order.
+    pub(in crate::model) unordered: Vec<Logged>,
+}
+
 #[derive(Default)]
 struct Window {
     seq: u64,
@@ -112,6 +122,24 @@ impl Window {
         let at = self.log.partition_point(|l| l.seq <= entry.seq);
         self.log.insert(at, entry);
         if self.log.len() > MAX_LOGGED {
+            self.log.pop_front();
+            dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Logs `entries`, of one issue position, after what is logged at or before it (one
+    /// move of the entries after them, not one per entry); past the bound, the oldest go.
+    fn push_all(&mut self, entries: Vec<Logged>, dropped: &AtomicU64) {
+        let Some(seq) = entries.first().map(|e| e.seq) else { return };
+        let at = self.log.partition_point(|l| l.seq <= seq);
+        if at == self.log.len() {
+            self.log.extend(entries);
+        } else {
+            let tail = self.log.split_off(at);
+            self.log.extend(entries);
+            self.log.extend(tail);
+        }
+        while self.log.len() > MAX_LOGGED {
             self.log.pop_front();
             dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -211,12 +239,27 @@ impl Deferred {
     }
 
     /// Ends the wait of the launch pending as `ticket`: it, and what was logged after it.
-    pub(in crate::model) fn take(&self, ticket: u64) -> Option<(Pending, Vec<Logged>)> {
+    /// Only the entries not ordered after it are copied out (in a program that orders its
+    /// streams, next to none: a step logs thousands of accesses, and each measured launch
+    /// used to copy them all).
+    pub(in crate::model) fn take(&self, ticket: u64) -> Option<(Pending, Later)> {
         let mut window = self.window();
         let at = window.pending.iter().position(|p| p.ticket == ticket)?;
         let pending = window.pending.remove(at);
         self.pending.fetch_sub(1, Ordering::AcqRel);
-        let later: Vec<Logged> = window.log.iter().filter(|l| l.seq > pending.seq).cloned().collect();
+        let mut later = Later::default();
+        let from = window.log.partition_point(|l| l.seq <= pending.seq);
+        let mut last = None;
+        for l in window.log.range(from..) {
+            // An operation's accesses are logged together: one insert for them all.
+            if last != Some(l.op.epoch) {
+                later.ops.insert(l.op.epoch);
+                last = Some(l.op.epoch);
+            }
+            if !l.after(pending.op.epoch) {
+                later.unordered.push(l.clone());
+            }
+        }
         Some((pending, later))
     }
 
@@ -225,21 +268,21 @@ impl Deferred {
     /// 0 if allocated after it), and forgets what no pending launch needs.
     pub(in crate::model) fn log_measured(&self, pending: &Pending, accesses: &[Access], buffer: impl Fn(u64) -> u64) {
         let mut window = self.window();
-        if !window.pending.is_empty() {
+        // Only a launch pending from before it reads these entries (one from after it found
+        // it pending and checked it); footprints mostly come in issue order, and then none is.
+        if window.pending.iter().any(|p| p.seq < pending.seq) {
             let knew = window.knew(&pending.clock);
-            for a in accesses {
-                let entry = Logged {
-                    seq: pending.seq,
-                    lo: a.addr,
-                    hi: a.addr + a.len.max(1),
-                    mode: a.mode,
-                    freed: None,
-                    buffer: buffer(a.addr),
-                    op: pending.op,
-                    knew: knew.clone(),
-                };
-                window.push(entry, &self.dropped);
-            }
+            let entries = accesses.iter().map(|a| Logged {
+                seq: pending.seq,
+                lo: a.addr,
+                hi: a.addr + a.len.max(1),
+                mode: a.mode,
+                freed: None,
+                buffer: buffer(a.addr),
+                op: pending.op,
+                knew: knew.clone(),
+            });
+            window.push_all(entries.collect(), &self.dropped);
         }
         window.prune();
     }
@@ -320,12 +363,12 @@ mod tests {
         deferred.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
         observe(&deferred, 8);
         let (eight, later) = deferred.take(8).expect("pending");
-        assert_eq!(starts(&later), [8]);
+        assert_eq!(starts(&later.unordered), [8]);
         deferred.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
         deferred.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), None);
         let (seven, later) = deferred.take(7).expect("pending");
-        assert_eq!(starts(&later), [0, 0x100, 8]);
-        let measured = &later[1];
+        assert_eq!(starts(&later.unordered), [0, 0x100, 8]);
+        let measured = &later.unordered[1];
         assert_eq!(
             (measured.hi, measured.mode, measured.buffer, measured.op.epoch),
             (0x110, Mode::Read, 5, eight.op.epoch)
@@ -336,7 +379,7 @@ mod tests {
             observe(&deferred, 0x1000 + i);
         }
         assert_eq!(deferred.dropped(), 0);
-        assert_eq!(deferred.take(9).map(|(_, later)| later.len()), Some(MAX_LOGGED));
+        assert_eq!(deferred.take(9).map(|(_, later)| later.unordered.len()), Some(MAX_LOGGED));
     }
 
     /// Past the log's bound the oldest accesses go, counted; the latest stay.
@@ -348,6 +391,7 @@ mod tests {
         }
         assert_eq!(deferred.dropped(), 2);
         let (_, later) = deferred.take(7).expect("pending");
+        let later = later.unordered;
         assert_eq!(later.len(), MAX_LOGGED);
         assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
     }

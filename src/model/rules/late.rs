@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::hash::FastSet;
 use crate::model::buffers::Found;
 use crate::model::clock::Epoch;
 use crate::model::deferred::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
@@ -77,15 +76,14 @@ impl Model {
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             self.learn(learning, &pending.guess, measured, pending.op);
         }
-        let later_ops: FastSet<Epoch> = later.iter().map(|l| l.op.epoch).collect();
         let mut found = Vec::new();
         for access in &accesses {
-            let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later_ops };
+            let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later.ops };
             self.access(access, &pending.clock, pending.op, checked, &mut found);
         }
         // What was issued after it, unordered with it.
-        for entry in &later {
-            if entry.after(pending.op.epoch) || entry.buffer >= pending.next_buffer {
+        for entry in &later.unordered {
+            if entry.buffer >= pending.next_buffer {
                 continue;
             }
             for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
