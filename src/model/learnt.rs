@@ -32,7 +32,10 @@
 //! kernels; both may then be given too small an extent, as the README says.
 //!
 //! **Attribution.** A measured range is attributed to the pointer parameter into the same
-//! buffer at or nearest below it. A launch that touched a buffer no parameter points into
+//! buffer at or nearest below it, and split where another pointer into the buffer falls
+//! inside it (two adjacent tensors of one allocator block read in one range are each their
+//! pointer's; what this gets wrong: views of one tensor, passed as two arguments, that
+//! overlap, whose parts then depend on the distance between them). A launch that touched a buffer no parameter points into
 //! (pointers read from memory: pointer tables, NCCL's work descriptors) is unlearnable: its
 //! launches are measured every time. A parameter whose buffer was not touched keeps its
 //! pointer's own access (memory reached without a patch point, such as Hopper's bulk tensor
@@ -407,21 +410,28 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
         let from = lo.wrapping_sub(p.addr) as i64;
         Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
     };
+    // The first pointer into `buffer` above `addr`.
+    let next_pointer = |buffer: (u64, u64), addr: u64| {
+        guess
+            .iter()
+            .filter(|g| g.slot.is_some() && g.addr > addr && bounds(g.addr) == Some(buffer))
+            .map(|g| g.addr)
+            .min()
+    };
     let mut extents: Vec<Extent> = Vec::new();
     for m in measured.ranges {
-        // A range joined across touching granules may span adjacent buffers: each part.
+        // A range joined across touching granules may span adjacent buffers, and adjacent
+        // tensors of one buffer (a caching allocator's block): each part is its pointer's,
+        // so that the footprint is the same wherever the allocator put them.
         let (mut lo, hi) = (m.addr, m.addr + m.len);
-        for _ in 0..8 {
+        while lo < hi {
             let Some(buffer) = bounds(lo) else { break };
             let Some(p) = pointer(buffer, lo) else {
                 return Known::Unlearnable;
             };
-            let end = hi.min(buffer.1);
+            let end = hi.min(buffer.1).min(next_pointer(buffer, lo).unwrap_or(u64::MAX));
             add_extent(&mut extents, extent(&p, lo, end, m.mode, false));
             lo = end;
-            if lo >= hi {
-                break;
-            }
         }
     }
     if let Some(cover) = measured.cover {

@@ -136,6 +136,30 @@ mod tests {
     }
 
     #[test]
+    fn a_range_over_two_adjacent_tensors_of_one_buffer_is_split_at_the_second_pointer() {
+        // Two inputs read and one output written, all in one allocator block; the inputs lie
+        // side by side in one launch (one measured range over both) and apart in the next,
+        // with a stale word that differs: the same footprint, so the word leaves the key.
+        let m = model();
+        let (n, out) = (0x1000, BASE + SIZE / 2);
+        for (step, second) in [(0, BASE + n), (1, BASE + 4 * n), (2, BASE + n)] {
+            let guess = [pointer(BASE, 0), pointer(second, 8), pointer(out, 16)];
+            let mut measured = vec![Access::new(BASE, n, Mode::Read), Access::new(out, n, Mode::Write)];
+            if second == BASE + n {
+                measured[0].len = 2 * n;
+            } else {
+                measured.push(Access::new(second, n, Mode::Read));
+            }
+            m.learn(&learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured), op());
+        }
+        let mut later = [pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 8 * n, n, Mode::Read));
+        assert_eq!(span(&later[1]), (BASE + 9 * n, n, Mode::Read));
+        assert_eq!(span(&later[2]), (out, n, Mode::Write));
+    }
+
+    #[test]
     fn a_cover_is_learnt_as_its_part_in_each_parameters_buffer() {
         let m = model();
         // Three buffers: the kernel's two parameters point into the outer ones; the cover
