@@ -54,9 +54,14 @@ pub enum Phase {
     /// `footprint=exact|learn`: at a synchronizing call, the footprints of the launches it
     /// completed read and checked.
     FootprintCollect,
+    /// Checking a measured launch against what was issued before and after it (inside
+    /// `FootprintCollect`).
+    FootprintCheck,
+    /// Learning a measured launch's footprint (inside `FootprintCollect`).
+    FootprintLearn,
 }
 
-const PHASES: usize = 14;
+const PHASES: usize = 16;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -72,6 +77,8 @@ const ALL: [Phase; PHASES] = [
     Phase::LockWait,
     Phase::FootprintPlan,
     Phase::FootprintCollect,
+    Phase::FootprintCheck,
+    Phase::FootprintLearn,
 ];
 
 impl Phase {
@@ -91,6 +98,8 @@ impl Phase {
             Phase::LockWait => "lock waits (in updates)",
             Phase::FootprintPlan => "footprint: plan/arm",
             Phase::FootprintCollect => "footprint: collect",
+            Phase::FootprintCheck => "  of which checks before and after",
+            Phase::FootprintLearn => "  of which learning",
         }
     }
 }

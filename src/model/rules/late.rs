@@ -14,6 +14,7 @@ use crate::model::op::{Access, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
+use crate::phases::{self, Phase};
 
 use super::work::Checked;
 
@@ -74,8 +75,10 @@ impl Model {
         };
         let accesses = self.union(&pending, measured);
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
+            let _timer = phases::start(Phase::FootprintLearn);
             self.learn(learning, &pending.guess, measured, pending.op);
         }
+        let checking = phases::start(Phase::FootprintCheck);
         let mut found = Vec::new();
         for access in &accesses {
             let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later.ops };
@@ -112,6 +115,7 @@ impl Model {
                 break;
             }
         }
+        drop(checking);
         // Logged under its issue position for launches pending from before it; its bytes
         // were in a buffer allocated before it, whatever is there now.
         self.deferred.log_measured(&pending, &accesses, |addr| {
