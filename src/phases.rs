@@ -115,11 +115,24 @@ pub enum Tally {
     ShadowRecords,
     /// Records an access was compared with for conflicts (none when one stream holds all).
     RecordsCompared,
+    /// `footprint=learn`: words of a measured launch compared with earlier launches' words.
+    LearnWordsCompared,
+    /// `footprint=learn`: learnt keys filed again because a word left or rejoined the key.
+    LearnKeysRefiled,
+    /// `footprint=learn`: buffers looked up to attribute a measured launch's ranges.
+    LearnBufferLookups,
 }
 
-const TALLIES: usize = 4;
-const ALL_TALLIES: [Tally; TALLIES] =
-    [Tally::ParamWords, Tally::LaunchAccesses, Tally::ShadowRecords, Tally::RecordsCompared];
+const TALLIES: usize = 7;
+const ALL_TALLIES: [Tally; TALLIES] = [
+    Tally::ParamWords,
+    Tally::LaunchAccesses,
+    Tally::ShadowRecords,
+    Tally::RecordsCompared,
+    Tally::LearnWordsCompared,
+    Tally::LearnKeysRefiled,
+    Tally::LearnBufferLookups,
+];
 
 impl Tally {
     fn label(self) -> &'static str {
@@ -128,6 +141,9 @@ impl Tally {
             Tally::LaunchAccesses => "accesses told by launches",
             Tally::ShadowRecords => "shadow records at each access",
             Tally::RecordsCompared => "records compared for conflicts",
+            Tally::LearnWordsCompared => "learning: words compared",
+            Tally::LearnKeysRefiled => "learning: keys filed again",
+            Tally::LearnBufferLookups => "learning: buffers looked up",
         }
     }
 }

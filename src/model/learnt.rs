@@ -56,6 +56,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastHasher, FastMap};
+use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
 use super::op::{Access, Mode};
@@ -247,6 +248,7 @@ impl Kernel {
             if other.len() != words.len() {
                 continue;
             }
+            phases::tally(Tally::LearnWordsCompared, words.len());
             let differ: Vec<usize> = (0..words.len()).filter(|&i| words[i] != other[i]).collect();
             if differ.is_empty() {
                 continue;
@@ -288,6 +290,7 @@ impl Kernel {
         if changed {
             // The key changed: file every learnt launch anew (those now under one key, unioned).
             let keys = std::mem::take(&mut self.keys);
+            phases::tally(Tally::LearnKeysRefiled, keys.len());
             for (_, e) in keys {
                 self.insert(e.words, e.known);
             }

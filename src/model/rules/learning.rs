@@ -8,6 +8,7 @@ use crate::model::measured::Footprint;
 use crate::model::op::{Access, OpRecord};
 use crate::model::race::NoteKind;
 use crate::model::Model;
+use crate::phases::{self, Tally};
 
 impl Model {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
@@ -19,9 +20,12 @@ impl Model {
     /// Learns from a measured launch (`op`): `guess` its parameters' accesses, `measured`
     /// what it touched.
     pub(in crate::model) fn learn(&self, learning: &Learning, guess: &[Access], measured: Footprint<'_>, op: OpRecord) {
-        let known = learnt::known(guess, measured, |addr| match self.buffers.find(addr) {
-            Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
-            Found::Nothing => None,
+        let known = learnt::known(guess, measured, |addr| {
+            phases::tally(Tally::LearnBufferLookups, 1);
+            match self.buffers.find(addr) {
+                Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
+                Found::Nothing => None,
+            }
         });
         if known.has_cover() {
             self.notes.add(NoteKind::FootprintLearntCover, op, learning.kernel);
