@@ -403,23 +403,22 @@ impl Learnt {
 /// accesses, `measured` what it touched, `bounds` the buffer (its first and end byte) an
 /// address is in.
 pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> Option<(u64, u64)>) -> Known {
+    // Each pointer parameter and the buffer it points into, looked up once: a launch may
+    // have hundreds of ranges, and a lookup per range and pointer was most of learning's
+    // cost (ResNet-18: 6000 lookups, 0.4 ms, a measured launch).
+    let pointers: Vec<(Access, (u64, u64))> =
+        guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| Some((*g, bounds(g.addr)?))).collect();
+    let into = |buffer: (u64, u64)| pointers.iter().filter(move |(_, b)| *b == buffer).map(|(g, _)| g);
     // The pointer into `buffer` at or nearest below `addr`, else the lowest.
     let pointer = |buffer: (u64, u64), addr: u64| {
-        let into = guess.iter().filter(|g| g.slot.is_some() && bounds(g.addr) == Some(buffer));
-        let below = into.clone().filter(|g| g.addr <= addr).max_by_key(|g| g.addr);
-        below.or_else(|| into.min_by_key(|g| g.addr)).copied()
+        let below = into(buffer).filter(|g| g.addr <= addr).max_by_key(|g| g.addr);
+        below.or_else(|| into(buffer).min_by_key(|g| g.addr)).copied()
     };
+    // The first pointer into `buffer` above `addr`.
+    let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|g| g.addr).filter(|&a| a > addr).min();
     let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
         Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
-    };
-    // The first pointer into `buffer` above `addr`.
-    let next_pointer = |buffer: (u64, u64), addr: u64| {
-        guess
-            .iter()
-            .filter(|g| g.slot.is_some() && g.addr > addr && bounds(g.addr) == Some(buffer))
-            .map(|g| g.addr)
-            .min()
     };
     let mut extents: Vec<Extent> = Vec::new();
     for m in measured.ranges {
@@ -446,8 +445,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
                 return Known::Unlearnable;
             }
         }
-        let mut buffers: Vec<(u64, u64)> =
-            guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| bounds(g.addr)).collect();
+        let mut buffers: Vec<(u64, u64)> = pointers.iter().map(|(_, b)| *b).collect();
         buffers.sort_unstable();
         buffers.dedup();
         for buffer in buffers {

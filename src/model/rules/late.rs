@@ -133,12 +133,14 @@ impl Model {
         };
         let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
         out.sort_unstable_by_key(|a| a.addr);
+        // Each range's buffer, looked up once.
+        let mut ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id(a.addr)).collect();
         let mut compact: Vec<Access> = Vec::with_capacity(out.len());
         let mut i = 0;
         while i < out.len() {
-            let id = self.buffer_id(out[i].addr);
+            let id = ids[i];
             let mut j = i + 1;
-            while j < out.len() && self.buffer_id(out[j].addr) == id {
+            while j < out.len() && ids[j] == id {
                 j += 1;
             }
             compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
@@ -146,8 +148,9 @@ impl Model {
         }
         for g in &pending.guess {
             let id = self.buffer_id(g.addr);
-            if id.is_some() && !compact.iter().any(|m| self.buffer_id(m.addr) == id) {
+            if id.is_some() && !ids.contains(&id) {
                 compact.push(*g);
+                ids.push(id);
             }
         }
         compact
