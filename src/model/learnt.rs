@@ -23,7 +23,8 @@
 //! same when each pointer has the same extent, whatever order the buffers lie in): a word that differed from
 //! one with the same footprint (no word known to bear on it differing too) gains a point, and
 //! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
-//! another footprint bears on it and is never left out. A launch whose key hits is given the
+//! another footprint (neither of them an overflowed table's cover) bears on it and is never
+//! left out. A launch whose key hits is given the
 //! learnt extents; a size word that changes still makes a new key (it changed the footprint
 //! when it changed before), so a learnt extent is never applied across a change of a word
 //! that was seen to move it. Where two learnt launches fall under one key, the key keeps the
@@ -261,10 +262,13 @@ impl Kernel {
                         }
                     }
                 }
-            } else {
+            } else if !footprint.has_cover() && !known.has_cover() {
                 // The footprint moved: with the one word of the key that differed, that word
                 // bears on it; with none, the words left out that differed may (or the kernel
-                // is data-dependent): they go back into the key for good.
+                // is data-dependent): they go back into the key for good. Not from a cover,
+                // whose reach follows where the allocator put the buffers it spans: a stale
+                // byte beside it would stay in every key of the kernel (ResNet-18's ReLU
+                // backward, whose largest launch overflows, was measured at every launch).
                 let kept: Vec<usize> = differ.iter().copied().filter(|&i| !self.ignored.has(i)).collect();
                 match kept[..] {
                     [i] => self.relevant.set(i, true),

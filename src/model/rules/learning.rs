@@ -249,6 +249,31 @@ mod tests {
     }
 
     #[test]
+    fn covers_that_reach_differently_do_not_keep_a_word_in_the_key() {
+        // The kernel's largest launches overflow: their covers reach as far as the buffers
+        // they span lie apart, with only a stale word differing. Its other launches still
+        // learn that the stale word does not bear on their footprints.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        for (stale, reach) in [(1, 64), (2, 128)] {
+            let cover = Access::new(BASE + SIZE - reach, 2 * reach, Mode::Write);
+            m.learn(
+                &learning(1, &[POINTER, POINTER, 4096, stale]),
+                &guess,
+                Footprint { ranges: &[], cover: Some(cover) },
+                op(),
+            );
+        }
+        for stale in 3..6 {
+            m.learn(&learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)), op());
+        }
+        let mut later = [pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 256, 64, Mode::Write));
+    }
+
+    #[test]
     fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
         let m = model();
         let guess = [pointer(BASE, 0)];
