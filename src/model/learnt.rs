@@ -53,7 +53,7 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastHasher, FastMap};
@@ -65,6 +65,10 @@ use super::op::{Access, Mode};
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
 pub const POINTER: u64 = 0x5354_5245_414d_5054;
+
+/// Prints each learnt launch, and its kernel's words found to bear on its footprint or not
+/// (the shim sets it with `STREAMSAN_FOOTPRINT_TRACE=1`).
+pub static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// Points (launches with the same footprint though the word differed) after which a word
 /// leaves its kernel's key.
@@ -381,7 +385,17 @@ impl Learnt {
 
     /// Learns `known`, what a measured launch of `kernel` with `words` touched.
     pub fn learn(&self, kernel: u64, words: Arc<[u64]>, known: Known) {
-        self.kernels.entry(kernel).or_default().learn(words, known);
+        let trace = TRACE.load(Ordering::Relaxed).then(|| format!("{words:x?} as {known:?}"));
+        let mut k = self.kernels.entry(kernel).or_default();
+        k.learn(words, known);
+        if let Some(launch) = trace {
+            let positions = |w: &Words| (0..w.0.len() * 64).filter(|&i| w.has(i)).collect::<Vec<_>>();
+            eprintln!(
+                "streamsan: learnt {kernel:x} {launch}; words bearing on it {:?}, left out {:?}",
+                positions(&k.relevant),
+                positions(&k.ignored)
+            );
+        }
     }
 
     /// What was learnt so far (for the engine's trace at exit).

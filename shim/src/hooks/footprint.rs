@@ -56,6 +56,7 @@ pub fn start() {
                     // used what was learnt for a while is unpatched, until one must be measured.
                     engine::unpatch_quiet_modules(QUIET_LAUNCHES);
                 }
+                streamsan::model::learnt::TRACE.store(trace(), Ordering::Relaxed);
                 ACTIVE.store(true, Ordering::Release);
                 return;
             }
@@ -89,7 +90,8 @@ fn real_driver() -> Option<engine::Driver> {
 }
 
 /// `STREAMSAN_FOOTPRINT_TRACE=1`: printed on stderr, each launch planned for measuring in
-/// `footprint=learn` (its kernel and its words: why it was not learnt), each footprint read,
+/// `footprint=learn` (its kernel and its words: why it was not learnt), each footprint read
+/// and what was learnt of it,
 /// and the engine's counters at exit. `=counters`: the counters only (for debugging the
 /// engine on a new driver or GPU). Anything else, or unset: nothing is printed, and the
 /// trace costs a launch the load of a flag.
