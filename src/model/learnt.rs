@@ -20,7 +20,8 @@
 //! is compared with the kernel's last [`RECENT`] measured launches, and with the last one
 //! that had the same footprint however long ago (a kernel may run many footprints in turn,
 //! one per chunk of a tensor list, and meet its own again a step later; two footprints are the
-//! same when each pointer has the same extent, whatever order the buffers lie in): a word that differed from
+//! same when each pointer has the same extent, whatever order the buffers lie in, in one
+//! direction or one of them read-write, [`Known::same_bytes`]): a word that differed from
 //! one with the same footprint (no word known to bear on it differing too) gains a point, and
 //! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
 //! another footprint (neither of them an overflowed table's cover) bears on it and is never
@@ -115,6 +116,23 @@ impl Known {
     fn extents(mut extents: Vec<Extent>) -> Known {
         extents.sort_unstable_by_key(|e| e.slot);
         Known::Extents(extents.into())
+    }
+
+    /// Whether both footprints touch the same bytes through each slot, in the same direction
+    /// or one of them read-write. The engine records a direction per 64 KiB granule, so an
+    /// input and an output that meet in one granule both read as read-write there, and where
+    /// tensors meet follows the allocator: a word that differs between such footprints does
+    /// not bear on them (and under one key their modes join). Read and write apart are
+    /// different footprints: a flag that turns a read into a write bears on it.
+    fn same_bytes(&self, other: &Known) -> bool {
+        let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
+            return self == other;
+        };
+        let compatible = |x: Mode, y: Mode| x == y || x == Mode::ReadWrite || y == Mode::ReadWrite;
+        a.len() == b.len()
+            && a.iter().zip(b.iter()).all(|(x, y)| {
+                (x.slot, x.lo, x.len, x.cover) == (y.slot, y.lo, y.len, y.cover) && compatible(x.mode, y.mode)
+            })
     }
 
     /// Whether an extent is part of an overflowed table's cover.
@@ -258,7 +276,7 @@ impl Kernel {
             if differ.is_empty() {
                 continue;
             }
-            if *footprint == known {
+            if footprint.same_bytes(&known) {
                 if !differ.iter().any(|&i| self.relevant.has(i)) {
                     for i in differ {
                         if !pointed.contains(&i) {

@@ -274,6 +274,28 @@ mod tests {
     }
 
     #[test]
+    fn a_read_measured_as_read_write_where_an_output_meets_it_is_the_same_footprint() {
+        // An input and an output that meet in one 64 KiB granule both read as read-write
+        // there (the engine records a direction per granule): only a stale word differs, and
+        // it leaves the key; the key keeps the union of the modes.
+        let m = model();
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
+        for (stale, input) in [(1, Mode::Read), (2, Mode::ReadWrite), (3, Mode::Read)] {
+            let measured = [Access::new(BASE, 64, input), Access::new(BASE + SIZE / 2, 64, Mode::Write)];
+            m.learn(&learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured), op());
+        }
+        let mut later = guess;
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE, 64, Mode::ReadWrite));
+        // A read that a flag turns into a write is another footprint: the flag stays.
+        m.learn(&learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
+        m.learn(&learning(2, &[POINTER, POINTER, 1]), &guess, exact(&[Access::new(BASE, 64, Mode::Write)]), op());
+        m.learn(&learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
+        assert_eq!(m.apply_learnt(2, &[POINTER, POINTER, 1], &mut later), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE, 64, Mode::Write));
+    }
+
+    #[test]
     fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
         let m = model();
         let guess = [pointer(BASE, 0)];
