@@ -394,6 +394,20 @@ mod tests {
         let later = later.unordered;
         assert_eq!(later.len(), MAX_LOGGED);
         assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
+        // A measured launch logged for an earlier one, all its ranges at once: the same bound.
+        let deferred = pending(&[7]);
+        deferred.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        for i in 0..MAX_LOGGED as u64 - 1 {
+            observe(&deferred, 0x1000 + i);
+        }
+        let (eight, _) = deferred.take(8).expect("pending");
+        let ranges =
+            [Access::new(0x10, 8, Mode::Read), Access::new(0x20, 8, Mode::Read), Access::new(0x30, 8, Mode::Read)];
+        deferred.log_measured(&eight, &ranges, |_| 0);
+        assert_eq!(deferred.dropped(), 2);
+        let (_, later) = deferred.take(7).expect("pending");
+        assert_eq!(later.unordered.len(), MAX_LOGGED);
+        assert_eq!(starts(&later.unordered[..2]), [0x30, 0x1000], "issued before the rest, the oldest gone");
     }
 
     /// A joined range reads and writes what its parts did, and is exact only if both were.

@@ -296,6 +296,36 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_that_overflowed_beside_one_that_did_not_keeps_no_word_in_the_key() {
+        // One size, measured once with an overflowed table (a cover) and then exactly; only a
+        // stale word differs between them: it does not bear on the footprint.
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let cover = Access::new(BASE, 64, Mode::Write);
+        m.learn(&learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
+        for stale in 2..5 {
+            m.learn(&learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)), op());
+        }
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut [pointer(BASE, 0)]), Lookup::Applied);
+    }
+
+    #[test]
+    fn a_word_that_makes_a_launch_unlearnable_stays_in_the_key() {
+        // Under one flag the kernel reaches memory through memory (no parameter points into
+        // it), under the other only its parameter's buffer: the flag bears on the footprint.
+        let m = model();
+        alloc(&m, 0x40_0000, SIZE);
+        let guess = [pointer(BASE, 0)];
+        let elsewhere = [Access::new(0x40_0000, 64, Mode::Read)];
+        for _ in 0..3 {
+            m.learn(&learning(1, &[POINTER, 0]), &guess, exact(&elsewhere), op());
+            m.learn(&learning(1, &[POINTER, 1]), &guess, exact(&write(64)), op());
+        }
+        assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut [pointer(BASE, 0)]), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+    }
+
+    #[test]
     fn a_word_that_alone_moved_the_footprint_stays_in_the_key() {
         let m = model();
         let guess = [pointer(BASE, 0)];
