@@ -227,6 +227,25 @@ mod tests {
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
+    /// A measured launch's ranges in one buffer are joined to at most
+    /// MAX_RANGES_PER_BUFFER (across their smallest gaps), in another buffer kept apart:
+    /// what it is logged as for a launch pending from before it.
+    #[test]
+    fn a_measured_launch_keeps_at_most_its_cap_of_ranges_per_buffer() {
+        let model = a_pending_launch(Mode::Read);
+        let second = Alloc { base: BUFFER + 0x1000, ..buffer() };
+        model.alloc(second, None, &Origin::test("cuMemAlloc", 4));
+        pend(&model, S2, 8, 5, Mode::Write);
+        let n = MAX_RANGES_PER_BUFFER as u64 + 4;
+        let mut ranges: Vec<Access> = (0..n).map(|k| Access::new(BUFFER + 16 * k, 8, Mode::Write)).collect();
+        ranges.push(Access::new(second.base, 8, Mode::Write));
+        model.launch_measured(8, Some(Footprint { ranges: &ranges, cover: None }));
+        let (_, later) = model.deferred.take(7).expect("pending");
+        let in_first = later.unordered.iter().filter(|l| l.lo < second.base).count();
+        let in_second = later.unordered.iter().filter(|l| l.lo >= second.base).count();
+        assert_eq!((in_first, in_second), (MAX_RANGES_PER_BUFFER, 1));
+    }
+
     /// Two launches pending at once on two streams, both writing the buffer, read in the
     /// reverse of their issue order, the later one's record then overwritten by its own
     /// stream: the later one, read first, was logged for the earlier one, which finds the
