@@ -4,44 +4,44 @@
 //! What a kernel touches, relative to the pointers it is given, is a function of its scalar
 //! arguments and launch shape in all but data-dependent kernels (a gather by an index
 //! tensor). The shim gives each launch as its kernel and its *words*: the launch shape, then
-//! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`]
-//! (a parameter of fewer than 8 bytes that shares its word with another is a word of its own,
-//! at the end: `docs/semantics.md`, "The key").
-//! A measured launch's footprint is kept as what it touched through each pointer parameter,
-//! a direction and an extent relative to the pointer ([`known`], [`Learnt::learn`]); a later launch whose
-//! words give the same key is checked at issue with those extents, at no device cost
-//! ([`Learnt::apply`]). The model's side of it, in `rules/learning.rs`: the buffers that
-//! attribute a measured range to a pointer, the notes.
+//! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`] (a
+//! parameter of fewer than 8 bytes that shares its word with another is a word of its own, at
+//! the end: `docs/semantics.md`, "The key"). A measured launch's footprint is kept as what it
+//! touched through each pointer parameter, a direction and an extent relative to the pointer
+//! ([`known`], [`Learnt::learn`]); a later launch whose words give the same key is checked at
+//! issue with those extents, at no device cost ([`Learnt::apply`]). The model's side of it,
+//! in `rules/learning.rs`: the buffers that attribute a measured range to a pointer, the
+//! notes.
 //!
-//! **The key.** Some words change at every launch without changing the footprint (AdamW's
-//! step count and bias corrections, a random generator's offset at every dropout, stale
-//! bytes of a by-value structure), while others are sizes the footprint follows. So the key
-//! is the kernel's words *less those found not to bear on its footprint*. Each measured launch
-//! is compared with the kernel's last [`RECENT`] measured launches, and with the last one
-//! that had the same footprint however long ago (a kernel may run many footprints in turn,
-//! one per chunk of a tensor list, and meet its own again a step later; two footprints are the
-//! same when each pointer has the same extent, whatever order the buffers lie in, in one
-//! direction or one of them read-write, [`Known::same_bytes`]): a word that differed from
-//! one with the same footprint (no word known to bear on it differing too) gains a point, and
-//! at [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with
-//! another footprint (neither of them an overflowed table's cover) bears on it and is never
-//! left out. A launch whose key hits is given the
-//! learnt extents; a size word that changes still makes a new key (it changed the footprint
-//! when it changed before), so a learnt extent is never applied across a change of a word
-//! that was seen to move it. Where two learnt launches fall under one key, the key keeps the
-//! union of their extents, never the smaller. What this cannot see: a word that moved the
-//! footprint only beyond the values measured (a size rounded up, a clamp), and data-dependent
-//! kernels; both may then be given too small an extent, as the README says.
+//! **The key.** Some words change at every launch without changing the footprint (AdamW's step
+//! count and bias corrections, a random generator's offset at every dropout, stale bytes of a
+//! by-value structure), while others are sizes the footprint follows. So the key is the
+//! kernel's words *less those found not to bear on its footprint*. Each measured launch is
+//! compared with the kernel's last [`RECENT`] measured launches, and with the last one that had
+//! the same footprint however long ago (a kernel may run many footprints in turn, one per chunk
+//! of a tensor list, and meet its own again a step later; two footprints are the same when each
+//! pointer has the same extent, whatever order the buffers lie in, in one direction or one of
+//! them read-write, [`Known::same_bytes`]): a word that differed from one with the same
+//! footprint (no word known to bear on it differing too) gains a point, and at
+//! [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with another
+//! footprint (neither of them an overflowed table's cover) bears on it and is never left out. A
+//! launch whose key hits is given the learnt extents; a size word that changes still makes a
+//! new key (it changed the footprint when it changed before), so a learnt extent is never
+//! applied across a change of a word that was seen to move it. Where two learnt launches fall
+//! under one key, the key keeps the union of their extents, never the smaller. What this cannot
+//! see: a word that moved the footprint only beyond the values measured (a size rounded up, a
+//! clamp), and data-dependent kernels; both may then be given too small an extent, as the
+//! README says.
 //!
 //! **Attribution.** A measured range is attributed to the pointer parameter into the same
-//! buffer at or nearest below it, and split where another pointer into the buffer falls
-//! inside it (two adjacent tensors of one allocator block read in one range are each their
-//! pointer's; what this gets wrong: views of one tensor, passed as two arguments, that
-//! overlap, whose parts then depend on the distance between them). A launch that touched a buffer no parameter points into
-//! (pointers read from memory: pointer tables, NCCL's work descriptors) is unlearnable: its
-//! launches are measured every time. A parameter whose buffer was not touched keeps its
-//! pointer's own access (memory reached without a patch point, such as Hopper's bulk tensor
-//! copies).
+//! buffer at or nearest below it, and split where another pointer into the buffer falls inside
+//! it (two adjacent tensors of one allocator block read in one range are each their pointer's;
+//! what this gets wrong: views of one tensor, passed as two arguments, that overlap, whose
+//! parts then depend on the distance between them). A launch that touched a buffer no parameter
+//! points into (pointers read from memory: pointer tables, NCCL's work descriptors) is
+//! unlearnable: its launches are measured every time. A parameter whose buffer was not touched
+//! keeps its pointer's own access (memory reached without a patch point, such as Hopper's bulk
+//! tensor copies).
 //!
 //! **Covers.** A launch whose table overflowed has its overflowed accesses as one cover
 //! from the lowest to the highest byte, which may span buffers it never touched. Learnt, the

@@ -89,12 +89,12 @@ fn real_driver() -> Option<engine::Driver> {
     })
 }
 
-/// `STREAMSAN_FOOTPRINT_TRACE=1`: printed on stderr, each launch planned for measuring in
-/// `footprint=learn` (its kernel and its words: why it was not learnt), each footprint read
-/// and what was learnt of it,
-/// and the engine's counters at exit. `=counters`: the counters only (for debugging the
-/// engine on a new driver or GPU). Anything else, or unset: nothing is printed, and the
-/// trace costs a launch the load of a flag.
+/// `STREAMSAN_FOOTPRINT_TRACE=1`: printed on stderr, each launch planned for measuring
+/// in `footprint=learn` (its kernel and its words: why it was not learnt), each
+/// footprint read and what was learnt of it, and the engine's counters at exit.
+/// `=counters`: the counters only (for debugging the engine on a new driver or GPU).
+/// Anything else, or unset: nothing is printed, and the trace costs a launch the load of
+/// a flag.
 fn trace() -> bool {
     trace_level() == 2
 }

@@ -213,6 +213,13 @@ mod tests {
         Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 }
     }
 
+    /// A memset of the buffer's first 8 bytes on `on`, made at call `at`.
+    fn memset(model: &Model, on: StreamRef, at: u32) {
+        let write = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuMemsetD8Async", at);
+        model.work(on, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+    }
+
     /// A launch pending on a second stream, while one on the first stream was pending
     /// already: what its own stream does next is ordered after it (the log knows how far
     /// each stream with pending launches was known, not only the first one's).
@@ -220,9 +227,7 @@ mod tests {
     fn what_follows_a_pending_launch_on_its_stream_is_ordered_after_it_whatever_else_is_pending() {
         let model = a_pending_launch(Mode::Read);
         pend(&model, S2, 8, 4, Mode::Write);
-        let write = [Access::new(BUFFER, 8, Mode::Write)];
-        let origin = Origin::test("cuMemsetD8Async", 5);
-        model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+        memset(&model, S2, 5);
         model.launch_measured(8, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Write)], cover: None }));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
@@ -258,8 +263,7 @@ mod tests {
         let footprint = Footprint { ranges: &params, cover: None };
         model.launch_measured(8, Some(footprint));
         assert!(model.races().is_empty(), "{:?}", model.races());
-        let origin = Origin::test("cuMemsetD8Async", 5);
-        model.work(S2, Work { origin, kernel: None, accesses: &params, host: HostEffect::None });
+        memset(&model, S2, 5);
         model.launch_measured(7, Some(footprint));
         let mut seconds: Vec<&str> = model.races().iter().map(|r| r.race.second.op.api).collect();
         seconds.sort_unstable();
@@ -274,9 +278,7 @@ mod tests {
         let model = a_pending_launch(Mode::Write);
         model.free(BUFFER, FreeOn::Stream(S1), &Origin::test("cuMemFreeAsync", 4));
         model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 5));
-        let write = [Access::new(BUFFER, 8, Mode::Write)];
-        let origin = Origin::test("cuMemsetD8Async", 6);
-        model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+        memset(&model, S2, 6);
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], cover: None }));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
