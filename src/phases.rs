@@ -44,6 +44,8 @@ pub enum Phase {
     CopyModel,
     /// The same for a memset, with its list of accesses built.
     MemsetModel,
+    /// The same for an event record or a stream's wait for an event.
+    EventModel,
     /// A new race: its report built, printed, written.
     Report,
     /// Waiting for a stream's, buffer's or event's lock held by another thread.
@@ -61,7 +63,7 @@ pub enum Phase {
     FootprintLearn,
 }
 
-const PHASES: usize = 16;
+const PHASES: usize = 17;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -73,6 +75,7 @@ const ALL: [Phase; PHASES] = [
     Phase::Model,
     Phase::CopyModel,
     Phase::MemsetModel,
+    Phase::EventModel,
     Phase::Report,
     Phase::LockWait,
     Phase::FootprintPlan,
@@ -94,6 +97,7 @@ impl Phase {
             Phase::Model => "model update: launches",
             Phase::CopyModel => "model update: copies",
             Phase::MemsetModel => "model update: memsets",
+            Phase::EventModel => "model update: records, waits",
             Phase::Report => "race reports (in updates)",
             Phase::LockWait => "lock waits (in updates)",
             Phase::FootprintPlan => "footprint: plan/arm",

@@ -121,24 +121,21 @@ impl Window {
         // Keep issue order: a launch read late is logged under its issue position.
         let at = self.log.partition_point(|l| l.seq <= entry.seq);
         self.log.insert(at, entry);
-        if self.log.len() > MAX_LOGGED {
-            self.log.pop_front();
-            dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        self.bound(dropped);
     }
 
     /// Logs `entries`, of one issue position, after what is logged at or before it (one
-    /// move of the entries after them, not one per entry); past the bound, the oldest go.
+    /// move of the entries after them, not one per entry).
     fn push_all(&mut self, entries: Vec<Logged>, dropped: &AtomicU64) {
         let Some(seq) = entries.first().map(|e| e.seq) else { return };
-        let at = self.log.partition_point(|l| l.seq <= seq);
-        if at == self.log.len() {
-            self.log.extend(entries);
-        } else {
-            let tail = self.log.split_off(at);
-            self.log.extend(entries);
-            self.log.extend(tail);
-        }
+        let tail = self.log.split_off(self.log.partition_point(|l| l.seq <= seq));
+        self.log.extend(entries);
+        self.log.extend(tail);
+        self.bound(dropped);
+    }
+
+    /// Past [`MAX_LOGGED`], the oldest entries go (and are counted).
+    fn bound(&mut self, dropped: &AtomicU64) {
         while self.log.len() > MAX_LOGGED {
             self.log.pop_front();
             dropped.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,8 @@
-//! Work told to the model in batches: kernel launches and asynchronous memsets wait in one
-//! queue for the process, in the order they were made, and the model is told of them all
-//! in a row, by another thread when one serves the batch ([`serve_by`]: the shim's watcher
-//! thread), or before anything else is told to the model or asked of it ([`settle`], which
+//! Work told to the model in batches: kernel launches, asynchronous memsets and copies the
+//! host does not wait for, event records and stream waits wait in one queue for the
+//! process, in the order they were made, and the model is told of them all in a row, by
+//! another thread when one serves the batch ([`serve_by`]: the shim's watcher thread), or
+//! before anything else is told to the model or asked of it ([`settle`], which
 //! [`super::model::model`] calls).
 //!
 //! Why: a launch's model update (2 to 3 µs a GPT-2 launch on the H100, its accesses
@@ -9,12 +10,18 @@
 //! need not wait for. Queued, a launch costs its thread a copy of its accesses; a thread
 //! that serves the batch tells the model, on another core, while the program goes on. Told
 //! many launches in a row, the model also finds its code and the streams and buffers of
-//! the previous launch warm (`reports/perf/runs/16-batch/`).
+//! the previous launch warm (`reports/perf/runs/16-batch/`). Copies, records and waits are
+//! queued too because a call that is told at once must first tell all the work before it:
+//! a side-stream prefetcher's copy and event record, between launches, had its thread tell
+//! twenty launches each (57 µs a `cuMemcpyHtoDAsync`, 64 µs a `cuEventRecord` on
+//! ResNet-18: `reports/gpu/94141fb/perf-maskrcnn/phases-resnet18_prefetch.txt`).
 //!
 //! Why it finds what telling each at once finds: the queue is taken whole, under the lock
 //! that orders the batches, and told in the order the calls were made, and every other call
 //! into the model waits for the batch being told and tells the rest first, so the model
-//! meets the same operations in the same order. What moves is when a race among queued
+//! meets the same operations in the same order. Only what the host does not wait for is
+//! queued, and nothing queued changes what a call reads of the model before it queues (a
+//! kernel, where buffers lie and of what kind). What moves is when a race among queued
 //! work is reported: once [`CAPACITY`] operations wait, the serving thread is asked to tell
 //! them (or, with none, the thread that queued the last), and the watcher tells what waits
 //! every 20 ms; a thread that finds [`LIMIT`] waiting tells them itself, so that a busy
@@ -39,14 +46,15 @@ const CAPACITY: usize = 64;
 /// fell behind (or there is none that answers).
 const LIMIT: usize = 4 * CAPACITY;
 
-/// An operation waiting to be told: its `Work`, with its accesses in [`Queue::accesses`].
-struct Queued {
-    on: StreamRef,
-    origin: Origin,
-    kernel: Option<KernelId>,
-    accesses: (u32, u32),
-    /// The phase its model update is timed as.
-    phase: Phase,
+/// An operation waiting to be told.
+enum Queued {
+    /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], and
+    /// the phase its model update is timed as.
+    Work { on: StreamRef, origin: Origin, kernel: Option<KernelId>, accesses: (u32, u32), phase: Phase },
+    /// `cuEventRecord`: the event takes the stream's clock.
+    Record { event: u64, on: StreamRef, external: bool, origin: Origin },
+    /// `cuStreamWaitEvent`: the stream joins the event's clock.
+    Wait { on: StreamRef, event: u64, origin: Origin },
 }
 
 struct Queue {
@@ -94,12 +102,42 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
         model.work(on, work);
         return;
     }
-    let waiting = {
-        let mut queue = lock(&QUEUE);
+    push(model, |queue| {
         let start = queue.accesses.len() as u32;
         queue.accesses.extend_from_slice(work.accesses);
         let end = queue.accesses.len() as u32;
-        queue.work.push(Queued { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase });
+        Queued::Work { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase }
+    });
+}
+
+/// Queues the record of `event` on `on` (`external`: `CU_EVENT_RECORD_EXTERNAL`). With
+/// `halt_on_error=1`, tells the model at once.
+pub fn record(model: &Model, event: u64, on: StreamRef, external: bool, origin: Origin) {
+    if options().halt_on_error {
+        let _timer = phases::start(Phase::EventModel);
+        model.event_record(event, on, external, &origin);
+        return;
+    }
+    push(model, |_| Queued::Record { event, on, external, origin });
+}
+
+/// Queues `on`'s wait for `event`. With `halt_on_error=1`, tells the model at once.
+pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
+    if options().halt_on_error {
+        let _timer = phases::start(Phase::EventModel);
+        model.stream_wait_event(on, event, &origin);
+        return;
+    }
+    push(model, |_| Queued::Wait { on, event, origin });
+}
+
+/// Adds the operation `make` builds (with room in the queue's lists) to the queue, and has
+/// the queue told if it is full.
+fn push(model: &Model, make: impl FnOnce(&mut Queue) -> Queued) {
+    let waiting = {
+        let mut queue = lock(&QUEUE);
+        let queued = make(&mut queue);
+        queue.work.push(queued);
         PENDING.fetch_add(1, Ordering::AcqRel) + 1
     };
     let asked = waiting == CAPACITY && SERVER.get().is_some_and(|ask| ask());
@@ -124,15 +162,21 @@ fn tell(model: &Model, batch: &mut Queue) {
     let Queue { work, accesses } = batch;
     let told = work.len();
     for queued in work.drain(..) {
-        let (start, end) = queued.accesses;
-        let _timer = phases::start(queued.phase);
-        let work = Work {
-            origin: queued.origin,
-            kernel: queued.kernel,
-            accesses: &accesses[start as usize..end as usize],
-            host: Default::default(),
-        };
-        model.work(queued.on, work);
+        match queued {
+            Queued::Work { on, origin, kernel, accesses: (start, end), phase } => {
+                let _timer = phases::start(phase);
+                let accesses = &accesses[start as usize..end as usize];
+                model.work(on, Work { origin, kernel, accesses, host: Default::default() });
+            }
+            Queued::Record { event, on, external, origin } => {
+                let _timer = phases::start(Phase::EventModel);
+                model.event_record(event, on, external, &origin);
+            }
+            Queued::Wait { on, event, origin } => {
+                let _timer = phases::start(Phase::EventModel);
+                model.stream_wait_event(on, event, &origin);
+            }
+        }
     }
     accesses.clear();
     PENDING.fetch_sub(told, Ordering::AcqRel);
@@ -175,7 +219,9 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
-    use streamsan::model::op::{HostEffect, StackId, ThreadId};
+    use streamsan::model::buffers::MemoryKind;
+    use streamsan::model::op::{HostEffect, Mode, StackId, ThreadId};
+    use streamsan::model::Alloc;
 
     use super::*;
 
@@ -218,5 +264,37 @@ mod tests {
         queue_one(&model);
         assert!(!waiting(), "the call that found the limit told the queue");
         assert_eq!(ASKED.load(Ordering::Relaxed), 1);
+    }
+
+    /// A copy on one stream, a record there, a wait for it on another and a copy there,
+    /// queued: told in order, the wait orders the second copy; without it, the race is found
+    /// when the queue is told, and not before.
+    #[test]
+    fn records_and_waits_queue_with_the_work_around_them_in_order() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let origin = Origin { api: "cuMemcpyHtoDAsync_v2", thread: ThreadId(1), site: StackId(0) };
+        let (first, second) = (StreamRef::Handle(0x51), StreamRef::Handle(0x52));
+        let copy = |model: &Model, on: StreamRef| {
+            let accesses = [Access::new(0x1000, 64, Mode::Write)];
+            let work = Work { origin, kernel: None, accesses: &accesses, host: HostEffect::None };
+            queue(model, on, work, Phase::CopyModel);
+        };
+        for waits in [true, false] {
+            let model = Model::new(Box::new(|_| None), None);
+            settle(&model);
+            for handle in [0x51, 0x52] {
+                model.stream_created(handle, 1, true, &origin);
+            }
+            model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+            copy(&model, first);
+            record(&model, 0xe, first, false, origin);
+            if waits {
+                wait(&model, second, 0xe, origin);
+            }
+            copy(&model, second);
+            assert!(waiting() && model.races().is_empty(), "queued, not yet told");
+            settle(&model);
+            assert_eq!(model.races().len(), usize::from(!waits), "waits: {waits}");
+        }
     }
 }

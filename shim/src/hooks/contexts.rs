@@ -7,7 +7,7 @@ use streamsan_driver_api::*;
 
 use super::call::ok;
 use super::kernels;
-use super::model::model;
+use super::model::{model, settle};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -23,8 +23,10 @@ pub unsafe fn ctx_destroy(_call: &Call, real: real::ctx_destroy, ctx: CUcontext)
     status
 }
 
-/// `cuCtxSynchronize`: the host waits for every stream of the current context.
+/// `cuCtxSynchronize`: the host waits for every stream of the current context (the model
+/// is told the work waiting in its batch meanwhile, as at a stream's synchronize).
 pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUresult {
+    settle();
     let status = unsafe { real() };
     if ok(status) {
         model().context_synchronized(driver::current_context());
@@ -35,6 +37,7 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUre
 
 /// `cuCtxSynchronize_v2(ctx)` (CUDA 13): the named context, or the current one.
 pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, ctx: CUcontext) -> CUresult {
+    settle();
     let status = unsafe { real(ctx) };
     if ok(status) {
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };

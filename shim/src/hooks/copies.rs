@@ -16,8 +16,9 @@ use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
 use super::arrays;
+use super::batch;
 use super::call::{default_stream, ok, origin, stream};
-use super::model::{model, with_accesses};
+use super::model::{model, settle, unsettled, with_accesses};
 use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 
@@ -33,8 +34,9 @@ enum Memory {
 }
 
 /// The memory at `addr`: a known buffer's kind; anything else is pageable host memory.
+/// (Where buffers lie is told at once, never queued: the batch need not be told first.)
 fn memory_at(addr: u64) -> Memory {
-    match model().memory_kind(addr) {
+    match unsettled().memory_kind(addr) {
         Some(kind) if kind.is_host() => Memory::PinnedHost,
         Some(_) => Memory::Device,
         None => Memory::PageableHost,
@@ -66,6 +68,15 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
+/// Before the real call of a copy the host waits for (`host`): tells the model the work
+/// waiting in its batch now, while the device finishes what the host will wait for, not
+/// after it (PyTorch's `.item()` is a launch, then a copy to pageable memory that waits).
+fn before_waiting(host: HostEffect) {
+    if host != HostEffect::None {
+        settle();
+    }
+}
+
 /// Adds to `out` the accesses of a copy that reads `reads` and writes `writes`.
 fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
     out.extend(
@@ -77,22 +88,26 @@ fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u6
     );
 }
 
-/// Tells the model of a copy on `on` that reads `reads` and writes `writes`.
+/// Tells the model of a copy on `on` that reads `reads` and writes `writes`. A copy the
+/// host does not wait for waits in the model's [`batch`] with the launches around it, unless
+/// the host-race guard is on: it guards the copy's pinned host bytes until the host has
+/// synchronized with the copy, which it knows by the copy's epoch.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
-    let _timer = phases::start(Phase::CopyModel);
-    let epoch = with_accesses(|accesses| {
+    with_accesses(|accesses| {
         push_copy_accesses(accesses, reads, writes);
-        model().work(on, Work { origin, kernel: None, accesses, host })
+        let work = Work { origin, kernel: None, accesses, host };
+        if host == HostEffect::None && !host_guard::enabled() {
+            batch::queue(unsettled(), on, work, Phase::CopyModel);
+            return;
+        }
+        let _timer = phases::start(Phase::CopyModel);
+        if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
+            host_guard::copy_issued(&origin, epoch, reads, writes);
+        }
     });
-    // A copy the host does not wait for leaves its pinned host bytes in flight: guarded
-    // until the host has synchronized with it.
-    if let (Some(epoch), HostEffect::None) = (epoch, host) {
-        host_guard::copy_issued(&origin, epoch, reads, writes);
-    }
     // A copy that orders the host completed what the host waited for: measured footprints
     // can be read (a phase of its own).
-    drop(_timer);
     if host != HostEffect::None {
         super::footprint::collect();
     }
@@ -142,9 +157,11 @@ fn linear(call: &Call, on: StreamRef, dst: u64, src: u64, bytes: usize, host: Ho
 }
 
 pub unsafe fn memcpy(call: &Call, real: real::memcpy, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUresult {
+    let host = synchronous(memory_at(src), memory_at(dst));
+    before_waiting(host);
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
-        linear(call, default_stream(call), dst, src, bytes, synchronous(memory_at(src), memory_at(dst)));
+        linear(call, default_stream(call), dst, src, bytes, host);
     }
     status
 }
@@ -157,9 +174,11 @@ pub unsafe fn memcpy_async(
     bytes: usize,
     h_stream: CUstream,
 ) -> CUresult {
+    let host = asynchronous(memory_at(src), memory_at(dst));
+    before_waiting(host);
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        linear(call, stream(call, h_stream), dst, src, bytes, asynchronous(memory_at(src), memory_at(dst)));
+        linear(call, stream(call, h_stream), dst, src, bytes, host);
     }
     status
 }
@@ -171,9 +190,10 @@ pub unsafe fn memcpy_htod(
     src: *const c_void,
     bytes: usize,
 ) -> CUresult {
+    let host = synchronous(memory_at(src as u64), Memory::Device);
+    before_waiting(host);
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
-        let host = synchronous(memory_at(src as u64), Memory::Device);
         linear(call, default_stream(call), dst, src as u64, bytes, host);
     }
     status
@@ -186,6 +206,7 @@ pub unsafe fn memcpy_dtoh(
     src: CUdeviceptr,
     bytes: usize,
 ) -> CUresult {
+    before_waiting(HostEffect::WaitsForOperation);
     let status = unsafe { real(dst, src, bytes) };
     if ok(status) {
         linear(call, default_stream(call), dst as u64, src, bytes, HostEffect::WaitsForOperation);
@@ -362,9 +383,10 @@ pub unsafe fn memcpy_dtoh_async(
     bytes: usize,
     h_stream: CUstream,
 ) -> CUresult {
+    let host = asynchronous(Memory::Device, memory_at(dst as u64));
+    before_waiting(host);
     let status = unsafe { real(dst, src, bytes, h_stream) };
     if ok(status) {
-        let host = asynchronous(Memory::Device, memory_at(dst as u64));
         linear(call, stream(call, h_stream), dst as u64, src, bytes, host);
     }
     status

@@ -1,17 +1,20 @@
 //! Events: records, waits (in [`super::streams`]), host synchronization, destruction.
+//! Records and waits wait in the model's [`batch`] with the launches around them: the host
+//! does not wait for them.
 
 use core::ffi::c_uint;
 
 use streamsan_driver_api::*;
 
+use super::batch;
 use super::call::{ok, origin, stream};
-use super::model::model;
+use super::model::{model, settle, unsettled};
 use crate::intercept::variants::{real, Call};
 
 pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(event, h_stream) };
     if ok(status) {
-        model().event_record(event as u64, stream(call, h_stream), false, &origin(call));
+        batch::record(unsettled(), event as u64, stream(call, h_stream), false, origin(call));
     }
     status
 }
@@ -26,12 +29,15 @@ pub unsafe fn event_record_with_flags(
     let status = unsafe { real(event, h_stream, flags) };
     if ok(status) {
         let external = flags & CU_EVENT_RECORD_EXTERNAL != 0;
-        model().event_record(event as u64, stream(call, h_stream), external, &origin(call));
+        batch::record(unsettled(), event as u64, stream(call, h_stream), external, origin(call));
     }
     status
 }
 
+/// `cuEventSynchronize`: the model is told the work waiting in its batch while the host
+/// waits for the device, then the host joins the event.
 pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
+    settle();
     let status = unsafe { real(event) };
     if ok(status) {
         model().event_synchronized(event as u64);

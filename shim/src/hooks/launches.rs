@@ -185,7 +185,7 @@ pub unsafe fn launch_kernel_ex(
                     attr.id,
                     CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
                 ) {
-                    model().event_record(attr.value[0], on, false, &origin(call));
+                    batch::record(unsettled(), attr.value[0], on, false, origin(call));
                 }
             }
         }

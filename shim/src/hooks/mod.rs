@@ -16,13 +16,13 @@
 //! Every family starts as a plain forwarder (generated in `forward`, glob-imported
 //! below). A family gets its meaning by defining a handler of the same name in one of the
 //! topic modules, which shadows the forwarder; every handler reads its call through
-//! [`call`] (status, origin, stream), the bottom of this layer. Launches and asynchronous
-//! memsets reach the model through [`batch`], which tells it of them in a row. [`kernels`]
-//! reads a launch's parameters; [`footprint`] measures what launches touch
-//! (`footprint=exact|learn`); [`annotate`] is the program's own declaration of memory the
-//! driver does not see. Copies in flight are
-//! told to the host-race guard below ([`crate::host_guard`]), which every exported hook lets
-//! look at the host's clock last ([`after_call`]).
+//! [`call`] (status, origin, stream), the bottom of this layer. Launches, asynchronous
+//! memsets and copies, event records and stream waits reach the model through [`batch`],
+//! which tells it of them in a row. [`kernels`] reads a launch's parameters; [`footprint`]
+//! measures what launches touch (`footprint=exact|learn`); [`annotate`] is the program's
+//! own declaration of memory the driver does not see. Copies in flight are told to the
+//! host-race guard below ([`crate::host_guard`]), which every exported hook lets look at the
+//! host's clock last ([`after_call`]).
 
 use streamsan_driver_api::*;
 

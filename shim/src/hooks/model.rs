@@ -50,8 +50,10 @@ pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
     result
 }
 
-/// Tells the model the work waiting in [`batch`]: for the thread that serves the batch, and
-/// for whoever writes the whole report.
+/// Tells the model the work waiting in [`batch`]: for the thread that serves the batch, for
+/// whoever writes the whole report, and before a call that makes the host wait for the
+/// device (a synchronize, a copy to pageable memory), so that the thread tells it while the
+/// device works instead of after.
 pub fn settle() {
     if let Some(model) = MODEL.get() {
         batch::settle(model);

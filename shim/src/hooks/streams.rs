@@ -1,12 +1,13 @@
-//! Streams: creation, destruction, synchronization, event waits, capture, and the
-//! wait/write-value memory operations.
+//! Streams: creation, destruction, synchronization, event waits (queued in the model's
+//! [`batch`], as records are), capture, and the wait/write-value memory operations.
 
 use core::ffi::{c_int, c_uint};
 
 use streamsan_driver_api::*;
 
+use super::batch;
 use super::call::{ok, origin, stream};
-use super::model::model;
+use super::model::{model, settle, unsettled};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -47,7 +48,10 @@ pub unsafe fn stream_destroy(call: &Call, real: real::stream_destroy, h_stream: 
     status
 }
 
+/// `cuStreamSynchronize`: the model is told the work waiting in its batch while the host
+/// waits for the device, then the host joins the stream.
 pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
+    settle();
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_synchronized(stream(call, h_stream));
@@ -75,7 +79,7 @@ pub unsafe fn stream_wait_event(
 ) -> CUresult {
     let status = unsafe { real(h_stream, event, flags) };
     if ok(status) {
-        model().stream_wait_event(stream(call, h_stream), event as u64, &origin(call));
+        batch::wait(unsettled(), stream(call, h_stream), event as u64, origin(call));
     }
     status
 }

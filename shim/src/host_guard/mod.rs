@@ -79,6 +79,12 @@ pub fn install(model: fn() -> &'static Model) {
     }
 }
 
+/// Whether the guard is on: a copy the host does not wait for must then be told to the
+/// model at once, and to [`copy_issued`] with its epoch.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
 /// An asynchronous copy was issued as `epoch` and the host did not wait for it: guards
 /// the ranges of `reads` and `writes` that are in pinned host memory.
 pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
