@@ -340,6 +340,7 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
         "launch_added_ns_mean_1t": added("launch_1t", |s| s.mean),
         "training_step_added_ns_mean": added("training_step", |s| s.mean),
         "training_step_cold_16m_added_ns_mean": added("training_step_cold_16m", |s| s.mean),
+        "training_step_prefetch_added_ns_mean": added("training_step_prefetch", |s| s.mean),
         "launch_added_ns_p99_1t": added("launch_1t", |s| s.p99),
         "launch_added_ns_p50_legacy": added("launch_legacy", |s| s.p50),
         "launch_added_ns_p50_pytorch_like": added("launch_pytorch_like", |s| s.p50),
@@ -360,11 +361,12 @@ fn print_table(document: &Value) {
     // Keys without a figure (no python3 here) print as "-".
     // A launch's median is its queueing: the model is told of launches in batches, which one
     // call in many pays for; the means carry that.
-    let rows: [(&str, &str, f64); 14] = [
+    let rows: [(&str, &str, f64); 15] = [
         ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
         ("launch_added_ns_mean_1t", "launch, 1 thread, mean (ns)", 300.0),
         ("training_step_added_ns_mean", "training step, mean (ns)", f64::INFINITY),
         ("training_step_cold_16m_added_ns_mean", "  caches evicted, mean (ns)", f64::INFINITY),
+        ("training_step_prefetch_added_ns_mean", "  with a prefetcher, mean (ns)", f64::INFINITY),
         ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
         ("launch_added_ns_p50_legacy", "  on the legacy stream, median (ns)", 300.0),
         ("launch_added_ns_p50_pytorch_like", "  PyTorch's elementwise op (ns)", f64::INFINITY),

@@ -11,6 +11,11 @@
 //! - 400 live tensors inside four 64 MiB allocations (a caching allocator's segments: the
 //!   driver sees only the segments), on the legacy default stream.
 //! - A memset of a tensor every eighth call (gradients zeroed between launches).
+//! - `training_step_prefetch`: a side-stream prefetcher as timm's and PyTorch's loaders make
+//!   it, every [`PREFETCH_EVERY`] calls: the side stream waits for the step's stream, copies
+//!   the next batch from pinned memory and records an event, which the step's stream waits
+//!   for before a launch reads the batch. Four calls among 32 that each once made the
+//!   calling thread tell the model every launch queued before them (`shim/src/hooks/batch.rs`).
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
@@ -48,14 +53,18 @@ const WARM_UP: usize = 5_000;
 /// Bytes written to evict the caches over a cold variant's timed calls: its timed calls
 /// are fewer as its buffer is larger, so that each variant runs for a few seconds.
 const EVICTED_IN_ALL: usize = 64 << 30;
+/// `training_step_prefetch`: calls from one prefetched batch to the next...
+const PREFETCH_EVERY: usize = 32;
+/// ...and the bytes of a batch.
+const BATCH_BYTES: usize = 1 << 20;
 
 /// The by-value structure: 40 words, the pointers at words 3, 11, 20 and 33.
 #[repr(C, align(8))]
 struct Params([u64; 40]);
 
 /// The step's launches, with the processor's data caches evicted of `EVICT_MIB` MiB between
-/// timed calls (none: `training_step`).
-pub fn training_step<const EVICT_MIB: usize>(driver: &Driver) -> Measured {
+/// timed calls (none: `training_step`), and with a side-stream prefetcher if `PREFETCH`.
+pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool>(driver: &Driver) -> Measured {
     driver.setup();
     let kernel = driver.kernel(PTX, NAME);
     let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
@@ -77,8 +86,16 @@ pub fn training_step<const EVICT_MIB: usize>(driver: &Driver) -> Measured {
         attrs: attrs.as_mut_ptr(),
         num_attrs: 2,
     };
+    let prefetcher = PREFETCH.then(|| Prefetcher::new(driver));
     let call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
+        let batch_read = match &prefetcher {
+            Some(prefetcher) => match prefetcher.step(driver, i, legacy) {
+                Phase::Called => return,
+                Phase::Launch { reads_batch } => reads_batch.then_some(prefetcher.batch),
+            },
+            None => None,
+        };
         if i % 8 == 7 {
             // SAFETY: a tensor inside its segment, on the legacy stream.
             check(unsafe { (driver.memset_d8_async)(tensor(0), 0, tensor_bytes as usize, legacy) }, "cuMemsetD8Async");
@@ -98,7 +115,7 @@ pub fn training_step<const EVICT_MIB: usize>(driver: &Driver) -> Measured {
         for (k, w) in [3, 11, 20, 33].into_iter().enumerate() {
             params.0[w] = tensor(k);
         }
-        let (mut input, mut output) = (tensor(4), tensor(5));
+        let (mut input, mut output) = (batch_read.unwrap_or(tensor(4)), tensor(5));
         let mut pointers: [*mut c_void; 4] = [
             (&mut n as *mut u32).cast(),
             (&mut params as *mut Params).cast(),
@@ -143,4 +160,60 @@ fn evict(evictor: &mut [u8]) {
         line[0] = line[0].wrapping_add(1);
     }
     std::hint::black_box(evictor);
+}
+
+/// A side stream that loads each batch from pinned memory while the step runs.
+struct Prefetcher {
+    side: CUstream,
+    host: *mut c_void,
+    batch: CUdeviceptr,
+    /// Recorded on the step's stream once it is done with the last batch...
+    consumed: CUevent,
+    /// ...and on the side stream once the next one is loaded.
+    loaded: CUevent,
+}
+
+/// What the prefetcher made of a call.
+enum Phase {
+    /// It made the call's driver calls.
+    Called,
+    /// The call is the step's launch (the first after a batch arrived reads it).
+    Launch { reads_batch: bool },
+}
+
+impl Prefetcher {
+    fn new(driver: &Driver) -> Prefetcher {
+        let mut host = core::ptr::null_mut();
+        // SAFETY: an out-pointer to a local.
+        check(unsafe { (driver.mem_alloc_host)(&mut host, BATCH_BYTES) }, "cuMemAllocHost");
+        Prefetcher {
+            side: driver.stream(),
+            host,
+            batch: driver.buffer(BATCH_BYTES),
+            consumed: driver.event(),
+            loaded: driver.event(),
+        }
+    }
+
+    /// Call `i` of the step on `step`: the prefetcher's calls at four places among every
+    /// [`PREFETCH_EVERY`].
+    fn step(&self, driver: &Driver, i: usize, step: CUstream) -> Phase {
+        // SAFETY: live streams and events, a pinned source and a device batch of BATCH_BYTES.
+        unsafe {
+            match i % PREFETCH_EVERY {
+                12 => check((driver.event_record)(self.consumed, step), "cuEventRecord"),
+                13 => check((driver.stream_wait_event)(self.side, self.consumed, 0), "cuStreamWaitEvent"),
+                14 => {
+                    check(
+                        (driver.memcpy_htod_async)(self.batch, self.host, BATCH_BYTES, self.side),
+                        "cuMemcpyHtoDAsync",
+                    );
+                    check((driver.event_record)(self.loaded, self.side), "cuEventRecord");
+                }
+                15 => check((driver.stream_wait_event)(step, self.loaded, 0), "cuStreamWaitEvent"),
+                at => return Phase::Launch { reads_batch: at == 16 },
+            }
+        }
+        Phase::Called
+    }
 }

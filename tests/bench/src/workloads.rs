@@ -77,10 +77,11 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("free_among_400k_live", free_among_live::<400_000>),
     ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
     ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
-    ("training_step", training_step::<0>),
-    ("training_step_cold_2m", training_step::<2>),
-    ("training_step_cold_16m", training_step::<16>),
-    ("training_step_cold_64m", training_step::<64>),
+    ("training_step", training_step::<0, false>),
+    ("training_step_cold_2m", training_step::<2, false>),
+    ("training_step_cold_16m", training_step::<16, false>),
+    ("training_step_cold_64m", training_step::<64, false>),
+    ("training_step_prefetch", training_step::<0, true>),
     ("pinned_copies", pinned_copies),
 ];
 
