@@ -6,8 +6,9 @@ step of a TransformerEncoder on one rank, and two synthetic loops (2000 small el
 launches; bf16 matmuls).
 
 Usage: programs.py NAME [STEPS] [WARMUP]. Prints one JSON line: {"program", "step_ms" (each
-timed step, synchronized), "median_step_ms", "checksum"} — the checksum is a loss or sum,
-printed to show the work was done; bf16 and atomics make it differ slightly between runs.
+timed step, synchronized), "probe_ms" (the core's speed before and after each step:
+probe()), "median_step_ms", "checksum"} — the checksum is a loss or sum, printed to show the
+work was done; bf16 and atomics make it differ slightly between runs.
 """
 import json
 import statistics
@@ -177,6 +178,16 @@ def compute_bound():
 PROGRAMS = {f.__name__: f for f in (gpt2, resnet18_prefetch, compiled_mlp, maskrcnn, gcn, ddp, launch_bound, compute_bound)}
 
 
+def probe():
+    """How fast the main thread's core runs now: a fixed pure-Python loop (no driver call),
+    timed, in ms. On the GPU machine it takes either about 1.2 or about 2.3 ms, switching
+    within a process and between processes, and a step's time with it
+    (reports/gpu/host-time/): run.py compares steps taken at full speed."""
+    start = time.perf_counter()
+    sum(i * i for i in range(30_000))
+    return round((time.perf_counter() - start) * 1e3, 3)
+
+
 def main():
     name = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -186,13 +197,15 @@ def main():
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
-    times = []
+    times, probes = [], []
     for _ in range(steps):
+        before = probe()
         start = time.perf_counter()
         result = step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
-    print(json.dumps({"program": name, "step_ms": [round(t, 4) for t in times],
+        probes.append([before, probe()])
+    print(json.dumps({"program": name, "step_ms": [round(t, 4) for t in times], "probe_ms": probes,
                       "median_step_ms": round(statistics.median(times), 4), "checksum": round(float(result), 3)}))
 
 

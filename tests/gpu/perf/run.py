@@ -11,6 +11,13 @@ its timed steps; a mode's figure is the median over its processes, quoted with t
 (lowest and highest process). For the alternating modes each round also gives a pair ratio
 (mode / native of the same round): its median and spread are quoted too.
 
+The GPU machine's cores run at one of two speeds about 1.9x apart, switching within and
+between processes (reports/gpu/host-time/), which moves a CPU-bound step by as much. So each
+step comes with two probes of the core's speed (programs.py's probe(), before and after it),
+and every figure is also given over the steps taken at full speed: both probes within
+FULL_SPEED of the fastest probe of the program's run, in processes that had at least
+MIN_FULL_SPEED_STEPS such steps.
+
 Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of programs.py)
 Environment: PERF_ROUNDS (5), PERF_SLOW_ROUNDS (1), PERF_STEPS (20), PERF_WARMUP (5),
 PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_SLOW_TIMEOUT (580: seconds
@@ -28,6 +35,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FULL_SPEED = 1.3
+MIN_FULL_SPEED_STEPS = 5
 PROGRAM_NAMES = ["gpt2", "resnet18_prefetch", "compiled_mlp", "maskrcnn", "gcn", "ddp", "launch_bound", "compute_bound"]
 
 
@@ -48,6 +57,26 @@ def run(cmd, env, log, timeout=580):
         if line.startswith("{"):
             result = json.loads(line)
     return result, wall, code
+
+
+def full_speed_median(steps, probes, fastest):
+    """The median of a process's steps taken at full speed, or None when it took fewer than
+    MIN_FULL_SPEED_STEPS of them (or its output has no probes)."""
+    if not steps or not probes or fastest is None:
+        return None
+    full = [t for t, pair in zip(steps, probes) if max(pair) <= FULL_SPEED * fastest]
+    return round(statistics.median(full), 4) if len(full) >= MIN_FULL_SPEED_STEPS else None
+
+
+def compare(mode, native, key):
+    """A mode against native on the per-process figures under `key`: the ratio of the modes'
+    medians and the spread of the per-round pair ratios."""
+    times = [t for t in mode[key] if t is not None]
+    base = [t for t in native[key] if t is not None]
+    if not times or not base:
+        return None, None
+    pairs = [t / n for t, n in zip(mode[key], native[key]) if t and n]
+    return round(statistics.median(times) / statistics.median(base), 3), spread(pairs)
 
 
 def spread(values):
@@ -87,33 +116,44 @@ def main():
         for mode in order:
             cmd, extra = modes[mode]
             result, wall, code = run(cmd, dict(os.environ, **extra), log, slow_timeout if mode in slow else 580)
-            m = row["modes"].setdefault(mode, {"process_medians_ms": [], "process_s": [], "exits": [], "checksums": []})
+            m = row["modes"].setdefault(mode, {"process_medians_ms": [], "process_s": [], "exits": [], "checksums": [],
+                                               "process_steps_ms": [], "process_probes_ms": []})
             m["process_medians_ms"].append(result and result["median_step_ms"])
+            m["process_steps_ms"].append(result and result["step_ms"])
+            m["process_probes_ms"].append(result and result.get("probe_ms"))
             m["process_s"].append(round(wall, 2))
             m["exits"].append(code)
             m["checksums"].append(result and result["checksum"])
             print(f"{program:18} {mode:10} step {result and result['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
-        native = [t for t in row["modes"]["native"]["process_medians_ms"] if t is not None]
+        probes = [p for m in row["modes"].values() for ps in m["process_probes_ms"] if ps for pair in ps for p in pair]
+        fastest = min(probes) if probes else None
+        for m in row["modes"].values():
+            m["full_speed_medians_ms"] = [full_speed_median(st, pr, fastest) for st, pr in zip(m["process_steps_ms"], m["process_probes_ms"])]
+        native = row["modes"]["native"]
         for mode, m in row["modes"].items():
-            times = [t for t in m["process_medians_ms"] if t is not None]
-            m["step_ms"] = spread(times)
-            if mode != "native" and times and native:
-                m["ratio"] = round(statistics.median(times) / statistics.median(native), 3)
-                if mode in streamsan_modes:
-                    pairs = [t / n for t, n in zip(m["process_medians_ms"], row["modes"]["native"]["process_medians_ms"]) if t and n]
-                    m["pair_ratios"] = spread(pairs)
+            m["step_ms"] = spread([t for t in m["process_medians_ms"] if t is not None])
+            m["full_speed_step_ms"] = spread([t for t in m["full_speed_medians_ms"] if t is not None])
+            if mode != "native":
+                for key, ratio, pairs in (("process_medians_ms", "ratio", "pair_ratios"),
+                                          ("full_speed_medians_ms", "full_speed_ratio", "full_speed_pair_ratios")):
+                    m[ratio], m[pairs] = compare(m, native, key)
+                    if mode not in streamsan_modes:
+                        del m[pairs]  # the slow tools run apart from the rounds: no pairs
         results.append(row)
         with open(os.path.join(out, "overhead.json"), "w") as f:
             json.dump({"provenance": provenance, "steps": int(steps), "warmup": int(warmup), "rounds": rounds,
                        "slow_rounds": slow_rounds, "programs": results}, f, indent=1)
     print(provenance)
     for row in results:
-        native = row["modes"]["native"]["step_ms"]
-        cells = [f"native {native and native['median']} ms"]
+        native = row["modes"]["native"]
+        cells = [f"native {native['step_ms'] and native['step_ms']['median']} ms"
+                 f" ({native['full_speed_step_ms'] and native['full_speed_step_ms']['median']} at full speed)"]
         for mode, m in row["modes"].items():
-            if "ratio" in m:
-                pr = m.get("pair_ratios")
-                cells.append(f"{mode} {m['ratio']}x" + (f" (pairs {pr['min']}-{pr['max']})" if pr else ""))
+            if m.get("ratio") is not None:
+                pr, fs, fpr = m.get("pair_ratios"), m.get("full_speed_ratio"), m.get("full_speed_pair_ratios")
+                cells.append(f"{mode} {m['ratio']}x" + (f" (pairs {pr['min']}-{pr['max']})" if pr else "")
+                             + (f", at full speed {fs}x" if fs is not None else "")
+                             + (f" (pairs {fpr['min']}-{fpr['max']})" if fpr else ""))
         print(f"{row['program']:18} " + ", ".join(cells))
 
 
