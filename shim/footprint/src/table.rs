@@ -198,4 +198,40 @@ mod tests {
     fn an_empty_table_reads_as_nothing() {
         assert_eq!(read(&vec![0; TABLE_BYTES]), Measured::default());
     }
+
+    #[test]
+    fn the_layout_is_the_patchs() {
+        // The host reads what the device patch writes: its table's size, entries and granule
+        // are read from the patch's source, so that one changed without the other fails here.
+        let source = include_str!("../patch/footprint.cu");
+        let define = |name: &str| -> u64 {
+            let line = source.lines().find(|l| l.starts_with(&format!("#define {name} "))).expect(name);
+            line.split_whitespace().nth(2).expect(name).trim_end_matches('u').parse().expect(name)
+        };
+        assert_eq!(define("FOOTPRINT_ENTRIES"), ENTRIES as u64);
+        assert_eq!(define("GRANULE_SHIFT"), u64::from(GRANULE_SHIFT));
+        // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved: 8
+        // each) and 16-byte entries (four u32).
+        assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8);
+        assert_eq!(ENTRY_BYTES, 4 * 4);
+        assert_eq!(TABLE_BYTES, 32 + 1024 * 16);
+    }
+
+    #[test]
+    fn an_entry_claimed_but_not_yet_filled_is_no_range() {
+        // A granule whose entry holds no lowest offset (lo_inv 0) or no kind of access reads
+        // as nothing, not as a range from offset ~0: the patch claims an entry before it
+        // updates it.
+        let entry = |granule: u32, flags: u32, lo_inv: u32, hi: u32| {
+            let mut table = vec![0u8; TABLE_BYTES];
+            for (k, v) in [granule, flags, lo_inv, hi].into_iter().enumerate() {
+                table[HEADER_BYTES + 4 * k..HEADER_BYTES + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            read(&table)
+        };
+        assert_eq!(entry(5, READ, 0, 10), Measured::default());
+        assert_eq!(entry(5, 0, !8, 10), Measured::default());
+        let base = 4u64 << GRANULE_SHIFT;
+        assert_eq!(entry(5, READ, !8, 10).ranges, vec![Range { lo: base + 8, hi: base + 10, flags: READ }]);
+    }
 }
