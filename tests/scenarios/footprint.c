@@ -14,7 +14,7 @@
 #define STRIDED(count, len) ((1ull << 63) | ((unsigned long long)(count) << 32) | (len))
 #define SPACED(shift) ((unsigned long long)(shift) << 8)
 #define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
-#define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" */
+#define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" and "toggle-long" */
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
@@ -78,7 +78,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|out-of-order|strided|atomics|free|overflow|steps|packed|toggle racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -144,6 +144,35 @@ int main(int argc, char **argv) {
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             CHECK(cuMemsetD8Async(x, 1, N, b));
             CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "gap") == 0) {
+            /* Three measured launches, their tables handed out in turn; the first and the
+               third (on A) are read when A is synchronized, the second's (on B) later, so the
+               third's table is not the one after the first's. The third writes 64 bytes of x
+               through an interior pointer; B's memset writes bytes 32-63 of them (not the byte
+               the pointer names) with no wait. */
+            launch_touch(a, x, 64, R);
+            launch_touch(b, y, 64, R);
+            launch_touch(a, x + 4096, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            CHECK(cuMemsetD8Async(x + 4096 + 32, 1, 32, b));
+            CHECK(cuStreamSynchronize(a));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "reuse") == 0) {
+            /* A table read is zeroed before a launch gets it again: A's kernel writes x and is
+               read at A's synchronization; B's kernel, handed the same table, writes y (fixed
+               twin) or x (racy twin) while A's memset writes x with no wait. */
+            launch_touch(a, x, 64, W);
+            CHECK(cuStreamSynchronize(a));
+            launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuMemsetD8Async(x, 1, 64, a));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "flood") == 0) {
+            /* More launches to measure than the engine has tables (4096 a context), none read
+               before the last: those past the tables stand on their parameters. B's, the last,
+               writes x (racy twin) or y (fixed) with no wait. */
+            for (int i = 0; i < 4200; i++) launch_touch(a, x, 64, W);
+            launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "out-of-order") == 0) {
             /* B's kernel is read (its stream synchronized) before A's, issued first. */
             launch_touch(a, x, N, W);
@@ -191,10 +220,12 @@ int main(int argc, char **argv) {
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + N / 4 - 8, 8, R);
             CHECK(cuCtxSynchronize());
-        } else if (strcmp(scenario, "toggle") == 0) {
-            /* One module: 300 launches of one learnt key, then a new key of that kernel and a
-               kernel never launched before, every round; B reads what the new key wrote. */
-            for (int i = 0; i < 300; i++) launch_touch(a, x, 64, W);
+        } else if (strcmp(scenario, "toggle") == 0 || strcmp(scenario, "toggle-long") == 0) {
+            /* One module: 300 launches of one learnt key (1100 in toggle-long), then a new key
+               of that kernel and a kernel never launched before, every round; B reads what the
+               new key wrote. */
+            int learnt = strcmp(scenario, "toggle") == 0 ? 300 : 1100;
+            for (int i = 0; i < learnt; i++) launch_touch(a, x, 64, W);
             launch_touch(a, y, 128 + 64ull * round, W);
             launch_fresh(a, round, x + 4096, 64);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }

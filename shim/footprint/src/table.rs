@@ -89,11 +89,12 @@ pub fn merge(ranges: &mut Vec<Range>) {
     *ranges = out;
 }
 
-/// Builds a table as the patch would leave it after `accesses` (address, size, flags), one
-/// access per warp step: what the stand-in engine hands the shim in tests, so that the host
-/// path from table to model runs in CI without a GPU.
-pub fn emulate(accesses: &[(u64, u32, u32)]) -> Vec<u8> {
-    let mut table = vec![0u8; TABLE_BYTES];
+/// Adds `accesses` (address, size, flags), one access per warp step, to `table` as the patch
+/// would: what the stand-in engine writes in tests, so that the host path from table to model
+/// runs in CI without a GPU. Like the patch it only adds, so a table the host did not zero
+/// after reading it still holds what the launch before wrote.
+pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
+    assert_eq!(table.len(), TABLE_BYTES, "a whole table");
     let put32 = |t: &mut [u8], at: usize, v: u32| t[at..at + 4].copy_from_slice(&v.to_le_bytes());
     let put64 = |t: &mut [u8], at: usize, v: u64| t[at..at + 8].copy_from_slice(&v.to_le_bytes());
     for &(addr, size, flags) in accesses {
@@ -104,44 +105,43 @@ pub fn emulate(accesses: &[(u64, u32, u32)]) -> Vec<u8> {
         let mut placed = false;
         for probe in 0..16 {
             let at = HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES;
-            let k = u32_at(&table, at);
+            let k = u32_at(table, at);
             if k == 0 {
-                put32(&mut table, at, granule);
+                put32(table, at, granule);
             } else if k != granule {
                 continue;
             }
             {
-                let v = u32_at(&table, at + 4) | flags;
-                put32(&mut table, at + 4, v);
+                let v = u32_at(table, at + 4) | flags;
+                put32(table, at + 4, v);
             }
             {
-                let v = u32_at(&table, at + 8).max(!lo);
-                put32(&mut table, at + 8, v);
+                let v = u32_at(table, at + 8).max(!lo);
+                put32(table, at + 8, v);
             }
             {
-                let v = u32_at(&table, at + 12).max(hi);
-                put32(&mut table, at + 12, v);
+                let v = u32_at(table, at + 12).max(hi);
+                put32(table, at + 12, v);
             }
             placed = true;
             break;
         }
         if !placed {
-            put32(&mut table, 0, 1);
+            put32(table, 0, 1);
             {
-                let v = u32_at(&table, 4) | flags;
-                put32(&mut table, 4, v);
+                let v = u32_at(table, 4) | flags;
+                put32(table, 4, v);
             }
             {
-                let v = u64_at(&table, 8).max(!addr);
-                put64(&mut table, 8, v);
+                let v = u64_at(table, 8).max(!addr);
+                put64(table, 8, v);
             }
             {
-                let v = u64_at(&table, 16).max(addr + u64::from(size));
-                put64(&mut table, 16, v);
+                let v = u64_at(table, 16).max(addr + u64::from(size));
+                put64(table, 16, v);
             }
         }
     }
-    table
 }
 
 #[cfg(test)]
@@ -150,11 +150,18 @@ mod tests {
 
     const BASE: u64 = 0x7f00_0000_0000;
 
+    /// A zeroed table after `accesses`.
+    fn fresh(accesses: &[(u64, u32, u32)]) -> Vec<u8> {
+        let mut table = vec![0; TABLE_BYTES];
+        emulate(&mut table, accesses);
+        table
+    }
+
     #[test]
     fn a_streamed_buffer_reads_as_one_range() {
         // 1 MiB written in 128-byte warp steps: 16 granules, one range.
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
-        let m = read(&emulate(&steps));
+        let m = read(&fresh(&steps));
         assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + (1 << 20), flags: WRITE }]);
         assert_eq!(m.overflow, None);
     }
@@ -162,7 +169,7 @@ mod tests {
     #[test]
     fn an_interior_range_keeps_its_exact_ends() {
         let lo = BASE + 0x1_2344;
-        let m = read(&emulate(&[(lo, 4, READ), (lo + 0x2_0000, 4, READ)]));
+        let m = read(&fresh(&[(lo, 4, READ), (lo + 0x2_0000, 4, READ)]));
         // Two granules apart: two ranges, each byte-exact.
         assert_eq!(
             m.ranges,
@@ -172,9 +179,9 @@ mod tests {
 
     #[test]
     fn kinds_of_access_stay_apart_unless_one_granule_mixes_them() {
-        let m = read(&emulate(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
+        let m = read(&fresh(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
         assert_eq!(m.ranges.len(), 2);
-        let m = read(&emulate(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
+        let m = read(&fresh(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
         assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + 128, flags: READ | WRITE }]);
     }
 
@@ -182,7 +189,7 @@ mod tests {
     fn a_full_table_widens_the_cover_and_says_so() {
         // More granules than entries (and probes): the rest go to the cover.
         let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
-        let m = read(&emulate(&steps));
+        let m = read(&fresh(&steps));
         let cover = m.overflow.expect("overflowed");
         assert_eq!(cover.flags, WRITE);
         let total = m.ranges.len() as u64;

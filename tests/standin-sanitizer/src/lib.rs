@@ -11,8 +11,8 @@
 //! touches nothing; `footprint_beyond*` touches, for each triple, the `length` bytes just
 //! after it (a kernel whose footprint its parameters cannot tell from `footprint_touch`'s);
 //! `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)` touches its one triple.
-//! It writes the table the patch would have written
-//! (`streamsan_footprint::table::emulate`). A module is patched until
+//! It adds to the table what the patch would have added (`streamsan_footprint::table::emulate`:
+//! like the patch, it never clears what is there). A module is patched until
 //! `sanitizerUnpatchModule` and again after `sanitizerPatchModule`, as on a GPU: a launch of
 //! an unpatched module's kernel records nothing, table or not.
 //!
@@ -265,8 +265,9 @@ unsafe extern "C" fn launched(
             t[0] += t[1];
         }
     }
-    let image = emulate(&accesses(&words));
-    unsafe { core::ptr::copy_nonoverlapping(image.as_ptr(), table as *mut u8, TABLE_BYTES) };
+    // SAFETY: the table the engine gave this launch, TABLE_BYTES of host memory here.
+    let table = unsafe { core::slice::from_raw_parts_mut(table as *mut u8, TABLE_BYTES) };
+    emulate(table, &accesses(&words));
 }
 
 /// The accesses a `footprint_*` kernel makes, as warp steps of at most 128 bytes within one
