@@ -78,7 +78,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -172,6 +172,18 @@ int main(int argc, char **argv) {
                writes x (racy twin) or y (fixed) with no wait. */
             for (int i = 0; i < 4200; i++) launch_touch(a, x, 64, W);
             launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "captured") == 0) {
+            /* More launches to measure than the engine has tables, captured into a graph (none
+               runs as measured: their tables go back); then B's launch, measured, writes x
+               (racy twin) or y (fixed) while A's memset writes x's second half with no wait. */
+            CUgraph graph;
+            CHECK(cuStreamBeginCapture_v2(a, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+            for (int i = 0; i < 4200; i++) launch_touch(a, y, 64, W);
+            CHECK(cuStreamEndCapture(a, &graph));
+            CHECK(cuGraphDestroy(graph));
+            launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuMemsetD8Async(x + 32, 1, 32, a));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "out-of-order") == 0) {
             /* B's kernel is read (its stream synchronized) before A's, issued first. */
