@@ -188,6 +188,30 @@ fn launches_captured_into_a_graph_give_their_tables_back() {
 }
 
 #[test]
+fn tables_the_library_could_not_zero_are_never_handed_out() {
+    // sanitizerMemset fails: no chunk of tables is ready, so every launch stands on its
+    // parameters, counted and noted, and the race its pointer shows is still found.
+    let fail = [("STANDIN_SANITIZER_FAIL", "sanitizerMemset".to_string())];
+    let run = run_mode("reuse", "racy", "exact", &fail);
+    assert_eq!(counter(&run, " launches measured"), 0, "{}", run.stderr());
+    assert_eq!(counter(&run, " without a free table"), 2, "{}", run.stderr());
+    assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
+    assert_eq!(races(&run).len(), 1, "{}", run.stderr());
+}
+
+#[test]
+fn without_a_stream_of_its_own_the_engine_measures_nothing_and_says_so() {
+    // sanitizerGetStreamHandle fails: the engine has no stream to read and zero tables on,
+    // so no launch is measured, each stands on its parameters with a note, and the race its
+    // pointer shows is still found.
+    let fail = [("STANDIN_SANITIZER_FAIL", "sanitizerGetStreamHandle".to_string())];
+    let run = run_mode("reuse", "racy", "exact", &fail);
+    assert_eq!(counter(&run, " launches measured"), 0, "{}", run.stderr());
+    assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
+    assert_eq!(races(&run), vec![race("cross-stream-race", Some("WAR"), "read-or-write", "write")]);
+}
+
+#[test]
 fn launches_read_out_of_issue_order_are_checked_once_and_without_false_races() {
     assert_eq!(
         races(&run_mode("out-of-order", "racy", "exact", &[])),

@@ -17,6 +17,8 @@
 //! an unpatched module's kernel records nothing, table or not.
 //!
 //! `STANDIN_SANITIZER_TAKEN=1`: subscription fails as when another tool holds the API.
+//! `STANDIN_SANITIZER_FAIL=NAME,...`: those functions (`sanitizerMemset`,
+//! `sanitizerGetStreamHandle`) fail with SANITIZER_ERROR_UNKNOWN, doing nothing.
 //! `STANDIN_SANITIZER_LOG=FILE`: one line per launch given a table, `measured NAME` (or
 //! `measured-unpatched NAME`, a table given to a launch that cannot write it), and one per
 //! module patched again or unpatched, `patch MODULE` or `unpatch MODULE`.
@@ -177,8 +179,24 @@ pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
 /// `ptr` holds `count` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerMemset(ptr: *mut c_void, value: i32, count: usize, _stream: Handle) -> u32 {
+    if fails("sanitizerMemset") {
+        return ERROR_UNKNOWN;
+    }
     unsafe { core::ptr::write_bytes(ptr as *mut u8, value as u8, count) };
     OK
+}
+
+/// `SANITIZER_ERROR_UNKNOWN`.
+const ERROR_UNKNOWN: u32 = 999;
+
+/// Whether `STANDIN_SANITIZER_FAIL` (a comma-separated list of function names) names `function`.
+fn fails(function: &str) -> bool {
+    static FAIL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FAIL.get_or_init(|| {
+        std::env::var("STANDIN_SANITIZER_FAIL").map(|v| v.split(',').map(str::to_string).collect()).unwrap_or_default()
+    })
+    .iter()
+    .any(|f| f == function)
 }
 
 #[unsafe(no_mangle)]
@@ -192,6 +210,9 @@ pub extern "C" fn sanitizerStreamSynchronize(_stream: Handle) -> u32 {
 /// `out` is a valid out-pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sanitizerGetStreamHandle(_ctx: Handle, stream: Handle, out: *mut Handle) -> u32 {
+    if fails("sanitizerGetStreamHandle") {
+        return ERROR_UNKNOWN;
+    }
     unsafe { *out = stream };
     OK
 }
