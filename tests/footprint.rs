@@ -56,6 +56,11 @@ fn counter(run: &Run, after: &str) -> u64 {
     before[before.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1)..].parse().expect("a count")
 }
 
+/// Times modules were unpatched and patched again, from the engine's counters.
+fn repatching(run: &Run) -> (u64, u64) {
+    (counter(run, " times, patched again"), counter(run, " times; "))
+}
+
 /// Each race's (kind, hazard, first access, second access) and how often it was found.
 fn race_counts(run: &Run) -> Vec<(RaceShape, u64)> {
     run.reports()
@@ -100,13 +105,16 @@ fn race(kind: &str, hazard: Option<&str>, first: &str, second: &str) -> RaceShap
     (kind.into(), hazard.map(Into::into), first.into(), second.into())
 }
 
+/// In `footprint=exact`, the scenario's racy twin finds exactly `expected`, its fixed twin
+/// nothing.
+fn assert_exact_twins(scenario: &str, expected: RaceShape) {
+    assert_eq!(races(&run_mode(scenario, "racy", "exact", &[])), vec![expected], "{scenario}: the racy twin");
+    assert_eq!(races(&run_mode(scenario, "fixed", "exact", &[])), vec![], "{scenario}: the fixed twin");
+}
+
 #[test]
 fn an_interior_pointer_race_is_found_by_its_measured_footprint_and_missed_by_its_parameters() {
-    assert_eq!(
-        races(&run_mode("interior", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("RAW"), "write", "read")]
-    );
-    assert_eq!(races(&run_mode("interior", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("interior", race("cross-stream-race", Some("RAW"), "write", "read"));
     // The parameters name two different bytes of x: nothing to see.
     assert_eq!(races(&run_mode("interior", "racy", "params", &[])), vec![]);
 }
@@ -124,21 +132,13 @@ fn the_engine_prints_only_what_its_trace_asks_for() {
 
 #[test]
 fn a_buffer_inside_a_by_value_struct_is_measured() {
-    assert_eq!(
-        races(&run_mode("struct", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("WAW"), "write", "write")]
-    );
-    assert_eq!(races(&run_mode("struct", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("struct", race("cross-stream-race", Some("WAW"), "write", "write"));
 }
 
 #[test]
 fn an_operation_issued_after_a_pending_launch_is_checked_against_its_footprint() {
     // The memset was checked before the kernel's footprint was known: the log finds it.
-    assert_eq!(
-        races(&run_mode("later", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("WAR"), "read", "write")]
-    );
-    assert_eq!(races(&run_mode("later", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("later", race("cross-stream-race", Some("WAR"), "read", "write"));
 }
 
 #[test]
@@ -146,11 +146,7 @@ fn launches_read_at_one_synchronization_each_get_their_own_table() {
     // The first and third of three measured launches are read together, the second's table
     // between theirs is not: the third's footprint, read from its own table, finds the race
     // (the second's would not, nor would the third's pointer alone).
-    assert_eq!(
-        races(&run_mode("gap", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("WAW"), "write", "write")]
-    );
-    assert_eq!(races(&run_mode("gap", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("gap", race("cross-stream-race", Some("WAW"), "write", "write"));
 }
 
 #[test]
@@ -158,11 +154,7 @@ fn a_table_read_is_zeroed_before_a_launch_gets_it_again() {
     // The patch only adds to a table: what the launch before wrote must not become the next
     // launch's footprint (here a write of x, racing with a memset the next launch does not
     // touch).
-    assert_eq!(
-        races(&run_mode("reuse", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("WAW"), "write", "write")]
-    );
-    assert_eq!(races(&run_mode("reuse", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("reuse", race("cross-stream-race", Some("WAW"), "write", "write"));
 }
 
 #[test]
@@ -213,11 +205,7 @@ fn without_a_stream_of_its_own_the_engine_measures_nothing_and_says_so() {
 
 #[test]
 fn launches_read_out_of_issue_order_are_checked_once_and_without_false_races() {
-    assert_eq!(
-        races(&run_mode("out-of-order", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("RAW"), "write", "read")]
-    );
-    assert_eq!(races(&run_mode("out-of-order", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("out-of-order", race("cross-stream-race", Some("RAW"), "write", "read"));
 }
 
 #[test]
@@ -230,11 +218,7 @@ fn many_disjoint_ranges_of_one_launch_are_kept_compact_and_still_checked() {
 
 #[test]
 fn atomics_of_two_streams_are_no_race_but_an_atomic_and_a_read_are() {
-    assert_eq!(
-        races(&run_mode("atomics", "racy", "exact", &[])),
-        vec![race("cross-stream-race", Some("RAW"), "atomic", "read")]
-    );
-    assert_eq!(races(&run_mode("atomics", "fixed", "exact", &[])), vec![]);
+    assert_exact_twins("atomics", race("cross-stream-race", Some("RAW"), "atomic", "read"));
 }
 
 #[test]
@@ -354,7 +338,7 @@ fn a_module_is_patched_again_no_more_than_the_bound() {
     // a new key of that kernel and a kernel never launched before (each asks for the module
     // to be patched again).
     let (run, log) = run_rounds("toggle", "racy", "learn", 8, &[]);
-    let (unpatched, repatched) = (counter(&run, " times, patched again"), counter(&run, " times; "));
+    let (unpatched, repatched) = repatching(&run);
     let lines = |what: &str| log.iter().filter(|l| l.starts_with(&format!("{what} "))).count() as u64;
     assert_eq!((lines("unpatch"), lines("patch")), (unpatched, repatched), "the library saw what was counted");
     // No table went to a launch that could not write it, and the driver's cuFuncGetModule
@@ -396,7 +380,7 @@ fn a_module_patched_again_as_often_as_it_may_be_stays_unpatched() {
     // on every launch to measure, new key or fresh kernel, stands on its parameters.
     let (run, log) = run_rounds("toggle-long", "racy", "learn", 8, &[]);
     assert_eq!(toggles(&log), toggle_rounds(5..8, Some(5)), "{log:?}");
-    let (unpatched, repatched) = (counter(&run, " times, patched again"), counter(&run, " times; "));
+    let (unpatched, repatched) = repatching(&run);
     assert_eq!((unpatched, repatched), (5, u64::from(REPATCHES)), "{}", run.stderr());
     // The new keys of rounds 4-8 and the fresh kernels of rounds 6-8.
     assert_eq!(counter(&run, " launches to measure left on their parameters"), 5 + 3, "{}", run.stderr());
@@ -417,7 +401,7 @@ fn without_cufuncgetmodule_the_launch_callback_patches_a_module_again_within_the
     let fail = [("STANDIN_FAIL", "cuFuncGetModule:*:400".to_string())];
     let (run, log) = run_rounds("toggle", "racy", "learn", 8, &fail);
     assert_eq!(toggles(&log), toggle_rounds(3..5, None), "{log:?}");
-    let (unpatched, repatched) = (counter(&run, " times, patched again"), counter(&run, " times; "));
+    let (unpatched, repatched) = repatching(&run);
     assert_eq!((unpatched, repatched), (4, u64::from(REPATCHES)), "{}", run.stderr());
     assert_eq!(counter(&run, " launches to measure left on their parameters"), 2 + 2, "{}", run.stderr());
     assert_eq!(counter(&run, " launches in another module"), 0, "{}", run.stderr());
