@@ -35,7 +35,10 @@ pub enum Phase {
     LaunchDriver,
     /// Finding a launched kernel's name and parameter layout.
     KernelInfo,
-    /// Reading the parameter words of a launch for pointers.
+    /// Copying a launch's parameter block for the batch, whose thread scans it.
+    ParamCopy,
+    /// Reading the parameter words of a launch for pointers (on the thread that tells the
+    /// batch, for the launches it holds).
     ParamScan,
     /// The happens-before model for a launch: clocks, buffers, shadow checks (the call site
     /// excluded; a new race's report, [`Phase::Report`], included).
@@ -63,7 +66,7 @@ pub enum Phase {
     FootprintLearn,
 }
 
-const PHASES: usize = 17;
+const PHASES: usize = 18;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -71,6 +74,7 @@ const ALL: [Phase; PHASES] = [
     Phase::MixedStack,
     Phase::LaunchDriver,
     Phase::KernelInfo,
+    Phase::ParamCopy,
     Phase::ParamScan,
     Phase::Model,
     Phase::CopyModel,
@@ -93,6 +97,7 @@ impl Phase {
             Phase::MixedStack => "  of which native+Python stacks interned",
             Phase::LaunchDriver => "launches in the driver",
             Phase::KernelInfo => "kernel name and layout",
+            Phase::ParamCopy => "parameters copied",
             Phase::ParamScan => "parameter scan",
             Phase::Model => "model update: launches",
             Phase::CopyModel => "model update: copies",

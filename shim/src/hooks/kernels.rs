@@ -15,6 +15,15 @@
 //! direction when the kernel's name gives no parameter types or the word sits inside a
 //! by-value structure. A word of a by-value structure that once held data is not read as a
 //! pointer again ([`StaleWords`]).
+//!
+//! The scan is split from the copy ([`copy_block`], [`scan`]): a launch's thread copies its
+//! parameter block (a few hundred bytes, tens of nanoseconds), and the words are looked at
+//! where the launch is told to the model, on the thread that serves the batch
+//! (`super::batch`). Scanning there finds what scanning at the call finds: where buffers may
+//! lie ([`Model::may_be_buffer`]) only widens when memory is registered, which tells the
+//! batch first, and the batch scans its launches in the order they were made. Launches read
+//! before their real call (`footprint=learn`) or measured (`footprint=exact`) are scanned
+//! at once.
 
 use core::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +138,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 2048>);
 
 impl Recent {
-    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
+    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &Arc<KernelInfo> {
         let generation = GENERATION.load(Ordering::Acquire);
         if self.0.get(&(f as usize), generation).is_none() {
             self.0.put(f as usize, generation, info(model, f));
@@ -347,21 +356,58 @@ pub unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<(*const u8, usize)
     (!buffer.is_null()).then_some((buffer, size))
 }
 
-/// The accesses of a launch: each word of the parameters that may point into a buffer.
+/// How a launch passed its parameters, which says which words of its block are scanned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passed {
+    /// One pointer per parameter (`kernelParams`): the words inside each parameter.
+    ByParameter,
+    /// One packed buffer (`extra`): every word of it.
+    AsBuffer,
+}
+
+/// Appends a launch's parameter block to `out`, each parameter's bytes at its offset from
+/// where the block starts: what [`scan`] reads, copied while the launch's arguments are
+/// valid, so that the scan can wait for the model's batch (`super::batch`) and run on
+/// another thread. None, and nothing appended, when the launch passed no parameters
+/// streamsan can read.
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn accesses(
-    model: &Model,
+pub unsafe fn copy_block(
     info: &KernelInfo,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-    out: &mut Vec<Access>,
-) {
+    out: &mut Vec<u8>,
+) -> Option<Passed> {
+    let start = out.len();
+    if !params.is_null() && !info.params.is_empty() {
+        out.resize(start + info.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0), 0);
+        let block = &mut out[start..];
+        for (i, p) in info.params.iter().enumerate() {
+            // SAFETY: one pointer per parameter, each to the parameter's value.
+            let value = unsafe { *params.add(i) } as *const u8;
+            if !value.is_null() {
+                // SAFETY: the parameter's `size` bytes.
+                block[p.offset..p.offset + p.size]
+                    .copy_from_slice(unsafe { core::slice::from_raw_parts(value, p.size) });
+            }
+        }
+        return Some(Passed::ByParameter);
+    }
+    // SAFETY: the caller's promise.
+    let (buffer, size) = unsafe { extra_buffer(extra) }?;
+    // SAFETY: the `size` bytes of the launch's buffer.
+    out.extend_from_slice(unsafe { core::slice::from_raw_parts(buffer, size) });
+    Some(Passed::AsBuffer)
+}
+
+/// The accesses of a launch whose parameter block [`copy_block`] copied: each word of it
+/// that may point into a buffer.
+pub fn scan(model: &Model, info: &KernelInfo, block: &[u8], passed: Passed, out: &mut Vec<Access>) {
+    let read = |slot: usize| u64::from_le_bytes(block[slot..slot + 8].try_into().expect("8 bytes"));
     // `slot`: the word's byte offset in the parameters.
-    let mut words = 0;
-    let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
-        words += 1;
+    let mut word = |slot: usize, param: Option<&Param>| {
+        let addr = read(slot);
         // A whole pointer parameter surely points where it says; a word inside a by-value
         // structure may be a stale field, and is not taken as a pointer once it held data.
         let exact = param.is_some_and(|p| p.size == 8);
@@ -387,38 +433,156 @@ pub unsafe fn accesses(
             info.data_words.mark_data(slot);
         }
     };
-    if !params.is_null() && !info.params.is_empty() {
-        for (i, p) in info.params.iter().enumerate() {
-            // SAFETY: one pointer per parameter, each to the parameter's value.
-            let value = unsafe { *params.add(i) } as *const u8;
-            if value.is_null() {
-                continue;
-            }
-            let mut k = (8 - p.offset % 8) % 8;
-            while k + 8 <= p.size {
-                // SAFETY: inside the parameter's `size` bytes.
-                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
-                k += 8;
+    let mut words = 0;
+    match passed {
+        Passed::ByParameter => {
+            for p in &info.params {
+                let mut k = (8 - p.offset % 8) % 8;
+                while k + 8 <= p.size {
+                    word(p.offset + k, Some(p));
+                    words += 1;
+                    k += 8;
+                }
             }
         }
-        phases::tally(Tally::ParamWords, words);
-        return;
-    }
-    // SAFETY: the caller's promise.
-    let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
-    let mut offset = 0;
-    while offset + 8 <= size {
-        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
-        // SAFETY: inside the `size` bytes of the buffer.
-        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
-        offset += 8;
+        Passed::AsBuffer => {
+            let mut offset = 0;
+            while offset + 8 <= block.len() {
+                let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
+                word(offset, param);
+                words += 1;
+                offset += 8;
+            }
+        }
     }
     phases::tally(Tally::ParamWords, words);
 }
 
+/// The accesses of a launch, read at once: [`copy_block`] into `block`, then [`scan`].
+///
+/// # Safety
+/// As [`copy_block`].
+pub unsafe fn accesses(
+    model: &Model,
+    info: &KernelInfo,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    block: &mut Vec<u8>,
+    out: &mut Vec<Access>,
+) {
+    block.clear();
+    // SAFETY: the caller's promise.
+    if let Some(passed) = unsafe { copy_block(info, params, extra, block) } {
+        scan(model, info, block, passed, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use streamsan::model::buffers::MemoryKind;
+    use streamsan::model::op::{Origin, StackId, ThreadId};
+    use streamsan::model::Alloc;
+
     use super::*;
+
+    /// A kernel `k(float*, float const*, int, Args)` where `Args` is a 24-byte by-value
+    /// structure at offset 24; a model with one buffer at 0x1000.
+    fn kernel_and_model() -> (KernelInfo, Model) {
+        let typed = |offset, size, read_only| Param { offset, size, typed: true, read_only };
+        let params = vec![typed(0, 8, false), typed(8, 8, true), typed(16, 4, false), typed(24, 24, false)];
+        let info = KernelInfo { id: None, data_words: StaleWords::for_params(&params), params };
+        let model = Model::new(Box::new(|_| None), None);
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        model.alloc(Alloc { base: 0x1000, size: 0x1000, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        (info, model)
+    }
+
+    /// The launch's values as the kernel sees them: the output, the input, a size, then a
+    /// structure holding a size, an interior pointer and a stride.
+    fn values() -> ([u64; 1], [u64; 1], [u32; 1], [u64; 3]) {
+        ([0x1000], [0x1800], [7], [64, 0x1040, 4])
+    }
+
+    fn found(accesses: &[Access]) -> Vec<(u64, Mode, Option<u32>)> {
+        accesses.iter().map(|a| (a.addr, a.mode, a.slot)).collect()
+    }
+
+    /// What a launch passed is what is scanned, however late: the copy is taken at the call,
+    /// and the program may reuse its argument storage at once.
+    #[test]
+    fn a_copied_block_is_scanned_as_the_launch_passed_it() {
+        let (info, model) = kernel_and_model();
+        let (mut out, mut input, mut n, mut args) = values();
+        let mut pointers: [*mut c_void; 4] =
+            [out.as_mut_ptr().cast(), input.as_mut_ptr().cast(), n.as_mut_ptr().cast(), args.as_mut_ptr().cast()];
+        let mut block = vec![0xee];
+        // SAFETY: one pointer per parameter, each to as many bytes as the parameter has.
+        let passed = unsafe { copy_block(&info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block) };
+        assert_eq!(passed, Some(Passed::ByParameter));
+        assert_eq!(block.len(), 1 + 48, "appended after what the list held");
+        // SAFETY: the program's own storage, written through the pointers it passed.
+        unsafe {
+            *pointers[0].cast::<u64>() = 0x1100;
+            *pointers[1].cast::<u64>() = 0x1200;
+            *pointers[3].cast::<u64>().add(1) = 0x1300;
+        }
+        let mut accesses = Vec::new();
+        scan(&model, &info, &block[1..], Passed::ByParameter, &mut accesses);
+        let expected =
+            vec![(0x1000, Mode::ReadWrite, Some(0)), (0x1800, Mode::Read, Some(8)), (0x1040, Mode::Unknown, Some(32))];
+        assert_eq!(found(&accesses), expected);
+
+        // The same bytes passed as one buffer give the same accesses.
+        let (out, input, n, args) = values();
+        let mut packed = [0u8; 48];
+        packed[..8].copy_from_slice(&out[0].to_le_bytes());
+        packed[8..16].copy_from_slice(&input[0].to_le_bytes());
+        packed[16..20].copy_from_slice(&n[0].to_le_bytes());
+        for (i, word) in args.iter().enumerate() {
+            packed[24 + 8 * i..32 + 8 * i].copy_from_slice(&word.to_le_bytes());
+        }
+        let mut size = packed.len();
+        let mut extra: [*mut c_void; 5] = [
+            CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            packed.as_mut_ptr().cast(),
+            CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+            (&raw mut size).cast(),
+            CU_LAUNCH_PARAM_END as *mut c_void,
+        ];
+        let mut block = Vec::new();
+        // SAFETY: a launch's `extra`, ended by CU_LAUNCH_PARAM_END.
+        let passed = unsafe { copy_block(&info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut block) };
+        assert_eq!(passed, Some(Passed::AsBuffer));
+        // SAFETY: the buffer the launch passed, reused.
+        unsafe { *extra[1].cast::<u8>() = 0 };
+        accesses.clear();
+        scan(&model, &info, &block, Passed::AsBuffer, &mut accesses);
+        assert_eq!(found(&accesses), expected);
+    }
+
+    /// A word of a by-value structure that held data is not read as a pointer again, and a
+    /// launch without parameters to read copies nothing.
+    #[test]
+    fn data_words_stay_data_and_nothing_passed_is_nothing_scanned() {
+        let (info, model) = kernel_and_model();
+        let (mut out, mut input, mut n, mut args) = values();
+        args[1] = 77;
+        let mut pointers: [*mut c_void; 4] =
+            [out.as_mut_ptr().cast(), input.as_mut_ptr().cast(), n.as_mut_ptr().cast(), args.as_mut_ptr().cast()];
+        let (mut block, mut list) = (Vec::new(), Vec::new());
+        // SAFETY: as above.
+        unsafe { accesses(&model, &info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block, &mut list) };
+        assert_eq!(list.len(), 2, "the output and the input");
+        // SAFETY: the program's own storage.
+        unsafe { *pointers[3].cast::<u64>().add(1) = 0x1040 };
+        list.clear();
+        // SAFETY: as above.
+        unsafe { accesses(&model, &info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block, &mut list) };
+        assert_eq!(list.len(), 2, "the word that held 77 is data");
+        // SAFETY: neither list.
+        let passed = unsafe { copy_block(&info, core::ptr::null_mut(), core::ptr::null_mut(), &mut block) };
+        assert_eq!((passed, block.len()), (None, 48), "nothing appended");
+    }
 
     #[test]
     fn const_pointer_parameters_are_read_only() {
