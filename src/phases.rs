@@ -35,10 +35,7 @@ pub enum Phase {
     LaunchDriver,
     /// Finding a launched kernel's name and parameter layout.
     KernelInfo,
-    /// Copying a launch's parameter block for the batch, whose thread scans it.
-    ParamCopy,
-    /// Reading the parameter words of a launch for pointers (on the thread that tells the
-    /// batch, for the launches it holds).
+    /// Reading the parameter words of a launch for pointers.
     ParamScan,
     /// The happens-before model for a launch: clocks, buffers, shadow checks (the call site
     /// excluded; a new race's report, [`Phase::Report`], included).
@@ -66,7 +63,7 @@ pub enum Phase {
     FootprintLearn,
 }
 
-const PHASES: usize = 18;
+const PHASES: usize = 17;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -74,7 +71,6 @@ const ALL: [Phase; PHASES] = [
     Phase::MixedStack,
     Phase::LaunchDriver,
     Phase::KernelInfo,
-    Phase::ParamCopy,
     Phase::ParamScan,
     Phase::Model,
     Phase::CopyModel,
@@ -97,7 +93,6 @@ impl Phase {
             Phase::MixedStack => "  of which native+Python stacks interned",
             Phase::LaunchDriver => "launches in the driver",
             Phase::KernelInfo => "kernel name and layout",
-            Phase::ParamCopy => "parameters copied",
             Phase::ParamScan => "parameter scan",
             Phase::Model => "model update: launches",
             Phase::CopyModel => "model update: copies",

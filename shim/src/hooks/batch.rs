@@ -30,14 +30,13 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use streamsan::model::op::{Access, HostEffect, KernelId, Origin};
+use streamsan::model::op::{Access, KernelId, Origin};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
-use streamsan::phases::{self, Phase, Tally};
+use streamsan::phases::{self, Phase};
 
-use super::kernels::{self, KernelInfo, Passed};
 use crate::intercept::options::options;
 
 /// Operations waiting when the serving thread is asked to tell them.
@@ -52,9 +51,6 @@ enum Queued {
     /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], and
     /// the phase its model update is timed as.
     Work { on: StreamRef, origin: Origin, kernel: Option<KernelId>, accesses: (u32, u32), phase: Phase },
-    /// A kernel launch whose parameters are scanned when it is told: its parameter block in
-    /// [`Queue::blocks`] and how it was passed (None: nothing to scan).
-    Launch { on: StreamRef, origin: Origin, info: Arc<KernelInfo>, block: (u32, u32), passed: Option<Passed> },
     /// `cuEventRecord`: the event takes the stream's clock.
     Record { event: u64, on: StreamRef, external: bool, origin: Origin },
     /// `cuStreamWaitEvent`: the stream joins the event's clock.
@@ -64,14 +60,11 @@ enum Queued {
 struct Queue {
     work: Vec<Queued>,
     accesses: Vec<Access>,
-    blocks: Vec<u8>,
-    /// The accesses of the launch being told, found in its block.
-    scanned: Vec<Access>,
 }
 
 impl Queue {
     const fn new() -> Queue {
-        Queue { work: Vec::new(), accesses: Vec::new(), blocks: Vec::new(), scanned: Vec::new() }
+        Queue { work: Vec::new(), accesses: Vec::new() }
     }
 }
 
@@ -114,31 +107,6 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
         queue.accesses.extend_from_slice(work.accesses);
         let end = queue.accesses.len() as u32;
         Queued::Work { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase }
-    });
-}
-
-/// Queues a launch of the kernel `info` on `on`, its parameter block appended by `copy` to
-/// the list it is given ([`kernels::copy_block`]) and scanned for the launch's accesses when
-/// it is told. With `halt_on_error=1`, scans and tells at once.
-pub fn launch(
-    model: &Model,
-    on: StreamRef,
-    origin: Origin,
-    info: &Arc<KernelInfo>,
-    copy: impl FnOnce(&mut Vec<u8>) -> Option<Passed>,
-) {
-    if options().halt_on_error {
-        let mut at_once = Queue::new();
-        let passed = copy(&mut at_once.blocks);
-        let block = (0, at_once.blocks.len() as u32);
-        tell_launch(model, &mut at_once, on, origin, info, block, passed);
-        return;
-    }
-    push(model, |queue| {
-        let start = queue.blocks.len() as u32;
-        let passed = phases::time(Phase::ParamCopy, || copy(&mut queue.blocks));
-        let end = queue.blocks.len() as u32;
-        Queued::Launch { on, origin, info: info.clone(), block: (start, end), passed }
     });
 }
 
@@ -191,21 +159,18 @@ pub fn settle(model: &Model) {
 
 fn tell(model: &Model, batch: &mut Queue) {
     let _ = TELLING.try_with(|telling| telling.set(true));
-    let mut work = std::mem::take(&mut batch.work);
+    let Queue { work, accesses } = batch;
     let told = work.len();
     for queued in work.drain(..) {
         match queued {
             Queued::Work { on, origin, kernel, accesses: (start, end), phase } => {
                 let _timer = phases::start(phase);
-                let accesses = &batch.accesses[start as usize..end as usize];
-                model.work(on, Work { origin, kernel, accesses, host: HostEffect::None });
+                let accesses = &accesses[start as usize..end as usize];
+                model.work(on, Work { origin, kernel, accesses, host: Default::default() });
             }
             Queued::Record { event, on, external, origin } => {
                 let _timer = phases::start(Phase::EventModel);
                 model.event_record(event, on, external, &origin);
-            }
-            Queued::Launch { on, origin, info, block, passed } => {
-                tell_launch(model, batch, on, origin, &info, block, passed);
             }
             Queued::Wait { on, event, origin } => {
                 let _timer = phases::start(Phase::EventModel);
@@ -213,32 +178,9 @@ fn tell(model: &Model, batch: &mut Queue) {
             }
         }
     }
-    batch.work = work;
-    batch.accesses.clear();
-    batch.blocks.clear();
+    accesses.clear();
     PENDING.fetch_sub(told, Ordering::AcqRel);
     let _ = TELLING.try_with(|telling| telling.set(false));
-}
-
-/// Tells `model` of a launch whose parameter block lies in `batch`'s blocks at `block`.
-fn tell_launch(
-    model: &Model,
-    batch: &mut Queue,
-    on: StreamRef,
-    origin: Origin,
-    info: &KernelInfo,
-    (start, end): (u32, u32),
-    passed: Option<Passed>,
-) {
-    let Queue { blocks, scanned, .. } = batch;
-    scanned.clear();
-    if let Some(passed) = passed {
-        let _timer = phases::start(Phase::ParamScan);
-        kernels::scan(model, info, &blocks[start as usize..end as usize], passed, scanned);
-    }
-    phases::tally(Tally::LaunchAccesses, scanned.len());
-    let _timer = phases::start(Phase::Model);
-    model.work(on, Work { origin, kernel: info.id, accesses: scanned, host: HostEffect::None });
 }
 
 fn lock(queue: &'static Mutex<Queue>) -> MutexGuard<'static, Queue> {

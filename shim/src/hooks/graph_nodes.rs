@@ -65,8 +65,8 @@ unsafe fn kernel_node(call: &Call, params: *const KernelNodeParams) -> Option<(N
     let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
     let model = model();
     let info = kernels::info(model, f);
-    let (mut block, mut accesses) = (Vec::new(), Vec::new());
-    unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut block, &mut accesses) };
+    let mut accesses = Vec::new();
+    unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
     Some((NodeKind::Work { accesses }, info.id))
 }
 

@@ -15,15 +15,6 @@
 //! direction when the kernel's name gives no parameter types or the word sits inside a
 //! by-value structure. A word of a by-value structure that once held data is not read as a
 //! pointer again ([`StaleWords`]).
-//!
-//! The scan is split from the copy ([`copy_block`], [`scan`]): a launch's thread copies its
-//! parameter block (a few hundred bytes, tens of nanoseconds), and the words are looked at
-//! where the launch is told to the model, on the thread that serves the batch
-//! (`super::batch`). Scanning there finds what scanning at the call finds: where buffers may
-//! lie ([`Model::may_be_buffer`]) only widens when memory is registered, which tells the
-//! batch first, and the batch scans its launches in the order they were made. Launches read
-//! before their real call (`footprint=learn`) or measured (`footprint=exact`) are scanned
-//! at once.
 
 use core::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,10 +49,51 @@ pub struct KernelInfo {
     pub id: Option<KernelId>,
     /// Empty when the driver could not say.
     pub params: Vec<Param>,
+    /// Which parameter each 8-byte word of the parameters lies in ([`WordMap`]).
+    words: WordMap,
     /// One bit per 8-byte word of the parameters: set once the word, inside a by-value
     /// structure, held something other than null or an address where buffers live
     /// ([`StaleWords`]).
     data_words: StaleWords,
+}
+
+/// No parameter holds the word whole.
+const OUTSIDE: u16 = u16::MAX;
+
+/// Where a kernel's 8-byte parameter words lie, worked out once per kernel, so that a
+/// launch's scan visits only the words that may still hold a pointer: a PyTorch
+/// elementwise launch passes some seventy words, most of them sizes and strides that
+/// [`StaleWords`] already marked as data, and visiting each cost a GPT-2 launch 0.42 µs on
+/// the program's thread (`reports/gpu/steady-state/`).
+#[derive(Debug, Default)]
+struct WordMap {
+    /// Per word, the index of the parameter that holds it whole, or [`OUTSIDE`].
+    param: Box<[u16]>,
+    /// One bit per word: a parameter holds it whole (the words a launch passing
+    /// `kernelParams` has), 64 words a chunk as in [`StaleWords`].
+    inside: Box<[u64]>,
+}
+
+impl WordMap {
+    fn for_params(params: &[Param]) -> WordMap {
+        let words = params.iter().map(|p| p.offset + p.size).max().unwrap_or(0).div_ceil(8);
+        let mut param = vec![OUTSIDE; words].into_boxed_slice();
+        let mut inside = vec![0u64; words.div_ceil(64)].into_boxed_slice();
+        for (i, p) in params.iter().enumerate().take(usize::from(OUTSIDE)) {
+            let mut slot = p.offset.next_multiple_of(8);
+            while slot + 8 <= p.offset + p.size {
+                param[slot / 8] = i as u16;
+                inside[slot / 8 / 64] |= 1 << (slot / 8 % 64);
+                slot += 8;
+            }
+        }
+        WordMap { param, inside }
+    }
+
+    /// The parameter that holds the word at byte `slot` whole.
+    fn param_of(&self, slot: usize) -> Option<usize> {
+        self.param.get(slot / 8).filter(|&&i| i != OUTSIDE).map(|&i| usize::from(i))
+    }
 }
 
 /// The words of a kernel's by-value parameter structures that are data, not pointers.
@@ -88,6 +120,11 @@ impl StaleWords {
     fn bit(&self, slot: usize) -> Option<(&AtomicU64, u64)> {
         let word = slot / 8;
         self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
+    }
+
+    /// The bits of words `64 * chunk` to `64 * chunk + 63`.
+    fn chunk(&self, chunk: usize) -> u64 {
+        self.0.get(chunk).map_or(0, |bits| bits.load(Ordering::Relaxed))
     }
 
     fn is_data(&self, slot: usize) -> bool {
@@ -138,7 +175,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 2048>);
 
 impl Recent {
-    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &Arc<KernelInfo> {
+    pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
         let generation = GENERATION.load(Ordering::Acquire);
         if self.0.get(&(f as usize), generation).is_none() {
             self.0.put(f as usize, generation, info(model, f));
@@ -242,9 +279,9 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    let data_words = StaleWords::for_params(&params);
+    let (words, data_words) = (WordMap::for_params(&params), StaleWords::for_params(&params));
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
-    KernelInfo { id, params, data_words }
+    KernelInfo { id, params, words, data_words }
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -356,58 +393,21 @@ pub unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<(*const u8, usize)
     (!buffer.is_null()).then_some((buffer, size))
 }
 
-/// How a launch passed its parameters, which says which words of its block are scanned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Passed {
-    /// One pointer per parameter (`kernelParams`): the words inside each parameter.
-    ByParameter,
-    /// One packed buffer (`extra`): every word of it.
-    AsBuffer,
-}
-
-/// Appends a launch's parameter block to `out`, each parameter's bytes at its offset from
-/// where the block starts: what [`scan`] reads, copied while the launch's arguments are
-/// valid, so that the scan can wait for the model's batch (`super::batch`) and run on
-/// another thread. None, and nothing appended, when the launch passed no parameters
-/// streamsan can read.
+/// The accesses of a launch: each word of the parameters that may point into a buffer.
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
-pub unsafe fn copy_block(
+pub unsafe fn accesses(
+    model: &Model,
     info: &KernelInfo,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-    out: &mut Vec<u8>,
-) -> Option<Passed> {
-    let start = out.len();
-    if !params.is_null() && !info.params.is_empty() {
-        out.resize(start + info.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0), 0);
-        let block = &mut out[start..];
-        for (i, p) in info.params.iter().enumerate() {
-            // SAFETY: one pointer per parameter, each to the parameter's value.
-            let value = unsafe { *params.add(i) } as *const u8;
-            if !value.is_null() {
-                // SAFETY: the parameter's `size` bytes.
-                block[p.offset..p.offset + p.size]
-                    .copy_from_slice(unsafe { core::slice::from_raw_parts(value, p.size) });
-            }
-        }
-        return Some(Passed::ByParameter);
-    }
-    // SAFETY: the caller's promise.
-    let (buffer, size) = unsafe { extra_buffer(extra) }?;
-    // SAFETY: the `size` bytes of the launch's buffer.
-    out.extend_from_slice(unsafe { core::slice::from_raw_parts(buffer, size) });
-    Some(Passed::AsBuffer)
-}
-
-/// The accesses of a launch whose parameter block [`copy_block`] copied: each word of it
-/// that may point into a buffer.
-pub fn scan(model: &Model, info: &KernelInfo, block: &[u8], passed: Passed, out: &mut Vec<Access>) {
-    let read = |slot: usize| u64::from_le_bytes(block[slot..slot + 8].try_into().expect("8 bytes"));
+    out: &mut Vec<Access>,
+) {
     // `slot`: the word's byte offset in the parameters.
-    let mut word = |slot: usize, param: Option<&Param>| {
-        let addr = read(slot);
+    let mut words = 0;
+    let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
+        words += 1;
         // A whole pointer parameter surely points where it says; a word inside a by-value
         // structure may be a stale field, and is not taken as a pointer once it held data.
         let exact = param.is_some_and(|p| p.size == 8);
@@ -433,48 +433,36 @@ pub fn scan(model: &Model, info: &KernelInfo, block: &[u8], passed: Passed, out:
             info.data_words.mark_data(slot);
         }
     };
-    let mut words = 0;
-    match passed {
-        Passed::ByParameter => {
-            for p in &info.params {
-                let mut k = (8 - p.offset % 8) % 8;
-                while k + 8 <= p.size {
-                    word(p.offset + k, Some(p));
-                    words += 1;
-                    k += 8;
+    if !params.is_null() && !info.params.is_empty() {
+        // The words a parameter holds whole, less those known to be data, in order.
+        for (chunk, &inside) in info.words.inside.iter().enumerate() {
+            let mut candidates = inside & !info.data_words.chunk(chunk);
+            while candidates != 0 {
+                let slot = 8 * (64 * chunk + candidates.trailing_zeros() as usize);
+                candidates &= candidates - 1;
+                let i = info.words.param_of(slot).expect("a word inside a parameter");
+                let p = &info.params[i];
+                // SAFETY: one pointer per parameter, each to the parameter's value.
+                let value = unsafe { *params.add(i) } as *const u8;
+                if !value.is_null() {
+                    // SAFETY: the word lies inside the parameter's `size` bytes.
+                    word(unsafe { (value.add(slot - p.offset) as *const u64).read_unaligned() }, slot, Some(p));
                 }
             }
         }
-        Passed::AsBuffer => {
-            let mut offset = 0;
-            while offset + 8 <= block.len() {
-                let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
-                word(offset, param);
-                words += 1;
-                offset += 8;
-            }
-        }
+        phases::tally(Tally::ParamWords, words);
+        return;
+    }
+    // SAFETY: the caller's promise.
+    let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
+    let mut offset = 0;
+    while offset + 8 <= size {
+        let param = info.words.param_of(offset).map(|i| &info.params[i]);
+        // SAFETY: inside the `size` bytes of the buffer.
+        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
+        offset += 8;
     }
     phases::tally(Tally::ParamWords, words);
-}
-
-/// The accesses of a launch, read at once: [`copy_block`] into `block`, then [`scan`].
-///
-/// # Safety
-/// As [`copy_block`].
-pub unsafe fn accesses(
-    model: &Model,
-    info: &KernelInfo,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    block: &mut Vec<u8>,
-    out: &mut Vec<Access>,
-) {
-    block.clear();
-    // SAFETY: the caller's promise.
-    if let Some(passed) = unsafe { copy_block(info, params, extra, block) } {
-        scan(model, info, block, passed, out);
-    }
 }
 
 #[cfg(test)]
@@ -485,103 +473,90 @@ mod tests {
 
     use super::*;
 
-    /// A kernel `k(float*, float const*, int, Args)` where `Args` is a 24-byte by-value
-    /// structure at offset 24; a model with one buffer at 0x1000.
+    /// `k(float*, float const*, int, Args, float*)`, `Args` a 24-byte by-value structure at
+    /// offset 20 (its words at 24 and 32 lie inside it, the one at 16 does not), the last
+    /// pointer at 48; and a model with one buffer at 0x1000.
     fn kernel_and_model() -> (KernelInfo, Model) {
         let typed = |offset, size, read_only| Param { offset, size, typed: true, read_only };
-        let params = vec![typed(0, 8, false), typed(8, 8, true), typed(16, 4, false), typed(24, 24, false)];
-        let info = KernelInfo { id: None, data_words: StaleWords::for_params(&params), params };
+        let params =
+            vec![typed(0, 8, false), typed(8, 8, true), typed(16, 4, false), typed(20, 24, false), typed(48, 8, false)];
+        let info = KernelInfo {
+            id: None,
+            words: WordMap::for_params(&params),
+            data_words: StaleWords::for_params(&params),
+            params,
+        };
         let model = Model::new(Box::new(|_| None), None);
         let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
         model.alloc(Alloc { base: 0x1000, size: 0x1000, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
         (info, model)
     }
 
-    /// The launch's values as the kernel sees them: the output, the input, a size, then a
-    /// structure holding a size, an interior pointer and a stride.
-    fn values() -> ([u64; 1], [u64; 1], [u32; 1], [u64; 3]) {
-        ([0x1000], [0x1800], [7], [64, 0x1040, 4])
+    /// The parameters' bytes, packed at their offsets: the output, the input, a size, the
+    /// structure (a size, then a word at 24 and one at 32), the last pointer.
+    fn packed(at_24: u64, at_32: u64) -> [u8; 56] {
+        let mut block = [0u8; 56];
+        let mut put = |offset: usize, word: u64| block[offset..offset + 8].copy_from_slice(&word.to_le_bytes());
+        put(0, 0x1000);
+        put(8, 0x1800);
+        put(16, 7 | 64 << 32);
+        put(24, at_24);
+        put(32, at_32);
+        put(48, 0x1f00);
+        block
     }
 
-    fn found(accesses: &[Access]) -> Vec<(u64, Mode, Option<u32>)> {
-        accesses.iter().map(|a| (a.addr, a.mode, a.slot)).collect()
-    }
-
-    /// What a launch passed is what is scanned, however late: the copy is taken at the call,
-    /// and the program may reuse its argument storage at once.
-    #[test]
-    fn a_copied_block_is_scanned_as_the_launch_passed_it() {
-        let (info, model) = kernel_and_model();
-        let (mut out, mut input, mut n, mut args) = values();
-        let mut pointers: [*mut c_void; 4] =
-            [out.as_mut_ptr().cast(), input.as_mut_ptr().cast(), n.as_mut_ptr().cast(), args.as_mut_ptr().cast()];
-        let mut block = vec![0xee];
-        // SAFETY: one pointer per parameter, each to as many bytes as the parameter has.
-        let passed = unsafe { copy_block(&info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block) };
-        assert_eq!(passed, Some(Passed::ByParameter));
-        assert_eq!(block.len(), 1 + 48, "appended after what the list held");
-        // SAFETY: the program's own storage, written through the pointers it passed.
-        unsafe {
-            *pointers[0].cast::<u64>() = 0x1100;
-            *pointers[1].cast::<u64>() = 0x1200;
-            *pointers[3].cast::<u64>().add(1) = 0x1300;
-        }
-        let mut accesses = Vec::new();
-        scan(&model, &info, &block[1..], Passed::ByParameter, &mut accesses);
-        let expected =
-            vec![(0x1000, Mode::ReadWrite, Some(0)), (0x1800, Mode::Read, Some(8)), (0x1040, Mode::Unknown, Some(32))];
-        assert_eq!(found(&accesses), expected);
-
-        // The same bytes passed as one buffer give the same accesses.
-        let (out, input, n, args) = values();
-        let mut packed = [0u8; 48];
-        packed[..8].copy_from_slice(&out[0].to_le_bytes());
-        packed[8..16].copy_from_slice(&input[0].to_le_bytes());
-        packed[16..20].copy_from_slice(&n[0].to_le_bytes());
-        for (i, word) in args.iter().enumerate() {
-            packed[24 + 8 * i..32 + 8 * i].copy_from_slice(&word.to_le_bytes());
-        }
-        let mut size = packed.len();
-        let mut extra: [*mut c_void; 5] = [
+    /// Scans `block` as a launch passes it: `by_parameter`, one pointer per parameter into
+    /// it; else the whole block in `extra`.
+    fn scan(info: &KernelInfo, model: &Model, block: &mut [u8; 56], by_parameter: bool) -> Vec<(u64, Mode, u32)> {
+        let mut out = Vec::new();
+        let base = block.as_mut_ptr();
+        // SAFETY: pointers into the block, at each parameter's offset.
+        let mut pointers: Vec<*mut c_void> = info.params.iter().map(|p| unsafe { base.add(p.offset) }.cast()).collect();
+        let mut size = block.len();
+        let mut extra = [
             CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
-            packed.as_mut_ptr().cast(),
+            base.cast(),
             CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
             (&raw mut size).cast(),
             CU_LAUNCH_PARAM_END as *mut c_void,
         ];
-        let mut block = Vec::new();
-        // SAFETY: a launch's `extra`, ended by CU_LAUNCH_PARAM_END.
-        let passed = unsafe { copy_block(&info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut block) };
-        assert_eq!(passed, Some(Passed::AsBuffer));
-        // SAFETY: the buffer the launch passed, reused.
-        unsafe { *extra[1].cast::<u8>() = 0 };
-        accesses.clear();
-        scan(&model, &info, &block, Passed::AsBuffer, &mut accesses);
-        assert_eq!(found(&accesses), expected);
+        let (params, extra) = if by_parameter {
+            (pointers.as_mut_ptr(), core::ptr::null_mut())
+        } else {
+            (core::ptr::null_mut(), extra.as_mut_ptr())
+        };
+        // SAFETY: a launch's arguments, as the driver takes them.
+        unsafe { accesses(model, info, params, extra, &mut out) };
+        out.into_iter().map(|a| (a.addr, a.mode, a.slot.expect("a slot"))).collect()
     }
 
-    /// A word of a by-value structure that held data is not read as a pointer again, and a
-    /// launch without parameters to read copies nothing.
+    /// The words a parameter holds whole are scanned, in order, with the parameter's
+    /// direction; a word of a structure that held data is not read as a pointer again; and
+    /// a block passed whole in `extra` gives the same accesses.
     #[test]
-    fn data_words_stay_data_and_nothing_passed_is_nothing_scanned() {
-        let (info, model) = kernel_and_model();
-        let (mut out, mut input, mut n, mut args) = values();
-        args[1] = 77;
-        let mut pointers: [*mut c_void; 4] =
-            [out.as_mut_ptr().cast(), input.as_mut_ptr().cast(), n.as_mut_ptr().cast(), args.as_mut_ptr().cast()];
-        let (mut block, mut list) = (Vec::new(), Vec::new());
-        // SAFETY: as above.
-        unsafe { accesses(&model, &info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block, &mut list) };
-        assert_eq!(list.len(), 2, "the output and the input");
-        // SAFETY: the program's own storage.
-        unsafe { *pointers[3].cast::<u64>().add(1) = 0x1040 };
-        list.clear();
-        // SAFETY: as above.
-        unsafe { accesses(&model, &info, pointers.as_mut_ptr(), core::ptr::null_mut(), &mut block, &mut list) };
-        assert_eq!(list.len(), 2, "the word that held 77 is data");
-        // SAFETY: neither list.
-        let passed = unsafe { copy_block(&info, core::ptr::null_mut(), core::ptr::null_mut(), &mut block) };
-        assert_eq!((passed, block.len()), (None, 48), "nothing appended");
+    fn the_words_that_may_hold_pointers_are_scanned_in_order() {
+        for by_parameter in [true, false] {
+            let (info, model) = kernel_and_model();
+            let first = scan(&info, &model, &mut packed(0x1040, 0x1080), by_parameter);
+            let (rw, r, any) = (Mode::ReadWrite, Mode::Read, Mode::Unknown);
+            let expected =
+                vec![(0x1000, rw, 0), (0x1800, r, 8), (0x1040, any, 24), (0x1080, any, 32), (0x1f00, rw, 48)];
+            assert_eq!(first, expected, "by parameter: {by_parameter}");
+            // The structure's first word holds a stride once: from then on it is data.
+            scan(&info, &model, &mut packed(4, 0x1080), by_parameter);
+            let later = scan(&info, &model, &mut packed(0x1040, 0x10c0), by_parameter);
+            let expected = vec![(0x1000, rw, 0), (0x1800, r, 8), (0x10c0, any, 32), (0x1f00, rw, 48)];
+            assert_eq!(later, expected, "by parameter: {by_parameter}");
+        }
+    }
+
+    #[test]
+    fn a_word_map_knows_which_parameter_holds_each_word_whole() {
+        let (info, _) = kernel_and_model();
+        let holders: Vec<Option<usize>> = (0..7).map(|w| info.words.param_of(8 * w)).collect();
+        assert_eq!(holders, [Some(0), Some(1), None, Some(3), Some(3), None, Some(4)]);
+        assert_eq!(&*info.words.inside, &[0b101_1011]);
     }
 
     #[test]

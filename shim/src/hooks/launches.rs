@@ -29,11 +29,9 @@ use crate::host_guard;
 use crate::intercept::variants::{real, Call};
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
-/// shared locks: the lists of a launch's parameter bytes and accesses, the kernels launched
-/// lately.
+/// shared locks: the list of accesses, the kernels launched lately.
 #[derive(Default)]
 struct Launcher {
-    block: Vec<u8>,
     accesses: Vec<Access>,
     kernels: kernels::Recent,
     /// The kernel of the launch being made.
@@ -79,7 +77,7 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         launcher.accesses.clear();
         // SAFETY: the launch's own arguments, as the driver requires them.
         phases::time(Phase::ParamScan, || unsafe {
-            kernels::accesses(model, info, params, extra, &mut launcher.block, &mut launcher.accesses)
+            kernels::accesses(model, info, params, extra, &mut launcher.accesses)
         });
         launcher.kernel = info.id;
         // SAFETY: likewise.
@@ -90,9 +88,7 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
 }
 
 /// After a successful real call: tells the model of the kernel launched on `on`; `ticket`:
-/// its footprint is being measured, and its check waits for it. A launch neither read
-/// before its call nor measured goes to the batch with a copy of its parameters, which are
-/// scanned there.
+/// its footprint is being measured, and its check waits for it.
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, which the driver accepted.
@@ -108,19 +104,13 @@ unsafe fn launched(
     with_launcher(|launcher| {
         if !std::mem::take(&mut launcher.planned) {
             let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
-            launcher.kernel = info.id;
-            launcher.learn = None;
-            if ticket.is_none() {
-                // SAFETY: the caller's promise.
-                let copy = |block: &mut Vec<u8>| unsafe { kernels::copy_block(info, params, extra, block) };
-                batch::launch(model, on, origin(call), info, copy);
-                return;
-            }
             launcher.accesses.clear();
             // SAFETY: the caller's promise.
             phases::time(Phase::ParamScan, || unsafe {
-                kernels::accesses(model, info, params, extra, &mut launcher.block, &mut launcher.accesses)
+                kernels::accesses(model, info, params, extra, &mut launcher.accesses)
             });
+            launcher.kernel = info.id;
+            launcher.learn = None;
         }
         phases::tally(Tally::LaunchAccesses, launcher.accesses.len());
         let origin = origin(call);
