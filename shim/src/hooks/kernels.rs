@@ -49,51 +49,10 @@ pub struct KernelInfo {
     pub id: Option<KernelId>,
     /// Empty when the driver could not say.
     pub params: Vec<Param>,
-    /// Which parameter each 8-byte word of the parameters lies in ([`WordMap`]).
-    words: WordMap,
     /// One bit per 8-byte word of the parameters: set once the word, inside a by-value
     /// structure, held something other than null or an address where buffers live
     /// ([`StaleWords`]).
     data_words: StaleWords,
-}
-
-/// No parameter holds the word whole.
-const OUTSIDE: u16 = u16::MAX;
-
-/// Where a kernel's 8-byte parameter words lie, worked out once per kernel, so that a
-/// launch's scan visits only the words that may still hold a pointer: a PyTorch
-/// elementwise launch passes some seventy words, most of them sizes and strides that
-/// [`StaleWords`] already marked as data, and visiting each cost a GPT-2 launch 0.42 µs on
-/// the program's thread (`reports/gpu/steady-state/`).
-#[derive(Debug, Default)]
-struct WordMap {
-    /// Per word, the index of the parameter that holds it whole, or [`OUTSIDE`].
-    param: Box<[u16]>,
-    /// One bit per word: a parameter holds it whole (the words a launch passing
-    /// `kernelParams` has), 64 words a chunk as in [`StaleWords`].
-    inside: Box<[u64]>,
-}
-
-impl WordMap {
-    fn for_params(params: &[Param]) -> WordMap {
-        let words = params.iter().map(|p| p.offset + p.size).max().unwrap_or(0).div_ceil(8);
-        let mut param = vec![OUTSIDE; words].into_boxed_slice();
-        let mut inside = vec![0u64; words.div_ceil(64)].into_boxed_slice();
-        for (i, p) in params.iter().enumerate().take(usize::from(OUTSIDE)) {
-            let mut slot = p.offset.next_multiple_of(8);
-            while slot + 8 <= p.offset + p.size {
-                param[slot / 8] = i as u16;
-                inside[slot / 8 / 64] |= 1 << (slot / 8 % 64);
-                slot += 8;
-            }
-        }
-        WordMap { param, inside }
-    }
-
-    /// The parameter that holds the word at byte `slot` whole.
-    fn param_of(&self, slot: usize) -> Option<usize> {
-        self.param.get(slot / 8).filter(|&&i| i != OUTSIDE).map(|&i| usize::from(i))
-    }
 }
 
 /// The words of a kernel's by-value parameter structures that are data, not pointers.
@@ -120,11 +79,6 @@ impl StaleWords {
     fn bit(&self, slot: usize) -> Option<(&AtomicU64, u64)> {
         let word = slot / 8;
         self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
-    }
-
-    /// The bits of words `64 * chunk` to `64 * chunk + 63`.
-    fn chunk(&self, chunk: usize) -> u64 {
-        self.0.get(chunk).map_or(0, |bits| bits.load(Ordering::Relaxed))
     }
 
     fn is_data(&self, slot: usize) -> bool {
@@ -279,9 +233,9 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    let (words, data_words) = (WordMap::for_params(&params), StaleWords::for_params(&params));
+    let data_words = StaleWords::for_params(&params);
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
-    KernelInfo { id, params, words, data_words }
+    KernelInfo { id, params, data_words }
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -434,20 +388,17 @@ pub unsafe fn accesses(
         }
     };
     if !params.is_null() && !info.params.is_empty() {
-        // The words a parameter holds whole, less those known to be data, in order.
-        for (chunk, &inside) in info.words.inside.iter().enumerate() {
-            let mut candidates = inside & !info.data_words.chunk(chunk);
-            while candidates != 0 {
-                let slot = 8 * (64 * chunk + candidates.trailing_zeros() as usize);
-                candidates &= candidates - 1;
-                let i = info.words.param_of(slot).expect("a word inside a parameter");
-                let p = &info.params[i];
-                // SAFETY: one pointer per parameter, each to the parameter's value.
-                let value = unsafe { *params.add(i) } as *const u8;
-                if !value.is_null() {
-                    // SAFETY: the word lies inside the parameter's `size` bytes.
-                    word(unsafe { (value.add(slot - p.offset) as *const u64).read_unaligned() }, slot, Some(p));
-                }
+        for (i, p) in info.params.iter().enumerate() {
+            // SAFETY: one pointer per parameter, each to the parameter's value.
+            let value = unsafe { *params.add(i) } as *const u8;
+            if value.is_null() {
+                continue;
+            }
+            let mut k = (8 - p.offset % 8) % 8;
+            while k + 8 <= p.size {
+                // SAFETY: inside the parameter's `size` bytes.
+                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
+                k += 8;
             }
         }
         phases::tally(Tally::ParamWords, words);
@@ -457,7 +408,7 @@ pub unsafe fn accesses(
     let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
     let mut offset = 0;
     while offset + 8 <= size {
-        let param = info.words.param_of(offset).map(|i| &info.params[i]);
+        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
         // SAFETY: inside the `size` bytes of the buffer.
         word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
         offset += 8;
@@ -467,97 +418,7 @@ pub unsafe fn accesses(
 
 #[cfg(test)]
 mod tests {
-    use streamsan::model::buffers::MemoryKind;
-    use streamsan::model::op::{Origin, StackId, ThreadId};
-    use streamsan::model::Alloc;
-
     use super::*;
-
-    /// `k(float*, float const*, int, Args, float*)`, `Args` a 24-byte by-value structure at
-    /// offset 20 (its words at 24 and 32 lie inside it, the one at 16 does not), the last
-    /// pointer at 48; and a model with one buffer at 0x1000.
-    fn kernel_and_model() -> (KernelInfo, Model) {
-        let typed = |offset, size, read_only| Param { offset, size, typed: true, read_only };
-        let params =
-            vec![typed(0, 8, false), typed(8, 8, true), typed(16, 4, false), typed(20, 24, false), typed(48, 8, false)];
-        let info = KernelInfo {
-            id: None,
-            words: WordMap::for_params(&params),
-            data_words: StaleWords::for_params(&params),
-            params,
-        };
-        let model = Model::new(Box::new(|_| None), None);
-        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
-        model.alloc(Alloc { base: 0x1000, size: 0x1000, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
-        (info, model)
-    }
-
-    /// The parameters' bytes, packed at their offsets: the output, the input, a size, the
-    /// structure (a size, then a word at 24 and one at 32), the last pointer.
-    fn packed(at_24: u64, at_32: u64) -> [u8; 56] {
-        let mut block = [0u8; 56];
-        let mut put = |offset: usize, word: u64| block[offset..offset + 8].copy_from_slice(&word.to_le_bytes());
-        put(0, 0x1000);
-        put(8, 0x1800);
-        put(16, 7 | 64 << 32);
-        put(24, at_24);
-        put(32, at_32);
-        put(48, 0x1f00);
-        block
-    }
-
-    /// Scans `block` as a launch passes it: `by_parameter`, one pointer per parameter into
-    /// it; else the whole block in `extra`.
-    fn scan(info: &KernelInfo, model: &Model, block: &mut [u8; 56], by_parameter: bool) -> Vec<(u64, Mode, u32)> {
-        let mut out = Vec::new();
-        let base = block.as_mut_ptr();
-        // SAFETY: pointers into the block, at each parameter's offset.
-        let mut pointers: Vec<*mut c_void> = info.params.iter().map(|p| unsafe { base.add(p.offset) }.cast()).collect();
-        let mut size = block.len();
-        let mut extra = [
-            CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
-            base.cast(),
-            CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
-            (&raw mut size).cast(),
-            CU_LAUNCH_PARAM_END as *mut c_void,
-        ];
-        let (params, extra) = if by_parameter {
-            (pointers.as_mut_ptr(), core::ptr::null_mut())
-        } else {
-            (core::ptr::null_mut(), extra.as_mut_ptr())
-        };
-        // SAFETY: a launch's arguments, as the driver takes them.
-        unsafe { accesses(model, info, params, extra, &mut out) };
-        out.into_iter().map(|a| (a.addr, a.mode, a.slot.expect("a slot"))).collect()
-    }
-
-    /// The words a parameter holds whole are scanned, in order, with the parameter's
-    /// direction; a word of a structure that held data is not read as a pointer again; and
-    /// a block passed whole in `extra` gives the same accesses.
-    #[test]
-    fn the_words_that_may_hold_pointers_are_scanned_in_order() {
-        for by_parameter in [true, false] {
-            let (info, model) = kernel_and_model();
-            let first = scan(&info, &model, &mut packed(0x1040, 0x1080), by_parameter);
-            let (rw, r, any) = (Mode::ReadWrite, Mode::Read, Mode::Unknown);
-            let expected =
-                vec![(0x1000, rw, 0), (0x1800, r, 8), (0x1040, any, 24), (0x1080, any, 32), (0x1f00, rw, 48)];
-            assert_eq!(first, expected, "by parameter: {by_parameter}");
-            // The structure's first word holds a stride once: from then on it is data.
-            scan(&info, &model, &mut packed(4, 0x1080), by_parameter);
-            let later = scan(&info, &model, &mut packed(0x1040, 0x10c0), by_parameter);
-            let expected = vec![(0x1000, rw, 0), (0x1800, r, 8), (0x10c0, any, 32), (0x1f00, rw, 48)];
-            assert_eq!(later, expected, "by parameter: {by_parameter}");
-        }
-    }
-
-    #[test]
-    fn a_word_map_knows_which_parameter_holds_each_word_whole() {
-        let (info, _) = kernel_and_model();
-        let holders: Vec<Option<usize>> = (0..7).map(|w| info.words.param_of(8 * w)).collect();
-        assert_eq!(holders, [Some(0), Some(1), None, Some(3), Some(3), None, Some(4)]);
-        assert_eq!(&*info.words.inside, &[0b101_1011]);
-    }
 
     #[test]
     fn const_pointer_parameters_are_read_only() {
