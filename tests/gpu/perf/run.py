@@ -16,9 +16,12 @@ between processes (reports/gpu/host-time/), which moves a CPU-bound step by as m
 step comes with two probes of the core's speed (programs.py's probe(), before and after it),
 and every figure is also given over the steps taken at full speed: both probes within
 FULL_SPEED of the fastest probe of the program's run, in processes that had at least
-MIN_FULL_SPEED_STEPS such steps.
+MIN_FULL_SPEED_STEPS such steps; and, since on some days few processes have that many
+(reports/gpu/overhead-1bf23ad/: the probes spread over 1.1-3.7 ms), the median of every
+full-speed step of a mode's processes pooled, with how many steps it pools.
 
 Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of programs.py)
+       run.py --summarize OVERHEAD.json          (the figures of a run again, from its file)
 Environment: PERF_ROUNDS (5), PERF_SLOW_ROUNDS (1), PERF_STEPS (20), PERF_WARMUP (5),
 PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_SLOW_TIMEOUT (580: seconds
 a slow tool's process may run; one that runs longer is recorded as "timeout"), PERF_VARIANTS (more streamsan
@@ -66,6 +69,15 @@ def full_speed_median(steps, probes, fastest):
         return None
     full = [t for t, pair in zip(steps, probes) if max(pair) <= FULL_SPEED * fastest]
     return round(statistics.median(full), 4) if len(full) >= MIN_FULL_SPEED_STEPS else None
+
+
+def pooled_full_speed(process_steps, process_probes, fastest):
+    """The median of every step of a mode's processes taken at full speed, and their number."""
+    if fastest is None:
+        return None
+    full = [t for steps, probes in zip(process_steps, process_probes) if steps and probes
+            for t, pair in zip(steps, probes) if max(pair) <= FULL_SPEED * fastest]
+    return {"median": round(statistics.median(full), 4), "steps": len(full)} if full else None
 
 
 def compare(mode, native, key):
@@ -125,37 +137,66 @@ def main():
             m["exits"].append(code)
             m["checksums"].append(result and result["checksum"])
             print(f"{program:18} {mode:10} step {result and result['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
-        probes = [p for m in row["modes"].values() for ps in m["process_probes_ms"] if ps for pair in ps for p in pair]
-        fastest = min(probes) if probes else None
-        for m in row["modes"].values():
-            m["full_speed_medians_ms"] = [full_speed_median(st, pr, fastest) for st, pr in zip(m["process_steps_ms"], m["process_probes_ms"])]
-        native = row["modes"]["native"]
-        for mode, m in row["modes"].items():
-            m["step_ms"] = spread([t for t in m["process_medians_ms"] if t is not None])
-            m["full_speed_step_ms"] = spread([t for t in m["full_speed_medians_ms"] if t is not None])
-            if mode != "native":
-                for key, ratio, pairs in (("process_medians_ms", "ratio", "pair_ratios"),
-                                          ("full_speed_medians_ms", "full_speed_ratio", "full_speed_pair_ratios")):
-                    m[ratio], m[pairs] = compare(m, native, key)
-                    if mode not in streamsan_modes:
-                        del m[pairs]  # the slow tools run apart from the rounds: no pairs
+        summarize(row, streamsan_modes)
         results.append(row)
         with open(os.path.join(out, "overhead.json"), "w") as f:
             json.dump({"provenance": provenance, "steps": int(steps), "warmup": int(warmup), "rounds": rounds,
                        "slow_rounds": slow_rounds, "programs": results}, f, indent=1)
     print(provenance)
     for row in results:
-        native = row["modes"]["native"]
-        cells = [f"native {native['step_ms'] and native['step_ms']['median']} ms"
-                 f" ({native['full_speed_step_ms'] and native['full_speed_step_ms']['median']} at full speed)"]
-        for mode, m in row["modes"].items():
-            if m.get("ratio") is not None:
-                pr, fs, fpr = m.get("pair_ratios"), m.get("full_speed_ratio"), m.get("full_speed_pair_ratios")
-                cells.append(f"{mode} {m['ratio']}x" + (f" (pairs {pr['min']}-{pr['max']})" if pr else "")
-                             + (f", at full speed {fs}x" if fs is not None else "")
-                             + (f" (pairs {fpr['min']}-{fpr['max']})" if fpr else ""))
-        print(f"{row['program']:18} " + ", ".join(cells))
+        print(summary_line(row))
+
+
+def summarize(row, streamsan_modes):
+    """Adds to each mode of `row` its figures: over all steps, at full speed per process, and
+    at full speed pooled; for a mode other than native, its ratios to native."""
+    probes = [p for m in row["modes"].values() for ps in m["process_probes_ms"] if ps for pair in ps for p in pair]
+    fastest = min(probes) if probes else None
+    for m in row["modes"].values():
+        m["full_speed_medians_ms"] = [full_speed_median(st, pr, fastest) for st, pr in zip(m["process_steps_ms"], m["process_probes_ms"])]
+        m["full_speed_pooled_ms"] = pooled_full_speed(m["process_steps_ms"], m["process_probes_ms"], fastest)
+    native = row["modes"]["native"]
+    for mode, m in row["modes"].items():
+        m["step_ms"] = spread([t for t in m["process_medians_ms"] if t is not None])
+        m["full_speed_step_ms"] = spread([t for t in m["full_speed_medians_ms"] if t is not None])
+        if mode != "native":
+            for key, ratio, pairs in (("process_medians_ms", "ratio", "pair_ratios"),
+                                      ("full_speed_medians_ms", "full_speed_ratio", "full_speed_pair_ratios")):
+                m[ratio], m[pairs] = compare(m, native, key)
+                if mode not in streamsan_modes:
+                    del m[pairs]  # the slow tools run apart from the rounds: no pairs
+            pooled, base = m["full_speed_pooled_ms"], native["full_speed_pooled_ms"]
+            m["full_speed_pooled_ratio"] = round(pooled["median"] / base["median"], 3) if pooled and base else None
+
+
+def summary_line(row):
+    native = row["modes"]["native"]
+    pooled = native.get("full_speed_pooled_ms")
+    cells = [f"native {native['step_ms'] and native['step_ms']['median']} ms"
+             f" ({native['full_speed_step_ms'] and native['full_speed_step_ms']['median']} at full speed"
+             + (f", {pooled['median']} pooled over {pooled['steps']} steps" if pooled else "") + ")"]
+    for mode, m in row["modes"].items():
+        if m.get("ratio") is not None:
+            pr, fs, fpr = m.get("pair_ratios"), m.get("full_speed_ratio"), m.get("full_speed_pair_ratios")
+            pooled, pooled_ratio = m.get("full_speed_pooled_ms"), m.get("full_speed_pooled_ratio")
+            cells.append(f"{mode} {m['ratio']}x" + (f" (pairs {pr['min']}-{pr['max']})" if pr else "")
+                         + (f", at full speed {fs}x" if fs is not None else "")
+                         + (f" (pairs {fpr['min']}-{fpr['max']})" if fpr else "")
+                         + (f", pooled at full speed {pooled_ratio}x ({pooled['steps']} steps)" if pooled_ratio else ""))
+    return f"{row['program']:18} " + ", ".join(cells)
+
+
+def resummarize(path):
+    """The figures of a saved run, computed again by this file's code."""
+    run_file = json.load(open(path))
+    for row in run_file["programs"]:
+        streamsan_modes = [mode for mode, m in row["modes"].items() if "pair_ratios" in m or mode == "streamsan"]
+        summarize(row, streamsan_modes)
+        print(summary_line(row))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--summarize"]:
+        resummarize(sys.argv[2])
+    else:
+        main()
