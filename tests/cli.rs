@@ -87,7 +87,9 @@ fn print_limit_and_quiet_bound_what_is_printed_not_what_is_reported() {
         &dir,
         &["run", "--print-limit", "1", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"],
     );
-    assert_eq!(text(&out.stderr).matches("WARNING: streamsan").count(), 1, "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("WARNING: streamsan").count(), 1, "{stderr}");
+    assert!(stderr.contains("WARNING: streamsan: cross-stream-race"), "the first race found is printed: {stderr}");
     assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 2);
     let dir = scratch("quiet");
     let out = run_cli(&dir, &["run", "--quiet", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
@@ -162,6 +164,36 @@ fn mistakes_stop_the_run_before_the_program_starts() {
         assert!(text(&out.stderr).contains(message), "{args:?}: {}", text(&out.stderr));
         assert!(calls(&dir).is_empty(), "{args:?}: the program ran");
     }
+}
+
+/// `--report races.json`: a bare name is a file of the current directory.
+#[test]
+fn a_report_named_without_a_directory_goes_to_the_current_one() {
+    let exe = lifecycle();
+    let dir = scratch("bare-name");
+    let out = streamsan(&dir)
+        .current_dir(&dir)
+        .args(["run", "--report", "races.json", "--", exe.to_str().unwrap(), "races"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
+    assert!(!streamsan::report::Report::read_from(&dir.join("races.json")).unwrap().races.is_empty());
+}
+
+/// The run's list of reports goes to the temporary directory: one that is not there stops
+/// the run, with the system's reason.
+#[test]
+fn a_temporary_directory_that_is_not_there_stops_the_run() {
+    let exe = lifecycle();
+    let dir = scratch("no-tmp");
+    let out = streamsan(&dir)
+        .env("TMPDIR", dir.join("gone"))
+        .args(["run", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("cannot create the run's list of reports") && stderr.contains("No such file"), "{stderr}");
+    assert!(calls(&dir).is_empty(), "the program ran");
 }
 
 #[test]
@@ -240,6 +272,20 @@ fn every_process_of_a_job_writes_its_own_report() {
     // Nor does it print it: the parent's work was told before the fork.
     let stderr = text(&out.stderr);
     assert_eq!(stderr.matches("WARNING: streamsan: cross-stream-race").count(), 1, "{stderr}");
+}
+
+/// A forked child counts its own races against the print limit, not its parent's too.
+#[test]
+fn a_forked_child_prints_its_own_first_race() {
+    let exe = lifecycle();
+    let dir = scratch("fork-limit");
+    let out = run_cli(
+        &dir,
+        &["run", "--print-limit", "1", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "fork"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("WARNING: streamsan: cross-stream-race").count(), 1, "the parent's: {stderr}");
+    assert_eq!(stderr.matches("WARNING: streamsan: use-before-alloc").count(), 1, "the child's: {stderr}");
 }
 
 #[test]

@@ -22,18 +22,6 @@ pub trait Symbols {
     fn tid(&self, thread: ThreadId) -> Option<u32>;
 }
 
-/// No symbols: for tests and for reports built away from the process.
-pub struct NoSymbols;
-
-impl Symbols for NoSymbols {
-    fn frames(&self, _: StackId) -> Vec<Frame> {
-        Vec::new()
-    }
-    fn tid(&self, _: ThreadId) -> Option<u32> {
-        None
-    }
-}
-
 fn hex(value: u64) -> String {
     format!("{value:#x}")
 }

@@ -213,6 +213,12 @@ mod tests {
         dir
     }
 
+    /// The first race of a report of the examples.
+    fn example_race() -> RaceReport {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        Report::read_from(Path::new(path)).unwrap().races.swap_remove(0)
+    }
+
     #[test]
     fn a_report_file_is_created_once_and_replaced_whole() {
         let dir = scratch("create");
@@ -231,12 +237,7 @@ mod tests {
     fn races_appended_between_rewrites_are_read_with_the_report_once() {
         let dir = scratch("log");
         let path = dir.join("r.json");
-        let example = Report::read_from(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/reports/examples/cross-stream-raw.json"
-        )))
-        .unwrap();
-        let race = example.races[0].clone();
+        let race = example_race();
         let mut report = Report::new(1, vec![]);
         let mut file = ReportFile::create(&path, &report).unwrap();
         file.append(&race).unwrap();
@@ -264,9 +265,40 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
     }
 
+    /// The race log stays open for the rest of the process: it is never opened through a
+    /// link planted at its name, and a program that starts another does not hand it on.
+    #[test]
+    fn the_race_log_is_not_followed_through_a_link_nor_inherited() {
+        use std::os::fd::AsRawFd;
+        let dir = scratch("log-link");
+        let path = dir.join("r.json");
+        let race = example_race();
+        let target = dir.join("target");
+        std::fs::write(&target, "precious").unwrap();
+        let mut file = ReportFile::create(&path, &Report::default()).unwrap();
+        std::os::unix::fs::symlink(&target, race_log(&path)).unwrap();
+        assert!(file.append(&race).is_err(), "a link at the log's name is refused");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+        std::fs::remove_file(race_log(&path)).unwrap();
+        file.append(&race).unwrap();
+        let fd = file.log.as_ref().expect("the log, open").as_raw_fd();
+        // SAFETY: reading the flags of a descriptor this process holds.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(flags >= 0 && flags & libc::FD_CLOEXEC != 0, "flags {flags}");
+    }
+
+    /// A race log that exists and cannot be read is an error, not a log without races.
+    #[test]
+    fn an_unreadable_race_log_is_an_error() {
+        let dir = scratch("log-dir");
+        assert!(read_race_log(&dir.join("absent")).unwrap().is_empty());
+        assert!(read_race_log(&dir).is_err(), "a directory where the log should be");
+    }
+
     #[test]
     fn destinations_are_checked_before_a_run() {
         let dir = scratch("check");
+        assert!(check_destination(&format!("{}/r.json", dir.display())).is_ok(), "nothing there yet");
         assert!(check_destination(&format!("{}/r.%p.json", dir.display())).is_ok());
         std::fs::write(dir.join("r.json"), "").unwrap();
         assert!(check_destination(&format!("{}/r.json", dir.display())).unwrap_err().contains("exists already"));

@@ -89,6 +89,34 @@ mod tests {
     }
 
     #[test]
+    fn libraries_are_known_by_their_files_or_their_modules() {
+        let library = |file: Option<&str>, module: Option<&str>| is_library(&frame("f", file, module));
+        assert!(library(Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"), None));
+        assert!(library(Some("/usr/include/c++/12/bits/std_function.h"), None), "the system's sources");
+        assert!(library(Some("<frozen runpy>"), Some(PYTHON_MODULE)), "Python's own frozen modules");
+        assert!(library(None, Some("/lib/x86_64-linux-gnu/libc.so.6")), "the C runtime");
+        assert!(!library(Some("/work/app/main.cpp"), Some("/work/app/app")));
+        assert!(!library(None, Some("/work/app/libmine.so")));
+    }
+
+    /// A Python program started by a native host of its own: the script is the outermost
+    /// *Python* frame of the program's, not the host's source.
+    #[test]
+    fn the_script_is_found_among_python_frames_only() {
+        let site = [
+            frame("helper", Some("/opt/pkgs/mylib/core.py"), Some(PYTHON_MODULE)),
+            frame("train", Some("/work/app/train.py"), Some(PYTHON_MODULE)),
+            frame("main", Some("/srv/host/main.c"), None),
+        ];
+        assert_eq!(program_frame(&site).unwrap().function.as_deref(), Some("train"));
+        // Code compiled from a string with no file name has no directory to look beside:
+        // still the program's Python frame, before a native one.
+        let site =
+            [frame("kernel_glue", Some("/work/app/glue.c"), None), frame("<module>", Some(""), Some(PYTHON_MODULE))];
+        assert_eq!(program_frame(&site).unwrap().function.as_deref(), Some("<module>"));
+    }
+
+    #[test]
     fn the_program_frame_skips_libraries() {
         let rust = [
             frame("cuLaunchKernel", Some("/root/.cargo/registry/src/x/cudarc/src/sys.rs"), None),

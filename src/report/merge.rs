@@ -53,3 +53,38 @@ pub fn merge(reports: &[Report]) -> Report {
     merged.summarize();
     merged
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Races are one entry when they are the same race: the same kind and hazard are not
+    /// enough, their operations must be the same calls at the same places too.
+    #[test]
+    fn races_merge_when_their_operations_are_the_same() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        let report = Report::read_from(std::path::Path::new(path)).unwrap();
+        let race = report.races[0].clone();
+        let mut elsewhere = race.clone();
+        elsewhere.second.api = "cuMemcpyDtoHAsync_v2".into();
+        let one = Report { races: vec![race.clone(), elsewhere.clone()], ..report.clone() };
+        let merged = merge(&[one.clone(), Report { races: vec![race.clone()], ..report }]);
+        let counts: Vec<(String, u64)> = merged.races.iter().map(|r| (r.second.api.clone(), r.count)).collect();
+        assert_eq!(counts, [(race.second.api.clone(), 2 * race.count), (elsewhere.second.api, race.count)]);
+    }
+
+    /// Notes merge the same way (kind, call, place), and what is per process adds up.
+    #[test]
+    fn notes_merge_and_counts_add_up() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/notes.json");
+        let mut report = Report::read_from(std::path::Path::new(path)).unwrap();
+        report.intercepted = [("cuLaunchKernel".to_string(), 3)].into();
+        report.summary.suppressed = 1;
+        let merged = merge(&[report.clone(), report.clone()]);
+        let notes: Vec<(String, u64)> = merged.notes.iter().map(|n| (n.kind.to_string(), n.count)).collect();
+        let twice: Vec<(String, u64)> = report.notes.iter().map(|n| (n.kind.to_string(), 2 * n.count)).collect();
+        assert_eq!((notes.len(), notes), (2, twice));
+        assert_eq!(merged.intercepted["cuLaunchKernel"], 6);
+        assert_eq!(merged.summary.suppressed, 2);
+    }
+}

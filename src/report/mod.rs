@@ -258,3 +258,25 @@ impl Report {
         self.summary = summary;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary counts entries, occurrences and kinds afresh, and keeps the count of races
+    /// suppressions left out (which only the suppressing step knows).
+    #[test]
+    fn a_summary_counts_entries_occurrences_and_kinds_and_keeps_the_suppressed() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        let mut report = Report::read_from(std::path::Path::new(path)).unwrap();
+        let mut race = report.races[0].clone();
+        (report.races[0].count, race.count) = (3, 2);
+        report.races = vec![report.races[0].clone(), race];
+        report.summary = Summary { suppressed: 4, ..Summary::default() };
+        report.summarize();
+        let by_kind = BTreeMap::from([(RaceKind::CrossStream, 2)]);
+        assert_eq!(report.summary, Summary { races: 2, occurrences: 5, by_kind, suppressed: 4 });
+        assert_eq!(report.races_of("cross-stream-race").count(), 2);
+        assert_eq!(report.races_of("free-race").count(), 0);
+    }
+}

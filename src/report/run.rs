@@ -133,4 +133,19 @@ mod tests {
         );
         log.remove();
     }
+
+    /// A list a killed wrapper left at the name is not this run's: the next name is taken,
+    /// and a list once read is removed.
+    #[test]
+    fn a_list_left_behind_is_passed_over_and_a_list_read_is_removed() {
+        let left = std::env::temp_dir().join(format!("streamsan-run.{}.0", std::process::id()));
+        std::fs::write(&left, "written\t/r/old.json\n").unwrap();
+        let log = RunLog::create().unwrap();
+        assert_ne!(log.path(), left);
+        assert!(log.read().is_empty(), "a new list is empty");
+        let path = log.path().to_path_buf();
+        log.remove();
+        assert!(!path.exists());
+        std::fs::remove_file(left).unwrap();
+    }
 }

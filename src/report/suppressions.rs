@@ -183,6 +183,13 @@ mod tests {
         assert!(matches("libtorch*.so", "/venv/torch/lib/libtorch_cuda.so"));
         assert!(matches("*", "anything"));
         assert!(matches("^a*$", "abc"));
+        // An anchored end is the text's end, found however often the part occurs before it.
+        assert!(matches("foo$", "foofoo"));
+        assert!(matches("^abc*def$", "abcdef"));
+        // Anchored at both ends, the parts may not overlap.
+        assert!(!matches("^ab*bc$", "abc"));
+        // Each part is looked for after the one before.
+        assert!(!matches("a*a", "a"));
     }
 
     #[test]
