@@ -319,7 +319,10 @@ fn an_annotated_sub_allocation_is_checked_like_a_driver_allocation() {
 
 #[test]
 fn graph_nodes_without_a_path_between_them_are_concurrent() {
-    check("graph_branches", CROSS, Some("WAW"));
+    let racy = check("graph_branches", CROSS, Some("WAW"));
+    // Each node is named by its graph and the stream its graph was launched on.
+    let label = &racy.races[0].second.stream.label;
+    assert!(label.starts_with("a node of graph 0x") && label.contains(" launched on stream 0x"), "{label}");
 }
 
 #[test]

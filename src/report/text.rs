@@ -290,3 +290,72 @@ impl Serialize for RaceReport {
         .serialize(serializer)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> RaceReport {
+        let path = format!("{}/reports/examples/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        Report::read_from(std::path::Path::new(&path)).unwrap().races.swap_remove(0)
+    }
+
+    /// The warning block's lines that depend on the race: the earlier operation in lower
+    /// case, where the buffer came from (unless the earlier operation is its allocation),
+    /// how often it occurred (only when more than once), a host's access in its own words.
+    #[test]
+    fn a_race_reads_as_a_warning_block() {
+        let mut raw = example("cross-stream-raw");
+        let text = race(&raw);
+        assert!(text.contains("\n  Read of [0x7f2288c00000, 0x7f2288c00001) by kernel scale"), "{text}");
+        assert!(text.contains("\n  Previous read-write of ["), "{text}");
+        assert!(text.contains("\n  Buffer allocated by cuMemAlloc_v2 on the host:\n"), "{text}");
+        assert!(!text.contains("Occurred"), "once: {text}");
+        raw.count = 2;
+        assert!(race(&raw).contains("\n  Occurred 2 times.\n"));
+        let text = race(&example("use-before-alloc"));
+        assert!(!text.contains("Buffer allocated by"), "the earlier operation is the allocation: {text}");
+        raw.second.api = HOST_API.into();
+        assert!(race(&raw).contains("\n  Read of [0x7f2288c00000, 0x7f2288c00001) by the host, thread T1:\n"));
+    }
+
+    #[test]
+    fn notes_say_what_happened_and_why() {
+        let wait = note_message(NoteKind::WaitOnUnrecordedEvent, "cuStreamWaitEvent", "stream 0x5", None, 0xe);
+        assert_eq!(
+            wait,
+            "cuStreamWaitEvent on stream 0x5 waits on event 0xe, which was never recorded: the wait orders nothing"
+        );
+        let unmeasured =
+            |why: FootprintUnmeasured| note_message(NoteKind::FootprintUnmeasured, "", "", None, why as u64);
+        assert!(unmeasured(FootprintUnmeasured::ModuleUnpatched).contains("ran in an unpatched module"));
+        assert!(unmeasured(FootprintUnmeasured::NoTable).contains("found every footprint table waiting to be read"));
+        let unavailable =
+            |why: FootprintUnavailable| note_message(NoteKind::FootprintUnavailable, "", "", None, why as u64);
+        assert!(unavailable(FootprintUnavailable::NoLibrary)
+            .starts_with("footprint=exact/learn needs the Compute Sanitizer library"));
+        assert!(unavailable(FootprintUnavailable::OtherSubscriber)
+            .starts_with("another tool holds the Compute Sanitizer API"));
+        assert!(unavailable(FootprintUnavailable::Refused).starts_with("the Compute Sanitizer API refused to start"));
+    }
+
+    /// A note that occurred more than once says how often, in the whole report's text.
+    #[test]
+    fn a_report_s_notes_say_how_often() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/notes.json");
+        let mut notes = Report::read_from(std::path::Path::new(path)).unwrap();
+        let once = report(&notes);
+        assert!(once.contains("NOTE: streamsan: destroyed-while-pending: "), "{once}");
+        assert!(!once.contains(" times)"), "{once}");
+        notes.notes[0].count = 3;
+        assert!(report(&notes).contains("NOTE: streamsan: destroyed-while-pending (3 times): "));
+    }
+
+    #[test]
+    fn a_site_without_a_line_is_named_by_its_file() {
+        let mut site = example("cross-stream-raw").second.site;
+        assert_eq!(describe_site(&site), "/work/main/tests/scenarios/semantics.c:119 in launch");
+        site[0].line = None;
+        assert_eq!(describe_site(&site), "/work/main/tests/scenarios/semantics.c in launch");
+    }
+}
