@@ -95,50 +95,36 @@ pub fn merge(ranges: &mut Vec<Range>) {
 /// after reading it still holds what the launch before wrote.
 pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
     assert_eq!(table.len(), TABLE_BYTES, "a whole table");
-    let put32 = |t: &mut [u8], at: usize, v: u32| t[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    let put64 = |t: &mut [u8], at: usize, v: u64| t[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    // The patch's atomics: a 32-bit or 64-bit field at `at` becomes `update` of itself.
+    let update32 = |t: &mut [u8], at: usize, update: &dyn Fn(u32) -> u32| {
+        let v = update(u32_at(t, at));
+        t[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    let update64 = |t: &mut [u8], at: usize, update: &dyn Fn(u64) -> u64| {
+        let v = update(u64_at(t, at));
+        t[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    };
     for &(addr, size, flags) in accesses {
         let granule = ((addr >> GRANULE_SHIFT) + 1) as u32;
         let lo = (addr & ((1 << GRANULE_SHIFT) - 1)) as u32;
         let hi = lo + size;
         let h = granule.wrapping_mul(2654435761) as usize & (ENTRIES - 1);
-        let mut placed = false;
-        for probe in 0..16 {
-            let at = HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES;
+        let entry = (0..16).map(|probe| HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES).find(|&at| {
             let k = u32_at(table, at);
-            if k == 0 {
-                put32(table, at, granule);
-            } else if k != granule {
-                continue;
+            k == 0 || k == granule
+        });
+        match entry {
+            Some(at) => {
+                update32(table, at, &|_| granule);
+                update32(table, at + 4, &|v| v | flags);
+                update32(table, at + 8, &|v| v.max(!lo));
+                update32(table, at + 12, &|v| v.max(hi));
             }
-            {
-                let v = u32_at(table, at + 4) | flags;
-                put32(table, at + 4, v);
-            }
-            {
-                let v = u32_at(table, at + 8).max(!lo);
-                put32(table, at + 8, v);
-            }
-            {
-                let v = u32_at(table, at + 12).max(hi);
-                put32(table, at + 12, v);
-            }
-            placed = true;
-            break;
-        }
-        if !placed {
-            put32(table, 0, 1);
-            {
-                let v = u32_at(table, 4) | flags;
-                put32(table, 4, v);
-            }
-            {
-                let v = u64_at(table, 8).max(!addr);
-                put64(table, 8, v);
-            }
-            {
-                let v = u64_at(table, 16).max(addr + u64::from(size));
-                put64(table, 16, v);
+            None => {
+                update32(table, 0, &|_| 1);
+                update32(table, 4, &|v| v | flags);
+                update64(table, 8, &|v| v.max(!addr));
+                update64(table, 16, &|v| v.max(addr + u64::from(size)));
             }
         }
     }
