@@ -46,6 +46,11 @@ pub enum Phase {
     MemsetModel,
     /// The same for an event record or a stream's wait for an event.
     EventModel,
+    /// The model's batch told on a program's thread, not the watcher's: the updates above
+    /// of what it told (counted there too), and the wait for a batch another thread was
+    /// telling. What a synchronizing call, or a call that reads the model, costs its thread
+    /// for the work queued before it.
+    ProgramSettle,
     /// A new race: its report built, printed, written.
     Report,
     /// Waiting for a stream's, buffer's or event's lock held by another thread.
@@ -63,7 +68,7 @@ pub enum Phase {
     FootprintLearn,
 }
 
-const PHASES: usize = 17;
+const PHASES: usize = 18;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -76,6 +81,7 @@ const ALL: [Phase; PHASES] = [
     Phase::CopyModel,
     Phase::MemsetModel,
     Phase::EventModel,
+    Phase::ProgramSettle,
     Phase::Report,
     Phase::LockWait,
     Phase::FootprintPlan,
@@ -98,6 +104,7 @@ impl Phase {
             Phase::CopyModel => "model update: copies",
             Phase::MemsetModel => "model update: memsets",
             Phase::EventModel => "model update: records, waits",
+            Phase::ProgramSettle => "batch told on program threads",
             Phase::Report => "race reports (in updates)",
             Phase::LockWait => "lock waits (in updates)",
             Phase::FootprintPlan => "footprint: plan/arm",

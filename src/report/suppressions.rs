@@ -96,10 +96,6 @@ impl Suppressions {
         Ok(Suppressions { rules })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// Whether a rule suppresses `race`.
     pub fn suppresses(&self, race: &RaceReport) -> bool {
         self.rules.iter().any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))

@@ -420,11 +420,6 @@ impl Engine {
     }
 }
 
-/// Whether the engine runs.
-pub fn running() -> bool {
-    ENGINE.get().is_some()
-}
-
 /// Before the real call of a launch of `function` (the caller's handle), outside any
 /// callback: applies the modules' queued changes and, if `ask` is to measure, makes ready
 /// what that needs (its module patched, a table free). What became of the launch is known

@@ -17,8 +17,8 @@ mod engine;
 pub mod table;
 
 pub use engine::{
-    arm, collect, counters, discard, outcome, running, start, unpatch_quiet_modules, Ask, Counters, Driver, Outcome,
-    Ticket, Unavailable, Unmeasured, REPATCHES, REPATCHES_FOR_NEW_KEYS,
+    arm, collect, counters, discard, outcome, start, unpatch_quiet_modules, Ask, Counters, Driver, Outcome, Ticket,
+    Unavailable, Unmeasured, REPATCHES, REPATCHES_FOR_NEW_KEYS,
 };
 pub use table::{Measured, Range};
 

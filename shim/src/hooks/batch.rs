@@ -83,6 +83,8 @@ thread_local! {
     /// This thread is telling the model the queue's work: a race found there reaches the
     /// report sink, which asks the model, which must not settle again.
     static TELLING: Cell<bool> = const { Cell::new(false) };
+    /// This thread serves the batch ([`serving`]): its settles are not the program's.
+    static SERVING: Cell<bool> = const { Cell::new(false) };
     /// The batch's locks, held across a fork by the forking thread ([`before_fork`]).
     static HELD: RefCell<Option<(MutexGuard<'static, Queue>, MutexGuard<'static, Queue>)>> =
         const { RefCell::new(None) };
@@ -92,6 +94,13 @@ thread_local! {
 /// false when it cannot wake it, and that thread must [`settle`] when woken.
 pub fn serve_by(ask: fn() -> bool) {
     let _ = SERVER.set(ask);
+}
+
+/// Called by the thread that serves the batch, before it first settles: its settles are
+/// its own work, not time the program's threads spend on the batch
+/// ([`Phase::ProgramSettle`]).
+pub fn serving() {
+    let _ = SERVING.try_with(|serving| serving.set(true));
 }
 
 /// Queues `work` on `on` (an operation without effect on the host), whose model update is
@@ -152,6 +161,7 @@ pub fn settle(model: &Model) {
     if PENDING.load(Ordering::Acquire) == 0 || TELLING.try_with(Cell::get).unwrap_or(false) {
         return;
     }
+    let _timer = if SERVING.try_with(Cell::get).unwrap_or(false) { None } else { phases::start(Phase::ProgramSettle) };
     let mut batch = lock(&TOLD);
     std::mem::swap(&mut *lock(&QUEUE), &mut *batch);
     tell(model, &mut batch);
@@ -264,6 +274,36 @@ mod tests {
         queue_one(&model);
         assert!(!waiting(), "the call that found the limit told the queue");
         assert_eq!(ASKED.load(Ordering::Relaxed), 1);
+    }
+
+    /// The count of the phase table's row for the batch told on program threads.
+    fn program_settles() -> u64 {
+        let table = phases::table();
+        let row = table.lines().find_map(|line| line.trim_start().strip_prefix("batch told on program threads"));
+        row.and_then(|rest| rest.split_whitespace().next()).expect("the row").parse().expect("a count")
+    }
+
+    #[test]
+    fn a_settle_is_the_programs_unless_the_thread_serving_the_batch_makes_it() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        phases::enable();
+        let model: &'static Model = Box::leak(Box::new(Model::new(Box::new(|_| None), None)));
+        settle(model);
+        let before = program_settles();
+        settle(model);
+        assert_eq!(program_settles(), before, "nothing waited");
+        queue_one(model);
+        settle(model);
+        assert_eq!(program_settles(), before + 1, "this thread told the batch");
+        queue_one(model);
+        std::thread::spawn(|| {
+            serving();
+            settle(model);
+        })
+        .join()
+        .unwrap();
+        assert!(!waiting());
+        assert_eq!(program_settles(), before + 1, "the serving thread told it");
     }
 
     /// A copy on one stream, a record there, a wait for it on another and a copy there,

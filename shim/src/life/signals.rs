@@ -194,6 +194,7 @@ fn watch(read: c_int) {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_BLOCK, &all, core::ptr::null_mut());
     }
+    batch::serving();
     loop {
         let mut ready = libc::pollfd { fd: read, events: libc::POLLIN, revents: 0 };
         // SAFETY: one descriptor of ours.
