@@ -24,8 +24,8 @@
 //! kernel, where buffers lie and of what kind). What moves is when a race among queued
 //! work is reported: once [`CAPACITY`] operations wait, the serving thread is asked to tell
 //! them (or, with none, the thread that queued the last), and the watcher tells what waits
-//! every 20 ms; a thread that finds [`LIMIT`] waiting tells them itself, so that a busy
-//! program never runs far ahead of its model. With `halt_on_error=1` nothing waits, so that
+//! every 100 µs while work keeps coming, every 20 ms else; a thread that finds [`LIMIT`]
+//! waiting tells them itself, so that a busy program never runs far ahead of its model. With `halt_on_error=1` nothing waits, so that
 //! the program stops at the racy call itself.
 
 use std::cell::{Cell, RefCell};
@@ -157,17 +157,18 @@ fn push(model: &Model, make: impl FnOnce(&mut Queue) -> Queued) {
 
 /// Tells the model everything queued, in order, after the batch being told. A call that
 /// happened after a queued one (on any thread) sees it here: the queue's lock orders them.
-pub fn settle(model: &Model) {
+/// Returns how many operations this call told.
+pub fn settle(model: &Model) -> usize {
     if PENDING.load(Ordering::Acquire) == 0 || TELLING.try_with(Cell::get).unwrap_or(false) {
-        return;
+        return 0;
     }
     let _timer = if SERVING.try_with(Cell::get).unwrap_or(false) { None } else { phases::start(Phase::ProgramSettle) };
     let mut batch = lock(&TOLD);
     std::mem::swap(&mut *lock(&QUEUE), &mut *batch);
-    tell(model, &mut batch);
+    tell(model, &mut batch)
 }
 
-fn tell(model: &Model, batch: &mut Queue) {
+fn tell(model: &Model, batch: &mut Queue) -> usize {
     let _ = TELLING.try_with(|telling| telling.set(true));
     let Queue { work, accesses } = batch;
     let told = work.len();
@@ -191,6 +192,7 @@ fn tell(model: &Model, batch: &mut Queue) {
     accesses.clear();
     PENDING.fetch_sub(told, Ordering::AcqRel);
     let _ = TELLING.try_with(|telling| telling.set(false));
+    told
 }
 
 fn lock(queue: &'static Mutex<Queue>) -> MutexGuard<'static, Queue> {
@@ -205,7 +207,7 @@ pub fn before_fork(model: Option<&Model>) {
     let mut queue = lock(&QUEUE);
     if let Some(model) = model {
         std::mem::swap(&mut *queue, &mut *told);
-        tell(model, &mut told);
+        let _ = tell(model, &mut told);
     }
     let _ = HELD.try_with(|held| *held.borrow_mut() = Some((told, queue)));
 }
