@@ -209,10 +209,17 @@ fn killed_after_races(name: &str, args: &[&str], written: impl Fn(&Path) -> bool
     reports_in(&dir, "report.")
 }
 
+/// The races in the first report of `dir`, its race log included (0 without a report).
+fn races_on_disk(dir: &Path) -> usize {
+    reports_in(dir, "report.").first().map_or(0, |(_, report)| report.races.len())
+}
+
 #[test]
 fn sigkill_loses_no_race_found_before_it() {
-    // Three races: the report written at the first two, the third in its race log.
-    let reports = killed_after_races("sigkill", &["3", "sleep"], |_| true);
+    // Three races, told to the model moments after the program's synchronize (its join
+    // queued behind them, the watcher asked to tell): the report written at the first two,
+    // the third in its race log.
+    let reports = killed_after_races("sigkill", &["3", "sleep"], |dir| races_on_disk(dir) == 3);
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].1.races.len(), 3, "the report with its race log");
 }
@@ -348,7 +355,11 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     let list = std::env::temp_dir().join(format!("streamsan-run.{}.0", wrapper.id()));
     assert!(list.is_file(), "{}", list.display());
     std::fs::remove_file(list).unwrap();
-    // The program runs on; its report names it.
+    // The program runs on; its report names it (written moments after its synchronize).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while races_on_disk(&dir) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let (path, _) = reports_in(&dir, "report.").pop().expect("the report of the first race");
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let pid: i32 = name.trim_start_matches("report.").trim_end_matches(".json").parse().unwrap();

@@ -1,8 +1,8 @@
-//! Work told to the model in batches: kernel launches, asynchronous memsets and copies the
-//! host does not wait for, event records and stream waits wait in one queue for the
-//! process, in the order they were made, and the model is told of them all in a row, by
-//! another thread when one serves the batch ([`serve_by`]: the shim's watcher thread), or
-//! before anything else is told to the model or asked of it ([`settle`], which
+//! Work told to the model in batches: kernel launches, memsets, copies, event records,
+//! stream waits and the host's joins at synchronizes and successful queries wait in one
+//! queue for the process, in the order they were made, and the model is told of them all
+//! in a row, by another thread when one serves the batch ([`serve_by`]: the shim's watcher
+//! thread), or before anything else is told to the model or asked of it ([`settle`], which
 //! [`super::model::model`] calls).
 //!
 //! Why: a launch's model update (2 to 3 µs a GPT-2 launch on the H100, its accesses
@@ -14,25 +14,34 @@
 //! queued too because a call that is told at once must first tell all the work before it:
 //! a side-stream prefetcher's copy and event record, between launches, had its thread tell
 //! twenty launches each (57 µs a `cuMemcpyHtoDAsync`, 64 µs a `cuEventRecord` on
-//! ResNet-18: `reports/gpu/94141fb/perf-maskrcnn/phases-resnet18_prefetch.txt`).
+//! ResNet-18: `reports/gpu/94141fb/perf-maskrcnn/phases-resnet18_prefetch.txt`). And the
+//! calls that make the host wait (a synchronize, a copy to pageable memory) for the same
+//! reason: told at once, each first told the launches before it on its thread, 70-90 µs at
+//! each of ResNet-18's three a step and 250-285 µs at GPT-2's one, however often the
+//! watcher told the queue (`reports/gpu/kernel-get-function/`, `reports/gpu/b2202ca/`;
+//! the launches just before are an optimizer's, likely the dearest to tell, with hundreds
+//! of pointers each), and in a program that launches faster than the GPU runs, the device
+//! is idle by then.
 //!
 //! Why it finds what telling each at once finds: the queue is taken whole, under the lock
 //! that orders the batches, and told in the order the calls were made, and every other call
 //! into the model waits for the batch being told and tells the rest first, so the model
-//! meets the same operations in the same order. Only what the host does not wait for is
-//! queued, and nothing queued changes what a call reads of the model before it queues (a
-//! kernel, where buffers lie and of what kind). What moves is when a race among queued
-//! work is reported: once [`CAPACITY`] operations wait, the serving thread is asked to tell
-//! them (or, with none, the thread that queued the last), and the watcher tells what waits
-//! every 100 µs while work keeps coming, every 20 ms else; a thread that finds [`LIMIT`]
-//! waiting tells them itself, so that a busy program never runs far ahead of its model. With `halt_on_error=1` nothing waits, so that
-//! the program stops at the racy call itself.
+//! meets the same operations in the same order. Nothing queued changes what a call reads of
+//! the model before it queues (a kernel, where buffers lie and of what kind): the host's
+//! joins move clocks, which only the model's own rules read, once told. What moves is when
+//! a race among queued work is reported: once [`CAPACITY`] operations wait, the serving
+//! thread is asked to tell them (or, with none, the thread that queued the last), and the
+//! watcher tells what waits every 100 µs while work keeps coming, every 20 ms else; a
+//! thread that finds [`LIMIT`] waiting tells them itself, so that a busy program never runs
+//! far ahead of its model. With `halt_on_error=1` nothing waits, so that the program stops
+//! at the racy call itself. With the host-race guard on, copies are told at once
+//! ([`super::copies`]).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use streamsan::model::op::{Access, KernelId, Origin};
+use streamsan::model::op::{Access, HostEffect, KernelId, Origin};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
@@ -50,11 +59,31 @@ const LIMIT: usize = 4 * CAPACITY;
 enum Queued {
     /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], and
     /// the phase its model update is timed as.
-    Work { on: StreamRef, origin: Origin, kernel: Option<KernelId>, accesses: (u32, u32), phase: Phase },
+    Work {
+        on: StreamRef,
+        origin: Origin,
+        kernel: Option<KernelId>,
+        accesses: (u32, u32),
+        host: HostEffect,
+        phase: Phase,
+    },
     /// `cuEventRecord`: the event takes the stream's clock.
     Record { event: u64, on: StreamRef, external: bool, origin: Origin },
     /// `cuStreamWaitEvent`: the stream joins the event's clock.
     Wait { on: StreamRef, event: u64, origin: Origin },
+    /// A synchronize, or a query that found the work done: the host joins what it waited for.
+    Join(Join),
+}
+
+/// What the host waited for at a synchronize or a successful query.
+#[derive(Clone, Copy, Debug)]
+pub enum Join {
+    /// `cuStreamSynchronize`, `cuStreamQuery`.
+    Stream(StreamRef),
+    /// `cuCtxSynchronize`: every stream of the context.
+    Context(u64),
+    /// `cuEventSynchronize`, `cuEventQuery`.
+    Event(u64),
 }
 
 struct Queue {
@@ -103,8 +132,8 @@ pub fn serving() {
     let _ = SERVING.try_with(|serving| serving.set(true));
 }
 
-/// Queues `work` on `on` (an operation without effect on the host), whose model update is
-/// timed as `phase`. With `halt_on_error=1`, tells the model at once.
+/// Queues `work` on `on` (a launch, memset or copy, the host waiting for it or not), whose
+/// model update is timed as `phase`. With `halt_on_error=1`, tells the model at once.
 pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
     if options().halt_on_error {
         let _timer = phases::start(phase);
@@ -115,7 +144,7 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
         let start = queue.accesses.len() as u32;
         queue.accesses.extend_from_slice(work.accesses);
         let end = queue.accesses.len() as u32;
-        Queued::Work { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), phase }
+        Queued::Work { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), host: work.host, phase }
     });
 }
 
@@ -138,6 +167,31 @@ pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
         return;
     }
     push(model, |_| Queued::Wait { on, event, origin });
+}
+
+/// Queues the host's join of what it waited for, and has the queue told soon: the serving
+/// thread is asked to tell it now (this thread tells it if none answers), so that a race
+/// among the work the host waited for is on the disk moments after the wait, as a program
+/// that goes on to a long stretch of host code (or is killed) expects. With
+/// `halt_on_error=1`, tells the model at once.
+pub fn join(model: &Model, join: Join) {
+    if options().halt_on_error {
+        tell_join(model, join);
+        return;
+    }
+    push(model, |_| Queued::Join(join));
+    if !SERVER.get().is_some_and(|ask| ask()) {
+        settle(model);
+    }
+}
+
+fn tell_join(model: &Model, join: Join) {
+    let _timer = phases::start(Phase::EventModel);
+    match join {
+        Join::Stream(on) => model.stream_synchronized(on),
+        Join::Context(ctx) => model.context_synchronized(ctx),
+        Join::Event(event) => model.event_synchronized(event),
+    }
 }
 
 /// Adds the operation `make` builds (with room in the queue's lists) to the queue, and has
@@ -174,10 +228,10 @@ fn tell(model: &Model, batch: &mut Queue) -> usize {
     let told = work.len();
     for queued in work.drain(..) {
         match queued {
-            Queued::Work { on, origin, kernel, accesses: (start, end), phase } => {
+            Queued::Work { on, origin, kernel, accesses: (start, end), host, phase } => {
                 let _timer = phases::start(phase);
                 let accesses = &accesses[start as usize..end as usize];
-                model.work(on, Work { origin, kernel, accesses, host: Default::default() });
+                model.work(on, Work { origin, kernel, accesses, host });
             }
             Queued::Record { event, on, external, origin } => {
                 let _timer = phases::start(Phase::EventModel);
@@ -187,6 +241,7 @@ fn tell(model: &Model, batch: &mut Queue) -> usize {
                 let _timer = phases::start(Phase::EventModel);
                 model.stream_wait_event(on, event, &origin);
             }
+            Queued::Join(join) => tell_join(model, join),
         }
     }
     accesses.clear();
@@ -306,6 +361,42 @@ mod tests {
         .unwrap();
         assert!(!waiting());
         assert_eq!(program_settles(), before + 1, "the serving thread told it");
+    }
+
+    /// A copy on one stream, the host's synchronize with it, and a copy on another stream:
+    /// queued, the join is told between them, and orders the second copy after the first
+    /// (the host issued it after it waited); without the join, the race.
+    #[test]
+    fn the_hosts_join_queues_with_the_work_around_it_in_order() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // A server that answers: the join asks it, and the queue waits for it.
+        serve_by(asked);
+        let origin = Origin { api: "cuMemcpyHtoDAsync_v2", thread: ThreadId(1), site: StackId(0) };
+        let (first, second) = (StreamRef::Handle(0x61), StreamRef::Handle(0x62));
+        let copy = |model: &Model, on: StreamRef| {
+            let accesses = [Access::new(0x2000, 64, Mode::Write)];
+            let work = Work { origin, kernel: None, accesses: &accesses, host: HostEffect::None };
+            queue(model, on, work, Phase::CopyModel);
+        };
+        for joins in [Some(Join::Stream(first)), Some(Join::Context(1)), Some(Join::Event(0xe)), None] {
+            let model = Model::new(Box::new(|_| None), None);
+            settle(&model);
+            for handle in [0x61, 0x62] {
+                model.stream_created(handle, 1, true, &origin);
+            }
+            model.alloc(Alloc { base: 0x2000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+            copy(&model, first);
+            if let Some(joined) = joins {
+                if let Join::Event(event) = joined {
+                    record(&model, event, first, false, origin);
+                }
+                join(&model, joined);
+            }
+            copy(&model, second);
+            assert!(waiting() && model.races().is_empty(), "queued, not yet told");
+            settle(&model);
+            assert_eq!(model.races().len(), usize::from(joins.is_none()), "{joins:?}");
+        }
     }
 
     /// A copy on one stream, a record there, a wait for it on another and a copy there,

@@ -5,9 +5,10 @@ use std::sync::Mutex;
 
 use streamsan_driver_api::*;
 
+use super::batch::{self, Join};
 use super::call::ok;
 use super::kernels;
-use super::model::{model, settle};
+use super::model::{model, unsettled};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -23,13 +24,12 @@ pub unsafe fn ctx_destroy(_call: &Call, real: real::ctx_destroy, ctx: CUcontext)
     status
 }
 
-/// `cuCtxSynchronize`: the host waits for every stream of the current context (the model
-/// is told the work waiting in its batch meanwhile, as at a stream's synchronize).
+/// `cuCtxSynchronize`: the host waits for every stream of the current context (its join
+/// queued in the model's batch after the work it waited for, as at a stream's synchronize).
 pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUresult {
-    settle();
     let status = unsafe { real() };
     if ok(status) {
-        model().context_synchronized(driver::current_context());
+        batch::join(unsettled(), Join::Context(driver::current_context()));
         super::footprint::collect();
     }
     status
@@ -37,11 +37,10 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUre
 
 /// `cuCtxSynchronize_v2(ctx)` (CUDA 13): the named context, or the current one.
 pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, ctx: CUcontext) -> CUresult {
-    settle();
     let status = unsafe { real(ctx) };
     if ok(status) {
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
-        model().context_synchronized(ctx);
+        batch::join(unsettled(), Join::Context(ctx));
         super::footprint::collect();
     }
     status

@@ -68,11 +68,12 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// Before the real call of a copy the host waits for (`host`): tells the model the work
-/// waiting in its batch now, while the device finishes what the host will wait for, not
-/// after it (PyTorch's `.item()` is a launch, then a copy to pageable memory that waits).
+/// Before the real call of a copy the host waits for (`host`), with the host-race guard on
+/// (which has such a copy told at once, [`copied`]): tells the model the work waiting in
+/// its batch now, while the device finishes what the host will wait for, not after it
+/// (PyTorch's `.item()` is a launch, then a copy to pageable memory that waits).
 fn before_waiting(host: HostEffect) {
-    if host != HostEffect::None {
+    if host != HostEffect::None && host_guard::enabled() {
         settle();
     }
 }
@@ -88,16 +89,17 @@ fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u6
     );
 }
 
-/// Tells the model of a copy on `on` that reads `reads` and writes `writes`. A copy the
-/// host does not wait for waits in the model's [`batch`] with the launches around it, unless
-/// the host-race guard is on: it guards the copy's pinned host bytes until the host has
-/// synchronized with the copy, which it knows by the copy's epoch.
+/// Tells the model of a copy on `on` that reads `reads` and writes `writes`. The copy waits
+/// in the model's [`batch`] with the launches around it (the host's wait for it, if any,
+/// with it), unless the host-race guard is on: it guards the copy's pinned host bytes until
+/// the host has synchronized with the copy, which it knows by the copy's epoch, and it
+/// lifts guards after a call by the host's clock, so it needs the model told at once.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
     with_accesses(|accesses| {
         push_copy_accesses(accesses, reads, writes);
         let work = Work { origin, kernel: None, accesses, host };
-        if host == HostEffect::None && !host_guard::enabled() {
+        if !host_guard::enabled() {
             batch::queue(unsettled(), on, work, Phase::CopyModel);
             return;
         }

@@ -1,14 +1,14 @@
 //! Events: records, waits (in [`super::streams`]), host synchronization, destruction.
-//! Records and waits wait in the model's [`batch`] with the launches around them: the host
-//! does not wait for them.
+//! Records, waits and the host's joins wait in the model's [`batch`] with the launches
+//! around them.
 
 use core::ffi::c_uint;
 
 use streamsan_driver_api::*;
 
-use super::batch;
+use super::batch::{self, Join};
 use super::call::{ok, origin, stream};
-use super::model::{model, settle, unsettled};
+use super::model::{model, unsettled};
 use crate::intercept::variants::{real, Call};
 
 pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
@@ -34,13 +34,12 @@ pub unsafe fn event_record_with_flags(
     status
 }
 
-/// `cuEventSynchronize`: the model is told the work waiting in its batch while the host
-/// waits for the device, then the host joins the event.
+/// `cuEventSynchronize`: the host joins the event (queued in the model's batch after the
+/// record it waited for).
 pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
-    settle();
     let status = unsafe { real(event) };
     if ok(status) {
-        model().event_synchronized(event as u64);
+        batch::join(unsettled(), Join::Event(event as u64));
         super::footprint::collect();
     }
     status
@@ -50,7 +49,7 @@ pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, eve
 pub unsafe fn event_query(_call: &Call, real: real::event_query, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
-        model().event_synchronized(event as u64);
+        batch::join(unsettled(), Join::Event(event as u64));
         super::footprint::collect();
     }
     status

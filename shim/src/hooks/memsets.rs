@@ -7,7 +7,7 @@ use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
-use streamsan::phases::{self, Phase};
+use streamsan::phases::Phase;
 use streamsan_driver_api::*;
 
 use super::batch;
@@ -27,14 +27,7 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     with_accesses(|accesses| {
         push_set_accesses(accesses, dst, pitch, row_bytes, rows);
-        let work = Work { origin, kernel: None, accesses, host };
-        if host == HostEffect::None {
-            batch::queue(model, on, work, Phase::MemsetModel);
-        } else {
-            batch::settle(model);
-            let _timer = phases::start(Phase::MemsetModel);
-            model.work(on, work);
-        }
+        batch::queue(model, on, Work { origin, kernel: None, accesses, host }, Phase::MemsetModel);
     });
     // A memset that orders the host completed what the host waited for: measured
     // footprints can be read (a phase of its own).

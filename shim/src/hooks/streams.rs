@@ -5,9 +5,9 @@ use core::ffi::{c_int, c_uint};
 
 use streamsan_driver_api::*;
 
-use super::batch;
+use super::batch::{self, Join};
 use super::call::{ok, origin, stream};
-use super::model::{model, settle, unsettled};
+use super::model::{model, unsettled};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -48,13 +48,12 @@ pub unsafe fn stream_destroy(call: &Call, real: real::stream_destroy, h_stream: 
     status
 }
 
-/// `cuStreamSynchronize`: the model is told the work waiting in its batch while the host
-/// waits for the device, then the host joins the stream.
+/// `cuStreamSynchronize`: the host joins the stream (queued in the model's batch after the
+/// work it waited for).
 pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
-    settle();
     let status = unsafe { real(h_stream) };
     if ok(status) {
-        model().stream_synchronized(stream(call, h_stream));
+        batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
         super::footprint::collect();
     }
     status
@@ -64,7 +63,7 @@ pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_
 pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
-        model().stream_synchronized(stream(call, h_stream));
+        batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
         super::footprint::collect();
     }
     status
