@@ -129,6 +129,8 @@ fn a_successful_stream_query_orders_the_host() {
 #[test]
 fn context_synchronize_orders_the_host() {
     check("context_synchronize", CROSS, Some("RAW"));
+    let racy = check("context_synchronize_v2", CROSS, Some("RAW"));
+    assert_eq!(racy.races.len(), 2, "x and y, each ordered by one form of the call");
 }
 
 #[test]

@@ -250,6 +250,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned, CUdevice);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuCtxSynchronize(void);
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
+CUresult cuCtxGetCurrent(CUcontext *pctx);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamQuery(CUstream);

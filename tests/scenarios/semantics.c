@@ -239,6 +239,21 @@ static void context_synchronize(int fixed) {
     reads(s2, x);
 }
 
+/* CUDA 13's cuCtxSynchronize_v2, the current context named by NULL and by its handle. */
+static void context_synchronize_v2(int fixed) {
+    CUstream s1 = nonblocking(), s2 = nonblocking();
+    CUdeviceptr x = dalloc(), y = dalloc();
+    CUcontext ctx;
+    CHECK(cuCtxGetCurrent(&ctx));
+    writes(s1, x);
+    writes(s1, y);
+    if (fixed) CHECK(cuCtxSynchronize_v2(NULL));
+    reads(s2, x);
+    writes(s1, y);
+    if (fixed) CHECK(cuCtxSynchronize_v2(ctx));
+    reads(s2, y);
+}
+
 /* cuMemFree synchronizes the device; cuMemFreeAsync on another stream does not. */
 static void sync_free_is_device_wide(int fixed) {
     CUstream s1 = nonblocking(), s2 = nonblocking();
@@ -2250,6 +2265,7 @@ static const struct {
     {"stream_synchronize", stream_synchronize, "cross-stream-race"},
     {"stream_query", stream_query, "cross-stream-race"},
     {"context_synchronize", context_synchronize, "cross-stream-race"},
+    {"context_synchronize_v2", context_synchronize_v2, "cross-stream-race"},
     {"sync_free_is_device_wide", sync_free_is_device_wide, "free-race"},
     {"wait_value", wait_value, "cross-stream-race"},
     {"host_func", host_func, "cross-stream-race"},
