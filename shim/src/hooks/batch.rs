@@ -35,7 +35,7 @@
 //! thread that finds [`LIMIT`] waiting tells them itself, so that a busy program never runs
 //! far ahead of its model. With `halt_on_error=1` nothing waits, so that the program stops
 //! at the racy call itself. With the host-race guard on, copies are told at once
-//! ([`super::copies`]).
+//! (`super::copies`).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -51,9 +51,9 @@ pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
 }
 
 /// Tells the model the work waiting in [`batch`]: for the thread that serves the batch, for
-/// whoever writes the whole report, and before a call that makes the host wait for the
-/// device (a synchronize, a copy to pageable memory), so that the thread tells it while the
-/// device works instead of after. Returns how many operations this call told.
+/// whoever writes the whole report, and, with the host-race guard on, before a copy the host
+/// waits for, so that the thread tells it while the device works instead of after. Returns
+/// how many operations this call told.
 pub fn settle() -> usize {
     MODEL.get().map_or(0, batch::settle)
 }

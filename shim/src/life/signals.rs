@@ -46,12 +46,12 @@ const SETTLE_EVERY: Duration = Duration::from_millis(20);
 
 /// How long the watcher naps between batches while the program keeps queueing work.
 ///
-/// Why: a call that makes its thread wait for the device first tells the work queued
-/// before it, on that thread. Told only when the queue was full (64 operations), that was a
-/// 90 µs wait at each of ResNet-18's three such calls a step and 250 µs at GPT-2's one, on
-/// the H100 (the phase "batch told on program threads", `reports/gpu/kernel-get-function/`),
-/// 2-3% of their steps: in a program that launches faster than the GPU runs, the device is
-/// idle by then. Told every nap while work comes, the queue holds the last few launches.
+/// Why: so that a call that reads the model (an allocation, a free) finds the last few
+/// operations to tell on its thread, not up to a full queue (64), a race among queued work
+/// is on the disk within that time, and the program's threads never fill the queue and wake
+/// the watcher through its pipe. It did not shorten what a synchronize told on its thread
+/// (the optimizer's launches before it were still being told: `reports/gpu/b2202ca/`): the
+/// synchronize's join is queued for that (`crate::hooks::batch`).
 const NAP: Duration = Duration::from_micros(100);
 
 /// How long a termination handler waits for the report before it lets its thread go on.
