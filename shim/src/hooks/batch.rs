@@ -391,6 +391,7 @@ mod tests {
                     record(&model, event, first, false, origin);
                 }
                 join(&model, joined);
+                assert!(waiting(), "the join asked the server, and waits for it");
             }
             copy(&model, second);
             assert!(waiting() && model.races().is_empty(), "queued, not yet told");

@@ -470,6 +470,12 @@ mod tests {
         unsafe { named_handle(kernel, c"second".as_ptr(), HandleKind::Kernel, new as *mut c_void) };
         function_of_kernel(function, kernel);
         assert_eq!(name_of_function().as_deref(), Some("second"));
+        // Another kernel of the same library handed the same function: the new name, not
+        // the one that shares the library and kind.
+        let other = 0x5e00 as *mut c_void;
+        unsafe { named_handle(other, c"third".as_ptr(), HandleKind::Kernel, new as *mut c_void) };
+        function_of_kernel(function, other);
+        assert_eq!(name_of_function().as_deref(), Some("third"));
     }
 
     #[test]
