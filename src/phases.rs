@@ -48,8 +48,8 @@ pub enum Phase {
     EventModel,
     /// The model's batch told on a program's thread, not the watcher's: the updates above
     /// of what it told (counted there too), and the wait for a batch another thread was
-    /// telling. What a synchronizing call, or a call that reads the model, costs its thread
-    /// for the work queued before it.
+    /// telling. What a call that reads the model (or, with the host-race guard on, a copy the
+    /// host waits for) costs its thread for the work queued before it.
     ProgramSettle,
     /// A new race: its report built, printed, written.
     Report,

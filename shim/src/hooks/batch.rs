@@ -333,6 +333,32 @@ mod tests {
         assert_eq!(ASKED.load(Ordering::Relaxed), 1);
     }
 
+    /// The origin of the copies the tests below queue.
+    const COPY: Origin = Origin { api: "cuMemcpyHtoDAsync_v2", thread: ThreadId(1), site: StackId(0) };
+
+    /// A model, its batch empty, with the two streams `handles` (context 1) and a 64-byte
+    /// device buffer at `base`.
+    fn two_streams_and_a_buffer(handles: [u64; 2], base: u64) -> Model {
+        let model = Model::new(Box::new(|_| None), None);
+        settle(&model);
+        for handle in handles {
+            model.stream_created(handle, 1, true, &COPY);
+        }
+        model.alloc(Alloc { base, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &COPY);
+        model
+    }
+
+    /// Queues a copy on `on` that writes the 64 bytes at `base`.
+    fn queue_write(model: &Model, on: StreamRef, base: u64) {
+        let accesses = [Access::new(base, 64, Mode::Write)];
+        queue(
+            model,
+            on,
+            Work { origin: COPY, kernel: None, accesses: &accesses, host: HostEffect::None },
+            Phase::CopyModel,
+        );
+    }
+
     /// The count of the phase table's row for the batch told on program threads.
     fn program_settles() -> u64 {
         let table = phases::table();
@@ -371,24 +397,14 @@ mod tests {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         // A server that answers: the join asks it, and the queue waits for it.
         serve_by(asked);
-        let origin = Origin { api: "cuMemcpyHtoDAsync_v2", thread: ThreadId(1), site: StackId(0) };
         let (first, second) = (StreamRef::Handle(0x61), StreamRef::Handle(0x62));
-        let copy = |model: &Model, on: StreamRef| {
-            let accesses = [Access::new(0x2000, 64, Mode::Write)];
-            let work = Work { origin, kernel: None, accesses: &accesses, host: HostEffect::None };
-            queue(model, on, work, Phase::CopyModel);
-        };
+        let copy = |model: &Model, on: StreamRef| queue_write(model, on, 0x2000);
         for joins in [Some(Join::Stream(first)), Some(Join::Context(1)), Some(Join::Event(0xe)), None] {
-            let model = Model::new(Box::new(|_| None), None);
-            settle(&model);
-            for handle in [0x61, 0x62] {
-                model.stream_created(handle, 1, true, &origin);
-            }
-            model.alloc(Alloc { base: 0x2000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+            let model = two_streams_and_a_buffer([0x61, 0x62], 0x2000);
             copy(&model, first);
             if let Some(joined) = joins {
                 if let Join::Event(event) = joined {
-                    record(&model, event, first, false, origin);
+                    record(&model, event, first, false, COPY);
                 }
                 join(&model, joined);
                 assert!(waiting(), "the join asked the server, and waits for it");
@@ -406,24 +422,14 @@ mod tests {
     #[test]
     fn records_and_waits_queue_with_the_work_around_them_in_order() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let origin = Origin { api: "cuMemcpyHtoDAsync_v2", thread: ThreadId(1), site: StackId(0) };
         let (first, second) = (StreamRef::Handle(0x51), StreamRef::Handle(0x52));
-        let copy = |model: &Model, on: StreamRef| {
-            let accesses = [Access::new(0x1000, 64, Mode::Write)];
-            let work = Work { origin, kernel: None, accesses: &accesses, host: HostEffect::None };
-            queue(model, on, work, Phase::CopyModel);
-        };
+        let copy = |model: &Model, on: StreamRef| queue_write(model, on, 0x1000);
         for waits in [true, false] {
-            let model = Model::new(Box::new(|_| None), None);
-            settle(&model);
-            for handle in [0x51, 0x52] {
-                model.stream_created(handle, 1, true, &origin);
-            }
-            model.alloc(Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+            let model = two_streams_and_a_buffer([0x51, 0x52], 0x1000);
             copy(&model, first);
-            record(&model, 0xe, first, false, origin);
+            record(&model, 0xe, first, false, COPY);
             if waits {
-                wait(&model, second, 0xe, origin);
+                wait(&model, second, 0xe, COPY);
             }
             copy(&model, second);
             assert!(waiting() && model.races().is_empty(), "queued, not yet told");

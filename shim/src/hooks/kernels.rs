@@ -170,8 +170,8 @@ thread_local! {
 /// `cuKernelGetFunction`: the function handle stands for the kernel. PyTorch asks before
 /// many launches, for the same pair every time: that changes nothing, and a thread that
 /// was told the pair since anything was learnt or forgotten ([`GENERATION`]) only looks at
-/// its own memory. (The shared maps' lookups and the copy of the kernel's name cost the
-/// caller 1.4-1.7 µs a call on the H100, 119 calls a ResNet-18 step.)
+/// its own memory, not the shared maps (with a copy of the kernel's name): on the H100
+/// about 55 ns a call in the shim instead of 110 (`reports/gpu/kernel-get-function/`).
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     let generation = GENERATION.load(Ordering::Acquire);
     let told = |answers: &RefCell<streamsan::recent::Recent<usize, usize, 512>>| {

@@ -20,10 +20,10 @@
 //! watcher, then dies of the same signal through the action that was there before.
 //!
 //! The watcher also serves the model's batch ([`crate::hooks::batch`]): launches, memsets,
-//! copies, records and waits the host does not wait for wait there, and the watcher tells
-//! the model of them when the batch asks (a full queue), every [`NAP`] while the program
-//! keeps queueing, and every [`SETTLE_EVERY`] between signals, so that the program's threads do not wait for their model updates, and a race
-//! among them is on the disk within that time even if no call follows. Races are on the
+//! copies, records, waits and the host's synchronizes wait there, and the watcher tells the
+//! model of them when the batch asks (a full queue, a synchronize), every [`NAP`] while the
+//! program keeps queueing, and every [`SETTLE_EVERY`] between signals, so that the program's
+//! threads do not wait for the model, and a race among them is on the disk within that time. Races are on the
 //! disk as soon as they are found (`streamsan::report::sink`), so what a process killed
 //! without a chance to write (SIGKILL) loses is counts, not races. A program that installs
 //! its own handler after its first driver call replaces these, and loses
