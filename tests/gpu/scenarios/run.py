@@ -16,6 +16,7 @@ Writes scenarios.json ({"provenance": the build and machine, "cases": a list of 
 "expected", "reported_kinds", "races", ...}}) and scenarios.log (every command's output,
 streamsan's warnings included).
 Usage: run.py STREAMSAN BUILD_DIR OUT_DIR
+SCENARIO_SUITES (comma-separated suite names, e.g. nccl-dlopen) runs only those suites.
 """
 import json
 import os
@@ -37,6 +38,9 @@ def main():
         ("runtime-per-thread", f"{build}/runtime_scenarios_ptds"),
     ] + [(suite, exe) for suite, exe in (("nccl", f"{build}/nccl"), ("nccl-dlopen", f"{build}/nccl_dlopen"))
          if os.path.exists(exe)]
+    only = os.environ.get("SCENARIO_SUITES")
+    if only:
+        suites = [(suite, exe) for suite, exe in suites if suite in only.split(",")]
     log = open(os.path.join(out, "scenarios.log"), "w")
     results = []
     for suite, exe in suites:
