@@ -73,8 +73,11 @@ fn main() {
             } else {
                 format!(", resident growth {:.0} MB", median(&growth) / 1e6)
             };
+            let sync = runs.added_sync().map_or(String::new(), |added| {
+                format!(", synchronize {:.0} ns [{:.0} .. {:.0}]", added.median, added.min, added.max)
+            });
             println!(
-                "{name}: added median {:.0} ns [{:.0} .. {:.0}], mean {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}",
+                "{name}: added median {:.0} ns [{:.0} .. {:.0}], mean {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}{sync}",
                 p50.median,
                 p50.min,
                 p50.max,
@@ -182,6 +185,8 @@ struct Stats {
     mean: f64,
     buffer_bytes: f64,
     resident_growth: Option<f64>,
+    /// The median synchronize, where the workload times them apart.
+    sync_p50: Option<f64>,
 }
 
 /// The runs of one workload, natively and under the shim, pair by pair.
@@ -227,6 +232,11 @@ impl Runs {
         Spread::of(&added)
     }
 
+    /// What the shim added to the median synchronize, where the workload timed them apart.
+    fn added_sync(&self) -> Option<Spread> {
+        self.shim.iter().all(|s| s.sync_p50.is_some()).then(|| self.added(|s| s.sync_p50.unwrap_or(0.0)))
+    }
+
     fn median_of(runs: &[Stats], p: fn(&Stats) -> f64) -> f64 {
         median(&runs.iter().map(p).collect::<Vec<_>>())
     }
@@ -268,7 +278,11 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
     cmd.env("LD_LIBRARY_PATH", &args.driver)
         .env("STREAMSAN_OPTIONS", options)
         .env_remove("STANDIN_LOG")
+        .env_remove("STANDIN_KERNEL_NS")
         .env_remove("LD_PRELOAD");
+    if let Some(ns) = workloads::kernel_ns(name) {
+        cmd.env("STANDIN_KERNEL_NS", ns.to_string());
+    }
     if with_shim {
         cmd.env("LD_PRELOAD", &args.shim);
     }
@@ -291,6 +305,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         mean: value["mean"].as_f64().unwrap_or(0.0),
         buffer_bytes: value["buffer_bytes"].as_f64().unwrap_or(0.0),
         resident_growth: value["resident_growth"].as_f64(),
+        sync_p50: value["sync_p50"].as_f64(),
     }
 }
 
@@ -300,9 +315,11 @@ fn child(name: &str) {
     let driver = driver::Driver::load();
     let mut measured = run(&driver);
     measured.latencies.sort_unstable();
+    measured.waits.sort_unstable();
     let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
     let mean = measured.latencies.iter().sum::<u64>() as f64 / measured.latencies.len().max(1) as f64;
-    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "mean": mean, "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth });
+    let sync_p50 = measured.waits.get(measured.waits.len() / 2);
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "mean": mean, "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth, "sync_p50": sync_p50 });
     println!("{figures}");
 }
 
@@ -332,6 +349,10 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
                 entry["resident_growth_bytes"] =
                     json!({ "native": median(&native_growth), "streamsan": median(&growth) });
             }
+            if let Some(added) = runs.added_sync() {
+                entry["added_sync_p50_ns"] = added.json();
+                entry["native_sync_p50_ns"] = json!(Runs::median_of(&runs.native, |s| s.sync_p50.unwrap_or(0.0)));
+            }
             (name.to_string(), entry)
         })
         .collect();
@@ -341,6 +362,8 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
         "training_step_added_ns_mean": added("training_step", |s| s.mean),
         "training_step_cold_16m_added_ns_mean": added("training_step_cold_16m", |s| s.mean),
         "training_step_prefetch_added_ns_mean": added("training_step_prefetch", |s| s.mean),
+        "training_step_synced_added_ns_mean": added("training_step_synced", |s| s.mean),
+        "training_step_synced_added_ns_sync_p50": find("training_step_synced").and_then(Runs::added_sync).map(|s| s.median.round()),
         "launch_added_ns_p99_1t": added("launch_1t", |s| s.p99),
         "launch_added_ns_p50_legacy": added("launch_legacy", |s| s.p50),
         "launch_added_ns_p50_pytorch_like": added("launch_pytorch_like", |s| s.p50),
@@ -361,12 +384,14 @@ fn print_table(document: &Value) {
     // Keys without a figure (no python3 here) print as "-".
     // A launch's median is its queueing: the model is told of launches in batches, which one
     // call in many pays for; the means carry that.
-    let rows: [(&str, &str, f64); 15] = [
+    let rows: [(&str, &str, f64); 17] = [
         ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
         ("launch_added_ns_mean_1t", "launch, 1 thread, mean (ns)", 300.0),
         ("training_step_added_ns_mean", "training step, mean (ns)", f64::INFINITY),
         ("training_step_cold_16m_added_ns_mean", "  caches evicted, mean (ns)", f64::INFINITY),
         ("training_step_prefetch_added_ns_mean", "  with a prefetcher, mean (ns)", f64::INFINITY),
+        ("training_step_synced_added_ns_mean", "  with device time, mean (ns)", f64::INFINITY),
+        ("training_step_synced_added_ns_sync_p50", "  its synchronize, median (ns)", f64::INFINITY),
         ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
         ("launch_added_ns_p50_legacy", "  on the legacy stream, median (ns)", 300.0),
         ("launch_added_ns_p50_pytorch_like", "  PyTorch's elementwise op (ns)", f64::INFINITY),

@@ -16,6 +16,16 @@
 //!   the next batch from pinned memory and records an event, which the step's stream waits
 //!   for before a launch reads the batch. Four calls among 32 that each once made the
 //!   calling thread tell the model every launch queued before them (`shim/src/hooks/batch.rs`).
+//! - `training_step_synced`: the step as a GPT-2 step runs on the GPU machine, in
+//!   proportion: the host's own work before each call (the interpreter's and the
+//!   framework's, [`HOST_WORK_NS`], timed with the call), a device that takes a little less
+//!   time per launch ([`KERNEL_NS`], the stand-in's clock), an optimizer's
+//!   [`OPTIMIZER_LAUNCHES`] launches at the end of the step, each with a by-value list of
+//!   [`OPTIMIZER_POINTERS`] tensors (PyTorch's multi-tensor apply), and a `cuCtxSynchronize`
+//!   every [`SYNC_EVERY`] calls, which finds the device just done and the shim's model
+//!   still to be told the optimizer's launches. Before ba22ba2 the shim told them on the
+//!   program's thread there (285 µs a GPT-2 step, `reports/gpu/b2202ca/`); its median
+//!   synchronize shows what it costs.
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
@@ -58,13 +68,34 @@ const PREFETCH_EVERY: usize = 32;
 /// ...and the bytes of a batch.
 const BATCH_BYTES: usize = 1 << 20;
 
+/// `training_step_synced`: the host's work before each call...
+const HOST_WORK_NS: u128 = 20_000;
+/// ...the device's time per launch (`STANDIN_KERNEL_NS`, set by the bench for this
+/// workload), less than the host's, so that the device is idle at each synchronize...
+pub const KERNEL_NS: u64 = 18_000;
+/// ...calls from one `cuCtxSynchronize` to the next (GPT-2: one a step of about 415
+/// launches and memsets)...
+const SYNC_EVERY: usize = 400;
+/// ...of which the last before it are the optimizer's...
+const OPTIMIZER_LAUNCHES: usize = 24;
+/// ...each with this many tensors' addresses (four lists: parameters, gradients and two
+/// moments), and their element counts, in one by-value structure.
+const OPTIMIZER_POINTERS: usize = 4 * 72;
+/// `adamw(Tensors)`, `Tensors` a structure of the pointers and 72 counts.
+const OPTIMIZER_NAME: &core::ffi::CStr = c"_Z5adamw7Tensors";
+const OPTIMIZER_PTX: &str = concat!(
+    ".version 7.0\n.target sm_52\n.address_size 64\n",
+    ".visible .entry _Z5adamw7Tensors(\n  .param .align 8 .b8 p0[2880]\n)\n{\n ret;\n}\n\0"
+);
+
 /// The by-value structure: 40 words, the pointers at words 3, 11, 20 and 33.
 #[repr(C, align(8))]
 struct Params([u64; 40]);
 
 /// The step's launches, with the processor's data caches evicted of `EVICT_MIB` MiB between
-/// timed calls (none: `training_step`), and with a side-stream prefetcher if `PREFETCH`.
-pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool>(driver: &Driver) -> Measured {
+/// timed calls (none: `training_step`), with a side-stream prefetcher if `PREFETCH`, and
+/// with the host's work, the device's time and synchronizes if `SYNCED`.
+pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED: bool>(driver: &Driver) -> Measured {
     driver.setup();
     let kernel = driver.kernel(PTX, NAME);
     let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
@@ -87,8 +118,47 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool>(driver: &Driv
         num_attrs: 2,
     };
     let prefetcher = PREFETCH.then(|| Prefetcher::new(driver));
+    let optimizer = SYNCED.then(|| driver.kernel(OPTIMIZER_PTX, OPTIMIZER_NAME));
     let call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
+        if SYNCED {
+            let start = std::time::Instant::now();
+            while start.elapsed().as_nanos() < HOST_WORK_NS {
+                std::hint::spin_loop();
+            }
+            if i % SYNC_EVERY == SYNC_EVERY - 1 {
+                // SAFETY: no arguments.
+                check(unsafe { (driver.ctx_synchronize)() }, "cuCtxSynchronize");
+                return;
+            }
+            if let Some(optimizer) = optimizer.filter(|_| i % SYNC_EVERY >= SYNC_EVERY - 1 - OPTIMIZER_LAUNCHES) {
+                let mut list = [0u64; OPTIMIZER_POINTERS + OPTIMIZER_POINTERS / 4];
+                for (k, word) in list.iter_mut().enumerate() {
+                    *word = if k < OPTIMIZER_POINTERS { tensors[(i + k) % TENSORS] } else { 1 << 16 };
+                }
+                let mut pointers: [*mut c_void; 1] = [list.as_mut_ptr().cast()];
+                // SAFETY: one parameter, the structure of 2880 bytes; the legacy stream.
+                check(
+                    unsafe {
+                        (driver.launch_kernel)(
+                            optimizer,
+                            64,
+                            1,
+                            1,
+                            256,
+                            1,
+                            1,
+                            0,
+                            legacy,
+                            pointers.as_mut_ptr(),
+                            core::ptr::null_mut(),
+                        )
+                    },
+                    "cuLaunchKernel",
+                );
+                return;
+            }
+        }
         let batch_read = match &prefetcher {
             Some(prefetcher) => match prefetcher.step(driver, i, legacy) {
                 Phase::Called => return,
@@ -134,7 +204,12 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool>(driver: &Driv
         });
     };
     let mut evictor = vec![0u8; EVICT_MIB << 20];
-    let timed = if EVICT_MIB == 0 { LAUNCHES } else { LAUNCHES.min(EVICTED_IN_ALL / evictor.len()) };
+    let timed = match (EVICT_MIB, SYNCED) {
+        // A hundred steps: a second of host work.
+        (_, true) => 100 * SYNC_EVERY,
+        (0, false) => LAUNCHES,
+        _ => LAUNCHES.min(EVICTED_IN_ALL / evictor.len()),
+    };
     // The warm-up is cold too, so that the shim's time per phase (`phase_times=1`, which
     // counts every call) is the cold calls' time.
     let warm_up = WARM_UP.min(timed / 4);
@@ -142,15 +217,20 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool>(driver: &Driv
         evict(&mut evictor);
         call(i);
     }
+    let mut waits = Vec::new();
     let latencies = (warm_up..warm_up + timed)
         .map(|i| {
             evict(&mut evictor);
             let start = std::time::Instant::now();
             call(i);
-            start.elapsed().as_nanos() as u64
+            let took = start.elapsed().as_nanos() as u64;
+            if SYNCED && i % SYNC_EVERY == SYNC_EVERY - 1 {
+                waits.push(took);
+            }
+            took
         })
         .collect();
-    Measured::of(latencies)
+    Measured { waits, ..Measured::of(latencies) }
 }
 
 /// Writes a byte in every cache line of `evictor`, which pushes out of the caches what was

@@ -22,11 +22,14 @@ pub struct Measured {
     pub buffer_bytes: Option<i64>,
     /// Growth of the resident set over what the workload says (its timed calls, mostly).
     pub resident_growth: Option<i64>,
+    /// Nanoseconds of each timed synchronize, also among `latencies`, where a workload
+    /// times them apart (a few among thousands of calls, which no percentile shows).
+    pub waits: Vec<u64>,
 }
 
 impl Measured {
     pub fn of(latencies: Vec<u64>) -> Measured {
-        Measured { latencies, buffer_bytes: None, resident_growth: None }
+        Measured { latencies, buffer_bytes: None, resident_growth: None, waits: Vec::new() }
     }
 }
 
@@ -77,11 +80,12 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("free_among_400k_live", free_among_live::<400_000>),
     ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
     ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
-    ("training_step", training_step::<0, false>),
-    ("training_step_cold_2m", training_step::<2, false>),
-    ("training_step_cold_16m", training_step::<16, false>),
-    ("training_step_cold_64m", training_step::<64, false>),
-    ("training_step_prefetch", training_step::<0, true>),
+    ("training_step", training_step::<0, false, false>),
+    ("training_step_cold_2m", training_step::<2, false, false>),
+    ("training_step_cold_16m", training_step::<16, false, false>),
+    ("training_step_cold_64m", training_step::<64, false, false>),
+    ("training_step_prefetch", training_step::<0, true, false>),
+    ("training_step_synced", training_step::<0, false, true>),
     ("pinned_copies", pinned_copies),
 ];
 
@@ -93,6 +97,12 @@ pub fn options(name: &str) -> &'static str {
     } else {
         ""
     }
+}
+
+/// The stand-in's device time per launch for a workload (`STANDIN_KERNEL_NS`,
+/// `tests/standin/src/clock.rs`): only the synchronized training step has a device clock.
+pub fn kernel_ns(name: &str) -> Option<u64> {
+    (name == "training_step_synced").then_some(crate::training::KERNEL_NS)
 }
 
 const WARM_UP: usize = 5_000;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use streamsan_driver_api::*;
 
+use crate::clock;
 use crate::device::{self, state, state_read, MemoryKind, Object};
 use crate::getproc;
 use crate::pinned;
@@ -139,6 +140,7 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
     pinned::complete();
+    clock::wait();
     if device::current_context() == 0 {
         CUDA_ERROR_INVALID_CONTEXT
     } else {
@@ -147,6 +149,7 @@ pub unsafe fn ctx_synchronize() -> CUresult {
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
     pinned::complete();
+    clock::wait();
     OK
 }
 pub unsafe fn primary_ctx_retain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
@@ -884,11 +887,17 @@ pub unsafe fn memset_d2d32_async(
 
 // ---- Launches ---------------------------------------------------------------------------
 
+/// Whether a launch of `f` on `stream` is accepted; an accepted one takes device time
+/// ([`clock`]).
 fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
-    match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
+    let status = match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
         OK => check_stream(stream),
         e => e,
+    };
+    if status == OK {
+        clock::launched();
     }
+    status
 }
 
 pub unsafe fn launch_kernel(
@@ -1140,6 +1149,7 @@ pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
 }
 pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
     pinned::complete();
+    clock::wait();
     check_stream(stream)
 }
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
@@ -1297,6 +1307,7 @@ pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: 
 }
 pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
     pinned::complete();
+    clock::wait();
     check(event, |o| matches!(o, Object::Event))
 }
 pub unsafe fn event_query(event: CUevent) -> CUresult {

@@ -5,7 +5,8 @@
 //! [`queries`]), answers `cuGetProcAddress` as the real driver does ([`getproc`]), hands out
 //! real address ranges for allocations (pinned host memory as the driver's, with copies to
 //! and from it completing at the program's next wait: [`pinned`]), declares kernels from PTX
-//! text ([`ptx`]), logs every call with its arguments and can make any call fail ([`log`]).
+//! text ([`ptx`]), logs every call with its arguments and can make any call fail ([`log`]),
+//! and for benchmarks can give launches device time that synchronizes wait for ([`clock`]).
 //!
 //! It is a test device, not a model of a GPU: it orders nothing, and what it shows about
 //! ordering proves nothing about real hardware.
@@ -15,6 +16,7 @@
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
 pub mod behaviour;
+pub mod clock;
 pub mod device;
 pub mod getproc;
 pub mod log;
