@@ -7,6 +7,11 @@ warm-up's too: how fast learn settles), and the engine's counters
 and patched again, launches left on their parameters, launches that ran patched without being
 measured, what learn learnt and applied).
 Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
+FOOTPRINT_ROUNDS=N runs the whole plan N times in turn (default 1): one process a mode moves
+with the machine's core speed (reports/gpu/1d65703/learn-ab/: numba natively 11.2-19.1 ms in
+one call), so each row carries its round, and with more than one round a summary follows:
+per workload and mode, the median of the rounds' medians and the spread of the ratios to the
+same round's native process.
 The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves
 its kernels' keys after two changes) and exact, in about three minutes of device time; add
 params and memcheck (measured on 81d234c) with e.g. gpt2:1:2:params,memcheck."""
@@ -31,7 +36,8 @@ def counters(stderr):
 
 results = []
 log = open(os.path.join(out, "footprint-perf.log"), "w")
-for item in plan:
+rounds = int(os.environ.get("FOOTPRINT_ROUNDS", "1"))
+for round_no, item in ((r, item) for r in range(1, rounds + 1) for item in plan):
     workload, warmup, steps, modes = item.split(":")
     native = None
     for mode in modes.split(","):
@@ -55,7 +61,7 @@ for item in plan:
             if line.startswith("{"):
                 printed = json.loads(line)
                 steps_s, warmup_s = printed["step_s"], printed.get("warmup_s", [])
-        row = {"workload": workload, "mode": mode, "exit": code, "wall_s": round(wall, 2)}
+        row = {"workload": workload, "mode": mode, "round": round_no, "exit": code, "wall_s": round(wall, 2)}
         if mode not in ("native", "memcheck"):
             row["counters"] = counters(stderr)
         if steps_s:
@@ -69,4 +75,16 @@ for item in plan:
                 row["x_native"] = round(row["median_ms"] / native, 3)
         results.append(row)
         print(json.dumps(row), flush=True)
-json.dump(results, open(os.path.join(out, "footprint-perf.json"), "w"), indent=1)
+summary = []
+if rounds > 1:
+    for key in dict.fromkeys((r["workload"], r["mode"]) for r in results):
+        rows = [r for r in results if (r["workload"], r["mode"]) == key and "median_ms" in r]
+        ratios = [r["x_native"] for r in rows if "x_native" in r]
+        if rows:
+            summary.append({"workload": key[0], "mode": key[1], "rounds": len(rows),
+                            "median_ms": round(statistics.median(r["median_ms"] for r in rows), 3),
+                            "x_native": round(statistics.median(ratios), 3) if ratios else None,
+                            "x_native_spread": [min(ratios), max(ratios)] if ratios else None})
+            print("summary", json.dumps(summary[-1]), flush=True)
+json.dump({"rows": results, "summary": summary} if summary else results,
+          open(os.path.join(out, "footprint-perf.json"), "w"), indent=1)

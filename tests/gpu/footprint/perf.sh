@@ -6,7 +6,8 @@
 #   PYTHON=/opt/torch/.venv/bin/python3 CUDA_HOME=/usr/local/cuda-13.0 OUT=$OUT \
 #     sh tests/gpu/footprint/perf.sh [WORKLOAD:WARMUP:STEPS:MODES ...]
 # Logs the build first (provenance.sh), then one JSON row
-# per workload and mode (footprint-perf.json and .log in OUT).
+# per workload and mode (footprint-perf.json and .log in OUT). FOOTPRINT_ROUNDS=N runs the
+# plan N times in turn and adds a summary over the rounds (perf.py).
 set -u
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 "${PYTHON:-python3}" tests/gpu/footprint/perf.py "$PWD/.device/streamsan" "${OUT:-/tmp}" "$@"
