@@ -212,6 +212,11 @@ impl Deferred {
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Whether any launch is pending, read without the lock.
+    pub(in crate::model) fn any(&self) -> bool {
+        self.pending.load(Ordering::Acquire) != 0
+    }
+
     /// The tickets of pending launches that `done` says completed.
     pub(in crate::model) fn completed(&self, done: impl Fn(Epoch) -> bool) -> Vec<u64> {
         if self.pending.load(Ordering::Acquire) == 0 {

@@ -27,7 +27,7 @@ use streamsan_footprint as engine;
 use streamsan::phases::{self, Phase};
 
 use super::kernels::{self, KernelInfo};
-use super::model::model;
+use super::model::{model, unsettled};
 use crate::intercept::options::options;
 use crate::intercept::{diag, driver};
 
@@ -280,12 +280,19 @@ pub fn discard(ticket: u64) {
 }
 
 /// Reads the footprints of the launches the program has now synchronized with, and gives
-/// them to the model. Called after a synchronizing call's hook told the model.
+/// them to the model. Called by a synchronizing call's hook once it queued the host's join.
 pub fn collect() {
     if !active() {
         return;
     }
     let _timer = phases::start(Phase::FootprintCollect);
+    // In `learn`'s steady state nothing waits to be read: then the model is not told the
+    // queued batch here on the program's thread, as `model()` would (at every synchronize:
+    // what 4492b19 took off the default mode; 290 µs a synchronize of the bench's
+    // `training_step_synced_learn`, `reports/perf/runs/23-learn-collect/`).
+    if !unsettled().launches_pending() {
+        return;
+    }
     let model = model();
     let tickets = model.completed_launches();
     if tickets.is_empty() {

@@ -43,6 +43,12 @@ impl Model {
         self.deferred.completed(|epoch| epoch.time <= self.host.get(epoch.slot))
     }
 
+    /// Whether a measured launch waits for its footprint. Measured launches are told at once,
+    /// never queued in the shim's batch, so a model not yet told the batch knows them all.
+    pub fn launches_pending(&self) -> bool {
+        self.deferred.any()
+    }
+
     /// The tickets of every pending launch (at exit: read what can be).
     pub fn pending_launches(&self) -> Vec<u64> {
         self.deferred.tickets()

@@ -7,11 +7,12 @@
 //! smallest and largest pair beside it as its spread. Writes `target/streamsan-bench.json`
 //! and prints a table.
 //!
-//! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N] [--only NAME,...]
+//! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--sanitizer FILE] [--out FILE] [--repeat N] [--only NAME,...]
 //! With `--only`, prints the chosen workloads' figures, and writes them as JSON only where
 //! `--out` says.
-//! By default the shim and the stand-in are those beside this executable; under `cargo run`
-//! they are built first.
+//! By default the shim, the stand-in and the stand-in Compute Sanitizer library (for the
+//! `footprint=learn` workloads, left out without it) are those beside this executable; under
+//! `cargo run` they are built first.
 
 mod driver;
 mod scaling;
@@ -28,6 +29,8 @@ use workloads::WORKLOADS;
 struct Args {
     shim: PathBuf,
     driver: PathBuf,
+    /// The stand-in Compute Sanitizer library, if there is one.
+    sanitizer: Option<PathBuf>,
     out: PathBuf,
     /// Whether `--out` was given.
     out_given: bool,
@@ -46,7 +49,7 @@ fn main() {
     let args = match parse(&argv) {
         Ok(args) => args,
         Err(why) => {
-            eprintln!("streamsan-bench: {why}\nusage: streamsan-bench [--shim FILE] [--driver DIR] [--out FILE] [--repeat N] [--only NAME,...]");
+            eprintln!("streamsan-bench: {why}\nusage: streamsan-bench [--shim FILE] [--driver DIR] [--sanitizer FILE] [--out FILE] [--repeat N] [--only NAME,...]");
             std::process::exit(2);
         }
     };
@@ -54,7 +57,14 @@ fn main() {
         .iter()
         .map(|&(name, _)| name)
         .chain(python_available().then_some(PYTHON_WORKLOAD))
-        .filter(|name| args.only.is_empty() || args.only.iter().any(|o| o == name));
+        .filter(|name| args.only.is_empty() || args.only.iter().any(|o| o == name))
+        .filter(|name| {
+            let runs = args.sanitizer.is_some() || !workloads::needs_sanitizer(name);
+            if !runs {
+                eprintln!("streamsan-bench: {name} left out: no stand-in Compute Sanitizer library (--sanitizer)");
+            }
+            runs
+        });
     let results: Vec<(&str, Runs)> = names
         .map(|name| {
             eprint!("streamsan-bench: {name} ");
@@ -106,6 +116,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     let profile = exe.parent().ok_or("this executable has no directory")?.to_path_buf();
     let mut shim = None;
     let mut driver = None;
+    let mut sanitizer = None;
     let mut out = profile.parent().unwrap_or(&profile).join("streamsan-bench.json");
     let mut out_given = false;
     let mut repeat = 5;
@@ -116,6 +127,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
         match flag.as_str() {
             "--shim" => shim = Some(PathBuf::from(value()?)),
             "--driver" => driver = Some(PathBuf::from(value()?)),
+            "--sanitizer" => sanitizer = Some(PathBuf::from(value()?)),
             "--out" => {
                 out = PathBuf::from(value()?);
                 out_given = true;
@@ -144,14 +156,29 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     if let Some(unknown) = only.iter().find(|o| *o != PYTHON_WORKLOAD && !WORKLOADS.iter().any(|(n, _)| n == o)) {
         return Err(format!("no workload {unknown:?}"));
     }
-    Ok(Args { shim, driver, out, out_given, repeat: repeat.max(1), only })
+    let sanitizer = match sanitizer {
+        Some(path) if !path.exists() => return Err(format!("{} is missing", path.display())),
+        Some(path) => Some(path),
+        None => Some(profile.join("libsanitizer_standin.so")).filter(|path| path.exists()),
+    };
+    Ok(Args { shim, driver, sanitizer, out, out_given, repeat: repeat.max(1), only })
 }
 
-/// Under `cargo run`, builds the shim and the stand-in into this executable's profile.
+/// Under `cargo run`, builds the shim, the stand-in and its Compute Sanitizer library into
+/// this executable's profile.
 fn build_beside(profile: &Path) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "streamsan-shim", "-p", "streamsan-standin"]);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "streamsan-shim",
+        "-p",
+        "streamsan-standin",
+        "-p",
+        "streamsan-standin-sanitizer",
+    ]);
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
@@ -283,6 +310,10 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
     if let Some(ns) = workloads::kernel_ns(name) {
         cmd.env("STANDIN_KERNEL_NS", ns.to_string());
     }
+    match (&args.sanitizer, workloads::needs_sanitizer(name)) {
+        (Some(library), true) => cmd.env("STREAMSAN_SANITIZER_LIB", library),
+        _ => cmd.env_remove("STREAMSAN_SANITIZER_LIB"),
+    };
     if with_shim {
         cmd.env("LD_PRELOAD", &args.shim);
     }

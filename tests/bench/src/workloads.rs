@@ -86,23 +86,33 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("training_step_cold_64m", training_step::<64, false, false>),
     ("training_step_prefetch", training_step::<0, true, false>),
     ("training_step_synced", training_step::<0, false, true>),
+    ("training_step_synced_learn", training_step::<0, false, true>),
     ("pinned_copies", pinned_copies),
 ];
 
-/// What the shim is told for a workload (`STREAMSAN_OPTIONS`): only the racy one differs,
-/// so that its races do not fail the run.
+/// What the shim is told for a workload (`STREAMSAN_OPTIONS`): the racy ones, so that their
+/// races do not fail the run, and the `_learn` ones, which run `footprint=learn` against the
+/// stand-in Compute Sanitizer library ([`needs_sanitizer`]).
 pub fn options(name: &str) -> &'static str {
     if name.starts_with("races_") {
         "exitcode=0"
+    } else if needs_sanitizer(name) {
+        "footprint=learn"
     } else {
         ""
     }
 }
 
+/// Whether a workload runs under `footprint=learn`, and so needs the stand-in Compute
+/// Sanitizer library (`tests/standin-sanitizer`) to play the footprint engine's device.
+pub fn needs_sanitizer(name: &str) -> bool {
+    name.ends_with("_learn")
+}
+
 /// The stand-in's device time per launch for a workload (`STANDIN_KERNEL_NS`,
 /// `tests/standin/src/clock.rs`): only the synchronized training step has a device clock.
 pub fn kernel_ns(name: &str) -> Option<u64> {
-    (name == "training_step_synced").then_some(crate::training::KERNEL_NS)
+    name.starts_with("training_step_synced").then_some(crate::training::KERNEL_NS)
 }
 
 const WARM_UP: usize = 5_000;

@@ -923,14 +923,20 @@ pub unsafe fn launch_kernel(
 pub unsafe fn launch_kernel_ex(
     config: *const LaunchConfig,
     f: CUfunction,
-    _params: *mut *mut c_void,
+    params: *mut *mut c_void,
     _extra: *mut *mut c_void,
 ) -> CUresult {
     if config.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
     // SAFETY: the caller's launch configuration.
-    check_launch(f, unsafe { (*config).stream })
+    let stream = unsafe { (*config).stream };
+    let status = check_launch(f, stream);
+    if status == OK {
+        // SAFETY: the program's parameters, one per parameter of `f`.
+        unsafe { crate::sanitizer::launched(f, stream, params) };
+    }
+    status
 }
 pub unsafe fn launch_cooperative_kernel(
     f: CUfunction,
