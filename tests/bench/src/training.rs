@@ -25,7 +25,8 @@
 //!   every [`SYNC_EVERY`] calls, which finds the device just done and the shim's model
 //!   still to be told the optimizer's launches. Before ba22ba2 the shim told them on the
 //!   program's thread there (285 µs a GPT-2 step, `reports/gpu/b2202ca/`); its median
-//!   synchronize shows what it costs.
+//!   synchronize shows what it costs. `training_step_synced_learn`: the same under
+//!   `footprint=learn`, the stand-in Compute Sanitizer library playing the engine's device.
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
@@ -132,30 +133,7 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
                 return;
             }
             if let Some(optimizer) = optimizer.filter(|_| i % SYNC_EVERY >= SYNC_EVERY - 1 - OPTIMIZER_LAUNCHES) {
-                let mut list = [0u64; OPTIMIZER_POINTERS + OPTIMIZER_POINTERS / 4];
-                for (k, word) in list.iter_mut().enumerate() {
-                    *word = if k < OPTIMIZER_POINTERS { tensors[(i + k) % TENSORS] } else { 1 << 16 };
-                }
-                let mut pointers: [*mut c_void; 1] = [list.as_mut_ptr().cast()];
-                // SAFETY: one parameter, the structure of 2880 bytes; the legacy stream.
-                check(
-                    unsafe {
-                        (driver.launch_kernel)(
-                            optimizer,
-                            64,
-                            1,
-                            1,
-                            256,
-                            1,
-                            1,
-                            0,
-                            legacy,
-                            pointers.as_mut_ptr(),
-                            core::ptr::null_mut(),
-                        )
-                    },
-                    "cuLaunchKernel",
-                );
+                launch_optimizer(driver, optimizer, |k| tensors[(i + k) % TENSORS], legacy);
                 return;
             }
         }
@@ -231,6 +209,34 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
         })
         .collect();
     Measured { waits, ..Measured::of(latencies) }
+}
+
+/// Launches the optimizer's kernel on `stream` with the addresses of `OPTIMIZER_POINTERS`
+/// tensors (`tensor(k)`) and their counts in its one by-value parameter.
+fn launch_optimizer(driver: &Driver, optimizer: CUfunction, tensor: impl Fn(usize) -> CUdeviceptr, stream: CUstream) {
+    let mut list = [0u64; OPTIMIZER_POINTERS + OPTIMIZER_POINTERS / 4];
+    for (k, word) in list.iter_mut().enumerate() {
+        *word = if k < OPTIMIZER_POINTERS { tensor(k) } else { 1 << 16 };
+    }
+    let mut params: [*mut c_void; 1] = [list.as_mut_ptr().cast()];
+    let (grid, block) = ([64, 1, 1], [256, 1, 1]);
+    // SAFETY: one parameter, the structure of 2880 bytes; a live stream.
+    let status = unsafe {
+        (driver.launch_kernel)(
+            optimizer,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            0,
+            stream,
+            params.as_mut_ptr(),
+            core::ptr::null_mut(),
+        )
+    };
+    check(status, "cuLaunchKernel");
 }
 
 /// Writes a byte in every cache line of `evictor`, which pushes out of the caches what was
