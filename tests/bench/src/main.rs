@@ -169,16 +169,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
 fn build_beside(profile: &Path) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
     let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "streamsan-shim",
-        "-p",
-        "streamsan-standin",
-        "-p",
-        "streamsan-standin-sanitizer",
-    ]);
+    cmd.args(["build", "--quiet"]);
+    for package in ["streamsan-shim", "streamsan-standin", "streamsan-standin-sanitizer"] {
+        cmd.args(["-p", package]);
+    }
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
