@@ -132,6 +132,11 @@ pub fn serving() {
     let _ = SERVING.try_with(|serving| serving.set(true));
 }
 
+/// Whether operations wait to be told (the serving thread checks before it sleeps).
+pub fn waiting() -> bool {
+    PENDING.load(Ordering::Relaxed) > 0
+}
+
 /// Queues `work` on `on` (a launch, memset or copy, the host waiting for it or not), whose
 /// model update is timed as `phase`. With `halt_on_error=1`, tells the model at once.
 pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
@@ -270,12 +275,6 @@ pub fn before_fork(model: Option<&Model>) {
 /// After a fork, in the parent and in the child: the locks [`before_fork`] took, let go.
 pub fn after_fork() {
     let _ = HELD.try_with(|held| held.borrow_mut().take());
-}
-
-/// Whether work waits in the queue.
-#[cfg(test)]
-pub fn waiting() -> bool {
-    PENDING.load(Ordering::Relaxed) > 0
 }
 
 /// Held by the tests that use the process's batch, one at a time.

@@ -30,7 +30,7 @@
 //! nothing more: when it exits the report is written at exit.
 
 use core::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::reports;
@@ -65,6 +65,9 @@ static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 65] = [const { co
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// A message asking the watcher to settle the batch is in the pipe, not yet read.
 static ASKED: AtomicBool = AtomicBool::new(false);
+/// The watcher naps ([`NAP`]): it tells the batch within a nap unasked, so a thread that
+/// asks it to writes nothing to its pipe ([`ask_to_settle`]).
+static NAPPING: AtomicBool = AtomicBool::new(false);
 /// Set by the watcher when it wrote the report for a fatal signal.
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 
@@ -165,6 +168,7 @@ pub fn forked_child() {
     }
     TERMINATING.store(IDLE, Ordering::Relaxed);
     ASKED.store(false, Ordering::Relaxed);
+    NAPPING.store(false, Ordering::Relaxed);
 }
 
 fn start_watcher() {
@@ -182,8 +186,17 @@ fn start_watcher() {
 }
 
 /// Asks the watcher to settle the batch; false when there is no watcher to ask. One message
-/// at a time: a full queue that finds one unread needs no other.
+/// at a time: a full queue that finds one unread needs no other. None to a napping watcher,
+/// which tells the batch within a nap anyway: a write to its pipe (a system call that wakes
+/// another thread) at each of a program's synchronizes cost 7.7 µs a synchronize where they
+/// came every few launches (`reports/perf/runs/24-napping-watcher/`).
 fn ask_to_settle() -> bool {
+    // The work was queued before this ask; the fence pairs with the watcher's in [`watch`]:
+    // either this sees the watcher napping, or the watcher sees the work waiting.
+    fence(Ordering::SeqCst);
+    if NAPPING.load(Ordering::Relaxed) {
+        return true;
+    }
     if ASKED.swap(true, Ordering::AcqRel) {
         return true;
     }
@@ -209,6 +222,13 @@ fn watch(read: c_int) {
     // The last settle told something: the program is queueing work.
     let mut busy = false;
     loop {
+        NAPPING.store(busy, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if !busy && batch::waiting() {
+            // Queued while this thread stopped napping, by a thread that saw it napping.
+            busy = model::settle() > 0;
+            continue;
+        }
         let mut ready = libc::pollfd { fd: read, events: libc::POLLIN, revents: 0 };
         let wait = if busy { NAP } else { SETTLE_EVERY };
         let timeout = libc::timespec { tv_sec: wait.as_secs() as _, tv_nsec: wait.subsec_nanos() as _ };
@@ -224,6 +244,8 @@ fn watch(read: c_int) {
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
+            // No watcher from now on: asks go to its pipe, unanswered, as before it napped.
+            NAPPING.store(false, Ordering::Relaxed);
             return;
         }
         if wake.signal == 0 {

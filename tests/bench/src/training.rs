@@ -22,11 +22,14 @@
 //!   time per launch ([`KERNEL_NS`], the stand-in's clock), an optimizer's
 //!   [`OPTIMIZER_LAUNCHES`] launches at the end of the step, each with a by-value list of
 //!   [`OPTIMIZER_POINTERS`] tensors (PyTorch's multi-tensor apply), and a `cuCtxSynchronize`
-//!   every [`SYNC_EVERY`] calls, which finds the device just done and the shim's model
+//!   at its end, every [`STEP`] calls, which finds the device just done and the shim's model
 //!   still to be told the optimizer's launches. Before ba22ba2 the shim told them on the
 //!   program's thread there (285 µs a GPT-2 step, `reports/gpu/b2202ca/`); its median
 //!   synchronize shows what it costs. `training_step_synced_learn`: the same under
 //!   `footprint=learn`, the stand-in Compute Sanitizer library playing the engine's device.
+//!   `training_step_synced_often`: a synchronize every fourth call, as programs that read
+//!   results back between launches make them (Mask R-CNN's inference: one every 1.6
+//!   launches).
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
@@ -74,10 +77,9 @@ const HOST_WORK_NS: u128 = 20_000;
 /// ...the device's time per launch (`STANDIN_KERNEL_NS`, set by the bench for this
 /// workload), less than the host's, so that the device is idle at each synchronize...
 pub const KERNEL_NS: u64 = 18_000;
-/// ...calls from one `cuCtxSynchronize` to the next (GPT-2: one a step of about 415
-/// launches and memsets)...
-const SYNC_EVERY: usize = 400;
-/// ...of which the last before it are the optimizer's...
+/// ...calls a step (GPT-2: about 415 launches and memsets, and one synchronize)...
+const STEP: usize = 400;
+/// ...of which the last before its end are the optimizer's...
 const OPTIMIZER_LAUNCHES: usize = 24;
 /// ...each with this many tensors' addresses (four lists: parameters, gradients and two
 /// moments), and their element counts, in one by-value structure.
@@ -94,9 +96,13 @@ const OPTIMIZER_PTX: &str = concat!(
 struct Params([u64; 40]);
 
 /// The step's launches, with the processor's data caches evicted of `EVICT_MIB` MiB between
-/// timed calls (none: `training_step`), with a side-stream prefetcher if `PREFETCH`, and
-/// with the host's work, the device's time and synchronizes if `SYNCED`.
-pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED: bool>(driver: &Driver) -> Measured {
+/// timed calls (none: `training_step`), with a side-stream prefetcher if `PREFETCH`, and,
+/// unless `SYNC_EVERY` is 0, with the host's work, the device's time, the optimizer and a
+/// synchronize every `SYNC_EVERY` calls.
+pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EVERY: usize>(
+    driver: &Driver,
+) -> Measured {
+    let synced = SYNC_EVERY > 0;
     driver.setup();
     let kernel = driver.kernel(PTX, NAME);
     let segments: Vec<CUdeviceptr> = (0..SEGMENTS).map(|_| driver.buffer(SEGMENT_BYTES)).collect();
@@ -119,10 +125,10 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
         num_attrs: 2,
     };
     let prefetcher = PREFETCH.then(|| Prefetcher::new(driver));
-    let optimizer = SYNCED.then(|| driver.kernel(OPTIMIZER_PTX, OPTIMIZER_NAME));
+    let optimizer = synced.then(|| driver.kernel(OPTIMIZER_PTX, OPTIMIZER_NAME));
     let call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
-        if SYNCED {
+        if synced {
             let start = std::time::Instant::now();
             while start.elapsed().as_nanos() < HOST_WORK_NS {
                 std::hint::spin_loop();
@@ -132,7 +138,7 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
                 check(unsafe { (driver.ctx_synchronize)() }, "cuCtxSynchronize");
                 return;
             }
-            if let Some(optimizer) = optimizer.filter(|_| i % SYNC_EVERY >= SYNC_EVERY - 1 - OPTIMIZER_LAUNCHES) {
+            if let Some(optimizer) = optimizer.filter(|_| i % STEP >= STEP - 1 - OPTIMIZER_LAUNCHES) {
                 launch_optimizer(driver, optimizer, |k| tensors[(i + k) % TENSORS], legacy);
                 return;
             }
@@ -182,9 +188,9 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
         });
     };
     let mut evictor = vec![0u8; EVICT_MIB << 20];
-    let timed = match (EVICT_MIB, SYNCED) {
+    let timed = match (EVICT_MIB, synced) {
         // A hundred steps: a second of host work.
-        (_, true) => 100 * SYNC_EVERY,
+        (_, true) => 100 * STEP,
         (0, false) => LAUNCHES,
         _ => LAUNCHES.min(EVICTED_IN_ALL / evictor.len()),
     };
@@ -202,7 +208,7 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNCED:
             let start = std::time::Instant::now();
             call(i);
             let took = start.elapsed().as_nanos() as u64;
-            if SYNCED && i % SYNC_EVERY == SYNC_EVERY - 1 {
+            if synced && i % SYNC_EVERY == SYNC_EVERY - 1 {
                 waits.push(took);
             }
             took
