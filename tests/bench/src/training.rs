@@ -19,7 +19,7 @@
 //! - `training_step_synced`: the step as a GPT-2 step runs on the GPU machine, in
 //!   proportion: the host's own work before each call (the interpreter's and the
 //!   framework's, [`HOST_WORK_NS`], timed with the call), a device that takes a little less
-//!   time per launch ([`KERNEL_NS`], the stand-in's clock), an optimizer's
+//!   time per launch ([`KERNEL_NS`], the stand-in's device time), an optimizer's
 //!   [`OPTIMIZER_LAUNCHES`] launches at the end of the step, each with a by-value list of
 //!   [`OPTIMIZER_POINTERS`] tensors (PyTorch's multi-tensor apply), and a `cuCtxSynchronize`
 //!   at its end, every [`STEP`] calls, which finds the device just done and the shim's model

@@ -111,7 +111,8 @@ pub fn needs_sanitizer(name: &str) -> bool {
 }
 
 /// The stand-in's device time per launch for a workload (`STANDIN_KERNEL_NS`,
-/// `tests/standin/src/clock.rs`): only the synchronized training step has a device clock.
+/// `tests/standin/src/device_time.rs`): only the synchronized training steps' launches take
+/// device time.
 pub fn kernel_ns(name: &str) -> Option<u64> {
     name.starts_with("training_step_synced").then_some(crate::training::KERNEL_NS)
 }

@@ -1,17 +1,19 @@
 //! What each table entry point does in the stand-in. One function per family, named as in
 //! the table; arguments arrive exactly as the program (through the shim) passed them.
 //!
-//! The stand-in keeps no clock and orders nothing: copies and memsets happen at once, but
-//! for asynchronous copies with a side in pinned memory, which complete at the program's
-//! next wait ([`crate::pinned`]); host functions run inside the call that enqueues them.
+//! The stand-in orders nothing: copies and memsets happen at once, but for asynchronous
+//! copies with a side in pinned memory, which complete at the program's next wait
+//! ([`crate::pinned`]); host functions run inside the call that enqueues them. For
+//! benchmarks, launches may take device time that synchronizes wait for
+//! ([`crate::device_time`]).
 
 use core::ffi::CStr;
 use std::collections::HashMap;
 
 use streamsan_driver_api::*;
 
-use crate::clock;
 use crate::device::{self, state, state_read, MemoryKind, Object};
+use crate::device_time;
 use crate::getproc;
 use crate::pinned;
 use crate::ptx;
@@ -140,7 +142,7 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
     pinned::complete();
-    clock::wait();
+    device_time::wait();
     if device::current_context() == 0 {
         CUDA_ERROR_INVALID_CONTEXT
     } else {
@@ -149,7 +151,7 @@ pub unsafe fn ctx_synchronize() -> CUresult {
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
     pinned::complete();
-    clock::wait();
+    device_time::wait();
     OK
 }
 pub unsafe fn primary_ctx_retain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
@@ -888,14 +890,14 @@ pub unsafe fn memset_d2d32_async(
 // ---- Launches ---------------------------------------------------------------------------
 
 /// Whether a launch of `f` on `stream` is accepted; an accepted one takes device time
-/// ([`clock`]).
+/// ([`device_time`]).
 fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
     let status = match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
         OK => check_stream(stream),
         e => e,
     };
     if status == OK {
-        clock::launched();
+        device_time::launched();
     }
     status
 }
@@ -1155,7 +1157,7 @@ pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
 }
 pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
     pinned::complete();
-    clock::wait();
+    device_time::wait();
     check_stream(stream)
 }
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
@@ -1313,7 +1315,7 @@ pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: 
 }
 pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
     pinned::complete();
-    clock::wait();
+    device_time::wait();
     check(event, |o| matches!(o, Object::Event))
 }
 pub unsafe fn event_query(event: CUevent) -> CUresult {

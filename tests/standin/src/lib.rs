@@ -6,7 +6,7 @@
 //! real address ranges for allocations (pinned host memory as the driver's, with copies to
 //! and from it completing at the program's next wait: [`pinned`]), declares kernels from PTX
 //! text ([`ptx`]), logs every call with its arguments and can make any call fail ([`log`]),
-//! and for benchmarks can give launches device time that synchronizes wait for ([`clock`]).
+//! and for benchmarks can give launches device time that synchronizes wait for ([`device_time`]).
 //!
 //! It is a test device, not a model of a GPU: it orders nothing, and what it shows about
 //! ordering proves nothing about real hardware.
@@ -16,8 +16,8 @@
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
 pub mod behaviour;
-pub mod clock;
 pub mod device;
+pub mod device_time;
 pub mod getproc;
 pub mod log;
 pub mod pinned;

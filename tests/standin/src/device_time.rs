@@ -1,4 +1,4 @@
-//! A device clock, for benchmarks: with `STANDIN_KERNEL_NS=n`, every launch keeps the
+//! Device time, for benchmarks: with `STANDIN_KERNEL_NS=n`, every launch keeps the
 //! device busy for `n` nanoseconds after the later of its call and the end of the launch
 //! before it, and a synchronize (of a context, a stream or an event) returns once the last
 //! launch ended. Unset, launches end at once, as everywhere else in the stand-in.
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-struct Clock {
+struct DeviceTime {
     /// Device time per launch.
     kernel_ns: u64,
     origin: Instant,
@@ -23,9 +23,9 @@ struct Clock {
     busy_until: AtomicU64,
 }
 
-impl Clock {
-    fn new(kernel_ns: u64) -> Clock {
-        Clock { kernel_ns, origin: Instant::now(), busy_until: AtomicU64::new(0) }
+impl DeviceTime {
+    fn new(kernel_ns: u64) -> DeviceTime {
+        DeviceTime { kernel_ns, origin: Instant::now(), busy_until: AtomicU64::new(0) }
     }
 
     fn now(&self) -> u64 {
@@ -49,28 +49,28 @@ impl Clock {
     }
 }
 
-/// The device's clock, if `STANDIN_KERNEL_NS` turns it on.
-fn clock() -> Option<&'static Clock> {
-    static CLOCK: OnceLock<Option<Clock>> = OnceLock::new();
-    CLOCK
+/// The device's time, if `STANDIN_KERNEL_NS` turns it on.
+fn device_time() -> Option<&'static DeviceTime> {
+    static DEVICE_TIME: OnceLock<Option<DeviceTime>> = OnceLock::new();
+    DEVICE_TIME
         .get_or_init(|| {
             let ns = std::env::var("STANDIN_KERNEL_NS").ok().and_then(|n| n.parse().ok()).filter(|&n| n > 0);
-            ns.map(Clock::new)
+            ns.map(DeviceTime::new)
         })
         .as_ref()
 }
 
 /// A launch was accepted: the device works on it after the work before it.
 pub fn launched() {
-    if let Some(clock) = clock() {
-        clock.launched();
+    if let Some(device) = device_time() {
+        device.launched();
     }
 }
 
 /// A synchronize: returns once the device is idle.
 pub fn wait() {
-    if let Some(clock) = clock() {
-        clock.wait();
+    if let Some(device) = device_time() {
+        device.wait();
     }
 }
 
@@ -82,16 +82,16 @@ mod tests {
     /// than the last of them.
     #[test]
     fn a_wait_lasts_until_the_last_launch_ended() {
-        let clock = Clock::new(2_000_000);
+        let device = DeviceTime::new(2_000_000);
         let start = Instant::now();
         for _ in 0..3 {
-            clock.launched();
+            device.launched();
         }
-        clock.wait();
+        device.wait();
         assert!(start.elapsed().as_nanos() >= 6_000_000, "waited {:?}", start.elapsed());
         // The device is idle now: a wait returns at once, and the next launch starts now.
-        clock.wait();
-        clock.launched();
-        assert!(clock.busy_until.load(Ordering::Acquire) >= clock.now());
+        device.wait();
+        device.launched();
+        assert!(device.busy_until.load(Ordering::Acquire) >= device.now());
     }
 }
