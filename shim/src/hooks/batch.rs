@@ -175,10 +175,10 @@ pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
 }
 
 /// Queues the host's join of what it waited for, and has the queue told soon: the serving
-/// thread is asked to tell it now (this thread tells it if none answers), so that a race
-/// among the work the host waited for is on the disk moments after the wait, as a program
-/// that goes on to a long stretch of host code (or is killed) expects. With
-/// `halt_on_error=1`, tells the model at once.
+/// thread is asked to (it tells it within its nap, or is woken; this thread tells it if none
+/// answers), so that a race among the work the host waited for is on the disk moments after
+/// the wait, as a program that goes on to a long stretch of host code (or is killed)
+/// expects. With `halt_on_error=1`, tells the model at once.
 pub fn join(model: &Model, join: Join) {
     if options().halt_on_error {
         tell_join(model, join);
