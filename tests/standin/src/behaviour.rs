@@ -141,8 +141,7 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> CUresult {
     status
 }
 pub unsafe fn ctx_synchronize() -> CUresult {
-    pinned::complete();
-    device_time::wait();
+    synchronized();
     if device::current_context() == 0 {
         CUDA_ERROR_INVALID_CONTEXT
     } else {
@@ -150,8 +149,7 @@ pub unsafe fn ctx_synchronize() -> CUresult {
     }
 }
 pub unsafe fn ctx_synchronize_v2(_ctx: CUcontext) -> CUresult {
-    pinned::complete();
-    device_time::wait();
+    synchronized();
     OK
 }
 pub unsafe fn primary_ctx_retain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
@@ -887,17 +885,29 @@ pub unsafe fn memset_d2d32_async(
     }
 }
 
+/// What a synchronize does: pinned copies complete, and the device's time runs out.
+fn synchronized() {
+    pinned::complete();
+    device_time::wait();
+}
+
 // ---- Launches ---------------------------------------------------------------------------
 
-/// Whether a launch of `f` on `stream` is accepted; an accepted one takes device time
-/// ([`device_time`]).
-fn check_launch(f: CUfunction, stream: CUstream) -> CUresult {
+/// A launch of `f` on `stream` with `params`: if accepted, it takes device time
+/// ([`device_time`]) and is told to an attached Compute Sanitizer library, as the real one
+/// hears of every launch ([`crate::sanitizer`]).
+///
+/// # Safety
+/// `params` is null or holds one pointer per parameter of `f`, each to its value.
+unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void) -> CUresult {
     let status = match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
         OK => check_stream(stream),
         e => e,
     };
     if status == OK {
         device_time::launched();
+        // SAFETY: the caller's promise.
+        unsafe { crate::sanitizer::launched(f, stream, params) };
     }
     status
 }
@@ -915,12 +925,8 @@ pub unsafe fn launch_kernel(
     params: *mut *mut c_void,
     _extra: *mut *mut c_void,
 ) -> CUresult {
-    let status = check_launch(f, stream);
-    if status == OK {
-        // SAFETY: the program's parameters, one per parameter of `f`.
-        unsafe { crate::sanitizer::launched(f, stream, params) };
-    }
-    status
+    // SAFETY: the program's parameters, one per parameter of `f`.
+    unsafe { launch(f, stream, params) }
 }
 pub unsafe fn launch_kernel_ex(
     config: *const LaunchConfig,
@@ -931,14 +937,8 @@ pub unsafe fn launch_kernel_ex(
     if config.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    // SAFETY: the caller's launch configuration.
-    let stream = unsafe { (*config).stream };
-    let status = check_launch(f, stream);
-    if status == OK {
-        // SAFETY: the program's parameters, one per parameter of `f`.
-        unsafe { crate::sanitizer::launched(f, stream, params) };
-    }
-    status
+    // SAFETY: the caller's launch configuration and parameters.
+    unsafe { launch(f, (*config).stream, params) }
 }
 pub unsafe fn launch_cooperative_kernel(
     f: CUfunction,
@@ -950,9 +950,10 @@ pub unsafe fn launch_cooperative_kernel(
     _bz: c_uint,
     _shm: c_uint,
     stream: CUstream,
-    _params: *mut *mut c_void,
+    params: *mut *mut c_void,
 ) -> CUresult {
-    check_launch(f, stream)
+    // SAFETY: the program's parameters, one per parameter of `f`.
+    unsafe { launch(f, stream, params) }
 }
 pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut c_void) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
@@ -1156,8 +1157,7 @@ pub unsafe fn stream_destroy(stream: CUstream) -> CUresult {
     }
 }
 pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
-    pinned::complete();
-    device_time::wait();
+    synchronized();
     check_stream(stream)
 }
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
@@ -1314,8 +1314,7 @@ pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: 
     unsafe { event_record(event, stream) }
 }
 pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
-    pinned::complete();
-    device_time::wait();
+    synchronized();
     check(event, |o| matches!(o, Object::Event))
 }
 pub unsafe fn event_query(event: CUevent) -> CUresult {
