@@ -37,8 +37,8 @@ pub enum Phase {
     KernelInfo,
     /// Reading the parameter words of a launch for pointers.
     ParamScan,
-    /// The happens-before model for a launch: clocks, buffers, shadow checks (the call site
-    /// excluded; a new race's report, [`Phase::Report`], included).
+    /// The happens-before model for a launch or an NCCL call: clocks, buffers, shadow checks
+    /// (the call site excluded; a new race's report, [`Phase::Report`], included).
     Model,
     /// The same for a copy, with its list of accesses built.
     CopyModel,
@@ -100,7 +100,7 @@ impl Phase {
             Phase::LaunchDriver => "launches in the driver",
             Phase::KernelInfo => "kernel name and layout",
             Phase::ParamScan => "parameter scan",
-            Phase::Model => "model update: launches",
+            Phase::Model => "model update: launches, NCCL",
             Phase::CopyModel => "model update: copies",
             Phase::MemsetModel => "model update: memsets",
             Phase::EventModel => "model update: records, waits",

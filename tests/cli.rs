@@ -327,7 +327,7 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
     // The program launches three kernels and makes two races; no copy, no memset.
     assert_eq!(count("launches in the driver"), 3);
     assert_eq!(count("kernel name and layout"), 3);
-    assert_eq!(count("model update: launches"), 3);
+    assert_eq!(count("model update: launches, NCCL"), 3);
     assert_eq!(count("model update: copies"), 0);
     assert_eq!(count("race reports (in updates)"), 2);
     // A capture unwinds only where the thread has not met the chain before.

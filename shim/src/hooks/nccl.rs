@@ -19,10 +19,12 @@ use std::cell::RefCell;
 use streamsan::model::op::{Access, HostEffect, Mode, Origin};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::phases::Phase;
 use streamsan_driver_api::*;
 
+use super::batch;
 use super::call::stream_of_handle;
-use super::model::model;
+use super::model::unsettled;
 use crate::intercept::nccl::{comm_count, comm_user_rank, export_nccl_hooks, nccl_real as real, NcclCall};
 use crate::sites::{stack, thread};
 
@@ -134,13 +136,16 @@ impl Collective {
         accesses
     }
 
-    /// Tells the model: an operation on its stream, with its accesses.
+    /// Queues it in the model's batch as an operation on its stream, with its accesses, as a
+    /// launch is: told at once, a collective first told every launch queued before it on
+    /// the program's thread (DDP all-reduces its gradient buckets in the middle of the
+    /// backward pass's launches).
     fn issue(&self) {
         let needs_ranks = !matches!(self.shape, Shape::AllReduce | Shape::Send | Shape::Recv);
         let (rank, ranks) = if needs_ranks { (comm_user_rank(self.comm), comm_count(self.comm)) } else { (None, None) };
         let accesses = self.accesses(rank, ranks);
-        model()
-            .work(self.stream, Work { origin: self.origin, kernel: None, accesses: &accesses, host: HostEffect::None });
+        let work = Work { origin: self.origin, kernel: None, accesses: &accesses, host: HostEffect::None };
+        batch::queue(unsettled(), self.stream, work, Phase::Model);
     }
 }
 
