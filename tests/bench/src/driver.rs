@@ -1,5 +1,6 @@
-//! The driver functions the workloads call, looked up by name with `dlopen` and `dlsym`, the
-//! road cudart and the frameworks take: under the shim, `dlsym` answers with its hooks.
+//! The driver functions the workloads call, and NCCL's, looked up by name with `dlopen` and
+//! `dlsym`, the road cudart and the frameworks take: under the shim, `dlsym` answers with
+//! its hooks.
 
 use core::ffi::CStr;
 
@@ -62,6 +63,43 @@ functions! {
     graph_launch = "cuGraphLaunch": fn(CUgraphExec, CUstream);
     graph_exec_destroy = "cuGraphExecDestroy": fn(CUgraphExec);
     graph_destroy = "cuGraphDestroy": fn(CUgraph);
+}
+
+/// The NCCL functions a data-parallel step calls: `libnccl.so.2` (found on the library path;
+/// the bench links the stand-in's there).
+pub struct Nccl {
+    _library: Library,
+    comm_init_all: unsafe extern "C" fn(*mut NcclComm, c_int, *const c_int) -> NcclResult,
+    pub all_reduce:
+        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CUstream) -> NcclResult,
+}
+
+/// `ncclFloat32` and `ncclSum`.
+pub const NCCL_FLOAT32: c_int = 7;
+pub const NCCL_SUM: c_int = 0;
+
+impl Nccl {
+    pub fn load() -> Nccl {
+        // SAFETY: loading NCCL runs its initializers, as any NCCL program does.
+        let library = unsafe { Library::new("libnccl.so.2") }.expect("load libnccl.so.2");
+        // SAFETY: each symbol has NCCL's signature for its name.
+        unsafe {
+            Nccl {
+                comm_init_all: *library.get(b"ncclCommInitAll\0").expect("ncclCommInitAll"),
+                all_reduce: *library.get(b"ncclAllReduce\0").expect("ncclAllReduce"),
+                _library: library,
+            }
+        }
+    }
+
+    /// A communicator of one rank, on device 0.
+    pub fn communicator(&self) -> NcclComm {
+        let mut comm: NcclComm = core::ptr::null_mut();
+        // SAFETY: an array of one communicator; no device list (devices 0..1).
+        let status = unsafe { (self.comm_init_all)(&mut comm, 1, core::ptr::null()) };
+        assert_eq!(status, NCCL_SUCCESS, "ncclCommInitAll failed");
+        comm
+    }
 }
 
 /// Panics with the call's name unless it succeeded: a workload measures working calls only.

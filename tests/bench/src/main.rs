@@ -10,9 +10,10 @@
 //! Usage: streamsan-bench [--shim FILE] [--driver DIR] [--sanitizer FILE] [--out FILE] [--repeat N] [--only NAME,...]
 //! With `--only`, prints the chosen workloads' figures, and writes them as JSON only where
 //! `--out` says.
-//! By default the shim, the stand-in and the stand-in Compute Sanitizer library (for the
-//! `footprint=learn` workloads, left out without it) are those beside this executable; under
-//! `cargo run` they are built first.
+//! By default the shim, the stand-in, the stand-in NCCL (for the `_ddp` workload, left out
+//! without a `libnccl.so.2` in the driver's folder) and the stand-in Compute Sanitizer
+//! library (for the `footprint=learn` workloads, left out without it) are those beside this
+//! executable; under `cargo run` they are built first.
 
 mod driver;
 mod scaling;
@@ -64,6 +65,13 @@ fn main() {
                 eprintln!("streamsan-bench: {name} left out: no stand-in Compute Sanitizer library (--sanitizer)");
             }
             runs
+        })
+        .filter(|name| {
+            let runs = !workloads::needs_nccl(name) || args.driver.join("libnccl.so.2").exists();
+            if !runs {
+                eprintln!("streamsan-bench: {name} left out: no libnccl.so.2 in {}", args.driver.display());
+            }
+            runs
         });
     let results: Vec<(&str, Runs)> = names
         .map(|name| {
@@ -83,9 +91,10 @@ fn main() {
             } else {
                 format!(", resident growth {:.0} MB", median(&growth) / 1e6)
             };
-            let sync = runs.added_sync().map_or(String::new(), |added| {
-                format!(", synchronize {:.0} ns [{:.0} .. {:.0}]", added.median, added.min, added.max)
-            });
+            let apart = |what: &str, added: Option<Spread>| {
+                added.map_or(String::new(), |a| format!(", {what} {:.0} ns [{:.0} .. {:.0}]", a.median, a.min, a.max))
+            };
+            let sync = apart("synchronize", runs.added_sync()) + &apart("all-reduce", runs.added_collective());
             println!(
                 "{name}: added median {:.0} ns [{:.0} .. {:.0}], mean {:.0} ns [{:.0} .. {:.0}], p99 {:.0} ns [{:.0} .. {:.0}] ({} pairs){growth}{sync}",
                 p50.median,
@@ -170,7 +179,7 @@ fn build_beside(profile: &Path) -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--quiet"]);
-    for package in ["streamsan-shim", "streamsan-standin", "streamsan-standin-sanitizer"] {
+    for package in ["streamsan-shim", "streamsan-standin", "streamsan-nccl-standin", "streamsan-standin-sanitizer"] {
         cmd.args(["-p", package]);
     }
     if profile.file_name().is_some_and(|n| n == "release") {
@@ -185,14 +194,19 @@ fn build_beside(profile: &Path) -> Result<(), String> {
     }
 }
 
-/// A directory where the stand-in answers to `libcuda.so.1`.
+/// A directory where the stand-in answers to `libcuda.so.1`, and the stand-in NCCL, where
+/// it was built, to `libnccl.so.2`.
 fn driver_dir(profile: &Path) -> Result<PathBuf, String> {
     let dir = profile.join("bench-driver");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let link = dir.join("libcuda.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(profile.join("libcuda_standin.so"), &link)
-        .map_err(|e| format!("link {}: {e}", link.display()))?;
+    for (name, library) in [("libcuda.so.1", "libcuda_standin.so"), ("libnccl.so.2", "libnccl_standin.so")] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        if library == "libcuda_standin.so" || profile.join(library).exists() {
+            std::os::unix::fs::symlink(profile.join(library), &link)
+                .map_err(|e| format!("link {}: {e}", link.display()))?;
+        }
+    }
     Ok(dir)
 }
 
@@ -206,8 +220,10 @@ struct Stats {
     mean: f64,
     buffer_bytes: f64,
     resident_growth: Option<f64>,
-    /// The median synchronize, where the workload times them apart.
+    /// The median synchronize, where the workload times them apart...
     sync_p50: Option<f64>,
+    /// ...and the median collective.
+    collective_p50: Option<f64>,
 }
 
 /// The runs of one workload, natively and under the shim, pair by pair.
@@ -256,6 +272,11 @@ impl Runs {
     /// What the shim added to the median synchronize, where the workload timed them apart.
     fn added_sync(&self) -> Option<Spread> {
         self.shim.iter().all(|s| s.sync_p50.is_some()).then(|| self.added(|s| s.sync_p50.unwrap_or(0.0)))
+    }
+
+    /// What the shim added to the median collective, where the workload timed them apart.
+    fn added_collective(&self) -> Option<Spread> {
+        self.shim.iter().all(|s| s.collective_p50.is_some()).then(|| self.added(|s| s.collective_p50.unwrap_or(0.0)))
     }
 
     fn median_of(runs: &[Stats], p: fn(&Stats) -> f64) -> f64 {
@@ -331,6 +352,7 @@ fn run_child(args: &Args, name: &str, with_shim: bool) -> Stats {
         buffer_bytes: value["buffer_bytes"].as_f64().unwrap_or(0.0),
         resident_growth: value["resident_growth"].as_f64(),
         sync_p50: value["sync_p50"].as_f64(),
+        collective_p50: value["collective_p50"].as_f64(),
     }
 }
 
@@ -341,10 +363,12 @@ fn child(name: &str) {
     let mut measured = run(&driver);
     measured.latencies.sort_unstable();
     measured.waits.sort_unstable();
+    measured.collectives.sort_unstable();
     let at = |q: f64| measured.latencies[((measured.latencies.len() - 1) as f64 * q) as usize];
     let mean = measured.latencies.iter().sum::<u64>() as f64 / measured.latencies.len().max(1) as f64;
     let sync_p50 = measured.waits.get(measured.waits.len() / 2);
-    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "mean": mean, "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth, "sync_p50": sync_p50 });
+    let collective_p50 = measured.collectives.get(measured.collectives.len() / 2);
+    let figures = json!({ "p50": at(0.50), "p99": at(0.99), "mean": mean, "buffer_bytes": measured.buffer_bytes, "resident_growth": measured.resident_growth, "sync_p50": sync_p50, "collective_p50": collective_p50 });
     println!("{figures}");
 }
 
@@ -378,6 +402,11 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
                 entry["added_sync_p50_ns"] = added.json();
                 entry["native_sync_p50_ns"] = json!(Runs::median_of(&runs.native, |s| s.sync_p50.unwrap_or(0.0)));
             }
+            if let Some(added) = runs.added_collective() {
+                entry["added_collective_p50_ns"] = added.json();
+                entry["native_collective_p50_ns"] =
+                    json!(Runs::median_of(&runs.native, |s| s.collective_p50.unwrap_or(0.0)));
+            }
             (name.to_string(), entry)
         })
         .collect();
@@ -389,6 +418,7 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
         "training_step_prefetch_added_ns_mean": added("training_step_prefetch", |s| s.mean),
         "training_step_synced_added_ns_mean": added("training_step_synced", |s| s.mean),
         "training_step_synced_added_ns_sync_p50": find("training_step_synced").and_then(Runs::added_sync).map(|s| s.median.round()),
+        "training_step_synced_ddp_added_ns_all_reduce_p50": find("training_step_synced_ddp").and_then(Runs::added_collective).map(|s| s.median.round()),
         "launch_added_ns_p99_1t": added("launch_1t", |s| s.p99),
         "launch_added_ns_p50_legacy": added("launch_legacy", |s| s.p50),
         "launch_added_ns_p50_pytorch_like": added("launch_pytorch_like", |s| s.p50),
@@ -409,7 +439,7 @@ fn print_table(document: &Value) {
     // Keys without a figure (no python3 here) print as "-".
     // A launch's median is its queueing: the model is told of launches in batches, which one
     // call in many pays for; the means carry that.
-    let rows: [(&str, &str, f64); 17] = [
+    let rows: [(&str, &str, f64); 18] = [
         ("launch_added_ns_p50_1t", "launch, 1 thread, median (ns)", 300.0),
         ("launch_added_ns_mean_1t", "launch, 1 thread, mean (ns)", 300.0),
         ("training_step_added_ns_mean", "training step, mean (ns)", f64::INFINITY),
@@ -417,6 +447,7 @@ fn print_table(document: &Value) {
         ("training_step_prefetch_added_ns_mean", "  with a prefetcher, mean (ns)", f64::INFINITY),
         ("training_step_synced_added_ns_mean", "  with device time, mean (ns)", f64::INFINITY),
         ("training_step_synced_added_ns_sync_p50", "  its synchronize, median (ns)", f64::INFINITY),
+        ("training_step_synced_ddp_added_ns_all_reduce_p50", "  DDP's all-reduce, median (ns)", f64::INFINITY),
         ("launch_added_ns_p99_1t", "launch, 1 thread, p99 (ns)", 2000.0),
         ("launch_added_ns_p50_legacy", "  on the legacy stream, median (ns)", 300.0),
         ("launch_added_ns_p50_pytorch_like", "  PyTorch's elementwise op (ns)", f64::INFINITY),

@@ -30,6 +30,13 @@
 //!   `training_step_synced_often`: a synchronize every fourth call, as programs that read
 //!   results back between launches make them (Mask R-CNN's inference: one every 1.6
 //!   launches).
+//! - `training_step_synced_ddp`: the synced step as DistributedDataParallel runs it, with a
+//!   gradient bucket all-reduced every [`BUCKET_EVERY`] calls amid the launches: the step's
+//!   stream records an event, a communication stream waits for it and runs `ncclAllReduce`
+//!   on the bucket (the stand-in NCCL's), and records an event that the step's stream waits
+//!   for before the step's synchronize. The bucket's four calls are timed apart: until
+//!   7c5713b the all-reduce told the model every launch queued before it on the program's
+//!   thread.
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
@@ -45,7 +52,7 @@
 
 use streamsan_driver_api::*;
 
-use crate::driver::{check, Driver};
+use crate::driver::{check, Driver, Nccl, NCCL_FLOAT32, NCCL_SUM};
 use crate::workloads::{along, at_depth, Measured};
 
 /// `step(int, Params, float const*, float*)` with `Params` a 320-byte structure.
@@ -84,6 +91,11 @@ const OPTIMIZER_LAUNCHES: usize = 24;
 /// ...each with this many tensors' addresses (four lists: parameters, gradients and two
 /// moments), and their element counts, in one by-value structure.
 const OPTIMIZER_POINTERS: usize = 4 * 72;
+/// `training_step_synced_ddp`: calls from one gradient bucket's all-reduce to the next
+/// (four a step, as DDP's 25 MB buckets make them of a model of GPT-2's size)...
+const BUCKET_EVERY: usize = STEP / 4;
+/// ...and the bucket's bytes (what the stand-in NCCL copies onto itself).
+const BUCKET_BYTES: usize = 64 << 10;
 /// `adamw(Tensors)`, `Tensors` a structure of the pointers and 72 counts.
 const OPTIMIZER_NAME: &core::ffi::CStr = c"_Z5adamw7Tensors";
 const OPTIMIZER_PTX: &str = concat!(
@@ -98,8 +110,9 @@ struct Params([u64; 40]);
 /// The step's launches, with the processor's data caches evicted of `EVICT_MIB` MiB between
 /// timed calls (none: `training_step`), with a side-stream prefetcher if `PREFETCH`, and,
 /// unless `SYNC_EVERY` is 0, with the host's work, the device's time, the optimizer and a
-/// synchronize every `SYNC_EVERY` calls.
-pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EVERY: usize>(
+/// synchronize every `SYNC_EVERY` calls; with a gradient bucket all-reduced every
+/// [`BUCKET_EVERY`] calls if `DDP`.
+pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EVERY: usize, const DDP: bool>(
     driver: &Driver,
 ) -> Measured {
     let synced = SYNC_EVERY > 0;
@@ -126,6 +139,8 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EV
     };
     let prefetcher = PREFETCH.then(|| Prefetcher::new(driver));
     let optimizer = synced.then(|| driver.kernel(OPTIMIZER_PTX, OPTIMIZER_NAME));
+    let reducer = DDP.then(|| Reducer::new(driver));
+    let reduces = |i: usize| DDP && i % BUCKET_EVERY == BUCKET_EVERY / 2;
     let call = |i: usize| {
         let tensor = |k: usize| tensors[(i * 7 + k * 13) % TENSORS];
         if synced {
@@ -134,8 +149,15 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EV
                 std::hint::spin_loop();
             }
             if i % SYNC_EVERY == SYNC_EVERY - 1 {
+                if let Some(reducer) = &reducer {
+                    reducer.join(driver, legacy);
+                }
                 // SAFETY: no arguments.
                 check(unsafe { (driver.ctx_synchronize)() }, "cuCtxSynchronize");
+                return;
+            }
+            if let Some(reducer) = reducer.as_ref().filter(|_| reduces(i)) {
+                reducer.reduce(driver, i / BUCKET_EVERY, legacy);
                 return;
             }
             if let Some(optimizer) = optimizer.filter(|_| i % STEP >= STEP - 1 - OPTIMIZER_LAUNCHES) {
@@ -201,7 +223,7 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EV
         evict(&mut evictor);
         call(i);
     }
-    let mut waits = Vec::new();
+    let (mut waits, mut collectives) = (Vec::new(), Vec::new());
     let latencies = (warm_up..warm_up + timed)
         .map(|i| {
             evict(&mut evictor);
@@ -210,11 +232,63 @@ pub fn training_step<const EVICT_MIB: usize, const PREFETCH: bool, const SYNC_EV
             let took = start.elapsed().as_nanos() as u64;
             if synced && i % SYNC_EVERY == SYNC_EVERY - 1 {
                 waits.push(took);
+            } else if reduces(i) {
+                collectives.push(took);
             }
             took
         })
         .collect();
-    Measured { waits, ..Measured::of(latencies) }
+    Measured { waits, collectives, ..Measured::of(latencies) }
+}
+
+/// DDP's reducer: a communication stream all-reducing gradient buckets, each in place in a
+/// buffer of its own (the model's gradients stay the launches' alone, so the step stays
+/// correct whatever the bench's launches write).
+struct Reducer {
+    nccl: Nccl,
+    comm: NcclComm,
+    stream: CUstream,
+    buckets: Vec<CUdeviceptr>,
+    /// Recorded on the step's stream when a bucket's gradients are ready...
+    ready: CUevent,
+    /// ...and on the communication stream after its all-reduce.
+    reduced: CUevent,
+}
+
+impl Reducer {
+    fn new(driver: &Driver) -> Reducer {
+        let nccl = Nccl::load();
+        let comm = nccl.communicator();
+        let buckets = (0..STEP / BUCKET_EVERY).map(|_| driver.buffer(BUCKET_BYTES)).collect();
+        Reducer { nccl, comm, stream: driver.stream(), buckets, ready: driver.event(), reduced: driver.event() }
+    }
+
+    /// Bucket `k`'s all-reduce, once the step's stream has produced it.
+    fn reduce(&self, driver: &Driver, k: usize, step: CUstream) {
+        let bucket = self.buckets[k % self.buckets.len()] as *mut c_void;
+        // SAFETY: live streams and events; a bucket of BUCKET_BYTES, reduced in place.
+        unsafe {
+            check((driver.event_record)(self.ready, step), "cuEventRecord");
+            check((driver.stream_wait_event)(self.stream, self.ready, 0), "cuStreamWaitEvent");
+            let status = (self.nccl.all_reduce)(
+                bucket,
+                bucket,
+                BUCKET_BYTES / 4,
+                NCCL_FLOAT32,
+                NCCL_SUM,
+                self.comm,
+                self.stream,
+            );
+            assert_eq!(status, NCCL_SUCCESS, "ncclAllReduce failed");
+            check((driver.event_record)(self.reduced, self.stream), "cuEventRecord");
+        }
+    }
+
+    /// The step's stream waits for the last all-reduce (DDP's `finalize_backward`).
+    fn join(&self, driver: &Driver, step: CUstream) {
+        // SAFETY: a live stream and event.
+        check(unsafe { (driver.stream_wait_event)(step, self.reduced, 0) }, "cuStreamWaitEvent");
+    }
 }
 
 /// Launches the optimizer's kernel on `stream` with the addresses of `OPTIMIZER_POINTERS`

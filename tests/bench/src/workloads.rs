@@ -25,11 +25,13 @@ pub struct Measured {
     /// Nanoseconds of each timed synchronize, also among `latencies`, where a workload
     /// times them apart (a few among thousands of calls, which no percentile shows).
     pub waits: Vec<u64>,
+    /// The same for each timed collective (`training_step_synced_ddp`'s bucket all-reduces).
+    pub collectives: Vec<u64>,
 }
 
 impl Measured {
     pub fn of(latencies: Vec<u64>) -> Measured {
-        Measured { latencies, buffer_bytes: None, resident_growth: None, waits: Vec::new() }
+        Measured { latencies, buffer_bytes: None, resident_growth: None, waits: Vec::new(), collectives: Vec::new() }
     }
 }
 
@@ -80,14 +82,15 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("free_among_400k_live", free_among_live::<400_000>),
     ("alloc_async_among_100k_live", alloc_async_among_live::<100_000>),
     ("alloc_async_among_400k_live", alloc_async_among_live::<400_000>),
-    ("training_step", training_step::<0, false, 0>),
-    ("training_step_cold_2m", training_step::<2, false, 0>),
-    ("training_step_cold_16m", training_step::<16, false, 0>),
-    ("training_step_cold_64m", training_step::<64, false, 0>),
-    ("training_step_prefetch", training_step::<0, true, 0>),
-    ("training_step_synced", training_step::<0, false, 400>),
-    ("training_step_synced_learn", training_step::<0, false, 400>),
-    ("training_step_synced_often", training_step::<0, false, 4>),
+    ("training_step", training_step::<0, false, 0, false>),
+    ("training_step_cold_2m", training_step::<2, false, 0, false>),
+    ("training_step_cold_16m", training_step::<16, false, 0, false>),
+    ("training_step_cold_64m", training_step::<64, false, 0, false>),
+    ("training_step_prefetch", training_step::<0, true, 0, false>),
+    ("training_step_synced", training_step::<0, false, 400, false>),
+    ("training_step_synced_learn", training_step::<0, false, 400, false>),
+    ("training_step_synced_often", training_step::<0, false, 4, false>),
+    ("training_step_synced_ddp", training_step::<0, false, 400, true>),
     ("pinned_copies", pinned_copies),
 ];
 
@@ -102,6 +105,12 @@ pub fn options(name: &str) -> &'static str {
     } else {
         ""
     }
+}
+
+/// Whether a workload calls NCCL, and so needs a `libnccl.so.2` beside the driver (the
+/// stand-in's, `tests/nccl-standin`).
+pub fn needs_nccl(name: &str) -> bool {
+    name.ends_with("_ddp")
 }
 
 /// Whether a workload runs under `footprint=learn`, and so needs the stand-in Compute
