@@ -1,6 +1,6 @@
 //! Work told to the model in batches: kernel launches, memsets, copies, NCCL calls, event
 //! records, stream waits and the host's joins at synchronizes and successful queries wait
-//! in one queue for the process, in the order they were made, and the model is told of them all
+//! in one queue for the process, in the order they were made, and the model hears them all
 //! in a row, by another thread when one serves the batch ([`serve_by`]: the shim's watcher
 //! thread), or before anything else is told to the model or asked of it ([`settle`], which
 //! [`super::model::model`] calls).

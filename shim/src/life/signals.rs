@@ -20,11 +20,11 @@
 //! watcher, then dies of the same signal through the action that was there before.
 //!
 //! The watcher also serves the model's batch ([`crate::hooks::batch`]): launches, memsets,
-//! copies, records, waits and the host's synchronizes wait there, and the watcher tells the
+//! copies, NCCL calls, records, waits and synchronizes wait there; the watcher tells the
 //! model of them when the batch asks (a full queue, a synchronize), every [`NAP`] while the
-//! program keeps queueing, and every [`SETTLE_EVERY`] between signals, so that the program's
-//! threads do not wait for the model, and a race among them is on the disk within that time. Races are on the
-//! disk as soon as they are found (`streamsan::report::sink`), so what a process killed
+//! program keeps queueing and every [`SETTLE_EVERY`] between signals: the program's threads
+//! do not wait for the model, and a race among them is on the disk within that time. Races
+//! are on the disk as soon as found (`streamsan::report::sink`), so what a process killed
 //! without a chance to write (SIGKILL) loses is counts, not races. A program that installs
 //! its own handler after its first driver call replaces these, and loses
 //! nothing more: when it exits the report is written at exit.
