@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use streamsan::model::definition::HostCallback;
 use streamsan::model::learnt::Learning;
-use streamsan::model::op::{Access, HostEffect, KernelId};
+use streamsan::model::op::{Access, HostEffect, KernelId, Origin, StackId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan::phases::{self, Phase, Tally};
@@ -22,10 +22,10 @@ use streamsan_driver_api::*;
 
 use super::batch;
 use super::call::{ok, origin, stream};
-use super::footprint;
-use super::kernels;
 use super::model::{model, unsettled};
+use super::{footprint, kernels};
 use crate::host_guard;
+use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
 
 /// What a thread reuses from launch to launch, so that launches neither allocate nor take
@@ -102,7 +102,11 @@ unsafe fn launched(
 ) {
     let model = unsettled();
     with_launcher(|launcher| {
-        if !std::mem::take(&mut launcher.planned) {
+        if leaves_out(NO_SCAN) {
+            launcher.accesses.clear();
+            launcher.kernel = None;
+            launcher.learn = None;
+        } else if !std::mem::take(&mut launcher.planned) {
             let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
             launcher.accesses.clear();
             // SAFETY: the caller's promise.
@@ -113,7 +117,10 @@ unsafe fn launched(
             launcher.learn = None;
         }
         phases::tally(Tally::LaunchAccesses, launcher.accesses.len());
-        let origin = origin(call);
+        let origin = match leaves_out(NO_CAPTURE) {
+            true => Origin { api: call.name(), thread: crate::sites::thread::current(), site: StackId(0) },
+            false => origin(call),
+        };
         let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {
             Some(ticket) => {
@@ -124,6 +131,7 @@ unsafe fn launched(
                     footprint::discard(ticket);
                 }
             }
+            None if leaves_out(NO_QUEUE) => {}
             None => batch::queue(model, on, work, Phase::Model),
         }
     });
@@ -144,6 +152,11 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    if leaves_out(FORWARD_LAUNCHES) {
+        return phases::time(Phase::LaunchDriver, || unsafe {
+            real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
+        });
+    }
     unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
     let status = phases::time(Phase::LaunchDriver, || unsafe {
         real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
@@ -166,6 +179,9 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    if leaves_out(FORWARD_LAUNCHES) {
+        return phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
+    }
     // SAFETY: null or the program's configuration.
     let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| {
         [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]

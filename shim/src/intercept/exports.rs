@@ -8,7 +8,8 @@
 //! typed by [`super::variants::real`], to the family's handler, which calls the real driver
 //! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
 //! the call changed for the host (the host-race guard lifts the guards of the copies the
-//! host synchronized with). With `phase_times=1` the whole call is timed. The handlers'
+//! host synchronized with). With `phase_times=1` the whole call is timed. A program
+//! measuring the shim may have every hook call the driver alone ([`super::experiments`]). The handlers'
 //! layer expands the macro where its handlers and `after_call` are in scope, so this layer
 //! names none of them; the addresses of the functions it makes are in
 //! [`super::variants::VARIANTS`].
@@ -32,14 +33,23 @@ macro_rules! export_hooks {
             let call = variants::Call { variant: variants::Variant::$name };
             first_call::enter();
             stats::count(call.variant);
+            // Measuring the shim (`experiments`): the driver only.
+            let forward = $crate::intercept::experiments::leaves_out($crate::intercept::experiments::FORWARD_ALL)
+                && !stringify!($family).starts_with("get_proc_address");
             let status = match driver::real_function(call.variant) {
+                // SAFETY: as below.
+                Some(real) if forward => unsafe {
+                    core::mem::transmute::<*mut core::ffi::c_void, variants::real::$family>(real)($($arg),*)
+                },
                 // SAFETY: the driver exports this name with this signature (cuda.h).
                 Some(real) => unsafe {
                     $family(&call, core::mem::transmute::<*mut core::ffi::c_void, variants::real::$family>(real), $($arg),*)
                 },
                 None => driver::missing_function(&call),
             };
-            after_call();
+            if !forward {
+                after_call();
+            }
             if let Some(started) = started {
                 stats::timed(call.variant, streamsan::phases::since(started));
             }

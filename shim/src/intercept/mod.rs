@@ -17,11 +17,13 @@
 //! [`variants`] is the table of names all of them read; [`driver`] finds the real driver's
 //! functions; [`stats`] counts the calls; [`first_call`] notes that the process uses the
 //! driver; [`options`] and [`diag`] are what the user asked for and what streamsan tells
-//! them. Nothing here imports a layer above.
+//! them; [`experiments`] the parts of the shim a program measuring it leaves out. Nothing
+//! here imports a layer above.
 
 pub mod diag;
 pub mod dlsym;
 pub mod driver;
+pub mod experiments;
 pub mod exports;
 pub mod first_call;
 pub mod getproc;

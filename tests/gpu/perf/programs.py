@@ -9,8 +9,15 @@ Usage: programs.py NAME [STEPS] [WARMUP]. Prints one JSON line: {"program", "ste
 timed step, synchronized), "probe_ms" (the core's speed before and after each step:
 probe()), "median_step_ms", "checksum"} — the checksum is a loss or sum, printed to show the
 work was done; bf16 and atomics make it differ slightly between runs.
+
+STREAMSAN_TOGGLE="0,1,14" (under a shim built with the `experiments` feature): before each
+timed step, the parts of the shim that step leaves out (shim/src/intercept/experiments.rs's
+bits), cycling through the list in a shuffled order; the JSON line then has "modes", each
+step's.
 """
 import json
+import os
+import random
 import statistics
 import sys
 import time
@@ -188,6 +195,24 @@ def probe():
     return round((time.perf_counter() - start) * 1e3, 3)
 
 
+def toggled_modes(steps):
+    """With STREAMSAN_TOGGLE set: each timed step's parts to leave out (the list's entries,
+    shuffled anew each cycle, so that no mode keeps one place in it) and the preloaded
+    shim's function that leaves them out; ([], None) without it."""
+    toggle = [int(m) for m in os.environ.get("STREAMSAN_TOGGLE", "").split(",") if m]
+    if not toggle:
+        return [], None
+    import ctypes
+    leave_out = ctypes.CDLL(None).streamsan_experiment
+    leave_out.argtypes = [ctypes.c_uint32]
+    shuffle, modes = random.Random(1), []
+    while len(modes) < steps:
+        cycle = list(toggle)
+        shuffle.shuffle(cycle)
+        modes += cycle
+    return modes[:steps], leave_out
+
+
 def main():
     name = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -198,7 +223,10 @@ def main():
         step()
     torch.cuda.synchronize()
     times, probes = [], []
-    for _ in range(steps):
+    modes, leave_out = toggled_modes(steps)
+    for i in range(steps):
+        if leave_out:
+            leave_out(modes[i])
         before = probe()
         start = time.perf_counter()
         result = step()
@@ -206,7 +234,8 @@ def main():
         times.append((time.perf_counter() - start) * 1e3)
         probes.append([before, probe()])
     print(json.dumps({"program": name, "step_ms": [round(t, 4) for t in times], "probe_ms": probes,
-                      "median_step_ms": round(statistics.median(times), 4), "checksum": round(float(result), 3)}))
+                      "median_step_ms": round(statistics.median(times), 4), "checksum": round(float(result), 3),
+                      **({"modes": modes} if modes else {})}))
 
 
 if __name__ == "__main__":

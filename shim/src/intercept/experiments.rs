@@ -1,0 +1,63 @@
+//! Parts of the shim a program can leave out while it runs, to measure what each costs it.
+//!
+//! Real programs on the GPU machine move by more from one process to the next (the cores
+//! switch between two speeds, the native processes of one run differ by up to 40%) than
+//! streamsan costs them, so comparing processes resolves a few percent only after many
+//! rounds, and the parts of a launch not at all. A program that flips parts off and on from
+//! one step to the next, in a shuffled order, compares them under the same process, the same
+//! memory and the same machine minute (`tests/gpu/perf/programs.py`'s `STREAMSAN_TOGGLE`,
+//! `tests/gpu/perf/toggle.py`; `reports/gpu/launch-parts/`).
+//!
+//! Only in a shim built with the `experiments` feature: the shim streamsan ships has none of
+//! this, and in it [`leaves_out`] is a constant `false` the compiler removes.
+
+/// Every launch entry point calls the driver and nothing else.
+pub const FORWARD_LAUNCHES: u32 = 1;
+/// A launch is told to the model without its call site.
+pub const NO_CAPTURE: u32 = 2;
+/// A launch's parameters are not read: no accesses, no kernel.
+pub const NO_SCAN: u32 = 4;
+/// A launch is not queued in the model's batch.
+pub const NO_QUEUE: u32 = 8;
+/// Every hook but `cuGetProcAddress`'s calls the driver and nothing else (which would hand
+/// the program the driver's own functions for good).
+pub const FORWARD_ALL: u32 = 16;
+
+#[cfg(feature = "experiments")]
+static LEFT_OUT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Leaves out the parts whose bits `parts` sets, and brings back the others. The program
+/// finds it with `dlsym` (Python: `ctypes.CDLL(None).streamsan_experiment`).
+#[cfg(feature = "experiments")]
+#[unsafe(no_mangle)]
+pub extern "C" fn streamsan_experiment(parts: u32) {
+    LEFT_OUT.store(parts, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the program left `part` out.
+#[cfg(feature = "experiments")]
+#[inline]
+pub fn leaves_out(part: u32) -> bool {
+    LEFT_OUT.load(core::sync::atomic::Ordering::Relaxed) & part != 0
+}
+
+/// Whether the program left `part` out: never, without the `experiments` feature.
+#[cfg(not(feature = "experiments"))]
+#[inline(always)]
+pub const fn leaves_out(_part: u32) -> bool {
+    false
+}
+
+#[cfg(all(test, feature = "experiments"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_leaves_parts_out_and_brings_them_back() {
+        assert!(!leaves_out(NO_SCAN));
+        streamsan_experiment(NO_CAPTURE | NO_SCAN);
+        assert!(leaves_out(NO_SCAN) && leaves_out(NO_CAPTURE) && !leaves_out(NO_QUEUE));
+        streamsan_experiment(0);
+        assert!(!leaves_out(NO_SCAN));
+    }
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The steps of programs.py processes that left parts of the shim out step by step
+(STREAMSAN_TOGGLE, under the `experiments` shim), and of native processes beside them,
+compared per mode.
+
+A mode is the bit set the step left out (shim/src/intercept/experiments.rs). Within a toggled
+process every mode meets the same process, memory and minutes of the machine, so a mode's
+median against another's is what the parts between them cost; the native processes are
+other processes, and against them the figures spread as run.py's do. Steps count "at full
+speed" as in run.py: both probes within FULL_SPEED of the program's fastest probe.
+
+Usage: toggle.py OUT.txt...   (each file with programs.py's JSON line; other lines ignored)."""
+import json
+import statistics
+import sys
+
+FULL_SPEED = 1.3
+# The experiments module's bits.
+FORWARD_LAUNCHES, NO_CAPTURE, NO_SCAN, NO_QUEUE, FORWARD_ALL = 1, 2, 4, 8, 16
+PART_NAMES = {FORWARD_LAUNCHES: "launches forwarded", NO_CAPTURE: "no capture", NO_SCAN: "no scan",
+              NO_QUEUE: "no queue", FORWARD_ALL: "every hook forwards"}
+# The mode every other is set against: the launch path left out, the rest of the shim there.
+BASE = FORWARD_LAUNCHES
+
+
+def mode_name(mode):
+    if mode == "native":
+        return "native (other processes)"
+    return "+".join(name for bit, name in PART_NAMES.items() if mode & bit) or "all of the shim"
+
+
+def runs(paths):
+    for path in paths:
+        for line in open(path, errors="replace"):
+            if line.startswith("{") and '"step_ms"' in line:
+                yield path, json.loads(line)
+
+
+def by_mode(run, keep):
+    """A run's step times by mode, of the steps `keep` takes (by their probes)."""
+    steps = {}
+    modes = run.get("modes") or ["native"] * len(run["step_ms"])
+    for mode, t, probes in zip(modes, run["step_ms"], run["probe_ms"]):
+        if keep(probes):
+            steps.setdefault(mode, []).append(t)
+    return steps
+
+
+def main():
+    programs = {}
+    for path, run in runs(sys.argv[1:]):
+        programs.setdefault(run["program"], []).append((path, run))
+    for program, procs in programs.items():
+        fastest = min(min(pair) for _, run in procs for pair in run["probe_ms"])
+        full = lambda probes: max(probes) <= FULL_SPEED * fastest  # noqa: E731
+        every, at_full = {}, {}
+        for _, run in procs:
+            for mode, steps in by_mode(run, lambda _: True).items():
+                every.setdefault(mode, []).extend(steps)
+            for mode, steps in by_mode(run, full).items():
+                at_full.setdefault(mode, []).extend(steps)
+        print(f"{program}: fastest probe {fastest} ms; against '{mode_name(BASE)}' at full speed")
+        base = statistics.median(at_full[BASE]) if at_full.get(BASE) else None
+        for mode in sorted(every, key=lambda m: (m == "native", str(m))):
+            steps = at_full.get(mode, [])
+            median = statistics.median(steps) if steps else float("nan")
+            against = f", {median / base:.3f}x" if base and steps else ""
+            print(f"  {mode_name(mode):40} {len(every[mode]):5} steps, median {statistics.median(every[mode]):8.3f} ms;"
+                  f" at full speed {len(steps):4} steps, median {median:8.3f} ms{against}")
+        for path, run in procs:
+            steps = by_mode(run, full)
+            if run.get("modes") and steps.get(BASE):
+                own = statistics.median(steps[BASE])
+                cells = ", ".join(f"{mode_name(m)} {statistics.median(t) / own:.3f}x ({len(t)})"
+                                  for m, t in sorted(steps.items()) if m != BASE)
+                print(f"    {path}: {mode_name(BASE)} {own:.3f} ms ({len(steps[BASE])}); {cells}")
+
+
+if __name__ == "__main__":
+    main()
