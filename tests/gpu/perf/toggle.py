@@ -4,10 +4,11 @@
 compared per mode.
 
 A mode is the bit set the step left out (shim/src/intercept/experiments.rs). Within a toggled
-process every mode meets the same process, memory and minutes of the machine, so a mode's
-median against another's is what the parts between them cost; the native processes are
-other processes, and against them the figures spread as run.py's do. Steps count "at full
-speed" as in run.py: both probes within FULL_SPEED of the program's fastest probe.
+process every mode meets the same process, memory and minutes of the machine (and, the
+order shuffled, the same share of the core's two speeds), so a mode's median against
+another's is what the parts between them cost, over all steps as over those at full speed
+(both probes within FULL_SPEED of the program's fastest probe, as in run.py); the native
+processes are other processes, and against them the figures spread as run.py's do.
 
 Usage: toggle.py OUT.txt...   (each file with programs.py's JSON line; other lines ignored)."""
 import json
@@ -59,16 +60,20 @@ def main():
                 every.setdefault(mode, []).extend(steps)
             for mode, steps in by_mode(run, full).items():
                 at_full.setdefault(mode, []).extend(steps)
-        print(f"{program}: fastest probe {fastest} ms; against '{mode_name(BASE)}' at full speed")
-        base = statistics.median(at_full[BASE]) if at_full.get(BASE) else None
+        print(f"{program}: fastest probe {fastest} ms; each mode against '{mode_name(BASE)}'")
+        base_every = statistics.median(every[BASE]) if every.get(BASE) else None
+        base_full = statistics.median(at_full[BASE]) if at_full.get(BASE) else None
         for mode in sorted(every, key=lambda m: (m == "native", str(m))):
+            median_every = statistics.median(every[mode])
             steps = at_full.get(mode, [])
-            median = statistics.median(steps) if steps else float("nan")
-            against = f", {median / base:.3f}x" if base and steps else ""
-            print(f"  {mode_name(mode):40} {len(every[mode]):5} steps, median {statistics.median(every[mode]):8.3f} ms;"
-                  f" at full speed {len(steps):4} steps, median {median:8.3f} ms{against}")
+            median_full = statistics.median(steps) if steps else float("nan")
+            against_every = f", {median_every / base_every:.3f}x" if base_every else ""
+            against_full = f", {median_full / base_full:.3f}x" if base_full and steps else ""
+            print(f"  {mode_name(mode):40} {len(every[mode]):5} steps, median {median_every:8.3f} ms{against_every};"
+                  f" at full speed {len(steps):4} steps, median {median_full:8.3f} ms{against_full}")
+        # Each toggled process on its own, over all its steps.
         for path, run in procs:
-            steps = by_mode(run, full)
+            steps = by_mode(run, lambda _: True)
             if run.get("modes") and steps.get(BASE):
                 own = statistics.median(steps[BASE])
                 cells = ", ".join(f"{mode_name(m)} {statistics.median(t) / own:.3f}x ({len(t)})"
