@@ -117,9 +117,10 @@ unsafe fn launched(
             launcher.learn = None;
         }
         phases::tally(Tally::LaunchAccesses, launcher.accesses.len());
-        let origin = match leaves_out(NO_CAPTURE) {
-            true => Origin { api: call.name(), thread: crate::sites::thread::current(), site: StackId(0) },
-            false => origin(call),
+        let origin = if leaves_out(NO_CAPTURE) {
+            Origin { api: call.name(), thread: crate::sites::thread::current(), site: StackId(0) }
+        } else {
+            origin(call)
         };
         let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {

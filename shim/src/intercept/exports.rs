@@ -9,9 +9,9 @@
 //! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
 //! the call changed for the host (the host-race guard lifts the guards of the copies the
 //! host synchronized with). With `phase_times=1` the whole call is timed. A program
-//! measuring the shim may have every hook call the driver alone ([`super::experiments`]). The handlers'
-//! layer expands the macro where its handlers and `after_call` are in scope, so this layer
-//! names none of them; the addresses of the functions it makes are in
+//! measuring the shim may have every hook call the driver alone ([`super::experiments`]).
+//! The handlers' layer expands the macro where its handlers and `after_call` are in scope,
+//! so this layer names none of them; the addresses of the functions it makes are in
 //! [`super::variants::VARIANTS`].
 
 /// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
@@ -37,7 +37,7 @@ macro_rules! export_hooks {
             let forward = $crate::intercept::experiments::leaves_out($crate::intercept::experiments::FORWARD_ALL)
                 && !stringify!($family).starts_with("get_proc_address");
             let status = match driver::real_function(call.variant) {
-                // SAFETY: as below.
+                // SAFETY: as the handler's call below.
                 Some(real) if forward => unsafe {
                     core::mem::transmute::<*mut core::ffi::c_void, variants::real::$family>(real)($($arg),*)
                 },
