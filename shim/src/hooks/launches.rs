@@ -308,3 +308,46 @@ pub unsafe fn stream_add_callback(
     }
     status
 }
+
+#[cfg(all(test, feature = "experiments"))]
+mod tests {
+    use super::*;
+    use crate::intercept::experiments::{streamsan_experiment, SERIAL};
+    use crate::intercept::variants::Variant;
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn accepting_driver(
+        _: CUfunction,
+        _: c_uint,
+        _: c_uint,
+        _: c_uint,
+        _: c_uint,
+        _: c_uint,
+        _: c_uint,
+        _: c_uint,
+        _: CUstream,
+        _: *mut *mut c_void,
+        _: *mut *mut c_void,
+    ) -> CUresult {
+        CUDA_SUCCESS
+    }
+
+    /// A launch the program left out reaches the driver and nothing else; one not queued
+    /// leaves the batch as it was; with nothing left out, it waits in the batch.
+    #[test]
+    fn a_launch_left_out_reaches_the_driver_and_not_the_batch() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _batch = batch::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let call = Call { variant: Variant::cuLaunchKernel };
+        let (f, stream, none) = (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        // SAFETY: a stand-in for the driver's function, which reads none of its arguments.
+        let launch = || unsafe { launch_kernel(&call, accepting_driver, f, 1, 1, 1, 1, 1, 1, 0, stream, none, none) };
+        batch::settle(unsettled());
+        for (parts, queued) in [(FORWARD_LAUNCHES, false), (NO_QUEUE, false), (NO_CAPTURE | NO_SCAN, true), (0, true)] {
+            streamsan_experiment(parts);
+            assert_eq!(launch(), CUDA_SUCCESS);
+            assert_eq!(batch::waiting(), queued, "parts left out: {parts}");
+            batch::settle(unsettled());
+        }
+    }
+}
