@@ -315,17 +315,9 @@ mod tests {
     use crate::intercept::experiments::{streamsan_experiment, SERIAL};
     use crate::intercept::variants::Variant;
 
-    #[allow(clippy::too_many_arguments)]
     unsafe extern "C" fn accepting_driver(
+        _: *const LaunchConfig,
         _: CUfunction,
-        _: c_uint,
-        _: c_uint,
-        _: c_uint,
-        _: c_uint,
-        _: c_uint,
-        _: c_uint,
-        _: c_uint,
-        _: CUstream,
         _: *mut *mut c_void,
         _: *mut *mut c_void,
     ) -> CUresult {
@@ -338,10 +330,18 @@ mod tests {
     fn a_launch_left_out_reaches_the_driver_and_not_the_batch() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let _batch = batch::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let call = Call { variant: Variant::cuLaunchKernel };
-        let (f, stream, none) = (core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut());
+        let call = Call { variant: Variant::cuLaunchKernelEx };
+        let null = core::ptr::null_mut();
+        let config = LaunchConfig {
+            grid_dim: [1; 3],
+            block_dim: [1; 3],
+            shared_mem_bytes: 0,
+            stream: null,
+            attrs: core::ptr::null_mut(),
+            num_attrs: 0,
+        };
         // SAFETY: a stand-in for the driver's function, which reads none of its arguments.
-        let launch = || unsafe { launch_kernel(&call, accepting_driver, f, 1, 1, 1, 1, 1, 1, 0, stream, none, none) };
+        let launch = || unsafe { launch_kernel_ex(&call, accepting_driver, &config, null, null.cast(), null.cast()) };
         batch::settle(unsettled());
         for (parts, queued) in [(FORWARD_LAUNCHES, false), (NO_QUEUE, false), (NO_CAPTURE | NO_SCAN, true), (0, true)] {
             streamsan_experiment(parts);

@@ -59,19 +59,12 @@ fn main() {
         .map(|&(name, _)| name)
         .chain(python_available().then_some(PYTHON_WORKLOAD))
         .filter(|name| args.only.is_empty() || args.only.iter().any(|o| o == name))
-        .filter(|name| {
-            let runs = args.sanitizer.is_some() || !workloads::needs_sanitizer(name);
-            if !runs {
-                eprintln!("streamsan-bench: {name} left out: no stand-in Compute Sanitizer library (--sanitizer)");
+        .filter(|name| match missing(&args, name) {
+            Some(what) => {
+                eprintln!("streamsan-bench: {name} left out: {what}");
+                false
             }
-            runs
-        })
-        .filter(|name| {
-            let runs = !workloads::needs_nccl(name) || args.driver.join("libnccl.so.2").exists();
-            if !runs {
-                eprintln!("streamsan-bench: {name} left out: no libnccl.so.2 in {}", args.driver.display());
-            }
-            runs
+            None => true,
         });
     let results: Vec<(&str, Runs)> = names
         .map(|name| {
@@ -173,6 +166,18 @@ fn parse(argv: &[String]) -> Result<Args, String> {
     Ok(Args { shim, driver, sanitizer, out, out_given, repeat: repeat.max(1), only })
 }
 
+/// What a workload needs and this run lacks, if anything: the stand-in Compute Sanitizer
+/// library, or a `libnccl.so.2` beside the driver.
+fn missing(args: &Args, name: &str) -> Option<String> {
+    if workloads::needs_sanitizer(name) && args.sanitizer.is_none() {
+        return Some("no stand-in Compute Sanitizer library (--sanitizer)".into());
+    }
+    if workloads::needs_nccl(name) && !args.driver.join("libnccl.so.2").exists() {
+        return Some(format!("no libnccl.so.2 in {}", args.driver.display()));
+    }
+    None
+}
+
 /// Under `cargo run`, builds the shim, the stand-in and its Compute Sanitizer library into
 /// this executable's profile.
 fn build_beside(profile: &Path) -> Result<(), String> {
@@ -228,6 +233,9 @@ struct Stats {
     collective_p50: Option<f64>,
 }
 
+/// A median of calls a workload timed apart ([`Stats::sync_p50`], [`Stats::collective_p50`]).
+type TimedApart = fn(&Stats) -> Option<f64>;
+
 /// The runs of one workload, natively and under the shim, pair by pair.
 struct Runs {
     native: Vec<Stats>,
@@ -282,7 +290,7 @@ impl Runs {
     }
 
     /// What the shim added to a median of calls timed apart, if every run timed them.
-    fn added_apart(&self, p: fn(&Stats) -> Option<f64>) -> Option<Spread> {
+    fn added_apart(&self, p: TimedApart) -> Option<Spread> {
         let added: Option<Vec<f64>> = self.native.iter().zip(&self.shim).map(|(n, s)| Some(p(s)? - p(n)?)).collect();
         added.map(|added| Spread::of(&added))
     }
@@ -406,14 +414,13 @@ fn summarize(results: &[(&str, Runs)]) -> Value {
                 entry["resident_growth_bytes"] =
                     json!({ "native": median(&native_growth), "streamsan": median(&growth) });
             }
-            if let Some(added) = runs.added_sync() {
-                entry["added_sync_p50_ns"] = added.json();
-                entry["native_sync_p50_ns"] = json!(Runs::median_of(&runs.native, |s| s.sync_p50.unwrap_or(0.0)));
-            }
-            if let Some(added) = runs.added_collective() {
-                entry["added_collective_p50_ns"] = added.json();
-                entry["native_collective_p50_ns"] =
-                    json!(Runs::median_of(&runs.native, |s| s.collective_p50.unwrap_or(0.0)));
+            let apart: [(&str, TimedApart); 2] = [("sync", |s| s.sync_p50), ("collective", |s| s.collective_p50)];
+            for (what, p50) in apart {
+                if let Some(added) = runs.added_apart(p50) {
+                    entry[format!("added_{what}_p50_ns")] = added.json();
+                    let native: Vec<f64> = runs.native.iter().filter_map(p50).collect();
+                    entry[format!("native_{what}_p50_ns")] = json!(median(&native));
+                }
             }
             (name.to_string(), entry)
         })
