@@ -478,6 +478,62 @@ mod tests {
         assert_eq!(name_of_function().as_deref(), Some("third"));
     }
 
+    /// A kernel learnt with `params`, as the driver and its name would give them.
+    fn kernel(params: Vec<Param>) -> KernelInfo {
+        let data_words = StaleWords::for_params(&params);
+        KernelInfo { id: None, params, data_words }
+    }
+
+    /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass
+    /// them): each word is read with the parameter that holds it whole, a pointer parameter
+    /// as itself, a word of a by-value structure as a field that may be stale; a field that
+    /// held data is not read as a pointer at a later launch.
+    #[test]
+    fn a_parameter_buffer_is_read_with_the_parameters_it_holds() {
+        use streamsan::model::buffers::MemoryKind;
+        use streamsan::model::op::{Origin, StackId, ThreadId};
+        use streamsan::model::Alloc;
+        let model = Model::new(Box::new(|_| None), None);
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        let base = 0x7f00_0000_0000u64;
+        model.alloc(Alloc { base, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        // `k(float const*, int, Fields)`, `Fields` 24 bytes at offset 16.
+        let info = kernel(vec![
+            Param { offset: 0, size: 8, typed: true, read_only: true },
+            Param { offset: 8, size: 4, typed: true, read_only: false },
+            Param { offset: 16, size: 24, typed: false, read_only: false },
+        ]);
+        let launch = |words: [u64; 5]| {
+            let mut buffer = words;
+            let mut size = core::mem::size_of_val(&buffer);
+            let mut extra = [
+                CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+                buffer.as_mut_ptr().cast(),
+                CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+                (&raw mut size).cast(),
+                CU_LAUNCH_PARAM_END as *mut c_void,
+            ];
+            let mut out = Vec::new();
+            // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
+            unsafe { accesses(&model, &info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
+            out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect::<Vec<_>>()
+        };
+        // The pointer; the int's word; the structure's three fields: a size, a buffer's address, null.
+        assert_eq!(
+            launch([base, 7, 64, base + 256, 0]),
+            [(0, Mode::Read, true, Some(0)), (256, Mode::Unknown, false, Some(24))]
+        );
+        // The field that held a size now holds an address: stale, not read.
+        assert_eq!(
+            launch([base + 8, 7, base + 512, base + 264, base + 1024]),
+            [
+                (8, Mode::Read, true, Some(0)),
+                (264, Mode::Unknown, false, Some(24)),
+                (1024, Mode::Unknown, false, Some(32))
+            ]
+        );
+    }
+
     #[test]
     fn mangled_names_demangle_to_their_signature() {
         let demangled = backtrace::SymbolName::new(b"_Z5scalePfPKfi").to_string();
