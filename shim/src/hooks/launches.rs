@@ -102,11 +102,12 @@ unsafe fn launched(
 ) {
     let model = unsettled();
     with_launcher(|launcher| {
+        let planned = std::mem::take(&mut launcher.planned);
         if leaves_out(NO_SCAN) {
             launcher.accesses.clear();
             launcher.kernel = None;
             launcher.learn = None;
-        } else if !std::mem::take(&mut launcher.planned) {
+        } else if !planned {
             let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
             launcher.accesses.clear();
             // SAFETY: the caller's promise.
@@ -153,15 +154,16 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    if leaves_out(FORWARD_LAUNCHES) {
-        return phases::time(Phase::LaunchDriver, || unsafe {
+    let driver = || {
+        phases::time(Phase::LaunchDriver, || unsafe {
             real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
-        });
+        })
+    };
+    if leaves_out(FORWARD_LAUNCHES) {
+        return driver();
     }
     unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = phases::time(Phase::LaunchDriver, || unsafe {
-        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
-    });
+    let status = driver();
     let ticket = footprint::ticket();
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
@@ -180,15 +182,16 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    let driver = || phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
     if leaves_out(FORWARD_LAUNCHES) {
-        return phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
+        return driver();
     }
     // SAFETY: null or the program's configuration.
     let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| {
         [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]
     });
     unsafe { plan(f, kernel_params, extra, shape) };
-    let status = phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
+    let status = driver();
     let ticket = footprint::ticket();
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
@@ -224,10 +227,16 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
+    let driver = || {
+        phases::time(Phase::LaunchDriver, || unsafe {
+            real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
+        })
+    };
+    if leaves_out(FORWARD_LAUNCHES) {
+        return driver();
+    }
     unsafe { plan(f, kernel_params, core::ptr::null_mut(), [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = phases::time(Phase::LaunchDriver, || unsafe {
-        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
-    });
+    let status = driver();
     let ticket = footprint::ticket();
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };

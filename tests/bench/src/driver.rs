@@ -7,22 +7,24 @@ use core::ffi::CStr;
 use libloading::Library;
 use streamsan_driver_api::*;
 
+/// A library's functions, looked up by name when it is loaded: `$library` answers with
+/// `$result` from each.
 macro_rules! functions {
-    ($( $field:ident = $name:literal : fn($($arg:ty),*) ; )*) => {
-        /// The driver's entry points.
-        pub struct Driver {
+    ($(#[$doc:meta])* $library_type:ident = $library:literal -> $result:ty { $( $field:ident = $name:literal : fn($($arg:ty),*) ; )* }) => {
+        $(#[$doc])*
+        pub struct $library_type {
             _library: Library,
-            $( pub $field: unsafe extern "C" fn($($arg),*) -> CUresult, )*
+            $( pub $field: unsafe extern "C" fn($($arg),*) -> $result, )*
         }
 
-        impl Driver {
-            /// Loads `libcuda.so.1` (found on the library path).
-            pub fn load() -> Driver {
-                // SAFETY: loading the driver runs its initializers, as any CUDA program does.
-                let library = unsafe { Library::new("libcuda.so.1") }.expect("load libcuda.so.1");
-                // SAFETY: each symbol has the driver's signature for its name.
+        impl $library_type {
+            /// Loads the library (found on the library path).
+            pub fn load() -> $library_type {
+                // SAFETY: loading the library runs its initializers, as any program using it does.
+                let library = unsafe { Library::new($library) }.expect(concat!("load ", $library));
+                // SAFETY: each symbol has the library's signature for its name.
                 unsafe {
-                    Driver {
+                    $library_type {
                         $( $field: *library.get(concat!($name, "\0").as_bytes()).expect($name), )*
                         _library: library,
                     }
@@ -33,45 +35,48 @@ macro_rules! functions {
 }
 
 functions! {
-    init = "cuInit": fn(c_uint);
-    device_get = "cuDeviceGet": fn(*mut CUdevice, c_int);
-    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CUcontext, CUdevice);
-    ctx_set_current = "cuCtxSetCurrent": fn(CUcontext);
-    ctx_synchronize = "cuCtxSynchronize": fn();
-    stream_create = "cuStreamCreate": fn(*mut CUstream, c_uint);
-    stream_wait_event = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
-    event_create = "cuEventCreate": fn(*mut CUevent, c_uint);
-    event_record = "cuEventRecord": fn(CUevent, CUstream);
-    mem_alloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
-    mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
-    mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
-    mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
-    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(CUdeviceptr, *const c_void, usize, CUstream);
-    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, CUdeviceptr, usize, CUstream);
-    stream_synchronize = "cuStreamSynchronize": fn(CUstream);
-    module_load_data = "cuModuleLoadData": fn(*mut CUmodule, *const c_void);
-    module_get_function = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
-    launch_kernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);
-    launch_kernel_ex = "cuLaunchKernelEx": fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void);
-    mem_free = "cuMemFree_v2": fn(CUdeviceptr);
-    stream_destroy = "cuStreamDestroy_v2": fn(CUstream);
-    memset_d8_async = "cuMemsetD8Async": fn(CUdeviceptr, c_uchar, usize, CUstream);
-    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
-    stream_begin_capture = "cuStreamBeginCapture_v2": fn(CUstream, u32);
-    stream_end_capture = "cuStreamEndCapture": fn(CUstream, *mut CUgraph);
-    graph_instantiate = "cuGraphInstantiateWithFlags": fn(*mut CUgraphExec, CUgraph, u64);
-    graph_launch = "cuGraphLaunch": fn(CUgraphExec, CUstream);
-    graph_exec_destroy = "cuGraphExecDestroy": fn(CUgraphExec);
-    graph_destroy = "cuGraphDestroy": fn(CUgraph);
+    /// The driver's entry points.
+    Driver = "libcuda.so.1" -> CUresult {
+        init = "cuInit": fn(c_uint);
+        device_get = "cuDeviceGet": fn(*mut CUdevice, c_int);
+        primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CUcontext, CUdevice);
+        ctx_set_current = "cuCtxSetCurrent": fn(CUcontext);
+        ctx_synchronize = "cuCtxSynchronize": fn();
+        stream_create = "cuStreamCreate": fn(*mut CUstream, c_uint);
+        stream_wait_event = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
+        event_create = "cuEventCreate": fn(*mut CUevent, c_uint);
+        event_record = "cuEventRecord": fn(CUevent, CUstream);
+        mem_alloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
+        mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
+        mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
+        mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
+        memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(CUdeviceptr, *const c_void, usize, CUstream);
+        memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, CUdeviceptr, usize, CUstream);
+        stream_synchronize = "cuStreamSynchronize": fn(CUstream);
+        module_load_data = "cuModuleLoadData": fn(*mut CUmodule, *const c_void);
+        module_get_function = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
+        launch_kernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);
+        launch_kernel_ex = "cuLaunchKernelEx": fn(*const LaunchConfig, CUfunction, *mut *mut c_void, *mut *mut c_void);
+        mem_free = "cuMemFree_v2": fn(CUdeviceptr);
+        stream_destroy = "cuStreamDestroy_v2": fn(CUstream);
+        memset_d8_async = "cuMemsetD8Async": fn(CUdeviceptr, c_uchar, usize, CUstream);
+        memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
+        stream_begin_capture = "cuStreamBeginCapture_v2": fn(CUstream, u32);
+        stream_end_capture = "cuStreamEndCapture": fn(CUstream, *mut CUgraph);
+        graph_instantiate = "cuGraphInstantiateWithFlags": fn(*mut CUgraphExec, CUgraph, u64);
+        graph_launch = "cuGraphLaunch": fn(CUgraphExec, CUstream);
+        graph_exec_destroy = "cuGraphExecDestroy": fn(CUgraphExec);
+        graph_destroy = "cuGraphDestroy": fn(CUgraph);
+    }
 }
 
-/// The NCCL functions a data-parallel step calls: `libnccl.so.2` (found on the library path;
-/// the bench links the stand-in's there).
-pub struct Nccl {
-    _library: Library,
-    comm_init_all: unsafe extern "C" fn(*mut NcclComm, c_int, *const c_int) -> NcclResult,
-    pub all_reduce:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CUstream) -> NcclResult,
+functions! {
+    /// The NCCL functions a data-parallel step calls (the bench links the stand-in's
+    /// `libnccl.so.2` beside the driver).
+    Nccl = "libnccl.so.2" -> NcclResult {
+        comm_init_all = "ncclCommInitAll": fn(*mut NcclComm, c_int, *const c_int);
+        all_reduce = "ncclAllReduce": fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CUstream);
+    }
 }
 
 /// `ncclFloat32` and `ncclSum`.
@@ -79,19 +84,6 @@ pub const NCCL_FLOAT32: c_int = 7;
 pub const NCCL_SUM: c_int = 0;
 
 impl Nccl {
-    pub fn load() -> Nccl {
-        // SAFETY: loading NCCL runs its initializers, as any NCCL program does.
-        let library = unsafe { Library::new("libnccl.so.2") }.expect("load libnccl.so.2");
-        // SAFETY: each symbol has NCCL's signature for its name.
-        unsafe {
-            Nccl {
-                comm_init_all: *library.get(b"ncclCommInitAll\0").expect("ncclCommInitAll"),
-                all_reduce: *library.get(b"ncclAllReduce\0").expect("ncclAllReduce"),
-                _library: library,
-            }
-        }
-    }
-
     /// A communicator of one rank, on device 0.
     pub fn communicator(&self) -> NcclComm {
         let mut comm: NcclComm = core::ptr::null_mut();

@@ -15,7 +15,8 @@ import json
 import statistics
 import sys
 
-FULL_SPEED = 1.3
+from run import FULL_SPEED
+
 # The experiments module's bits.
 FORWARD_LAUNCHES, NO_CAPTURE, NO_SCAN, NO_QUEUE, FORWARD_ALL = 1, 2, 4, 8, 16
 PART_NAMES = {FORWARD_LAUNCHES: "launches forwarded", NO_CAPTURE: "no capture", NO_SCAN: "no scan",
