@@ -50,10 +50,56 @@ pub struct KernelInfo {
     pub id: Option<KernelId>,
     /// Empty when the driver could not say.
     pub params: Vec<Param>,
+    /// Where the words of the parameters lie ([`Words`]).
+    words: Words,
     /// One bit per 8-byte word of the parameters: set once the word, inside a by-value
     /// structure, held something other than null or an address where buffers live
     /// ([`StaleWords`]).
     data_words: StaleWords,
+}
+
+impl KernelInfo {
+    fn new(id: Option<KernelId>, params: Vec<Param>) -> KernelInfo {
+        KernelInfo { id, words: Words::for_params(&params), data_words: StaleWords::for_params(&params), params }
+    }
+}
+
+/// The parameter that holds each 8-byte word of a kernel's parameters whole, and, 64 words
+/// to a bit set, the words that one does.
+///
+/// Why: a launch's scan reads only the words that may still be pointers, found a bit set at
+/// a time (those some parameter holds, less the data words). A GPT-2 step's launches carry
+/// 70 words each, and most are sizes and strides; read one by one, each with its tests,
+/// the scan took 400-500 ns a launch on the H100 against 50 on the stand-in, which meets
+/// the same few kernels over and over (`reports/gpu/scan-words/`).
+#[derive(Debug, Default)]
+struct Words {
+    /// By word: the index of the parameter that holds it, or [`Words::NONE`].
+    param: Box<[u16]>,
+    /// By 64 words: the words some parameter holds.
+    held: Box<[u64]>,
+}
+
+impl Words {
+    const NONE: u16 = u16::MAX;
+
+    fn for_params(params: &[Param]) -> Words {
+        let bytes = params.iter().map(|p| p.offset + p.size).max().unwrap_or(0);
+        let mut param = vec![Words::NONE; bytes.div_ceil(8)];
+        let mut held = vec![0u64; param.len().div_ceil(64)];
+        for (i, p) in params.iter().enumerate().take(usize::from(Words::NONE)) {
+            for word in p.offset.div_ceil(8)..(p.offset + p.size) / 8 {
+                param[word] = i as u16;
+                held[word / 64] |= 1 << (word % 64);
+            }
+        }
+        Words { param: param.into(), held: held.into() }
+    }
+
+    /// The parameter that holds `word` whole, if one does.
+    fn param(&self, word: usize) -> Option<usize> {
+        self.param.get(word).filter(|&&i| i != Words::NONE).map(|&i| usize::from(i))
+    }
 }
 
 /// The words of a kernel's by-value parameter structures that are data, not pointers.
@@ -82,8 +128,9 @@ impl StaleWords {
         self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
     }
 
-    fn is_data(&self, slot: usize) -> bool {
-        self.bit(slot).is_some_and(|(bits, bit)| bits.load(Ordering::Relaxed) & bit != 0)
+    /// The data words among words `64 * chunk` to `64 * chunk + 63`, a bit each.
+    fn chunk(&self, chunk: usize) -> u64 {
+        self.0.get(chunk).map_or(0, |bits| bits.load(Ordering::Relaxed))
     }
 
     fn mark_data(&self, slot: usize) {
@@ -257,9 +304,8 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    let data_words = StaleWords::for_params(&params);
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
-    KernelInfo { id, params, data_words }
+    KernelInfo::new(id, params)
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -382,16 +428,15 @@ pub unsafe fn accesses(
     extra: *mut *mut c_void,
     out: &mut Vec<Access>,
 ) {
-    // `slot`: the word's byte offset in the parameters.
+    // Only words not yet found to be data are read ([`Words`]): a whole pointer parameter
+    // never is, a word of a by-value structure is once it held something else.
     let mut words = 0;
+    // `slot`: the word's byte offset in the parameters.
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
         words += 1;
         // A whole pointer parameter surely points where it says; a word inside a by-value
         // structure may be a stale field, and is not taken as a pointer once it held data.
         let exact = param.is_some_and(|p| p.size == 8);
-        if !exact && info.data_words.is_data(slot) {
-            return;
-        }
         if model.may_be_buffer(addr) {
             // A pointer parameter whose type the kernel's name gives: read only if declared
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
@@ -412,17 +457,16 @@ pub unsafe fn accesses(
         }
     };
     if !params.is_null() && !info.params.is_empty() {
-        for (i, p) in info.params.iter().enumerate() {
-            // SAFETY: one pointer per parameter, each to the parameter's value.
-            let value = unsafe { *params.add(i) } as *const u8;
-            if value.is_null() {
-                continue;
-            }
-            let mut k = (8 - p.offset % 8) % 8;
-            while k + 8 <= p.size {
-                // SAFETY: inside the parameter's `size` bytes.
-                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
-                k += 8;
+        for (chunk, &held) in info.words.held.iter().enumerate() {
+            for w in bits(held & !info.data_words.chunk(chunk)).map(|bit| 64 * chunk + bit) {
+                let i = usize::from(info.words.param[w]);
+                let p = &info.params[i];
+                // SAFETY: one pointer per parameter, each to the parameter's value.
+                let value = unsafe { *params.add(i) } as *const u8;
+                if !value.is_null() {
+                    // SAFETY: the word lies inside the parameter's `size` bytes.
+                    word(unsafe { (value.add(8 * w - p.offset) as *const u64).read_unaligned() }, 8 * w, Some(p));
+                }
             }
         }
         phases::tally(Tally::ParamWords, words);
@@ -430,14 +474,25 @@ pub unsafe fn accesses(
     }
     // SAFETY: the caller's promise.
     let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
-    let mut offset = 0;
-    while offset + 8 <= size {
-        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
-        // SAFETY: inside the `size` bytes of the buffer.
-        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
-        offset += 8;
+    let in_buffer = size / 8;
+    for chunk in 0..in_buffer.div_ceil(64) {
+        let present = if in_buffer - 64 * chunk >= 64 { u64::MAX } else { (1 << (in_buffer % 64)) - 1 };
+        for w in bits(present & !info.data_words.chunk(chunk)).map(|bit| 64 * chunk + bit) {
+            let param = info.words.param(w).map(|i| &info.params[i]);
+            // SAFETY: inside the `size` bytes of the buffer.
+            word(unsafe { (buffer.add(8 * w) as *const u64).read_unaligned() }, 8 * w, param);
+        }
     }
     phases::tally(Tally::ParamWords, words);
+}
+
+/// The positions of the set bits of `set`, lowest first.
+fn bits(mut set: u64) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        let bit = set.trailing_zeros() as usize;
+        set &= set.wrapping_sub(1);
+        (bit < 64).then_some(bit)
+    })
 }
 
 #[cfg(test)]
@@ -480,8 +535,7 @@ mod tests {
 
     /// A kernel learnt with `params`, as the driver and its name would give them.
     fn kernel(params: Vec<Param>) -> KernelInfo {
-        let data_words = StaleWords::for_params(&params);
-        KernelInfo { id: None, params, data_words }
+        KernelInfo::new(None, params)
     }
 
     /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass
@@ -528,6 +582,52 @@ mod tests {
             launch([base + 8, 7, base + 512, base + 264, base + 1024]),
             [
                 (8, Mode::Read, true, Some(0)),
+                (264, Mode::Unknown, false, Some(24)),
+                (1024, Mode::Unknown, false, Some(32))
+            ]
+        );
+    }
+
+    /// A launch whose parameters come one pointer each (`kernelParams`): only the words a
+    /// parameter holds whole are read, a structure's from where its first whole word starts
+    /// (here 4 bytes into it), and a field that held data is not read at a later launch.
+    #[test]
+    fn parameters_are_read_by_the_words_they_hold() {
+        use streamsan::model::buffers::MemoryKind;
+        use streamsan::model::op::{Origin, StackId, ThreadId};
+        use streamsan::model::Alloc;
+        let model = Model::new(Box::new(|_| None), None);
+        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
+        let base = 0x7f00_0000_0000u64;
+        model.alloc(Alloc { base, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        // `k(float*, int, Fields)`, `Fields` 28 bytes at offset 12: its words at 16, 24, 32.
+        let info = kernel(vec![
+            Param { offset: 0, size: 8, typed: true, read_only: false },
+            Param { offset: 8, size: 4, typed: true, read_only: false },
+            Param { offset: 12, size: 28, typed: false, read_only: false },
+        ]);
+        let launch = |pointer: u64, fields: [u64; 3]| {
+            let (mut pointer, mut int) = (pointer, 7u32);
+            let mut structure = [0u8; 28];
+            for (i, field) in fields.iter().enumerate() {
+                structure[4 + 8 * i..12 + 8 * i].copy_from_slice(&field.to_ne_bytes());
+            }
+            let mut params: [*mut c_void; 3] =
+                [(&raw mut pointer).cast(), (&raw mut int).cast(), structure.as_mut_ptr().cast()];
+            let mut out = Vec::new();
+            // SAFETY: one pointer per parameter, each to as many bytes as its size.
+            unsafe { accesses(&model, &info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
+            out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            launch(base, [64, base + 256, 0]),
+            [(0, Mode::ReadWrite, true, Some(0)), (256, Mode::Unknown, false, Some(24))]
+        );
+        // The field that held a size now holds an address: stale, not read.
+        assert_eq!(
+            launch(base + 8, [base + 512, base + 264, base + 1024]),
+            [
+                (8, Mode::ReadWrite, true, Some(0)),
                 (264, Mode::Unknown, false, Some(24)),
                 (1024, Mode::Unknown, false, Some(32))
             ]
