@@ -50,56 +50,10 @@ pub struct KernelInfo {
     pub id: Option<KernelId>,
     /// Empty when the driver could not say.
     pub params: Vec<Param>,
-    /// Where the words of the parameters lie ([`Words`]).
-    words: Words,
     /// One bit per 8-byte word of the parameters: set once the word, inside a by-value
     /// structure, held something other than null or an address where buffers live
     /// ([`StaleWords`]).
     data_words: StaleWords,
-}
-
-impl KernelInfo {
-    fn new(id: Option<KernelId>, params: Vec<Param>) -> KernelInfo {
-        KernelInfo { id, words: Words::for_params(&params), data_words: StaleWords::for_params(&params), params }
-    }
-}
-
-/// The parameter that holds each 8-byte word of a kernel's parameters whole, and, 64 words
-/// to a bit set, the words that one does.
-///
-/// Why: a launch's scan reads only the words that may still be pointers, found 64 at a
-/// time (those some parameter holds, less the data words), instead of testing every word
-/// of the parameters: a GPT-2 launch carries 70 words and tells 7 accesses, most words are
-/// sizes and strides. On the stand-in a launch reads 6 words instead of 42, and its scan
-/// takes 25 ns instead of 45 (`reports/gpu/scan-words/`).
-#[derive(Debug, Default)]
-struct Words {
-    /// By word: the index of the parameter that holds it, or [`Words::NONE`].
-    param: Box<[u16]>,
-    /// By 64 words: the words some parameter holds.
-    held: Box<[u64]>,
-}
-
-impl Words {
-    const NONE: u16 = u16::MAX;
-
-    fn for_params(params: &[Param]) -> Words {
-        let bytes = params.iter().map(|p| p.offset + p.size).max().unwrap_or(0);
-        let mut param = vec![Words::NONE; bytes.div_ceil(8)];
-        let mut held = vec![0u64; param.len().div_ceil(64)];
-        for (i, p) in params.iter().enumerate().take(usize::from(Words::NONE)) {
-            for word in p.offset.div_ceil(8)..(p.offset + p.size) / 8 {
-                param[word] = i as u16;
-                held[word / 64] |= 1 << (word % 64);
-            }
-        }
-        Words { param: param.into(), held: held.into() }
-    }
-
-    /// The parameter that holds `word` whole, if one does.
-    fn param(&self, word: usize) -> Option<usize> {
-        self.param.get(word).filter(|&&i| i != Words::NONE).map(|&i| usize::from(i))
-    }
 }
 
 /// The words of a kernel's by-value parameter structures that are data, not pointers.
@@ -128,9 +82,8 @@ impl StaleWords {
         self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
     }
 
-    /// The data words among words `64 * chunk` to `64 * chunk + 63`, a bit each.
-    fn chunk(&self, chunk: usize) -> u64 {
-        self.0.get(chunk).map_or(0, |bits| bits.load(Ordering::Relaxed))
+    fn is_data(&self, slot: usize) -> bool {
+        self.bit(slot).is_some_and(|(bits, bit)| bits.load(Ordering::Relaxed) & bit != 0)
     }
 
     fn mark_data(&self, slot: usize) {
@@ -304,8 +257,9 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
+    let data_words = StaleWords::for_params(&params);
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
-    KernelInfo::new(id, params)
+    KernelInfo { id, params, data_words }
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -428,15 +382,16 @@ pub unsafe fn accesses(
     extra: *mut *mut c_void,
     out: &mut Vec<Access>,
 ) {
-    // Only words not yet found to be data are read ([`Words`]): a whole pointer parameter
-    // never is, a word of a by-value structure is once it held something else.
-    let mut words = 0;
     // `slot`: the word's byte offset in the parameters.
+    let mut words = 0;
     let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
         words += 1;
         // A whole pointer parameter surely points where it says; a word inside a by-value
         // structure may be a stale field, and is not taken as a pointer once it held data.
         let exact = param.is_some_and(|p| p.size == 8);
+        if !exact && info.data_words.is_data(slot) {
+            return;
+        }
         if model.may_be_buffer(addr) {
             // A pointer parameter whose type the kernel's name gives: read only if declared
             // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
@@ -457,16 +412,17 @@ pub unsafe fn accesses(
         }
     };
     if !params.is_null() && !info.params.is_empty() {
-        for (chunk, &held) in info.words.held.iter().enumerate() {
-            for w in bits(held & !info.data_words.chunk(chunk)).map(|bit| 64 * chunk + bit) {
-                let i = usize::from(info.words.param[w]);
-                let p = &info.params[i];
-                // SAFETY: one pointer per parameter, each to the parameter's value.
-                let value = unsafe { *params.add(i) } as *const u8;
-                if !value.is_null() {
-                    // SAFETY: the word lies inside the parameter's `size` bytes.
-                    word(unsafe { (value.add(8 * w - p.offset) as *const u64).read_unaligned() }, 8 * w, Some(p));
-                }
+        for (i, p) in info.params.iter().enumerate() {
+            // SAFETY: one pointer per parameter, each to the parameter's value.
+            let value = unsafe { *params.add(i) } as *const u8;
+            if value.is_null() {
+                continue;
+            }
+            let mut k = (8 - p.offset % 8) % 8;
+            while k + 8 <= p.size {
+                // SAFETY: inside the parameter's `size` bytes.
+                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
+                k += 8;
             }
         }
         phases::tally(Tally::ParamWords, words);
@@ -474,25 +430,14 @@ pub unsafe fn accesses(
     }
     // SAFETY: the caller's promise.
     let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
-    let in_buffer = size / 8;
-    for chunk in 0..in_buffer.div_ceil(64) {
-        let present = if in_buffer - 64 * chunk >= 64 { u64::MAX } else { (1 << (in_buffer % 64)) - 1 };
-        for w in bits(present & !info.data_words.chunk(chunk)).map(|bit| 64 * chunk + bit) {
-            let param = info.words.param(w).map(|i| &info.params[i]);
-            // SAFETY: inside the `size` bytes of the buffer.
-            word(unsafe { (buffer.add(8 * w) as *const u64).read_unaligned() }, 8 * w, param);
-        }
+    let mut offset = 0;
+    while offset + 8 <= size {
+        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
+        // SAFETY: inside the `size` bytes of the buffer.
+        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
+        offset += 8;
     }
     phases::tally(Tally::ParamWords, words);
-}
-
-/// The positions of the set bits of `set`, lowest first.
-fn bits(mut set: u64) -> impl Iterator<Item = usize> {
-    core::iter::from_fn(move || {
-        let bit = set.trailing_zeros() as usize;
-        set &= set.wrapping_sub(1);
-        (bit < 64).then_some(bit)
-    })
 }
 
 #[cfg(test)]
@@ -535,7 +480,8 @@ mod tests {
 
     /// A kernel learnt with `params`, as the driver and its name would give them.
     fn kernel(params: Vec<Param>) -> KernelInfo {
-        KernelInfo::new(None, params)
+        let data_words = StaleWords::for_params(&params);
+        KernelInfo { id: None, params, data_words }
     }
 
     /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass
