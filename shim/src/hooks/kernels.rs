@@ -484,12 +484,8 @@ mod tests {
         KernelInfo { id: None, params, data_words }
     }
 
-    /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass
-    /// them): each word is read with the parameter that holds it whole, a pointer parameter
-    /// as itself, a word of a by-value structure as a field that may be stale; a field that
-    /// held data is not read as a pointer at a later launch.
-    #[test]
-    fn a_parameter_buffer_is_read_with_the_parameters_it_holds() {
+    /// A model with one 4 KiB device buffer, and the buffer's address.
+    fn model_with_a_buffer() -> (Model, u64) {
         use streamsan::model::buffers::MemoryKind;
         use streamsan::model::op::{Origin, StackId, ThreadId};
         use streamsan::model::Alloc;
@@ -497,6 +493,16 @@ mod tests {
         let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
         let base = 0x7f00_0000_0000u64;
         model.alloc(Alloc { base, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        (model, base)
+    }
+
+    /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass
+    /// them): each word is read with the parameter that holds it whole, a pointer parameter
+    /// as itself, a word of a by-value structure as a field that may be stale; a field that
+    /// held data is not read as a pointer at a later launch.
+    #[test]
+    fn a_parameter_buffer_is_read_with_the_parameters_it_holds() {
+        let (model, base) = model_with_a_buffer();
         // `k(float const*, int, Fields)`, `Fields` 24 bytes at offset 16.
         let info = kernel(vec![
             Param { offset: 0, size: 8, typed: true, read_only: true },
@@ -539,13 +545,7 @@ mod tests {
     /// (here 4 bytes into it), and a field that held data is not read at a later launch.
     #[test]
     fn parameters_are_read_by_the_words_they_hold() {
-        use streamsan::model::buffers::MemoryKind;
-        use streamsan::model::op::{Origin, StackId, ThreadId};
-        use streamsan::model::Alloc;
-        let model = Model::new(Box::new(|_| None), None);
-        let origin = Origin { api: "cuMemAlloc_v2", thread: ThreadId(1), site: StackId(0) };
-        let base = 0x7f00_0000_0000u64;
-        model.alloc(Alloc { base, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
+        let (model, base) = model_with_a_buffer();
         // `k(float*, int, Fields)`, `Fields` 28 bytes at offset 12: its words at 16, 24, 32.
         let info = kernel(vec![
             Param { offset: 0, size: 8, typed: true, read_only: false },
