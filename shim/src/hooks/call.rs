@@ -2,7 +2,7 @@
 //! as the model names it (entry point, thread, call site), and the stream a handle names at
 //! its entry point. Below every API family's hooks, which all use it.
 
-use streamsan::model::op::Origin;
+use streamsan::model::op::{Origin, StackId};
 use streamsan::model::streams::StreamRef;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
@@ -19,7 +19,15 @@ pub(super) fn ok(status: CUresult) -> bool {
 
 /// The call as the model names it: entry point, thread, call site.
 pub(super) fn origin(call: &Call) -> Origin {
-    Origin { api: call.name(), thread: thread::current(), site: phases::time(Phase::CallSite, stack::capture) }
+    origin_with(call, || phases::time(Phase::CallSite, stack::capture))
+}
+
+/// The call as the model names it, its call site from `site`: none for a launch when a
+/// program measuring the shim left the capture out
+/// ([`crate::intercept::experiments::NO_CAPTURE`]).
+#[inline(always)]
+pub(super) fn origin_with(call: &Call, site: impl FnOnce() -> StackId) -> Origin {
+    Origin { api: call.name(), thread: thread::current(), site: site() }
 }
 
 /// The stream a handle names at this entry point: handle 0 is the legacy default stream,

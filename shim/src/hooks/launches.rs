@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use streamsan::model::definition::HostCallback;
 use streamsan::model::learnt::Learning;
-use streamsan::model::op::{Access, HostEffect, KernelId, Origin, StackId};
+use streamsan::model::op::{Access, HostEffect, KernelId, StackId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan::phases::{self, Phase, Tally};
 use streamsan_driver_api::*;
 
 use super::batch;
-use super::call::{ok, origin, stream};
+use super::call::{ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
 use super::{footprint, kernels};
 use crate::host_guard;
@@ -118,11 +118,7 @@ unsafe fn launched(
             launcher.learn = None;
         }
         phases::tally(Tally::LaunchAccesses, launcher.accesses.len());
-        let origin = if leaves_out(NO_CAPTURE) {
-            Origin { api: call.name(), thread: crate::sites::thread::current(), site: StackId(0) }
-        } else {
-            origin(call)
-        };
+        let origin = if leaves_out(NO_CAPTURE) { origin_with(call, || StackId(0)) } else { origin(call) };
         let work = Work { origin, kernel: launcher.kernel, accesses: &launcher.accesses, host: HostEffect::None };
         match ticket {
             Some(ticket) => {

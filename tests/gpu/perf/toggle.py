@@ -12,17 +12,19 @@ processes are other processes, and against them the figures spread as run.py's d
 
 Usage: toggle.py OUT.txt...   (each file with programs.py's JSON line; other lines ignored)."""
 import json
+import re
 import statistics
 import sys
+from pathlib import Path
 
 from run import FULL_SPEED
 
-# The experiments module's bits.
-FORWARD_LAUNCHES, NO_CAPTURE, NO_SCAN, NO_QUEUE, FORWARD_ALL = 1, 2, 4, 8, 16
-PART_NAMES = {FORWARD_LAUNCHES: "launches forwarded", NO_CAPTURE: "no capture", NO_SCAN: "no scan",
-              NO_QUEUE: "no queue", FORWARD_ALL: "every hook forwards"}
+# The experiments module's bits, read from where they are defined: name -> bit.
+EXPERIMENTS = Path(__file__).resolve().parents[3] / "shim/src/intercept/experiments.rs"
+BITS = {name: int(bit) for name, bit in re.findall(r"pub const (\w+): u32 = (\d+);", EXPERIMENTS.read_text())}
+PART_NAMES = {bit: name.lower().replace("_", " ") for name, bit in BITS.items()}
 # The mode every other is set against: the launch path left out, the rest of the shim there.
-BASE = FORWARD_LAUNCHES
+BASE = BITS["FORWARD_LAUNCHES"]
 
 
 def mode_name(mode):
