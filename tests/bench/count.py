@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""What the shim's launch path costs the program's thread, counted instead of timed.
+
+The GPU machine cannot resolve a change of a few percent in a real program's step: its cores
+run at two speeds and its processes differ by a third from one to the next
+(reports/gpu/host-time/), and it exposes no hardware counters. So this counts, under
+callgrind, the instructions, the level-1 data-cache misses (with every level-1 and level-2
+line evicted between calls by the `_cold_2m` workloads: the lines a launch touches that the
+program's work between launches evicts) and the simulated conditional-branch mispredictions
+of each part of the launch path on the program's thread, per call, in a bench workload. Two
+runs agree to a tenth of a percent (only the watcher's turns vary), so two builds compare
+where timings cannot; what a count is worth in time on the GPU host is not said here
+(reports/gpu/steady-state/ times the parts there).
+
+Callgrind runs the program's threads one at a time, so the shim's watcher rarely runs and the
+program's thread tells the model's batch itself when the queue is full: that work (the
+batch's settle) is the watcher's on a real machine and is not counted. Calls of the capture
+and the queue include the memsets' (one call in eight of the training step).
+
+Usage, from the repository root:  python3 tests/bench/count.py [WORKLOAD]
+(default training_step_cold_2m; any workload of tests/bench/src/workloads.rs that launches
+with cuLaunchKernelEx). Builds the shim, the stand-in and the bench with line tables into
+target/count/, writes callgrind's files into target/count/callgrind/.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+TARGET = "target/count"
+PROFILE = os.path.join(TARGET, "release")
+SHIM = "libstreamsan_shim.so"
+
+# The parts of the launch path, each the inclusive cost of one function of the shim.
+PARTS = [
+    ("call-site capture", "streamsan_shim::sites::stack::capture"),
+    ("  of which Python frames", "streamsan_shim::sites::python::walk"),
+    ("kernel lookup", "streamsan_shim::hooks::kernels::Recent::info"),
+    ("parameter scan", "streamsan_shim::hooks::kernels::accesses"),
+    ("queued in the batch", "streamsan_shim::hooks::batch::queue"),
+]
+EXPORT = "cuLaunchKernelEx"
+# The workloads' other hooked call, between launches.
+MEMSET = "cuMemsetD8Async"
+SETTLE = "streamsan_shim::hooks::batch::settle"
+EVENTS = ["Ir", "D1mr", "D1mw", "Bcm"]
+
+
+def build():
+    env = dict(os.environ, CARGO_PROFILE_RELEASE_DEBUG="line-tables-only")
+    packages = ["streamsan-shim", "streamsan-standin", "streamsan-nccl-standin", "streamsan-bench"]
+    cmd = ["cargo", "build", "--release", "--quiet", "--target-dir", TARGET]
+    for package in packages:
+        cmd += ["-p", package]
+    subprocess.run(cmd, env=env, check=True)
+    drivers = os.path.join(PROFILE, "bench-driver")
+    os.makedirs(drivers, exist_ok=True)
+    for name, library in [("libcuda.so.1", "libcuda_standin.so"), ("libnccl.so.2", "libnccl_standin.so")]:
+        link = os.path.join(drivers, name)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.abspath(os.path.join(PROFILE, library)), link)
+    return drivers
+
+
+def run(workload, drivers):
+    out = os.path.join(TARGET, "callgrind")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(drivers),
+               LD_PRELOAD=os.path.abspath(os.path.join(PROFILE, SHIM)),
+               STREAMSAN_OPTIONS="log_path=/tmp/streamsan-count.%p.json")
+    # Counted only inside the shim's hooks: entering a listed function switches counting on or
+    # off, leaving it switches back, so the driver's own calls (the stand-in's functions of
+    # the same names, nested in the hooks) and the batch's settles are not counted.
+    toggles = [f"--toggle-collect={f}" for f in (EXPORT, MEMSET, SETTLE)]
+    subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", "--cache-sim=yes",
+                    "--branch-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64", "--collect-atstart=no", *toggles,
+                    f"--callgrind-out-file={out}/callgrind.%p",
+                    os.path.join(PROFILE, "streamsan-bench"), "--child", workload],
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The thread that ran main: the first of the process's files.
+    main = sorted(f for f in os.listdir(out) if f.endswith("-01"))
+    return os.path.join(out, main[0])
+
+
+class Profile:
+    """Callgrind's file of one thread, read: each function's own counts, the counts of the
+    calls it makes (their callees' inclusive counts), and how often others called it, by
+    (object file, function). Callgrind gives names once with a number, then the number alone,
+    and a function's lines from inlined code under the same function."""
+
+    def __init__(self, path):
+        self.own, self.callees, self.calls = {}, {}, {}
+        names, objects = {}, {}
+
+        def name(table, value):
+            number, _, text = value.partition(" ")
+            if text:
+                table[number] = text
+            return table.get(number, number)
+
+        events, obj, function, callee, callee_object, call = [], None, None, None, None, False
+        with open(path) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line.startswith("events:"):
+                    events = line.split()[1:]
+                    continue
+                if line[:1].isdigit() or line[:1] in "+-*":
+                    counts = dict(zip(events, map(int, line.split()[1:])))
+                    table = self.callees if call else self.own
+                    row = table.setdefault((obj, function), [0] * len(EVENTS))
+                    for i, event in enumerate(EVENTS):
+                        row[i] += counts.get(event, 0)
+                    call = False
+                    continue
+                key, _, value = line.partition("=")
+                if key == "ob":
+                    obj = os.path.basename(name(objects, value))
+                elif key == "fn":
+                    function = name(names, value)
+                elif key == "cob":
+                    callee_object = os.path.basename(name(objects, value))
+                elif key == "cfn":
+                    callee = name(names, value)
+                elif key == "calls":
+                    target = (callee_object or obj, callee)
+                    if target != (obj, function):
+                        self.calls[target] = self.calls.get(target, 0) + int(value.split()[0])
+                    callee_object, call = None, True
+
+    def inclusive(self, obj, function):
+        own = self.own.get((obj, function), [0] * len(EVENTS))
+        return [a + b for a, b in zip(own, self.callees.get((obj, function), [0] * len(EVENTS)))]
+
+
+def main():
+    workload = sys.argv[1] if len(sys.argv) > 1 else "training_step_cold_2m"
+    if shutil.which("valgrind") is None:
+        sys.exit("count.py: needs valgrind (its callgrind tool) on the PATH")
+    profile = Profile(run(workload, build()))
+    n = profile.calls.get((SHIM, EXPORT), 0)
+    if n == 0:
+        sys.exit(f"count.py: no call of the shim's {EXPORT} in the program's thread")
+    table = [("the launch's hook, the driver's call left out", EXPORT)] + PARTS
+    print(f"{workload}: on the program's thread, per call (callgrind; the driver's calls and "
+          f"the batch's settles, the watcher's work, not counted)")
+    print(f"  {'part':<46} {'calls':>7} {'instructions':>12} {'L1d read misses':>16} {'L1d write misses':>17} {'mispredicted':>13}")
+    for label, function in table:
+        calls = profile.calls.get((SHIM, function), 0)
+        counts = profile.inclusive(SHIM, function)
+        figures = " ".join(f"{c / calls:>{w}.1f}" for c, w in zip(counts, [12, 16, 17, 13])) if calls else ""
+        print(f"  {label:<46} {calls:>7} {figures}")
+
+
+if __name__ == "__main__":
+    main()
