@@ -9,7 +9,7 @@ line evicted between calls by the `_cold_2m` workloads: the lines a launch touch
 program's work between launches evicts) and the simulated conditional-branch mispredictions
 of each part of the launch path on the program's thread, per call, in a bench workload. Two
 runs agree to a tenth of a percent (only the watcher's turns vary), so two builds compare
-where timings cannot; what a count is worth in time on the GPU host is not said here
+where timings cannot (misses move a few percent with where the libraries' data lands); what a count is worth in time on the GPU host is not said here
 (reports/gpu/steady-state/ times the parts there).
 
 Callgrind runs the program's threads one at a time, so the shim's watcher rarely runs and the
@@ -19,8 +19,9 @@ and the queue include the memsets' (one call in eight of the training step).
 
 Usage, from the repository root:  python3 tests/bench/count.py [WORKLOAD]
 (default training_step_cold_2m; any workload of tests/bench/src/workloads.rs that launches
-with cuLaunchKernelEx). Builds the shim, the stand-in and the bench with line tables into
-target/count/, writes callgrind's files into target/count/callgrind/.
+with cuLaunchKernelEx). Builds the bench with line tables into target/count/ (which builds the
+shim and the stand-ins beside it, as `cargo run -p streamsan-bench` does), writes callgrind's
+files into target/count/callgrind/.
 """
 import os
 import shutil
@@ -46,21 +47,15 @@ SETTLE = "streamsan_shim::hooks::batch::settle"
 EVENTS = ["Ir", "D1mr", "D1mw", "Bcm"]
 
 
-def build():
+def build(workload):
+    """The shim, the stand-ins and the bench with line tables, set up as the bench sets itself
+    up (`cargo run`: built beside it, the stand-ins linked into `bench-driver/`), by running
+    `workload` once natively and preloaded; the folder of the stand-in driver."""
     env = dict(os.environ, CARGO_PROFILE_RELEASE_DEBUG="line-tables-only")
-    packages = ["streamsan-shim", "streamsan-standin", "streamsan-nccl-standin", "streamsan-bench"]
-    cmd = ["cargo", "build", "--release", "--quiet", "--target-dir", TARGET]
-    for package in packages:
-        cmd += ["-p", package]
-    subprocess.run(cmd, env=env, check=True)
-    drivers = os.path.join(PROFILE, "bench-driver")
-    os.makedirs(drivers, exist_ok=True)
-    for name, library in [("libcuda.so.1", "libcuda_standin.so"), ("libnccl.so.2", "libnccl_standin.so")]:
-        link = os.path.join(drivers, name)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink(os.path.abspath(os.path.join(PROFILE, library)), link)
-    return drivers
+    subprocess.run(["cargo", "run", "--release", "--quiet", "--target-dir", TARGET, "-p", "streamsan-bench", "--",
+                    "--repeat", "1", "--only", workload, "--out", os.path.join(TARGET, "streamsan-bench.json")],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(PROFILE, "bench-driver")
 
 
 def run(workload, drivers):
@@ -139,7 +134,7 @@ def main():
     workload = sys.argv[1] if len(sys.argv) > 1 else "training_step_cold_2m"
     if shutil.which("valgrind") is None:
         sys.exit("count.py: needs valgrind (its callgrind tool) on the PATH")
-    profile = Profile(run(workload, build()))
+    profile = Profile(run(workload, build(workload)))
     n = profile.calls.get((SHIM, EXPORT), 0)
     if n == 0:
         sys.exit(f"count.py: no call of the shim's {EXPORT} in the program's thread")

@@ -478,10 +478,21 @@ mod tests {
         assert_eq!(name_of_function().as_deref(), Some("third"));
     }
 
-    /// A kernel learnt with `params`, as the driver and its name would give them.
-    fn kernel(params: Vec<Param>) -> KernelInfo {
+    /// `k(float* or float const*, int, Fields)`, `Fields` of `size` bytes at `offset`, learnt
+    /// as the driver and the kernel's name would give it.
+    fn kernel(read_only: bool, offset: usize, size: usize) -> KernelInfo {
+        let params = vec![
+            Param { offset: 0, size: 8, typed: true, read_only },
+            Param { offset: 8, size: 4, typed: true, read_only: false },
+            Param { offset, size, typed: false, read_only: false },
+        ];
         let data_words = StaleWords::for_params(&params);
         KernelInfo { id: None, params, data_words }
+    }
+
+    /// The accesses a scan found, as (offset from `base`, mode, whole pointer, word).
+    fn found(out: Vec<Access>, base: u64) -> Vec<(u64, Mode, bool, Option<u32>)> {
+        out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect()
     }
 
     /// A model with one 4 KiB device buffer, and the buffer's address.
@@ -504,11 +515,7 @@ mod tests {
     fn a_parameter_buffer_is_read_with_the_parameters_it_holds() {
         let (model, base) = model_with_a_buffer();
         // `k(float const*, int, Fields)`, `Fields` 24 bytes at offset 16.
-        let info = kernel(vec![
-            Param { offset: 0, size: 8, typed: true, read_only: true },
-            Param { offset: 8, size: 4, typed: true, read_only: false },
-            Param { offset: 16, size: 24, typed: false, read_only: false },
-        ]);
+        let info = kernel(true, 16, 24);
         let launch = |words: [u64; 5]| {
             let mut buffer = words;
             let mut size = core::mem::size_of_val(&buffer);
@@ -522,7 +529,7 @@ mod tests {
             let mut out = Vec::new();
             // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
             unsafe { accesses(&model, &info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
-            out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect::<Vec<_>>()
+            found(out, base)
         };
         // The pointer; the int's word; the structure's three fields: a size, a buffer's address, null.
         assert_eq!(
@@ -547,11 +554,7 @@ mod tests {
     fn parameters_are_read_by_the_words_they_hold() {
         let (model, base) = model_with_a_buffer();
         // `k(float*, int, Fields)`, `Fields` 28 bytes at offset 12: its words at 16, 24, 32.
-        let info = kernel(vec![
-            Param { offset: 0, size: 8, typed: true, read_only: false },
-            Param { offset: 8, size: 4, typed: true, read_only: false },
-            Param { offset: 12, size: 28, typed: false, read_only: false },
-        ]);
+        let info = kernel(false, 12, 28);
         let launch = |pointer: u64, fields: [u64; 3]| {
             let (mut pointer, mut int) = (pointer, 7u32);
             let mut structure = [0u8; 28];
@@ -563,7 +566,7 @@ mod tests {
             let mut out = Vec::new();
             // SAFETY: one pointer per parameter, each to as many bytes as its size.
             unsafe { accesses(&model, &info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
-            out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect::<Vec<_>>()
+            found(out, base)
         };
         assert_eq!(
             launch(base, [64, base + 256, 0]),
