@@ -33,7 +33,7 @@ const GRANULE_SHIFT: u32 = 21;
 /// (five-level paging) and below 2^52 on AArch64; from 2^63 up is the kernel's half or
 /// non-canonical on both. (A pointer tagged in its top byte, AArch64's HWASan, could reach the
 /// keys only after 2^47 bytes of arrays.) Kernel parameter words are not tested against the
-/// keys ([`BufferMap::in_range`] spans the memory with addresses only), so the launch path's
+/// keys ([`BufferMap::range`] spans the memory with addresses only), so the launch path's
 /// filter stays as narrow as the program's allocations and no kernel names an array by accident.
 pub const ARRAY_KEYS: u64 = 1 << 63;
 /// Keys left unused after each array, so that an access running past an array's end meets
@@ -447,11 +447,17 @@ impl BufferMap {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Whether `addr` could belong to a buffer with an address: the first test of a kernel's
-    /// parameter words.
+    /// Where every buffer with an address lies, from the lowest byte ever registered to the
+    /// highest (empty before the first): the first test of a kernel's parameter words.
     #[inline]
-    pub fn in_range(&self, addr: u64) -> bool {
-        addr >= self.low.load(Ordering::Relaxed) && addr < self.high.load(Ordering::Relaxed)
+    pub fn range(&self) -> core::ops::Range<u64> {
+        self.low.load(Ordering::Relaxed)..self.high.load(Ordering::Relaxed)
+    }
+
+    /// Whether `addr` could belong to a buffer with an address.
+    #[inline]
+    fn in_range(&self, addr: u64) -> bool {
+        self.range().contains(&addr)
     }
 
     /// Whether `addr` could belong to any buffer: one with an address, or an array's keys.
@@ -466,7 +472,7 @@ impl BufferMap {
         self.next_key.fetch_add(span, Ordering::Relaxed)
     }
 
-    /// Makes [`Self::in_range`] take `[base, end)`: memory registered now, or whose address
+    /// Makes [`Self::range`] take `[base, end)`: memory registered now, or whose address
     /// is known before it is (a graph's mem alloc node, which kernel nodes added after it
     /// name before any launch allocates it).
     pub fn widen(&self, base: u64, end: u64) {

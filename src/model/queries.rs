@@ -43,10 +43,11 @@ impl Model {
         self.streams.slots.owner(epoch)
     }
 
-    /// Whether `addr` could be in a buffer: a cheap filter for a kernel's parameter words.
+    /// Where buffers may lie: a word outside is no buffer's address (the cheap filter for a
+    /// kernel's parameter words, read once a launch).
     #[inline]
-    pub fn may_be_buffer(&self, addr: u64) -> bool {
-        self.buffers.in_range(addr)
+    pub fn buffer_range(&self) -> core::ops::Range<u64> {
+        self.buffers.range()
     }
 
     /// The kind of live memory at `addr`.

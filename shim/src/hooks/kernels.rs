@@ -54,6 +54,17 @@ pub struct KernelInfo {
     /// structure, held something other than null or an address where buffers live
     /// ([`StaleWords`]).
     data_words: StaleWords,
+    /// The parameters lie one after another in their order, as the ABI lays them out: a
+    /// parameter buffer's words are then read a parameter at a time ([`accesses`]).
+    in_order: bool,
+}
+
+impl KernelInfo {
+    fn new(id: Option<KernelId>, params: Vec<Param>) -> KernelInfo {
+        let data_words = StaleWords::for_params(&params);
+        let in_order = params.windows(2).all(|p| p[0].offset + p[0].size <= p[1].offset);
+        KernelInfo { id, params, data_words, in_order }
+    }
 }
 
 /// The words of a kernel's by-value parameter structures that are data, not pointers.
@@ -77,20 +88,15 @@ impl StaleWords {
         StaleWords((0..bytes.div_ceil(8).div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
     }
 
-    fn bit(&self, slot: usize) -> Option<(&AtomicU64, u64)> {
-        let word = slot / 8;
-        self.0.get(word / 64).map(|bits| (bits, 1u64 << (word % 64)))
+    /// The data bits of the 64 words from word `64 * chunk` on: none past the parameters.
+    fn chunk(&self, chunk: usize) -> u64 {
+        self.0.get(chunk).map_or(0, |bits| bits.load(Ordering::Relaxed))
     }
 
-    fn is_data(&self, slot: usize) -> bool {
-        self.bit(slot).is_some_and(|(bits, bit)| bits.load(Ordering::Relaxed) & bit != 0)
-    }
-
-    fn mark_data(&self, slot: usize) {
-        if let Some((bits, bit)) = self.bit(slot) {
-            if bits.load(Ordering::Relaxed) & bit == 0 {
-                bits.fetch_or(bit, Ordering::Relaxed);
-            }
+    /// Marks the words of `bits` in that chunk as data.
+    fn mark(&self, chunk: usize, bits: u64) {
+        if let Some(held) = self.0.get(chunk) {
+            held.fetch_or(bits, Ordering::Relaxed);
         }
     }
 }
@@ -257,9 +263,8 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
             read_only: read_only.as_ref().is_some_and(|r| r[i]),
         })
         .collect();
-    let data_words = StaleWords::for_params(&params);
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
-    KernelInfo { id, params, data_words }
+    KernelInfo::new(id, params)
 }
 
 type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> u32;
@@ -382,35 +387,7 @@ pub unsafe fn accesses(
     extra: *mut *mut c_void,
     out: &mut Vec<Access>,
 ) {
-    // `slot`: the word's byte offset in the parameters.
-    let mut words = 0;
-    let mut word = |addr: u64, slot: usize, param: Option<&Param>| {
-        words += 1;
-        // A whole pointer parameter surely points where it says; a word inside a by-value
-        // structure may be a stale field, and is not taken as a pointer once it held data.
-        let exact = param.is_some_and(|p| p.size == 8);
-        if !exact && info.data_words.is_data(slot) {
-            return;
-        }
-        if model.may_be_buffer(addr) {
-            // A pointer parameter whose type the kernel's name gives: read only if declared
-            // pointer-to-const, else read-write. Anything else (an extern "C" kernel, a word of
-            // a by-value structure) may read or write.
-            let mode = match param {
-                Some(p) if p.typed && p.size == 8 => {
-                    if p.read_only {
-                        Mode::Read
-                    } else {
-                        Mode::ReadWrite
-                    }
-                }
-                _ => Mode::Unknown,
-            };
-            out.push(Access { addr, len: 1, mode, exact, slot: Some(slot as u32) });
-        } else if !exact && addr != 0 {
-            info.data_words.mark_data(slot);
-        }
-    };
+    let mut scan = Scan { range: model.buffer_range(), data_words: &info.data_words, out, words: 0 };
     if !params.is_null() && !info.params.is_empty() {
         for (i, p) in info.params.iter().enumerate() {
             // SAFETY: one pointer per parameter, each to the parameter's value.
@@ -418,26 +395,119 @@ pub unsafe fn accesses(
             if value.is_null() {
                 continue;
             }
-            let mut k = (8 - p.offset % 8) % 8;
-            while k + 8 <= p.size {
-                // SAFETY: inside the parameter's `size` bytes.
-                word(unsafe { (value.add(k) as *const u64).read_unaligned() }, p.offset + k, Some(p));
-                k += 8;
+            // SAFETY (both): the parameter's `size` bytes.
+            if p.size == 8 && p.offset % 8 == 0 {
+                scan.pointer(unsafe { (value as *const u64).read_unaligned() }, p.offset, p);
+                continue;
             }
+            unsafe { scan.fields(value, p.offset, p.size) };
         }
-        phases::tally(Tally::ParamWords, words);
+        phases::tally(Tally::ParamWords, scan.words);
         return;
     }
     // SAFETY: the caller's promise.
     let Some((buffer, size)) = (unsafe { extra_buffer(extra) }) else { return };
-    let mut offset = 0;
-    while offset + 8 <= size {
-        let param = info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size);
-        // SAFETY: inside the `size` bytes of the buffer.
-        word(unsafe { (buffer.add(offset) as *const u64).read_unaligned() }, offset, param);
-        offset += 8;
+    // Every whole word of the buffer is read: as a pointer where a pointer parameter holds it
+    // whole, else as a field (of a by-value structure, or of padding, or across two).
+    if info.in_order {
+        let mut from = 0;
+        for p in info.params.iter().filter(|p| p.size == 8 && p.offset % 8 == 0 && p.offset + 8 <= size) {
+            // SAFETY (both): the words between `from` and the pointer, then the pointer,
+            // inside the `size` bytes of the buffer.
+            unsafe { scan.fields(buffer.add(from), from, p.offset - from) };
+            scan.pointer(unsafe { (buffer.add(p.offset) as *const u64).read_unaligned() }, p.offset, p);
+            from = p.offset + 8;
+        }
+        // SAFETY: the words after the last pointer, inside the buffer.
+        unsafe { scan.fields(buffer.add(from), from, size.saturating_sub(from)) };
+    } else {
+        let mut offset = 0;
+        while offset + 8 <= size {
+            // SAFETY: inside the `size` bytes of the buffer.
+            let word = unsafe { (buffer.add(offset) as *const u64).read_unaligned() };
+            match info.params.iter().find(|p| p.offset <= offset && offset + 8 <= p.offset + p.size) {
+                Some(p) if p.size == 8 => scan.pointer(word, offset, p),
+                _ => scan.field(word, offset),
+            }
+            offset += 8;
+        }
     }
-    phases::tally(Tally::ParamWords, words);
+    phases::tally(Tally::ParamWords, scan.words);
+}
+
+/// A launch's parameter words, judged one by one against where buffers lie, read once a
+/// launch (`slot`: a word's byte offset in the parameters).
+struct Scan<'a> {
+    range: core::ops::Range<u64>,
+    data_words: &'a StaleWords,
+    out: &'a mut Vec<Access>,
+    words: usize,
+}
+
+impl Scan<'_> {
+    /// A whole pointer parameter: it surely points where it says. Read only if the kernel's
+    /// name declares it pointer-to-const, read-write if it gives another type; an extern "C"
+    /// kernel's may read or write.
+    #[inline]
+    fn pointer(&mut self, addr: u64, slot: usize, param: &Param) {
+        self.words += 1;
+        if self.range.contains(&addr) {
+            let mode = match (param.typed, param.read_only) {
+                (true, true) => Mode::Read,
+                (true, false) => Mode::ReadWrite,
+                (false, _) => Mode::Unknown,
+            };
+            self.out.push(Access { addr, len: 1, mode, exact: true, slot: Some(slot as u32) });
+        }
+    }
+
+    /// A word of a by-value structure, or one no parameter holds whole: it may be a stale
+    /// field, and is not taken as a pointer once it held data. It may read or write.
+    #[inline]
+    fn field(&mut self, addr: u64, slot: usize) {
+        let word = slot / 8;
+        self.words += 1;
+        if self.data_words.chunk(word / 64) & (1 << (word % 64)) == 0 {
+            self.judge_field(addr, slot);
+        }
+    }
+
+    /// The whole words of a by-value parameter of `size` bytes at `offset`, at `value`. Only
+    /// the fields not known to hold data are read: most words of a framework's structures
+    /// (sizes, strides, scalars) are data, and cost nothing once the kernel has been launched.
+    ///
+    /// # Safety
+    /// `value` points to the parameter's `size` bytes.
+    #[inline]
+    unsafe fn fields(&mut self, value: *const u8, offset: usize, size: usize) {
+        let (mut word, end) = (offset.div_ceil(8), (offset + size) / 8);
+        self.words += end.saturating_sub(word);
+        while word < end {
+            let (chunk, base) = (word / 64, word / 64 * 64);
+            let stop = end.min(base + 64);
+            let below = |n: usize| if n == 64 { u64::MAX } else { (1 << n) - 1 };
+            let mut open = below(stop - base) & !below(word - base) & !self.data_words.chunk(chunk);
+            while open != 0 {
+                let at = (base + open.trailing_zeros() as usize) * 8;
+                open &= open - 1;
+                // SAFETY: a whole word inside the parameter's `size` bytes.
+                self.judge_field(unsafe { (value.add(at - offset) as *const u64).read_unaligned() }, at);
+            }
+            word = stop;
+        }
+    }
+
+    /// A field not known to hold data: an access if it points where buffers lie, data from
+    /// now on if it holds anything else but null.
+    #[inline]
+    fn judge_field(&mut self, addr: u64, slot: usize) {
+        if self.range.contains(&addr) {
+            self.out.push(Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot as u32) });
+        } else if addr != 0 {
+            let word = slot / 8;
+            self.data_words.mark(word / 64, 1 << (word % 64));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -486,8 +556,7 @@ mod tests {
             Param { offset: 8, size: 4, typed: true, read_only: false },
             Param { offset, size, typed: false, read_only: false },
         ];
-        let data_words = StaleWords::for_params(&params);
-        KernelInfo { id: None, params, data_words }
+        KernelInfo::new(None, params)
     }
 
     /// The accesses a scan found, as (offset from `base`, mode, whole pointer, word).
@@ -581,6 +650,63 @@ mod tests {
                 (1024, Mode::Unknown, false, Some(32))
             ]
         );
+    }
+
+    /// A structure of more than 64 words: its words are judged 64 to a chunk, a field that
+    /// held data in the second chunk is not read again, one that held null still is.
+    #[test]
+    fn a_structure_of_many_words_is_read_across_its_chunks() {
+        let (model, base) = model_with_a_buffer();
+        // `k(Big)`, `Big` 1024 bytes (128 words).
+        let info = KernelInfo::new(None, vec![Param { offset: 0, size: 1024, typed: false, read_only: false }]);
+        let launch = |fields: &[(usize, u64)]| {
+            let mut structure = [0u64; 128];
+            for &(word, value) in fields {
+                structure[word] = value;
+            }
+            let mut params: [*mut c_void; 1] = [structure.as_mut_ptr().cast()];
+            let mut out = Vec::new();
+            // SAFETY: one pointer to the parameter's 1024 bytes.
+            unsafe { accesses(&model, &info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
+            found(out, base)
+        };
+        assert_eq!(
+            launch(&[(3, base), (65, 4096), (70, base + 8)]),
+            [(0, Mode::Unknown, false, Some(24)), (8, Mode::Unknown, false, Some(560))]
+        );
+        assert_eq!(
+            launch(&[(0, base + 16), (65, base + 24), (127, base + 32)]),
+            [(16, Mode::Unknown, false, Some(0)), (32, Mode::Unknown, false, Some(1016))]
+        );
+    }
+
+    /// Parameters the driver gave out of their order in the buffer: each word is still read
+    /// with the parameter that holds it whole.
+    #[test]
+    fn a_parameter_buffer_is_read_whatever_the_order_of_its_parameters() {
+        let (model, base) = model_with_a_buffer();
+        // `Fields` 16 bytes at offset 8, listed before the pointer at offset 0.
+        let info = KernelInfo::new(
+            None,
+            vec![
+                Param { offset: 8, size: 16, typed: true, read_only: false },
+                Param { offset: 0, size: 8, typed: true, read_only: true },
+            ],
+        );
+        assert!(!info.in_order);
+        let mut buffer = [base, base + 8, 64];
+        let mut size = core::mem::size_of_val(&buffer);
+        let mut extra = [
+            CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            buffer.as_mut_ptr().cast(),
+            CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+            (&raw mut size).cast(),
+            CU_LAUNCH_PARAM_END as *mut c_void,
+        ];
+        let mut out = Vec::new();
+        // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
+        unsafe { accesses(&model, &info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
+        assert_eq!(found(out, base), [(0, Mode::Read, true, Some(0)), (8, Mode::Unknown, false, Some(8))]);
     }
 
     #[test]

@@ -138,8 +138,8 @@ mod tests {
         assert!(first >= ARRAY_KEYS && second > first + 100, "{first:#x} {second:#x}");
         assert_eq!(m.memory_kind(first + 99), Some(MemoryKind::Array));
         assert_eq!(m.memory_kind(first + 100), None, "the keys after an array are no one's");
-        assert!(!m.may_be_buffer(first), "the kernel-word filter spans memory with addresses only");
-        assert!(m.may_be_buffer(0x10_0000));
+        assert!(!m.buffer_range().contains(&first), "the kernel-word filter spans memory with addresses only");
+        assert!(m.buffer_range().contains(&0x10_0000));
     }
 
     /// A graph node made before the array was destroyed, launched after.
