@@ -435,8 +435,9 @@ pub unsafe fn accesses(
     phases::tally(Tally::ParamWords, scan.words);
 }
 
-/// A launch's parameter words, judged one by one against where buffers lie, read once a
-/// launch (`slot`: a word's byte offset in the parameters).
+/// A launch's parameter words, judged against where buffers lie (read once a launch); a
+/// structure's words known to hold data are skipped unread (`slot`: a word's byte offset in
+/// the parameters).
 struct Scan<'a> {
     range: core::ops::Range<u64>,
     data_words: &'a StaleWords,
