@@ -560,6 +560,23 @@ mod tests {
         KernelInfo::new(None, params)
     }
 
+    /// The accesses of a launch whose parameters are `words`, passed in one buffer (`extra`,
+    /// as cuBLAS and Triton pass them).
+    fn in_a_buffer(model: &Model, info: &KernelInfo, words: &mut [u64]) -> Vec<Access> {
+        let mut size = core::mem::size_of_val(words);
+        let mut extra = [
+            CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            words.as_mut_ptr().cast(),
+            CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+            (&raw mut size).cast(),
+            CU_LAUNCH_PARAM_END as *mut c_void,
+        ];
+        let mut out = Vec::new();
+        // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
+        unsafe { accesses(model, info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
+        out
+    }
+
     /// The accesses a scan found, as (offset from `base`, mode, whole pointer, word).
     fn found(out: Vec<Access>, base: u64) -> Vec<(u64, Mode, bool, Option<u32>)> {
         out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect()
@@ -586,21 +603,7 @@ mod tests {
         let (model, base) = model_with_a_buffer();
         // `k(float const*, int, Fields)`, `Fields` 24 bytes at offset 16.
         let info = kernel(true, 16, 24);
-        let launch = |words: [u64; 5]| {
-            let mut buffer = words;
-            let mut size = core::mem::size_of_val(&buffer);
-            let mut extra = [
-                CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
-                buffer.as_mut_ptr().cast(),
-                CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
-                (&raw mut size).cast(),
-                CU_LAUNCH_PARAM_END as *mut c_void,
-            ];
-            let mut out = Vec::new();
-            // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
-            unsafe { accesses(&model, &info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
-            found(out, base)
-        };
+        let launch = |mut words: [u64; 5]| found(in_a_buffer(&model, &info, &mut words), base);
         // The pointer; the int's word; the structure's three fields: a size, a buffer's address, null.
         assert_eq!(
             launch([base, 7, 64, base + 256, 0]),
@@ -695,19 +698,8 @@ mod tests {
             ],
         );
         assert!(!info.in_order);
-        let mut buffer = [base, base + 8, 64];
-        let mut size = core::mem::size_of_val(&buffer);
-        let mut extra = [
-            CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
-            buffer.as_mut_ptr().cast(),
-            CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
-            (&raw mut size).cast(),
-            CU_LAUNCH_PARAM_END as *mut c_void,
-        ];
-        let mut out = Vec::new();
-        // SAFETY: a parameter buffer of `size` bytes, its list ended by END.
-        unsafe { accesses(&model, &info, core::ptr::null_mut(), extra.as_mut_ptr(), &mut out) };
-        assert_eq!(found(out, base), [(0, Mode::Read, true, Some(0)), (8, Mode::Unknown, false, Some(8))]);
+        let found = found(in_a_buffer(&model, &info, &mut [base, base + 8, 64]), base);
+        assert_eq!(found, [(0, Mode::Read, true, Some(0)), (8, Mode::Unknown, false, Some(8))]);
     }
 
     #[test]
