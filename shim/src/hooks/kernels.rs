@@ -577,6 +577,18 @@ mod tests {
         out
     }
 
+    /// The accesses of a launch whose parameters are `params`, one pointer each
+    /// (`kernelParams`).
+    ///
+    /// # Safety
+    /// Each pointer points to as many bytes as its parameter's size.
+    unsafe fn in_params(model: &Model, info: &KernelInfo, params: &mut [*mut c_void]) -> Vec<Access> {
+        let mut out = Vec::new();
+        // SAFETY: the caller's promise.
+        unsafe { accesses(model, info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
+        out
+    }
+
     /// The accesses a scan found, as (offset from `base`, mode, whole pointer, word).
     fn found(out: Vec<Access>, base: u64) -> Vec<(u64, Mode, bool, Option<u32>)> {
         out.into_iter().map(|a| (a.addr - base, a.mode, a.exact, a.slot)).collect()
@@ -634,12 +646,9 @@ mod tests {
             for (i, field) in fields.iter().enumerate() {
                 structure[4 + 8 * i..12 + 8 * i].copy_from_slice(&field.to_ne_bytes());
             }
-            let mut params: [*mut c_void; 3] =
-                [(&raw mut pointer).cast(), (&raw mut int).cast(), structure.as_mut_ptr().cast()];
-            let mut out = Vec::new();
+            let mut params = [(&raw mut pointer).cast(), (&raw mut int).cast(), structure.as_mut_ptr().cast()];
             // SAFETY: one pointer per parameter, each to as many bytes as its size.
-            unsafe { accesses(&model, &info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
-            found(out, base)
+            found(unsafe { in_params(&model, &info, &mut params) }, base)
         };
         assert_eq!(
             launch(base, [64, base + 256, 0]),
@@ -668,11 +677,8 @@ mod tests {
             for &(word, value) in fields {
                 structure[word] = value;
             }
-            let mut params: [*mut c_void; 1] = [structure.as_mut_ptr().cast()];
-            let mut out = Vec::new();
             // SAFETY: one pointer to the parameter's 1024 bytes.
-            unsafe { accesses(&model, &info, params.as_mut_ptr(), core::ptr::null_mut(), &mut out) };
-            found(out, base)
+            found(unsafe { in_params(&model, &info, &mut [structure.as_mut_ptr().cast()]) }, base)
         };
         assert_eq!(
             launch(&[(3, base), (65, 4096), (70, base + 8)]),
