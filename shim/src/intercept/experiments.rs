@@ -22,6 +22,54 @@ pub const NO_QUEUE: u32 = 8;
 /// Every hook but `cuGetProcAddress`'s calls the driver and nothing else (which would hand
 /// the program the driver's own functions for good).
 pub const FORWARD_ALL: u32 = 16;
+/// Every hook but the launches' (and `cuGetProcAddress`'s) calls the driver and nothing else.
+pub const FORWARD_OTHERS: u32 = 32;
+/// The synchronizes and queries (of a context, a stream, an event) call the driver alone.
+pub const FORWARD_SYNCS: u32 = 64;
+/// The copies call the driver alone.
+pub const FORWARD_COPIES: u32 = 128;
+/// Event records, creations and destructions and a stream's waits call the driver alone.
+pub const FORWARD_EVENTS: u32 = 256;
+
+/// The bits that have the hooks of the driver-API family `family` (its name in
+/// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.
+pub const fn forwarding(family: &str) -> u32 {
+    const fn starts(name: &[u8], prefix: &[u8]) -> bool {
+        if name.len() < prefix.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < prefix.len() {
+            if name[i] != prefix[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let name = family.as_bytes();
+    if starts(name, b"get_proc_address") {
+        return 0;
+    }
+    if starts(name, b"launch_kernel") || starts(name, b"launch_cooperative_kernel") {
+        return FORWARD_ALL;
+    }
+    let family_bit = if starts(name, b"ctx_synchronize")
+        || starts(name, b"stream_synchronize")
+        || starts(name, b"stream_query")
+        || starts(name, b"event_synchronize")
+        || starts(name, b"event_query")
+    {
+        FORWARD_SYNCS
+    } else if starts(name, b"memcpy") {
+        FORWARD_COPIES
+    } else if starts(name, b"event_") || starts(name, b"stream_wait_event") {
+        FORWARD_EVENTS
+    } else {
+        0
+    };
+    FORWARD_ALL | FORWARD_OTHERS | family_bit
+}
 
 #[cfg(feature = "experiments")]
 static LEFT_OUT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
@@ -64,5 +112,17 @@ mod tests {
         assert!(leaves_out(NO_SCAN) && leaves_out(NO_CAPTURE) && !leaves_out(NO_QUEUE));
         streamsan_experiment(0);
         assert!(!leaves_out(NO_SCAN));
+    }
+
+    #[test]
+    fn each_family_is_forwarded_by_its_own_bits() {
+        assert_eq!(forwarding("get_proc_address_v2"), 0, "never: the program would keep the driver's functions");
+        assert_eq!(forwarding("launch_kernel_ex"), FORWARD_ALL);
+        assert_eq!(forwarding("stream_synchronize"), FORWARD_ALL | FORWARD_OTHERS | FORWARD_SYNCS);
+        assert_eq!(forwarding("event_query"), FORWARD_ALL | FORWARD_OTHERS | FORWARD_SYNCS);
+        assert_eq!(forwarding("memcpy_dtoh_async"), FORWARD_ALL | FORWARD_OTHERS | FORWARD_COPIES);
+        assert_eq!(forwarding("event_record_with_flags"), FORWARD_ALL | FORWARD_OTHERS | FORWARD_EVENTS);
+        assert_eq!(forwarding("stream_wait_event"), FORWARD_ALL | FORWARD_OTHERS | FORWARD_EVENTS);
+        assert_eq!(forwarding("memset_d8_async"), FORWARD_ALL | FORWARD_OTHERS);
     }
 }

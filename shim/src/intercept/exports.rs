@@ -34,8 +34,8 @@ macro_rules! export_hooks {
             first_call::enter();
             stats::count(call.variant);
             // Measuring the shim (`experiments`): the driver only.
-            let forward = $crate::intercept::experiments::leaves_out($crate::intercept::experiments::FORWARD_ALL)
-                && !stringify!($family).starts_with("get_proc_address");
+            const FORWARDING: u32 = $crate::intercept::experiments::forwarding(stringify!($family));
+            let forward = $crate::intercept::experiments::leaves_out(FORWARDING);
             let status = match driver::real_function(call.variant) {
                 // SAFETY: as the handler's call below.
                 Some(real) if forward => unsafe {
