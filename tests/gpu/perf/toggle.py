@@ -10,7 +10,9 @@ another's is what the parts between them cost, over all steps as over those at f
 (both probes within FULL_SPEED of the program's fastest probe, as in run.py); the native
 processes are other processes, and against them the figures spread as run.py's do.
 
-Usage: toggle.py OUT.txt...   (each file with programs.py's JSON line; other lines ignored)."""
+Usage: toggle.py [--against PART] OUT.txt...   (each file with programs.py's JSON line; other
+lines ignored). PART: the mode every other is set against, by its bit's name
+(default FORWARD_LAUNCHES; FORWARD_ALL gives what the whole shim costs inside a process)."""
 import json
 import re
 import statistics
@@ -23,7 +25,8 @@ from run import FULL_SPEED
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "shim/src/intercept/experiments.rs"
 BITS = {name: int(bit) for name, bit in re.findall(r"pub const (\w+): u32 = (\d+);", EXPERIMENTS.read_text())}
 PART_NAMES = {bit: name.lower().replace("_", " ") for name, bit in BITS.items()}
-# The mode every other is set against: the launch path left out, the rest of the shim there.
+# The mode every other is set against unless told: the launch path left out, the rest of the
+# shim there.
 BASE = BITS["FORWARD_LAUNCHES"]
 
 
@@ -51,8 +54,12 @@ def by_mode(run, keep):
 
 
 def main():
+    global BASE
+    paths = sys.argv[1:]
+    if paths[:1] == ["--against"]:
+        BASE, paths = BITS[paths[1]], paths[2:]
     programs = {}
-    for path, run in runs(sys.argv[1:]):
+    for path, run in runs(paths):
         programs.setdefault(run["program"], []).append((path, run))
     for program, procs in programs.items():
         fastest = min(min(pair) for _, run in procs for pair in run["probe_ms"])
