@@ -197,15 +197,17 @@ def probe():
 
 def toggled_modes(steps):
     """With STREAMSAN_TOGGLE set: each timed step's parts to leave out (the list's entries,
-    shuffled anew each cycle, so that no mode keeps one place in it) and the preloaded
-    shim's function that leaves them out; ([], None) without it."""
+    shuffled anew each cycle, so that no mode keeps one place in it, and in another order in
+    each process, so that no mode follows another more often in every process: the order is
+    in the JSON line) and the preloaded shim's function that leaves them out; ([], None)
+    without it."""
     toggle = [int(m) for m in os.environ.get("STREAMSAN_TOGGLE", "").split(",") if m]
     if not toggle:
         return [], None
     import ctypes
     leave_out = ctypes.CDLL(None).streamsan_experiment
     leave_out.argtypes = [ctypes.c_uint32]
-    shuffle, modes = random.Random(1), []
+    shuffle, modes = random.Random(os.getpid()), []
     while len(modes) < steps:
         cycle = list(toggle)
         shuffle.shuffle(cycle)
