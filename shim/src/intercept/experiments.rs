@@ -30,6 +30,9 @@ pub const FORWARD_SYNCS: u32 = 64;
 pub const FORWARD_COPIES: u32 = 128;
 /// Event records, creations and destructions and a stream's waits call the driver alone.
 pub const FORWARD_EVENTS: u32 = 256;
+/// A synchronize's join waits in the model's batch for the watcher's next turn: the watcher
+/// is not asked to tell the batch at once.
+pub const UNASKED_JOINS: u32 = 512;
 
 /// The bits that have the hooks of the driver-API family `family` (its name in
 /// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.
