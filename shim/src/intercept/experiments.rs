@@ -22,7 +22,8 @@ pub const NO_QUEUE: u32 = 8;
 /// Every hook but `cuGetProcAddress`'s calls the driver and nothing else (which would hand
 /// the program the driver's own functions for good).
 pub const FORWARD_ALL: u32 = 16;
-/// Every hook but the launches' (and `cuGetProcAddress`'s) calls the driver and nothing else.
+/// Every hook but the kernel launches' (and `cuGetProcAddress`'s) calls the driver and nothing
+/// else; host functions and stream callbacks are forwarded with the others.
 pub const FORWARD_OTHERS: u32 = 32;
 /// The synchronizes and queries (of a context, a stream, an event) call the driver alone.
 pub const FORWARD_SYNCS: u32 = 64;
