@@ -27,13 +27,15 @@ BITS = {name: int(bit) for name, bit in re.findall(r"pub const (\w+): u32 = (\d+
 PART_NAMES = {bit: name.lower().replace("_", " ") for name, bit in BITS.items()}
 # The mode every other is set against unless told: the launch path left out, the rest of the
 # shim there.
-BASE = BITS["FORWARD_LAUNCHES"]
+DEFAULT_BASE = "FORWARD_LAUNCHES"
 
 
 def mode_name(mode):
     if mode == "native":
         return "native (other processes)"
-    return "+".join(name for bit, name in PART_NAMES.items() if mode & bit) or "all of the shim"
+    # A bit the module no longer defines (an older run's) is named by its number.
+    bits = [1 << i for i in range(32) if mode & (1 << i)]
+    return "+".join(PART_NAMES.get(bit, f"bit {bit}") for bit in bits) or "all of the shim"
 
 
 def runs(paths):
@@ -54,10 +56,9 @@ def by_mode(run, keep):
 
 
 def main():
-    global BASE
-    paths = sys.argv[1:]
+    paths, base = sys.argv[1:], BITS[DEFAULT_BASE]
     if paths[:1] == ["--against"]:
-        BASE, paths = BITS[paths[1]], paths[2:]
+        base, paths = BITS[paths[1]], paths[2:]
     programs = {}
     for path, run in runs(paths):
         programs.setdefault(run["program"], []).append((path, run))
@@ -70,9 +71,9 @@ def main():
                 every.setdefault(mode, []).extend(steps)
             for mode, steps in by_mode(run, full).items():
                 at_full.setdefault(mode, []).extend(steps)
-        print(f"{program}: fastest probe {fastest} ms; each mode against '{mode_name(BASE)}'")
-        base_every = statistics.median(every[BASE]) if every.get(BASE) else None
-        base_full = statistics.median(at_full[BASE]) if at_full.get(BASE) else None
+        print(f"{program}: fastest probe {fastest} ms; each mode against '{mode_name(base)}'")
+        base_every = statistics.median(every[base]) if every.get(base) else None
+        base_full = statistics.median(at_full[base]) if at_full.get(base) else None
         for mode in sorted(every, key=lambda m: (m == "native", str(m))):
             median_every = statistics.median(every[mode])
             steps = at_full.get(mode, [])
@@ -84,11 +85,11 @@ def main():
         # Each toggled process on its own, over all its steps.
         for path, run in procs:
             steps = by_mode(run, lambda _: True)
-            if run.get("modes") and steps.get(BASE):
-                own = statistics.median(steps[BASE])
+            if run.get("modes") and steps.get(base):
+                own = statistics.median(steps[base])
                 cells = ", ".join(f"{mode_name(m)} {statistics.median(t) / own:.3f}x ({len(t)})"
-                                  for m, t in sorted(steps.items()) if m != BASE)
-                print(f"    {path}: {mode_name(BASE)} {own:.3f} ms ({len(steps[BASE])}); {cells}")
+                                  for m, t in sorted(steps.items()) if m != base)
+                print(f"    {path}: {mode_name(base)} {own:.3f} ms ({len(steps[base])}); {cells}")
 
 
 if __name__ == "__main__":
