@@ -46,7 +46,7 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
 
-use crate::intercept::{experiments::leaves_out, experiments::UNASKED_JOINS, options::options};
+use crate::intercept::options::options;
 
 /// Operations waiting when the serving thread is asked to tell them.
 const CAPACITY: usize = 64;
@@ -185,7 +185,7 @@ pub fn join(model: &Model, join: Join) {
         return;
     }
     push(model, |_| Queued::Join(join));
-    if !leaves_out(UNASKED_JOINS) && !SERVER.get().is_some_and(|ask| ask()) {
+    if !SERVER.get().is_some_and(|ask| ask()) {
         settle(model);
     }
 }
@@ -435,27 +435,5 @@ mod tests {
             settle(&model);
             assert_eq!(model.races().len(), usize::from(!waits), "waits: {waits}");
         }
-    }
-
-    /// A program measuring the shim may leave a join unasked: it waits for the watcher's turn
-    /// (the serving thread is not asked), and is asked again once the part is back.
-    #[cfg(feature = "experiments")]
-    #[test]
-    fn an_unasked_join_waits_for_the_servers_turn() {
-        use crate::intercept::experiments::{streamsan_experiment, SERIAL as EXPERIMENTS};
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let _experiments = EXPERIMENTS.lock().unwrap_or_else(|e| e.into_inner());
-        serve_by(asked);
-        let model = Model::new(Box::new(|_| None), None);
-        settle(&model);
-        let before = ASKED.load(Ordering::Relaxed);
-        streamsan_experiment(UNASKED_JOINS);
-        join(&model, Join::Context(1));
-        streamsan_experiment(0);
-        assert_eq!(ASKED.load(Ordering::Relaxed), before, "not asked");
-        assert!(waiting(), "the join waits");
-        join(&model, Join::Context(1));
-        assert_eq!(ASKED.load(Ordering::Relaxed), before + 1, "asked again");
-        settle(&model);
     }
 }
