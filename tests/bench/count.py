@@ -12,6 +12,12 @@ runs agree to a tenth of a percent (only the watcher's turns vary), so two build
 where timings cannot (misses move a few percent with where the libraries' data lands); what a count is worth in time on the GPU host is not said here
 (reports/gpu/steady-state/ times the parts there).
 
+It also gives the code the hook runs at every launch: instructions, 64-byte lines and 4 KiB
+pages, by object file. The eviction above empties the data caches, not the instruction
+cache; a real program's own code between launches (tens of microseconds of the interpreter
+and the framework) does, so each of those lines is a level-1 instruction miss per launch
+there, and each page a possible instruction-TLB miss.
+
 Callgrind runs the program's threads one at a time, so the shim's watcher rarely runs and the
 program's thread tells the model's batch itself when the queue is full: that work (the
 batch's settle) is the watcher's on a real machine and is not counted. Calls of the capture
@@ -70,7 +76,8 @@ def run(workload, drivers):
     # the same names, nested in the hooks) and the batch's settles are not counted.
     toggles = [f"--toggle-collect={f}" for f in (EXPORT, MEMSET, SETTLE)]
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", "--cache-sim=yes",
-                    "--branch-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64", "--collect-atstart=no", *toggles,
+                    "--branch-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64", "--collect-atstart=no",
+                    "--dump-instr=yes", *toggles,
                     f"--callgrind-out-file={out}/callgrind.%p",
                     os.path.join(PROFILE, "streamsan-bench"), "--child", workload],
                    env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -81,12 +88,15 @@ def run(workload, drivers):
 
 class Profile:
     """Callgrind's file of one thread, read: each function's own counts, the counts of the
-    calls it makes (their callees' inclusive counts), and how often others called it, by
-    (object file, function). Callgrind gives names once with a number, then the number alone,
-    and a function's lines from inlined code under the same function."""
+    calls it makes (their callees' inclusive counts), how often others called it, by (object
+    file, function), and each instruction's own count of executions, by (object file,
+    address). Callgrind gives names once with a number, then the number alone, a function's
+    lines from inlined code under the same function, and each cost line's positions (an
+    instruction's address, its source line) in full, relative to the line before (`+n`,
+    `-n`) or the same (`*`)."""
 
     def __init__(self, path):
-        self.own, self.callees, self.calls = {}, {}, {}
+        self.own, self.callees, self.calls, self.executed = {}, {}, {}, {}
         names, objects = {}, {}
 
         def name(table, value):
@@ -95,19 +105,37 @@ class Profile:
                 table[number] = text
             return table.get(number, number)
 
-        events, obj, function, callee, callee_object, call = [], None, None, None, None, False
+        def position(token, before):
+            if token == "*":
+                return before
+            if token[0] in "+-":
+                return before + int(token)
+            return int(token, 0)
+
+        events, positions, obj, function, callee, callee_object, call = [], [], None, None, None, None, False
         with open(path) as f:
             for line in f:
                 line = line.rstrip("\n")
                 if line.startswith("events:"):
                     events = line.split()[1:]
                     continue
-                if line[:1].isdigit() or line[:1] in "+-*":
-                    counts = dict(zip(events, map(int, line.split()[1:])))
+                if line.startswith("positions:"):
+                    positions = [0] * len(line.split()[1:])
+                    continue
+                if line and (line[0].isdigit() or line[0] in "+-*"):
+                    fields = line.split()
+                    # A line may leave out trailing positions that did not change, as its
+                    # trailing counts that are zero.
+                    given = fields[:len(positions)]
+                    positions = [position(t, p) for t, p in zip(given, positions)] + positions[len(given):]
+                    counts = dict(zip(events, map(int, fields[len(positions):])))
                     table = self.callees if call else self.own
                     row = table.setdefault((obj, function), [0] * len(EVENTS))
                     for i, event in enumerate(EVENTS):
                         row[i] += counts.get(event, 0)
+                    if not call:
+                        at = (obj, positions[0])
+                        self.executed[at] = self.executed.get(at, 0) + counts.get("Ir", 0)
                     call = False
                     continue
                 key, _, value = line.partition("=")
@@ -124,6 +152,20 @@ class Profile:
                     if target != (obj, function):
                         self.calls[target] = self.calls.get(target, 0) + int(value.split()[0])
                     callee_object, call = None, True
+
+    def code_touched(self, calls):
+        """By object file, the instructions, 64-byte lines and 4 KiB pages of code that nearly
+        every one of `calls` calls runs (executed at least 0.9 times a call): the code a call
+        brings back into the caches and the instruction TLB when the program's own work
+        between calls evicted it."""
+        touched = {}
+        for (obj, address), executed in self.executed.items():
+            if executed >= 0.9 * calls:
+                instructions, lines, pages = touched.setdefault(obj, (set(), set(), set()))
+                instructions.add(address)
+                lines.add(address // 64)
+                pages.add(address // 4096)
+        return {obj: tuple(len(s) for s in sets) for obj, sets in touched.items()}
 
     def inclusive(self, obj, function):
         own = self.own.get((obj, function), [0] * len(EVENTS))
@@ -147,6 +189,10 @@ def main():
         counts = profile.inclusive(SHIM, function)
         figures = " ".join(f"{c / calls:>{w}.1f}" for c, w in zip(counts, [12, 16, 17, 13])) if calls else ""
         print(f"  {label:<46} {calls:>7} {figures}")
+    print(f"  code the hook runs at every launch (the driver's call left out), by object file:")
+    print(f"  {'object':<46} {'instructions':>12} {'64-byte lines':>14} {'4 KiB pages':>12}")
+    for obj, (instructions, lines, pages) in sorted(profile.code_touched(n).items(), key=lambda kv: -kv[1][1]):
+        print(f"  {obj:<46} {instructions:>12} {lines:>14} {pages:>12}")
 
 
 if __name__ == "__main__":
