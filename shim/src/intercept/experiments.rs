@@ -22,40 +22,29 @@ pub const NO_QUEUE: u32 = 8;
 /// Every hook but `cuGetProcAddress`'s calls the driver and nothing else (which would hand
 /// the program the driver's own functions for good).
 pub const FORWARD_ALL: u32 = 16;
-/// Every hook but the kernel launches' (and `cuGetProcAddress`'s) calls the driver and nothing
-/// else; host functions and stream callbacks are forwarded with the others.
-///
-/// Bits once used and not given again, so that the runs that used them keep their meaning
-/// (`reports/gpu/whole-shim-in-process/`): 64 to 256 split the other hooks by family; 512 left
-/// a synchronize's join for the watcher's next turn; 1024 and 2048 (branch `exp/decompose`)
-/// left the model's updates out and had the busy watcher nap 1 ms. None resolved a cost worth
-/// a bit of its own.
-pub const FORWARD_OTHERS: u32 = 32;
+// Bits once used and not given again, so that the runs that used them keep their meaning
+// (`reports/gpu/whole-shim-in-process/`): 32 forwarded every hook but the launches'; 64 to 256
+// split those by family; 512 left a synchronize's join for the watcher's next turn; 1024 and
+// 2048 (branch `exp/decompose`) left the model's updates out and had the busy watcher nap
+// 1 ms. Each answered its question, none with a cost worth a bit of its own.
 
 /// The bits that have the hooks of the driver-API family `family` (its name in
 /// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.
+/// `cuGetProcAddress` is never forwarded: the program would keep the driver's functions.
 pub const fn forwarding(family: &str) -> u32 {
-    const fn starts(name: &[u8], prefix: &[u8]) -> bool {
-        if name.len() < prefix.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < prefix.len() {
-            if name[i] != prefix[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
+    const PROC_ADDRESS: &[u8] = b"get_proc_address";
     let name = family.as_bytes();
-    if starts(name, b"get_proc_address") {
-        0
-    } else if starts(name, b"launch_kernel") || starts(name, b"launch_cooperative_kernel") {
-        FORWARD_ALL
-    } else {
-        FORWARD_ALL | FORWARD_OTHERS
+    if name.len() < PROC_ADDRESS.len() {
+        return FORWARD_ALL;
     }
+    let mut i = 0;
+    while i < PROC_ADDRESS.len() {
+        if name[i] != PROC_ADDRESS[i] {
+            return FORWARD_ALL;
+        }
+        i += 1;
+    }
+    0
 }
 
 #[cfg(feature = "experiments")]
@@ -102,12 +91,12 @@ mod tests {
     }
 
     #[test]
-    fn each_family_is_forwarded_by_its_own_bits() {
+    fn every_family_but_get_proc_address_is_forwarded_with_all() {
         assert_eq!(forwarding("get_proc_address_v2"), 0, "never: the program would keep the driver's functions");
         assert_eq!(forwarding("launch_kernel_ex"), FORWARD_ALL);
         assert_eq!(forwarding("launch_cooperative_kernel"), FORWARD_ALL);
-        assert_eq!(forwarding("stream_synchronize"), FORWARD_ALL | FORWARD_OTHERS);
-        assert_eq!(forwarding("memcpy_dtoh_async"), FORWARD_ALL | FORWARD_OTHERS);
-        assert_eq!(forwarding("launch_host_func"), FORWARD_ALL | FORWARD_OTHERS, "a host function is not a kernel");
+        assert_eq!(forwarding("stream_synchronize"), FORWARD_ALL);
+        assert_eq!(forwarding("memcpy_dtoh_async"), FORWARD_ALL);
+        assert_eq!(forwarding("get"), FORWARD_ALL, "a name shorter than the prefix");
     }
 }
