@@ -99,8 +99,8 @@ options! {
         "races not to report (ThreadSanitizer's format)";
     print_limit: Option<u64> = None, Syntax::Number { min: 0, max: u64::MAX }, "--print-limit",
         "print at most N races on stderr (all go to the report)";
-    backtrace_depth: usize = 24, Syntax::Number { min: 1, max: 1024 }, "--backtrace-depth",
-        "frames per call site";
+    backtrace_depth: usize = 24, Syntax::Number { min: 1, max: MAX_BACKTRACE_DEPTH as u64 }, "--backtrace-depth",
+        "native frames captured at each call (at most 64), and frames a report shows per call site";
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
     host_races: bool = false, Syntax::Switch, "--host-races",
@@ -128,6 +128,10 @@ named_enum! {
 /// Where reports go unless `log_path` (`--report`) says otherwise: in the program's working
 /// directory, one per process.
 pub const DEFAULT_REPORT: &str = "streamsan.%p.json";
+
+/// The deepest `backtrace_depth` (`--backtrace-depth`): the shim captures that many native
+/// frames at every call into stack buffers of this size, on the calling thread.
+pub const MAX_BACKTRACE_DEPTH: usize = 64;
 
 /// One `streamsan run` flag: the option it sets, and its help.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -390,6 +394,8 @@ mod tests {
         assert!(Options::parse("exitcode=256").unwrap_err().0.contains("0 to 255"));
         assert!(Options::parse("halt_on_error=yes").unwrap_err().0.contains("0 or 1"));
         assert!(Options::parse("backtrace_depth=0").unwrap_err().0.contains("backtrace_depth"));
+        assert!(Options::parse("backtrace_depth=64").is_ok());
+        assert!(Options::parse("backtrace_depth=65").unwrap_err().0.contains("backtrace_depth"));
         assert!(Options::parse("log_path=").unwrap_err().0.contains("needs a value"));
         assert!(Options::parse("log_path='x").unwrap_err().0.contains("unterminated"));
         assert!(Options::parse("footprint=fast").unwrap_err().0.contains("exact, learn, params"));

@@ -113,6 +113,27 @@ fn backtrace_depth_bounds_each_call_site() {
     }
 }
 
+/// The depth is the capture's as well as the report's: a call site deeper than the default
+/// (24) keeps as many frames as asked, up to the option's bound, and the default keeps 24.
+#[test]
+fn backtrace_depth_is_how_deep_each_call_site_is_captured() {
+    let exe = lifecycle();
+    let sites = |depth: Option<&str>| {
+        let dir = scratch(&format!("deep-{}", depth.unwrap_or("default")));
+        let report = report_arg(&dir);
+        let depth = depth.map_or(vec![], |depth| vec!["--backtrace-depth", depth]);
+        let args = [&["run"][..], &depth, &["--report", &report, "--", exe.to_str().unwrap(), "deep"]].concat();
+        run_cli(&dir, &args);
+        let report = &reports_in(&dir, "report.")[0].1;
+        let race = report.races.first().expect("the RAW is reported");
+        let deep = race.second.site.iter().filter(|f| f.function.as_deref() == Some("deep")).count();
+        (race.second.site.len(), deep)
+    };
+    assert_eq!(sites(Some("50")), (50, 48), "launch and cross_stream are innermost");
+    assert_eq!(sites(None).0, 24);
+    assert_eq!(sites(Some("64")).0, 64);
+}
+
 #[test]
 fn streamsan_options_drive_a_shim_preloaded_by_hand() {
     let exe = lifecycle();

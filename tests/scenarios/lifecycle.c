@@ -10,6 +10,8 @@
      late      a race, "raced" on stderr, 100 launches ordered on one stream, "launched" on
                stderr, "done": the race, queued with the launches, is reported (at once,
                before "raced", with halt_on_error=1)
+     deep      the RAW of "races", made 60 calls of deep() down from main (call sites deeper
+               than the default backtrace depth)
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
    streamsan's own constructor ran (a program's libraries are initialized before the preloaded
    shim): the model finds it before the report's sink is installed.
@@ -59,6 +61,16 @@ static void before_alloc(int ordered) {
     launch(s2, y, x);
 }
 
+/* Calls itself `n` times, then makes a RAW: the call's stack holds `n` frames of deep(). The
+   empty statement after the call keeps it from being a jump, which would leave no frame. */
+__attribute__((noinline)) static void deep(int n) {
+    if (n > 0)
+        deep(n - 1);
+    else
+        cross_stream(0);
+    __asm__ volatile("" ::: "memory");
+}
+
 #if defined(RACE_AT_LOAD)
 __attribute__((constructor)) static void race_at_load(void) {
     setup_scale_and_two_streams(&scale, &s1, &s2);
@@ -92,6 +104,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "raced\n");
         for (int i = 0; i < 100; i++) launch(s1, y, z);
         fprintf(stderr, "launched\n");
+    } else if (strcmp(mode, "deep") == 0) {
+        deep(60);
     } else if (strcmp(mode, "fork") == 0) {
         cross_stream(0);
         fflush(stdout);
@@ -104,7 +118,7 @@ int main(int argc, char **argv) {
         waitpid(child, &status, 0);
         printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late\n");
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep\n");
         return 2;
     }
     printf("done\n");

@@ -25,12 +25,11 @@ use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 
 use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
+use streamsan::options::MAX_BACKTRACE_DEPTH;
 
 use super::{actions, table};
+use crate::intercept::options::options;
 use crate::sites::{python, stack};
-
-/// Native frames kept per fault.
-pub const DEPTH: usize = 24;
 /// Faults waiting for the watcher at most.
 const SLOTS: usize = 64;
 
@@ -63,7 +62,7 @@ pub struct Fault {
     /// The faulting instruction's address plus one (as a return address would be), then
     /// the return addresses of its callers; for a call, the return addresses from the
     /// program's call.
-    pub native: [u64; DEPTH],
+    pub native: [u64; MAX_BACKTRACE_DEPTH],
     pub native_len: usize,
     pub python: [python::RawFrame; python::DEPTH],
     pub python_len: usize,
@@ -198,7 +197,10 @@ pub fn record(verdict: Verdict, addr: u64, len: u64, ip: Option<u64>) {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let mut native = [0u64; DEPTH];
+    // As many as a call site keeps (`backtrace_depth`): the options were read when the
+    // guard was set up, so this reads a value already there.
+    let most = options().backtrace_depth.min(MAX_BACKTRACE_DEPTH);
+    let mut native = [0u64; MAX_BACKTRACE_DEPTH];
     let mut depth = 0;
     if let Some(ip) = ip {
         // The faulting instruction, as if it were a return address: reports look up the byte
@@ -233,7 +235,7 @@ pub fn record(verdict: Verdict, addr: u64, len: u64, ip: Option<u64>) {
                     None => {}
                 }
             }
-            depth < DEPTH
+            depth < most
         });
     }
     let mut python = [(0usize, 0); python::DEPTH];

@@ -16,13 +16,13 @@ use streamsan::hash::{fast_map, FastHasher, FastMap};
 use streamsan::recent::Recent;
 
 use streamsan::model::op::StackId;
+use streamsan::options::MAX_BACKTRACE_DEPTH;
 use streamsan::phases::{self, Phase};
 use streamsan::report::Frame;
 
 use super::python;
+use crate::intercept::options::options;
 
-/// Native frames kept per call site.
-const DEPTH: usize = 24;
 /// Marks a depot entry that is a Python frame id, not a return address (no user-space
 /// address has these bits).
 const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
@@ -137,16 +137,19 @@ fn native_entries(id: StackId) -> Vec<u64> {
     depot().stacks.read().unwrap_or_else(|e| e.into_inner()).get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
 }
 
-/// Frames of a chain, the shim's included: enough for the shim's own and `DEPTH` more.
-const CHAIN: usize = DEPTH + 16;
+/// Frames of a chain, the shim's included: enough for the shim's own and the deepest
+/// capture's.
+const CHAIN: usize = MAX_BACKTRACE_DEPTH + 16;
 
-/// Unwinds the stack, interns its program frames (innermost first), and remembers the chain
-/// for [`capture`]'s check.
+/// Unwinds the stack, interns its program frames (innermost first, as many as
+/// `backtrace_depth` asks), and remembers the chain for [`capture`]'s check. A shallower
+/// depth makes a shorter chain, which the next capture from the same place reads faster.
 fn unwind(anchor: usize) -> StackId {
     let (lo, hi) = shim_range();
+    let depth = options().backtrace_depth.min(MAX_BACKTRACE_DEPTH);
     // (return address, stack pointer at the call) of every frame, the shim's included.
     let mut chain = [(0u64, 0u64); CHAIN];
-    let mut native = [0u64; DEPTH];
+    let mut native = [0u64; MAX_BACKTRACE_DEPTH];
     let mut len = 0;
     let mut kept = 0;
     // SAFETY: the unwinder is thread-safe; the closure only stores addresses.
@@ -162,7 +165,7 @@ fn unwind(anchor: usize) -> StackId {
                 native[kept] = ip;
                 kept += 1;
             }
-            kept < DEPTH && len < CHAIN
+            kept < depth && len < CHAIN
         });
     }
     let id = intern(&native[..kept]);
