@@ -28,8 +28,8 @@ use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 
 use super::{actions, table};
-use crate::intercept::options::options;
 use crate::sites::{python, stack};
+
 /// Faults waiting for the watcher at most.
 const SLOTS: usize = 64;
 
@@ -197,9 +197,9 @@ pub fn record(verdict: Verdict, addr: u64, len: u64, ip: Option<u64>) {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    // As many as a call site keeps (`backtrace_depth`): the options were read when the
-    // guard was set up, so this reads a value already there.
-    let most = options().backtrace_depth.min(MAX_BACKTRACE_DEPTH);
+    // As many as a call site keeps; the guard is set up after the options are read, so
+    // this reads a value already there.
+    let most = stack::depth();
     let mut native = [0u64; MAX_BACKTRACE_DEPTH];
     let mut depth = 0;
     if let Some(ip) = ip {

@@ -32,19 +32,10 @@ pub const FORWARD_ALL: u32 = 16;
 /// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.
 /// `cuGetProcAddress` is never forwarded: the program would keep the driver's functions.
 pub const fn forwarding(family: &str) -> u32 {
-    const PROC_ADDRESS: &[u8] = b"get_proc_address";
-    let name = family.as_bytes();
-    if name.len() < PROC_ADDRESS.len() {
-        return FORWARD_ALL;
+    match family.as_bytes() {
+        [b'g', b'e', b't', b'_', b'p', b'r', b'o', b'c', b'_', ..] => 0,
+        _ => FORWARD_ALL,
     }
-    let mut i = 0;
-    while i < PROC_ADDRESS.len() {
-        if name[i] != PROC_ADDRESS[i] {
-            return FORWARD_ALL;
-        }
-        i += 1;
-    }
-    0
 }
 
 #[cfg(feature = "experiments")]

@@ -146,7 +146,7 @@ const CHAIN: usize = MAX_BACKTRACE_DEPTH + 16;
 /// depth makes a shorter chain, which the next capture from the same place reads faster.
 fn unwind(anchor: usize) -> StackId {
     let (lo, hi) = shim_range();
-    let depth = options().backtrace_depth.min(MAX_BACKTRACE_DEPTH);
+    let keep = depth();
     // (return address, stack pointer at the call) of every frame, the shim's included.
     let mut chain = [(0u64, 0u64); CHAIN];
     let mut native = [0u64; MAX_BACKTRACE_DEPTH];
@@ -165,7 +165,7 @@ fn unwind(anchor: usize) -> StackId {
                 native[kept] = ip;
                 kept += 1;
             }
-            kept < depth && len < CHAIN
+            kept < keep && len < CHAIN
         });
     }
     let id = intern(&native[..kept]);
@@ -456,6 +456,12 @@ pub fn current_frames() -> Vec<Frame> {
         ips.len() < 64
     });
     ips.into_iter().filter(|&ip| ip != 0).flat_map(resolve).collect()
+}
+
+/// The program frames a capture keeps: `backtrace_depth`, within the buffers' size (the
+/// host guard's caught stacks keep as many).
+pub fn depth() -> usize {
+    options().backtrace_depth.min(MAX_BACKTRACE_DEPTH)
 }
 
 #[cfg(test)]
