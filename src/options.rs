@@ -394,8 +394,12 @@ mod tests {
         assert!(Options::parse("exitcode=256").unwrap_err().0.contains("0 to 255"));
         assert!(Options::parse("halt_on_error=yes").unwrap_err().0.contains("0 or 1"));
         assert!(Options::parse("backtrace_depth=0").unwrap_err().0.contains("backtrace_depth"));
-        assert!(Options::parse("backtrace_depth=64").is_ok());
-        assert!(Options::parse("backtrace_depth=65").unwrap_err().0.contains("backtrace_depth"));
+        assert!(Options::parse(&format!("backtrace_depth={MAX_BACKTRACE_DEPTH}")).is_ok());
+        let over = format!("backtrace_depth={}", MAX_BACKTRACE_DEPTH + 1);
+        assert!(Options::parse(&over).unwrap_err().0.contains("backtrace_depth"));
+        // The help says the bound in words: it must be the bound.
+        let help = Options::flags().into_iter().find(|f| f.key == "backtrace_depth").unwrap().help;
+        assert!(help.contains(&format!("at most {MAX_BACKTRACE_DEPTH})")), "{help}");
         assert!(Options::parse("log_path=").unwrap_err().0.contains("needs a value"));
         assert!(Options::parse("log_path='x").unwrap_err().0.contains("unterminated"));
         assert!(Options::parse("footprint=fast").unwrap_err().0.contains("exact, learn, params"));

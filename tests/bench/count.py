@@ -157,7 +157,8 @@ class Profile:
         """By object file, the instructions, 64-byte lines and 4 KiB pages of code that nearly
         every one of `calls` calls runs (executed at least 0.9 times a call): the code a call
         brings back into the caches and the instruction TLB when the program's own work
-        between calls evicted it."""
+        between calls evicted it. A loop that a few calls run many times passes too: the
+        unwinder's rows on the bench are its few unwinds of deep chains, not every launch's."""
         touched = {}
         for (obj, address), executed in self.executed.items():
             if executed >= 0.9 * calls:
@@ -189,7 +190,7 @@ def main():
         counts = profile.inclusive(SHIM, function)
         figures = " ".join(f"{c / calls:>{w}.1f}" for c, w in zip(counts, [12, 16, 17, 13])) if calls else ""
         print(f"  {label:<46} {calls:>7} {figures}")
-    print(f"  code the hook runs at every launch (the driver's call left out), by object file:")
+    print("  code the hook runs at every launch (the driver's call left out), by object file:")
     print(f"  {'object':<46} {'instructions':>12} {'64-byte lines':>14} {'4 KiB pages':>12}")
     for obj, (instructions, lines, pages) in sorted(profile.code_touched(n).items(), key=lambda kv: -kv[1][1]):
         print(f"  {obj:<46} {instructions:>12} {lines:>14} {pages:>12}")
