@@ -337,14 +337,7 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
         run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
     assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    // The count of a row: the first field after its label.
-    let count = |label: &str| -> u64 {
-        let row = stderr
-            .lines()
-            .find_map(|line| line.trim_start().strip_prefix(label).filter(|rest| rest.starts_with(' ')))
-            .unwrap_or_else(|| panic!("no row {label:?} in\n{stderr}"));
-        row.split_whitespace().next().unwrap().parse().unwrap()
-    };
+    let count = |label: &str| phase_count(&stderr, label);
     // The program launches three kernels and makes two races; no copy, no memset.
     assert_eq!(count("launches in the driver"), 3);
     assert_eq!(count("kernel name and layout"), 3);
@@ -361,6 +354,34 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
     for (name, &calls) in intercepted {
         assert_eq!(count(name), calls, "{name}");
     }
+}
+
+/// A call chain met again is read from the stack, not unwound, wherever the stack lies: the
+/// same chain from four stack positions 16 bytes apart is unwound once from each. A hook frame
+/// that realigns its stack pointer (a local aligned beyond 16 bytes) puts two of them at one
+/// anchor with their frames apart, and the chain trie then unwinds one at every call, some
+/// 45 µs each (`reports/gpu/ahead/`).
+#[test]
+fn a_chain_met_again_is_not_unwound_wherever_the_stack_lies() {
+    let exe = lifecycle();
+    let dir = scratch("stack-offsets");
+    let out =
+        run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "offsets"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let captures = phase_count(&stderr, "call-site capture");
+    let unwinds = phase_count(&stderr, "of which unwinds (chain not remembered)");
+    assert!(captures >= 400, "{captures} captures");
+    assert!(unwinds <= 16, "{unwinds} unwinds in {captures} captures");
+}
+
+/// The count of a `--phase-times` row in `stderr`: the first field after its label.
+fn phase_count(stderr: &str, label: &str) -> u64 {
+    let row = stderr
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix(label).filter(|rest| rest.starts_with(' ')))
+        .unwrap_or_else(|| panic!("no row {label:?} in\n{stderr}"));
+    row.split_whitespace().next().unwrap().parse().unwrap()
 }
 
 #[test]

@@ -12,10 +12,14 @@
                before "raced", with halt_on_error=1)
      deep      the RAW of "races", made 60 calls of deep() down from main (call sites deeper
                than the default backtrace depth)
+     offsets   100 ordered launches from each of four stack positions 16 bytes apart, along
+               one call chain: its frames lie at another offset from the stack's 64-byte
+               lines each time, then "done"
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
    streamsan's own constructor ran (a program's libraries are initialized before the preloaded
    shim): the model finds it before the report's sink is installed.
    The kernel is cuda_min.h's scale(out, in, n). Exit status 0 unless said otherwise. */
+#include <alloca.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +75,15 @@ __attribute__((noinline)) static void deep(int n) {
     __asm__ volatile("" ::: "memory");
 }
 
+/* Launches 100 times on s1 from a frame `pad` bytes deeper than it would be: the same call chain
+   (the same return addresses), its frames `pad` bytes further down the stack. */
+__attribute__((noinline)) static void launch_padded(size_t pad, CUdeviceptr out, CUdeviceptr in) {
+    volatile char *room = alloca(pad + 1);
+    room[0] = 0;
+    for (int i = 0; i < 100; i++) launch(s1, out, in);
+    __asm__ volatile("" ::: "memory");
+}
+
 #if defined(RACE_AT_LOAD)
 __attribute__((constructor)) static void race_at_load(void) {
     setup_scale_and_two_streams(&scale, &s1, &s2);
@@ -106,6 +119,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "launched\n");
     } else if (strcmp(mode, "deep") == 0) {
         deep(60);
+    } else if (strcmp(mode, "offsets") == 0) {
+        CUdeviceptr y = buffer(), z = buffer();
+        for (size_t pad = 0; pad < 64; pad += 16) launch_padded(pad, y, z);
     } else if (strcmp(mode, "fork") == 0) {
         cross_stream(0);
         fflush(stdout);
@@ -118,7 +134,7 @@ int main(int argc, char **argv) {
         waitpid(child, &status, 0);
         printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep\n");
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep|offsets\n");
         return 2;
     }
     printf("done\n");
