@@ -26,7 +26,10 @@ pub const FORWARD_ALL: u32 = 16;
 // (`reports/gpu/whole-shim-in-process/`): 32 forwarded every hook but the launches'; 64 to 256
 // split those by family; 512 left a synchronize's join for the watcher's next turn; 1024 and
 // 2048 (branch `exp/decompose`) left the model's updates out and had the busy watcher nap
-// 1 ms. Each answered its question, none with a cost worth a bit of its own.
+// 1 ms; 4096 to 32768 (branch `overlap`, `reports/gpu/overlap/`) read launches on a helper
+// thread; 65536 (branch `ahead`, `reports/gpu/ahead/`) left out fetching a launch's lines
+// ahead; 131072 (branch `exp/twice`, `reports/gpu/twice/`) did the capture and the scan twice.
+// Each answered its question, none with a cost worth a bit of its own.
 
 /// The bits that have the hooks of the driver-API family `family` (its name in
 /// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.
