@@ -12,9 +12,10 @@
                before "raced", with halt_on_error=1)
      deep      the RAW of "races", made 60 calls of deep() down from main (call sites deeper
                than the default backtrace depth)
-     offsets   100 ordered launches from each of four stack positions 16 bytes apart, along
-               one call chain: its frames lie at another offset from the stack's 64-byte
-               lines each time, then "done"
+     offsets   100 launches (cuLaunchKernel and cuLaunchKernelEx) and memsets, all on one
+               stream, from each of four stack positions 16 bytes apart, along the same call
+               chains: their frames lie at another offset from the stack's 64-byte lines each
+               time, then "done"
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
    streamsan's own constructor ran (a program's libraries are initialized before the preloaded
    shim): the model finds it before the report's sink is installed.
@@ -75,12 +76,20 @@ __attribute__((noinline)) static void deep(int n) {
     __asm__ volatile("" ::: "memory");
 }
 
-/* Launches 100 times on s1 from a frame `pad` bytes deeper than it would be: the same call chain
-   (the same return addresses), its frames `pad` bytes further down the stack. */
+/* 100 times on s1, from a frame `pad` bytes deeper than it would be: a cuLaunchKernel, a
+   cuLaunchKernelEx and a cuMemsetD8Async of `out`. The same call chains (the same return
+   addresses), their frames `pad` bytes further down the stack. */
 __attribute__((noinline)) static void launch_padded(size_t pad, CUdeviceptr out, CUdeviceptr in) {
     volatile char *room = alloca(pad + 1);
     room[0] = 0;
-    for (int i = 0; i < 100; i++) launch(s1, out, in);
+    for (int i = 0; i < 100; i++) {
+        launch(s1, out, in);
+        int n = 64;
+        void *params[] = {&out, &in, &n};
+        CUlaunchConfig config = {1, 1, 1, 64, 1, 1, 0, s1, NULL, 0};
+        CHECK(cuLaunchKernelEx(&config, scale, params, NULL));
+        CHECK(cuMemsetD8Async(out, 0, 256, s1));
+    }
     __asm__ volatile("" ::: "memory");
 }
 
