@@ -331,10 +331,7 @@ fn help_is_asked_for_before_the_program_and_given_to_it_after() {
 /// as the report counts the calls.
 #[test]
 fn phase_times_prints_each_phase_and_entry_point_at_exit() {
-    let exe = lifecycle();
-    let dir = scratch("phase-times");
-    let out =
-        run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "races"]);
+    let (dir, out) = lifecycle_with_phase_times("phase-times", "races");
     assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     let count = |label: &str| phase_count(&stderr, label);
@@ -358,16 +355,12 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
 
 /// A call chain met again is read from the stack, not unwound, wherever the stack lies: the
 /// same chains (a launch, a `cuLaunchKernelEx`, a memset) from four stack positions 16 bytes
-/// apart are unwound once from each. A hook frame
-/// that realigns its stack pointer (a local aligned beyond 16 bytes) puts two of them at one
-/// anchor with their frames apart, and the chain trie then unwinds one at every call, some
-/// 45 µs each (`reports/gpu/ahead/`).
+/// apart are unwound once from each. A hook frame that realigns its stack pointer (a local
+/// aligned beyond 16 bytes) puts two of them at one anchor with their frames apart, and the
+/// chain trie then unwinds one at every call, some 45 µs each (`reports/gpu/ahead/`).
 #[test]
 fn a_chain_met_again_is_not_unwound_wherever_the_stack_lies() {
-    let exe = lifecycle();
-    let dir = scratch("stack-offsets");
-    let out =
-        run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), "offsets"]);
+    let (_, out) = lifecycle_with_phase_times("stack-offsets", "offsets");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     let captures = phase_count(&stderr, "call-site capture");
@@ -375,6 +368,16 @@ fn a_chain_met_again_is_not_unwound_wherever_the_stack_lies() {
     // Twelve chains (three hooks at four offsets) and the setup's calls, met once each.
     assert!(captures >= 1200, "{captures} captures");
     assert!(unwinds <= 32, "{unwinds} unwinds in {captures} captures");
+}
+
+/// `lifecycle MODE` run under `streamsan run --phase-times`, its report in a scratch folder
+/// named `name`: the folder and the run.
+fn lifecycle_with_phase_times(name: &str, mode: &str) -> (std::path::PathBuf, Output) {
+    let exe = lifecycle();
+    let dir = scratch(name);
+    let out =
+        run_cli(&dir, &["run", "--phase-times", "--report", &report_arg(&dir), "--", exe.to_str().unwrap(), mode]);
+    (dir, out)
 }
 
 /// The count of a `--phase-times` row in `stderr`: the first field after its label.
