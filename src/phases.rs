@@ -118,6 +118,9 @@ impl Phase {
 /// A quantity counted beside the phases, to say why a phase costs what it costs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tally {
+    /// Frames of the native chains unwound (the shim's included), each read again from the
+    /// stack at every later capture of the chain.
+    ChainFrames,
     /// Parameter words a launch's scan read.
     ParamWords,
     /// Accesses a launch told the model (pointers found among its words).
@@ -134,8 +137,9 @@ pub enum Tally {
     LearnBufferLookups,
 }
 
-const TALLIES: usize = 7;
+const TALLIES: usize = 8;
 const ALL_TALLIES: [Tally; TALLIES] = [
+    Tally::ChainFrames,
     Tally::ParamWords,
     Tally::LaunchAccesses,
     Tally::ShadowRecords,
@@ -148,6 +152,7 @@ const ALL_TALLIES: [Tally; TALLIES] = [
 impl Tally {
     fn label(self) -> &'static str {
         match self {
+            Tally::ChainFrames => "frames of chains unwound",
             Tally::ParamWords => "parameter words read",
             Tally::LaunchAccesses => "accesses told by launches",
             Tally::ShadowRecords => "shadow records at each access",

@@ -61,6 +61,31 @@ fn check_python_frames(extra: &[&str]) {
     assert!(run.stderr().contains(&format!("python_race.py:{}", line_of("# THE LAUNCH"))), "{}", run.stderr());
 }
 
+/// A Python program's native chain is kept up to the interpreter's first frame, where its
+/// report puts the Python frames: the frames above it are never shown, and reading them
+/// again at every capture from the same place is most of the chain's cost (a framework's
+/// launch is ten to twenty frames deep, then as deep again in the interpreter). Here the
+/// launches are a dozen calls through C deep, some seventy native frames, with captures
+/// allowed 64: each chain unwound keeps the few below the interpreter.
+#[test]
+fn a_python_programs_native_chain_ends_at_the_interpreter() {
+    let options = RunOptions {
+        env: vec![("STREAMSAN_OPTIONS", "phase_times=1:backtrace_depth=64".to_string())],
+        ..RunOptions::default()
+    };
+    let run = run_with(Path::new("python3"), &[script().to_str().unwrap(), "--deep"], options);
+    run.assert_ran();
+    let race = run.report().races_of("use-before-alloc").next().cloned().expect("the use-before-alloc is reported");
+    let functions: Vec<_> = race.second.site.iter().filter_map(|f| f.function.as_deref()).collect();
+    assert!(functions.contains(&"through_c"), "Python frames read past the first checked reads: {functions:?}");
+    let stderr = run.stderr();
+    let (unwinds, frames) = (
+        phase_count(&stderr, "of which unwinds (chain not remembered)"),
+        phase_count(&stderr, "frames of chains unwound"),
+    );
+    assert!(unwinds >= 1 && frames <= 32 * unwinds, "{frames} frames in {unwinds} chains");
+}
+
 #[test]
 fn the_fixed_python_program_is_clean() {
     let run = run(Path::new("python3"), &[script().to_str().unwrap(), "fixed"]);

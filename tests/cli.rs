@@ -380,15 +380,6 @@ fn lifecycle_with_phase_times(name: &str, mode: &str) -> (std::path::PathBuf, Ou
     (dir, out)
 }
 
-/// The count of a `--phase-times` row in `stderr`: the first field after its label.
-fn phase_count(stderr: &str, label: &str) -> u64 {
-    let row = stderr
-        .lines()
-        .find_map(|line| line.trim_start().strip_prefix(label).filter(|rest| rest.starts_with(' ')))
-        .unwrap_or_else(|| panic!("no row {label:?} in\n{stderr}"));
-    row.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 #[test]
 fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
     let exe = lifecycle();

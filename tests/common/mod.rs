@@ -192,6 +192,15 @@ impl Run {
     }
 }
 
+/// The count of a `--phase-times` row in `stderr`: the first field after its label.
+pub fn phase_count(stderr: &str, label: &str) -> u64 {
+    let row = stderr
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix(label).filter(|rest| rest.starts_with(' ')))
+        .unwrap_or_else(|| panic!("no row {label:?} in\n{stderr}"));
+    row.split_whitespace().next().unwrap().parse().unwrap()
+}
+
 /// Options for [`run_with`].
 #[derive(Default)]
 pub struct RunOptions<'a> {

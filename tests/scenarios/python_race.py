@@ -1,6 +1,9 @@
 # A Python program that reaches the driver through ctypes (as numba and CuPy partly do) and
 # launches a kernel on a stream other than the one that allocated its buffer, without a wait:
-# a use-before-alloc whose report must point at this file's lines.
+# a use-before-alloc whose report must point at this file's lines. With "--deep", it runs
+# from under a dozen nested calls through C, each a few more of the interpreter's native frames,
+# after a hundred event records (so that its launch's Python frames are read the way a long
+# program's are, past the shim's first checked reads).
 import ctypes
 import sys
 
@@ -57,4 +60,20 @@ def main(fixed):
     print("python_race: done")
 
 
-main("fixed" in sys.argv[1:])
+def through_c(levels, f):
+    """Calls `f` from `levels` calls deep, each through a C function (map), so that each adds
+    the interpreter's native frames to the stack (Python-to-Python calls add none)."""
+    return f() if levels == 0 else list(map(lambda _: through_c(levels - 1, f), [0]))[0]
+
+
+def record_often():
+    event = ctypes.c_void_p()
+    check(cuda.cuEventCreate(ctypes.byref(event), 0))
+    for _ in range(100):
+        check(cuda.cuEventRecord(event, None))
+
+
+if "--deep" in sys.argv:
+    through_c(12, lambda: (setup(), record_often(), main(False)))
+else:
+    main("fixed" in sys.argv[1:])

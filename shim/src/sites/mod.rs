@@ -4,8 +4,10 @@
 //! reports, which resolve them.
 //!
 //! [`thread`] numbers the host threads; [`stack`] captures native stacks cheaply and
-//! resolves them only for a report; [`python`] adds a Python program's own frames.
+//! resolves them only for a report; [`python`] adds a Python program's own frames;
+//! [`objects`] says which loaded object holds an address, for both.
 
+pub mod objects;
 pub mod python;
 pub mod stack;
 pub mod thread;

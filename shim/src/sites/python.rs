@@ -31,6 +31,7 @@ use streamsan::hash::{fast_map, FastMap};
 use streamsan::report::frames::PYTHON_MODULE;
 use streamsan::report::Frame;
 
+use super::objects;
 use crate::intercept::{diag, driver};
 
 /// Python frames kept per call site.
@@ -157,16 +158,18 @@ const PROBATION: u32 = 64;
 static PROVEN: AtomicU32 = AtomicU32::new(0);
 static LAYOUT_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// Reads a `T` at `addr` of this process: while on probation through `process_vm_readv`,
-/// which reports a bad address instead of faulting.
-fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
-    if addr == 0 || !addr.is_multiple_of(core::mem::align_of::<T>()) {
+/// Reads a `T` at `addr` of this process: while on probation (`CHECKED`) through
+/// `process_vm_readv`, which reports a bad address instead of faulting; after it, directly,
+/// refusing only a null address (a launch reads some forty words of frames: a check more
+/// each is a good part of the walk).
+fn read<T: Copy, const CHECKED: bool>(addr: usize) -> Option<T> {
+    if addr == 0 {
         return None;
     }
-    if !checked {
+    if !CHECKED {
         // SAFETY: the layout has read valid frames PROBATION times; the chain is this
         // thread's own, stable while it is inside the driver call.
-        return Some(unsafe { core::ptr::read(addr as *const T) });
+        return Some(unsafe { core::ptr::read_unaligned(addr as *const T) });
     }
     let mut value = core::mem::MaybeUninit::<T>::uninit();
     let local = libc::iovec { iov_base: value.as_mut_ptr().cast(), iov_len: core::mem::size_of::<T>() };
@@ -180,34 +183,39 @@ fn read<T: Copy>(addr: usize, checked: bool) -> Option<T> {
 /// The calling thread's frames as (code object, byte offset), innermost first, read
 /// through `layout`. None if anything read does not look like a frame.
 fn read_chain(api: &Api, layout: &Layout, out: &mut [RawFrame; DEPTH]) -> Option<usize> {
-    let checked = PROVEN.load(Ordering::Relaxed) < PROBATION;
+    if PROVEN.load(Ordering::Relaxed) < PROBATION {
+        let n = read_frames::<true>(api, layout, out)?;
+        PROVEN.fetch_add(1, Ordering::Relaxed);
+        return Some(n);
+    }
+    read_frames::<false>(api, layout, out)
+}
+
+fn read_frames<const CHECKED: bool>(api: &Api, layout: &Layout, out: &mut [RawFrame; DEPTH]) -> Option<usize> {
     // SAFETY: thread-local lookup, valid without the GIL.
     let thread = unsafe { (api.this_thread_state)() } as usize;
     if thread == 0 {
         return Some(0);
     }
-    let cframe: usize = read(thread + layout.thread_cframe, checked)?;
-    let mut frame: usize = read(cframe + layout.cframe_current_frame, checked)?;
+    let cframe: usize = read::<_, CHECKED>(thread + layout.thread_cframe)?;
+    let mut frame: usize = read::<_, CHECKED>(cframe + layout.cframe_current_frame)?;
     let mut n = 0;
     let mut steps = 0;
     while frame != 0 && n < DEPTH && steps < 4 * DEPTH {
         steps += 1;
-        let owner: u8 = read(frame + layout.frame_owner, checked)?;
+        let owner: u8 = read::<_, CHECKED>(frame + layout.frame_owner)?;
         if layout.owner_c_stack != Some(owner) {
-            let code: usize = read(frame + layout.frame_code, checked)?;
-            let code_type: usize = read(code + 8, checked)?;
+            let code: usize = read::<_, CHECKED>(frame + layout.frame_code)?;
+            let code_type: usize = read::<_, CHECKED>(code + 8)?;
             if code_type != api.code_type {
                 return None;
             }
-            let instr: usize = read(frame + layout.frame_prev_instr, checked)?;
+            let instr: usize = read::<_, CHECKED>(frame + layout.frame_prev_instr)?;
             let offset = instr.saturating_sub(code + api.code_units);
             out[n] = (code, offset as c_int);
             n += 1;
         }
-        frame = read(frame + layout.frame_previous, checked)?;
-    }
-    if checked {
-        PROVEN.fetch_add(1, Ordering::Relaxed);
+        frame = read::<_, CHECKED>(frame + layout.frame_previous)?;
     }
     Some(n)
 }
@@ -360,7 +368,7 @@ fn resolver(api: &'static Api) -> Option<&'static Resolver> {
                         // check that it still is one.
                         let frame = unsafe {
                             let gil = (api.gil_ensure)();
-                            let alive = read::<usize>(code + 8, true) == Some(api.code_type);
+                            let alive = read::<usize, true>(code + 8) == Some(api.code_type);
                             let frame = alive.then(|| resolve(api, code as Object, offset));
                             (api.gil_release)(gil);
                             frame
@@ -414,7 +422,24 @@ pub fn frame(id: u32) -> Frame {
 
 /// Whether a native frame belongs to the interpreter (where Python frames go instead).
 pub fn is_interpreter(frame: &Frame) -> bool {
-    let module = frame.module.as_deref().unwrap_or("");
-    let file = module.rsplit('/').next().unwrap_or(module);
+    is_interpreter_file(frame.module.as_deref().unwrap_or(""))
+}
+
+fn is_interpreter_file(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
     file.starts_with("python") || file.starts_with("libpython")
+}
+
+/// The addresses of the interpreter's code (the object that holds CPython's API, the
+/// `python3.x` executable or `libpython3.x.so`), where [`is_interpreter`] would name its
+/// frames so. A report shows a Python program's stack as its native frames up to the
+/// interpreter's first, then its Python frames: a capture with Python frames keeps the native
+/// chain only that far, which is shorter to read again (a training step's launches are ten
+/// to twenty frames deep in a framework, then as deep again in the interpreter).
+pub fn interpreter_range() -> Option<(u64, u64)> {
+    static RANGE: OnceLock<Option<(u64, u64)>> = OnceLock::new();
+    *RANGE.get_or_init(|| {
+        let (range, path) = objects::holding(api()?.is_initialized as usize)?;
+        is_interpreter_file(&path).then_some(range)
+    })
 }

@@ -17,10 +17,10 @@ use streamsan::recent::Recent;
 
 use streamsan::model::op::StackId;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
-use streamsan::phases::{self, Phase};
+use streamsan::phases::{self, Phase, Tally};
 use streamsan::report::Frame;
 
-use super::python;
+use super::{objects, python};
 use crate::intercept::options::options;
 
 /// Marks a depot entry that is a Python frame id, not a return address (no user-space
@@ -30,32 +30,7 @@ const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
 /// The address range of the shim itself: frames in it are not the program's.
 pub fn shim_range() -> (u64, u64) {
     static RANGE: OnceLock<(u64, u64)> = OnceLock::new();
-    *RANGE.get_or_init(|| {
-        let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
-        // SAFETY: dladdr on a function of this library.
-        if unsafe { libc::dladdr(shim_range as *const c_void, &mut info) } == 0 {
-            return (0, 0);
-        }
-        let base = info.dli_fbase as u64;
-        let mut found = (base, base);
-        unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> i32 {
-            // SAFETY: called by dl_iterate_phdr with valid pointers.
-            let (info, found) = unsafe { (&*info, &mut *(data as *mut (u64, u64))) };
-            if info.dlpi_addr != found.0 {
-                return 0;
-            }
-            for i in 0..info.dlpi_phnum as usize {
-                let ph = unsafe { &*info.dlpi_phdr.add(i) };
-                if ph.p_type == libc::PT_LOAD {
-                    found.1 = found.1.max(info.dlpi_addr + ph.p_vaddr + ph.p_memsz);
-                }
-            }
-            1
-        }
-        // SAFETY: the callback only reads the headers it is given.
-        unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut _ as *mut c_void) };
-        found
-    })
+    *RANGE.get_or_init(|| objects::holding(shim_range as *const () as usize).map_or((0, 0), |(range, _)| range))
 }
 
 struct Depot {
@@ -75,18 +50,20 @@ fn depot() -> &'static Depot {
 /// distinct native chains); so a thread remembers every native chain it unwound
 /// ([`ChainTrie`]) and reads the return addresses of one from the stack instead of unwinding
 /// again, and remembers which stack a native chain and a Python chain made
-/// ([`PYTHON_STACKS`]).
+/// ([`PYTHON_STACKS`]). With Python frames, the native chain ends at the interpreter's first
+/// frame, where a report puts the Python frames ([`python::interpreter_range`]).
 #[inline(never)]
 pub fn capture() -> StackId {
     let marker = 0u8;
     // The same call chain puts this frame at the same address.
     let anchor = core::hint::black_box(&marker) as *const u8 as usize;
-    let native = match CHAINS.try_with(|chains| chains.try_borrow().ok()?.find(anchor)) {
-        Ok(Some(id)) => id,
-        _ => phases::time(Phase::Unwind, || unwind(anchor)),
-    };
     let mut python = [(0usize, 0); python::DEPTH];
     let n = phases::time(Phase::PythonFrames, || python::walk(&mut python));
+    let ends = if n == 0 { ChainEnd::Depth } else { ChainEnd::Interpreter };
+    let native = match CHAINS.try_with(|chains| chains.try_borrow().ok()?[ends as usize].find(anchor)) {
+        Ok(Some(id)) => id,
+        _ => phases::time(Phase::Unwind, || unwind(anchor, ends)),
+    };
     if n == 0 {
         return native;
     }
@@ -141,11 +118,26 @@ fn native_entries(id: StackId) -> Vec<u64> {
 /// capture's.
 const CHAIN: usize = MAX_BACKTRACE_DEPTH + 16;
 
+/// Where a native chain ends: at `backtrace_depth` program frames, or also at the
+/// interpreter's first frame when Python frames stand in for the interpreter's (a thread
+/// keeps the two kinds apart, one [`ChainTrie`] each: a thread whose Python frames cannot be
+/// read keeps its whole native chain).
+#[derive(Clone, Copy)]
+enum ChainEnd {
+    Depth = 0,
+    Interpreter = 1,
+}
+
 /// Unwinds the stack, interns its program frames (innermost first, as many as
-/// `backtrace_depth` asks), and remembers the chain for [`capture`]'s check. A shallower
-/// depth makes a shorter chain, which the next capture from the same place reads faster.
-fn unwind(anchor: usize) -> StackId {
+/// `backtrace_depth` asks, up to where `ends` says), and remembers the chain for
+/// [`capture`]'s check. A shorter chain is faster for the next capture from the same place
+/// to read.
+fn unwind(anchor: usize, ends: ChainEnd) -> StackId {
     let (lo, hi) = shim_range();
+    let interpreter = match ends {
+        ChainEnd::Interpreter => python::interpreter_range().unwrap_or((0, 0)),
+        ChainEnd::Depth => (0, 0),
+    };
     let keep = depth();
     // (return address, stack pointer at the call) of every frame, the shim's included.
     let mut chain = [(0u64, 0u64); CHAIN];
@@ -165,14 +157,15 @@ fn unwind(anchor: usize) -> StackId {
                 native[kept] = ip;
                 kept += 1;
             }
-            kept < keep && len < CHAIN
+            kept < keep && len < CHAIN && !(interpreter.0..interpreter.1).contains(&ip)
         });
     }
+    phases::tally(Tally::ChainFrames, len);
     let id = intern(&native[..kept]);
     if let Some(slots) = return_slots(anchor, &chain[..len]) {
         let _ = CHAINS.try_with(|chains| {
             if let Ok(mut chains) = chains.try_borrow_mut() {
-                chains.remember(anchor, &slots, id);
+                chains[ends as usize].remember(anchor, &slots, id);
             }
         });
     }
@@ -372,7 +365,8 @@ impl ChainTrie {
 }
 
 thread_local! {
-    static CHAINS: RefCell<ChainTrie> = RefCell::new(ChainTrie::default());
+    /// The chains a thread unwound, by how they end ([`ChainEnd`]).
+    static CHAINS: RefCell<[ChainTrie; 2]> = RefCell::new(Default::default());
 }
 
 fn intern(ips: &[u64]) -> StackId {
@@ -421,13 +415,8 @@ fn resolve(ip: u64) -> Vec<Frame> {
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables.
     if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
-        let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
         address = format!("+{:#x}", ip - info.dli_fbase as u64);
-        module = Some(if name.is_empty() {
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
-        } else {
-            name
-        });
+        module = Some(objects::path(&info));
     }
     let mut frames = Vec::new();
     // A return address points after the call; `backtrace::resolve` itself looks up the byte
