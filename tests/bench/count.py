@@ -25,9 +25,12 @@ and the queue include the memsets' (one call in eight of the training step).
 
 Usage, from the repository root:  python3 tests/bench/count.py [WORKLOAD]
 (default training_step_cold_2m; any workload of tests/bench/src/workloads.rs that launches
-with cuLaunchKernelEx). Builds the bench with line tables into target/count/ (which builds the
+with cuLaunchKernelEx, or launch_python: tests/bench/python_launch.py, whose launches read
+Python frames too). Builds the bench with line tables into target/count/ (which builds the
 shim and the stand-ins beside it, as `cargo run -p streamsan-bench` does), writes callgrind's
-files into target/count/callgrind/.
+files into target/count/callgrind/. The Python workload is this script's neighbour, whatever
+the folder it is run from: run from another checkout, it counts that checkout's shim on the
+same work.
 """
 import os
 import shutil
@@ -47,6 +50,12 @@ PARTS = [
     ("queued in the batch", "streamsan_shim::hooks::batch::queue"),
 ]
 EXPORT = "cuLaunchKernelEx"
+# The bench's workload in Python: its launches are cuLaunchKernel's, counted from the hook's
+# function (callgrind names the shim's export by another symbol at its address); the
+# stand-in's cuLaunchKernel, the driver's call inside it, is left out as the export's is.
+PYTHON_WORKLOAD = "launch_python"
+PYTHON_HOOK = "streamsan_shim::hooks::launches::launch_kernel"
+PYTHON_LAUNCHES = 20_000
 # The workloads' other hooked call, between launches.
 MEMSET = "cuMemsetD8Async"
 SETTLE = "streamsan_shim::hooks::batch::settle"
@@ -74,12 +83,19 @@ def run(workload, drivers):
     # Counted only inside the shim's hooks: entering a listed function switches counting on or
     # off, leaving it switches back, so the driver's own calls (the stand-in's functions of
     # the same names, nested in the hooks) and the batch's settles are not counted.
-    toggles = [f"--toggle-collect={f}" for f in (EXPORT, MEMSET, SETTLE)]
+    if workload == PYTHON_WORKLOAD:
+        toggled = (PYTHON_HOOK, "cuLaunchKernel", SETTLE)
+        # This interpreter's own binary: valgrind follows no launcher script (pyenv's shims).
+        program = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_launch.py")]
+        env["PYTHON_LAUNCHES"] = str(PYTHON_LAUNCHES)
+    else:
+        toggled = (EXPORT, MEMSET, SETTLE)
+        program = [os.path.join(PROFILE, "streamsan-bench"), "--child", workload]
+    toggles = [f"--toggle-collect={f}" for f in toggled]
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", "--cache-sim=yes",
                     "--branch-sim=yes", "--D1=49152,12,64", "--LL=33554432,16,64", "--collect-atstart=no",
                     "--dump-instr=yes", *toggles,
-                    f"--callgrind-out-file={out}/callgrind.%p",
-                    os.path.join(PROFILE, "streamsan-bench"), "--child", workload],
+                    f"--callgrind-out-file={out}/callgrind.%p", *program],
                    env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # The thread that ran main: the first of the process's files.
     main = sorted(f for f in os.listdir(out) if f.endswith("-01"))
@@ -177,11 +193,13 @@ def main():
     workload = sys.argv[1] if len(sys.argv) > 1 else "training_step_cold_2m"
     if shutil.which("valgrind") is None:
         sys.exit("count.py: needs valgrind (its callgrind tool) on the PATH")
-    profile = Profile(run(workload, build(workload)))
-    n = profile.calls.get((SHIM, EXPORT), 0)
+    # The Python workload is built for (the stand-ins, the shim) with a short bench workload.
+    profile = Profile(run(workload, build("launch_1t" if workload == PYTHON_WORKLOAD else workload)))
+    hook = PYTHON_HOOK if workload == PYTHON_WORKLOAD else EXPORT
+    n = profile.calls.get((SHIM, hook), 0)
     if n == 0:
-        sys.exit(f"count.py: no call of the shim's {EXPORT} in the program's thread")
-    table = [("the launch's hook, the driver's call left out", EXPORT)] + PARTS
+        sys.exit(f"count.py: no call of the shim's {hook} in the program's thread")
+    table = [("the launch's hook, the driver's call left out", hook)] + PARTS
     print(f"{workload}: on the program's thread, per call (callgrind; the driver's calls and "
           f"the batch's settles, the watcher's work, not counted)")
     print(f"  {'part':<46} {'calls':>7} {'instructions':>12} {'L1d read misses':>16} {'L1d write misses':>17} {'mispredicted':>13}")

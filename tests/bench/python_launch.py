@@ -1,8 +1,10 @@
 # The launch workload of streamsan-bench from Python: a ctypes program (the GIL released
 # around each call, as frameworks do) launching a four-pointer kernel on 8 streams from a few
-# Python frames deep, each launch timed. Prints one JSON line: p50 and p99 in nanoseconds.
+# Python frames deep, each launch timed (the first twenty-first left out, as warm-up). Prints
+# one JSON line: p50 and p99 in nanoseconds.
 import ctypes
 import json
+import os
 import time
 
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -58,10 +60,12 @@ def main():
     kernel, streams, buffers = setup()
     layers = [Layer(kernel, streams[i % 8], [buffers[(i % 8) * 8 + (i // 8 + k) % 8] for k in range(4)]) for i in range(64)]
     latencies = []
-    for i in range(105_000):
+    # PYTHON_LAUNCHES: fewer launches for a run under callgrind (tests/bench/count.py).
+    launches = int(os.environ.get("PYTHON_LAUNCHES", 105_000))
+    for i in range(launches):
         elapsed, status = step(layers[i % 64], time.perf_counter_ns)
         check(status)
-        if i >= 5_000:
+        if i >= launches // 21:
             latencies.append(elapsed)
     latencies.sort()
     print(json.dumps({"p50": latencies[len(latencies) // 2], "p99": latencies[len(latencies) * 99 // 100], "buffer_bytes": None}))
