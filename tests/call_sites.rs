@@ -62,9 +62,9 @@ fn check_python_frames(extra: &[&str]) {
 }
 
 /// A Python program's native chain is kept up to the interpreter's first frame, where its
-/// report puts the Python frames: the frames above it are never shown, and reading them
-/// again at every capture from the same place is most of the chain's cost (a framework's
-/// launch is ten to twenty frames deep, then as deep again in the interpreter). Here the
+/// report puts the Python frames: the frames above it are never shown, and were read again
+/// at every capture from the same place (a ctypes, CuPy or numba launch is a few frames from
+/// the interpreter, then many more inside it). Here the
 /// launches are a dozen calls through C deep, some seventy native frames, with captures
 /// allowed 64: each chain unwound keeps the few below the interpreter.
 #[test]
