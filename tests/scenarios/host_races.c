@@ -68,6 +68,25 @@ static void d2h_read(void) {
     printf("read %d\n", seen);
 }
 
+/* A device-to-host copy in flight while the program goes on issuing work on another stream
+   (a prefetcher's copy beside a training step's launches), then a read of its destination:
+   before the copy's synchronize (racy) or after it (fixed). */
+#define BESIDE 1000
+static void work_beside_copy(void) {
+    unsigned char *h = pinned(N);
+    CUstream other;
+    CUdeviceptr scratch;
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc_v2(&scratch, N));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    for (int i = 0; i < BESIDE; i++) CHECK(cuMemsetD8Async(scratch, (unsigned char)i, N, other));
+    unsigned char seen = racy ? load(h + 10) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(h + 10);
+    CHECK(cuStreamSynchronize(other));
+    printf("read %d\n", seen);
+}
+
 /* A write into the destination of a copy in flight. */
 static void d2h_write(void) {
     unsigned char *h = pinned(N);
@@ -394,6 +413,7 @@ static const struct {
 } SCENARIOS[] = {
     {"d2h_read", "host-race", d2h_read},
     {"d2h_write", "host-race", d2h_write},
+    {"work_beside_copy", "host-race", work_beside_copy},
     {"h2d_refill", "host-race", h2d_refill},
     {"h2d_read_source", "host-race", h2d_read_source},
     {"shared_page", "none", shared_page},

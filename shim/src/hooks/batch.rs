@@ -46,6 +46,7 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
 
+use crate::host_guard;
 use crate::intercept::options::options;
 
 /// Operations waiting when the serving thread is asked to tell them.
@@ -178,14 +179,16 @@ pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
 /// thread is asked to (it tells it within its nap, or is woken; this thread tells it if none
 /// answers), so that a race among the work the host waited for is on the disk moments after
 /// the wait, as a program that goes on to a long stretch of host code (or is killed)
-/// expects. With `halt_on_error=1`, tells the model at once.
+/// expects. With `halt_on_error=1`, tells the model at once; with a copy's host bytes
+/// guarded, this thread tells the queue, so that the guard lifts what the host joined as the
+/// call returns, before the host touches those bytes.
 pub fn join(model: &Model, join: Join) {
     if options().halt_on_error {
         tell_join(model, join);
         return;
     }
     push(model, |_| Queued::Join(join));
-    if !SERVER.get().is_some_and(|ask| ask()) {
+    if host_guard::in_flight() || !SERVER.get().is_some_and(|ask| ask()) {
         settle(model);
     }
 }

@@ -11,9 +11,11 @@
 //! `reports/gpu/host-races/probe_mprotect.txt`). After every driver call in which the
 //! host's clock moved (a synchronize, a successful query, a synchronous call that orders
 //! the copy, a host function that ran), [`after_call`] lifts the guard of every copy the
-//! host has now joined. A fault on a guarded page is the host's access ([`fault`]); a
-//! watcher thread turns it into a `host-race` with the host thread's native and Python
-//! frames ([`drain`]).
+//! host has now joined. The guard reads the model as it stands, never telling it the work
+//! waiting in its batch: only a join moves the host's clock, and with copies guarded a join
+//! is told at once ([`in_flight`]); every other call looks at a version number. A fault on a
+//! guarded page is the host's access ([`fault`]); a watcher thread turns it into a
+//! `host-race` with the host thread's native and Python frames ([`drain`]).
 //!
 //! A layer of its own, between the call sites below and the handlers above: the handlers
 //! tell it of copies issued ([`copy_issued`]) and call [`after_call`] after every call; the
@@ -57,14 +59,15 @@ static SEEN: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The process's model, given by the layer above at install.
 static MODEL: OnceLock<fn() -> &'static Model> = OnceLock::new();
 
-/// The process's model: only reached once installed (every path here starts from a guard
-/// set, which [`ENABLED`] allows only after install).
+/// The process's model, as it stands: only reached once installed (every path here starts
+/// from a guard set, which [`ENABLED`] allows only after install).
 fn model() -> &'static Model {
     (MODEL.get().expect("host guard installed"))()
 }
 
 /// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other; `model` gives
-/// the process's model, which the guard asks and reports to.
+/// the process's model without telling it the work waiting in its batch (which every call
+/// would then pay for, while a copy is in flight), which the guard asks and reports to.
 pub fn install(model: fn() -> &'static Model) {
     let _ = MODEL.set(model);
     // SAFETY: sysconf has no preconditions.
@@ -110,16 +113,23 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     }
 }
 
+/// Whether a copy is guarded now: a join (a synchronize, a successful query) must then be
+/// told to the model before its call returns, for [`after_call`] to lift what it joined.
+#[inline]
+pub fn in_flight() -> bool {
+    table::IN_FLIGHT.load(Ordering::Relaxed) != 0
+}
+
 /// After every driver call: lifts the guards of the copies the host has joined, if the
-/// host's clock moved. Nothing in flight: one load.
+/// host's clock moved. Nothing in flight: one load; in flight and no move: two more.
 #[inline]
 pub fn after_call() {
-    if table::IN_FLIGHT.load(Ordering::Relaxed) == 0 {
+    if !in_flight() {
         return;
     }
     let model = model();
     let version = model.host_version();
-    if SEEN.swap(version, Ordering::AcqRel) != version {
+    if SEEN.load(Ordering::Acquire) != version && SEEN.swap(version, Ordering::AcqRel) != version {
         table::lift(|r| model.host_has_joined(r.op.epoch));
     }
 }
