@@ -104,7 +104,10 @@ fn a_rust_programs_race_names_its_own_source() {
     }
     for race in &report.races {
         let site = streamsan::report::text::describe_site(&race.second.site);
-        assert!(site.contains("cudarc-app/src/main.rs:") && site.contains("streamsan_cudarc_app::main"), "{site}");
+        // Its `main`: named by its path in a debug build; an optimized build's line tables
+        // name inlined functions without their crate.
+        let in_main = site.ends_with(" in streamsan_cudarc_app::main") || site.ends_with(" in main");
+        assert!(site.contains("cudarc-app/src/main.rs:") && in_main, "{site}");
         assert!(!site.contains("::h"), "symbol hash left in {site}");
     }
     // The same program with cudarc's own event tracking is clean.
