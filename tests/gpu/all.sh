@@ -7,7 +7,9 @@
 # .device/ filled by tests/gpu/build-device.sh:
 #   sh tests/gpu/all.sh [RUNNER...]      (default: scenarios host_races footprint apps)
 # Each runner's output goes to its own folder, then all of it into $OUT/all.tgz; the last
-# lines of each runner's output are printed.
+# lines of each runner's output are printed. ALL_TIMEOUT=SECONDS stops each runner after
+# that long, so that what ran is still packed within a call's limit (a call that ran out
+# before packing returned nothing: reports/gpu/07fe37d-guard/).
 set -u
 OUT="${OUT:-/tmp}"
 WORK=/tmp/gpu-all
@@ -16,7 +18,8 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 . tests/gpu/wheels.sh
 for runner in ${*:-scenarios host_races footprint apps}; do
     mkdir -p "$WORK/$runner"
-    (OUT="$WORK/$runner" PYTHONUNBUFFERED=1 sh "tests/gpu/$runner/run.sh" > "$WORK/$runner/run.txt" 2>&1
+    (OUT="$WORK/$runner" PYTHONUNBUFFERED=1 ${ALL_TIMEOUT:+timeout -k 5 "$ALL_TIMEOUT"} \
+         sh "tests/gpu/$runner/run.sh" > "$WORK/$runner/run.txt" 2>&1
      echo "exit $?" >> "$WORK/$runner/run.txt") &
 done
 wait
