@@ -89,5 +89,9 @@ fn a_test_binary_under_the_shim_asks_for_its_report_so_far() {
     launch.arg(&mut y).arg(&x).arg(&n);
     unsafe { launch.launch(LaunchConfig::for_num_elems(64)) }.unwrap();
     let report = report_so_far().expect("still under the shim");
-    assert_eq!(report.races().kind("use-before-alloc").at("harness.rs").count(), 1, "{}", report.races().describe());
+    let races = report.races().kind("use-before-alloc");
+    // This file's name needs line tables, which only the debug build of a test has (the
+    // workspace's release profile keeps none).
+    let here = if cfg!(debug_assertions) { races.at("harness.rs").count() } else { races.count() };
+    assert_eq!(here, 1, "{}", report.races().describe());
 }
