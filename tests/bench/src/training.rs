@@ -37,6 +37,9 @@
 //!   for before the step's synchronize. The bucket's four calls are timed apart: until
 //!   7c5713b the all-reduce told the model every launch queued before it on the program's
 //!   thread.
+//! - `training_step_synced_prefetch_guarded`: the synced step with the prefetcher, under the
+//!   host-race guard (`host_races=1`): a copy from pinned memory is nearly always in flight.
+//!   Until 7d71eb1 every call then told the model what was queued before it.
 //!
 //! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
 //! (and the interpreter's and framework's work between launches, some 30 µs per launch in a

@@ -91,17 +91,21 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("training_step_synced_learn", training_step::<0, false, 400, false>),
     ("training_step_synced_often", training_step::<0, false, 4, false>),
     ("training_step_synced_ddp", training_step::<0, false, 400, true>),
+    ("training_step_synced_prefetch_guarded", training_step::<0, true, 400, false>),
     ("pinned_copies", pinned_copies),
 ];
 
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): the racy ones, so that their
-/// races do not fail the run, and the `_learn` ones, which run `footprint=learn` against the
-/// stand-in Compute Sanitizer library ([`needs_sanitizer`]).
+/// races do not fail the run, the `_learn` ones, which run `footprint=learn` against the
+/// stand-in Compute Sanitizer library ([`needs_sanitizer`]), and the `_guarded` ones, which
+/// run the host-race guard.
 pub fn options(name: &str) -> &'static str {
     if name.starts_with("races_") {
         "exitcode=0"
     } else if needs_sanitizer(name) {
         "footprint=learn"
+    } else if name.ends_with("_guarded") {
+        "host_races=1"
     } else {
         ""
     }
