@@ -133,6 +133,13 @@ fn work_beside_a_guarded_copy_waits_in_the_batch() {
     assert!(told < 100, "the program's thread told the batch {told} times for 1000 memsets");
 }
 
+/// A context's synchronize lifts the guards of the copies on its own streams before the
+/// work queued ahead of it is told; a copy on another context's stream stays guarded.
+#[test]
+fn a_context_s_synchronize_orders_the_host_after_its_own_copies_only() {
+    check("other_context", "RAW", "other_context", D2H);
+}
+
 #[test]
 fn refilling_the_source_of_a_host_to_device_copy_in_flight() {
     check("h2d_refill", "WAR", "h2d_refill", H2D);

@@ -12,6 +12,7 @@ use super::buffers::{Found, MemoryKind};
 use super::clock::{Epoch, HOST};
 use super::op::{Mode, OpRecord, Origin};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use super::streams::SlotOwner;
 use super::Model;
 
 /// The `api` of a host's access: not a driver call.
@@ -48,6 +49,14 @@ impl Model {
     /// Whether the host has synchronized with the operation of `epoch`: `H[slot] >= time`.
     pub fn host_has_joined(&self, epoch: Epoch) -> bool {
         epoch.time <= self.host.get(epoch.slot)
+    }
+
+    /// Whether a `cuCtxSynchronize` of `ctx`, made after the operation of `epoch` was issued,
+    /// joins it: the operation ran on a stream of `ctx`. Known before the synchronize is told
+    /// (the guard lifts such a copy as the call returns, without the work queued before it);
+    /// once told, [`Model::host_has_joined`] says the same.
+    pub fn context_sync_joins(&self, ctx: u64, epoch: Epoch) -> bool {
+        matches!(self.slot_owner(epoch), SlotOwner::Stream { ctx: owner, .. } if owner == ctx)
     }
 
     /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
@@ -114,6 +123,26 @@ mod tests {
         model.stream_synchronized(StreamRef::Handle(0x10));
         assert!(model.host_has_joined(copy));
         assert_ne!(model.host_version(), version);
+    }
+
+    #[test]
+    fn a_context_s_synchronize_joins_the_copies_on_its_streams_only() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+        model.stream_created(0x20, 2, true, &origin("cuStreamCreate"));
+        let access = [Access::new(0x1000, 64, Mode::Write)];
+        let copy = |on: u64| {
+            let work =
+                Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None };
+            model.work(StreamRef::Handle(on), work).expect("not captured")
+        };
+        let (in_one, in_two) = (copy(0x10), copy(0x20));
+        assert!(model.context_sync_joins(1, in_one));
+        assert!(!model.context_sync_joins(1, in_two), "another context's stream");
+        assert!(!model.context_sync_joins(1, Epoch::new(HOST, 1)), "the host's own");
+        model.context_synchronized(1);
+        assert!(model.host_has_joined(in_one), "what the told synchronize says too");
+        assert!(!model.host_has_joined(in_two));
     }
 
     #[test]

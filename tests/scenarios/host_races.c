@@ -87,6 +87,35 @@ static void work_beside_copy(void) {
     printf("read %d\n", seen);
 }
 
+/* A device-to-host copy on a stream of a second context, then a read of its destination
+   after synchronizing the first context (racy: that does not wait for the second's work) or
+   the second (fixed). Portable pinned memory, which every context copies as pinned. */
+static void other_context(void) {
+    CUdevice dev;
+    CUcontext first, second;
+    CUstream theirs;
+    CUdeviceptr source;
+    void *p;
+    CHECK(cuCtxGetCurrent(&first));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuMemHostAlloc(&p, N, CU_MEMHOSTALLOC_PORTABLE));
+    unsigned char *h = p;
+    memset(h, 0, N);
+    CHECK(cuCtxCreate_v2(&second, 0, dev));
+    CHECK(cuMemAlloc_v2(&source, N));
+    CHECK(cuMemsetD8_v2(source, 7, N));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuStreamCreate(&theirs, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemcpyDtoHAsync_v2(h, source, N, theirs));
+    CHECK(cuCtxSetCurrent(racy ? first : second));
+    CHECK(cuCtxSynchronize());
+    unsigned char seen = load(h + 10);
+    CHECK(cuCtxSetCurrent(second));
+    CHECK(cuCtxSynchronize());
+    printf("read %d\n", seen);
+    CHECK(cuCtxSetCurrent(first));
+}
+
 /* A write into the destination of a copy in flight. */
 static void d2h_write(void) {
     unsigned char *h = pinned(N);
@@ -414,6 +443,7 @@ static const struct {
     {"d2h_read", "host-race", d2h_read},
     {"d2h_write", "host-race", d2h_write},
     {"work_beside_copy", "host-race", work_beside_copy},
+    {"other_context", "host-race", other_context},
     {"h2d_refill", "host-race", h2d_refill},
     {"h2d_read_source", "host-race", h2d_read_source},
     {"shared_page", "none", shared_page},

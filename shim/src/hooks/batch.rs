@@ -180,16 +180,30 @@ pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
 /// answers), so that a race among the work the host waited for is on the disk moments after
 /// the wait, as a program that goes on to a long stretch of host code (or is killed)
 /// expects. With `halt_on_error=1`, tells the model at once; with a copy's host bytes
-/// guarded, this thread tells the queue, so that the guard lifts what the host joined as the
-/// call returns, before the host touches those bytes.
+/// guarded, see [`guard_waits_for`].
 pub fn join(model: &Model, join: Join) {
     if options().halt_on_error {
         tell_join(model, join);
         return;
     }
     push(model, |_| Queued::Join(join));
-    if host_guard::in_flight() || !SERVER.get().is_some_and(|ask| ask()) {
+    if guard_waits_for(model, join) || !SERVER.get().is_some_and(|ask| ask()) {
         settle(model);
+    }
+}
+
+/// Whether this thread must tell the queue now, for the host-race guard to lift what the host
+/// joined as the call returns, before the host touches those bytes: a copy stays guarded
+/// that only the model, told, can say whether `join` covers. A context's synchronize surely
+/// covers the copies on its streams: those are lifted here (a step's synchronize, with the
+/// prefetcher's copy in flight, then waits for none of the step's launches to be told).
+fn guard_waits_for(model: &Model, join: Join) -> bool {
+    if !host_guard::in_flight() {
+        return false;
+    }
+    match join {
+        Join::Context(ctx) => host_guard::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
+        Join::Stream(_) | Join::Event(_) => true,
     }
 }
 

@@ -120,6 +120,13 @@ pub fn in_flight() -> bool {
     table::IN_FLIGHT.load(Ordering::Relaxed) != 0
 }
 
+/// After a join that surely covers the copies `joined` says, before it is told to the model:
+/// lifts those. Returns whether any copy stays guarded.
+pub fn lift_joined(joined: impl Fn(&CopyBytes) -> bool) -> bool {
+    table::lift(joined);
+    in_flight()
+}
+
 /// After every driver call: lifts the guards of the copies the host has joined, if the
 /// host's clock moved. Nothing in flight: one load; in flight and no move: two more.
 #[inline]
