@@ -11,11 +11,11 @@
 //! `reports/gpu/host-races/probe_mprotect.txt`). After every driver call in which the
 //! host's clock moved (a synchronize, a successful query, a synchronous call that orders
 //! the copy, a host function that ran), [`after_call`] lifts the guard of every copy the
-//! host has now joined. It reads the model as it stands, never telling it the batch: each
-//! call that moves the host's clock is told before it returns (a join while copies are
-//! guarded, [`in_flight`]; a copy or free the host waits for; a host function), so other
-//! calls read a version number only. A fault on a guarded page is the host's access
-//! ([`fault`]); a watcher thread turns it into a `host-race` with its frames ([`drain`]).
+//! host has now joined. It reads the model as it stands, never telling it the batch: a call
+//! that moves the host's clock lifts what it surely joined or is told before it returns (a
+//! join while copies are guarded, [`lift_joined`]; a copy or free the host waits for; a host
+//! function), so other calls read a version number. A fault on a guarded page is the host's
+//! access ([`fault`]); a watcher thread turns it into a `host-race` and its frames ([`drain`]).
 //!
 //! A layer of its own, between the call sites below and the handlers above: the handlers
 //! tell it of copies issued ([`copy_issued`]) and call [`after_call`] after every call; the
