@@ -140,6 +140,12 @@ fn a_context_s_synchronize_orders_the_host_after_its_own_copies_only() {
     check("other_context", "RAW", "other_context", D2H);
 }
 
+/// Likewise a stream's synchronize, for the copies on that stream.
+#[test]
+fn a_stream_s_synchronize_orders_the_host_after_its_own_copies_only() {
+    check("other_stream", "RAW", "other_stream", D2H);
+}
+
 #[test]
 fn refilling_the_source_of_a_host_to_device_copy_in_flight() {
     check("h2d_refill", "WAR", "h2d_refill", H2D);

@@ -12,7 +12,7 @@ use super::buffers::{Found, MemoryKind};
 use super::clock::{Epoch, HOST};
 use super::op::{Mode, OpRecord, Origin};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
-use super::streams::SlotOwner;
+use super::streams::{SlotOwner, StreamRef};
 use super::Model;
 
 /// The `api` of a host's access: not a driver call.
@@ -57,6 +57,12 @@ impl Model {
     /// once told, [`Model::host_has_joined`] says the same.
     pub fn context_sync_joins(&self, ctx: u64, epoch: Epoch) -> bool {
         matches!(self.slot_owner(epoch), SlotOwner::Stream { ctx: owner, .. } if owner == ctx)
+    }
+
+    /// Whether a `cuStreamSynchronize` of `stream`, made after the operation of `epoch` was
+    /// issued, joins it: the operation ran on that stream (known as [`Model::context_sync_joins`]).
+    pub fn stream_sync_joins(&self, stream: StreamRef, epoch: Epoch) -> bool {
+        epoch.slot != HOST && self.stream(stream).slot == epoch.slot
     }
 
     /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
@@ -143,6 +149,20 @@ mod tests {
         model.context_synchronized(1);
         assert!(model.host_has_joined(in_one), "what the told synchronize says too");
         assert!(!model.host_has_joined(in_two));
+    }
+
+    #[test]
+    fn a_stream_s_synchronize_joins_the_copies_on_it_only() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+        model.stream_created(0x20, 1, true, &origin("cuStreamCreate"));
+        let access = [Access::new(0x1000, 64, Mode::Write)];
+        let work =
+            Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None };
+        let copy = model.work(StreamRef::Handle(0x10), work).expect("not captured");
+        assert!(model.stream_sync_joins(StreamRef::Handle(0x10), copy));
+        assert!(!model.stream_sync_joins(StreamRef::Handle(0x20), copy), "another stream");
+        assert!(!model.stream_sync_joins(StreamRef::Handle(0x10), Epoch::new(HOST, 1)), "the host's own");
     }
 
     #[test]

@@ -87,6 +87,19 @@ static void work_beside_copy(void) {
     printf("read %d\n", seen);
 }
 
+/* A device-to-host copy, then a read of its destination after synchronizing another stream
+   (racy) or the copy's own (fixed). */
+static void other_stream(void) {
+    unsigned char *h = pinned(N);
+    CUstream other;
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    CHECK(cuStreamSynchronize(racy ? other : s));
+    unsigned char seen = load(h + 10);
+    CHECK(cuStreamSynchronize(s));
+    printf("read %d\n", seen);
+}
+
 /* A device-to-host copy on a stream of a second context, then a read of its destination
    after synchronizing the first context (racy: that does not wait for the second's work) or
    the second (fixed). Portable pinned memory, which every context copies as pinned. */
@@ -444,6 +457,7 @@ static const struct {
     {"d2h_write", "host-race", d2h_write},
     {"work_beside_copy", "host-race", work_beside_copy},
     {"other_context", "host-race", other_context},
+    {"other_stream", "host-race", other_stream},
     {"h2d_refill", "host-race", h2d_refill},
     {"h2d_read_source", "host-race", h2d_read_source},
     {"shared_page", "none", shared_page},

@@ -195,15 +195,17 @@ pub fn join(model: &Model, join: Join) {
 /// Whether this thread must tell the queue now, for the host-race guard to lift what the host
 /// joined as the call returns, before the host touches those bytes: a copy stays guarded
 /// that only the model, told, can say whether `join` covers. A context's synchronize surely
-/// covers the copies on its streams: those are lifted here (a step's synchronize, with the
-/// prefetcher's copy in flight, then waits for none of the step's launches to be told).
+/// covers the copies on its streams, a stream's those on it: those are lifted here (a step's
+/// synchronize, with the prefetcher's copy in flight, then waits for none of the step's
+/// launches to be told). An event's clock is the model's to say.
 fn guard_waits_for(model: &Model, join: Join) -> bool {
     if !host_guard::in_flight() {
         return false;
     }
     match join {
         Join::Context(ctx) => host_guard::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
-        Join::Stream(_) | Join::Event(_) => true,
+        Join::Stream(on) => host_guard::lift_joined(|copy| model.stream_sync_joins(on, copy.op.epoch)),
+        Join::Event(_) => true,
     }
 }
 
