@@ -113,8 +113,8 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     }
 }
 
-/// Whether a copy is guarded now: a join (a synchronize, a successful query) must then be
-/// told to the model before its call returns, for [`after_call`] to lift what it joined.
+/// Whether a copy is guarded now: a join (a synchronize, a successful query) must then lift
+/// what it surely joined ([`lift_joined`]) or be told before it returns ([`after_call`]).
 #[inline]
 pub fn in_flight() -> bool {
     table::IN_FLIGHT.load(Ordering::Relaxed) != 0
