@@ -105,6 +105,8 @@ options! {
         "print nothing on stderr but errors";
     host_races: bool = false, Syntax::Switch, "--host-races",
         "guard the pinned host memory of copies in flight, to catch the host touching it (host races)";
+    host_race_pages: usize = 16, Syntax::Number { min: 0, max: u64::MAX }, "--host-race-pages",
+        "with --host-races, guard a copy's first N pages of pinned host memory and its last (0: every page)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
         "print at exit the time spent in each phase of the intercepted calls, and what a launch carried (parameter words, accesses, shadow records met)";
     footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
@@ -436,7 +438,7 @@ mod tests {
             };
             options.set(flag.key, value).unwrap();
         }
-        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=1:phase_times=1:footprint=exact");
+        assert_eq!(options.to_env(), "log_path=x:halt_on_error=1:exitcode=7:suppressions=x:print_limit=7:backtrace_depth=9:quiet=1:host_races=1:host_race_pages=7:phase_times=1:footprint=exact");
     }
 
     #[test]

@@ -118,6 +118,29 @@ fn writing_the_destination_of_a_device_to_host_copy_before_synchronizing() {
     check("d2h_write", "WAW", "d2h_write", D2H);
 }
 
+/// A long copy is guarded on its first 16 pages and its last (`host_race_pages`, so that a
+/// 12 MiB batch costs two short protections, not 3072 pages' worth): the host's reads of its
+/// first and last bytes race, the read between them is seen only with every page guarded.
+#[test]
+fn a_long_copy_is_guarded_on_its_first_and_last_pages_unless_every_page_is_asked_for() {
+    const LONG: u64 = 64 * 4096;
+    let offsets = |report: &Report| {
+        let start = |range: &Option<streamsan::report::ByteRange>| {
+            u64::from_str_radix(&range.as_ref().unwrap().start[2..], 16).unwrap()
+        };
+        let mut read: Vec<u64> =
+            report.races_of("host-race").map(|r| start(&r.second.range) - start(&r.first.range)).collect();
+        read.sort_unstable();
+        read
+    };
+    let racy = check("long_copy", "RAW", "long_copy", D2H);
+    assert_eq!(offsets(&racy), [0, LONG - 1], "the first and the last page are guarded");
+    let env =
+        vec![("STREAMSAN_OPTIONS", "host_race_pages=0".to_string()), ("STANDIN_DEFER_CALLBACKS", "1".to_string())];
+    let every = run_twin_with("long_copy", "racy", env).report();
+    assert_eq!(offsets(&every), [0, LONG / 2, LONG - 1], "every page is guarded");
+}
+
 /// Work issued while a copy is guarded waits in the model's batch as it would without the
 /// guard: the guard lifts what a synchronize joined without having every call tell the
 /// batch first. Before it did, each of the 1000 memsets here was told on its own, and the

@@ -129,6 +129,26 @@ static void other_context(void) {
     CHECK(cuCtxSetCurrent(first));
 }
 
+/* A device-to-host copy of 64 pages, then the host reads its first, a middle and its last
+   byte: before the synchronize (racy) or after it (fixed). By default streamsan guards the
+   first 16 pages and the last of a long copy (`host_race_pages`), so the middle read is
+   reported only with every page guarded. */
+#define LONG (64 * 4096)
+static void long_copy(void) {
+    unsigned char *h = pinned(LONG);
+    CUdeviceptr source;
+    CHECK(cuMemAlloc_v2(&source, LONG));
+    CHECK(cuMemsetD8_v2(source, 7, LONG));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemcpyDtoHAsync_v2(h, source, LONG, s));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    unsigned first = load(h);
+    unsigned middle = load(h + LONG / 2);
+    unsigned last = load(h + LONG - 1);
+    CHECK(cuStreamSynchronize(s));
+    printf("read %u %u %u\n", first, middle, last);
+}
+
 /* A write into the destination of a copy in flight. */
 static void d2h_write(void) {
     unsigned char *h = pinned(N);
@@ -455,6 +475,7 @@ static const struct {
 } SCENARIOS[] = {
     {"d2h_read", "host-race", d2h_read},
     {"d2h_write", "host-race", d2h_write},
+    {"long_copy", "host-race", long_copy},
     {"work_beside_copy", "host-race", work_beside_copy},
     {"other_context", "host-race", other_context},
     {"other_stream", "host-race", other_stream},

@@ -21,11 +21,10 @@
 use core::ffi::{c_int, c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 
 use super::fault::{self, Verdict};
-use super::table;
+use super::table::{self, Guarded};
 
 /// A C library function, found after the shim (`RTLD_NEXT`) at its first call.
 struct Next {
@@ -80,7 +79,8 @@ fn check_span(mode: Mode, lo: u64, hi: u64) {
                 continue;
             }
             let (alo, ahi) = (lo.max(r.lo), hi.min(r.hi));
-            let verdict = if alo < ahi { Verdict::Race { copy: *r, mode } } else { Verdict::Outside { copy: *r } };
+            let verdict =
+                if alo < ahi { Verdict::Race { copy: r.copy, mode } } else { Verdict::Outside { copy: r.copy } };
             let (addr, len) = if alo < ahi { (alo, ahi - alo) } else { (ulo.max(lo), 1) };
             fault::record(verdict, addr, len, None);
             // SAFETY: pages of a guarded range: their ordinary protection back, as after a
@@ -92,8 +92,8 @@ fn check_span(mode: Mode, lo: u64, hi: u64) {
 
 /// Whether the pages of `range` refuse an access in `mode`: a destination's pages refuse
 /// everything, a source's refuse writes.
-fn refuses(range: &CopyBytes, mode: Mode) -> bool {
-    mode == Mode::Write || range.mode != Mode::Read
+fn refuses(range: &Guarded, mode: Mode) -> bool {
+    mode == Mode::Write || range.copy.mode != Mode::Read
 }
 
 /// The bytes of an `iovec` array.

@@ -27,7 +27,8 @@ use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 
-use super::{actions, table};
+use super::actions;
+use super::table::{self, Guarded};
 use crate::sites::{python, stack};
 
 /// Faults waiting for the watcher at most.
@@ -92,27 +93,27 @@ thread_local! {
 
 /// What the guarded ranges say about a fault at `addr`; `write`: whether the access was a
 /// store, when the processor says.
-pub fn classify(ranges: &[CopyBytes], addr: u64, write: Option<bool>) -> Option<Verdict> {
+pub fn classify(ranges: &[Guarded], addr: u64, write: Option<bool>) -> Option<Verdict> {
     let page = table::page_of(addr);
-    let on_page = |r: &&CopyBytes| {
+    let on_page = |r: &&Guarded| {
         let (lo, hi) = table::span(r.lo, r.hi);
         lo <= page && page < hi
     };
     let first = ranges.iter().find(on_page)?;
     // Only stores fault on a page under sources alone.
-    let inaccessible = ranges.iter().filter(on_page).any(|r| r.mode != Mode::Read);
+    let inaccessible = ranges.iter().filter(on_page).any(|r| r.copy.mode != Mode::Read);
     let write = if inaccessible { write } else { Some(true) };
-    let inside = |r: &&CopyBytes| r.lo <= addr && addr < r.hi.max(r.lo + 1);
-    if let Some(copy) = ranges.iter().filter(on_page).filter(inside).find(|r| r.mode != Mode::Read) {
+    let inside = |r: &&Guarded| r.lo <= addr && addr < r.hi.max(r.lo + 1);
+    if let Some(r) = ranges.iter().filter(on_page).filter(inside).find(|r| r.copy.mode != Mode::Read) {
         let mode = if write == Some(true) { Mode::Write } else { Mode::Read };
-        return Some(Verdict::Race { copy: *copy, mode });
+        return Some(Verdict::Race { copy: r.copy, mode });
     }
     if write == Some(true) {
-        if let Some(copy) = ranges.iter().filter(on_page).find(inside) {
-            return Some(Verdict::Race { copy: *copy, mode: Mode::Write });
+        if let Some(r) = ranges.iter().filter(on_page).find(inside) {
+            return Some(Verdict::Race { copy: r.copy, mode: Mode::Write });
         }
     }
-    Some(Verdict::Outside { copy: *first })
+    Some(Verdict::Outside { copy: first.copy })
 }
 
 /// Whether the processor says the fault was a store.
@@ -290,9 +291,9 @@ mod tests {
     use streamsan::model::clock::Epoch;
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
-    fn bytes(mode: Mode, lo: u64, hi: u64) -> CopyBytes {
+    fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
         let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
-        CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }
+        Guarded { copy: CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
     }
 
     #[test]
@@ -301,14 +302,28 @@ mod tests {
         let source = bytes(Mode::Read, 0x1800, 0x1900);
         let both = [destination, source];
         assert_eq!(classify(&both, 0x5000, Some(false)), None, "no guarded page");
-        assert_eq!(classify(&both, 0x1100, Some(false)), Some(Verdict::Race { copy: destination, mode: Mode::Read }));
-        assert_eq!(classify(&both, 0x11ff, Some(true)), Some(Verdict::Race { copy: destination, mode: Mode::Write }));
-        assert_eq!(classify(&both, 0x1200, Some(true)), Some(Verdict::Outside { copy: destination }), "past the bytes");
+        assert_eq!(
+            classify(&both, 0x1100, Some(false)),
+            Some(Verdict::Race { copy: destination.copy, mode: Mode::Read })
+        );
+        assert_eq!(
+            classify(&both, 0x11ff, Some(true)),
+            Some(Verdict::Race { copy: destination.copy, mode: Mode::Write })
+        );
+        assert_eq!(
+            classify(&both, 0x1200, Some(true)),
+            Some(Verdict::Outside { copy: destination.copy }),
+            "past the bytes"
+        );
         // A load from a source on a page that a destination makes inaccessible: no conflict.
-        assert_eq!(classify(&both, 0x1800, Some(false)), Some(Verdict::Outside { copy: destination }));
-        assert_eq!(classify(&both, 0x1800, None), Some(Verdict::Outside { copy: destination }), "unknown direction");
-        assert_eq!(classify(&both, 0x1800, Some(true)), Some(Verdict::Race { copy: source, mode: Mode::Write }));
+        assert_eq!(classify(&both, 0x1800, Some(false)), Some(Verdict::Outside { copy: destination.copy }));
+        assert_eq!(
+            classify(&both, 0x1800, None),
+            Some(Verdict::Outside { copy: destination.copy }),
+            "unknown direction"
+        );
+        assert_eq!(classify(&both, 0x1800, Some(true)), Some(Verdict::Race { copy: source.copy, mode: Mode::Write }));
         // Alone, a source's page is read-only: its faults are stores.
-        assert_eq!(classify(&[source], 0x1880, None), Some(Verdict::Race { copy: source, mode: Mode::Write }));
+        assert_eq!(classify(&[source], 0x1880, None), Some(Verdict::Race { copy: source.copy, mode: Mode::Write }));
     }
 }

@@ -67,9 +67,11 @@ fn model() -> &'static Model {
 
 /// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other; `model` gives
 /// the process's model without telling it the work waiting in its batch (which every call
-/// would then pay for, while a copy is in flight), which the guard asks and reports to.
-pub fn install(model: fn() -> &'static Model) {
+/// would then pay for, while a copy is in flight), which the guard asks and reports to;
+/// `head_pages`: how many pages of a copy's start are guarded ([`table::parts`]).
+pub fn install(model: fn() -> &'static Model, head_pages: usize) {
     let _ = MODEL.set(model);
+    table::HEAD_PAGES.store(head_pages, Ordering::Relaxed);
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if page > 0 {
@@ -89,7 +91,8 @@ pub fn enabled() -> bool {
 }
 
 /// An asynchronous copy was issued as `epoch` and the host did not wait for it: guards
-/// the ranges of `reads` and `writes` that are in pinned host memory.
+/// the ranges of `reads` and `writes` that are in pinned host memory (of a long range, its
+/// first and last pages: [`table::parts`]).
 pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
     if !ENABLED.load(Ordering::Relaxed) {
         return;
@@ -97,12 +100,17 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     let model = model();
     let op = OpRecord::new(origin, None, epoch);
     let pinned = |&&(addr, len): &&(u64, u64)| len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host());
-    let bytes = |mode: Mode| move |&(lo, len): &(u64, u64)| CopyBytes { op, mode, lo, hi: lo + len };
-    let ranges: Vec<CopyBytes> = reads
+    let bytes = |mode: Mode| {
+        move |&(lo, len): &(u64, u64)| {
+            let copy = CopyBytes { op, mode, lo, hi: lo + len };
+            table::parts(copy.lo, copy.hi).map(move |(lo, hi)| table::Guarded { copy, lo, hi })
+        }
+    };
+    let ranges: Vec<table::Guarded> = reads
         .iter()
         .filter(pinned)
-        .map(bytes(Mode::Read))
-        .chain(writes.iter().filter(pinned).map(bytes(Mode::Write)))
+        .flat_map(bytes(Mode::Read))
+        .chain(writes.iter().filter(pinned).flat_map(bytes(Mode::Write)))
         .collect();
     if !ranges.is_empty() {
         start_watcher();

@@ -93,6 +93,7 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("training_step_synced_ddp", training_step::<0, false, 400, true>),
     ("training_step_synced_prefetch_guarded", training_step::<0, true, 400, false>),
     ("pinned_copies", pinned_copies),
+    ("pinned_copies_guarded", pinned_copies),
 ];
 
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): the racy ones, so that their
@@ -382,10 +383,11 @@ fn alloc_free(driver: &Driver) -> Measured {
     Measured::of(latencies)
 }
 
-/// A staging loop through pinned memory (issue 12's guard at work): a 1 MiB pinned buffer
-/// written, copied to the device, copied back into another, the stream synchronized, the
-/// result read. Each copy's pages are protected when it is issued and unprotected at the
-/// synchronize: two protect-and-unprotect pairs of 256 pages per iteration.
+/// A staging loop through pinned memory: a 1 MiB pinned buffer written, copied to the
+/// device, copied back into another, the stream synchronized, the result read. With the
+/// guard (`_guarded`, issue 12), each copy's pages are protected when it is issued and
+/// unprotected at the synchronize: of each 256-page copy, the first 16 pages and the last
+/// (`host_race_pages`).
 fn pinned_copies(driver: &Driver) -> Measured {
     const ITERATIONS: usize = 2_000;
     const BYTES: usize = 1 << 20;
