@@ -124,6 +124,10 @@ def main():
         if words and not any(w in program or w in framework for w in words):
             continue
         env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+        # A case's own options go after the caller's (STREAMSAN_OPTIONS=host_races=1 sh
+        # tests/gpu/all.sh runs every case with the guard on), not instead of them.
+        if "STREAMSAN_OPTIONS" in extra and os.environ.get("STREAMSAN_OPTIONS"):
+            env["STREAMSAN_OPTIONS"] = f"{os.environ['STREAMSAN_OPTIONS']}:{extra['STREAMSAN_OPTIONS']}"
         native_code, native_out, native_err, native_s = run(cmd, env, log)
         report_dir = f"/tmp/real-apps/{index}"
         os.makedirs(report_dir, exist_ok=True)
