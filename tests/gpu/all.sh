@@ -9,10 +9,11 @@
 # Each runner's output goes to its own folder, then all of it into $OUT/all.tgz; the last
 # lines of each runner's output are printed. ALL_TIMEOUT=SECONDS stops each runner after
 # that long, so that what ran is still packed within a call's limit (a call that ran out
-# before packing returned nothing: reports/gpu/07fe37d-guard/).
+# before packing returned nothing: reports/gpu/07fe37d-guard/). WORK=FOLDER (/tmp/gpu-all)
+# lets two run side by side, say one with STREAMSAN_OPTIONS=host_races=1.
 set -u
 OUT="${OUT:-/tmp}"
-WORK=/tmp/gpu-all
+WORK="${WORK:-/tmp/gpu-all}"
 rm -rf "$WORK" && mkdir -p "$WORK"
 # The wheels are installed once, before the runners (each would install them again).
 . tests/gpu/wheels.sh
