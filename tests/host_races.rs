@@ -199,6 +199,26 @@ fn registered_memory_is_guarded_too() {
     check("registered", "WAW", "registered", D2H);
 }
 
+/// The driver's own reads of a guarded page inside a call (small copies' pinned sources, read
+/// on the CPU as a GPU's driver reads them: `STANDIN_INLINE_COPIES`) are the calls', which
+/// the model judges: no host race. The page is guarded again once a call returns: the
+/// synchronous copy's source shares the page of the copy in flight and guards nothing of
+/// its own, and the host's read after it, before the synchronize, still races.
+#[test]
+fn the_driver_s_own_access_inside_a_call_is_no_host_race() {
+    let env = || vec![("STANDIN_DEFER_CALLBACKS", "1".to_string()), ("STANDIN_INLINE_COPIES", "1".to_string())];
+    assert_eq!(listed_kind("driver_reads_source"), "host-race");
+    let racy = run_twin_with("driver_reads_source", "racy", env());
+    assert!(racy.stdout().ends_with("pages shared 1\n"), "{}", racy.stdout());
+    let report = racy.report();
+    let kinds: Vec<_> = report.races.iter().map(|r| (r.kind.to_string(), r.second.api.clone())).collect();
+    assert_eq!(kinds, [("host-race".to_string(), "host".to_string())], "{:?}", races(&report));
+    let site = describe_site(&report.races[0].second.site);
+    assert!(site.contains("host_races.c") && site.ends_with("in driver_reads_source"), "{site}");
+    let fixed = run_twin_with("driver_reads_source", "fixed", env()).report();
+    assert!(fixed.races.is_empty() && fixed.notes.is_empty(), "{:?} {:?}", races(&fixed), fixed.notes);
+}
+
 #[test]
 fn another_thread_touching_the_destination_races_unless_started_after_the_synchronize() {
     let racy = check("other_thread", "RAW", "reader", D2H);

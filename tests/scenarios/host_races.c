@@ -265,6 +265,31 @@ static void registered(void) {
     CHECK(cuMemHostUnregister(h));
 }
 
+/* A device-to-host copy, a second stream that waits for it, a small host-to-device copy of
+   the same bytes on that stream, then a synchronous one from other pinned bytes on their
+   page: a GPU's driver reads such sources on the CPU inside the call (each the call's own
+   access; the first is ordered by the wait). Then the host reads the first copy's bytes:
+   before its synchronize (racy) or after it (fixed). */
+static void driver_reads_source(void) {
+    unsigned char *h = pinned(N), *beside = pinned(N);
+    CUstream after;
+    CUevent copied;
+    CUdeviceptr back, back_beside;
+    CHECK(cuStreamCreate(&after, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&copied, 0));
+    CHECK(cuMemAlloc_v2(&back, N));
+    CHECK(cuMemAlloc_v2(&back_beside, N));
+    CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
+    CHECK(cuEventRecord(copied, s));
+    CHECK(cuStreamWaitEvent(after, copied, 0));
+    CHECK(cuMemcpyHtoDAsync_v2(back, h, N, after));
+    CHECK(cuMemcpyHtoD_v2(back_beside, beside, N));
+    if (!racy) CHECK(cuStreamSynchronize(s));
+    unsigned char seen = load(h + 10);
+    CHECK(cuCtxSynchronize());
+    printf("read %d, pages shared %d\n", seen, (uintptr_t)h / 4096 == (uintptr_t)beside / 4096);
+}
+
 /* Another thread reads the destination: started before the synchronize (racy) or after it. */
 static unsigned char *shared;
 static void *reader(void *unused) {
@@ -486,6 +511,7 @@ static const struct {
     {"query", "host-race", query},
     {"host_function", "host-race", host_function},
     {"registered", "host-race", registered},
+    {"driver_reads_source", "host-race", driver_reads_source},
     {"other_thread", "host-race", other_thread},
     {"own_segv_handler", "host-race", own_segv_handler},
     {"fork_child", "host-race", fork_child},

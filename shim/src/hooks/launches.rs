@@ -251,7 +251,7 @@ unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.
     let host_func = unsafe { &*(data as *const HostFunc) };
     model().host_func_ran(&host_func.callback);
-    host_guard::after_call();
+    host_guard::after_call(false);
     unsafe { (host_func.func)(host_func.user_data) };
     // A captured function runs at every launch of its graph: keep it.
     if !host_func.callback.captured() {
@@ -290,7 +290,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
     // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
     let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
     model().host_func_ran(&wrapped.ordering);
-    host_guard::after_call();
+    host_guard::after_call(false);
     unsafe { (wrapped.callback)(stream, status, wrapped.user_data) };
 }
 

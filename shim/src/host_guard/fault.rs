@@ -17,6 +17,9 @@
 //!   race. The page is unprotected all the same, and the guard gives up on it for the
 //!   copies still in flight there (counted, and noted in the report).
 //!
+//! A fault on a guarded page while the thread is inside an intercepted call is the driver's
+//! own access ([`super::lent`]): the page is lent to it until the call returns.
+//!
 //! Faults on no guarded page go to the program's action ([`super::actions::chain`]).
 
 use core::cell::{Cell, UnsafeCell};
@@ -27,8 +30,8 @@ use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 
-use super::actions;
 use super::table::{self, Guarded};
+use super::{actions, lent};
 use crate::sites::{python, stack};
 
 /// Faults waiting for the watcher at most.
@@ -152,6 +155,8 @@ pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *m
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as u64) };
     if code == SEGV_ACCERR {
         match table::read(|t| classify(&t.ranges, addr, was_write(context))) {
+            // The driver's own access, inside a call: the call's, not the host's.
+            Some(_) if lent::lend(table::page_of(addr)) => return,
             Some(verdict) => {
                 record(verdict, addr, 1, Some(fault_ip(context)));
                 let page = table::page_of(addr);

@@ -17,8 +17,13 @@
 //! function), so other calls read a version number. A fault on a guarded page is the host's
 //! access ([`fault`]); a watcher thread turns it into a `host-race` and its frames ([`drain`]).
 //!
-//! A layer of its own, between the call sites below and the handlers above: the handlers
-//! tell it of copies issued ([`copy_issued`]) and call [`after_call`] after every call; the
+//! The driver's own loads and stores of a guarded page, on the program's thread inside a
+//! call (a small copy's pinned source that it reads on the CPU), are the call's, which the
+//! model judges: the page is lent to the driver until the call returns ([`lent`]).
+//!
+//! A layer of its own, between the call sites below and the handlers above: every exported
+//! hook calls [`before_call`] and [`after_call`] around its handler, the handlers tell it of
+//! copies issued ([`copy_issued`]); the
 //! process life installs it with the process's model ([`install`]), which it only reads
 //! and reports to.
 //!
@@ -40,6 +45,7 @@
 mod actions;
 mod calls;
 mod fault;
+mod lent;
 mod table;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -135,10 +141,22 @@ pub fn lift_joined(joined: impl Fn(&CopyBytes) -> bool) -> bool {
     in_flight()
 }
 
-/// After every driver call: lifts the guards of the copies the host has joined, if the
+/// Before every intercepted call: while copies are guarded, the driver's own accesses to
+/// their pages during the call are the call's ([`lent`]). Returns whether the thread entered;
+/// nothing in flight: one load.
+#[inline]
+pub fn before_call() -> bool {
+    in_flight() && lent::enter()
+}
+
+/// After every driver call (`entered`: what [`before_call`] returned): gives back the pages
+/// lent to the driver, then lifts the guards of the copies the host has joined, if the
 /// host's clock moved. Nothing in flight: one load; in flight and no move: two more.
 #[inline]
-pub fn after_call() {
+pub fn after_call(entered: bool) {
+    if entered {
+        lent::leave();
+    }
     if !in_flight() {
         return;
     }

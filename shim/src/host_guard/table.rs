@@ -220,6 +220,14 @@ pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
     unlock();
 }
 
+/// Gives the pages of `[lo, hi)` (page-aligned) the protection the published ranges call
+/// for: after the driver had them for a call ([`super::lent`]).
+pub fn restore(lo: u64, hi: u64) {
+    lock();
+    apply(&current(), lo, hi);
+    unlock();
+}
+
 /// In a forked child (the writer lock held since the fork): every page back to read and
 /// write, nothing in flight. The child cannot synchronize with its parent's copies.
 pub fn clear_in_child() {

@@ -6,17 +6,18 @@
 //! ([`super::first_call`]), counts itself ([`super::stats`]), finds the real driver's
 //! function of the same name ([`super::driver`]) and hands the call, with that function
 //! typed by [`super::variants::real`], to the family's handler, which calls the real driver
-//! exactly once with the caller's arguments; then it calls `after_call`, which looks at what
-//! the call changed for the host (the host-race guard lifts the guards of the copies the
-//! host synchronized with). With `phase_times=1` the whole call is timed. A program
-//! measuring the shim may have every hook call the driver alone ([`super::experiments`]).
-//! The handlers' layer expands the macro where its handlers and `after_call` are in scope,
-//! so this layer names none of them; the addresses of the functions it makes are in
-//! [`super::variants::VARIANTS`].
+//! exactly once with the caller's arguments. Around the handler it calls `before_call` and
+//! `after_call`: the host-race guard marks the thread as inside the driver (whose own
+//! accesses to guarded pages are the call's), then looks at what the call changed for the
+//! host (it lifts the guards of the copies the host synchronized with). With
+//! `phase_times=1` the whole call is timed. A program measuring the shim may have every hook
+//! call the driver alone ([`super::experiments`]). The handlers' layer expands the macro
+//! where its handlers, `before_call` and `after_call` are in scope, so this layer names none
+//! of them; the addresses of the functions it makes are in [`super::variants::VARIANTS`].
 
 /// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
-/// each calling the handler named after its family in the invoking module, then that
-/// module's `after_call`.
+/// each calling the invoking module's `before_call`, the handler named after its family
+/// there, then its `after_call`.
 macro_rules! export_hooks {
     ($( $family:ident [$($name:ident),+] ($($arg:ident : $ty:ty),*); )*) => {
         $( $crate::intercept::exports::export_hooks!(@family $family [$($name),+] ($($arg : $ty),*)); )*
@@ -36,6 +37,7 @@ macro_rules! export_hooks {
             // Measuring the shim (`experiments`): the driver only.
             const FORWARDING: u32 = $crate::intercept::experiments::forwarding(stringify!($family));
             let forward = $crate::intercept::experiments::leaves_out(FORWARDING);
+            let entered = !forward && before_call();
             let status = match driver::real_function(call.variant) {
                 // SAFETY: as the handler's call below.
                 Some(real) if forward => unsafe {
@@ -48,7 +50,7 @@ macro_rules! export_hooks {
                 None => driver::missing_function(&call),
             };
             if !forward {
-                after_call();
+                after_call(entered);
             }
             if let Some(started) = started {
                 stats::timed(call.variant, streamsan::phases::since(started));
