@@ -69,22 +69,33 @@ static void d2h_read(void) {
 }
 
 /* A device-to-host copy in flight while the program goes on issuing work on another stream
-   (a prefetcher's copy beside a training step's launches), then a read of its destination:
-   before the copy's synchronize (racy) or after it (fixed). */
+   (a prefetcher's copy beside a training step's memsets and device-to-device copies), then a
+   read of its destination: before the copy's synchronize (racy) or after it (fixed). Then,
+   with nothing in flight, memsets and copies to pageable memory that the host waits for. */
 #define BESIDE 1000
 static void work_beside_copy(void) {
-    unsigned char *h = pinned(N);
+    unsigned char *h = pinned(N), *pageable = malloc(N);
     CUstream other;
-    CUdeviceptr scratch;
+    CUdeviceptr scratch, copied;
     CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
     CHECK(cuMemAlloc_v2(&scratch, N));
+    CHECK(cuMemAlloc_v2(&copied, N));
     CHECK(cuMemcpyDtoHAsync_v2(h, d, N, s));
-    for (int i = 0; i < BESIDE; i++) CHECK(cuMemsetD8Async(scratch, (unsigned char)i, N, other));
+    for (int i = 0; i < BESIDE; i++) {
+        CHECK(cuMemsetD8Async(scratch, (unsigned char)i, N, other));
+        CHECK(cuMemcpyDtoDAsync_v2(copied, scratch, N, other));
+    }
     unsigned char seen = racy ? load(h + 10) : 0;
     CHECK(cuStreamSynchronize(s));
     if (!racy) seen = load(h + 10);
     CHECK(cuStreamSynchronize(other));
-    printf("read %d\n", seen);
+    for (int i = 0; i < BESIDE; i++) {
+        CHECK(cuMemsetD8Async(scratch, (unsigned char)i, N, other));
+        CHECK(cuMemcpyDtoH_v2(pageable, copied, N));
+    }
+    CHECK(cuStreamSynchronize(other));
+    printf("read %d, copied %d\n", seen, pageable[0]);
+    free(pageable);
 }
 
 /* A device-to-host copy, then a read of its destination after synchronizing another stream

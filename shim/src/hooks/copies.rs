@@ -68,14 +68,31 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     }
 }
 
-/// Before the real call of a copy the host waits for (`host`), with the host-race guard on
-/// (which has such a copy told at once, [`copied`]): tells the model the work waiting in
-/// its batch now, while the device finishes what the host will wait for, not after it
-/// (PyTorch's `.item()` is a launch, then a copy to pageable memory that waits).
+/// Before the real call of a copy the host waits for (`host`), while the host-race guard
+/// has copies in flight (which has such a copy told at once, [`told_at_once`]): tells the
+/// model the work waiting in its batch now, while the device finishes what the host will
+/// wait for, not after it (PyTorch's `.item()` is a launch, then a copy to pageable memory
+/// that waits).
 fn before_waiting(host: HostEffect) {
-    if host != HostEffect::None && host_guard::enabled() {
+    if host != HostEffect::None && host_guard::in_flight() {
         settle();
     }
+}
+
+/// Whether a copy must be told to the model at once instead of waiting in its [`batch`]:
+/// with the host-race guard on, a copy the host does not wait for that has a side in pinned
+/// host memory (the guard guards those bytes by the copy's epoch), and a copy the host waits
+/// for while copies are guarded (the guard lifts what the host joined by the host's clock,
+/// after the call). Any other copy (device to device, pageable memory) waits in the batch as
+/// without the guard.
+fn told_at_once(reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) -> bool {
+    host_guard::enabled()
+        && match host {
+            HostEffect::None => {
+                reads.iter().chain(writes).any(|&(addr, len)| len > 0 && memory_at(addr) == Memory::PinnedHost)
+            }
+            _ => host_guard::in_flight(),
+        }
 }
 
 /// Adds to `out` the accesses of a copy that reads `reads` and writes `writes`.
@@ -91,15 +108,15 @@ fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u6
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`. The copy waits
 /// in the model's [`batch`] with the launches around it (the host's wait for it, if any,
-/// with it), unless the host-race guard is on: it guards the copy's pinned host bytes until
-/// the host has synchronized with the copy, which it knows by the copy's epoch, and it
-/// lifts guards after a call by the host's clock, so it needs the model told at once.
+/// with it), unless the host-race guard needs it told at once ([`told_at_once`]); a copy
+/// the host does not wait for then has its pinned host bytes guarded.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
+    let at_once = told_at_once(reads, writes, host);
     with_accesses(|accesses| {
         push_copy_accesses(accesses, reads, writes);
         let work = Work { origin, kernel: None, accesses, host };
-        if !host_guard::enabled() {
+        if !at_once {
             batch::queue(unsettled(), on, work, Phase::CopyModel);
             return;
         }

@@ -90,8 +90,8 @@ pub fn install(model: fn() -> &'static Model, head_pages: usize) {
     }
 }
 
-/// Whether the guard is on: a copy the host does not wait for must then be told to the
-/// model at once, and to [`copy_issued`] with its epoch.
+/// Whether the guard is on: a copy the host does not wait for with a side in pinned host
+/// memory must then be told to the model at once, and to [`copy_issued`] with its epoch.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
