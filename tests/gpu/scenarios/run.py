@@ -14,7 +14,7 @@ has no fixed twin (each thread's default stream is its own), so both twins must 
 
 Writes scenarios.json ({"provenance": the build and machine, "cases": a list of {"case",
 "expected", "reported_kinds", "races", ...}}) and scenarios.log (every command's output,
-streamsan's warnings included).
+streamsan's warnings included); the reports go into BUILD_DIR/reports/.
 Usage: run.py STREAMSAN BUILD_DIR OUT_DIR
 SCENARIO_SUITES (comma-separated suite names, e.g. nccl-dlopen) runs only those suites.
 """
@@ -55,7 +55,7 @@ def main():
                     expected = "cross-stream-race"
                 expected_kinds = set() if expected == "clean" else set(expected.split(","))
                 native = run([exe, name, twin], log)
-                report_dir = f"/tmp/scenario-reports/{suite}/{name}-{twin}"
+                report_dir = f"{build}/reports/{suite}/{name}-{twin}"
                 os.makedirs(report_dir, exist_ok=True)
                 for f in os.listdir(report_dir):
                     os.remove(os.path.join(report_dir, f))

@@ -2,8 +2,9 @@
 # The scenario suite on the GPU machine (see run.py). From the repository root, with the
 # release build of streamsan and its shim in .device/:   sh tests/gpu/scenarios/run.sh
 set -u
-B=/tmp/streamsan-scenarios
-mkdir -p "$B"
+# A folder of this run's own for the programs and their reports: two runs side by side
+# (tests/gpu/all.sh with WORK=) once shared one and stopped each other's cases.
+B=$(mktemp -d /tmp/streamsan-scenarios.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
 nvcc -O2 -std=c++17 -o "$B/runtime_scenarios" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
