@@ -13,6 +13,7 @@ two at most; on a machine with two GPUs, Warp's multi-GPU scenarios (warp_multi_
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -63,7 +64,15 @@ def ddp_cases(ranks):
     with one rank still runs each collective on its stream, so the same races exist)."""
     if ranks == 0:
         return []
-    ddp = lambda mode: [PY, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}", f"{HERE}/torch_ddp.py", mode]
+    # A port of this runner's own: two runners side by side met on torchrun's default 29500
+    # and failed each other's programs (reports/gpu/28a1910/).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ddp = lambda mode: [
+        PY, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}", f"--master_port={port}",
+        f"{HERE}/torch_ddp.py", mode,
+    ]
     # A rank's exit status 66 would make the launcher fail the job: the ranks keep theirs.
     ranks_keep_status = {"STREAMSAN_OPTIONS": "exitcode=0"}
     name = f"torch_ddp ({ranks} rank{'s' if ranks > 1 else ''})"
