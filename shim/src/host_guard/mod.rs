@@ -106,17 +106,13 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     let model = model();
     let op = OpRecord::new(origin, None, epoch);
     let pinned = |&&(addr, len): &&(u64, u64)| len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host());
-    let bytes = |mode: Mode| {
-        move |&(lo, len): &(u64, u64)| {
-            let copy = CopyBytes { op, mode, lo, hi: lo + len };
-            table::parts(copy.lo, copy.hi).map(move |(lo, hi)| table::Guarded { copy, lo, hi })
-        }
-    };
+    let bytes = |mode: Mode| move |&(lo, len): &(u64, u64)| CopyBytes { op, mode, lo, hi: lo + len };
     let ranges: Vec<table::Guarded> = reads
         .iter()
         .filter(pinned)
-        .flat_map(bytes(Mode::Read))
-        .chain(writes.iter().filter(pinned).flat_map(bytes(Mode::Write)))
+        .map(bytes(Mode::Read))
+        .chain(writes.iter().filter(pinned).map(bytes(Mode::Write)))
+        .flat_map(table::parts)
         .collect();
     if !ranges.is_empty() {
         start_watcher();

@@ -62,20 +62,21 @@ pub fn span(lo: u64, hi: u64) -> (u64, u64) {
     (page_of(lo), hi.max(lo + 1).div_ceil(page) * page)
 }
 
-/// The parts of a copy's bytes `[lo, hi)` to guard: all of them, or, when they span more
-/// than [`HEAD_PAGES`] pages and one, the bytes on their first `HEAD_PAGES` pages and on
-/// their last. Protection costs by the page, each way (3-5 us for one page, 272 us for 16 MiB
+/// The parts of a copy's bytes to guard: all of them, or, when they span more than
+/// [`HEAD_PAGES`] pages and one, the bytes on their first `HEAD_PAGES` pages and on their
+/// last. Protection costs by the page, each way (3-5 us for one page, 272 us for 16 MiB
 /// on an H100: `reports/gpu/host-races/`; 12 MiB batches cost a ResNet-18 step with a
 /// prefetcher 0.3-0.4 ms: `reports/gpu/b7ff7ac/`), while the host's usual ways into a
 /// buffer in flight meet its first or last page: a loader's refill, a conversion or a
 /// checksum start at its first byte, a printed tensor shows its first and last elements.
-pub fn parts(lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64)> {
+pub fn parts(copy: CopyBytes) -> impl Iterator<Item = Guarded> {
+    let (lo, hi) = (copy.lo, copy.hi);
     let head = HEAD_PAGES.load(Ordering::Relaxed) as u64;
     let (first, last) = (page_of(lo), page_of(hi.max(lo + 1) - 1));
     let head_end = first.saturating_add(head.saturating_mul(page()));
     let (whole_or_head, tail) =
         if head != 0 && last > head_end { ((lo, head_end), Some((last, hi))) } else { ((lo, hi), None) };
-    core::iter::once(whole_or_head).chain(tail)
+    core::iter::once(whole_or_head).chain(tail).map(move |(lo, hi)| Guarded { copy, lo, hi })
 }
 
 /// Reads the published table, without a lock: for the fault handler (no allocation, no
@@ -267,7 +268,10 @@ mod tests {
     #[test]
     fn a_long_range_is_guarded_on_its_first_pages_and_its_last() {
         HEAD_PAGES.store(2, Ordering::Relaxed);
-        let parts = |lo, hi| super::parts(lo, hi).collect::<Vec<_>>();
+        let parts = |lo, hi| {
+            let copy = bytes(Mode::Write, lo, hi).copy;
+            super::parts(copy).map(|g| (g.lo, g.hi)).collect::<Vec<_>>()
+        };
         assert_eq!(parts(0x1010, 0x3ff0), [(0x1010, 0x3ff0)], "three pages: all guarded");
         assert_eq!(parts(0x1010, 0x4010), [(0x1010, 0x3000), (0x4000, 0x4010)], "four: the gap unguarded");
         assert_eq!(parts(0x1000, 0x9000), [(0x1000, 0x3000), (0x8000, 0x9000)]);
