@@ -83,9 +83,8 @@ fn check_span(mode: Mode, lo: u64, hi: u64) {
                 if alo < ahi { Verdict::Race { copy: r.copy, mode } } else { Verdict::Outside { copy: r.copy } };
             let (addr, len) = if alo < ahi { (alo, ahi - alo) } else { (ulo.max(lo), 1) };
             fault::record(verdict, addr, len, None);
-            // SAFETY: pages of a guarded range: their ordinary protection back, as after a
-            // fault there.
-            unsafe { libc::mprotect(ulo as *mut c_void, (uhi - ulo) as usize, libc::PROT_READ | libc::PROT_WRITE) };
+            // Their ordinary protection back, as after a fault there.
+            table::unprotect(ulo, uhi);
         }
     });
 }

@@ -160,14 +160,7 @@ pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *m
             Some(verdict) => {
                 record(verdict, addr, 1, Some(fault_ip(context)));
                 let page = table::page_of(addr);
-                // SAFETY: a page of a guarded range: its ordinary protection back.
-                unsafe {
-                    libc::mprotect(
-                        page as *mut libc::c_void,
-                        table::page() as usize,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                    )
-                };
+                table::unprotect(page, page + table::page());
                 return;
             }
             None => {

@@ -47,12 +47,11 @@ pub fn lend(page: u64) -> bool {
     if !INSIDE.try_with(Cell::get).unwrap_or(false) {
         return false;
     }
-    let size = table::page();
-    // SAFETY: a page of a guarded range: its ordinary protection, until the call returns.
-    unsafe { libc::mprotect(page as *mut libc::c_void, size as usize, libc::PROT_READ | libc::PROT_WRITE) };
+    let end = page + table::page();
+    table::unprotect(page, end);
     let _ = LENT.try_with(|lent| {
         let (lo, hi) = lent.get();
-        lent.set((lo.min(page), hi.max(page + size)));
+        lent.set((lo.min(page), hi.max(end)));
     });
     true
 }

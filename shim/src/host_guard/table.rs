@@ -221,6 +221,14 @@ pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
     unlock();
 }
 
+/// Gives the pages of `[lo, hi)` (page-aligned) their ordinary protection, read and write,
+/// the ranges on them still published: after a fault there, or before a call the kernel
+/// would refuse them ([`super::calls`]). No allocation, no lock: for the fault handler.
+pub fn unprotect(lo: u64, hi: u64) {
+    // SAFETY: pages of guarded ranges, which the program owns.
+    unsafe { libc::mprotect(lo as *mut libc::c_void, (hi - lo) as usize, libc::PROT_READ | libc::PROT_WRITE) };
+}
+
 /// Gives the pages of `[lo, hi)` (page-aligned) the protection the published ranges call
 /// for: after the driver had them for a call ([`super::lent`]).
 pub fn restore(lo: u64, hi: u64) {
