@@ -19,6 +19,15 @@
 //! frame, hence its code object, is alive: through the C API if this thread holds the GIL,
 //! else by a helper thread that takes the GIL (given up after a short wait, so that a thread
 //! holding the GIL and waiting on this one cannot deadlock the program).
+//!
+//! That helper must be a thread CPython may end. From 3.8 to 3.13 a thread that waits for the
+//! GIL while the interpreter finalizes is ended with `pthread_exit`, a forced unwind of its
+//! stack. A `std::thread` catches every unwind at its base, and the C library then aborts the
+//! process ("FATAL: exception not rethrown"): a PyTorch program whose data loader's thread
+//! made a driver call as the program exited died of SIGABRT under streamsan
+//! (`reports/gpu/615f37e/`). So the helper is a thread of the shim's own making, whose frames
+//! let that unwind pass: a `C-unwind` start routine, nothing with a destructor alive across
+//! `PyGILState_Ensure`.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -43,7 +52,8 @@ type Object = *mut c_void;
 struct Api {
     is_initialized: unsafe extern "C" fn() -> c_int,
     gil_check: unsafe extern "C" fn() -> c_int,
-    gil_ensure: unsafe extern "C" fn() -> c_int,
+    /// Ends the calling thread with `pthread_exit` if the interpreter is finalizing.
+    gil_ensure: unsafe extern "C-unwind" fn() -> c_int,
     gil_release: unsafe extern "C" fn(c_int),
     this_thread_state: unsafe extern "C" fn() -> Object,
     /// Borrowed reference to the current frame (GIL held).
@@ -336,8 +346,12 @@ fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
         return Some(unsafe { resolve(api, code as Object, offset) });
     }
     let (requests, replies) = resolver(api)?;
+    if HELPER_ENDED.load(Ordering::Relaxed) {
+        return None;
+    }
     let replies = replies.lock().unwrap_or_else(|e| e.into_inner());
-    requests.send((code, offset)).ok()?;
+    // Not `send`: a helper that CPython is ending reads no more, and a full queue would block.
+    requests.try_send((code, offset)).ok()?;
     let deadline = std::time::Instant::now() + Duration::from_millis(200);
     loop {
         let left = deadline.checked_duration_since(std::time::Instant::now())?;
@@ -350,40 +364,86 @@ fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
     }
 }
 
-type Resolver = (SyncSender<(usize, c_int)>, Mutex<Receiver<((usize, c_int), Frame)>>);
+type Resolver = (SyncSender<RawFrame>, Mutex<Receiver<(RawFrame, Frame)>>);
+
+/// What the helper thread serves from.
+struct Served {
+    api: &'static Api,
+    requests: Mutex<Receiver<RawFrame>>,
+    answers: SyncSender<(RawFrame, Frame)>,
+}
+
+static SERVED: OnceLock<Served> = OnceLock::new();
 
 /// A thread that takes the GIL to resolve frames for threads that do not hold it.
 fn resolver(api: &'static Api) -> Option<&'static Resolver> {
     static RESOLVER: OnceLock<Option<Resolver>> = OnceLock::new();
     RESOLVER
         .get_or_init(|| {
-            let (requests, incoming) = mpsc::sync_channel::<(usize, c_int)>(16);
-            let (answers, replies) = mpsc::sync_channel::<((usize, c_int), Frame)>(16);
-            std::thread::Builder::new()
-                .name("streamsan-python".into())
-                .spawn(move || {
-                    for (code, offset) in incoming {
-                        // SAFETY: the GIL is taken for the resolution. The requester waits with
-                        // the frame alive; one that gave up may have let the code object go, so
-                        // check that it still is one.
-                        let frame = unsafe {
-                            let gil = (api.gil_ensure)();
-                            let alive = read::<usize, true>(code + 8) == Some(api.code_type);
-                            let frame = alive.then(|| resolve(api, code as Object, offset));
-                            (api.gil_release)(gil);
-                            frame
-                        };
-                        if let Some(frame) = frame {
-                            if answers.send(((code, offset), frame)).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                })
-                .ok()?;
+            let (requests, incoming) = mpsc::sync_channel::<RawFrame>(16);
+            let (answers, replies) = mpsc::sync_channel::<(RawFrame, Frame)>(16);
+            SERVED.set(Served { api, requests: Mutex::new(incoming), answers }).ok()?;
+            type Start = extern "C" fn(*mut c_void) -> *mut c_void;
+            // SAFETY: a detached thread running `serve`, which needs no argument. The libc
+            // crate types the start routine "C"; "C-unwind" is the same call, allowed to unwind.
+            unsafe {
+                let start = core::mem::transmute::<extern "C-unwind" fn(*mut c_void) -> *mut c_void, Start>(serve);
+                let mut thread: libc::pthread_t = 0;
+                if libc::pthread_create(&mut thread, core::ptr::null(), start, core::ptr::null_mut()) != 0 {
+                    return None;
+                }
+                libc::pthread_detach(thread);
+            }
             Some((requests, Mutex::new(replies)))
         })
         .as_ref()
+}
+
+/// Set when the helper thread has ended: requests then go unanswered at once.
+static HELPER_ENDED: AtomicBool = AtomicBool::new(false);
+
+/// Alive on the helper thread: its destructor runs when the thread ends, however it ends
+/// (the C library runs thread-locals' destructors in `pthread_exit` too).
+struct Helper;
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        HELPER_ENDED.store(true, Ordering::Relaxed);
+    }
+}
+
+thread_local! {
+    static HELPER: Helper = const { Helper };
+}
+
+/// The helper thread: resolves each request with the GIL taken. `PyGILState_Ensure` may end
+/// the thread (see the module's doc), so nothing with a destructor lives across it on this
+/// stack: the request is two numbers, the rest static or thread-local.
+extern "C-unwind" fn serve(_: *mut c_void) -> *mut c_void {
+    // SAFETY: names the calling thread; the name fits the kernel's 16 bytes.
+    unsafe { libc::pthread_setname_np(libc::pthread_self(), c"streamsan-python".as_ptr()) };
+    HELPER.with(|_| ());
+    let Some(Served { api, requests, answers }) = SERVED.get() else { return core::ptr::null_mut() };
+    loop {
+        let Ok((code, offset)) = requests.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
+            return core::ptr::null_mut();
+        };
+        // SAFETY: the GIL is taken for the resolution. The requester waits with the frame
+        // alive; one that gave up may have let the code object go, so check that it still is
+        // one.
+        let frame = unsafe {
+            let gil = (api.gil_ensure)();
+            let alive = read::<usize, true>(code + 8) == Some(api.code_type);
+            let frame = alive.then(|| resolve(api, code as Object, offset));
+            (api.gil_release)(gil);
+            frame
+        };
+        if let Some(frame) = frame {
+            if answers.send(((code, offset), frame)).is_err() {
+                return core::ptr::null_mut();
+            }
+        }
+    }
 }
 
 /// # Safety
@@ -442,4 +502,89 @@ pub fn interpreter_range() -> Option<(u64, u64)> {
         let (range, path) = objects::holding(api()?.is_initialized as usize)?;
         is_interpreter_file(&path).then_some(range)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the interpreter below is finalizing: its `PyGILState_Ensure` then ends the
+    /// calling thread, as CPython 3.8-3.13's does.
+    static FINALIZING: AtomicBool = AtomicBool::new(false);
+    const CODE_TYPE: usize = 0xc0de;
+    /// A code object as `serve` checks one: its type at offset 8.
+    static CODE: [usize; 2] = [0, CODE_TYPE];
+
+    extern "C" fn one() -> c_int {
+        1
+    }
+    extern "C" fn nobody_holds_the_gil() -> c_int {
+        0
+    }
+    extern "C-unwind" fn ensure() -> c_int {
+        if FINALIZING.load(Ordering::Relaxed) {
+            // SAFETY: what CPython's take_gil does to a thread while it finalizes.
+            unsafe { libc::pthread_exit(core::ptr::null_mut()) }
+        }
+        1
+    }
+    extern "C" fn release(_: c_int) {}
+    extern "C" fn none() -> Object {
+        core::ptr::null_mut()
+    }
+    extern "C" fn no_object(_: Object) -> Object {
+        core::ptr::null_mut()
+    }
+    extern "C" fn lasti(_: Object) -> c_int {
+        0
+    }
+    extern "C" fn line(_: Object, offset: c_int) -> c_int {
+        100 + offset
+    }
+    extern "C" fn no_attr(_: Object, _: *const c_char) -> Object {
+        core::ptr::null_mut()
+    }
+    extern "C" fn no_text(_: Object) -> *const c_char {
+        core::ptr::null()
+    }
+    extern "C" fn nothing(_: Object) {}
+    extern "C" fn clear() {}
+
+    /// An interpreter whose GIL another thread always holds, so that frames are resolved by
+    /// the helper thread.
+    static API: Api = Api {
+        is_initialized: one,
+        gil_check: nobody_holds_the_gil,
+        gil_ensure: ensure,
+        gil_release: release,
+        this_thread_state: none,
+        get_frame: none,
+        frame_get_back: no_object,
+        frame_get_code: no_object,
+        frame_get_lasti: lasti,
+        code_addr2line: line,
+        get_attr_string: no_attr,
+        unicode_as_utf8: no_text,
+        dec_ref: nothing,
+        err_clear: clear,
+        code_type: CODE_TYPE,
+        code_units: 0,
+        layout: None,
+    };
+
+    #[test]
+    fn the_interpreter_may_end_the_helper_thread_and_the_program_lives_on() {
+        let code = CODE.as_ptr() as usize;
+        assert_eq!(resolve_now(&API, code, 3).expect("resolved by the helper").line, Some(103));
+        // At exit CPython ends the helper in PyGILState_Ensure: the process must not abort.
+        FINALIZING.store(true, Ordering::Relaxed);
+        assert!(resolve_now(&API, code, 4).is_none());
+        while !HELPER_ENDED.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Requests after it go unanswered at once, more than the queue holds.
+        for offset in 5..40 {
+            assert!(resolve_now(&API, code, offset).is_none());
+        }
+    }
 }
