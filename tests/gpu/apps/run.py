@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -128,6 +129,9 @@ def main():
     streamsan, cudarc_app, out = sys.argv[1:4]
     words = sys.argv[4:]
     log = open(os.path.join(out, "real-apps.log"), "w")
+    # The reports in a folder of this run's own: two runs side by side (tests/gpu/all.sh
+    # with WORK=) must not read or clear each other's.
+    reports = tempfile.mkdtemp(prefix="real-apps.")
     results = []
     for index, (program, framework, allocator, cmd, extra, expected) in enumerate(cases(cudarc_app)):
         if words and not any(w in program or w in framework for w in words):
@@ -138,10 +142,8 @@ def main():
         if "STREAMSAN_OPTIONS" in extra and os.environ.get("STREAMSAN_OPTIONS"):
             env["STREAMSAN_OPTIONS"] = f"{os.environ['STREAMSAN_OPTIONS']}:{extra['STREAMSAN_OPTIONS']}"
         native_code, native_out, native_err, native_s = run(cmd, env, log)
-        report_dir = f"/tmp/real-apps/{index}"
-        os.makedirs(report_dir, exist_ok=True)
-        for f in os.listdir(report_dir):
-            os.remove(os.path.join(report_dir, f))
+        report_dir = f"{reports}/{index}"
+        os.makedirs(report_dir)
         code, stdout, stderr, streamsan_s = run([streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--"] + cmd, env, log)
         races, notes = [], []
         for f in sorted(os.listdir(report_dir)):

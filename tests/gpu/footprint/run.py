@@ -21,8 +21,6 @@ for name, argv, kernels in cases:
         native = subprocess.run(argv + [twin], capture_output=True, text=True, timeout=120)
         for mode in modes:
             report = f"{build}/{name}.{twin}.{mode}.json"
-            if os.path.exists(report):
-                os.remove(report)
             r = subprocess.run([streamsan, "run", "--footprint", mode, "--report", report, "--exitcode", "0", "--quiet", "--"] + argv + [twin], capture_output=True, text=True, timeout=120)
             races, notes = [], []
             if os.path.exists(report):

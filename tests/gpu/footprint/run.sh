@@ -2,8 +2,9 @@
 # The footprint cases on the GPU machine (see run.py). From the repository root, with the
 # release streamsan and its shim in .device/:   sh tests/gpu/footprint/run.sh [MODES]
 set -u
-B=/tmp/streamsan-footprint
-mkdir -p "$B"
+# A folder of this run's own for the cases, as the scenario runner's: two runs side by side
+# once rebuilt one program while the other ran it ("Text file busy").
+B=$(mktemp -d /tmp/streamsan-footprint.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc -O2 -std=c++17 -arch=sm_90 -o "$B/cases" tests/gpu/footprint/cases.cu || exit 1
 python3 tests/gpu/footprint/run.py "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}" "$@"

@@ -15,7 +15,8 @@ Prints expected against got per case, and logs the commit, the date, the GPU and
 sha256 first.
 
 Writes host_races.json and host_races.log (every command's output) into OUT_DIR.
-Usage: run.py STREAMSAN BUILD_DIR OUT_DIR   (BUILD_DIR holds host_races built from the .cu)
+Usage: run.py STREAMSAN BUILD_DIR OUT_DIR   (BUILD_DIR holds host_races built from the .cu;
+the reports go into BUILD_DIR/reports/)
 """
 import hashlib
 import json
@@ -94,10 +95,8 @@ def main():
             for twin in ("racy", "fixed"):
                 expected = racy_kind if twin == "racy" and racy_kind != "none" else "clean"
                 native = run(command + [name, twin], log)
-                report_dir = f"/tmp/host-race-reports/{suite}/{name}-{twin}"
-                os.makedirs(report_dir, exist_ok=True)
-                for f in os.listdir(report_dir):
-                    os.remove(os.path.join(report_dir, f))
+                report_dir = f"{build}/reports/{suite}/{name}-{twin}"
+                os.makedirs(report_dir)
                 under = run([streamsan, "run", "--host-races", "--report", f"{report_dir}/report.%p.json", "--"] + command + [name, twin], log)
                 races, notes = [], set()
                 for f in sorted(os.listdir(report_dir)):

@@ -3,8 +3,8 @@
 # release build of streamsan and its shim in .device/ (PyTorch and CuPy installed for their
 # suites):   sh tests/gpu/host_races/run.sh
 set -u
-B=/tmp/streamsan-host-races
-mkdir -p "$B"
+# A folder of this run's own for the programs and their reports, as the scenario runner's.
+B=$(mktemp -d /tmp/streamsan-host-races.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc -O2 -g -std=c++17 -o "$B/host_races" tests/gpu/host_races/host_races.cu || exit 1
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"

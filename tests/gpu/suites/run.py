@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
@@ -46,6 +47,8 @@ def main():
     chosen = sys.argv[3:] or list(SUITES)
     log = open(os.path.join(out, "suites.log"), "w")
     provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
+    # The reports in a folder of this run's own, as tests/gpu/apps/run.py's.
+    reports = tempfile.mkdtemp(prefix="suites.")
     results = []
     for name in chosen:
         need = REQUIRES.get(name)
@@ -55,10 +58,8 @@ def main():
         cmd = SUITES[name]
         native = subprocess.run(cmd, capture_output=True, text=True, timeout=560)
         log.write(f"$ {' '.join(cmd)}\n# exit {native.returncode}\n{native.stdout}{native.stderr}\n")
-        report_dir = f"/tmp/suites/{re.sub('[^a-z]+', '-', name)}"
-        os.makedirs(report_dir, exist_ok=True)
-        for f in glob.glob(f"{report_dir}/*"):
-            os.remove(f)
+        report_dir = f"{reports}/{re.sub('[^a-z]+', '-', name)}"
+        os.makedirs(report_dir)
         under = subprocess.run([streamsan, "run", "--exitcode", "0", "--report", f"{report_dir}/report.%p.json", "--"] + cmd,
                                capture_output=True, text=True, timeout=560)
         log.write(f"$ streamsan run -- {' '.join(cmd)}\n# exit {under.returncode}\n{under.stdout}{under.stderr}\n")
