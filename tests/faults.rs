@@ -238,7 +238,9 @@ fn a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill() {
 /// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.
 fn raised_after_races(signal: i32) {
     let dir = scratch("raise");
-    let out = preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()]).output().unwrap();
+    let out = with_default_interrupts(&mut preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()]))
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.signal(),
         Some(signal),

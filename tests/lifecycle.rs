@@ -16,7 +16,7 @@ use common::*;
 fn killed_after_a_race(signal: i32) {
     let exe = lifecycle();
     let dir = scratch("killed");
-    let mut child = Command::new(&exe)
+    let mut child = with_default_interrupts(&mut Command::new(&exe))
         .arg("sleep")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())

@@ -109,6 +109,21 @@ pub fn link_cuda() -> Vec<String> {
     vec![format!("-L{}", driver_dir().display()), "-lcuda".into()]
 }
 
+/// `cmd` with SIGINT and SIGQUIT at their default actions, whatever this process has: a
+/// shell starts a background command (`cargo test &`) with both ignored, and its children
+/// inherit that, so a test that sends or raises one would find it ignored.
+pub fn with_default_interrupts(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, as between fork and exec must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
 /// A fresh directory for one run's files.
 pub fn scratch(label: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
