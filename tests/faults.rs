@@ -280,6 +280,25 @@ fn the_programs_own_handler_runs_after_the_report_is_written() {
     );
 }
 
+/// A host function or stream callback may end the thread it runs on: CPython ends a thread that takes the GIL
+/// while the interpreter finalizes with `pthread_exit`, a forced unwind through whatever
+/// called the function (the driver's thread natively; the shim's trampoline under it).
+#[test]
+fn a_host_function_that_ends_its_thread_ends_it_as_without_streamsan() {
+    let dir = scratch("thread-exit");
+    let native = Command::new(faults())
+        .args(["3", "thread_exit"])
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STANDIN_DEFER_CALLBACKS", "1")
+        .output()
+        .unwrap();
+    assert_eq!((native.status.code(), text(&native.stdout)), (Some(0), "joined\njoined\n".to_string()), "natively");
+    let out = preloaded(&dir, &faults(), &["3", "thread_exit"]).env("STANDIN_DEFER_CALLBACKS", "1").output().unwrap();
+    assert_eq!(text(&out.stdout), "joined\njoined\n", "{:?}\n{}", out.status, text(&out.stderr));
+    assert_eq!(out.status.code(), Some(66), "the races' exit status");
+    assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 3);
+}
+
 #[test]
 fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
     let dir = scratch("vanished");

@@ -8,7 +8,14 @@
      raise SIG  raises SIG (a number), then "survived", exit status 0
      handled    raises SIGTERM, for which it installed its own handler before its first
                 driver call; the handler prints "handled" and ends the process with _exit(7)
+     thread_exit  enqueues a host function, then a stream callback, each of which ends
+                the thread running it with pthread_exit (as CPython ends a thread that takes
+                the GIL while the interpreter finalizes), runs each on a thread of its own
+                (the stand-in, with STANDIN_DEFER_CALLBACKS=1, runs them when asked), joins
+                it, then "joined" twice, exit status 0
    The kernel is cuda_min.h's scale(out, in, n). */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,9 +61,26 @@ static void handled(int signal) {
     _exit(7);
 }
 
+static void end_this_thread(void *unused) {
+    (void)unused;
+    pthread_exit(NULL);
+}
+static void end_this_thread_callback(CUstream s, CUresult status, void *unused) {
+    (void)s;
+    (void)status;
+    end_this_thread(unused);
+}
+
+static void *run_host_functions(void *unused) {
+    (void)unused;
+    void (*run)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "standinRunCallbacks");
+    if (run) run();
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled\n");
+        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled|thread_exit\n");
         return 2;
     }
     int races = atoi(argv[1]);
@@ -80,12 +104,23 @@ int main(int argc, char **argv) {
         fflush(stdout);
         raise(atoi(argv[3]));
         printf("survived\n");
+    } else if (strcmp(action, "thread_exit") == 0) {
+        for (int callback = 0; callback < 2; callback++) {
+            if (callback)
+                CHECK(cuStreamAddCallback(s1, end_this_thread_callback, NULL, 0));
+            else
+                CHECK(cuLaunchHostFunc(s1, end_this_thread, NULL));
+            pthread_t driver;
+            pthread_create(&driver, NULL, run_host_functions, NULL);
+            pthread_join(driver, NULL);
+            printf("joined\n");
+        }
     } else if (strcmp(action, "handled") == 0) {
         fflush(stdout);
         raise(SIGTERM);
         printf("survived\n");
     } else {
-        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled\n");
+        fprintf(stderr, "usage: faults N exit|sleep|launched|raise SIG|handled|thread_exit\n");
         return 2;
     }
     return 0;

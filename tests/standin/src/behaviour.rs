@@ -1042,14 +1042,21 @@ pub mod callbacks {
         }
     }
 
-    /// Runs every deferred callback, in order.
+    /// Runs every deferred callback, in order, on the calling thread, as a real driver's
+    /// thread runs them: a callback may end that thread with a forced unwind
+    /// (`pthread_exit`), which passes through here ("C-unwind"; no destructor alive across
+    /// the call but the callback's own box).
     #[unsafe(no_mangle)]
-    pub extern "C" fn standinRunCallbacks() {
-        let pending = std::mem::take(&mut PENDING.lock().unwrap().0);
+    pub extern "C-unwind" fn standinRunCallbacks() {
         crate::pinned::complete();
-        for callback in pending {
+        while let Some(callback) = next() {
             callback();
         }
+    }
+
+    fn next() -> Option<Callback> {
+        let mut pending = PENDING.lock().unwrap();
+        (!pending.0.is_empty()).then(|| pending.0.remove(0))
     }
 }
 
