@@ -40,14 +40,18 @@ import sys
 TARGET = "target/count"
 PROFILE = os.path.join(TARGET, "release")
 SHIM = "libstreamsan_shim.so"
+UNWINDER = "libgcc_s.so.1"
 
-# The parts of the launch path, each the inclusive cost of one function of the shim.
+# The parts of the launch path, each the inclusive cost of one function, of the shim unless
+# said. The unwinds are a chain's first capture only (the bench's 256 chains, in its warm-up
+# mostly): per call of the unwinder, and in the capture's figure, which is per capture.
 PARTS = [
-    ("call-site capture", "streamsan_shim::sites::stack::capture"),
-    ("  of which Python frames", "streamsan_shim::sites::python::walk"),
-    ("kernel lookup", "streamsan_shim::hooks::kernels::Recent::info"),
-    ("parameter scan", "streamsan_shim::hooks::kernels::accesses"),
-    ("queued in the batch", "streamsan_shim::hooks::batch::queue"),
+    ("call-site capture", SHIM, "streamsan_shim::sites::stack::capture"),
+    ("  of which Python frames", SHIM, "streamsan_shim::sites::python::walk"),
+    ("  of which unwinds (a chain's first capture)", UNWINDER, "_Unwind_Backtrace"),
+    ("kernel lookup", SHIM, "streamsan_shim::hooks::kernels::Recent::info"),
+    ("parameter scan", SHIM, "streamsan_shim::hooks::kernels::accesses"),
+    ("queued in the batch", SHIM, "streamsan_shim::hooks::batch::queue"),
 ]
 EXPORT = "cuLaunchKernelEx"
 # The bench's workload in Python: its launches are cuLaunchKernel's, counted from the hook's
@@ -199,13 +203,13 @@ def main():
     n = profile.calls.get((SHIM, hook), 0)
     if n == 0:
         sys.exit(f"count.py: no call of the shim's {hook} in the program's thread")
-    table = [("the launch's hook, the driver's call left out", hook)] + PARTS
+    table = [("the launch's hook, the driver's call left out", SHIM, hook)] + PARTS
     print(f"{workload}: on the program's thread, per call (callgrind; the driver's calls and "
           f"the batch's settles, the watcher's work, not counted)")
     print(f"  {'part':<46} {'calls':>7} {'instructions':>12} {'L1d read misses':>16} {'L1d write misses':>17} {'mispredicted':>13}")
-    for label, function in table:
-        calls = profile.calls.get((SHIM, function), 0)
-        counts = profile.inclusive(SHIM, function)
+    for label, obj, function in table:
+        calls = profile.calls.get((obj, function), 0)
+        counts = profile.inclusive(obj, function)
         figures = " ".join(f"{c / calls:>{w}.1f}" for c, w in zip(counts, [12, 16, 17, 13])) if calls else ""
         print(f"  {label:<46} {calls:>7} {figures}")
     print("  code the hook runs at every launch (the driver's call left out), by object file:")
