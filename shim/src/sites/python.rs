@@ -9,7 +9,8 @@
 //! cuda-bindings' `nogil` calls, ctypes), so the frames cannot be asked for through the C
 //! API. But the calling thread is inside the driver call: its own frame chain cannot change
 //! under us. For CPython 3.11 and 3.12 the chain is read directly, from the thread state
-//! through `cframe` to each `_PyInterpreterFrame`; every code object found must be of type
+//! through `cframe` to each `_PyInterpreterFrame` (for 3.13 the thread state holds the
+//! frame itself; its free-threaded build is left out); every code object found must be of type
 //! `PyCode_Type`, and until a few captures have succeeded every read goes through
 //! `process_vm_readv`, which fails instead of faulting, so a wrong layout turns the feature
 //! off rather than crashing the program. Other versions use the C API, when the caller holds
@@ -78,11 +79,16 @@ struct Api {
 /// `Include/internal/pycore_frame.h`).
 #[derive(Clone, Copy, Debug)]
 struct Layout {
-    thread_cframe: usize,
-    cframe_current_frame: usize,
+    /// Where the thread state points to its `_PyCFrame` (3.11, 3.12), which holds the
+    /// current frame; none where the thread state holds it itself (3.13).
+    thread_cframe: Option<usize>,
+    /// Where the current frame's pointer is, in the `_PyCFrame` or the thread state.
+    current_frame: usize,
     frame_code: usize,
     frame_previous: usize,
-    frame_prev_instr: usize,
+    /// The instruction the frame is at: the last one begun (`prev_instr`, 3.11 and 3.12) or
+    /// the one under way (`instr_ptr`, 3.13), either way in the line of the call.
+    frame_instr: usize,
     frame_owner: usize,
     /// Frames owned by the C stack are the interpreter's, not the program's.
     owner_c_stack: Option<u8>,
@@ -92,20 +98,29 @@ impl Layout {
     fn for_version(major: u32, minor: u32) -> Option<Layout> {
         match (major, minor) {
             (3, 11) => Some(Layout {
-                thread_cframe: 56,
-                cframe_current_frame: 8,
+                thread_cframe: Some(56),
+                current_frame: 8,
                 frame_code: 32,
                 frame_previous: 48,
-                frame_prev_instr: 56,
+                frame_instr: 56,
                 frame_owner: 69,
                 owner_c_stack: None,
             }),
             (3, 12) => Some(Layout {
-                thread_cframe: 56,
-                cframe_current_frame: 0,
+                thread_cframe: Some(56),
+                current_frame: 0,
                 frame_code: 0,
                 frame_previous: 8,
-                frame_prev_instr: 56,
+                frame_instr: 56,
+                frame_owner: 70,
+                owner_c_stack: Some(3),
+            }),
+            (3, 13) => Some(Layout {
+                thread_cframe: None,
+                current_frame: 72,
+                frame_code: 0,
+                frame_previous: 8,
+                frame_instr: 56,
                 frame_owner: 70,
                 owner_c_stack: Some(3),
             }),
@@ -135,6 +150,10 @@ fn api() -> Option<&'static Api> {
         let layout = get_version.and_then(|v| {
             // SAFETY: a static version string such as "3.12.0 (main, ...".
             let version = unsafe { CStr::from_ptr(v()) }.to_string_lossy();
+            // A free-threaded build's objects and thread states are laid out otherwise.
+            if version.contains("free-threading") {
+                return None;
+            }
             let mut parts = version.split(|c: char| !c.is_ascii_digit());
             Layout::for_version(parts.next()?.parse().ok()?, parts.next()?.parse().ok()?)
         });
@@ -207,8 +226,11 @@ fn read_frames<const CHECKED: bool>(api: &Api, layout: &Layout, out: &mut [RawFr
     if thread == 0 {
         return Some(0);
     }
-    let cframe: usize = read::<_, CHECKED>(thread + layout.thread_cframe)?;
-    let mut frame: usize = read::<_, CHECKED>(cframe + layout.cframe_current_frame)?;
+    let holder = match layout.thread_cframe {
+        Some(cframe) => read::<_, CHECKED>(thread + cframe)?,
+        None => thread,
+    };
+    let mut frame: usize = read::<_, CHECKED>(holder + layout.current_frame)?;
     let mut n = 0;
     let mut steps = 0;
     while frame != 0 && n < DEPTH && steps < 4 * DEPTH {
@@ -220,7 +242,7 @@ fn read_frames<const CHECKED: bool>(api: &Api, layout: &Layout, out: &mut [RawFr
             if code_type != api.code_type {
                 return None;
             }
-            let instr: usize = read::<_, CHECKED>(frame + layout.frame_prev_instr)?;
+            let instr: usize = read::<_, CHECKED>(frame + layout.frame_instr)?;
             let offset = instr.saturating_sub(code + api.code_units);
             out[n] = (code, offset as c_int);
             n += 1;
