@@ -247,6 +247,11 @@ struct HostFunc {
     callback: Arc<HostCallback>,
 }
 
+/// Runs the program's host function on the driver's thread. The function may end that thread
+/// with a forced unwind (CPython's `pthread_exit` of a thread that takes the GIL while the
+/// interpreter finalizes), which passes through this frame as through the driver's alone
+/// only while nothing here has a destructor to run (tests/faults.rs,
+/// `a_host_function_that_ends_its_thread_ends_it_as_without_streamsan`).
 unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.
     let host_func = unsafe { &*(data as *const HostFunc) };
@@ -286,12 +291,16 @@ struct StreamCallback {
     ordering: Arc<HostCallback>,
 }
 
+/// Runs the program's stream callback, as [`run_host_func`] its host function: the box is
+/// freed before the call.
 unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, data: *mut c_void) {
     // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
     let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
     model().host_func_ran(&wrapped.ordering);
     host_guard::after_call(false);
-    unsafe { (wrapped.callback)(stream, status, wrapped.user_data) };
+    let (callback, user_data) = (wrapped.callback, wrapped.user_data);
+    drop(wrapped);
+    unsafe { callback(stream, status, user_data) };
 }
 
 pub unsafe fn stream_add_callback(
