@@ -302,7 +302,7 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
     use streamsan::model::buffers::MemoryKind;
     use streamsan::model::op::{HostEffect, Mode, StackId, ThreadId};
@@ -311,10 +311,20 @@ mod tests {
     use super::*;
 
     static ASKED: AtomicUsize = AtomicUsize::new(0);
+    /// Whether the tests' server answers. The server, once installed, stays for the process
+    /// (as the watcher does), whichever test installed it first: one that does not answer
+    /// is as none.
+    static ANSWERS: AtomicBool = AtomicBool::new(false);
 
     fn asked() -> bool {
         ASKED.fetch_add(1, Ordering::Relaxed);
-        true
+        ANSWERS.load(Ordering::Relaxed)
+    }
+
+    /// The tests' server, answering or not.
+    fn served(answers: bool) {
+        ANSWERS.store(answers, Ordering::Relaxed);
+        serve_by(asked);
     }
 
     fn queue_one(model: &Model) {
@@ -328,7 +338,8 @@ mod tests {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let model = Model::new(Box::new(|_| None), None);
         settle(&model);
-        // No thread serves the batch: the call that fills the queue tells it.
+        // No thread answers for the batch: the call that fills the queue tells it.
+        served(false);
         for _ in 1..CAPACITY {
             queue_one(&model);
         }
@@ -336,7 +347,8 @@ mod tests {
         queue_one(&model);
         assert!(!waiting(), "the call that filled the queue told it");
         // A server is asked once, and the queue waits for it, up to the limit.
-        serve_by(asked);
+        served(true);
+        ASKED.store(0, Ordering::Relaxed);
         for _ in 0..CAPACITY {
             queue_one(&model);
         }
@@ -414,7 +426,7 @@ mod tests {
     fn the_hosts_join_queues_with_the_work_around_it_in_order() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         // A server that answers: the join asks it, and the queue waits for it.
-        serve_by(asked);
+        served(true);
         let (first, second) = (StreamRef::Handle(0x61), StreamRef::Handle(0x62));
         let copy = |model: &Model, on: StreamRef| queue_write(model, on, 0x2000);
         for joins in [Some(Join::Stream(first)), Some(Join::Context(1)), Some(Join::Event(0xe)), None] {
