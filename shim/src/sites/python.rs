@@ -8,9 +8,9 @@
 //! Frameworks call the driver with the GIL released (PyTorch's dispatcher, CuPy's and
 //! cuda-bindings' `nogil` calls, ctypes), so the frames cannot be asked for through the C
 //! API. But the calling thread is inside the driver call: its own frame chain cannot change
-//! under us. For CPython 3.11 and 3.12 the chain is read directly, from the thread state
-//! through `cframe` to each `_PyInterpreterFrame` (for 3.13 the thread state holds the
-//! frame itself; its free-threaded build is left out); every code object found must be of type
+//! under us. For CPython 3.11 to 3.13 (not 3.13's free-threaded build) the chain is read
+//! directly, from the thread state (through its `cframe` before 3.13) to each
+//! `_PyInterpreterFrame`; every code object found must be of type
 //! `PyCode_Type`, and until a few captures have succeeded every read goes through
 //! `process_vm_readv`, which fails instead of faulting, so a wrong layout turns the feature
 //! off rather than crashing the program. Other versions use the C API, when the caller holds
