@@ -280,9 +280,10 @@ fn the_programs_own_handler_runs_after_the_report_is_written() {
     );
 }
 
-/// A host function or stream callback may end the thread it runs on: CPython ends a thread that takes the GIL
-/// while the interpreter finalizes with `pthread_exit`, a forced unwind through whatever
-/// called the function (the driver's thread natively; the shim's trampoline under it).
+/// A host function or stream callback may end the thread it runs on: CPython ends a thread
+/// that takes the GIL while the interpreter finalizes with `pthread_exit`, a forced unwind
+/// through whatever called the function (the driver's thread natively; the shim's
+/// trampoline under it).
 #[test]
 fn a_host_function_that_ends_its_thread_ends_it_as_without_streamsan() {
     let dir = scratch("thread-exit");
