@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use super::buffers::{Found, MemoryKind};
-use super::clock::{Epoch, HOST};
+use super::clock::{Epoch, Slot, HOST};
 use super::op::{Mode, OpRecord, Origin};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use super::streams::{SlotOwner, StreamRef};
@@ -57,6 +57,12 @@ impl Model {
     /// once told, [`Model::host_has_joined`] says the same.
     pub fn context_sync_joins(&self, ctx: u64, epoch: Epoch) -> bool {
         matches!(self.slot_owner(epoch), SlotOwner::Stream { ctx: owner, .. } if owner == ctx)
+    }
+
+    /// The slot of `stream`, made on first sight: an operation queued on it has this slot
+    /// before the model is told it and gives it its time.
+    pub fn slot_of(&self, stream: StreamRef) -> Slot {
+        self.stream(stream).slot
     }
 
     /// Whether a `cuStreamSynchronize` of `stream`, made after the operation of `epoch` was

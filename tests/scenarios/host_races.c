@@ -98,6 +98,26 @@ static void work_beside_copy(void) {
     free(pageable);
 }
 
+/* Small device-to-host copies into pinned memory, each beside work on another stream (a
+   detection model's counts, copied between its launches), then a read of the last one's
+   destination: before the copies' synchronize (racy) or after it (fixed). */
+static void copies_beside_work(void) {
+    unsigned char *h = pinned(N);
+    CUstream other;
+    CUdeviceptr scratch;
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc_v2(&scratch, N));
+    for (int i = 0; i < BESIDE; i++) {
+        CHECK(cuMemsetD8Async(scratch, (unsigned char)i, N, other));
+        CHECK(cuMemcpyDtoHAsync_v2(h, d, 64, s));
+    }
+    unsigned char seen = racy ? load(h + 10) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(h + 10);
+    CHECK(cuStreamSynchronize(other));
+    printf("read %d\n", seen);
+}
+
 /* A device-to-host copy, then a read of its destination after synchronizing another stream
    (racy) or the copy's own (fixed). */
 static void other_stream(void) {
@@ -513,6 +533,7 @@ static const struct {
     {"d2h_write", "host-race", d2h_write},
     {"long_copy", "host-race", long_copy},
     {"work_beside_copy", "host-race", work_beside_copy},
+    {"copies_beside_work", "host-race", copies_beside_work},
     {"other_context", "host-race", other_context},
     {"other_stream", "host-race", other_stream},
     {"h2d_refill", "host-race", h2d_refill},

@@ -34,13 +34,14 @@
 //! watcher tells what waits every 100 µs while work keeps coming, every 20 ms else; a
 //! thread that finds [`LIMIT`] waiting tells them itself, so that a busy program never runs
 //! far ahead of its model. With `halt_on_error=1` nothing waits, so that the program stops
-//! at the racy call itself. With the host-race guard on, copies are told at once
-//! (`super::copies`).
+//! at the racy call itself. With the host-race guard on, a guarded copy waits here too,
+//! its bytes guarded under an epoch the telling replaces (`super::copies`).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use streamsan::model::clock::Epoch;
 use streamsan::model::op::{Access, HostEffect, KernelId, Origin};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
@@ -58,8 +59,9 @@ const LIMIT: usize = 4 * CAPACITY;
 
 /// An operation waiting to be told.
 enum Queued {
-    /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], and
-    /// the phase its model update is timed as.
+    /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], the
+    /// phase its model update is timed as, and for a copy the host-race guard guards, the
+    /// pending epoch it is guarded under ([`host_guard::copy_queued`]).
     Work {
         on: StreamRef,
         origin: Origin,
@@ -67,6 +69,7 @@ enum Queued {
         accesses: (u32, u32),
         host: HostEffect,
         phase: Phase,
+        guarded: Option<Epoch>,
     },
     /// `cuEventRecord`: the event takes the stream's clock.
     Record { event: u64, on: StreamRef, external: bool, origin: Origin },
@@ -141,17 +144,42 @@ pub fn waiting() -> bool {
 /// Queues `work` on `on` (a launch, memset or copy, the host waiting for it or not), whose
 /// model update is timed as `phase`. With `halt_on_error=1`, tells the model at once.
 pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
+    queue_work(model, on, work, phase, None);
+}
+
+/// Queues a copy whose host bytes the host-race guard guards under the epoch `pending`
+/// until the model, told it, gives it its own ([`host_guard::copy_told`]).
+pub fn queue_guarded(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, pending: Epoch) {
+    queue_work(model, on, work, phase, Some(pending));
+}
+
+fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarded: Option<Epoch>) {
     if options().halt_on_error {
         let _timer = phases::start(phase);
-        model.work(on, work);
+        tell_work(model, on, work, guarded);
         return;
     }
     push(model, |queue| {
         let start = queue.accesses.len() as u32;
         queue.accesses.extend_from_slice(work.accesses);
         let end = queue.accesses.len() as u32;
-        Queued::Work { on, origin: work.origin, kernel: work.kernel, accesses: (start, end), host: work.host, phase }
+        Queued::Work {
+            on,
+            origin: work.origin,
+            kernel: work.kernel,
+            accesses: (start, end),
+            host: work.host,
+            phase,
+            guarded,
+        }
     });
+}
+
+fn tell_work(model: &Model, on: StreamRef, work: Work<'_>, guarded: Option<Epoch>) {
+    let told = model.work(on, work);
+    if let Some(pending) = guarded {
+        host_guard::copy_told(pending, told);
+    }
 }
 
 /// Queues the record of `event` on `on` (`external`: `CU_EVENT_RECORD_EXTERNAL`). With
@@ -252,10 +280,10 @@ fn tell(model: &Model, batch: &mut Queue) -> usize {
     let told = work.len();
     for queued in work.drain(..) {
         match queued {
-            Queued::Work { on, origin, kernel, accesses: (start, end), host, phase } => {
+            Queued::Work { on, origin, kernel, accesses: (start, end), host, phase, guarded } => {
                 let _timer = phases::start(phase);
                 let accesses = &accesses[start as usize..end as usize];
-                model.work(on, Work { origin, kernel, accesses, host });
+                tell_work(model, on, Work { origin, kernel, accesses, host }, guarded);
             }
             Queued::Record { event, on, external, origin } => {
                 let _timer = phases::start(Phase::EventModel);

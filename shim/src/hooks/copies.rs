@@ -20,6 +20,7 @@ use super::batch;
 use super::call::{default_stream, ok, origin, stream};
 use super::model::{model, settle, unsettled, with_accesses};
 use crate::host_guard;
+use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
 /// Rows of a 2D/3D copy tracked one by one.
@@ -69,7 +70,7 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 }
 
 /// Before the real call of a copy the host waits for (`host`), while the host-race guard
-/// has copies in flight (which has such a copy told at once, [`told_at_once`]): tells the
+/// has copies in flight (which has such a copy told at once, [`telling`]): tells the
 /// model the work waiting in its batch now, while the device finishes what the host will
 /// wait for, not after it (PyTorch's `.item()` is a launch, then a copy to pageable memory
 /// that waits).
@@ -79,20 +80,49 @@ fn before_waiting(host: HostEffect) {
     }
 }
 
-/// Whether a copy must be told to the model at once instead of waiting in its [`batch`]:
-/// with the host-race guard on, a copy the host does not wait for that has a side in pinned
-/// host memory (the guard guards those bytes by the copy's epoch), and a copy the host waits
-/// for while copies are guarded (the guard lifts what the host joined by the host's clock,
-/// after the call). Any other copy (device to device, pageable memory) waits in the batch as
-/// without the guard.
-fn told_at_once(reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) -> bool {
-    host_guard::enabled()
-        && match host {
-            HostEffect::None => {
-                reads.iter().chain(writes).any(|&(addr, len)| len > 0 && memory_at(addr) == Memory::PinnedHost)
+/// How a copy reaches the model, with the host-race guard on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Telling {
+    /// In its [`batch`], as without the guard: a copy without a side in pinned host memory
+    /// that the host does not wait for, or one it waits for with nothing guarded.
+    Queued,
+    /// In its batch, its pinned host bytes guarded now under a pending epoch
+    /// ([`host_guard::copy_queued`]): a copy the host does not wait for.
+    Guarded,
+    /// At once: such a copy on a stream that may be capturing, whose epoch (or whether it
+    /// runs at all) only the model, told, can give; and a copy the host waits for while
+    /// copies are guarded (the guard lifts what the host joined by the host's clock, after
+    /// the call).
+    AtOnce,
+}
+
+fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) -> Telling {
+    if !host_guard::enabled() {
+        return Telling::Queued;
+    }
+    match host {
+        HostEffect::None
+            if reads.iter().chain(writes).any(|&(addr, len)| len > 0 && memory_at(addr) == Memory::PinnedHost) =>
+        {
+            if driver::may_be_capturing(handle(on)) {
+                Telling::AtOnce
+            } else {
+                Telling::Guarded
             }
-            _ => host_guard::in_flight(),
         }
+        HostEffect::None => Telling::Queued,
+        _ if host_guard::in_flight() => Telling::AtOnce,
+        _ => Telling::Queued,
+    }
+}
+
+/// The handle the driver knows `on` by, on the calling thread.
+fn handle(on: StreamRef) -> u64 {
+    match on {
+        StreamRef::Legacy { .. } => CU_STREAM_LEGACY as u64,
+        StreamRef::PerThread { .. } => CU_STREAM_PER_THREAD as u64,
+        StreamRef::Handle(handle) => handle,
+    }
 }
 
 /// Adds to `out` the accesses of a copy that reads `reads` and writes `writes`.
@@ -108,21 +138,29 @@ fn push_copy_accesses(out: &mut Vec<Access>, reads: &[(u64, u64)], writes: &[(u6
 
 /// Tells the model of a copy on `on` that reads `reads` and writes `writes`. The copy waits
 /// in the model's [`batch`] with the launches around it (the host's wait for it, if any,
-/// with it), unless the host-race guard needs it told at once ([`told_at_once`]); a copy
-/// the host does not wait for then has its pinned host bytes guarded.
+/// with it), unless the host-race guard needs it told at once ([`telling`]); a copy the
+/// host does not wait for has its pinned host bytes guarded.
 fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) {
     let origin = origin(call);
-    let at_once = told_at_once(reads, writes, host);
+    let telling = telling(on, reads, writes, host);
     with_accesses(|accesses| {
         push_copy_accesses(accesses, reads, writes);
         let work = Work { origin, kernel: None, accesses, host };
-        if !at_once {
-            batch::queue(unsettled(), on, work, Phase::CopyModel);
-            return;
-        }
-        let _timer = phases::start(Phase::CopyModel);
-        if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
-            host_guard::copy_issued(&origin, epoch, reads, writes);
+        match telling {
+            Telling::Queued => batch::queue(unsettled(), on, work, Phase::CopyModel),
+            Telling::Guarded => {
+                let model = unsettled();
+                match host_guard::copy_queued(&origin, model.slot_of(on), reads, writes) {
+                    Some(pending) => batch::queue_guarded(model, on, work, Phase::CopyModel, pending),
+                    None => batch::queue(model, on, work, Phase::CopyModel),
+                }
+            }
+            Telling::AtOnce => {
+                let _timer = phases::start(Phase::CopyModel);
+                if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
+                    host_guard::copy_issued(&origin, epoch, reads, writes);
+                }
+            }
         }
     });
     // A copy that orders the host completed what the host waited for: measured footprints

@@ -15,6 +15,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use streamsan::model::clock::Epoch;
 use streamsan::model::host_access::CopyBytes;
 use streamsan::model::op::Mode;
 
@@ -221,6 +222,27 @@ pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
     unlock();
 }
 
+/// Gives the ranges of the copy guarded under `pending` the epoch the model gave it, or, with
+/// none (the copy was captured, not run), lifts them.
+pub fn told(pending: Epoch, told: Option<Epoch>) {
+    match told {
+        None => lift(|copy| copy.op.epoch == pending),
+        Some(epoch) => {
+            lock();
+            let mut table = current();
+            let mut changed = false;
+            for r in table.ranges.iter_mut().filter(|r| r.copy.op.epoch == pending) {
+                r.copy.op.epoch = epoch;
+                changed = true;
+            }
+            if changed {
+                publish(table);
+            }
+            unlock();
+        }
+    }
+}
+
 /// Gives the pages of `[lo, hi)` (page-aligned) their ordinary protection, read and write,
 /// the ranges on them still published: after a fault there, or before a call the kernel
 /// would refuse them ([`super::calls`]). No allocation, no lock: for the fault handler.
@@ -252,7 +274,6 @@ pub fn clear_in_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use streamsan::model::clock::Epoch;
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
     fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {

@@ -173,6 +173,7 @@ pub struct Queries {
     pub ctx_get_current: Option<unsafe extern "C" fn(*mut CUcontext) -> CUresult>,
     pub stream_get_ctx: Option<unsafe extern "C" fn(CUstream, *mut CUcontext) -> CUresult>,
     pub stream_get_flags: Option<unsafe extern "C" fn(CUstream, *mut c_uint) -> CUresult>,
+    pub stream_is_capturing: Option<unsafe extern "C" fn(CUstream, *mut c_uint) -> CUresult>,
     pub func_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUfunction) -> CUresult>,
     pub kernel_get_name: Option<unsafe extern "C" fn(*mut *const c_char, CUkernel) -> CUresult>,
     pub func_get_param_info: Option<unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult>,
@@ -192,6 +193,7 @@ pub fn queries() -> &'static Queries {
         ctx_get_current: find(c"cuCtxGetCurrent"),
         stream_get_ctx: find(c"cuStreamGetCtx"),
         stream_get_flags: find(c"cuStreamGetFlags"),
+        stream_is_capturing: find(c"cuStreamIsCapturing"),
         func_get_name: find(c"cuFuncGetName"),
         kernel_get_name: find(c"cuKernelGetName"),
         func_get_param_info: find(c"cuFuncGetParamInfo"),
@@ -207,6 +209,16 @@ pub fn allocation_size(base: CUdeviceptr) -> Option<u64> {
     // SAFETY: valid out-pointers.
     let status = unsafe { get(&mut start, &mut size, base) };
     (status == CUDA_SUCCESS && start == base && size > 0).then_some(size as u64)
+}
+
+/// Whether `stream` may be capturing: true unless the driver says it is not (a stream that
+/// joined a capture by waiting on a captured event is one before the model hears of it).
+pub fn may_be_capturing(stream: u64) -> bool {
+    let Some(is_capturing) = queries().stream_is_capturing else { return true };
+    let mut status: c_uint = 1;
+    // SAFETY: a valid out-pointer; the driver checks the handle.
+    let answered = unsafe { is_capturing(stream as CUstream, &mut status) } == CUDA_SUCCESS;
+    !answered || status != 0
 }
 
 /// The calling thread's current context (0 if none).

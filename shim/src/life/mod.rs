@@ -41,7 +41,7 @@ extern "C" fn on_load() {
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
     if options().host_races {
-        host_guard::install(model::unsettled, options().host_race_pages);
+        host_guard::install(model::unsettled, model::model, options().host_race_pages);
     }
     signals::install_fatal();
     // The Compute Sanitizer API must subscribe before the driver starts.
