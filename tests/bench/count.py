@@ -51,7 +51,7 @@ PARTS = [
     ("  of which unwinds (a chain's first capture)", UNWINDER, "_Unwind_Backtrace"),
     ("kernel lookup", SHIM, "streamsan_shim::hooks::kernels::Recent::info"),
     ("parameter scan", SHIM, "streamsan_shim::hooks::kernels::accesses"),
-    ("queued in the batch", SHIM, "streamsan_shim::hooks::batch::queue"),
+    ("queued in the batch", SHIM, "streamsan_shim::hooks::batch::queue_work"),
 ]
 EXPORT = "cuLaunchKernelEx"
 # The bench's workload in Python: its launches are cuLaunchKernel's, counted from the hook's
