@@ -152,11 +152,17 @@ fn a_long_copy_is_guarded_on_its_first_and_last_pages_unless_every_page_is_asked
 #[test]
 fn work_beside_a_guarded_copy_waits_in_the_batch() {
     check("work_beside_copy", "RAW", "work_beside_copy", D2H);
+    assert_the_batch_waits("work_beside_copy", "2000 memsets and 2000 copies");
+}
+
+/// Runs `scenario`'s fixed twin, clean, and checks that its program's thread told the
+/// model's batch a few times only, for `work`.
+fn assert_the_batch_waits(scenario: &str, work: &str) {
     let env = vec![("STREAMSAN_OPTIONS", "phase_times=1".to_string()), ("STANDIN_DEFER_CALLBACKS", "1".to_string())];
-    let fixed = run_twin_with("work_beside_copy", "fixed", env);
-    assert!(fixed.report().races.is_empty(), "the synchronize lifted the guard before the read");
+    let fixed = run_twin_with(scenario, "fixed", env);
+    assert!(fixed.report().races.is_empty(), "{scenario}: the synchronize lifted the guard before the read");
     let told = phase_count(&fixed.stderr(), "batch told on program threads");
-    assert!(told < 100, "the program's thread told the batch {told} times for 2000 memsets and 2000 copies");
+    assert!(told < 100, "{scenario}: the program's thread told the batch {told} times for {work}");
 }
 
 /// A guarded copy waits in the model's batch as a launch does: the program's thread does not
@@ -166,11 +172,7 @@ fn work_beside_a_guarded_copy_waits_in_the_batch() {
 #[test]
 fn guarded_copies_wait_in_the_batch() {
     check("copies_beside_work", "RAW", "copies_beside_work", D2H);
-    let env = vec![("STREAMSAN_OPTIONS", "phase_times=1".to_string()), ("STANDIN_DEFER_CALLBACKS", "1".to_string())];
-    let fixed = run_twin_with("copies_beside_work", "fixed", env);
-    assert!(fixed.report().races.is_empty(), "the synchronize lifted the guards before the read");
-    let told = phase_count(&fixed.stderr(), "batch told on program threads");
-    assert!(told < 100, "the program's thread told the batch {told} times for 1000 memsets and 1000 guarded copies");
+    assert_the_batch_waits("copies_beside_work", "1000 memsets and 1000 guarded copies");
 }
 
 /// A context's synchronize lifts the guards of the copies on its own streams before the
