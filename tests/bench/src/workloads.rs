@@ -94,6 +94,8 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
     ("training_step_synced_prefetch_guarded", training_step::<0, true, 400, false>),
     ("pinned_copies", pinned_copies),
     ("pinned_copies_guarded", pinned_copies),
+    ("counts_read_back", counts_read_back),
+    ("counts_read_back_guarded", counts_read_back),
 ];
 
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): the racy ones, so that their
@@ -409,6 +411,35 @@ fn pinned_copies(driver: &Driver) -> Measured {
             check((driver.memcpy_dtoh_async)(result.cast(), device, BYTES, stream), "cuMemcpyDtoHAsync");
             check((driver.stream_synchronize)(stream), "cuStreamSynchronize");
             assert_eq!(result.read_volatile(), i as u8);
+        }
+    });
+    Measured::of(latencies)
+}
+
+/// A detection model's counts read back (PyTorch's `nonzero` and its kin): four launches,
+/// an 8-byte copy of a count into pinned memory, the stream synchronized, the count read.
+/// With the guard (`_guarded`), each count's page is protected at its copy and unprotected
+/// at the synchronize, and the launches wait in the model's batch beside it.
+fn counts_read_back(driver: &Driver) -> Measured {
+    const ITERATIONS: usize = 20_000;
+    let setup = driver.setup();
+    let stream = driver.stream();
+    let buffers: Vec<CUdeviceptr> = (0..8).map(|_| driver.buffer(256)).collect();
+    let mut count = core::ptr::null_mut();
+    // SAFETY: an out-pointer to a local.
+    check(unsafe { (driver.mem_alloc_host)(&mut count, 8) }, "cuMemAllocHost");
+    let count = count.cast::<u64>();
+    let latencies = time_each(ITERATIONS, |i| {
+        // SAFETY: the setup's kernel on a live stream; a pinned buffer of 8 bytes, read once
+        // the copy into it is synchronized.
+        unsafe {
+            for k in 0..4 {
+                let mut pointers = [0, 1, 2, 3].map(|j| buffers[(i + k + j) % 8]);
+                check(driver.launch(setup.quad, stream, &mut pointers), "cuLaunchKernel");
+            }
+            check((driver.memcpy_dtoh_async)(count.cast(), buffers[i % 8], 8, stream), "cuMemcpyDtoHAsync");
+            check((driver.stream_synchronize)(stream), "cuStreamSynchronize");
+            core::hint::black_box(count.read_volatile());
         }
     });
     Measured::of(latencies)
