@@ -125,7 +125,7 @@ static TOLD: [AtomicU64; 4096] = [const { AtomicU64::new(0) }; 4096];
 pub fn copy_queued(origin: &Origin, slot: Slot, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> Option<Epoch> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let pending = Epoch::new(slot, PENDING | (NEXT.fetch_add(1, Ordering::Relaxed) & !PENDING));
-    guard(origin, pending, reads, writes).then_some(pending)
+    copy_issued(origin, pending, reads, writes).then_some(pending)
 }
 
 /// The model was told the copy guarded under `pending`: `told` is its epoch, or None if it
@@ -157,13 +157,8 @@ fn resolve(mut copy: CopyBytes) -> CopyBytes {
 
 /// An asynchronous copy was issued as `epoch` and the host did not wait for it: guards
 /// the ranges of `reads` and `writes` that are in pinned host memory (of a long range, its
-/// first and last pages: [`table::parts`]).
-pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) {
-    guard(origin, epoch, reads, writes);
-}
-
-/// Guards the pinned bytes of a copy of `epoch`; returns whether any are guarded.
-fn guard(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> bool {
+/// first and last pages: [`table::parts`]). Returns whether any are guarded.
+pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> bool {
     if !ENABLED.load(Ordering::Relaxed) {
         return false;
     }
