@@ -6,7 +6,7 @@
 //! line and the [`launch`]er it shares with the test `harness` (behind the cargo
 //! feature `harness`, on by default and off for the shim, which has no use for it). The
 //! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
-//! model here; [`hash`] and [`recent`] keep that fast.
+//! model here; [`hash`], [`hot`] and [`recent`] keep that fast.
 
 #[macro_use]
 mod names;
@@ -15,6 +15,7 @@ pub mod forwarding;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;
+pub mod hot;
 pub mod launch;
 pub mod model;
 pub mod options;

@@ -164,7 +164,9 @@ impl Tally {
     }
 }
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
+crate::hot! {
+    static ENABLED: AtomicBool = AtomicBool::new(false);
+}
 
 /// When timing began, on both clocks, to convert ticks at the end.
 static ORIGIN: OnceLock<(u64, Instant)> = OnceLock::new();

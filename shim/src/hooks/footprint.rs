@@ -35,8 +35,10 @@ use crate::intercept::{diag, driver};
 /// before the module is unpatched (four times more after each time it is patched again).
 const QUIET_LAUNCHES: u64 = 4;
 
-/// Whether launches are measured (the options ask for it and the engine started).
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+streamsan::hot! {
+    /// Whether launches are measured (the options ask for it and the engine started).
+    static ACTIVE: AtomicBool = AtomicBool::new(false);
+}
 /// The mode in force once the engine started.
 static MODE: OnceLock<Footprint> = OnceLock::new();
 

@@ -125,9 +125,11 @@ fn infos() -> &'static FastMap<usize, Arc<KernelInfo>> {
     INFO.get_or_init(fast_map)
 }
 
-/// Bumped whenever what was learnt of a handle is forgotten: [`Recent`] entries of an older
-/// generation are not used.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
+streamsan::hot! {
+    /// Bumped whenever what was learnt of a handle is forgotten: [`Recent`] entries of an older
+    /// generation are not used.
+    static GENERATION: AtomicU64 = AtomicU64::new(0);
+}
 
 /// The kernels one thread launched lately ([`streamsan::recent`]): a training step
 /// launches the same few hundred kernels every iteration (room for a few thousand, so that

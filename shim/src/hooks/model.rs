@@ -17,7 +17,10 @@ use streamsan_driver_api::{CUcontext, CUDA_SUCCESS, CU_STREAM_NON_BLOCKING};
 use super::batch;
 use crate::intercept::driver;
 
-static MODEL: OnceLock<Model> = OnceLock::new();
+streamsan::hot! {
+    /// Boxed: the launch path reads where the model is, not the model's first lines.
+    static MODEL: OnceLock<Box<Model>> = OnceLock::new();
+}
 static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
 
 /// The happens-before model of this process, told everything the process did so far: the
@@ -32,7 +35,7 @@ pub fn model() -> &'static Model {
 /// (launches, asynchronous memsets), which read only what queued work does not change
 /// (kernels, buffers' places and kinds, learnt footprints).
 pub fn unsettled() -> &'static Model {
-    MODEL.get_or_init(|| Model::new(Box::new(describe_stream), Some(Box::new(Installed))))
+    MODEL.get_or_init(|| Box::new(Model::new(Box::new(describe_stream), Some(Box::new(Installed)))))
 }
 
 thread_local! {
@@ -55,12 +58,12 @@ pub fn with_accesses<R>(f: impl FnOnce(&mut Vec<Access>) -> R) -> R {
 /// waits for, so that the thread tells it while the device works instead of after. Returns
 /// how many operations this call told.
 pub fn settle() -> usize {
-    MODEL.get().map_or(0, batch::settle)
+    MODEL.get().map_or(0, |model| batch::settle(model))
 }
 
 /// The model, if a call has made it (its batch as it stands: [`settle`] first).
 pub fn made() -> Option<&'static Model> {
-    MODEL.get()
+    MODEL.get().map(|model| &**model)
 }
 
 /// Where the model's races go from now on.

@@ -36,8 +36,10 @@ pub struct Guarded {
 static CURRENT: AtomicPtr<Table> = AtomicPtr::new(core::ptr::null_mut());
 /// Handlers reading a table now.
 static READERS: AtomicUsize = AtomicUsize::new(0);
-/// Ranges in the published table: zero on the common path, where nothing is in flight.
-pub static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+streamsan::hot! {
+    /// Ranges in the published table: zero on the common path, where nothing is in flight.
+    pub static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+}
 /// Counts lifts: a handler that finds a fault on no guarded page retries once if a lift may
 /// have raced with the fault ([`super::fault`]).
 pub static LIFTS: AtomicU64 = AtomicU64::new(0);

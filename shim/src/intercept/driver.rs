@@ -183,7 +183,7 @@ pub struct Queries {
 
 /// The query functions, resolved once.
 pub fn queries() -> &'static Queries {
-    static QUERIES: std::sync::OnceLock<Queries> = std::sync::OnceLock::new();
+    streamsan::hot! { static QUERIES: std::sync::OnceLock<Queries> = std::sync::OnceLock::new(); }
     fn find<F: Copy>(name: &CStr) -> Option<F> {
         let f = lookup(name);
         // SAFETY: F is the driver's signature for `name` (cuda.h).

@@ -41,8 +41,10 @@ pub const fn forwarding(family: &str) -> u32 {
     }
 }
 
-#[cfg(feature = "experiments")]
-static LEFT_OUT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+streamsan::hot! {
+    #[cfg(feature = "experiments")]
+    static LEFT_OUT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+}
 
 /// Leaves out the parts whose bits `parts` sets, and brings back the others. The program
 /// finds it with `dlsym` (Python: `ctypes.CDLL(None).streamsan_experiment`).

@@ -8,8 +8,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-/// Whether this process (since its fork, for a child) called the driver.
-static CALLED: AtomicBool = AtomicBool::new(false);
+streamsan::hot! {
+    /// Whether this process (since its fork, for a child) called the driver.
+    static CALLED: AtomicBool = AtomicBool::new(false);
+}
 /// What the first call starts, installed by the process life.
 static ON_FIRST_CALL: OnceLock<fn()> = OnceLock::new();
 

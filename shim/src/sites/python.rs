@@ -130,7 +130,7 @@ impl Layout {
 }
 
 fn api() -> Option<&'static Api> {
-    static API: OnceLock<Option<Api>> = OnceLock::new();
+    streamsan::hot! { static API: OnceLock<Option<Api>> = OnceLock::new(); }
     API.get_or_init(|| {
         fn find<F: Copy>(name: &CStr) -> Option<F> {
             // SAFETY: the global scope.
