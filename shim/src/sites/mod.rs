@@ -4,9 +4,11 @@
 //! reports, which resolve them.
 //!
 //! [`thread`] numbers the host threads; [`stack`] captures native stacks cheaply and
-//! resolves them only for a report; [`python`] adds a Python program's own frames;
+//! resolves them only for a report, reading a chain it unwound before from the stack
+//! ([`chains`]); [`python`] adds a Python program's own frames;
 //! [`objects`] says which loaded object holds an address, for both.
 
+mod chains;
 pub mod objects;
 pub mod python;
 pub mod stack;

@@ -9,7 +9,7 @@
 use core::ffi::c_void;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::Hasher;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use streamsan::hash::{fast_map, FastHasher, FastMap};
@@ -20,6 +20,7 @@ use streamsan::options::MAX_BACKTRACE_DEPTH;
 use streamsan::phases::{self, Phase, Tally};
 use streamsan::report::Frame;
 
+use super::chains::ChainTrie;
 use super::{objects, python};
 use crate::intercept::options::options;
 
@@ -67,7 +68,7 @@ pub fn capture() -> StackId {
     if n == 0 {
         return native;
     }
-    let key = (native, python, n);
+    let key = mixed_chain(native, &python[..n]);
     if let Ok(Some(id)) = PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied()) {
         return id;
     }
@@ -100,8 +101,21 @@ pub fn intern_caught(native: &[u64], python: &[python::RawFrame]) -> StackId {
     intern(&entries)
 }
 
-/// A native chain's id, the Python frames found with it and how many of them there are.
-type MixedChain = (StackId, [python::RawFrame; python::DEPTH], usize);
+/// A stack of a native chain and Python frames, as a thread remembers it: the chain's id,
+/// the innermost Python frame and a hash of the others. Small, so that a lookup reads one
+/// cache line or two, where the frames themselves (two hundred bytes a key) took five; two
+/// stacks alike in the first two and apart in the rest would have to hash alike as well.
+type MixedChain = (u32, python::RawFrame, u64);
+
+/// `python`: one frame at least.
+fn mixed_chain(native: StackId, python: &[python::RawFrame]) -> MixedChain {
+    let mut outer = FastHasher::default();
+    for &(code, offset) in &python[1..] {
+        outer.write_u64(code as u64);
+        outer.write_u64(offset as u64);
+    }
+    (native.0, python[0], outer.finish())
+}
 
 thread_local! {
     /// Stacks made of a native chain and Python frames, by the two as found: a training loop
@@ -198,172 +212,6 @@ fn return_slots(anchor: usize, chain: &[(u64, u64)]) -> Option<Vec<(usize, u64)>
     Some(slots)
 }
 
-/// Return-address slots a thread's [`ChainTrie`] holds before it starts over (a few
-/// megabytes): several thousand chains of forty frames, however they share their frames.
-const TRIE_SLOTS: usize = 1 << 17;
-
-/// The native chains a thread unwound, as a trie of the return addresses on its stack: a
-/// root per anchor (the capture's frame address), then at each node the slots that every
-/// chain through it shares, and where chains part, the node to go on with by the return
-/// address found there, down to a chain's end and its id.
-///
-/// A lookup reads each return-address slot of the chain once, whatever the number of chains
-/// remembered: chains from different places part at the first slot where they differ. Given
-/// the frame at a slot and the return address into its caller, the caller's frame (and so the
-/// next slot) is where the unwinder found it before; a chain that breaks this (a caller that
-/// sizes its frame at run time) is not remembered where it would contradict a remembered one.
-/// A lookup neither allocates nor locks.
-///
-/// Between two captures the program's own work evicts the trie from the caches, so a
-/// lookup's cost is its cache misses: the nodes' runs of slots share one array, in the order
-/// they were made (a chain's nodes are made together), not a heap block each.
-#[derive(Default)]
-struct ChainTrie {
-    roots: HashMap<usize, u32, BuildHasherDefault<FastHasher>>,
-    nodes: Vec<ChainNode>,
-    /// Every node's run, a range each: (address, return address there).
-    slots: Vec<(usize, u64)>,
-}
-
-/// A node of a [`ChainTrie`].
-struct ChainNode {
-    /// The (address, return address there) that every chain through the node has, in turn:
-    /// `slots[run.0..run.0 + run.1]`.
-    run: (u32, u32),
-    /// The slot after the run where the chains through the node part; 0 where they end.
-    fork: usize,
-    /// Where they end, the interned program frames.
-    id: StackId,
-    /// (return address at `fork`, next node): the first inline, since most forks are two-way;
-    /// the others by return address, for a binary search (a fork where every kernel's launch
-    /// stub calls the same launch function has hundreds).
-    first: (u64, u32),
-    more: Vec<(u64, u32)>,
-}
-
-impl ChainNode {
-    fn next(&self, value: u64) -> Option<u32> {
-        if self.first.0 == value && self.first.1 != u32::MAX {
-            return Some(self.first.1);
-        }
-        self.more.binary_search_by_key(&value, |&(v, _)| v).ok().map(|i| self.more[i].1)
-    }
-
-    fn link(&mut self, value: u64, node: u32) {
-        if self.first.1 == u32::MAX {
-            self.first = (value, node);
-        } else {
-            let at = self.more.partition_point(|&(v, _)| v < value);
-            self.more.insert(at, (value, node));
-        }
-    }
-}
-
-/// The word at a return-address slot.
-///
-/// # Safety
-/// The slot held a return address of a chain that matched the stack up to it, above the
-/// capture's frame, which is at the same address: this thread's live stack.
-#[inline]
-unsafe fn read_slot(slot: usize) -> u64 {
-    unsafe { core::ptr::read_volatile(slot as *const u64) }
-}
-
-impl ChainTrie {
-    /// The id of the chain on the stack above the capture's frame at `anchor`, if remembered.
-    #[inline]
-    fn find(&self, anchor: usize) -> Option<StackId> {
-        let mut node = &self.nodes[*self.roots.get(&anchor)? as usize];
-        loop {
-            // SAFETY (both reads): slots of a chain that matched the stack so far (read_slot).
-            if !self.run(node).iter().all(|&(slot, value)| unsafe { read_slot(slot) } == value) {
-                return None;
-            }
-            if node.fork == 0 {
-                return Some(node.id);
-            }
-            node = &self.nodes[node.next(unsafe { read_slot(node.fork) })? as usize];
-        }
-    }
-
-    fn run(&self, node: &ChainNode) -> &[(usize, u64)] {
-        let (start, len) = (node.run.0 as usize, node.run.1 as usize);
-        &self.slots[start..start + len]
-    }
-
-    /// Remembers the chain of return `slots` above the capture's frame at `anchor`.
-    fn remember(&mut self, anchor: usize, slots: &[(usize, u64)], id: StackId) {
-        if self.slots.len() + slots.len() > TRIE_SLOTS {
-            *self = ChainTrie::default();
-        }
-        let Some(&root) = self.roots.get(&anchor) else {
-            let root = self.end(slots, id);
-            self.roots.insert(anchor, root);
-            return;
-        };
-        let (mut node, mut rest) = (root as usize, slots);
-        loop {
-            let run = self.run(&self.nodes[node]);
-            let shared = run.iter().zip(rest).take_while(|(a, b)| a == b).count();
-            if shared < run.len() {
-                // The chains part inside the run: at the same slot, else contradiction.
-                let Some(&(slot, value)) = rest.get(shared) else { return };
-                let (fork, old_value) = run[shared];
-                if slot != fork {
-                    return;
-                }
-                // The node keeps the shared part; the rest of its run, its fork and its
-                // links go to a node after it.
-                let old = &mut self.nodes[node];
-                let (start, len) = old.run;
-                let tail = ChainNode {
-                    run: (start + shared as u32 + 1, len - shared as u32 - 1),
-                    fork: old.fork,
-                    id: old.id,
-                    first: old.first,
-                    more: core::mem::take(&mut old.more),
-                };
-                (old.run.1, old.fork, old.first) = (shared as u32, slot, (0, u32::MAX));
-                let after = self.add(tail);
-                let new = self.end(&rest[shared + 1..], id);
-                self.nodes[node].link(old_value, after);
-                self.nodes[node].link(value, new);
-                return;
-            }
-            rest = &rest[shared..];
-            let fork = self.nodes[node].fork;
-            match rest.first() {
-                None if fork == 0 => {
-                    self.nodes[node].id = id;
-                    return;
-                }
-                Some(&(slot, value)) if slot == fork => match self.nodes[node].next(value) {
-                    Some(next) => (node, rest) = (next as usize, &rest[1..]),
-                    None => {
-                        let new = self.end(&rest[1..], id);
-                        self.nodes[node].link(value, new);
-                        return;
-                    }
-                },
-                // Ends where another goes on, or goes on elsewhere: contradiction.
-                _ => return,
-            }
-        }
-    }
-
-    /// A new node where a chain ends with `run`.
-    fn end(&mut self, run: &[(usize, u64)], id: StackId) -> u32 {
-        let start = self.slots.len() as u32;
-        self.slots.extend_from_slice(run);
-        self.add(ChainNode { run: (start, run.len() as u32), fork: 0, id, first: (0, u32::MAX), more: Vec::new() })
-    }
-
-    fn add(&mut self, node: ChainNode) -> u32 {
-        self.nodes.push(node);
-        (self.nodes.len() - 1) as u32
-    }
-}
-
 thread_local! {
     /// The chains a thread unwound, by how they end ([`ChainEnd`]).
     static CHAINS: RefCell<[ChainTrie; 2]> = RefCell::new(Default::default());
@@ -451,77 +299,4 @@ pub fn current_frames() -> Vec<Frame> {
 /// host guard's caught stacks keep as many).
 pub fn depth() -> usize {
     options().backtrace_depth.min(MAX_BACKTRACE_DEPTH)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A stand-in stack: chains are (index of a word, return address) pairs over it.
-    struct Words(Vec<u64>);
-
-    impl Words {
-        fn slots(&self, chain: &[(usize, u64)]) -> Vec<(usize, u64)> {
-            chain.iter().map(|&(i, v)| (&self.0[i] as *const u64 as usize, v)).collect()
-        }
-
-        fn hold(&mut self, chain: &[(usize, u64)]) {
-            for &(i, v) in chain {
-                self.0[i] = v;
-            }
-        }
-    }
-
-    #[test]
-    fn a_trie_finds_each_chain_it_remembers_by_what_the_stack_holds() {
-        let mut words = Words(vec![0; 16]);
-        // 64 chains that part bit by bit, from the third slot to the eighth.
-        let chains: Vec<Vec<(usize, u64)>> = (0..64u64)
-            .map(|c| (0..10).map(|i| (i, if (2..8).contains(&i) { 100 + (c >> (7 - i)) } else { 7 })).collect())
-            .collect();
-        let mut trie = ChainTrie::default();
-        for (c, chain) in chains.iter().enumerate() {
-            words.hold(chain);
-            assert_eq!(trie.find(1), None, "chain {c} before it is remembered");
-            trie.remember(1, &words.slots(chain), StackId(c as u32));
-        }
-        for (c, chain) in chains.iter().enumerate().rev() {
-            words.hold(chain);
-            assert_eq!(trie.find(1), Some(StackId(c as u32)));
-            assert_eq!(trie.find(2), None, "another anchor");
-        }
-        words.0[9] = 1;
-        assert_eq!(trie.find(1), None, "a return address no chain has");
-    }
-
-    #[test]
-    fn a_fork_of_hundreds_of_ways_finds_each() {
-        let mut words = Words(vec![0; 4]);
-        let mut trie = ChainTrie::default();
-        let chain = |c: u64| [(0, 7), (1, 1000 + (c * 7919) % 4096), (2, 9)];
-        for c in 0..300 {
-            words.hold(&chain(c));
-            trie.remember(1, &words.slots(&chain(c)), StackId(c as u32));
-        }
-        for c in (0..300).rev() {
-            words.hold(&chain(c));
-            assert_eq!(trie.find(1), Some(StackId(c as u32)));
-        }
-    }
-
-    #[test]
-    fn a_chain_that_contradicts_a_remembered_one_is_left_to_the_unwinder() {
-        let mut words = Words(vec![0; 16]);
-        let long = [(0, 1), (1, 2), (2, 3)];
-        let shorter = [(0, 1), (1, 2)];
-        let elsewhere = [(0, 1), (3, 2), (4, 5)];
-        let mut trie = ChainTrie::default();
-        words.hold(&long);
-        trie.remember(1, &words.slots(&long), StackId(1));
-        trie.remember(1, &words.slots(&shorter), StackId(2));
-        words.hold(&elsewhere);
-        trie.remember(1, &words.slots(&elsewhere), StackId(3));
-        words.hold(&long);
-        assert_eq!(trie.find(1), Some(StackId(1)));
-    }
 }
