@@ -28,7 +28,11 @@
 //! made a driver call as the program exited died of SIGABRT under streamsan
 //! (`reports/gpu/615f37e/`). So the helper is a thread of the shim's own making, whose frames
 //! let that unwind pass: a `C-unwind` start routine, nothing with a destructor alive across
-//! `PyGILState_Ensure`.
+//! `PyGILState_Ensure`. And once the interpreter has finalized, the C API must not be called
+//! at all: `PyGILState_Ensure` makes a thread state for an interpreter that is gone (a null
+//! dereference), `PyGILState_Check` says every thread holds the GIL, and the code objects are
+//! freed. A frame is then left unnamed; a host race's frames are named by the watcher, which
+//! may do so as the program exits.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -362,6 +366,12 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
 
 /// Resolves a pair whose frame is on the calling thread's stack (so its code object lives).
 fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
+    // Finalized: nothing to ask (module doc). First, as `PyGILState_Check` then says 1 to
+    // every thread (3.12's, its thread-state key deleted).
+    // SAFETY: Py_IsInitialized has no precondition.
+    if unsafe { (api.is_initialized)() } == 0 {
+        return None;
+    }
     // SAFETY: PyGILState_Check has no precondition.
     if unsafe { (api.gil_check)() } != 0 {
         // SAFETY: the GIL is held and the code object alive.
@@ -450,6 +460,11 @@ extern "C-unwind" fn serve(_: *mut c_void) -> *mut c_void {
         let Ok((code, offset)) = requests.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return core::ptr::null_mut();
         };
+        // The interpreter may have finalized since the request (module doc): no answer.
+        // SAFETY: Py_IsInitialized has no precondition.
+        if unsafe { (api.is_initialized)() } == 0 {
+            continue;
+        }
         // SAFETY: the GIL is taken for the resolution. The requester waits with the frame
         // alive; one that gave up may have let the code object go, so check that it still is
         // one.
@@ -533,17 +548,25 @@ mod tests {
     /// Whether the interpreter below is finalizing: its `PyGILState_Ensure` then ends the
     /// calling thread, as CPython 3.8-3.13's does.
     static FINALIZING: AtomicBool = AtomicBool::new(false);
+    /// Whether it has finalized: `Py_IsInitialized` then says 0, `PyGILState_Check` 1, and
+    /// `PyGILState_Ensure` or a code object's line would crash (here they note the call).
+    static FINALIZED: AtomicBool = AtomicBool::new(false);
+    static CALLED_AFTER_FINALIZED: AtomicBool = AtomicBool::new(false);
     const CODE_TYPE: usize = 0xc0de;
     /// A code object as `serve` checks one: its type at offset 8.
     static CODE: [usize; 2] = [0, CODE_TYPE];
 
-    extern "C" fn one() -> c_int {
-        1
+    extern "C" fn initialized() -> c_int {
+        !FINALIZED.load(Ordering::Relaxed) as c_int
     }
-    extern "C" fn nobody_holds_the_gil() -> c_int {
-        0
+    /// Nobody holds the GIL, but once finalized CPython 3.12 says this thread does.
+    extern "C" fn gil_check() -> c_int {
+        FINALIZED.load(Ordering::Relaxed) as c_int
     }
     extern "C-unwind" fn ensure() -> c_int {
+        if FINALIZED.load(Ordering::Relaxed) {
+            CALLED_AFTER_FINALIZED.store(true, Ordering::Relaxed);
+        }
         if FINALIZING.load(Ordering::Relaxed) {
             // SAFETY: what CPython's take_gil does to a thread while it finalizes.
             unsafe { libc::pthread_exit(core::ptr::null_mut()) }
@@ -561,6 +584,9 @@ mod tests {
         0
     }
     extern "C" fn line(_: Object, offset: c_int) -> c_int {
+        if FINALIZED.load(Ordering::Relaxed) {
+            CALLED_AFTER_FINALIZED.store(true, Ordering::Relaxed);
+        }
         100 + offset
     }
     extern "C" fn no_attr(_: Object, _: *const c_char) -> Object {
@@ -575,8 +601,8 @@ mod tests {
     /// An interpreter whose GIL another thread always holds, so that frames are resolved by
     /// the helper thread.
     static API: Api = Api {
-        is_initialized: one,
-        gil_check: nobody_holds_the_gil,
+        is_initialized: initialized,
+        gil_check,
         gil_ensure: ensure,
         gil_release: release,
         this_thread_state: none,
@@ -598,14 +624,24 @@ mod tests {
     fn the_interpreter_may_end_the_helper_thread_and_the_program_lives_on() {
         let code = CODE.as_ptr() as usize;
         assert_eq!(resolve_now(&API, code, 3).expect("resolved by the helper").line, Some(103));
+        // Once it has finalized, nothing calls CPython: neither the thread that asks (whom
+        // PyGILState_Check tells it holds the GIL) nor the helper, for a request made before.
+        FINALIZED.store(true, Ordering::Relaxed);
+        assert!(resolve_now(&API, code, 4).is_none());
+        let (requests, _) = resolver(&API).expect("the helper");
+        requests.try_send((code, 5)).expect("room for a request");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!CALLED_AFTER_FINALIZED.load(Ordering::Relaxed), "the C API called after finalization");
+        FINALIZED.store(false, Ordering::Relaxed);
+        assert_eq!(resolve_now(&API, code, 6).expect("resolved again").line, Some(106));
         // At exit CPython ends the helper in PyGILState_Ensure: the process must not abort.
         FINALIZING.store(true, Ordering::Relaxed);
-        assert!(resolve_now(&API, code, 4).is_none());
+        assert!(resolve_now(&API, code, 7).is_none());
         while !HELPER_ENDED.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(1));
         }
         // Requests after it go unanswered at once, more than the queue holds.
-        for offset in 5..40 {
+        for offset in 8..40 {
             assert!(resolve_now(&API, code, offset).is_none());
         }
     }
