@@ -100,7 +100,7 @@ impl ChainTrie {
             if fork == 0 {
                 return Some(StackId(low(head[0])));
             }
-            at = self.next(at, unsafe { read_slot(base, fork as u64) })? as usize;
+            at = self.way(head, unsafe { read_slot(base, fork as u64) })? as usize;
         }
     }
 
@@ -162,31 +162,40 @@ impl ChainTrie {
                     self.words[at] = pair(len as u32, id.0);
                     return;
                 }
-                Some(&word) if fork != 0 && word >> VALUE_BITS == fork => match self.next(at, word & VALUE_MASK) {
-                    Some(next) => (at, rest) = (next as usize, &rest[1..]),
-                    None => {
-                        let new = self.end(&rest[1..], id);
-                        self.link(at, word & VALUE_MASK, new);
-                        return;
+                Some(&word) if fork != 0 && word >> VALUE_BITS == fork => {
+                    match self.way(&self.words[at..at + HEADER], word & VALUE_MASK) {
+                        Some(next) => (at, rest) = (next as usize, &rest[1..]),
+                        None => {
+                            let new = self.end(&rest[1..], id);
+                            self.link(at, word & VALUE_MASK, new);
+                            return;
+                        }
                     }
-                },
+                }
                 // Ends where another goes on, or goes on elsewhere: contradiction.
                 _ => return,
             }
         }
     }
 
-    /// The node after the fork of the node at `at` where its slot holds `value`.
-    #[inline]
-    fn next(&self, at: usize, value: u64) -> Option<u32> {
-        let ways = self.words[at + 2];
-        if high(ways) != NONE && self.words[at + 3] == value {
+    /// The node after the fork of the node whose header is `head`, where its slot holds
+    /// `value`.
+    #[inline(always)]
+    fn way(&self, head: &[u64], value: u64) -> Option<u32> {
+        let ways = head[2];
+        if high(ways) != NONE && head[3] == value {
             return Some(high(ways));
         }
-        if low(ways) != NONE && self.words[at + 4] == value {
+        if low(ways) != NONE && head[4] == value {
             return Some(low(ways));
         }
-        self.more.get(&(low(self.words[at + 1]), value)).copied()
+        self.further_way(low(head[1]), value)
+    }
+
+    /// A way after a fork's second: out of line, as a lookup seldom needs it.
+    #[inline(never)]
+    fn further_way(&self, key: u32, value: u64) -> Option<u32> {
+        self.more.get(&(key, value)).copied()
     }
 
     /// Adds a way to the fork of the node at `at`.
