@@ -44,6 +44,8 @@ const HEADER: usize = 5;
 const NONE: u32 = u32::MAX;
 const NO_WAYS: u64 = u64::MAX;
 
+/// One thread's remembered chains, those whose capture ends at `backtrace_depth` apart from
+/// those that end at the interpreter ([`super::stack`] keeps one trie of each).
 #[derive(Default)]
 pub struct ChainTrie {
     /// The node where each anchor's chains start.
@@ -52,6 +54,7 @@ pub struct ChainTrie {
     words: Vec<u64>,
     /// A fork's ways after its second: (fork key, return address) -> node.
     more: HashMap<(u32, u64), u32, BuildHasherDefault<FastHasher>>,
+    /// Fork keys handed out.
     forks: u32,
 }
 
