@@ -145,7 +145,8 @@ enum ChainEnd {
 /// Unwinds the stack, interns its program frames (innermost first, as many as
 /// `backtrace_depth` asks, up to where `ends` says), and remembers the chain for
 /// [`capture`]'s check. A shorter chain is faster for the next capture from the same place
-/// to read.
+/// to read. Not inlined: its buffers would widen every capture's frame.
+#[inline(never)]
 fn unwind(anchor: usize, ends: ChainEnd) -> StackId {
     let (lo, hi) = shim_range();
     let interpreter = match ends {
