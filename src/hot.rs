@@ -9,7 +9,8 @@
 //! declared with [`hot!`] goes into one section of its own, `.streamsan.hot`, which the
 //! linker lays out whole, its statics side by side. Only statics that are read on every
 //! launch and written rarely belong there: one that threads write often would have every
-//! other thread's reads of its neighbours miss.
+//! other thread's reads of its neighbours miss. And only writable ones (atomics, `OnceLock`s):
+//! the section is one, with one set of flags.
 
 /// Declares a static in the [`crate::hot`] section: `hot! { static NAME: Type = init; }`,
 /// with its doc comment and visibility.
