@@ -46,6 +46,16 @@ pub(super) fn stream_of_handle(handle: CUstream, per_thread: bool) -> StreamRef 
     }
 }
 
+/// The handle the driver knows `stream` by on the calling thread: [`stream_of_handle`]'s
+/// inverse.
+pub(super) fn handle_of(stream: StreamRef) -> u64 {
+    match stream {
+        StreamRef::Legacy { .. } => CU_STREAM_LEGACY as u64,
+        StreamRef::PerThread { .. } => CU_STREAM_PER_THREAD as u64,
+        StreamRef::Handle(handle) => handle,
+    }
+}
+
 fn per_thread_stream() -> StreamRef {
     StreamRef::PerThread { ctx: driver::current_context(), thread: thread::current() }
 }

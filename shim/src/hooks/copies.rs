@@ -17,7 +17,7 @@ use streamsan_driver_api::*;
 
 use super::arrays;
 use super::batch;
-use super::call::{default_stream, ok, origin, stream};
+use super::call::{default_stream, handle_of, ok, origin, stream};
 use super::model::{model, settle, unsettled, with_accesses};
 use crate::host_guard;
 use crate::intercept::driver;
@@ -104,7 +104,7 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
         HostEffect::None
             if reads.iter().chain(writes).any(|&(addr, len)| len > 0 && memory_at(addr) == Memory::PinnedHost) =>
         {
-            if driver::may_be_capturing(handle(on)) {
+            if driver::may_be_capturing(handle_of(on)) {
                 Telling::AtOnce
             } else {
                 Telling::Guarded
@@ -113,15 +113,6 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
         HostEffect::None => Telling::Queued,
         _ if host_guard::in_flight() => Telling::AtOnce,
         _ => Telling::Queued,
-    }
-}
-
-/// The handle the driver knows `on` by, on the calling thread.
-fn handle(on: StreamRef) -> u64 {
-    match on {
-        StreamRef::Legacy { .. } => CU_STREAM_LEGACY as u64,
-        StreamRef::PerThread { .. } => CU_STREAM_PER_THREAD as u64,
-        StreamRef::Handle(handle) => handle,
     }
 }
 

@@ -18,7 +18,8 @@ use super::batch;
 use crate::intercept::driver;
 
 streamsan::hot! {
-    /// Boxed: the launch path reads where the model is, not the model's first lines.
+    /// Boxed, so that the `OnceLock`'s state, which every launch checks, is beside the
+    /// other hot statics and not after a thousand bytes of model in a line of its own.
     static MODEL: OnceLock<Box<Model>> = OnceLock::new();
 }
 static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
