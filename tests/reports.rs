@@ -1,4 +1,4 @@
-//! The report document: its schema, and the examples in `reports/examples/`.
+//! The report document: its schema, and the examples in `docs/report/examples/`.
 
 mod common;
 
@@ -9,7 +9,7 @@ use common::*;
 use streamsan::report::Report;
 
 fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report/examples");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     paths.sort();
     paths

@@ -22,7 +22,7 @@ extern "C" {
 void streamsan_annotate_alloc(const void *ptr, size_t size, void *stream, int synchronous);
 void streamsan_annotate_free(const void *ptr, void *stream, int synchronous);
 
-/* The report so far, as a NUL-terminated JSON document (reports/schema.json), for a program
+/* The report so far, as a NUL-terminated JSON document (docs/report/schema.json), for a program
  * that checks itself; release it with streamsan_free_report. Look both up with dlsym. */
 char *streamsan_report_json(void);
 void streamsan_free_report(char *report);

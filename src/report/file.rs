@@ -215,7 +215,7 @@ mod tests {
 
     /// The first race of a report of the examples.
     fn example_race() -> RaceReport {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/cross-stream-raw.json");
         Report::read_from(Path::new(path)).unwrap().races.swap_remove(0)
     }
 

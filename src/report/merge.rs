@@ -62,7 +62,7 @@ mod tests {
     /// enough, their operations must be the same calls at the same places too.
     #[test]
     fn races_merge_when_their_operations_are_the_same() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/cross-stream-raw.json");
         let report = Report::read_from(std::path::Path::new(path)).unwrap();
         let race = report.races[0].clone();
         let mut elsewhere = race.clone();
@@ -76,7 +76,7 @@ mod tests {
     /// Notes merge the same way (kind, call, place), and what is per process adds up.
     #[test]
     fn notes_merge_and_counts_add_up() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/notes.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/notes.json");
         let mut report = Report::read_from(std::path::Path::new(path)).unwrap();
         report.intercepted = [("cuLaunchKernel".to_string(), 3)].into();
         report.summary.suppressed = 1;

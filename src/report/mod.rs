@@ -1,4 +1,4 @@
-//! The JSON report: one document per process, described by `reports/schema.json`.
+//! The JSON report: one document per process, described by `docs/report/schema.json`.
 //!
 //! This module holds the document's data: facts (kinds, addresses, ranges, streams, the
 //! missing wait as an action between the two operations), read and written with serde.
@@ -267,7 +267,7 @@ mod tests {
     /// suppressions left out (which only the suppressing step knows).
     #[test]
     fn a_summary_counts_entries_occurrences_and_kinds_and_keeps_the_suppressed() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/cross-stream-raw.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/cross-stream-raw.json");
         let mut report = Report::read_from(std::path::Path::new(path)).unwrap();
         let mut race = report.races[0].clone();
         (report.races[0].count, race.count) = (3, 2);

@@ -296,7 +296,7 @@ mod tests {
     use super::*;
 
     fn example(name: &str) -> RaceReport {
-        let path = format!("{}/reports/examples/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/docs/report/examples/{name}.json", env!("CARGO_MANIFEST_DIR"));
         Report::read_from(std::path::Path::new(&path)).unwrap().races.swap_remove(0)
     }
 
@@ -342,7 +342,7 @@ mod tests {
     /// A note that occurred more than once says how often, in the whole report's text.
     #[test]
     fn a_report_s_notes_say_how_often() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/examples/notes.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/notes.json");
         let mut notes = Report::read_from(std::path::Path::new(path)).unwrap();
         let once = report(&notes);
         assert!(once.contains("NOTE: streamsan: destroyed-while-pending: "), "{once}");

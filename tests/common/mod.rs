@@ -182,7 +182,7 @@ impl Run {
         self.calls.iter().filter(|l| l.starts_with(&prefix)).count()
     }
 
-    /// Every report of the run validates against `reports/schema.json`.
+    /// Every report of the run validates against `docs/report/schema.json`.
     pub fn assert_reports_match_the_schema(&self) {
         for entry in std::fs::read_dir(&self.dir).unwrap() {
             let path = entry.unwrap().path();
@@ -294,11 +294,11 @@ pub fn reports_in(dir: &Path, prefix: &str) -> Vec<(PathBuf, Report)> {
         .collect()
 }
 
-/// Validates a JSON file against `reports/schema.json`.
+/// Validates a JSON file against `docs/report/schema.json`.
 pub fn assert_matches_schema(path: &Path) {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     let validator = VALIDATOR.get_or_init(|| {
-        let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
+        let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report/schema.json");
         let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
         jsonschema::validator_for(&schema).expect("a valid JSON Schema")
     });
