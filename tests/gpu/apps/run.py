@@ -6,7 +6,8 @@ with exactly the expected kinds (a missing wait often shows as more than one: a 
 before its allocation is ordered is also raced on by its writer). For each run: same exit status and output as natively (racy
 versions print nothing timing-dependent; the last output line is the result compared, lines
 before it may hold timings), whether a race's call site reaches the program's
-own source, and wall times. Writes real-apps.json and real-apps.log.
+own source, and wall times. Writes result-apps.json (tests/gpu/result.py), real-apps.json and
+real-apps.log; exits 1 when a program is not as expected.
 Usage: run.py STREAMSAN CUDARC_APP OUT_DIR [WORD...]  (WORDs: run only programs whose
 name or framework contains one of them). The DDP programs (torch_ddp.py) run one rank per GPU,
 two at most; on a machine with two GPUs, Warp's multi-GPU scenarios (warp_multi_gpu.py) too.
@@ -20,6 +21,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from result import Result, kinds_text  # noqa: E402
 PY = sys.executable
 ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
 
@@ -65,8 +68,8 @@ def ddp_cases(ranks):
     with one rank still runs each collective on its stream, so the same races exist)."""
     if ranks == 0:
         return []
-    # A port of this runner's own: two runners side by side met on torchrun's default 29500
-    # and failed each other's programs (reports/gpu/28a1910/).
+    # A port of this runner's own: two runners side by side on torchrun's default 29500 fail
+    # each other's programs.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -191,8 +194,16 @@ def main():
     provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
     with open(os.path.join(out, "real-apps.json"), "w") as f:
         json.dump({"provenance": provenance, "programs": results}, f, indent=1)
+    result = Result("apps")
+    for r in results:
+        result.case(f"{r['framework']} / {r['allocator']} / {r['program']}", r["expected"],
+                    kinds_text(r["reported_kinds"], r["expected"]), ok=r["ok"],
+                    figures={"native_s": r["native_s"], "streamsan_s": r["streamsan_s"]},
+                    note="; ".join(r["failures"]) or None)
+    status = result.write(out, provenance)
     print(f"{sum(r['ok'] for r in results)} of {len(results)} programs as expected")
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
