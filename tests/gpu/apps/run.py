@@ -30,6 +30,12 @@ ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
 def cases(cudarc_app):
     t = lambda mode: [PY, f"{HERE}/torch_train.py", mode]
     c = lambda pool, mode: [PY, f"{HERE}/cupy_app.py", pool, mode]
+    # Each racy version's kinds follow from what it does. Under a stream-ordered allocator a
+    # buffer allocated on one stream and used on another with no wait is a use-before-alloc,
+    # and a cross-stream race too where the allocating stream also wrote it (a copy, a memset,
+    # a fill); a stream-ordered free with no wait for a use is a free-race. Under a caching
+    # allocator the driver sees neither, and the same mistake is a cross-stream race on the
+    # reused memory.
     return [
         # program, framework, allocator, command, env, expected
         ("torch_train clean", "pytorch", "native", t("clean"), {}, "clean"),
@@ -45,6 +51,9 @@ def cases(cudarc_app):
         ("cupy_app missing_wait_event", "cupy", "default pool", c("default", "missing_wait_event"), {}, "cross-stream-race"),
         ("cupy_app free_without_wait", "cupy", "default pool", c("default", "free_without_wait"), {}, "cross-stream-race"),
         ("cupy_app clean", "cupy", "MemoryAsyncPool", c("async", "clean"), {}, "clean"),
+        # s2 never waits for s1: b, allocated and written on s1, is read on s2; and since the
+        # closing s2.synchronize() then joins nothing of s1, CuPy's free of `a` at exit (on the
+        # legacy stream) meets s1's last read of it.
         ("cupy_app missing_wait_event", "cupy", "MemoryAsyncPool", c("async", "missing_wait_event"), {}, "use-before-alloc,cross-stream-race,free-race"),
         ("cupy_app free_without_wait", "cupy", "MemoryAsyncPool", c("async", "free_without_wait"), {}, "free-race"),
         ("numba_app clean", "numba-cuda", "cuMemAlloc", [PY, f"{HERE}/numba_app.py", "clean"], {}, "clean"),
@@ -54,6 +63,8 @@ def cases(cudarc_app):
         ("cuda_core_app use_before_alloc", "cuda.core", "stream-ordered", [PY, f"{HERE}/cuda_core_app.py", "use_before_alloc"], {}, "use-before-alloc"),
         ("jax_train", "jax", "BFC over cuMemMap", [PY, f"{HERE}/jax_train.py"], {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, "clean"),
         ("cudarc_app", "cudarc", "stream-ordered", [cudarc_app, "20"], {}, "clean"),
+        # No stream ordered at all: x and y allocated, copied and zeroed on the producer, used on
+        # the consumer, copied back and freed on the producer.
         ("cudarc_app --racy", "cudarc", "stream-ordered", [cudarc_app, "20", "--racy"], {}, "use-before-alloc,cross-stream-race,free-race"),
         ("warp_app clean", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "clean"], {}, "clean"),
         ("warp_app array_on_another_stream", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "array_on_another_stream"], {}, "use-before-alloc,cross-stream-race"),
