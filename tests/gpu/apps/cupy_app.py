@@ -2,7 +2,9 @@
 # default memory pool or MemoryAsyncPool. free_without_wait frees b on s1 while s2 may still
 # read it: with MemoryAsyncPool a free-race (cuMemFreeAsync); with the default pool, whose
 # frees the driver never sees, the next step's kernels on s1 write b's reused block while s2
-# may still read it.
+# may still read it. missing_wait_event lets s2 read b while s1 may still write it; with
+# MemoryAsyncPool b's allocation is unordered too, and the closing s2.synchronize() no longer
+# joins s1, so freeing `a` at exit (on the legacy stream) meets s1's last read of it.
 # Usage: cupy_app.py default|async clean|missing_wait_event|free_without_wait
 import sys
 import cupy as cp

@@ -6,7 +6,8 @@ with exactly the expected kinds (a missing wait often shows as more than one: a 
 before its allocation is ordered is also raced on by its writer). For each run: same exit status and output as natively (racy
 versions print nothing timing-dependent; the last output line is the result compared, lines
 before it may hold timings), whether a race's call site reaches the program's
-own source, and wall times. Writes real-apps.json and real-apps.log.
+own source, and wall times. Writes result-apps.json (tests/gpu/result.py), real-apps.json and
+real-apps.log; exits 1 when a program is not as expected.
 Usage: run.py STREAMSAN CUDARC_APP OUT_DIR [WORD...]  (WORDs: run only programs whose
 name or framework contains one of them). The DDP programs (torch_ddp.py) run one rank per GPU,
 two at most; on a machine with two GPUs, Warp's multi-GPU scenarios (warp_multi_gpu.py) too.
@@ -20,6 +21,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from result import Result, kinds_text  # noqa: E402
 PY = sys.executable
 ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
 
@@ -27,6 +30,12 @@ ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
 def cases(cudarc_app):
     t = lambda mode: [PY, f"{HERE}/torch_train.py", mode]
     c = lambda pool, mode: [PY, f"{HERE}/cupy_app.py", pool, mode]
+    # Each racy version's kinds follow from what it does. Under a stream-ordered allocator a
+    # buffer allocated on one stream and used on another with no wait is a use-before-alloc,
+    # and a cross-stream race too where the allocating stream also wrote it (a copy, a memset,
+    # a fill); a stream-ordered free with no wait for a use is a free-race. Under a caching
+    # allocator the driver sees neither, and the same mistake is a cross-stream race on the
+    # reused memory.
     return [
         # program, framework, allocator, command, env, expected
         ("torch_train clean", "pytorch", "native", t("clean"), {}, "clean"),
@@ -42,6 +51,9 @@ def cases(cudarc_app):
         ("cupy_app missing_wait_event", "cupy", "default pool", c("default", "missing_wait_event"), {}, "cross-stream-race"),
         ("cupy_app free_without_wait", "cupy", "default pool", c("default", "free_without_wait"), {}, "cross-stream-race"),
         ("cupy_app clean", "cupy", "MemoryAsyncPool", c("async", "clean"), {}, "clean"),
+        # s2 never waits for s1: b, allocated and written on s1, is read on s2; and since the
+        # closing s2.synchronize() then joins nothing of s1, CuPy's free of `a` at exit (on the
+        # legacy stream) meets s1's last read of it.
         ("cupy_app missing_wait_event", "cupy", "MemoryAsyncPool", c("async", "missing_wait_event"), {}, "use-before-alloc,cross-stream-race,free-race"),
         ("cupy_app free_without_wait", "cupy", "MemoryAsyncPool", c("async", "free_without_wait"), {}, "free-race"),
         ("numba_app clean", "numba-cuda", "cuMemAlloc", [PY, f"{HERE}/numba_app.py", "clean"], {}, "clean"),
@@ -51,6 +63,8 @@ def cases(cudarc_app):
         ("cuda_core_app use_before_alloc", "cuda.core", "stream-ordered", [PY, f"{HERE}/cuda_core_app.py", "use_before_alloc"], {}, "use-before-alloc"),
         ("jax_train", "jax", "BFC over cuMemMap", [PY, f"{HERE}/jax_train.py"], {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, "clean"),
         ("cudarc_app", "cudarc", "stream-ordered", [cudarc_app, "20"], {}, "clean"),
+        # No stream ordered at all: x and y allocated, copied and zeroed on the producer, used on
+        # the consumer, copied back and freed on the producer.
         ("cudarc_app --racy", "cudarc", "stream-ordered", [cudarc_app, "20", "--racy"], {}, "use-before-alloc,cross-stream-race,free-race"),
         ("warp_app clean", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "clean"], {}, "clean"),
         ("warp_app array_on_another_stream", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "array_on_another_stream"], {}, "use-before-alloc,cross-stream-race"),
@@ -65,8 +79,8 @@ def ddp_cases(ranks):
     with one rank still runs each collective on its stream, so the same races exist)."""
     if ranks == 0:
         return []
-    # A port of this runner's own: two runners side by side met on torchrun's default 29500
-    # and failed each other's programs (reports/gpu/28a1910/).
+    # A port of this runner's own: two runners side by side on torchrun's default 29500 fail
+    # each other's programs.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -191,8 +205,16 @@ def main():
     provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
     with open(os.path.join(out, "real-apps.json"), "w") as f:
         json.dump({"provenance": provenance, "programs": results}, f, indent=1)
+    result = Result("apps")
+    for r in results:
+        result.case(f"{r['framework']} / {r['allocator']} / {r['program']}", r["expected"],
+                    kinds_text(r["reported_kinds"], r["expected"]), ok=r["ok"],
+                    figures={"native_s": r["native_s"], "streamsan_s": r["streamsan_s"]},
+                    note="; ".join(r["failures"]) or None)
+    status = result.write(out, provenance)
     print(f"{sum(r['ok'] for r in results)} of {len(results)} programs as expected")
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,8 +7,8 @@
 # Racy: the explicit-stream peer copy without stream0.wait_stream(stream1) (the destination
 # is allocated on cuda:1's stream: use-before-alloc); the default-rules copy without
 # synchronize_device("cuda:0") (the copy runs on cuda:1's stream while cuda:0's stream may
-# still be allocating and filling the source: use-before-alloc too, the allocation coming
-# first).
+# still be allocating and filling the source: use-before-alloc, and a cross-stream race with
+# the fill).
 # Usage: warp_multi_gpu.py clean|peer_copy_without_wait|copy_without_source_sync
 import sys
 

@@ -8,13 +8,17 @@ and patched again, launches left on their parameters, launches that ran patched 
 measured, what learn learnt and applied).
 Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
 FOOTPRINT_ROUNDS=N runs the whole plan N times in turn (default 1): one process a mode moves
-with the machine's core speed (reports/gpu/1d65703/learn-ab/: numba natively 11.2-19.1 ms in
-one call), so each row carries its round, and with more than one round a summary follows:
+with the machine's core speed (docs/performance.md), so each row carries its round, and with more than one round a summary follows:
 per workload and mode, the median of the rounds' medians and the spread of the ratios to the
 same round's native process.
 The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves
 its kernels' keys after two changes) and exact, in about three minutes of device time; add
-params and memcheck (measured on 81d234c) with e.g. gpt2:1:2:params,memcheck."""
+params and memcheck with e.g. gpt2:1:2:params,memcheck.
+Also writes result-footprint-perf.json (tests/gpu/result.py): a case per workload and mode (per
+workload and mode over the rounds, with more than one), which fails where a native or
+streamsan process did not exit 0 or streamsan reported a race (the workloads are correct
+programs); memcheck's outcome is recorded as it comes."""
+import glob
 import json
 import os
 import re
@@ -24,6 +28,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from result import Result  # noqa: E402
 streamsan, out = sys.argv[1], sys.argv[2]
 plan = sys.argv[3:] or ["numba:5:10:native,learn,exact", "gpt2:6:10:native,learn,exact", "resnet:6:10:native,learn,exact"]
 COUNTERS = re.compile(r"^streamsan: (footprints|learnt): (.*)$", re.M)
@@ -46,6 +52,9 @@ for round_no, item in ((r, item) for r in range(1, rounds + 1) for item in plan)
             cmd = ["compute-sanitizer", "--tool", "memcheck"] + [sys.executable, os.path.join(HERE, "workload.py"), workload, "1", "2"]
         elif mode != "native":
             cmd = [streamsan, "run", "--footprint", mode, "--quiet", "--exitcode", "0", "--report", f"/tmp/perf-{workload}-{mode}.%p.json", "--"] + cmd
+        reports = f"/tmp/perf-{workload}-{mode}.*.json"
+        for old in glob.glob(reports):
+            os.remove(old)
         env = dict(os.environ, STREAMSAN_FOOTPRINT_TRACE="counters")
         start = time.time()
         try:
@@ -64,6 +73,7 @@ for round_no, item in ((r, item) for r in range(1, rounds + 1) for item in plan)
         row = {"workload": workload, "mode": mode, "round": round_no, "exit": code, "wall_s": round(wall, 2)}
         if mode not in ("native", "memcheck"):
             row["counters"] = counters(stderr)
+            row["races"] = sum(len(json.load(open(f))["races"]) for f in glob.glob(reports))
         if steps_s:
             row["median_ms"] = round(statistics.median(steps_s) * 1e3, 3)
             row["best_ms"] = round(min(steps_s) * 1e3, 3)
@@ -88,3 +98,29 @@ if rounds > 1:
             print("summary", json.dumps(summary[-1]), flush=True)
 json.dump({"rows": results, "summary": summary} if summary else results,
           open(os.path.join(out, "footprint-perf.json"), "w"), indent=1)
+
+
+def outcome(rows):
+    """What a workload and mode's processes did, and whether that is what a correct program
+    gives: exit 0 (memcheck's recorded as it comes), no race."""
+    exits = ", ".join(sorted({str(r["exit"]) for r in rows}))
+    races = sum(r.get("races", 0) for r in rows)
+    observed = f"exit {exits}" + (f", {races} races reported" if races else "")
+    ok = rows[0]["mode"] == "memcheck" or (all(r["exit"] == 0 for r in rows) and not races)
+    return observed, ok
+
+
+result = Result("footprint-perf")
+for key in dict.fromkeys((r["workload"], r["mode"]) for r in results):
+    rows = [r for r in results if (r["workload"], r["mode"]) == key]
+    observed, ok = outcome(rows)
+    expected = "timed, not checked" if key[1] == "memcheck" else "exits 0" + ("" if key[1] == "native" else ", no race")
+    if rounds > 1:
+        over = next((o for o in summary if (o["workload"], o["mode"]) == key), None)
+        figures = {k: over[k] for k in ("rounds", "median_ms", "x_native", "x_native_spread")} if over else None
+        result.case(f"{key[0]}/{key[1]}", expected, observed, ok=ok, figures=figures)
+    else:
+        row = rows[0]
+        figures = {k: row[k] for k in ("median_ms", "best_ms", "x_native", "counters") if k in row}
+        result.case(f"{key[0]}/{key[1]}", expected, observed, ok=ok, figures=figures or None)
+sys.exit(result.write(out))

@@ -1,44 +1,75 @@
 """Runs the footprint cases (racy and fixed twins) natively and under each footprint mode, and
-checks: racy reported (with the kind and both kernels) where the mode can see it, fixed clean,
-outputs and exit statuses as native. Usage: run.py STREAMSAN BUILD_DIR OUT_DIR [MODES...]"""
+checks: a racy twin reported as a cross-stream race between its two kernels where the mode can
+see it and clean where it cannot, a fixed twin clean, outputs and exit statuses as native.
+Writes result-footprint.json (tests/gpu/result.py) and footprint_cases.json.
+Usage: run.py STREAMSAN BUILD_DIR OUT_DIR [MODES...]"""
 import json
 import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from result import Result, short_kernel  # noqa: E402
+
 streamsan, build, out = sys.argv[1:4]
 modes = sys.argv[4:] or ["exact", "learn", "params"]
+# Each case: its command, the kernels of its race (first, second), and the modes that see it.
+# exact and learn measure the bytes a kernel touches (learn a kernel's first launch, and each
+# kernel here launches once), so they see every racy twin. params takes each pointer parameter
+# as the one byte it points at (docs/footprints.md): the interior pointer, the pointer inside
+# a by-value struct and the view point at other bytes than the writer's, so it sees numba's
+# race alone (one array passed to both kernels, the writer's slot an output since it first
+# wrote fresh memory).
+MEASURED = {"exact", "learn"}
 cases = [
-    ("interior", [f"{build}/cases", "interior"], ("write_all", "sum_part")),
-    ("struct", [f"{build}/cases", "struct"], ("fill_args", "fill_args")),
-    ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"], None),
-    ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader")),
+    ("interior", [f"{build}/cases", "interior"], ("write_all", "sum_part"), MEASURED),
+    ("struct", [f"{build}/cases", "struct"], ("fill_args", "fill_args"), MEASURED),
+    ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
+     ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
+    ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),
 ]
+
+
+def kernel(side):
+    """A race side's kernel by its bare name (no namespace, template or ABI tags), or its API."""
+    return short_kernel(side.get("kernel") or side.get("api")).split("::")[-1]
+
+
 results = []
+result = Result("footprint")
 failed = 0
-for name, argv, kernels in cases:
+for name, argv, kernels, seen_by in cases:
     for twin in ["racy", "fixed"]:
         native = subprocess.run(argv + [twin], capture_output=True, text=True, timeout=120)
         for mode in modes:
             report = f"{build}/{name}.{twin}.{mode}.json"
             r = subprocess.run([streamsan, "run", "--footprint", mode, "--report", report, "--exitcode", "0", "--quiet", "--"] + argv + [twin], capture_output=True, text=True, timeout=120)
-            races, notes = [], []
+            races, notes, pairs = [], [], []
             if os.path.exists(report):
                 rep = json.load(open(report))
                 races = [(x["kind"], x.get("hazard"), x["first"].get("kernel") or x["first"].get("api"), x["second"].get("kernel") or x["second"].get("api")) for x in rep["races"]]
+                pairs = [(x["kind"], kernel(x["first"]), kernel(x["second"])) for x in rep["races"]]
                 notes = [n["kind"] for n in rep.get("notes", [])]
             # A racy twin's result is the race's: it may differ from one run to the next,
             # natively too; its exit status may not. A fixed twin's output is determined.
             same = r.returncode == native.returncode and (twin == "racy" or r.stdout == native.stdout)
-            found = len(races) > 0
-            expect = twin == "racy"
-            ok = same and found == expect if mode == "exact" else same and (not found or expect)
+            if twin == "racy" and mode in seen_by:
+                expected = f"cross-stream-race: {kernels[0]} -> {kernels[1]}"
+                found = {k for k, _, _ in pairs} == {"cross-stream-race"} and (("cross-stream-race",) + kernels) in pairs
+            else:
+                expected = "clean" if twin == "fixed" else f"clean ({mode} cannot see it)"
+                found = not races
+            ok = same and found
             failed += not ok
             row = {"case": name, "twin": twin, "mode": mode, "races": races, "notes": notes, "status": r.returncode, "native_status": native.returncode, "same_output": same, "ok": ok}
             if not same:
                 row["stdout"], row["native_stdout"], row["stderr"] = r.stdout[-500:], native.stdout[-500:], r.stderr[-1500:]
             results.append(row)
+            observed = "; ".join(f"{k} {h or ''} {a} -> {b}".replace("  ", " ") for (k, h, _, _), (_, a, b) in zip(races, pairs)) or "clean"
+            result.case(f"{name}/{twin}/{mode}", expected, observed, ok=ok,
+                        note=None if same else f"exit {r.returncode} (natively {native.returncode}), output {'the same' if r.stdout == native.stdout else 'differs'}")
             print(("ok  " if ok else "FAIL"), name, twin, mode, "races:", races, "notes:", notes, "" if same else f"DIFFERS native={native.returncode}:{native.stdout.strip()!r} run={r.returncode}:{r.stdout.strip()!r} {r.stderr[-800:]}", flush=True)
 json.dump(results, open(os.path.join(out, "footprint_cases.json"), "w"), indent=1)
+result.write(out)
 print("failed:", failed)
 sys.exit(1 if failed else 0)

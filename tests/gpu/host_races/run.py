@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host races (issue 12) on a GPU machine, under streamsan.
+"""Host races on a GPU machine, under streamsan.
 
 Runs every scenario of the C++ program (host_races.cu), the stand-in's driver-API program
 (tests/scenarios/host_races.c, its system-call cases among them), the PyTorch one and the CuPy one
@@ -14,7 +14,8 @@ and under `streamsan run`. A case passes when:
 Prints expected against got per case, and logs the commit, the date, the GPU and the shim's
 sha256 first.
 
-Writes host_races.json and host_races.log (every command's output) into OUT_DIR.
+Writes result-host-races.json (tests/gpu/result.py), host_races.json and host_races.log (every
+command's output) into OUT_DIR.
 Usage: run.py STREAMSAN BUILD_DIR OUT_DIR   (BUILD_DIR holds host_races built from the .cu;
 the reports go into BUILD_DIR/reports/)
 """
@@ -25,6 +26,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from result import Result, kinds_text  # noqa: E402
 
 
 def run(cmd, log, timeout=600):
@@ -82,16 +85,22 @@ def main():
         ("cupy", [sys.executable, f"{HERE}/cupy_host_races.py"], "cupy_host_races.py"),
     ]
     results = []
+    result = Result("host-races")
     for suite, command, program_file in programs:
         listing = run(command + ["list"], log)
         if listing.returncode != 0:
             print(f"SKIP {suite}: {listing.stderr.strip().splitlines()[-1:]}")
             results.append({"case": suite, "ok": False, "failures": ["cannot list scenarios"]})
+            result.case(suite, "its scenarios listed", "cannot list scenarios", ok=False,
+                        note=" ".join(listing.stderr.strip().splitlines()[-1:]))
             continue
         for line in filter(None, listing.stdout.split("\n")):
             name, racy_kind = line.split()
             if racy_kind == "crash":
-                continue  # the program's own fault, checked on the stand-in (tests/host_races.rs)
+                # The program's own fault, checked on the stand-in (tests/host_races.rs).
+                result.case(f"{suite}/{name}", "crash", "not run on a GPU", outcome="skip",
+                            note="the program's own fault, checked on the stand-in")
+                continue
             for twin in ("racy", "fixed"):
                 expected = racy_kind if twin == "racy" and racy_kind != "none" else "clean"
                 native = run(command + [name, twin], log)
@@ -117,10 +126,15 @@ def main():
                 results.append({"case": case, "expected": expected, "got": got, "notes": sorted(notes),
                                 "native_exit": native.returncode, "streamsan_exit": under.returncode,
                                 "ok": not failures, "failures": failures})
+                hazards = sorted({h for _, h in got if h})
+                result.case(case, expected, kinds_text([k for k, _ in got], expected)
+                            + (f" ({', '.join(hazards)})" if hazards else ""), ok=not failures,
+                            note="; ".join(failures) or None)
                 print(f"{'ok  ' if not failures else 'FAIL'} {case}: expected {expected}, got {got or 'clean'}"
                       f"{' notes ' + str(sorted(notes)) if notes else ''} {failures if failures else ''}", flush=True)
     with open(os.path.join(out, "host_races.json"), "w") as f:
         json.dump({"run": info, "results": results}, f, indent=1)
+    result.write(out)
     passed = sum(r["ok"] for r in results)
     print(f"{passed} of {len(results)} cases passed")
     return 0 if passed == len(results) else 1

@@ -12,13 +12,12 @@ its timed steps; a mode's figure is the median over its processes, quoted with t
 (mode / native of the same round): its median and spread are quoted too.
 
 The GPU machine's cores run at one of two speeds about 1.9x apart, switching within and
-between processes (reports/gpu/host-time/), which moves a CPU-bound step by as much. So each
+between processes (docs/performance.md), which moves a CPU-bound step by as much. So each
 step comes with two probes of the core's speed (programs.py's probe(), before and after it),
 and every figure is also given over the steps taken at full speed: both probes within
 FULL_SPEED of the fastest probe of the program's run, in processes that had at least
-MIN_FULL_SPEED_STEPS such steps; and, since on some days few processes have that many
-(reports/gpu/overhead-1bf23ad/: the probes spread over 1.1-3.7 ms), the median of every
-full-speed step of a mode's processes pooled, with how many steps it pools.
+MIN_FULL_SPEED_STEPS such steps; and, since on some days few processes have that many, the
+median of every full-speed step of a mode's processes pooled, with how many steps it pools.
 
 Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of programs.py)
        run.py --summarize OVERHEAD.json          (the figures of a run again, from its file)
@@ -28,7 +27,10 @@ a slow tool's process may run; one that runs longer is recorded as "timeout"), P
 modes, "name=COMMAND ARGS;name2=...", each COMMAND a streamsan binary with its run options,
 e.g. "before=.device/before/streamsan;learn=.device/streamsan --footprint learn"),
 STREAMSAN_PERF_CPUS (a taskset list that pins every process).
-Writes overhead.json and overhead.log in OUT_DIR.
+Writes overhead.json, overhead.log and result-perf.json (tests/gpu/result.py: a case a program
+with its figures) in OUT_DIR; exits 1 if a native or streamsan process did not exit 0 (the
+programs are correct, so a race makes streamsan's exit 66). The slow tools' exits and figures
+are recorded as they come.
 """
 import json
 import os
@@ -38,6 +40,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from result import Result  # noqa: E402
+
 FULL_SPEED = 1.3
 MIN_FULL_SPEED_STEPS = 5
 PROGRAM_NAMES = ["gpt2", "resnet18_prefetch", "compiled_mlp", "maskrcnn", "gcn", "ddp", "launch_bound", "compute_bound"]
@@ -112,7 +117,8 @@ def main():
     log = open(os.path.join(out, "overhead.log"), "w")
     provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
     log.write(provenance)
-    results = []
+    results, status = [], 0
+    result = Result("perf")
     for program in programs:
         script = [sys.executable, os.path.join(HERE, "programs.py"), program, steps, warmup]
         modes = {"native": (script, {})}
@@ -142,9 +148,37 @@ def main():
         with open(os.path.join(out, "overhead.json"), "w") as f:
             json.dump({"provenance": provenance, "steps": int(steps), "warmup": int(warmup), "rounds": rounds,
                        "slow_rounds": slow_rounds, "programs": results}, f, indent=1)
+        result_case(result, row, ["native"] + list(streamsan_modes))
+        # Written after each program, so that a run stopped by its limit keeps what it measured.
+        status = result.write(out, provenance)
     print(provenance)
     for row in results:
         print(summary_line(row))
+    return status
+
+
+def result_case(result, row, checked):
+    """A program's case: its processes' exits, and the figures the tables show (streamsan's
+    and the other modes' ratios to native, over all steps and pooled at full speed)."""
+    m = row["modes"]
+    pooled = lambda mode: (m[mode]["full_speed_pooled_ms"] or {}).get("steps")  # noqa: E731
+    figures = {"processes": len(m["native"]["exits"]), "native_step_ms": m["native"]["step_ms"],
+               "full_speed_steps": {mode: pooled(mode) for mode in checked}}
+    for mode, v in m.items():
+        if mode == "native":
+            continue
+        prefix = mode.replace("-", "_")
+        if mode in checked:
+            figures[f"{prefix}_step_ms"] = v["step_ms"]
+            figures[f"{prefix}_x"] = v.get("ratio")
+            figures[f"{prefix}_pairs_x"] = v.get("pair_ratios")
+            figures[f"{prefix}_full_speed_pooled_x"] = v.get("full_speed_pooled_ratio")
+        else:
+            figures[f"{prefix}_x"] = v.get("ratio") if all(e == 0 for e in v["exits"]) else ",".join(map(str, v["exits"]))
+    ok = all(e == 0 for mode in checked for e in m[mode]["exits"])
+    observed = "exits: " + "; ".join(f"{mode} {','.join(map(str, v['exits']))}" for mode, v in m.items())
+    result.case(row["program"], f"every {' and '.join(checked)} process exits 0 (no race)", observed, ok=ok,
+                figures=figures)
 
 
 def summarize(row, streamsan_modes):
@@ -200,4 +234,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--summarize"]:
         resummarize(sys.argv[2])
     else:
-        main()
+        sys.exit(main())

@@ -10,9 +10,11 @@ another's is what the parts between them cost, over all steps as over those at f
 (both probes within FULL_SPEED of the program's fastest probe, as in run.py); the native
 processes are other processes, and against them the figures spread as run.py's do.
 
-Usage: toggle.py [--against PART] OUT.txt...   (each file with programs.py's JSON line; other
-lines ignored). PART: the mode every other is set against, by its bit's name
-(default FORWARD_LAUNCHES; FORWARD_ALL gives what the whole shim costs inside a process)."""
+Usage: toggle.py [--result OUT_DIR] [--against PART] OUT.txt...   (each file with programs.py's
+JSON line; other lines ignored). PART: the mode every other is set against, by its bit's name
+(default FORWARD_LAUNCHES; FORWARD_ALL gives what the whole shim costs inside a process).
+--result writes OUT_DIR/result-toggle.json (tests/gpu/result.py) with, per program, all of the
+shim against PART (FORWARD_ALL: the whole shim's cost)."""
 import json
 import re
 import statistics
@@ -21,6 +23,9 @@ from pathlib import Path
 
 from run import FULL_SPEED
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from result import Result  # noqa: E402
+
 # The experiments module's bits, read from where they are defined: name -> bit.
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "shim/src/intercept/experiments.rs"
 BITS = {name: int(bit) for name, bit in re.findall(r"pub const (\w+): u32 = (\d+);", EXPERIMENTS.read_text())}
@@ -28,6 +33,8 @@ PART_NAMES = {bit: name.lower().replace("_", " ") for name, bit in BITS.items()}
 # The mode every other is set against unless told: the launch path left out, the rest of the
 # shim there.
 DEFAULT_BASE = "FORWARD_LAUNCHES"
+# What a result calls the base's step time.
+BASE_FIGURE = {BITS.get("FORWARD_ALL"): "forward_all", BITS.get("FORWARD_LAUNCHES"): "forward_launches"}
 
 
 def mode_name(mode):
@@ -56,9 +63,12 @@ def by_mode(run, keep):
 
 
 def main():
-    paths, base = sys.argv[1:], BITS[DEFAULT_BASE]
+    paths, base, result_dir = sys.argv[1:], BITS[DEFAULT_BASE], None
+    if paths[:1] == ["--result"]:
+        result_dir, paths = paths[1], paths[2:]
     if paths[:1] == ["--against"]:
         base, paths = BITS[paths[1]], paths[2:]
+    result = Result("toggle")
     programs = {}
     for path, run in runs(paths):
         programs.setdefault(run["program"], []).append((path, run))
@@ -82,6 +92,14 @@ def main():
             against_full = f", {median_full / base_full:.3f}x" if base_full and steps else ""
             print(f"  {mode_name(mode):40} {len(every[mode]):5} steps, median {median_every:8.3f} ms{against_every};"
                   f" at full speed {len(steps):4} steps, median {median_full:8.3f} ms{against_full}")
+        if every.get(0) and base_every:
+            figures = {"steps": len(every[0]), "whole_shim_ms": round(statistics.median(every[0]), 3),
+                       f"{BASE_FIGURE.get(base, 'base')}_ms": round(base_every, 3),
+                       "whole_shim_x": round(statistics.median(every[0]) / base_every, 3)}
+            if at_full.get(0) and base_full:
+                figures["full_speed_steps"] = len(at_full[0])
+                figures["full_speed_x"] = round(statistics.median(at_full[0]) / base_full, 3)
+            result.case(program, "runs to its end", f"{len(procs)} toggled process(es) ran", ok=True, figures=figures)
         # Each toggled process on its own, over all its steps.
         for path, run in procs:
             steps = by_mode(run, lambda _: True)
@@ -90,6 +108,9 @@ def main():
                 cells = ", ".join(f"{mode_name(m)} {statistics.median(t) / own:.3f}x ({len(t)})"
                                   for m, t in sorted(steps.items()) if m != base)
                 print(f"    {path}: {mode_name(base)} {own:.3f} ms ({len(steps[base])}); {cells}")
+    if result_dir:
+        result.write(result_dir, (Path(result_dir) / "provenance.txt").read_text()
+                     if (Path(result_dir) / "provenance.txt").exists() else None)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # toggle.py compares the modes. From the repository root on the GPU machine:
 #   sh tests/gpu/perf/toggle.sh PROGRAM STEPS ROUNDS [MODES]     (MODES default 0,1,14,16)
 # Writes $OUT/toggle/{native,toggled}-PROGRAM-ROUND.txt, provenance.txt and summary.txt (and,
-# with mode 16 among MODES, against-forward-all.txt).
+# with mode 16 among MODES, against-forward-all.txt and result-toggle.json).
 set -u
 PROGRAM=$1 STEPS=$2 ROUNDS=$3 MODES=${4:-0,1,14,16}
 o=${OUT:-/tmp}/toggle
@@ -21,8 +21,9 @@ for r in $(seq "$ROUNDS"); do
         python3 tests/gpu/perf/programs.py "$PROGRAM" "$STEPS" 5 > "$o/toggled-$PROGRAM-$r.txt" 2>&1
 done
 python3 tests/gpu/perf/toggle.py "$o"/native-*.txt "$o"/toggled-*.txt | tee "$o/summary.txt"
-# With every hook forwarded among the modes: each mode against it too (the whole shim's work).
+# With every hook forwarded among the modes: each mode against it too (the whole shim's work),
+# and the result (result-toggle.json: the whole shim against every hook forwarded).
 case ",$MODES," in *,16,*)
-    python3 tests/gpu/perf/toggle.py --against FORWARD_ALL "$o"/native-*.txt "$o"/toggled-*.txt \
-        > "$o/against-forward-all.txt" ;;
+    STREAMSAN_RESULT_VIA="sh tests/gpu/perf/toggle.sh $*" python3 tests/gpu/perf/toggle.py --result "$o" \
+        --against FORWARD_ALL "$o"/native-*.txt "$o"/toggled-*.txt > "$o/against-forward-all.txt" ;;
 esac

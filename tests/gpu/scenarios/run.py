@@ -12,16 +12,23 @@ less), the fixed twin is clean, and output and exit status are those of the nati
 exception, stated where it is made: in the per-thread build, `default_stream_from_two_threads`
 has no fixed twin (each thread's default stream is its own), so both twins must race.
 
-Writes scenarios.json ({"provenance": the build and machine, "cases": a list of {"case",
-"expected", "reported_kinds", "races", ...}}) and scenarios.log (every command's output,
-streamsan's warnings included); the reports go into BUILD_DIR/reports/.
+Writes result-scenarios.json (tests/gpu/result.py), scenarios.json ({"provenance": the build
+and machine, "cases": a list of {"case", "expected", "reported_kinds", "races", ...}}) and
+scenarios.log (every command's output, streamsan's warnings included); the reports go into
+BUILD_DIR/reports/.
 Usage: run.py STREAMSAN BUILD_DIR OUT_DIR
+       run.py --module-reload STREAMSAN BUILD_DIR OUT_DIR   (module_reload, built by run.sh:
+       the race must name both kernels, whether or not this driver reuses the handle; added
+       to the result)
 SCENARIO_SUITES (comma-separated suite names, e.g. nccl-dlopen) runs only those suites.
 """
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from result import Result, add_case, kinds_text, result_path  # noqa: E402
 
 
 def run(cmd, log, env=None):
@@ -88,10 +95,38 @@ def main():
                                 capture_output=True, text=True).stdout
     with open(os.path.join(out, "scenarios.json"), "w") as f:
         json.dump({"provenance": provenance, "cases": results}, f, indent=1)
+    result = Result("scenarios")
+    for r in results:
+        result.case(r["case"], r["expected"], kinds_text(r["reported_kinds"], r["expected"]), ok=r["ok"],
+                    note="; ".join(r["failures"]) or None)
+    result.write(out, provenance)
     passed = sum(r["ok"] for r in results)
     print(f"{passed} of {len(results)} cases passed")
     return 0 if passed == len(results) else 1
 
 
+# module_reload's one race, as tests/kernels.rs has it on the stand-in: second's write of x
+# meets first's read, each kernel under its own name although the driver may hand first's
+# handle to second.
+MODULE_RELOAD_RACE = ("cross-stream-race", "WAR", "first(float const*)", "second(float*, float*)")
+
+
+def module_reload(streamsan, build, out):
+    exe = f"{build}/module_reload"
+    native = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    print(f"module_reload natively: {native.stdout.strip()}", flush=True)
+    report = f"{build}/module_reload.json"
+    subprocess.run([streamsan, "run", "--report", report, "--", exe], timeout=120)
+    with open(report) as f:
+        races = [(x["kind"], x.get("hazard"), x["first"].get("kernel"), x["second"].get("kernel"))
+                 for x in json.load(f)["races"]]
+    print("module_reload races:", races, flush=True)
+    show = lambda pairs: "; ".join(f"{k} {h} {a} -> {b}" for k, h, a, b in pairs) or "clean"  # noqa: E731
+    return add_case(result_path(out, "scenarios"), "module_reload", show([MODULE_RELOAD_RACE]), show(races), races == [MODULE_RELOAD_RACE],
+                    note=f"natively: {native.stdout.strip()}")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--module-reload"]:
+        sys.exit(module_reload(*sys.argv[2:5]))
     sys.exit(main())

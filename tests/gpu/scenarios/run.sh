@@ -23,7 +23,5 @@ status=$?
 # Kernel handles reused after cuModuleUnload (tests/kernels.rs on the stand-in): the race
 # must name both kernels, whether or not this driver reuses the handle.
 cc -O1 -g -o "$B/module_reload" tests/scenarios/module_reload.c -L"$STUBS" -lcuda || exit 1
-echo "module_reload natively: $("$B/module_reload")"
-"$PWD/.device/streamsan" run --report "$B/module_reload.json" -- "$B/module_reload"
-python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("module_reload races:", [(x["kind"], x.get("hazard"), x["first"].get("kernel"), x["second"].get("kernel")) for x in r["races"]])' "$B/module_reload.json"
+python3 tests/gpu/scenarios/run.py --module-reload "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}" || status=1
 exit $status

@@ -56,7 +56,8 @@ static void order(cudaStream_t from, cudaStream_t to) {
 #define LAUNCH(kernel, stream, ...) kernel<<<N / 256, 256, 0, stream>>>(__VA_ARGS__)
 
 // Warp: "array created on the current stream, kernel launched on another stream without
-// wait_stream" (wp.zeros allocates from the stream-ordered pool and memsets on its stream).
+// wait_stream" (wp.zeros allocates from the stream-ordered pool and memsets on its stream: the
+// racy twin uses the array before its allocation and reads it beside the memset's write).
 static void warp_array_on_another_stream(bool fixed) {
     cudaStream_t current = nonblocking(), s = nonblocking();
     float *a, *b = dalloc();
