@@ -3,7 +3,7 @@
 //! This crate holds everything that is not the shim's FFI: the happens-before [`model`],
 //! the [`report`] document (built, rendered, merged, written; its suppressions, and the
 //! sink that decides what becomes of each race), the [`options`], the `streamsan` command
-//! line and the [`launch`]er it shares with the test `harness` (behind the cargo
+//! line and the [`cli`] start-up it shares with the test `harness` (behind the cargo
 //! feature `harness`, on by default and off for the shim, which has no use for it). The
 //! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
 //! model here; [`hash`], [`hot`] and [`recent`] keep that fast.
@@ -11,12 +11,11 @@
 #[macro_use]
 mod names;
 
-pub mod forwarding;
+pub mod cli;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;
 pub mod hot;
-pub mod launch;
 pub mod model;
 pub mod options;
 pub mod phases;
