@@ -6,18 +6,18 @@
 //! line and the [`cli`] start-up it shares with the test `harness` (behind the cargo
 //! feature `harness`, on by default and off for the shim, which has no use for it). The
 //! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
-//! model here; [`hash`], [`hot`] and [`recent`] keep that fast.
+//! model here; [`hash`], [`hot_section`] and [`thread_cache`] keep that fast.
 
 #[macro_use]
-mod names;
+mod named_enum;
 
 pub mod cli;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;
-pub mod hot;
+pub mod hot_section;
 pub mod model;
 pub mod options;
 pub mod phases;
-pub mod recent;
 pub mod report;
+pub mod thread_cache;

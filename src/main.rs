@@ -6,13 +6,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 
+use streamsan::cli::{signals, start};
 use streamsan::options::{Flag, Options, DEFAULT_REPORT};
 use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
 use streamsan::report::{merge, text, RaceKind, Report};
-use streamsan::cli::{signals, start};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.

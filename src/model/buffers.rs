@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::hash::{fast_map, FastMap};
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::lock::{Guard, Lock};
 use super::op::OpRecord;
@@ -419,10 +419,10 @@ pub struct BufferMap {
 static NEXT_MAP: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The live buffers this thread found lately, by (map, address) ([`crate::recent`]): a
+    /// The live buffers this thread found lately, by (map, address) ([`crate::thread_cache`]): a
     /// few thousand, so that a step's kernels with dozens of pointers each on several streams
     /// still find theirs here (a miss takes a shared lock and a reference count).
-    static RECENT: RefCell<Recent<(u64, u64), Arc<Buffer>, 2048>> = RefCell::new(Recent::default());
+    static RECENT: RefCell<ThreadCache<(u64, u64), Arc<Buffer>, 2048>> = RefCell::new(ThreadCache::default());
 }
 
 fn granules(base: u64, end: u64) -> impl Iterator<Item = u64> {

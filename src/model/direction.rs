@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::hash::FastSet;
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::op::{KernelId, Mode};
 
@@ -34,8 +34,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     /// Whether (table, kernel, slot) is an output, as this thread last looked it up: every
-    /// launch of an untyped kernel asks for each of its pointers ([`crate::recent`]).
-    static KNOWN: RefCell<Recent<(u64, KernelId, u32), bool, 4096>> = RefCell::new(Recent::default());
+    /// launch of an untyped kernel asks for each of its pointers ([`crate::thread_cache`]).
+    static KNOWN: RefCell<ThreadCache<(u64, KernelId, u32), bool, 4096>> = RefCell::new(ThreadCache::default());
 }
 
 impl Default for Directions {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::hash::{fast_map, FastMap};
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::capture::CaptureLane;
 use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
@@ -442,8 +442,8 @@ pub struct Streams {
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The streams this thread resolved lately, by (table, name) ([`crate::recent`]).
-    static RECENT: RefCell<Recent<(u64, StreamRef), Arc<Stream>, 64>> = RefCell::new(Recent::default());
+    /// The streams this thread resolved lately, by (table, name) ([`crate::thread_cache`]).
+    static RECENT: RefCell<ThreadCache<(u64, StreamRef), Arc<Stream>, 64>> = RefCell::new(ThreadCache::default());
 }
 
 fn new_generation() -> u64 {

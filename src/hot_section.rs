@@ -12,7 +12,7 @@
 //! other thread's reads of its neighbours miss. And only writable ones (atomics, `OnceLock`s):
 //! the section is one, with one set of flags.
 
-/// Declares a static in the [`crate::hot`] section: `hot! { static NAME: Type = init; }`,
+/// Declares a static in the [`crate::hot_section`] section: `hot! { static NAME: Type = init; }`,
 /// with its doc comment and visibility.
 #[macro_export]
 macro_rules! hot {
