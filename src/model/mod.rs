@@ -21,7 +21,7 @@
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
-//! | [`host_access`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
+//! | [`host_races`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
 //!
 //! Measured footprints (`footprint=exact|learn`) add a rule and its state in one file each:
@@ -57,7 +57,7 @@ pub mod deferred;
 pub mod definition;
 pub mod direction;
 pub mod events;
-pub mod host_access;
+pub mod host_races;
 pub mod learnt;
 pub mod lock;
 pub mod measured;

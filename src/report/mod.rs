@@ -99,7 +99,7 @@ pub struct BufferReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
     /// The driver entry point, e.g. `cuLaunchKernel_ptsz`; `host` for the host's own load or
-    /// store (a host race, [`crate::model::host_access::HOST_API`]).
+    /// store (a host race, [`crate::model::host_races::HOST_API`]).
     pub api: String,
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
