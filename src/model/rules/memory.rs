@@ -106,7 +106,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.deferred.observe(buffer.base, buffer.end(), Mode::Write, buffer.id, Some(facts), op, clock);
+        self.pending.observe(buffer.base, buffer.end(), Mode::Write, buffer.id, Some(facts), op, clock);
         if buffer.kind.is_host() {
             // Freed pinned or unregistered host memory is the system allocator's again:
             // copies at those addresses later are copies of ordinary pageable memory.

@@ -53,7 +53,7 @@ impl Model {
 
     /// Checks and records one access by `op`, whose clock is `clock`: as it is issued
     /// ([`Checked::Now`]), or late, for a measured launch whose footprint arrived after other
-    /// operations were issued ([`Checked::Late`], `crate::model::deferred`).
+    /// operations were issued ([`Checked::Late`], `crate::model::footprint::pending`).
     pub(in crate::model) fn access(
         &self,
         access: &Access,
@@ -113,7 +113,7 @@ impl Model {
                     state.shadow.record(lo, hi, mode, op, clock);
                     drop(state);
                     if let Checked::Now = checked {
-                        self.deferred.observe(lo, hi, mode, buffer.id, None, op, clock);
+                        self.pending.observe(lo, hi, mode, buffer.id, None, op, clock);
                     }
                     hi
                 }

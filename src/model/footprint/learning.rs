@@ -1,10 +1,10 @@
-//! The model's side of `footprint=learn` ([`crate::model::learnt`] holds what is learnt and
+//! The model's side of `footprint=learn` ([`crate::model::footprint::learnt`] holds what is learnt and
 //! how): a measured launch's ranges attributed to its pointers through the buffers they fall
 //! in, a learnt cover noted, and the learnt extents given to a later launch.
 
 use crate::model::buffers::Found;
-use crate::model::learnt::{self, Learning, LearntSummary, Lookup};
-use crate::model::measured::Footprint;
+use crate::model::footprint::learnt::{self, Learning, LearntSummary, Lookup};
+use crate::model::footprint::measured::Footprint;
 use crate::model::op::{Access, OpRecord};
 use crate::model::race::NoteKind;
 use crate::model::Model;
@@ -43,7 +43,7 @@ impl Model {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::learnt::{IGNORED_AFTER, POINTER, RECENT};
+    use crate::model::footprint::learnt::{IGNORED_AFTER, POINTER, RECENT};
     use crate::model::op::Mode;
     use crate::model::op::{Origin, StackId, ThreadId};
     use crate::model::Alloc;

@@ -10,7 +10,7 @@
 //! touched through each pointer parameter, a direction and an extent relative to the pointer
 //! ([`known`], [`Learnt::learn`]); a later launch whose words give the same key is checked at
 //! issue with those extents, at no device cost ([`Learnt::apply`]). The model's side of it,
-//! in `rules/learning.rs`: the buffers that attribute a measured range to a pointer, the
+//! in `learning.rs`: the buffers that attribute a measured range to a pointer, the
 //! notes.
 //!
 //! **The key.** Some words change at every launch without changing the footprint (AdamW's step
@@ -61,7 +61,7 @@ use crate::hash::{fast_map, FastHasher, FastMap};
 use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
-use super::op::{Access, Mode};
+use crate::model::op::{Access, Mode};
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
