@@ -1,12 +1,9 @@
 //! streamsan: a race-detecting stream-order sanitizer for CUDA.
 //!
-//! This crate holds everything that is not the shim's FFI: the happens-before [`model`],
-//! the [`report`] document (built, rendered, merged, written; its suppressions, and the
-//! sink that decides what becomes of each race), the [`options`], the `streamsan` command
-//! line and the [`cli`] start-up it shares with the test `harness` (behind the cargo
-//! feature `harness`, on by default and off for the shim, which has no use for it). The
-//! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
-//! model here; [`hash`], [`hot_section`] and [`thread_cache`] keep that fast.
+//! Everything but the shim's FFI: the happens-before [`model`], the [`report`] (built,
+//! rendered, merged, written, suppressed), the [`options`], the command line's [`cli`] and
+//! the test `harness` (cargo feature `harness`, off for the shim). [`hash`], [`hot_section`]
+//! and [`thread_cache`] keep the shim's launch path fast; [`phases`] times it.
 
 #[macro_use]
 mod named_enum;

@@ -1,12 +1,6 @@
-//! Per-thread memories of recent lookups in shared tables.
-//!
-//! The launch path looks up a stream, a kernel and every pointer in tables that all threads
-//! share. Each shared lookup takes a lock and a reference count: atomic read-modify-writes
-//! that cost more than the rest of the lookup, and that bounce between cores when threads
-//! launch at once. A program asks for the same few streams, kernels and pointers over and
-//! over, so each thread keeps what it found in a small table, stamped with the
-//! shared table's generation: a table bumps its generation when an answer may have changed,
-//! and older entries are ignored.
+//! Per-thread caches of recent lookups in shared tables, so that the launch path's repeated
+//! lookups take no lock. An entry is stamped with its table's generation, which the table
+//! bumps when an answer may have changed: older entries are ignored.
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hash};
 
