@@ -1,6 +1,5 @@
-//! The model's side of launches whose accesses are known only after they ran (measured
-//! footprints): issued at once, checked when their footprint is read, in the two halves
-//! [`crate::model::footprint::pending`] describes (it holds the pending launches and the log).
+//! The rule of a measured launch: issued at once, checked when its footprint is read against
+//! what was issued before it (with its clock at issue) and after it ([`super::pending`]'s log).
 
 use std::sync::atomic::Ordering;
 

@@ -1,7 +1,5 @@
 //! What the footprint engine measured of a launch, as the model takes it: byte ranges with
-//! their modes, and a cover where the engine's table overflowed. Below both of its readers:
-//! the late check of a measured launch (`super::pending`) and what is learnt from it
-//! (`super::learnt`).
+//! their modes, and a cover where the engine's table overflowed.
 
 use crate::model::op::{Access, Mode};
 

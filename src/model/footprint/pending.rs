@@ -1,32 +1,6 @@
-//! Launches whose accesses are known only after they ran: measured footprints.
-//!
-//! The model checks each operation when it is issued, but a measured launch's footprint
-//! (`Model::launch_pending`, in `late.rs`) arrives once the program has synchronized
-//! with it (`Model::launch_measured`), after other operations were issued and checked
-//! without it. This file holds the pending launches and the log; `late.rs` the checks.
-//!
-//! A launch P is therefore checked in two halves when its footprint comes:
-//!
-//! - against what was issued *before* it: the buffers' histories, with the clock P had at
-//!   issue (kept with it). A record issued after P is left to the second half, even if it
-//!   is in a history by now.
-//! - against what was issued *after* it, while it was pending: every access checked in that
-//!   window is kept in a log ([`Window`]), with, for each stream that had pending launches,
-//!   how far the access's clock knew that stream. P and a logged access are ordered exactly
-//!   when the access knew P's stream up to P; frees are logged too.
-//!
-//! Measured launches that complete out of issue order are logged when read, under their
-//! issue position, so that each pair of measured launches is checked exactly once, by the
-//! one issued later or, if it was read first, by the earlier one against its log entry.
-//!
-//! What may be missed (never invented): a record issued before P and concurrent with it but
-//! since dropped from a history (overwritten by a write ordered after P, or the history's
-//! bound); logged accesses beyond the log's bound ([`MAX_LOGGED`], counted in
-//! `Model::pending_log_dropped`). A buffer allocated after P was issued is skipped, in the
-//! histories and in the log: P's bytes there were a freed predecessor's, and the free was
-//! logged.
-//!
-//! Cost: nothing is logged while no launch is pending (one atomic load per access).
+//! Measured launches waiting for their footprint, and the log of what was issued while they
+//! wait: when its footprint comes, a launch is checked against what was issued before it with
+//! the clock it had at issue, and against what was issued after it through the log.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -241,9 +215,8 @@ impl PendingLaunches {
     }
 
     /// Ends the wait of the launch pending as `ticket`: it, and what was logged after it.
-    /// Only the entries not ordered after it are copied out (in a program that orders its
-    /// streams, next to none: a step logs thousands of accesses, and each measured launch
-    /// used to copy them all).
+    /// Only the entries not ordered after it are copied out: in a program that orders its
+    /// streams, next to none of the thousands a step logs.
     pub(in crate::model) fn take(&self, ticket: u64) -> Option<(Pending, Later)> {
         let mut window = self.window();
         let at = window.pending.iter().position(|p| p.ticket == ticket)?;
