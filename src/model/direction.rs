@@ -1,17 +1,6 @@
-//! Which way a kernel's pointer of unknown direction goes.
-//!
-//! A kernel whose name carries no parameter types (`extern "C"`: Warp, CuPy's elementwise
-//! and raw kernels, Numba's array structures) gives accesses of unknown direction. Two of
-//! them are not taken to conflict: kernels on two streams reading a shared input are common
-//! and correct. That alone would hide the commonest race of all, a kernel reading on one
-//! stream what a kernel writes on another, so the model learns directions from what it
-//! sees:
-//!
-//! - the first access to device bytes nobody touched writes them (a program does not read
-//!   memory it never wrote);
-//! - a kernel's parameter slot (the pointer's byte offset in the kernel's parameters) that
-//!   was once given such fresh memory is an output of that kernel: every later access
-//!   through the same slot of the same kernel may write.
+//! Directions learnt for pointers of unknown direction (kernels whose names carry no
+//! parameter types): a kernel's parameter slot once given device bytes nobody touched is an
+//! output of that kernel, and later accesses through it may write.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};

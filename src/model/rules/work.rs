@@ -1,13 +1,5 @@
-//! Work: kernel launches, copies and memsets checked against the memory they touch
-//! (`docs/semantics.md#accesses-and-races`).
-//!
-//! An operation is issued on its stream ([`super::issue`]) and each of its accesses is then
-//! checked against the buffer it falls in: it must follow the buffer's allocation (else a
-//! use before allocation), every earlier conflicting access (else a cross-stream race, the
-//! hazard named by the two modes), and must not touch freed memory (a use after free). The
-//! access is then recorded in the buffer's shadow. A kernel's pointer of unknown direction
-//! gets its direction here, from what the model learnt ([`crate::model::direction`]). A
-//! synchronous call orders the host before or after the operation, as its `HostEffect` says.
+//! Work: kernel launches, copies and memsets, each access checked against its buffer's
+//! allocation, history and free, then recorded (`docs/semantics.md#accesses-and-races`).
 
 use crate::hash::FastSet;
 use crate::model::buffers::{Found, MemoryKind};
