@@ -24,9 +24,12 @@
 //! | [`host_races`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
 //!
-//! Measured footprints (`footprint=exact|learn`) are one feature, its rules and state under
-//! [`footprint`] with a map of their own: a measured launch, issued at once and checked when
-//! its footprint arrives, and footprints learnt from it for later launches of its kernel.
+//! Measured footprints (`footprint=exact|learn`) are one feature, its rules and state in one
+//! folder with a map of its own:
+//!
+//! | file | rule and state |
+//! |---|---|
+//! | [`footprint`] | a measured launch, issued at once and checked when its footprint arrives; footprints learnt from measured launches, applied at issue to later launches with the same key |
 //!
 //! What the rules keep, one data structure each:
 //!
