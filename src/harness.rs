@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::launch;
+use crate::cli::start;
 use crate::options::{OptionError, Options};
 use crate::report::text::describe_site;
 use crate::report::{merge, text, OpReport, RaceReport, Report};
@@ -42,7 +42,7 @@ impl Streamsan {
         let mut dir = exe.parent();
         for _ in 0..2 {
             let Some(d) = dir else { break };
-            let shim = d.join(launch::SHIM_FILE);
+            let shim = d.join(start::SHIM_FILE);
             if shim.is_file() {
                 return Ok(Streamsan::with_shim(shim));
             }
@@ -50,7 +50,7 @@ impl Streamsan {
         }
         Err(format!(
             "cannot find {} beside {} or one directory up: build the shim (cargo build -p streamsan-shim) or set STREAMSAN_SHIM",
-            launch::SHIM_FILE,
+            start::SHIM_FILE,
             exe.display()
         ))
     }
@@ -69,7 +69,7 @@ impl Streamsan {
     pub fn command(&self, mut program: Command, report_dir: &Path) -> Command {
         let mut options = self.options.clone();
         options.log_path = report_dir.join("report.%p.json").to_string_lossy().into_owned();
-        program.env("LD_PRELOAD", launch::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")));
+        program.env("LD_PRELOAD", start::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")));
         program.env("STREAMSAN_OPTIONS", options.to_env());
         program
     }

@@ -1,9 +1,6 @@
-//! Hashing for the maps on the launch path.
-//!
-//! Their keys are addresses, handles and small ids, chosen by neither an attacker nor a user:
-//! the standard library's SipHash (tens of nanoseconds a key, for flooding resistance) buys
-//! nothing here. This hasher folds each word in with a multiply and mixes the result once,
-//! so aligned addresses (zero low bits) still spread over buckets and shards.
+//! A fast hasher for the launch path's maps, whose keys (addresses, handles, small ids) no
+//! attacker chooses: each word is folded in with a multiply and the result mixed once, so
+//! that aligned addresses still spread over buckets and shards.
 
 use std::hash::{BuildHasherDefault, Hasher};
 

@@ -1,24 +1,20 @@
 //! streamsan: a race-detecting stream-order sanitizer for CUDA.
 //!
-//! This crate holds everything that is not the shim's FFI: the happens-before [`model`],
-//! the [`report`] document (built, rendered, merged, written; its suppressions, and the
-//! sink that decides what becomes of each race), the [`options`], the `streamsan` command
-//! line and the [`launch`]er it shares with the test `harness` (behind the cargo
-//! feature `harness`, on by default and off for the shim, which has no use for it). The
-//! shim (`shim/`, a preloaded cdylib) intercepts the driver and feeds what it sees to the
-//! model here; [`hash`], [`hot`] and [`recent`] keep that fast.
+//! Everything but the shim's FFI: the happens-before [`model`], the [`report`] (built,
+//! rendered, merged, written, suppressed), the [`options`], the command line's [`cli`] and
+//! the test `harness` (cargo feature `harness`, off for the shim). [`hash`], [`hot_section`]
+//! and [`thread_cache`] keep the shim's launch path fast; [`phases`] times it.
 
 #[macro_use]
-mod names;
+mod named_enum;
 
-pub mod forwarding;
+pub mod cli;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod hash;
-pub mod hot;
-pub mod launch;
+pub mod hot_section;
 pub mod model;
 pub mod options;
 pub mod phases;
-pub mod recent;
 pub mod report;
+pub mod thread_cache;

@@ -6,13 +6,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus};
 
+use streamsan::cli::{signals, start};
 use streamsan::options::{Flag, Options, DEFAULT_REPORT};
 use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
 use streamsan::report::{merge, text, RaceKind, Report};
-use streamsan::{forwarding, launch};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -171,7 +171,7 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(exe) => exe,
         Err(e) => return error(&format!("cannot find my own executable: {e}")),
     };
-    let shim = match launch::find_shim(&exe) {
+    let shim = match start::find_shim(&exe) {
         Ok(shim) => shim,
         Err(why) => return error(&why),
     };
@@ -184,10 +184,10 @@ fn run(args: &[OsString]) -> ExitCode {
             ))
         }
     };
-    let before = launch::reports_matching(&options.log_path);
-    let mut command = launch::command(&shim, &options, program, program_args);
+    let before = start::reports_matching(&options.log_path);
+    let mut command = start::command(&shim, &options, program, program_args);
     command.env(run::ENV, run_log.path());
-    let status = match forwarding::run(&mut command) {
+    let status = match signals::run(&mut command) {
         Ok(status) => status,
         Err(e) => {
             run_log.remove();
@@ -199,7 +199,7 @@ fn run(args: &[OsString]) -> ExitCode {
     // that could not reach the list, in a sandbox with a /tmp of its own).
     let mut entries = run_log.read();
     run_log.remove();
-    for path in launch::reports_matching(&options.log_path) {
+    for path in start::reports_matching(&options.log_path) {
         if !before.contains(&path) && !entries.iter().any(|e| e.path() == path) {
             entries.push(Entry::Written(path));
         }

@@ -1,15 +1,6 @@
-//! streamsan's options, declared once in the `options!` table below: one line per option
-//! gives its `STREAMSAN_OPTIONS` name, type, default, syntax, `streamsan run` flag and help,
-//! and from it come the [`Options`] struct, its defaults, the parser (whose error lists the
-//! known names), the environment form ([`Options::to_env`]), the command line's flags and
-//! their help ([`Options::flags`]). ThreadSanitizer's `tsan_flags.inc` is the model.
-//!
-//! The syntax is ThreadSanitizer's: `key=value` pairs separated by `:` (or spaces), read from
-//! `STREAMSAN_OPTIONS` by the shim and written there by `streamsan run`. A value holding `:`
-//! or a space is quoted, `'...'` or `"..."`.
-//!
-//! Adding an option is one line in the table (and the code that uses it); a type the table
-//! has not used yet implements [`OptionValue`].
+//! streamsan's options, declared once in the `options!` table: from one line per option come
+//! the [`Options`] struct, its defaults, the `STREAMSAN_OPTIONS` parser and writer
+//! (ThreadSanitizer's `key=value:key=value` syntax), and `streamsan run`'s flags and help.
 
 use std::fmt;
 

@@ -1,18 +1,6 @@
 //! Where an intercepted call's time goes, phase by phase (`phase_times=1`): the shim and the
-//! model time each phase of their work, and the totals are printed at exit.
-//!
-//! A program under streamsan may be slower than the bench predicts for reasons the bench
-//! does not have (deep stacks, Python frames, kernels with many parameters, contention):
-//! this table says which phase it is, on the machine and program in question. Off, a phase
-//! costs one relaxed load and a branch. On, it reads the time-stamp counter twice (rdtsc on
-//! x86-64, converted to nanoseconds at exit against the wall clock; elsewhere `Instant`)
-//! and adds to a per-thread-shard counter, so that timing does not itself serialize threads.
-//!
-//! The phases are those of launches, copies and memsets, the calls a program makes by the
-//! thousand; race reports and lock waits are counted wherever they happen (inside a model
-//! update, mostly). The shim also times each entry point whole, the driver included
-//! ([`now`], [`since`]), and prints those totals after this table: an entry point's time
-//! less its phases is the driver's and the shim's glue (stream lookup, the first-call check).
+//! model time each phase of their work on per-thread-shard counters, and the totals are
+//! printed at exit. Off, a phase costs one relaxed load and a branch.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;

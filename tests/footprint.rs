@@ -281,7 +281,7 @@ fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     let (run, log) = run_rounds("steps", "racy", "learn", 8, &[]);
     let measured = logged(&log, "measured", "footprint_step");
     // One launch per size, and the two further changes of the step that leave it out.
-    assert_eq!(measured, 2 + streamsan::model::learnt::IGNORED_AFTER as usize, "{log:?}");
+    assert_eq!(measured, 2 + streamsan::model::footprint::learnt::IGNORED_AFTER as usize, "{log:?}");
     assert_eq!(counter(&run, " words left out of keys"), 1, "{}", run.stderr());
     // Every round's race is found, measured or learnt.
     assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
@@ -297,7 +297,7 @@ fn a_byte_that_changes_beside_a_size_does_not_keep_a_kernel_measured() {
     // new key; on a word of its own the byte leaves it as a step count does.
     let (run, log) = run_rounds("packed", "racy", "learn", 8, &[]);
     let measured = logged(&log, "measured", "footprint_packed");
-    assert_eq!(measured, 2 + streamsan::model::learnt::IGNORED_AFTER as usize, "{log:?}");
+    assert_eq!(measured, 2 + streamsan::model::footprint::learnt::IGNORED_AFTER as usize, "{log:?}");
     assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
     let (fixed, _) = run_rounds("packed", "fixed", "learn", 8, &[]);
     assert_eq!(races(&fixed), vec![]);

@@ -1,16 +1,7 @@
-//! Known allocations, found by address.
-//!
-//! A buffer is registered in every 2 MiB granule its bytes touch, so finding the buffer of
-//! an address is one hash lookup and two binary searches in the granule (a stream-ordered
-//! pool packs thousands of small allocations in one granule: they are kept in chunks of a
-//! few hundred, so that registering or forgetting one moves a chunk, not the granule). Freed buffers stay findable, marked
-//! freed, in a bounded quarantine, so that a later access to their bytes is reported as a
-//! use-after-free until the address is allocated again or the quarantine forgets it.
-//! An address resolves to the innermost live buffer containing it (sub-allocations
-//! declared inside a larger buffer), else to the most recently freed one.
-//!
-//! Memory without an address (a CUDA array) is registered at keys of its own, from
-//! [`ARRAY_KEYS`] up, where no pointer of the program lies.
+//! Known allocations, found by address: the innermost live buffer containing it, else the
+//! most recently freed one, kept in a bounded quarantine for use-after-free. Buffers are
+//! registered in every 2 MiB granule they touch; memory without an address (a CUDA array)
+//! at keys of its own, from [`ARRAY_KEYS`] up.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -18,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::hash::{fast_map, FastMap};
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::lock::{Guard, Lock};
 use super::op::OpRecord;
@@ -26,15 +17,10 @@ use super::shadow::Shadow;
 
 const GRANULE_SHIFT: u32 = 21;
 
-/// The first key of memory without an address. A CUDA array has a handle, not a device
-/// pointer; the model knows it by a range of keys from here up ([`BufferMap::array_keys`]), so
-/// that it is a buffer like any other. No pointer a program holds lies this high: user-space
-/// addresses, and with unified addressing device pointers with them, stay below 2^57 on x86-64
-/// (five-level paging) and below 2^52 on AArch64; from 2^63 up is the kernel's half or
-/// non-canonical on both. (A pointer tagged in its top byte, AArch64's HWASan, could reach the
-/// keys only after 2^47 bytes of arrays.) Kernel parameter words are not tested against the
-/// keys ([`BufferMap::range`] spans the memory with addresses only), so the launch path's
-/// filter stays as narrow as the program's allocations and no kernel names an array by accident.
+/// The first key of memory without an address: a CUDA array has a handle, not a pointer, and
+/// is a buffer at a range of keys from here up ([`BufferMap::array_keys`]). No pointer a
+/// program holds lies this high (user-space and device addresses stay below 2^57), and kernel
+/// parameter words are never tested against these keys ([`BufferMap::range`]).
 pub const ARRAY_KEYS: u64 = 1 << 63;
 /// Keys left unused after each array, so that an access running past an array's end meets
 /// no other one.
@@ -419,10 +405,10 @@ pub struct BufferMap {
 static NEXT_MAP: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The live buffers this thread found lately, by (map, address) ([`crate::recent`]): a
+    /// The live buffers this thread found lately, by (map, address) ([`crate::thread_cache`]): a
     /// few thousand, so that a step's kernels with dozens of pointers each on several streams
     /// still find theirs here (a miss takes a shared lock and a reference count).
-    static RECENT: RefCell<Recent<(u64, u64), Arc<Buffer>, 2048>> = RefCell::new(Recent::default());
+    static RECENT: RefCell<ThreadCache<(u64, u64), Arc<Buffer>, 2048>> = RefCell::new(ThreadCache::default());
 }
 
 fn granules(base: u64, end: u64) -> impl Iterator<Item = u64> {
@@ -563,8 +549,7 @@ impl BufferMap {
     /// on this thread, without waiting for them: an operation's accesses are prefetched
     /// together before any is checked, so that their buffers arrive in parallel rather than
     /// one after another. Under a real driver, whose own work between two launches evicts the
-    /// model's data, each of those loads is a miss (issue 14; the bench's
-    /// `training_step_cold_*`).
+    /// model's data, each of those loads is a miss.
     #[inline]
     pub fn prefetch(&self, addrs: impl Iterator<Item = u64>) {
         let generation = self.generation.load(Ordering::Acquire);

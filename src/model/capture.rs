@@ -1,14 +1,6 @@
-//! Stream capture and graphs.
-//!
-//! Operations issued to a capturing stream are not executed: they become nodes of the
-//! capture, each depending on the stream's *frontier* (its last node, or the nodes it
-//! joined through events). A stream that waits on an event recorded in a capture joins the
-//! capture as a new *lane*. Nodes of one lane form a chain, so at launch each lane needs
-//! only one slot of the vector clocks: a launch gives every node the clock of the launch
-//! stream joined with its predecessors' clocks, then ticks its lane
-//! (`docs/semantics.md#capture-and-graphs`). A capture fills a [`Definition`], the same
-//! structure that graphs built with the explicit graph API fill; a capture into an existing
-//! graph (`cuStreamBeginCaptureToGraph`) starts from that graph's definition.
+//! Captures in progress and executable graphs: a capturing stream's operations become nodes
+//! of a [`Definition`], each depending on its stream's frontier, and each stream that joins
+//! the capture is a lane of it (`docs/semantics.md#capture-and-graphs`).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -1,20 +1,6 @@
-//! Vector clocks and epochs.
-//!
-//! Every stream, and every lane of a launched graph, owns a *slot*: a component of the
-//! vector clocks. Slot 0 is the host. A clock maps slots to times; an epoch `(slot, t)`
-//! names one operation. An epoch happens before an operation whose clock is `V` iff
-//! `t <= V[slot]` (`docs/semantics.md#clocks`).
-//!
-//! A slot is reused only once its last owner's work is ordered before the host (see
-//! [`crate::model::streams::Slots`]); still, a process may have thousands. Most of what a stream's
-//! clock knows it knows from the host (every operation is ordered after what the host
-//! waited for, and the host waits for every stream at a device synchronization): stored as
-//! a dense vector per stream, that would be ten thousand times ten thousand words. So a clock
-//! is two parts: the host's clock as of some moment, an immutable snapshot shared by every
-//! clock that learnt it ([`HostSnapshot`]), and the few components it learnt otherwise (its
-//! own ticks, events it waited on), sparse, and dropped once a later snapshot covers them.
-//! Host snapshots are totally ordered (the host's clock only grows), so joining two clocks
-//! keeps the later snapshot.
+//! Vector clocks and epochs (`docs/semantics.md#clocks`). A clock is the host's clock at some
+//! moment, a snapshot shared by every clock that learnt it ([`HostSnapshot`]), plus the few
+//! components it learnt otherwise, sparse: most of what a stream knows it knows from the host.
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,15 +1,6 @@
-//! Graphs as the program defines them, captured or built node by node with the explicit
-//! graph API, editable until instantiated (`docs/semantics.md#capture-and-graphs`).
-//!
-//! A definition is a list of nodes, each with the nodes it depends on; nodes are added,
-//! removed and re-parameterized, edges added and removed, child graphs embedded as copies.
-//! Instantiation takes a snapshot: [`Definition::executable`] flattens child graphs, orders
-//! the nodes topologically and splits them into *lanes*, chains of nodes each of which
-//! depends on the previous one, so that a launch needs one clock slot per lane. A definition
-//! holding a node the model cannot follow (added through a call that does not say what it
-//! touches) makes no executable graph: its launches are noted, not checked. The nodes'
-//! kinds ([`NodeKind`]) and the executable [`Graph`] live here, below the capture, which
-//! fills a definition as a program fills one by hand.
+//! Graph definitions, captured or built with the explicit graph API and editable until
+//! instantiated; [`Definition::executable`] turns one into an executable [`Graph`] whose
+//! lanes, chains of nodes, need one clock slot each (`docs/semantics.md#capture-and-graphs`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

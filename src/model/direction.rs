@@ -1,23 +1,12 @@
-//! Which way a kernel's pointer of unknown direction goes.
-//!
-//! A kernel whose name carries no parameter types (`extern "C"`: Warp, CuPy's elementwise
-//! and raw kernels, Numba's array structures) gives accesses of unknown direction. Two of
-//! them are not taken to conflict: kernels on two streams reading a shared input are common
-//! and correct. That alone would hide the commonest race of all, a kernel reading on one
-//! stream what a kernel writes on another, so the model learns directions from what it
-//! sees:
-//!
-//! - the first access to device bytes nobody touched writes them (a program does not read
-//!   memory it never wrote);
-//! - a kernel's parameter slot (the pointer's byte offset in the kernel's parameters) that
-//!   was once given such fresh memory is an output of that kernel: every later access
-//!   through the same slot of the same kernel may write.
+//! Directions learnt for pointers of unknown direction (kernels whose names carry no
+//! parameter types): a kernel's parameter slot once given device bytes nobody touched is an
+//! output of that kernel, and later accesses through it may write.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::hash::FastSet;
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::op::{KernelId, Mode};
 
@@ -34,8 +23,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     /// Whether (table, kernel, slot) is an output, as this thread last looked it up: every
-    /// launch of an untyped kernel asks for each of its pointers ([`crate::recent`]).
-    static KNOWN: RefCell<Recent<(u64, KernelId, u32), bool, 4096>> = RefCell::new(Recent::default());
+    /// launch of an untyped kernel asks for each of its pointers ([`crate::thread_cache`]).
+    static KNOWN: RefCell<ThreadCache<(u64, KernelId, u32), bool, 4096>> = RefCell::new(ThreadCache::default());
 }
 
 impl Default for Directions {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastMap};
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::capture::Capture;
 use super::clock::VectorClock;
@@ -46,9 +46,9 @@ pub struct Events {
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The events this thread used lately, by (table, handle) ([`crate::recent`]): a record
+    /// The events this thread used lately, by (table, handle) ([`crate::thread_cache`]): a record
     /// and a wait per step, on the same few events.
-    static RECENT: RefCell<Recent<(u64, u64), Arc<Event>, 64>> = RefCell::new(Recent::default());
+    static RECENT: RefCell<ThreadCache<(u64, u64), Arc<Event>, 64>> = RefCell::new(ThreadCache::default());
 }
 
 fn new_generation() -> u64 {

@@ -1,9 +1,5 @@
-//! The lock of each stream, buffer and event.
-//!
-//! Every launch takes the lock of its stream and of every buffer it touches (a record or a
-//! wait, of its event), each for a few dozen instructions. A mutex takes and releases with
-//! two atomic read-modify-writes; this lock releases with a plain store, and spins (then
-//! yields) in the rare case that two threads meet on one of them.
+//! The spin lock of each stream, buffer and event: held for a few dozen instructions on the
+//! launch path, it releases with a plain store, and spins then yields when two threads meet.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};

@@ -21,16 +21,15 @@
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
-//! | [`host_access`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
+//! | [`host_races`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
 //!
-//! Measured footprints (`footprint=exact|learn`) add a rule and its state in one file each:
+//! Measured footprints (`footprint=exact|learn`) are one feature, its rules and state in one
+//! folder with a map of its own:
 //!
 //! | file | rule and state |
 //! |---|---|
-//! | [`deferred`] | a measured launch, issued at once and checked when its footprint arrives, against what was issued before it (with its clock) and after it (a log kept while it is pending) |
-//! | [`learnt`] | footprints learnt from measured launches, applied at issue to later launches with the same key (`footprint=learn`) |
-//! | [`measured`] | what the footprint engine measured of a launch: ranges and modes, and a cover where its table overflowed |
+//! | [`footprint`] | a measured launch, issued at once and checked when its footprint arrives; footprints learnt from measured launches, applied at issue to later launches with the same key |
 //!
 //! What the rules keep, one data structure each:
 //!
@@ -53,14 +52,12 @@
 pub mod buffers;
 pub mod capture;
 pub mod clock;
-pub mod deferred;
 pub mod definition;
 pub mod direction;
 pub mod events;
-pub mod host_access;
-pub mod learnt;
+pub mod footprint;
+pub mod host_races;
 pub mod lock;
-pub mod measured;
 pub mod op;
 mod queries;
 pub mod race;
@@ -134,10 +131,10 @@ pub struct Model {
     values: FastMap<u64, VectorClock>,
     kernels: Mutex<Kernels>,
     directions: Directions,
-    /// Measured launches waiting for their footprint ([`deferred`]).
-    deferred: deferred::Deferred,
-    /// Footprints learnt from measured launches ([`learnt`]).
-    learnt: learnt::Learnt,
+    /// Measured launches waiting for their footprint ([`footprint::pending`]).
+    pending: footprint::pending::PendingLaunches,
+    /// Footprints learnt from measured launches ([`footprint::learnt`]).
+    learnt: footprint::learnt::Learnt,
     races: Races,
     notes: Notes,
     next_buffer: AtomicU64,
@@ -164,8 +161,8 @@ impl Model {
             values: fast_map(),
             kernels: Mutex::new((HashMap::new(), Vec::new())),
             directions: Directions::default(),
-            deferred: deferred::Deferred::default(),
-            learnt: learnt::Learnt::default(),
+            pending: footprint::pending::PendingLaunches::default(),
+            learnt: footprint::learnt::Learnt::default(),
             races: Races::default(),
             notes: Notes::default(),
             next_buffer: AtomicU64::new(1),

@@ -1,9 +1,5 @@
-//! What the shim and the report ask of the model, and where its findings go.
-//!
-//! Kernel names are interned once so that an operation records a number, not a string; the
-//! memory queries let the shim filter a kernel's parameter words before it builds accesses
-//! (most words are not pointers into tracked memory); the findings are read at exit and
-//! forgotten in a forked child, which reports only what it finds itself.
+//! What the shim and the report ask of the model (kernels interned, memory kinds, where
+//! buffers may lie), and the findings, read at exit and forgotten in a forked child.
 
 use super::buffers::{Found, MemoryKind};
 use super::clock::Epoch;

@@ -1,15 +1,6 @@
-//! The access history of one buffer: which operations last wrote and read which bytes.
-//!
-//! As in FastTrack, a write supersedes the earlier accesses to its bytes, and a read
-//! supersedes only the reads it is ordered after; reads that are concurrent with each
-//! other are kept side by side (one per stream, in effect). Unlike FastTrack, a write
-//! supersedes only what it is ordered after (an access it races with stays, so that later
-//! races with it are found too), and records
-//! carry byte ranges: copies and memsets know exactly what they touch, and a kernel's
-//! pointer is taken as the single byte it names (`docs/semantics.md#accesses-and-races`).
-//!
-//! Dropping a read that happens before a newer read of the same bytes loses no race: any
-//! later write unordered with the old read is unordered with the new one too.
+//! The access history of one buffer: which operations last wrote and read which bytes. As in
+//! FastTrack, with byte ranges, and a write supersedes only what it is ordered after, so that
+//! an access it races with stays and later races with it are found too.
 
 use super::clock::{Epoch, Slot, VectorClock};
 use super::op::{Mode, OpRecord};

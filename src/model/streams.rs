@@ -1,26 +1,13 @@
-//! Streams and contexts, and the slots of the vector clocks.
-//!
-//! Each context has one legacy default stream; each (context, host thread) its per-thread
-//! default stream; every other stream is named by its handle. A stream owns a slot and a
-//! clock behind its own lock. The legacy stream's implicit synchronization with blocking
-//! streams (`docs/semantics.md#streams-and-default-streams`) is applied when an operation is
-//! issued, by joining the clocks of the blocking streams that changed since the last time
-//! (each queues itself on its legacy stream when it changes), without ever holding two
-//! stream locks at once.
-//!
-//! Slots are reused: a destroyed stream's slot (a destroyed graph's lanes') goes back to a
-//! free list once every operation it issued is ordered before the host's clock, and so
-//! before whatever is issued from then on. Its next owner's times continue from the last
-//! one's, so an epoch still names one operation, and the slot's operations still form one
-//! chain in happens-before: the property a slot stands for. A process that makes and
-//! destroys streams without end keeps as many slots as it has streams alive and pending.
+//! Streams and contexts, default streams, and the slots of the vector clocks: each stream owns
+//! a slot and a clock behind its own lock; a destroyed stream's slot is reused once its work
+//! is ordered before the host (`docs/semantics.md#streams-and-default-streams`).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::hash::{fast_map, FastMap};
-use crate::recent::Recent;
+use crate::thread_cache::ThreadCache;
 
 use super::capture::CaptureLane;
 use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
@@ -442,8 +429,8 @@ pub struct Streams {
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The streams this thread resolved lately, by (table, name) ([`crate::recent`]).
-    static RECENT: RefCell<Recent<(u64, StreamRef), Arc<Stream>, 64>> = RefCell::new(Recent::default());
+    /// The streams this thread resolved lately, by (table, name) ([`crate::thread_cache`]).
+    static RECENT: RefCell<ThreadCache<(u64, StreamRef), Arc<Stream>, 64>> = RefCell::new(ThreadCache::default());
 }
 
 fn new_generation() -> u64 {
@@ -578,10 +565,10 @@ impl Streams {
     /// synchronization of its context (where the host joins it) learns from it only its own
     /// time and the times of slots owned outside the context (another context's streams, a
     /// graph's lanes); the others it learns as well from the context's other streams or
-    /// from the host's own clock ([`Slots::known_at_sync`]). Without this, streams forked
-    /// from one stream, joined back to it and destroyed, with no synchronization between,
-    /// each kept a clock of every stream forked before them: memory quadratic in the
-    /// streams made between two synchronizations. The legacy stream joins a blocking
+    /// from the host's own clock ([`Slots::known_at_sync`]). Otherwise streams forked from
+    /// one stream, joined back to it and destroyed, with no synchronization between, would
+    /// each keep a clock of every stream forked before them: memory quadratic in the streams
+    /// made between two synchronizations. The legacy stream joins a blocking
     /// stream's whole clock at its next operation if the stream changed since it last did:
     /// such a stream keeps its clock. So does one destroyed while it captures.
     fn keep_what_a_sync_needs(&self, stream: &Stream) {

@@ -1,19 +1,6 @@
-//! Report files: never written over a file that was there before, never through a
-//! symbolic link, always whole (a reader sees the previous report or the next, never a
-//! part), and cheap to keep up to date while races are found.
-//!
-//! A process creates its report file once ([`ReportFile::create`]) and replaces it whole
-//! when it has more to say ([`ReportFile::write`]): each version is written to a fresh
-//! temporary file beside it, flushed to the disk (`fsync`), and only then renamed over it
-//! (linked, the first time, which fails rather than replace a file that appeared). A full
-//! disk or a vanished folder makes the write fail and leaves the previous version intact.
-//!
-//! Rewriting the whole report at each new race would make the cost of a race grow with the
-//! races found before it, so between rewrites each new race is appended, as one line of
-//! JSON, to the report's race log ([`race_log`], `.NAME.races` beside it): one `write(2)`,
-//! in the kernel's hands before the racing call returns to the program, so that a process
-//! killed even by SIGKILL loses no race it found. A rewrite that succeeds removes the log
-//! (the report holds its races); [`Report::read_from`] reads a report with its log.
+//! Report files: never written over a file that was there before nor through a symbolic link,
+//! always whole (written beside, flushed, renamed over), and each race found between two
+//! rewrites appended at once to a race log, so that a killed process loses no race.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

@@ -1,15 +1,7 @@
-//! The JSON report: one document per process, described by `docs/report/schema.json`.
-//!
-//! This module holds the document's data: facts (kinds, addresses, ranges, streams, the
-//! missing wait as an action between the two operations), read and written with serde.
-//! [`build`] turns what the model found into it; [`frames`] decides which frame of a call
-//! site is the program's; [`text`] is the one place that puts things into words: the
-//! ThreadSanitizer-style listing, and the sentences the JSON carries beside the data (the
-//! missing wait's `text`, written when a race is serialized, and a note's `message`);
-//! [`sink`] decides what becomes of each race as it is found ([`suppressions`], the print
-//! limit) and writes the [`file`], which also reads it back (`Report::read_from`) for the
-//! `streamsan report` command and the test harness. The data sits below all of them: none
-//! of them is imported here.
+//! The JSON report, one document per process (`docs/report/schema.json`): its data, read and
+//! written with serde. Above the data: [`build`] (from the model), [`frames`] (the program's
+//! frame of a call site), [`text`] (every word), [`merge`], [`suppressions`], [`sink`] (what
+//! becomes of each race), [`file`](mod@file) and [`run`] (report files, and a run's list of them).
 
 pub mod build;
 pub mod file;
@@ -99,7 +91,7 @@ pub struct BufferReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpReport {
     /// The driver entry point, e.g. `cuLaunchKernel_ptsz`; `host` for the host's own load or
-    /// store (a host race, [`crate::model::host_access::HOST_API`]).
+    /// store (a host race, [`crate::model::host_races::HOST_API`]).
     pub api: String,
     /// The kernel, demangled, for a launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]

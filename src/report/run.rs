@@ -1,12 +1,6 @@
-//! The list a run keeps of its reports: how `streamsan run` learns what every process of the
-//! run did with its report, whatever the process tree looks like.
-//!
-//! `streamsan run` creates an empty file and names it in `STREAMSAN_RUN`; every process of
-//! the run (children, grandchildren, forked workers: the environment goes down the tree)
-//! appends one line when it has created its report file, and one when a report could not
-//! be written. Each line is one `write(2)` to a file opened with `O_APPEND`, so lines of
-//! processes writing at once do not mix. After the run, the wrapper reads the list: the
-//! reports to sum, and the ones that failed, with why.
+//! The list a run keeps of its reports (`STREAMSAN_RUN`): every process of the run appends a
+//! line when it creates its report file or fails to, and `streamsan run` reads the list at
+//! the end, whatever the process tree looked like.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};

@@ -1,25 +1,6 @@
-//! What becomes of a race once it is found: the one place that applies what the user asked
-//! of reports (suppressions, the print limit, `quiet`, `halt_on_error`).
-//!
-//! [`Policy`] is that request; the `streamsan report` command applies its suppressions to
-//! reports read back, and [`ReportSink`] applies all of it to a running process. The sink
-//! is the model's [`Sink`]: each new race is built into the report's form, dropped if
-//! suppressed, printed on stderr within `print_limit` (unless quiet), and put on the disk
-//! before the racing call returns, so that no race is lost if the process dies. What only
-//! the process knows (its call sites, where its report goes, how to end it) comes from a
-//! [`Process`]; the preloaded shim supplies one and installs the sink.
-//!
-//! The cost of a new race does not grow with the races found before it: the first race
-//! creates the report file, later ones are appended to its race log ([`super::file`]), and
-//! the whole report is rewritten when the races found have doubled since it was last
-//! written (so that rewrites cost, all together, about twice the final report: a constant
-//! per race), and whenever the process asks ([`ReportSink::write`]: at exit, on a signal).
-//!
-//! The report file is created once and never over something already there. When it cannot
-//! be written (a full disk, a folder gone), the report goes to stderr at exit (the process
-//! asks, [`ReportSink::to_stderr_if_unwritten`]), each race found from then on is printed
-//! as it is found whatever the print limit, the program runs on, and the run's list
-//! ([`super::run`]) says so for `streamsan run`'s summary.
+//! What becomes of a race once it is found: the one place that applies what the user asked of
+//! reports (suppressions, the print limit, `quiet`, `halt_on_error`) and that puts each race
+//! on the disk before the racing call returns.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,17 +1,5 @@
-//! Suppressions, in ThreadSanitizer's format: one `type:pattern` per line, `#` starts a
-//! comment.
-//!
-//! | type | suppresses races | when the pattern matches |
-//! | --- | --- | --- |
-//! | `race` | of every kind | a frame of either operation, or a kernel |
-//! | `race_top` | of every kind | the program frame of either operation (where its call site is summarized), or a kernel |
-//! | a race kind (`use-before-alloc`, `free-race`, `use-after-free`, `cross-stream-race`, ...) | of that kind | a frame of either operation, or a kernel |
-//!
-//! A frame matches when its function, its source file or its module (the shared object or
-//! executable) does; a kernel, when its name (demangled) or its symbol (mangled, as `nsys`
-//! and `cuobjdump` print it) does. Patterns are ThreadSanitizer's: `*` stands for any run of characters,
-//! `^` anchors at the start and `$` at the end; otherwise the pattern may match anywhere.
-//! Suppressed races are counted in the report's summary, and not listed.
+//! Suppressions, in ThreadSanitizer's format: one `type:pattern` per line (`race`, `race_top`
+//! or a race kind), `#` starting a comment, matched against the frames and kernels of a race.
 
 use std::fmt;
 use std::path::Path;

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::model::host_access::HOST_API;
+use crate::model::host_races::HOST_API;
 use crate::model::op::ThreadId;
 use crate::model::race::{FootprintUnavailable, FootprintUnmeasured};
 use crate::model::streams::StreamKind;

@@ -2,7 +2,7 @@
 //! at load when the options ask for `exact` or `learn` (and finished at exit), told of each
 //! launch, and read when the program synchronizes.
 //!
-//! A measured launch is issued to the model at once ([`streamsan::model::Model::launch_deferred`])
+//! A measured launch is issued to the model at once ([`streamsan::model::Model::launch_pending`])
 //! and checked when its footprint is read. Footprints are read only after the program's own
 //! synchronization told the model that their launches completed ([`collect`], called by the
 //! hooks of synchronizing calls): the engine never waits on a program's stream.
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::sync::OnceLock;
 
-use streamsan::model::learnt::{Lookup, POINTER};
-use streamsan::model::measured::{measured_mode, Footprint as MeasuredFootprint};
+use streamsan::model::footprint::learnt::{Lookup, POINTER};
+use streamsan::model::footprint::measured::{measured_mode, Footprint as MeasuredFootprint};
 use streamsan::model::op::Access;
 use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
@@ -58,7 +58,7 @@ pub fn start() {
                     // used what was learnt for a while is unpatched, until one must be measured.
                     engine::unpatch_quiet_modules(QUIET_LAUNCHES);
                 }
-                streamsan::model::learnt::TRACE.store(trace(), Ordering::Relaxed);
+                streamsan::model::footprint::learnt::TRACE.store(trace(), Ordering::Relaxed);
                 ACTIVE.store(true, Ordering::Release);
                 return;
             }
@@ -119,7 +119,7 @@ pub fn active() -> bool {
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
 /// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
 /// the others are to be measured, and the kernel to learn under is returned, its words
-/// left in `words` ([`streamsan::model::learnt`]).
+/// left in `words` ([`streamsan::model::footprint::learnt`]).
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.

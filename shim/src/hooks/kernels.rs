@@ -131,11 +131,11 @@ streamsan::hot! {
     static GENERATION: AtomicU64 = AtomicU64::new(0);
 }
 
-/// The kernels one thread launched lately ([`streamsan::recent`]): a training step
+/// The kernels one thread launched lately ([`streamsan::thread_cache`]): a training step
 /// launches the same few hundred kernels every iteration (room for a few thousand, so that
 /// they rarely evict each other).
 #[derive(Default)]
-pub struct Recent(streamsan::recent::Recent<usize, Arc<KernelInfo>, 2048>);
+pub struct Recent(streamsan::thread_cache::ThreadCache<usize, Arc<KernelInfo>, 2048>);
 
 impl Recent {
     pub fn info(&mut self, model: &Model, f: *mut c_void) -> &KernelInfo {
@@ -172,7 +172,7 @@ pub unsafe fn named_handle(handle: *mut c_void, name: *const c_char, kind: Handl
 thread_local! {
     /// The `cuKernelGetFunction` answers this thread was told lately: kernel -> function, at
     /// the [`GENERATION`] they were found to change nothing.
-    static ANSWERS: RefCell<streamsan::recent::Recent<usize, usize, 512>> = RefCell::default();
+    static ANSWERS: RefCell<streamsan::thread_cache::ThreadCache<usize, usize, 512>> = RefCell::default();
 }
 
 /// `cuKernelGetFunction`: the function handle stands for the kernel. PyTorch asks before
@@ -182,7 +182,7 @@ thread_local! {
 /// about 55 ns a call in the shim instead of 110 (`reports/gpu/kernel-get-function/`).
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     let generation = GENERATION.load(Ordering::Acquire);
-    let told = |answers: &RefCell<streamsan::recent::Recent<usize, usize, 512>>| {
+    let told = |answers: &RefCell<streamsan::thread_cache::ThreadCache<usize, usize, 512>>| {
         answers.borrow().get(&(kernel as usize), generation) == Some(&(function as usize))
     };
     if ANSWERS.try_with(told).unwrap_or(false) {

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use streamsan::model::definition::HostCallback;
-use streamsan::model::learnt::Learning;
+use streamsan::model::footprint::learnt::Learning;
 use streamsan::model::op::{Access, HostEffect, KernelId, StackId};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
@@ -125,7 +125,7 @@ unsafe fn launched(
                 batch::settle(model);
                 let _timer = phases::start(Phase::Model);
                 let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
-                if !model.launch_deferred(on, work, ticket, learn) {
+                if !model.launch_pending(on, work, ticket, learn) {
                     footprint::discard(ticket);
                 }
             }

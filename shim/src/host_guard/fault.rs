@@ -26,7 +26,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 
-use streamsan::model::host_access::CopyBytes;
+use streamsan::model::host_races::CopyBytes;
 use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 

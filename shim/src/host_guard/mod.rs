@@ -52,7 +52,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use streamsan::model::clock::{Epoch, Slot};
-use streamsan::model::host_access::{CopyBytes, HostAccess};
+use streamsan::model::host_races::{CopyBytes, HostAccess};
 use streamsan::model::op::{Mode, OpRecord, Origin};
 use streamsan::model::Model;
 

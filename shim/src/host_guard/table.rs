@@ -16,7 +16,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use streamsan::model::clock::Epoch;
-use streamsan::model::host_access::CopyBytes;
+use streamsan::model::host_races::CopyBytes;
 use streamsan::model::op::Mode;
 
 /// The ranges in flight, as one published snapshot.

@@ -13,7 +13,7 @@ use std::hash::Hasher;
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use streamsan::hash::{fast_map, FastHasher, FastMap};
-use streamsan::recent::Recent;
+use streamsan::thread_cache::ThreadCache;
 
 use streamsan::model::op::StackId;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
@@ -120,7 +120,7 @@ fn mixed_chain(native: StackId, python: &[python::RawFrame]) -> MixedChain {
 thread_local! {
     /// Stacks made of a native chain and Python frames, by the two as found: a training loop
     /// launches from a few hundred lines over and over.
-    static PYTHON_STACKS: RefCell<Recent<MixedChain, StackId, 2048>> = RefCell::new(Recent::default());
+    static PYTHON_STACKS: RefCell<ThreadCache<MixedChain, StackId, 2048>> = RefCell::new(ThreadCache::default());
 }
 
 /// The entries of an interned native stack.

@@ -1,15 +1,6 @@
-//! Graphs built with the explicit graph API (`docs/semantics.md#capture-and-graphs`): the same
-//! definitions that captures fill ([`crate::model::definition`]), built node by node.
-//!
-//! Each `cuGraphAdd*Node` adds a node of the kind a captured operation would have made
-//! (kernels, copies and memsets with their accesses, memory nodes, event records and waits,
-//! host functions, empty nodes, child graphs copied as they are), depending on the nodes it
-//! names; edges are added and removed, node parameters replaced, nodes destroyed, graphs
-//! cloned. An edit that names a node the model does not know, or a node added through a call
-//! that does not say what it touches, makes the graph one the model does not follow: its
-//! launches are noted, never checked against a partial picture. Executable graphs take a
-//! snapshot at instantiation; `cuGraphExecUpdate` and the `cuGraphExec*SetParams` calls
-//! change the snapshot.
+//! Graphs built with the explicit graph API (`docs/semantics.md#capture-and-graphs`): nodes
+//! added, edited and removed in the definitions that captures fill too. A node the model
+//! cannot follow makes the graph's launches noted, never checked against a partial picture.
 
 use std::sync::{Arc, Mutex};
 

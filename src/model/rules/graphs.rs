@@ -1,12 +1,6 @@
-//! Stream capture and graph launch (`docs/semantics.md#capture-and-graphs`).
-//!
-//! A capturing stream executes nothing: what it issues becomes a node ([`super::issue`]),
-//! depending on the stream's frontier. Streams join a capture by waiting on an event
-//! recorded in it, and the capture ends for all of them together. A launch of an executable
-//! graph replays the captured nodes as operations: each is ordered after the work issued on
-//! the launch stream before the launch and after its predecessors, and is checked by the
-//! rule of the operation it was captured from ([`super::work`], [`super::memory`],
-//! [`super::sync`]); work issued on the stream afterwards follows every node.
+//! Stream capture and graph launch (`docs/semantics.md#capture-and-graphs`): a launch replays
+//! the captured nodes as operations, each checked by the rule of the operation it was
+//! captured from.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -1,13 +1,5 @@
-//! The issue rule: how an operation is placed on a stream (`docs/semantics.md#issuing-an-operation`).
-//!
-//! Every operation the program puts on a stream goes through [`Model::issue`] first: the
-//! stream's clock joins the host's (the host issued it, after all it has seen complete), the
-//! legacy default stream's implicit synchronization with blocking streams is applied, and
-//! the stream's own slot is ticked, giving the operation its epoch. While the stream
-//! captures, nothing is issued: [`Model::capture_node`] turns the operation into a node of
-//! the capture instead, and each entry point returns early. The clocks of other streams are
-//! gathered before the stream's own lock is taken, and only what changed since the stream
-//! last looked is joined, so that the common launch joins nothing and allocates nothing.
+//! The issue rule, which every other rule goes through: how an operation is placed on a
+//! stream, or becomes a node while the stream captures (`docs/semantics.md#issuing-an-operation`).
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;

@@ -1,12 +1,5 @@
-//! Streams and contexts created and destroyed (`docs/semantics.md#streams-and-default-streams`).
-//!
-//! Destroying a stream does not wait for its work: the handle goes, the work still runs, so
-//! the model only notes a stream destroyed with work the host never waited for (a later
-//! reuse of its memory is still checked against that work). Its slot is retired once the
-//! host has waited for its last operation (now, or at the synchronization that covers it),
-//! so that a program making and destroying streams keeps its clocks short. Destroying or
-//! resetting a context waits for all of its work: the host joins every stream of it, and
-//! the context's streams and memory are forgotten.
+//! Streams and contexts created and destroyed (`docs/semantics.md#streams-and-default-streams`):
+//! a destroyed stream's work still runs, and its slot is retired once the host has waited for it.
 
 use crate::model::clock::Epoch;
 use crate::model::op::{OpRecord, Origin};

@@ -1,13 +1,5 @@
-//! Allocation and free, stream-ordered and synchronous (`docs/semantics.md#allocation-and-free`).
-//!
-//! An allocation is an operation: on a stream (`cuMemAllocAsync`, a pool) it is issued there
-//! and every access must follow it; a synchronous allocation takes the host's epoch, which
-//! every later issue follows. A free must follow every access to the buffer, else a
-//! free-race: `cuMemFreeAsync` is an operation on its stream; `cuMemFree` and its kin wait
-//! for the whole device first, as the driver does. A freed device buffer is kept in
-//! quarantine so that a later use of its addresses is reported as a use after free; a freed
-//! host range is forgotten at once, its addresses ordinary pageable memory again. A CUDA
-//! array, which has no address, is allocated synchronously at keys of its own.
+//! Allocation and free, stream-ordered and synchronous (`docs/semantics.md#allocation-and-free`):
+//! an allocation is an operation every access must follow; a free must follow every access.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -106,7 +98,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.deferred.observe(buffer.base, buffer.end(), Mode::Write, buffer.id, Some(facts), op, clock);
+        self.pending.observe(buffer.base, buffer.end(), Mode::Write, buffer.id, Some(facts), op, clock);
         if buffer.kind.is_host() {
             // Freed pinned or unregistered host memory is the system allocator's again:
             // copies at those addresses later are copies of ordinary pageable memory.

@@ -6,8 +6,6 @@
 pub mod built;
 pub mod graphs;
 pub mod issue;
-pub mod late;
-pub mod learning;
 pub mod lifetime;
 pub mod memory;
 pub mod sync;

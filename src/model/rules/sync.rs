@@ -1,13 +1,5 @@
-//! Synchronization: what orders one stream after another, and the host after a stream
-//! (`docs/semantics.md#events`, `docs/semantics.md#synchronization`).
-//!
-//! An event record copies the stream's clock into the event; a stream that waits on it joins
-//! that clock; a host that synchronizes with it (or queries it complete) joins it into the
-//! host's clock. Stream and context synchronization join the streams' clocks into the
-//! host's. A host function is an operation on its stream whose clock the host joins when it
-//! runs. `cuStreamWriteValue` and `cuStreamWaitValue` order like a record and a wait through
-//! the written address. In a capture, records and waits shape the graph instead
-//! ([`super::graphs`]).
+//! Synchronization: events, stream and context synchronization, host functions and stream
+//! memory operations (`docs/semantics.md#events`, `docs/semantics.md#synchronization`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -1,13 +1,5 @@
-//! Work: kernel launches, copies and memsets checked against the memory they touch
-//! (`docs/semantics.md#accesses-and-races`).
-//!
-//! An operation is issued on its stream ([`super::issue`]) and each of its accesses is then
-//! checked against the buffer it falls in: it must follow the buffer's allocation (else a
-//! use before allocation), every earlier conflicting access (else a cross-stream race, the
-//! hazard named by the two modes), and must not touch freed memory (a use after free). The
-//! access is then recorded in the buffer's shadow. A kernel's pointer of unknown direction
-//! gets its direction here, from what the model learnt ([`crate::model::direction`]). A
-//! synchronous call orders the host before or after the operation, as its `HostEffect` says.
+//! Work: kernel launches, copies and memsets, each access checked against its buffer's
+//! allocation, history and free, then recorded (`docs/semantics.md#accesses-and-races`).
 
 use crate::hash::FastSet;
 use crate::model::buffers::{Found, MemoryKind};
@@ -53,7 +45,7 @@ impl Model {
 
     /// Checks and records one access by `op`, whose clock is `clock`: as it is issued
     /// ([`Checked::Now`]), or late, for a measured launch whose footprint arrived after other
-    /// operations were issued ([`Checked::Late`], `crate::model::deferred`).
+    /// operations were issued ([`Checked::Late`], `crate::model::footprint::pending`).
     pub(in crate::model) fn access(
         &self,
         access: &Access,
@@ -113,7 +105,7 @@ impl Model {
                     state.shadow.record(lo, hi, mode, op, clock);
                     drop(state);
                     if let Checked::Now = checked {
-                        self.deferred.observe(lo, hi, mode, buffer.id, None, op, clock);
+                        self.pending.observe(lo, hi, mode, buffer.id, None, op, clock);
                     }
                     hi
                 }

@@ -1,12 +1,6 @@
-//! Running a program the way a wrapper must: the signals that ask a job to stop
-//! (SIGTERM, SIGINT, SIGHUP, SIGQUIT, as CI cancellation, Slurm, Docker and a closed
-//! terminal send them) go on to the program, and the wrapper stays to see how it ends.
-//!
-//! Without this, a signal sent to `streamsan run` would kill the wrapper alone: no summary,
-//! and the program left running as an orphan. With it, the program gets the signal (and
-//! its shim writes the report on the way out), the wrapper waits for it, summarizes, and
-//! then ends as the program did. A signal typed at the terminal (Ctrl-C) already reached
-//! the whole foreground process group, the program included: it is not sent twice.
+//! Runs the program as a wrapper must: the signals that ask a job to stop (SIGTERM, SIGINT,
+//! SIGHUP, SIGQUIT) go on to the program, and the wrapper waits for it, to summarize and end
+//! as it did. A signal typed at the terminal already reached the program: it is not sent twice.
 
 use std::io;
 use std::process::{Command, ExitStatus};

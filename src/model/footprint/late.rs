@@ -1,22 +1,21 @@
-//! The model's side of launches whose accesses are known only after they ran (measured
-//! footprints): issued at once, checked when their footprint is read, in the two halves
-//! [`crate::model::deferred`] describes (it holds the pending launches and the log).
+//! The rule of a measured launch: issued at once, checked when its footprint is read against
+//! what was issued before it (with its clock at issue) and after it ([`super::pending`]'s log).
 
 use std::sync::atomic::Ordering;
 
 use crate::model::buffers::Found;
 use crate::model::clock::Epoch;
-use crate::model::deferred::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
 use crate::model::definition::NodeKind;
-use crate::model::learnt::Learning;
-use crate::model::measured::Footprint;
+use crate::model::footprint::learnt::Learning;
+use crate::model::footprint::measured::Footprint;
+use crate::model::footprint::pending::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
 use crate::model::op::{Access, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
 use crate::phases::{self, Phase};
 
-use super::work::Checked;
+use crate::model::rules::work::Checked;
 
 impl Model {
     /// A kernel launch on `stream` whose footprint will be measured: it is issued now (its
@@ -24,7 +23,7 @@ impl Model {
     /// accesses are what its parameters say. Returns false when the stream captures: the
     /// launch became a graph node with those accesses, and no footprint will come. `learn`:
     /// what to learn its footprint under.
-    pub fn launch_deferred(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<Learning>) -> bool {
+    pub fn launch_pending(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<Learning>) -> bool {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
         {
@@ -33,30 +32,30 @@ impl Model {
         let (state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
-        self.deferred.pend(ticket, op, state.clock.clone(), next_buffer, work.accesses.to_vec(), learn);
+        self.pending.pend(ticket, op, state.clock.clone(), next_buffer, work.accesses.to_vec(), learn);
         true
     }
 
     /// The tickets of pending launches the host is now ordered after (they completed): their
     /// footprints can be read.
     pub fn completed_launches(&self) -> Vec<u64> {
-        self.deferred.completed(|epoch| epoch.time <= self.host.get(epoch.slot))
+        self.pending.completed(|epoch| epoch.time <= self.host.get(epoch.slot))
     }
 
     /// Whether a measured launch waits for its footprint. Measured launches are told at once,
     /// never queued in the shim's batch, so a model not yet told the batch knows them all.
     pub fn launches_pending(&self) -> bool {
-        self.deferred.any()
+        self.pending.any()
     }
 
     /// The tickets of every pending launch (at exit: read what can be).
     pub fn pending_launches(&self) -> Vec<u64> {
-        self.deferred.tickets()
+        self.pending.tickets()
     }
 
     /// A note about footprints; `ticket` names the pending launch it concerns, if one does.
     pub fn footprint_note(&self, kind: NoteKind, subject: u64, ticket: Option<u64>) {
-        let pending = ticket.and_then(|t| self.deferred.op_of(t));
+        let pending = ticket.and_then(|t| self.pending.op_of(t));
         let op = pending.unwrap_or(OpRecord {
             api: "footprint",
             kernel: None,
@@ -68,15 +67,15 @@ impl Model {
     }
 
     /// Logged accesses forgotten for the log's bound.
-    pub fn deferred_dropped(&self) -> u64 {
-        self.deferred.dropped()
+    pub fn pending_log_dropped(&self) -> u64 {
+        self.pending.dropped()
     }
 
     /// The measured accesses of the pending launch `ticket` (None: it could not be measured;
     /// its parameters' accesses stand alone). Checks it against what was issued before and
     /// after it, then records it.
     pub fn launch_measured(&self, ticket: u64, measured: Option<Footprint<'_>>) {
-        let Some((pending, later)) = self.deferred.take(ticket) else {
+        let Some((pending, later)) = self.pending.take(ticket) else {
             return;
         };
         let accesses = self.union(&pending, measured);
@@ -124,7 +123,7 @@ impl Model {
         drop(checking);
         // Logged under its issue position for launches pending from before it; its bytes
         // were in a buffer allocated before it, whatever is there now.
-        self.deferred.log_measured(&pending, &accesses, |addr| {
+        self.pending.log_measured(&pending, &accesses, |addr| {
             self.buffer_id(addr).filter(|&id| id < pending.next_buffer).unwrap_or(0)
         });
         self.publish(found);
@@ -212,7 +211,7 @@ mod tests {
         let params = [Access::new(BUFFER, 8, mode)];
         let origin = Origin::test("cuLaunchKernel", at);
         let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_deferred(on, work, ticket, None));
+        assert!(model.launch_pending(on, work, ticket, None));
     }
 
     fn buffer() -> Alloc {
@@ -251,7 +250,7 @@ mod tests {
         let mut ranges: Vec<Access> = (0..n).map(|k| Access::new(BUFFER + 16 * k, 8, Mode::Write)).collect();
         ranges.push(Access::new(second.base, 8, Mode::Write));
         model.launch_measured(8, Some(Footprint { ranges: &ranges, cover: None }));
-        let (_, later) = model.deferred.take(7).expect("pending");
+        let (_, later) = model.pending.take(7).expect("pending");
         let in_first = later.unordered.iter().filter(|l| l.lo < second.base).count();
         let in_second = later.unordered.iter().filter(|l| l.lo >= second.base).count();
         assert_eq!((in_first, in_second), (MAX_RANGES_PER_BUFFER, 1));

@@ -1,12 +1,6 @@
-//! Per-thread memories of recent lookups in shared tables.
-//!
-//! The launch path looks up a stream, a kernel and every pointer in tables that all threads
-//! share. Each shared lookup takes a lock and a reference count: atomic read-modify-writes
-//! that cost more than the rest of the lookup, and that bounce between cores when threads
-//! launch at once. A program asks for the same few streams, kernels and pointers over and
-//! over, so each thread keeps what it found in a small table, stamped with the
-//! shared table's generation: a table bumps its generation when an answer may have changed,
-//! and older entries are ignored.
+//! Per-thread caches of recent lookups in shared tables, so that the launch path's repeated
+//! lookups take no lock. An entry is stamped with its table's generation, which the table
+//! bumps when an answer may have changed: older entries are ignored.
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hash};
 
@@ -15,17 +9,17 @@ use crate::hash::FastHasher;
 /// A two-way set-associative table of `(key, generation) -> value`, `SLOTS` entries: a key
 /// may sit in either slot of its pair, the more recently put first, so that two keys that
 /// hash alike (an address pattern, a handle pattern) do not evict each other in turn.
-pub struct Recent<K, V, const SLOTS: usize> {
+pub struct ThreadCache<K, V, const SLOTS: usize> {
     slots: Box<[Option<(K, u64, V)>]>,
 }
 
-impl<K: Hash + Eq, V, const SLOTS: usize> Default for Recent<K, V, SLOTS> {
+impl<K: Hash + Eq, V, const SLOTS: usize> Default for ThreadCache<K, V, SLOTS> {
     fn default() -> Self {
-        Recent { slots: (0..SLOTS).map(|_| None).collect() }
+        ThreadCache { slots: (0..SLOTS).map(|_| None).collect() }
     }
 }
 
-impl<K: Hash + Eq, V, const SLOTS: usize> Recent<K, V, SLOTS> {
+impl<K: Hash + Eq, V, const SLOTS: usize> ThreadCache<K, V, SLOTS> {
     /// The first slot of `key`'s pair.
     fn set(key: &K) -> usize {
         (BuildHasherDefault::<FastHasher>::default().hash_one(key) as usize % (SLOTS / 2)) * 2
@@ -59,7 +53,7 @@ mod tests {
 
     #[test]
     fn remembers_by_key_and_generation() {
-        let mut recent: Recent<u64, &str, 16> = Recent::default();
+        let mut recent: ThreadCache<u64, &str, 16> = ThreadCache::default();
         assert_eq!(recent.get(&7, 1), None);
         recent.put(7, 1, "seven");
         assert_eq!(recent.get(&7, 1), Some(&"seven"));
@@ -73,11 +67,11 @@ mod tests {
 
     #[test]
     fn two_keys_of_one_set_both_stay() {
-        let mut recent: Recent<u64, u64, 4> = Recent::default();
+        let mut recent: ThreadCache<u64, u64, 4> = ThreadCache::default();
         // Two keys that fall in the same pair.
         let (a, b) = (0..100u64)
             .flat_map(|a| (a + 1..100).map(move |b| (a, b)))
-            .find(|&(a, b)| Recent::<u64, u64, 4>::set(&a) == Recent::<u64, u64, 4>::set(&b))
+            .find(|&(a, b)| ThreadCache::<u64, u64, 4>::set(&a) == ThreadCache::<u64, u64, 4>::set(&b))
             .unwrap();
         recent.put(a, 1, a);
         recent.put(b, 1, b);

@@ -1,9 +1,7 @@
 //! What the footprint engine measured of a launch, as the model takes it: byte ranges with
-//! their modes, and a cover where the engine's table overflowed. Below both of its readers:
-//! the late check of a measured launch (`super::deferred`) and what is learnt from it
-//! (`super::learnt`).
+//! their modes, and a cover where the engine's table overflowed.
 
-use super::op::{Access, Mode};
+use crate::model::op::{Access, Mode};
 
 /// What the engine measured of a launch: byte ranges, and, where its table overflowed, one
 /// cover of the accesses that found no entry (bytes between them may not have been touched).

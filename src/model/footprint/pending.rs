@@ -1,42 +1,16 @@
-//! Launches whose accesses are known only after they ran: measured footprints.
-//!
-//! The model checks each operation when it is issued, but a measured launch's footprint
-//! (`Model::launch_deferred`, in `rules/late.rs`) arrives once the program has synchronized
-//! with it (`Model::launch_measured`), after other operations were issued and checked
-//! without it. This file holds the pending launches and the log; `rules/late.rs` the checks.
-//!
-//! A launch P is therefore checked in two halves when its footprint comes:
-//!
-//! - against what was issued *before* it: the buffers' histories, with the clock P had at
-//!   issue (kept with it). A record issued after P is left to the second half, even if it
-//!   is in a history by now.
-//! - against what was issued *after* it, while it was pending: every access checked in that
-//!   window is kept in a log ([`Window`]), with, for each stream that had pending launches,
-//!   how far the access's clock knew that stream. P and a logged access are ordered exactly
-//!   when the access knew P's stream up to P; frees are logged too.
-//!
-//! Measured launches that complete out of issue order are logged when read, under their
-//! issue position, so that each pair of measured launches is checked exactly once, by the
-//! one issued later or, if it was read first, by the earlier one against its log entry.
-//!
-//! What may be missed (never invented): a record issued before P and concurrent with it but
-//! since dropped from a history (overwritten by a write ordered after P, or the history's
-//! bound); logged accesses beyond the log's bound ([`MAX_LOGGED`], counted in
-//! `Model::deferred_dropped`). A buffer allocated after P was issued is skipped, in the
-//! histories and in the log: P's bytes there were a freed predecessor's, and the free was
-//! logged.
-//!
-//! Cost: nothing is logged while no launch is pending (one atomic load per access).
+//! Measured launches waiting for their footprint, and the log of what was issued while they
+//! wait: when its footprint comes, a launch is checked against what was issued before it with
+//! the clock it had at issue, and against what was issued after it through the log.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::clock::{Epoch, Slot, VectorClock};
 use super::learnt::Learning;
-use super::op::{Access, Mode, OpRecord};
-use super::race::BufferFacts;
 use crate::hash::FastSet;
+use crate::model::clock::{Epoch, Slot, VectorClock};
+use crate::model::op::{Access, Mode, OpRecord};
+use crate::model::race::BufferFacts;
 
 /// Accesses kept in the log at most; beyond, the oldest go (and races with them may be
 /// missed, counted).
@@ -88,7 +62,7 @@ impl Logged {
     }
 }
 
-/// What was logged after a pending launch ([`Deferred::take`]).
+/// What was logged after a pending launch ([`PendingLaunches::take`]).
 #[derive(Default)]
 pub(in crate::model) struct Later {
     /// The operations: a record of one of them in a buffer's history is left to the log.
@@ -157,13 +131,13 @@ impl Window {
 
 /// The pending launches and the accesses issued since the oldest of them.
 #[derive(Default)]
-pub struct Deferred {
+pub struct PendingLaunches {
     pending: AtomicUsize,
     window: Mutex<Window>,
     dropped: AtomicU64,
 }
 
-impl Deferred {
+impl PendingLaunches {
     fn window(&self) -> std::sync::MutexGuard<'_, Window> {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -194,7 +168,7 @@ impl Deferred {
         window.push(entry, &self.dropped);
     }
 
-    /// Issues a launch to be measured: pending as `ticket` until [`Deferred::take`].
+    /// Issues a launch to be measured: pending as `ticket` until [`PendingLaunches::take`].
     #[allow(clippy::too_many_arguments)]
     pub(in crate::model) fn pend(
         &self,
@@ -241,9 +215,8 @@ impl Deferred {
     }
 
     /// Ends the wait of the launch pending as `ticket`: it, and what was logged after it.
-    /// Only the entries not ordered after it are copied out (in a program that orders its
-    /// streams, next to none: a step logs thousands of accesses, and each measured launch
-    /// used to copy them all).
+    /// Only the entries not ordered after it are copied out: in a program that orders its
+    /// streams, next to none of the thousands a step logs.
     pub(in crate::model) fn take(&self, ticket: u64) -> Option<(Pending, Later)> {
         let mut window = self.window();
         let at = window.pending.iter().position(|p| p.ticket == ticket)?;
@@ -325,17 +298,17 @@ mod tests {
     }
 
     /// Launches pending as `tickets`, each on a slot of its own (1, 2, ...), at time 1.
-    fn pending(tickets: &[u64]) -> Deferred {
-        let deferred = Deferred::default();
+    fn pending(tickets: &[u64]) -> PendingLaunches {
+        let launches = PendingLaunches::default();
         for (slot, &ticket) in (1..).zip(tickets) {
-            deferred.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), None);
+            launches.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), None);
         }
-        deferred
+        launches
     }
 
     /// A write of 8 bytes at `lo` on slot 9, which knows no pending launch.
-    fn observe(deferred: &Deferred, lo: u64) {
-        deferred.observe(lo, lo + 8, Mode::Write, 0, None, op(9, 1), &VectorClock::default());
+    fn observe(launches: &PendingLaunches, lo: u64) {
+        launches.observe(lo, lo + 8, Mode::Write, 0, None, op(9, 1), &VectorClock::default());
     }
 
     fn starts(logged: &[Logged]) -> Vec<u64> {
@@ -344,15 +317,15 @@ mod tests {
 
     #[test]
     fn pending_launches_are_found_by_ticket_and_by_completion() {
-        let deferred = pending(&[]);
-        assert!(deferred.completed(|_| true).is_empty());
-        let deferred = pending(&[7, 8]);
-        assert_eq!(deferred.completed(|epoch| epoch.slot == 2), [8]);
-        assert_eq!(deferred.tickets(), [7, 8]);
-        assert_eq!(deferred.op_of(8).map(|op| op.epoch), Some(Epoch::new(2, 1)));
-        assert!(deferred.op_of(9).is_none());
-        assert_eq!(deferred.take(7).map(|(p, _)| p.op.epoch), Some(Epoch::new(1, 1)));
-        assert_eq!(deferred.tickets(), [8]);
+        let launches = pending(&[]);
+        assert!(launches.completed(|_| true).is_empty());
+        let launches = pending(&[7, 8]);
+        assert_eq!(launches.completed(|epoch| epoch.slot == 2), [8]);
+        assert_eq!(launches.tickets(), [7, 8]);
+        assert_eq!(launches.op_of(8).map(|op| op.epoch), Some(Epoch::new(2, 1)));
+        assert!(launches.op_of(9).is_none());
+        assert_eq!(launches.take(7).map(|(p, _)| p.op.epoch), Some(Epoch::new(1, 1)));
+        assert_eq!(launches.tickets(), [8]);
     }
 
     /// Each launch is given what was issued after it, in issue order; a launch read while
@@ -360,54 +333,54 @@ mod tests {
     /// pending launch needs any more is forgotten, taking no room from the log's bound.
     #[test]
     fn the_log_keeps_in_issue_order_what_pending_launches_need_and_only_that() {
-        let deferred = pending(&[7]);
-        observe(&deferred, 0);
-        deferred.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
-        observe(&deferred, 8);
-        let (eight, later) = deferred.take(8).expect("pending");
+        let launches = pending(&[7]);
+        observe(&launches, 0);
+        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        observe(&launches, 8);
+        let (eight, later) = launches.take(8).expect("pending");
         assert_eq!(starts(&later.unordered), [8]);
-        deferred.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
-        deferred.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), None);
-        let (seven, later) = deferred.take(7).expect("pending");
+        launches.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
+        launches.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), None);
+        let (seven, later) = launches.take(7).expect("pending");
         assert_eq!(starts(&later.unordered), [0, 0x100, 8]);
         let measured = &later.unordered[1];
         assert_eq!(
             (measured.hi, measured.mode, measured.buffer, measured.op.epoch),
             (0x110, Mode::Read, 5, eight.op.epoch)
         );
-        deferred.log_measured(&seven, &[], |_| 0);
+        launches.log_measured(&seven, &[], |_| 0);
         // Launch 9 alone is pending: what was logged before it is gone.
         for i in 0..MAX_LOGGED as u64 {
-            observe(&deferred, 0x1000 + i);
+            observe(&launches, 0x1000 + i);
         }
-        assert_eq!(deferred.dropped(), 0);
-        assert_eq!(deferred.take(9).map(|(_, later)| later.unordered.len()), Some(MAX_LOGGED));
+        assert_eq!(launches.dropped(), 0);
+        assert_eq!(launches.take(9).map(|(_, later)| later.unordered.len()), Some(MAX_LOGGED));
     }
 
     /// Past the log's bound the oldest accesses go, counted; the latest stay.
     #[test]
     fn past_its_bound_the_log_forgets_its_oldest_accesses_and_counts_them() {
-        let deferred = pending(&[7]);
+        let launches = pending(&[7]);
         for i in 0..MAX_LOGGED as u64 + 2 {
-            observe(&deferred, i);
+            observe(&launches, i);
         }
-        assert_eq!(deferred.dropped(), 2);
-        let (_, later) = deferred.take(7).expect("pending");
+        assert_eq!(launches.dropped(), 2);
+        let (_, later) = launches.take(7).expect("pending");
         let later = later.unordered;
         assert_eq!(later.len(), MAX_LOGGED);
         assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
         // A measured launch logged for an earlier one, all its ranges at once: the same bound.
-        let deferred = pending(&[7]);
-        deferred.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        let launches = pending(&[7]);
+        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
         for i in 0..MAX_LOGGED as u64 - 1 {
-            observe(&deferred, 0x1000 + i);
+            observe(&launches, 0x1000 + i);
         }
-        let (eight, _) = deferred.take(8).expect("pending");
+        let (eight, _) = launches.take(8).expect("pending");
         let ranges =
             [Access::new(0x10, 8, Mode::Read), Access::new(0x20, 8, Mode::Read), Access::new(0x30, 8, Mode::Read)];
-        deferred.log_measured(&eight, &ranges, |_| 0);
-        assert_eq!(deferred.dropped(), 2);
-        let (_, later) = deferred.take(7).expect("pending");
+        launches.log_measured(&eight, &ranges, |_| 0);
+        assert_eq!(launches.dropped(), 2);
+        let (_, later) = launches.take(7).expect("pending");
         assert_eq!(later.unordered.len(), MAX_LOGGED);
         assert_eq!(starts(&later.unordered[..2]), [0x30, 0x1000], "issued before the rest, the oldest gone");
     }

@@ -1,7 +1,5 @@
-//! Enums whose variants have names in the report, on the command line and in suppressions
-//! files (race kinds, hazards, accesses, ...): `named_enum!` declares each variant once with
-//! its name, and derives from that one line everything that reads or writes the name, so that
-//! adding a kind is adding a variant.
+//! `named_enum!`: enums whose variants have names in reports, command lines and suppressions
+//! files, each variant declared once with its name, so that adding a kind is adding a line.
 
 /// Declares a `Copy` enum whose variants are written as the given names:
 ///
@@ -9,9 +7,9 @@
 ///   error listing the known ones, in declaration order);
 /// - `ALL` lists the variants in declaration order, `ALL_NAMES` their names, `names()` those
 ///   joined by `, `;
-/// - serde writes and reads the name (the report's JSON keeps the names it always had);
+/// - serde writes and reads the name;
 /// - the enum compares equal to its name (`kind == "free-race"`), and orders as its name
-///   does, so that sorted lists read as they did when the names were strings.
+///   does, so that sorted lists are in name order.
 ///
 /// `what` names the enum in errors: `unknown race kind "data-race" (known: ...)`.
 macro_rules! named_enum {

@@ -1,10 +1,10 @@
-//! The model's side of `footprint=learn` ([`crate::model::learnt`] holds what is learnt and
-//! how): a measured launch's ranges attributed to its pointers through the buffers they fall
-//! in, a learnt cover noted, and the learnt extents given to a later launch.
+//! The rule of `footprint=learn` ([`super::learnt`] holds what is learnt and how): a measured
+//! launch's ranges attributed to its pointers through the buffers they fall in, a learnt
+//! cover noted, and the learnt extents given to a later launch.
 
 use crate::model::buffers::Found;
-use crate::model::learnt::{self, Learning, LearntSummary, Lookup};
-use crate::model::measured::Footprint;
+use crate::model::footprint::learnt::{self, Learning, LearntSummary, Lookup};
+use crate::model::footprint::measured::Footprint;
 use crate::model::op::{Access, OpRecord};
 use crate::model::race::NoteKind;
 use crate::model::Model;
@@ -43,7 +43,7 @@ impl Model {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::learnt::{IGNORED_AFTER, POINTER, RECENT};
+    use crate::model::footprint::learnt::{IGNORED_AFTER, POINTER, RECENT};
     use crate::model::op::Mode;
     use crate::model::op::{Origin, StackId, ThreadId};
     use crate::model::Alloc;
@@ -468,7 +468,7 @@ mod tests {
         // of them) and not others (a step, a seed, the flag for the other half): whenever a
         // launch is given learnt extents, they hold every byte it touches, in a mode at least
         // as strong. (A word that moves the footprint only at values never measured is out
-        // of reach: see the module's doc.)
+        // of reach: see `docs/footprints.md`.)
         let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
         for kernel in 0..200u64 {
             let m = Model::default();

@@ -1,10 +1,6 @@
-//! The host's side of host races (issue 12): whether the host has synchronized with an
-//! operation, and the race when the host touched the bytes of one it had not.
-//!
-//! The host's loads and stores are not driver calls. The shim's page guard
-//! (`shim/src/host_guard`) protects the host pages of asynchronous copies in flight, asks
-//! here when the host has joined a copy (to lift the protection), and reports a fault inside
-//! a copy's bytes here, as a race between the copy and the host's access.
+//! The model's side of host races: whether the host has joined a copy in flight, and the
+//! race when it touched the copy's bytes first. The host's loads and stores are not driver
+//! calls: the shim's page guard (`shim/src/host_races`) catches them and asks here.
 
 use std::sync::atomic::Ordering;
 

@@ -1,55 +1,7 @@
-//! Footprints learnt from measured launches, applied to later launches of the same kernel
-//! (`footprint=learn`).
-//!
-//! What a kernel touches, relative to the pointers it is given, is a function of its scalar
-//! arguments and launch shape in all but data-dependent kernels (a gather by an index
-//! tensor). The shim gives each launch as its kernel and its *words*: the launch shape, then
-//! the parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`] (a
-//! parameter of fewer than 8 bytes that shares its word with another is a word of its own, at
-//! the end: `docs/semantics.md`, "The key"). A measured launch's footprint is kept as what it
-//! touched through each pointer parameter, a direction and an extent relative to the pointer
-//! ([`known`], [`Learnt::learn`]); a later launch whose words give the same key is checked at
-//! issue with those extents, at no device cost ([`Learnt::apply`]). The model's side of it,
-//! in `rules/learning.rs`: the buffers that attribute a measured range to a pointer, the
-//! notes.
-//!
-//! **The key.** Some words change at every launch without changing the footprint (AdamW's step
-//! count and bias corrections, a random generator's offset at every dropout, stale bytes of a
-//! by-value structure), while others are sizes the footprint follows. So the key is the
-//! kernel's words *less those found not to bear on its footprint*. Each measured launch is
-//! compared with the kernel's last [`RECENT`] measured launches, and with the last one that had
-//! the same footprint however long ago (a kernel may run many footprints in turn, one per chunk
-//! of a tensor list, and meet its own again a step later; two footprints are the same when each
-//! pointer has the same extent, whatever order the buffers lie in, in one direction or one of
-//! them read-write, [`Known::same_bytes`]): a word that differed from one with the same
-//! footprint (no word known to bear on it differing too) gains a point, and at
-//! [`IGNORED_AFTER`] points it leaves the key; a word that alone differed from one with another
-//! footprint (neither of them an overflowed table's cover) bears on it and is never left out. A
-//! launch whose key hits is given the learnt extents; a size word that changes still makes a
-//! new key (it changed the footprint when it changed before), so a learnt extent is never
-//! applied across a change of a word that was seen to move it. Where two learnt launches fall
-//! under one key, the key keeps the union of their extents, never the smaller. What this cannot
-//! see: a word that moved the footprint only beyond the values measured (a size rounded up, a
-//! clamp), and data-dependent kernels; both may then be given too small an extent, as the
-//! README says.
-//!
-//! **Attribution.** A measured range is attributed to the pointer parameter into the same
-//! buffer at or nearest below it, and split where another pointer into the buffer falls inside
-//! it (two adjacent tensors of one allocator block read in one range are each their pointer's;
-//! what this gets wrong: views of one tensor, passed as two arguments, that overlap, whose
-//! parts then depend on the distance between them). A launch that touched a buffer no parameter
-//! points into (pointers read from memory: pointer tables, NCCL's work descriptors) is
-//! unlearnable: its launches are measured every time. A parameter whose buffer was not touched
-//! keeps its pointer's own access (memory reached without a patch point, such as Hopper's bulk
-//! tensor copies).
-//!
-//! **Covers.** A launch whose table overflowed has its overflowed accesses as one cover
-//! from the lowest to the highest byte, which may span buffers it never touched. Learnt, the
-//! cover is kept as its part in each buffer a pointer parameter points into, relative to
-//! that pointer and marked as a cover (a `footprint-learnt-cover` note names the launch). Its
-//! ends were touched: an end in a buffer no parameter points into makes the launch
-//! unlearnable. Accesses that overflowed into a buffer reached through memory, strictly inside
-//! the cover, are what a learnt cover cannot see.
+//! Footprints learnt from measured launches (`footprint=learn`): what a launch touched through
+//! each pointer parameter, relative to the pointer, filed under a key made of its kernel's
+//! words less those found not to bear on the footprint, and given at issue to later launches
+//! with the same key. `docs/footprints.md` says how the key, attribution and covers work.
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
@@ -61,7 +13,7 @@ use crate::hash::{fast_map, FastHasher, FastMap};
 use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
-use super::op::{Access, Mode};
+use crate::model::op::{Access, Mode};
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
@@ -82,7 +34,10 @@ pub const RECENT: usize = 8;
 /// with (beyond, the record starts afresh).
 pub const FOOTPRINTS: usize = 1024;
 
-/// A measured launch to learn from: its kernel and its words (see the module's doc).
+/// A measured launch to learn from: its kernel and its words, the launch shape then the
+/// parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`] (a
+/// parameter of fewer than 8 bytes that shares its word with another is a word of its own, at
+/// the end).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Learning {
     pub kernel: u64,
@@ -289,8 +244,7 @@ impl Kernel {
                 // bears on it; with none, the words left out that differed may (or the kernel
                 // is data-dependent): they go back into the key for good. Not from a cover,
                 // whose reach follows where the allocator put the buffers it spans: a stale
-                // byte beside it would stay in every key of the kernel (ResNet-18's ReLU
-                // backward, whose largest launch overflows, was measured at every launch).
+                // byte beside it would stay in every key of the kernel, measured every time.
                 let kept: Vec<usize> = differ.iter().copied().filter(|&i| !self.ignored.has(i)).collect();
                 match kept[..] {
                     [i] => self.relevant.set(i, true),
@@ -439,9 +393,8 @@ impl Learnt {
 /// accesses, `measured` what it touched, `bounds` the buffer (its first and end byte) an
 /// address is in.
 pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> Option<(u64, u64)>) -> Known {
-    // Each pointer parameter and the buffer it points into, looked up once: a launch may
-    // have hundreds of ranges, and a lookup per range and pointer was most of learning's
-    // cost (ResNet-18: 6000 lookups, 0.4 ms, a measured launch).
+    // Each pointer parameter and the buffer it points into, looked up once, not once per
+    // range: a launch may have hundreds of ranges.
     let pointers: Vec<(Access, (u64, u64))> =
         guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| Some((*g, bounds(g.addr)?))).collect();
     let into = |buffer: (u64, u64)| pointers.iter().filter(move |(_, b)| *b == buffer).map(|(g, _)| g);
