@@ -5,10 +5,10 @@
 //!
 //! [`thread`] numbers the host threads; [`stack`] captures native stacks cheaply and
 //! resolves them only for a report, reading a chain it unwound before from the stack
-//! ([`chains`]); [`python`] adds a Python program's own frames;
+//! ([`chain_cache`]); [`python`] adds a Python program's own frames;
 //! [`objects`] says which loaded object holds an address, for both.
 
-mod chains;
+mod chain_cache;
 pub mod objects;
 pub mod python;
 pub mod stack;

@@ -20,7 +20,7 @@ use streamsan::options::MAX_BACKTRACE_DEPTH;
 use streamsan::phases::{self, Phase, Tally};
 use streamsan::report::Frame;
 
-use super::chains::ChainTrie;
+use super::chain_cache::ChainTrie;
 use super::{objects, python};
 use crate::intercept::options::options;
 
