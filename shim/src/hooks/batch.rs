@@ -47,7 +47,7 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
 
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::options::options;
 
 /// Operations waiting when the serving thread is asked to tell them.
@@ -61,7 +61,7 @@ const LIMIT: usize = 4 * CAPACITY;
 enum Queued {
     /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], the
     /// phase its model update is timed as, and for a copy the host-race guard guards, the
-    /// pending epoch it is guarded under ([`host_guard::copy_queued`]).
+    /// pending epoch it is guarded under ([`host_races::copy_queued`]).
     Work {
         on: StreamRef,
         origin: Origin,
@@ -148,7 +148,7 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
 }
 
 /// Queues a copy whose host bytes the host-race guard guards under the epoch `pending`
-/// until the model, told it, gives it its own ([`host_guard::copy_told`]).
+/// until the model, told it, gives it its own ([`host_races::copy_told`]).
 pub fn queue_guarded(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, pending: Epoch) {
     queue_work(model, on, work, phase, Some(pending));
 }
@@ -178,7 +178,7 @@ fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarde
 fn tell_work(model: &Model, on: StreamRef, work: Work<'_>, guarded: Option<Epoch>) {
     let told = model.work(on, work);
     if let Some(pending) = guarded {
-        host_guard::copy_told(pending, told);
+        host_races::copy_told(pending, told);
     }
 }
 
@@ -227,12 +227,12 @@ pub fn join(model: &Model, join: Join) {
 /// synchronize, with the prefetcher's copy in flight, then waits for none of the step's
 /// launches to be told). An event's clock is the model's to say.
 fn guard_waits_for(model: &Model, join: Join) -> bool {
-    if !host_guard::in_flight() {
+    if !host_races::in_flight() {
         return false;
     }
     match join {
-        Join::Context(ctx) => host_guard::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
-        Join::Stream(on) => host_guard::lift_joined(|copy| model.stream_sync_joins(on, copy.op.epoch)),
+        Join::Context(ctx) => host_races::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
+        Join::Stream(on) => host_races::lift_joined(|copy| model.stream_sync_joins(on, copy.op.epoch)),
         Join::Event(_) => true,
     }
 }

@@ -19,7 +19,7 @@ use super::arrays;
 use super::batch;
 use super::call::{default_stream, handle_of, ok, origin, stream};
 use super::model::{model, settle, unsettled, with_accesses};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -75,7 +75,7 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 /// wait for, not after it (PyTorch's `.item()` is a launch, then a copy to pageable memory
 /// that waits).
 fn before_waiting(host: HostEffect) {
-    if host != HostEffect::None && host_guard::in_flight() {
+    if host != HostEffect::None && host_races::in_flight() {
         settle();
     }
 }
@@ -87,7 +87,7 @@ enum Telling {
     /// that the host does not wait for, or one it waits for with nothing guarded.
     Queued,
     /// In its batch, its pinned host bytes guarded now under a pending epoch
-    /// ([`host_guard::copy_queued`]): a copy the host does not wait for.
+    /// ([`host_races::copy_queued`]): a copy the host does not wait for.
     Guarded,
     /// At once: such a copy on a stream that may be capturing, whose epoch (or whether it
     /// runs at all) only the model, told, can give; and a copy the host waits for while
@@ -97,7 +97,7 @@ enum Telling {
 }
 
 fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) -> Telling {
-    if !host_guard::enabled() {
+    if !host_races::enabled() {
         return Telling::Queued;
     }
     match host {
@@ -111,7 +111,7 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
             }
         }
         HostEffect::None => Telling::Queued,
-        _ if host_guard::in_flight() => Telling::AtOnce,
+        _ if host_races::in_flight() => Telling::AtOnce,
         _ => Telling::Queued,
     }
 }
@@ -141,7 +141,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::Queued => batch::queue(unsettled(), on, work, Phase::CopyModel),
             Telling::Guarded => {
                 let model = unsettled();
-                match host_guard::copy_queued(&origin, model.slot_of(on), reads, writes) {
+                match host_races::copy_queued(&origin, model.slot_of(on), reads, writes) {
                     Some(pending) => batch::queue_guarded(model, on, work, Phase::CopyModel, pending),
                     None => batch::queue(model, on, work, Phase::CopyModel),
                 }
@@ -149,7 +149,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::AtOnce => {
                 let _timer = phases::start(Phase::CopyModel);
                 if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
-                    host_guard::copy_issued(&origin, epoch, reads, writes);
+                    host_races::copy_issued(&origin, epoch, reads, writes);
                 }
             }
         }

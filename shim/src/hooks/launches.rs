@@ -24,7 +24,7 @@ use super::batch;
 use super::call::{ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
 use super::{footprint, kernels};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
 
@@ -256,7 +256,7 @@ unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.
     let host_func = unsafe { &*(data as *const HostFunc) };
     model().host_func_ran(&host_func.callback);
-    host_guard::after_call(false);
+    host_races::after_call(false);
     unsafe { (host_func.func)(host_func.user_data) };
     // A captured function runs at every launch of its graph: keep it.
     if !host_func.callback.captured() {
@@ -297,7 +297,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
     // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
     let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
     model().host_func_ran(&wrapped.ordering);
-    host_guard::after_call(false);
+    host_races::after_call(false);
     let (callback, user_data) = (wrapped.callback, wrapped.user_data);
     drop(wrapped);
     unsafe { callback(stream, status, user_data) };

@@ -21,7 +21,7 @@
 //! which tells it of them in a row. [`kernels`] reads a launch's parameters; [`footprint`]
 //! measures what launches touch (`footprint=exact|learn`); [`annotate`] is the program's
 //! own declaration of memory the driver does not see. Copies in flight are told to the
-//! host-race guard below ([`crate::host_guard`]), which every exported hook lets mark the
+//! host-race guard below ([`crate::host_races`]), which every exported hook lets mark the
 //! call ([`before_call`]) and look at the host's clock last ([`after_call`]).
 
 use streamsan_driver_api::*;
@@ -114,6 +114,6 @@ pub use streams::{
     wait_external_semaphores,
 };
 
-pub use crate::host_guard::{after_call, before_call};
+pub use crate::host_races::{after_call, before_call};
 
 driver_api!(export_hooks);

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use streamsan::phases;
 
 use crate::hooks::{batch, footprint, model};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::options::options;
 use crate::intercept::{first_call, stats};
 
@@ -41,7 +41,7 @@ extern "C" fn on_load() {
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
     if options().host_races {
-        host_guard::install(model::unsettled, model::model, options().host_race_pages);
+        host_races::install(model::unsettled, model::model, options().host_race_pages);
     }
     signals::install_fatal();
     // The Compute Sanitizer API must subscribe before the driver starts.
@@ -81,7 +81,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     model::settle();
     footprint::finish();
     // The host races the guard caught, turned into races before the report is written.
-    host_guard::drain();
+    host_races::drain();
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();
