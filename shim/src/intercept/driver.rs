@@ -139,12 +139,17 @@ static REAL: [AtomicPtr<c_void>; VARIANT_COUNT] = [const { AtomicPtr::new(core::
 /// The real driver's function behind an exported name, resolved once.
 #[inline]
 pub fn real_function(variant: Variant) -> Option<*mut c_void> {
-    let slot = &REAL[variant as usize];
+    resolved_once(&REAL[variant as usize], || lookup(VARIANTS[variant as usize].name))
+}
+
+/// The function in `slot`, else the one `lookup` finds, kept in `slot` if there is one.
+#[inline]
+pub fn resolved_once(slot: &AtomicPtr<c_void>, lookup: impl FnOnce() -> *mut c_void) -> Option<*mut c_void> {
     let f = slot.load(Ordering::Acquire);
     if !f.is_null() {
         return Some(f);
     }
-    let f = lookup(VARIANTS[variant as usize].name);
+    let f = lookup();
     if f.is_null() {
         return None;
     }
