@@ -1,11 +1,7 @@
-//! Copies: the bytes they read and write, and how they order the host
-//! (`docs/semantics.md#copies`): the synchronous ones by [`synchronous`], the `*Async` ones
-//! by [`asynchronous`], each following CUDA's "API synchronization behavior" per memory kind.
-//!
-//! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
-//! its first byte to its last (which may see a conflict between interleaved regions that
-//! do not overlap). An array side touches the array's bytes as [`super::arrays`] places
-//! them: rows of its elements, or all of it where its element size is not known.
+//! Copies: the bytes they read and write, and how they order the host, by CUDA's "API
+//! synchronization behavior" per memory kind ([`synchronous`], [`asynchronous`]). A 2D or 3D
+//! copy touches its rows, past [`MAX_ROWS`] the cover from its first byte to its last; an
+//! array side, the array's bytes as [`super::arrays`] places them.
 
 use core::ffi::c_void;
 

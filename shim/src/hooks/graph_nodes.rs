@@ -1,13 +1,7 @@
-//! Graphs built with the explicit graph API: nodes, edges, parameters, updates, and
-//! captures into an existing graph (`docs/semantics.md#capture-and-graphs`).
-//!
-//! Each node gets the meaning the same operation has on a stream: a kernel node's accesses
-//! come from its parameters as a launch's do ([`super::kernels`], read when the node is
-//! added, as the driver copies them then), a memcpy node's from its 3D descriptor, a memset
-//! node's from its rows. A node added through a call that does not say what it touches
-//! (`cuGraphAddNode`, batch memory operations) makes the graph one the model does not
-//! follow. A host node orders the stream's work only (the host does not learn when it ran).
-//! `cuGraphUpload` runs nothing: it keeps its forwarder.
+//! Graphs built with the explicit graph API: nodes, edges, parameters, updates and captures
+//! into an existing graph (`docs/semantics.md#capture-and-graphs`). A node means what the
+//! same operation means on a stream; one whose parameters do not say what it touches makes
+//! the graph one the model does not follow.
 
 use core::ffi::c_uint;
 

@@ -1,12 +1,6 @@
-//! Kernel launches, host functions and stream callbacks.
-//!
-//! A launch's accesses come from its parameters ([`super::kernels`]), read after the real
-//! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
-//! be told whether to measure it; a measured launch is told to the model at once and
-//! checked when its footprint is read, a launch whose footprint was learnt is checked with
-//! that. Other launches wait in the model's batch ([`super::batch`]). A host function is
-//! wrapped: the driver runs the shim's trampoline, which orders the host after the
-//! function's place in its stream, then calls the program's function with its own data.
+//! Kernel launches, host functions and stream callbacks. A launch's accesses come from its
+//! parameters ([`super::kernels`]) or its measured or learnt footprint ([`footprint`]); a host
+//! function runs through a trampoline that orders the host after its place in its stream.
 
 use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;
@@ -250,7 +244,7 @@ struct HostFunc {
 /// Runs the program's host function on the driver's thread. The function may end that thread
 /// with a forced unwind (CPython's `pthread_exit` of a thread that takes the GIL while the
 /// interpreter finalizes), which passes through this frame as through the driver's alone
-/// only while nothing here has a destructor to run (tests/faults.rs,
+/// only while nothing here has a destructor to run (the test
 /// `a_host_function_that_ends_its_thread_ends_it_as_without_streamsan`).
 unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.

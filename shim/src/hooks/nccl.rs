@@ -1,17 +1,7 @@
 //! NCCL collectives and point-to-point calls: each is an operation on its stream that reads
-//! its send buffer and writes its receive buffer (`docs/semantics.md#collectives-nccl`).
-//!
-//! The byte ranges are exact: `count` elements of `datatype`, times the communicator's rank
-//! count where the call says so (the receive buffer of an all-gather, the send buffer of a
-//! reduce-scatter), and only on the rank that uses a buffer (the root's send buffer of a
-//! broadcast, its receive buffer of a reduce). In-place calls touch what NCCL touches: the
-//! root of an in-place broadcast only reads, the rank's own block of an in-place all-gather is
-//! not written.
-//!
-//! Calls between `ncclGroupStart` and `ncclGroupEnd` are issued when the outermost
-//! `ncclGroupEnd` returns, in call order, as NCCL issues them: their place on their streams is
-//! after whatever the program put there meanwhile. Groups are per host thread, as in NCCL.
-//! A non-blocking communicator's `ncclInProgress` counts as issued.
+//! its send buffer and writes its receive buffer, the exact bytes NCCL touches on this rank
+//! (`docs/semantics.md#collectives-nccl`). Calls in a group are issued when the outermost
+//! `ncclGroupEnd` returns, in call order, as NCCL issues them.
 
 use core::ffi::{c_int, c_void};
 use std::cell::RefCell;
@@ -166,7 +156,7 @@ fn accepted(status: NcclResult) -> bool {
 }
 
 /// A collective's arguments by what they are, read from the table's argument names
-/// ([`argument!`]); those a call does not take stay null or 0.
+/// (`argument!`); those a call does not take stay null or 0.
 struct Args {
     send: *const c_void,
     recv: *mut c_void,
