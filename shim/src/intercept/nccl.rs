@@ -1,16 +1,6 @@
-//! How NCCL calls reach the shim: the NCCL names it exports, and the real NCCL behind them.
-//!
-//! The table is [`streamsan_driver_api::nccl_api!`]; this file is to it what
-//! [`super::variants`], [`super::exports`] and [`super::driver`] are to the driver's table:
-//! the names numbered ([`NcclVariant`], [`NCCL_VARIANTS`]), each family's C type
-//! ([`nccl_real`]), the exported hooks' shape ([`export_nccl_hooks!`]) and the real
-//! functions, found without re-entering the shim's own `dlsym`.
-//!
-//! The real NCCL is the next definition after the shim (`RTLD_NEXT`: a program or library
-//! linked with `-lnccl` loads it into the global scope), or else the `libnccl.so.2` already
-//! loaded in the process (`dlopen` with `RTLD_NOLOAD`: a `dlopen`ed NCCL, or one that an
-//! `RTLD_LOCAL` library such as `libtorch_cuda.so` brought in, is not in the global scope).
-//! The shim never loads NCCL itself: a program that calls an NCCL hook has one loaded.
+//! How NCCL calls reach the shim: the NCCL names it exports ([`streamsan_driver_api::nccl_api!`]
+//! numbered, typed and given their hooks' shape, as [`super::variants`] and [`super::exports`]
+//! do for the driver) and the real NCCL behind them, which the shim never loads itself.
 
 use core::ffi::{c_int, c_void, CStr};
 use core::sync::atomic::AtomicPtr;

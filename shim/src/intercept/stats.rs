@@ -1,10 +1,6 @@
-//! How many times each exported name was called: the evidence that interception works;
-//! and with `phase_times=1`, how long those calls took, the driver included.
-//!
-//! Driver names and NCCL names are counted alike, the NCCL ones after the driver's.
-//!
-//! Counters are sharded by thread so that threads launching at once do not share cache
-//! lines: a thread adds to its own row with a relaxed atomic, and a snapshot sums the rows.
+//! How many times each exported name (driver's, then NCCL's) was called, and with
+//! `phase_times=1` how long those calls took, the driver included; counted on per-thread rows
+//! so that threads launching at once do not share cache lines.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
