@@ -5,7 +5,7 @@
 //!    real driver, `dlsym` and `cuGetProcAddress` answered with hooks, calls counted.
 //! 2. [`sites`]: who made a call and from where: host threads, native and Python stacks.
 //! 3. [`host_races`]: the host's own loads and stores to the pinned memory of copies in
-//!    flight, seen through page protection and a SIGSEGV handler (host races).
+//!    flight, seen through page protection and a SIGSEGV handler.
 //! 4. [`hooks`]: what calls mean: the exported hooks and their handlers, one file per API
 //!    family, which call the real driver once and tell the process's model what happened
 //!    (and the guard what copies are in flight).
