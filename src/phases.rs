@@ -159,7 +159,8 @@ crate::hot! {
 /// When timing began, on both clocks, to convert ticks at the end.
 static ORIGIN: OnceLock<(u64, Instant)> = OnceLock::new();
 
-const SHARDS: usize = 16;
+/// How many rows per-thread counters are split into ([`shard`]).
+pub const SHARDS: usize = 16;
 
 #[repr(align(64))]
 struct Row {
@@ -176,7 +177,9 @@ static ROWS: [Row; SHARDS] = [const {
     }
 }; SHARDS];
 
-fn shard() -> usize {
+/// The calling thread's row of a per-thread-sharded counter, below [`SHARDS`].
+#[inline]
+pub fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;

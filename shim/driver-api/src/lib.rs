@@ -1,17 +1,8 @@
-//! The CUDA driver functions that streamsan interposes, described once.
-//!
-//! [`driver_api!`] is an X-macro: it hands a table with one entry per API *family* to a
-//! macro of the caller's choosing. An entry names the family, every symbol the driver
-//! exports for it (`cuMemcpyHtoD_v2`, `cuMemcpyHtoD_v2_ptds`, ...) and its C signature.
-//! The shim expands the table into its exported hooks, the stand-in driver into its fake
-//! entry points, and the fidelity test into calls of every hook; so the three can never
-//! disagree on a name or an argument.
-//!
-//! The types are raw: every `CUresult` and every enum passed by value is a `u32`, and the
-//! structures the shim reads are mirrored here with `u32` in place of enums, so that a
-//! value this crate has never heard of (a new error code, a new memory type) passes
-//! through untouched instead of being undefined behaviour in Rust. Their layouts are
-//! checked against cudarc's bindings at compile time.
+//! The CUDA driver functions that streamsan interposes, described once: [`driver_api!`] hands
+//! a table with one entry per API family (its exported symbols and C signature) to a macro of
+//! the caller's choosing, so the shim, the stand-in driver and the fidelity test never
+//! disagree on a name or an argument. Types are raw (`u32` for every status and enum), so an
+//! unknown value passes through untouched.
 
 #![allow(non_camel_case_types)]
 

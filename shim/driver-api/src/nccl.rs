@@ -1,13 +1,7 @@
-//! The NCCL functions that streamsan interposes, described once, as the driver's are.
-//!
-//! PyTorch, JAX and CuPy reach `libnccl.so.2` by linking (`DT_NEEDED` of `libtorch_cuda.so`)
-//! or by `dlopen` + `dlsym`; either way the shim stands in front of these names. [`nccl_api!`]
-//! is an X-macro like [`crate::driver_api!`], with one entry per function: the shim expands
-//! it into its exported hooks and its `dlsym` answers, the stand-in `libnccl.so.2`
-//! (`tests/nccl-standin`) into its entry points, the fidelity program into calls of every
-//! hook. Signatures are `nccl.h`'s (NCCL 2.2x); enums (`ncclDataType_t`, `ncclRedOp_t`) are
-//! passed raw as `c_int`, so that a value this crate does not know (a user-defined reduction
-//! from `ncclRedOpCreatePreMulSum`) passes through untouched.
+//! The NCCL functions that streamsan interposes, described once, as the driver's are:
+//! [`nccl_api!`](crate::nccl_api!) has one entry per function, in `nccl.h`'s signatures, its
+//! enums passed raw as `c_int` so that a value this crate does not know (a user-defined
+//! reduction) passes through.
 
 use core::ffi::{c_int, c_void};
 

@@ -1,9 +1,6 @@
-//! The Compute Sanitizer API (`compute-sanitizer/include/sanitizer*.h`), loaded at run time.
-//!
-//! The library is NVIDIA's, found in a CUDA toolkit or its pip wheel and never linked: where
-//! it is absent the shim loads and works as before, and [`load`] says why the engine is off.
-//! Only the functions and structure prefixes the engine uses are declared; every layout
-//! below is the header's (CUDA 12.x and 13.x agree on them).
+//! The Compute Sanitizer API (`compute-sanitizer/include/sanitizer*.h`), loaded at run time,
+//! never linked: where it is absent the engine is off and [`load`] says why. Only what the
+//! engine uses is declared, in the headers' layouts (CUDA 12.x and 13.x agree on them).
 
 use core::ffi::{c_char, c_void, CStr};
 use std::ffi::CString;

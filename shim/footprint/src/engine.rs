@@ -1,20 +1,6 @@
 //! The host half of the engine: subscription, patching, one table per measured launch, and
-//! reading tables back once their launches are known to be complete.
-//!
-//! Nothing here synchronizes a program's stream, and a callback never calls the driver: a
-//! launch callback only takes a table from the pool, which [`arm`] filled before the
-//! launch's real call, and hands it to the launch. Tables are read when the caller (the
-//! shim, after the program itself synchronized) says their launches completed, with copies
-//! on a stream of the engine's own, which holds nothing but the engine's copies and resets.
-//!
-//! In `footprint=learn` most launches need no measure, and a patched module costs even
-//! then (every memory instruction calls the patch): a module whose kernels' launches went
-//! a while without one to measure is unpatched, and patched again when one must be measured
-//! — but only [`REPATCHES`] times, each time waiting four times longer before unpatching it
-//! again, and for a new key of a kernel learnt before only the first
-//! [`REPATCHES_FOR_NEW_KEYS`] of those: a module is not toggled at every step of a program.
-//! Past that it stays unpatched, and launches to measure stand on their parameters
-//! ([`Outcome::Unmeasured`]).
+//! reading tables back once the caller says their launches completed. Nothing here
+//! synchronizes a program's stream, and a callback never calls the driver.
 
 use core::ffi::c_void;
 use std::cell::Cell;

@@ -1,16 +1,7 @@
-//! The footprint engine: which bytes each kernel launch read, wrote and accessed atomically.
-//!
-//! streamsan's model needs, for every launch, the memory the kernel touches. A kernel's
-//! parameters only hint at it (a pointer says where a buffer starts, not how much of it is
-//! used, nor which way; a pointer inside a by-value structure says nothing). This engine
-//! measures instead, on NVIDIA's Compute Sanitizer API, loaded at run time ([`api`]):
-//! every module is patched on load so that each global-memory instruction calls a small
-//! device function (`patch/footprint.cu`), which records into a table of the launch's own
-//! ([`table`]) the granules it touched, aggregated per warp. The shim arms a launch before
-//! calling the real driver ([`arm`]), takes its ticket after ([`outcome`]), and reads
-//! the footprint once the program itself synchronized with the launch ([`collect`]).
-//!
-//! The engine knows nothing of the model or the shim; it hands out plain ranges.
+//! The footprint engine: which bytes each kernel launch read, wrote and accessed atomically,
+//! measured by a device patch on every global-memory instruction, through NVIDIA's Compute
+//! Sanitizer API loaded at run time ([`api`]). It knows nothing of the model or the shim: it
+//! hands out plain ranges.
 
 mod api;
 mod engine;

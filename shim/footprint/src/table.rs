@@ -1,10 +1,5 @@
 //! A launch's table, as the device patch leaves it (`patch/footprint.cu` holds the same
 //! layout, and the two change together), and its reading into byte ranges.
-//!
-//! The patch records, per 64 KiB granule a launch touched, the lowest and highest byte and
-//! the kinds of access; a granule that finds no entry widens one cover of the whole launch
-//! instead. Reading joins the granules of one kind of access that touch or overlap into
-//! ranges, so a kernel that streams through a buffer gives one range, not one per granule.
 
 /// Bytes a granule spans (`GRANULE_SHIFT` in the patch).
 pub const GRANULE_SHIFT: u32 = 16;

@@ -1,18 +1,6 @@
-//! CUDA arrays (`docs/semantics.md#allocation-and-free`, `#copies`): memory with a handle and
-//! no address, allocated and freed like a buffer, and known to copies by their handle.
-//!
-//! The model keeps an array at keys of its own (`streamsan::model::buffers::ARRAY_KEYS`); this
-//! module keeps, per live handle, those keys and the array's shape, from which the copies
-//! ([`super::copies`]) find the bytes they touch. An array's layout in device memory is opaque
-//! (tiled); a race is about elements, not where the driver puts them, so the model takes the
-//! array as its elements in row-major order (`width` x `height` x `depth` elements of the
-//! format's size). For a format whose element size cuda.h does not give (block-compressed,
-//! YUV), an array counts one byte per element and every copy to or from it covers all of it.
-//! A mipmapped array's levels are arrays too, each known from the first
-//! `cuMipmappedArrayGetLevel` that hands out its handle (a program reaches a level through it
-//! only) and freed with the mipmapped array. The planes of a multi-planar array and arrays
-//! from graphics interop are not followed: a copy to or from a handle not made here leaves
-//! that side untracked.
+//! CUDA arrays: memory with a handle and no address. Per live handle, its keys in the model
+//! and its shape, from which copies ([`super::copies`]) find the bytes they touch, taken as
+//! the array's elements in row-major order.
 
 use std::sync::OnceLock;
 

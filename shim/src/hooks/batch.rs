@@ -1,41 +1,9 @@
-//! Work told to the model in batches: kernel launches, memsets, copies, NCCL calls, event
-//! records, stream waits and the host's joins at synchronizes and successful queries wait
-//! in one queue for the process, in the order they were made, and the model hears them all
-//! in a row, by another thread when one serves the batch ([`serve_by`]: the shim's watcher
-//! thread), or before anything else is told to the model or asked of it ([`settle`], which
-//! [`super::model::model`] calls).
-//!
-//! Why: a launch's model update (2 to 3 µs a GPT-2 launch on the H100, its accesses
-//! meeting a hundred shadow records: `reports/gpu/e35f2e4/`) is work the program's thread
-//! need not wait for. Queued, a launch costs its thread a copy of its accesses; a thread
-//! that serves the batch tells the model, on another core, while the program goes on. Told
-//! many launches in a row, the model also finds its code and the streams and buffers of
-//! the previous launch warm (`reports/perf/runs/16-batch/`). Copies, records and waits are
-//! queued too because a call that is told at once must first tell all the work before it:
-//! a side-stream prefetcher's copy and event record, between launches, had its thread tell
-//! twenty launches each (57 µs a `cuMemcpyHtoDAsync`, 64 µs a `cuEventRecord` on
-//! ResNet-18: `reports/gpu/94141fb/perf-maskrcnn/phases-resnet18_prefetch.txt`). And the
-//! calls that make the host wait (a synchronize, a copy to pageable memory) for the same
-//! reason: told at once, each first told the launches before it on its thread, 70-90 µs at
-//! each of ResNet-18's three a step and 250-285 µs at GPT-2's one, however often the
-//! watcher told the queue (`reports/gpu/kernel-get-function/`, `reports/gpu/b2202ca/`;
-//! the launches just before are an optimizer's, likely the dearest to tell, with hundreds
-//! of pointers each), and in a program that launches faster than the GPU runs, the device
-//! is idle by then.
-//!
-//! Why it finds what telling each at once finds: the queue is taken whole, under the lock
-//! that orders the batches, and told in the order the calls were made, and every other call
-//! into the model waits for the batch being told and tells the rest first, so the model
-//! meets the same operations in the same order. Nothing queued changes what a call reads of
-//! the model before it queues (a kernel, where buffers lie and of what kind): the host's
-//! joins move clocks, which only the model's own rules read, once told. What moves is when
-//! a race among queued work is reported: once [`CAPACITY`] operations wait, the serving
-//! thread is asked to tell them (or, with none, the thread that queued the last), and the
-//! watcher tells what waits every 100 µs while work keeps coming, every 20 ms else; a
-//! thread that finds [`LIMIT`] waiting tells them itself, so that a busy program never runs
-//! far ahead of its model. With `halt_on_error=1` nothing waits, so that the program stops
-//! at the racy call itself. With the host-race guard on, a guarded copy waits here too,
-//! its bytes guarded under an epoch the telling replaces (`super::copies`).
+//! Work told to the model in batches: launches, memsets, copies, NCCL calls, event records,
+//! stream waits and the host's joins wait in one queue for the process, in call order, and
+//! the model hears them in a row, from the thread that serves the batch ([`serve_by`]: the
+//! watcher) or from the next call that tells or asks the model anything ([`settle`]). The
+//! model meets the same operations in the same order as if each were told at once; what
+//! moves is when a race among queued work is reported.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,7 +15,7 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
 
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::options::options;
 
 /// Operations waiting when the serving thread is asked to tell them.
@@ -61,7 +29,7 @@ const LIMIT: usize = 4 * CAPACITY;
 enum Queued {
     /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], the
     /// phase its model update is timed as, and for a copy the host-race guard guards, the
-    /// pending epoch it is guarded under ([`host_guard::copy_queued`]).
+    /// pending epoch it is guarded under ([`host_races::copy_queued`]).
     Work {
         on: StreamRef,
         origin: Origin,
@@ -148,7 +116,7 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
 }
 
 /// Queues a copy whose host bytes the host-race guard guards under the epoch `pending`
-/// until the model, told it, gives it its own ([`host_guard::copy_told`]).
+/// until the model, told it, gives it its own ([`host_races::copy_told`]).
 pub fn queue_guarded(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, pending: Epoch) {
     queue_work(model, on, work, phase, Some(pending));
 }
@@ -178,7 +146,7 @@ fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarde
 fn tell_work(model: &Model, on: StreamRef, work: Work<'_>, guarded: Option<Epoch>) {
     let told = model.work(on, work);
     if let Some(pending) = guarded {
-        host_guard::copy_told(pending, told);
+        host_races::copy_told(pending, told);
     }
 }
 
@@ -227,12 +195,12 @@ pub fn join(model: &Model, join: Join) {
 /// synchronize, with the prefetcher's copy in flight, then waits for none of the step's
 /// launches to be told). An event's clock is the model's to say.
 fn guard_waits_for(model: &Model, join: Join) -> bool {
-    if !host_guard::in_flight() {
+    if !host_races::in_flight() {
         return false;
     }
     match join {
-        Join::Context(ctx) => host_guard::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
-        Join::Stream(on) => host_guard::lift_joined(|copy| model.stream_sync_joins(on, copy.op.epoch)),
+        Join::Context(ctx) => host_races::lift_joined(|copy| model.context_sync_joins(ctx, copy.op.epoch)),
+        Join::Stream(on) => host_races::lift_joined(|copy| model.stream_sync_joins(on, copy.op.epoch)),
         Join::Event(_) => true,
     }
 }

@@ -8,6 +8,22 @@ use super::call::ok;
 use super::kernels::{self, HandleKind};
 use crate::intercept::variants::{real, Call};
 
+/// A kernel handle the driver found by `name` in `code` (a module or a library), told if
+/// the driver succeeded.
+unsafe fn found(
+    status: CUresult,
+    out: *mut *mut c_void,
+    name: *const c_char,
+    kind: HandleKind,
+    code: *mut c_void,
+) -> CUresult {
+    if ok(status) && !out.is_null() {
+        // SAFETY: the driver accepted `name` as a kernel name.
+        unsafe { kernels::named_handle(*out, name, kind, code) };
+    }
+    status
+}
+
 pub unsafe fn module_get_function(
     _call: &Call,
     real: real::module_get_function,
@@ -15,12 +31,7 @@ pub unsafe fn module_get_function(
     module: CUmodule,
     name: *const c_char,
 ) -> CUresult {
-    let status = unsafe { real(hfunc, module, name) };
-    if ok(status) && !hfunc.is_null() {
-        // SAFETY: the driver accepted `name` as a kernel name.
-        unsafe { kernels::named_handle(*hfunc, name, HandleKind::Function, module) };
-    }
-    status
+    unsafe { found(real(hfunc, module, name), hfunc, name, HandleKind::Function, module) }
 }
 
 pub unsafe fn library_get_kernel(
@@ -30,12 +41,7 @@ pub unsafe fn library_get_kernel(
     library: CUlibrary,
     name: *const c_char,
 ) -> CUresult {
-    let status = unsafe { real(kernel, library, name) };
-    if ok(status) && !kernel.is_null() {
-        // SAFETY: the driver accepted `name` as a kernel name.
-        unsafe { kernels::named_handle(*kernel, name, HandleKind::Kernel, library) };
-    }
-    status
+    unsafe { found(real(kernel, library, name), kernel, name, HandleKind::Kernel, library) }
 }
 
 pub unsafe fn kernel_get_function(

@@ -1,11 +1,7 @@
-//! Copies: the bytes they read and write, and how they order the host
-//! (`docs/semantics.md#copies`): the synchronous ones by [`synchronous`], the `*Async` ones
-//! by [`asynchronous`], each following CUDA's "API synchronization behavior" per memory kind.
-//!
-//! A 2D or 3D copy touches its rows; past [`MAX_ROWS`] rows it is taken as the cover from
-//! its first byte to its last (which may see a conflict between interleaved regions that
-//! do not overlap). An array side touches the array's bytes as [`super::arrays`] places
-//! them: rows of its elements, or all of it where its element size is not known.
+//! Copies: the bytes they read and write, and how they order the host, by CUDA's "API
+//! synchronization behavior" per memory kind ([`synchronous`], [`asynchronous`]). A 2D or 3D
+//! copy touches its rows, past [`MAX_ROWS`] the cover from its first byte to its last; an
+//! array side, the array's bytes as [`super::arrays`] places them.
 
 use core::ffi::c_void;
 
@@ -19,7 +15,7 @@ use super::arrays;
 use super::batch;
 use super::call::{default_stream, handle_of, ok, origin, stream};
 use super::model::{model, settle, unsettled, with_accesses};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
@@ -75,7 +71,7 @@ fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
 /// wait for, not after it (PyTorch's `.item()` is a launch, then a copy to pageable memory
 /// that waits).
 fn before_waiting(host: HostEffect) {
-    if host != HostEffect::None && host_guard::in_flight() {
+    if host != HostEffect::None && host_races::in_flight() {
         settle();
     }
 }
@@ -87,7 +83,7 @@ enum Telling {
     /// that the host does not wait for, or one it waits for with nothing guarded.
     Queued,
     /// In its batch, its pinned host bytes guarded now under a pending epoch
-    /// ([`host_guard::copy_queued`]): a copy the host does not wait for.
+    /// ([`host_races::copy_queued`]): a copy the host does not wait for.
     Guarded,
     /// At once: such a copy on a stream that may be capturing, whose epoch (or whether it
     /// runs at all) only the model, told, can give; and a copy the host waits for while
@@ -97,7 +93,7 @@ enum Telling {
 }
 
 fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: HostEffect) -> Telling {
-    if !host_guard::enabled() {
+    if !host_races::enabled() {
         return Telling::Queued;
     }
     match host {
@@ -111,7 +107,7 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
             }
         }
         HostEffect::None => Telling::Queued,
-        _ if host_guard::in_flight() => Telling::AtOnce,
+        _ if host_races::in_flight() => Telling::AtOnce,
         _ => Telling::Queued,
     }
 }
@@ -141,7 +137,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::Queued => batch::queue(unsettled(), on, work, Phase::CopyModel),
             Telling::Guarded => {
                 let model = unsettled();
-                match host_guard::copy_queued(&origin, model.slot_of(on), reads, writes) {
+                match host_races::copy_queued(&origin, model.slot_of(on), reads, writes) {
                     Some(pending) => batch::queue_guarded(model, on, work, Phase::CopyModel, pending),
                     None => batch::queue(model, on, work, Phase::CopyModel),
                 }
@@ -149,7 +145,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::AtOnce => {
                 let _timer = phases::start(Phase::CopyModel);
                 if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
-                    host_guard::copy_issued(&origin, epoch, reads, writes);
+                    host_races::copy_issued(&origin, epoch, reads, writes);
                 }
             }
         }
@@ -161,39 +157,51 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
     }
 }
 
-/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
-macro_rules! strided_3d {
-    ($copy:expr) => {{
-        let c = $copy;
-        let src = Side {
-            memory_type: c.src_memory_type,
-            host: c.src_host as u64,
-            device: c.src_device,
-            array: c.src_array,
-            x: c.src_x_in_bytes,
-            y: c.src_y,
-            z: c.src_z,
-            pitch: c.src_pitch,
-            height: c.src_height,
-        };
-        let dst = Side {
-            memory_type: c.dst_memory_type,
-            host: c.dst_host as u64,
-            device: c.dst_device,
-            array: c.dst_array,
-            x: c.dst_x_in_bytes,
-            y: c.dst_y,
-            z: c.dst_z,
-            pitch: c.dst_pitch,
-            height: c.dst_height,
-        };
-        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
-    }};
+/// A 2D or 3D copy's descriptor: `CUDA_MEMCPY2D`, `CUDA_MEMCPY3D`, `CUDA_MEMCPY3D_PEER`.
+pub trait Descriptor {
+    fn strided(&self) -> Strided;
 }
+
+/// `CUDA_MEMCPY3D` and `CUDA_MEMCPY3D_PEER` name their sides' fields alike.
+macro_rules! descriptor_3d {
+    ($descriptor:ty) => {
+        impl Descriptor for $descriptor {
+            fn strided(&self) -> Strided {
+                let c = self;
+                let src = Side {
+                    memory_type: c.src_memory_type,
+                    host: c.src_host as u64,
+                    device: c.src_device,
+                    array: c.src_array,
+                    x: c.src_x_in_bytes,
+                    y: c.src_y,
+                    z: c.src_z,
+                    pitch: c.src_pitch,
+                    height: c.src_height,
+                };
+                let dst = Side {
+                    memory_type: c.dst_memory_type,
+                    host: c.dst_host as u64,
+                    device: c.dst_device,
+                    array: c.dst_array,
+                    x: c.dst_x_in_bytes,
+                    y: c.dst_y,
+                    z: c.dst_z,
+                    pitch: c.dst_pitch,
+                    height: c.dst_height,
+                };
+                Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: c.depth }
+            }
+        }
+    };
+}
+
+descriptor_3d!(Memcpy3D);
+descriptor_3d!(Memcpy3DPeer);
 
 /// The accesses of a 3D copy (a graph's memcpy node).
 pub(super) fn copy_3d_accesses(copy: &Memcpy3D) -> Vec<Access> {
-    let Strided { src, dst, width, rows, depth } = strided_3d!(copy);
+    let Strided { src, dst, width, rows, depth } = copy.strided();
     let mut accesses = Vec::new();
     push_copy_accesses(&mut accesses, &src.rows(width, rows, depth), &dst.rows(width, rows, depth));
     accesses
@@ -554,7 +562,7 @@ impl Side {
 
 /// A 2D or 3D copy as its descriptor gives it: both sides and `width` bytes x `rows` x
 /// `depth`.
-struct Strided {
+pub struct Strided {
     src: Side,
     dst: Side,
     width: usize,
@@ -570,97 +578,66 @@ fn strided(call: &Call, on: StreamRef, copy: Option<Strided>, sync: bool) {
     copied(call, on, &src.rows(width, rows, depth), &dst.rows(width, rows, depth), host);
 }
 
-unsafe fn strided_2d(copy: *const Memcpy2D) -> Option<Strided> {
-    // SAFETY: the caller's descriptor, which the driver accepted.
-    let c = unsafe { copy.as_ref()? };
-    let src = Side {
-        memory_type: c.src_memory_type,
-        host: c.src_host as u64,
-        device: c.src_device,
-        array: c.src_array,
-        x: c.src_x_in_bytes,
-        y: c.src_y,
-        z: 0,
-        pitch: c.src_pitch,
-        height: 0,
-    };
-    let dst = Side {
-        memory_type: c.dst_memory_type,
-        host: c.dst_host as u64,
-        device: c.dst_device,
-        array: c.dst_array,
-        x: c.dst_x_in_bytes,
-        y: c.dst_y,
-        z: 0,
-        pitch: c.dst_pitch,
-        height: 0,
-    };
-    Some(Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 })
-}
-
-pub unsafe fn memcpy_2d(call: &Call, real: real::memcpy_2d, copy: *const Memcpy2D) -> CUresult {
-    let status = unsafe { real(copy) };
-    if ok(status) {
-        strided(call, default_stream(call), unsafe { strided_2d(copy) }, true);
+impl Descriptor for Memcpy2D {
+    fn strided(&self) -> Strided {
+        let c = self;
+        let src = Side {
+            memory_type: c.src_memory_type,
+            host: c.src_host as u64,
+            device: c.src_device,
+            array: c.src_array,
+            x: c.src_x_in_bytes,
+            y: c.src_y,
+            z: 0,
+            pitch: c.src_pitch,
+            height: 0,
+        };
+        let dst = Side {
+            memory_type: c.dst_memory_type,
+            host: c.dst_host as u64,
+            device: c.dst_device,
+            array: c.dst_array,
+            x: c.dst_x_in_bytes,
+            y: c.dst_y,
+            z: 0,
+            pitch: c.dst_pitch,
+            height: 0,
+        };
+        Strided { src, dst, width: c.width_in_bytes, rows: c.height, depth: 1 }
     }
-    status
 }
 
-pub unsafe fn memcpy_2d_async(
+// One handler serves the 2D, 3D and peer 3D families alike: `C` is the descriptor.
+pub use {memcpy_strided as memcpy_2d, memcpy_strided as memcpy_3d, memcpy_strided as memcpy_3d_peer};
+
+pub unsafe fn memcpy_strided<C: Descriptor>(
     call: &Call,
-    real: real::memcpy_2d_async,
-    copy: *const Memcpy2D,
-    h_stream: CUstream,
+    real: unsafe extern "C" fn(*const C) -> CUresult,
+    copy: *const C,
 ) -> CUresult {
-    let status = unsafe { real(copy, h_stream) };
-    if ok(status) {
-        strided(call, stream(call, h_stream), unsafe { strided_2d(copy) }, false);
-    }
-    status
-}
-
-pub unsafe fn memcpy_3d(call: &Call, real: real::memcpy_3d, copy: *const Memcpy3D) -> CUresult {
     let status = unsafe { real(copy) };
     if ok(status) {
         // SAFETY: the caller's descriptor, which the driver accepted.
-        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
+        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(C::strided), true);
     }
     status
 }
 
-pub unsafe fn memcpy_3d_async(
+pub use {
+    memcpy_strided_async as memcpy_2d_async, memcpy_strided_async as memcpy_3d_async,
+    memcpy_strided_async as memcpy_3d_peer_async,
+};
+
+pub unsafe fn memcpy_strided_async<C: Descriptor>(
     call: &Call,
-    real: real::memcpy_3d_async,
-    copy: *const Memcpy3D,
+    real: unsafe extern "C" fn(*const C, CUstream) -> CUresult,
+    copy: *const C,
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(copy, h_stream) };
     if ok(status) {
-        // SAFETY: as above.
-        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
-    }
-    status
-}
-
-pub unsafe fn memcpy_3d_peer(call: &Call, real: real::memcpy_3d_peer, copy: *const Memcpy3DPeer) -> CUresult {
-    let status = unsafe { real(copy) };
-    if ok(status) {
-        // SAFETY: as above.
-        strided(call, default_stream(call), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), true);
-    }
-    status
-}
-
-pub unsafe fn memcpy_3d_peer_async(
-    call: &Call,
-    real: real::memcpy_3d_peer_async,
-    copy: *const Memcpy3DPeer,
-    h_stream: CUstream,
-) -> CUresult {
-    let status = unsafe { real(copy, h_stream) };
-    if ok(status) {
-        // SAFETY: as above.
-        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(|c| strided_3d!(c)), false);
+        // SAFETY: the caller's descriptor, which the driver accepted.
+        strided(call, stream(call, h_stream), unsafe { copy.as_ref() }.map(C::strided), false);
     }
     status
 }

@@ -34,19 +34,12 @@ pub unsafe fn event_record_with_flags(
     status
 }
 
+// `cuEventQuery` returning success means the event completed: as a synchronize.
+pub use event_synchronize as event_query;
+
 /// `cuEventSynchronize`: the host joins the event (queued in the model's batch after the
 /// record it waited for).
 pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
-    let status = unsafe { real(event) };
-    if ok(status) {
-        batch::join(unsettled(), Join::Event(event as u64));
-        super::footprint::collect();
-    }
-    status
-}
-
-/// `cuEventQuery` returning success means the event completed: as a synchronize.
-pub unsafe fn event_query(_call: &Call, real: real::event_query, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
         batch::join(unsettled(), Join::Event(event as u64));

@@ -1,15 +1,8 @@
-//! The footprint engine ([`streamsan_footprint`]) in the shim: started by the process life
-//! at load when the options ask for `exact` or `learn` (and finished at exit), told of each
-//! launch, and read when the program synchronizes.
-//!
-//! A measured launch is issued to the model at once ([`streamsan::model::Model::launch_pending`])
-//! and checked when its footprint is read. Footprints are read only after the program's own
-//! synchronization told the model that their launches completed ([`collect`], called by the
-//! hooks of synchronizing calls): the engine never waits on a program's stream.
-//!
-//! Where the engine cannot run (no Compute Sanitizer library, another tool holding the API,
-//! a driver that refuses), the shim works as with `footprint=params`, with a note in the
-//! report saying why.
+//! The footprint engine ([`streamsan_footprint`]) in the shim, with `footprint=exact|learn`:
+//! started at load, told of each launch, and read only once the program's own
+//! synchronization told the model that the launches completed ([`collect`]), so that it never
+//! waits on a program's stream. Where it cannot run, the shim works as with
+//! `footprint=params`, and the report says why.
 
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -236,7 +229,7 @@ unsafe fn launch_words(
 /// never writes (the one byte of an empty lambda beside a 4-byte size, in PyTorch's
 /// elementwise kernels) would keep every key of its word new, and the size beside it keeps
 /// the word in the key; on a word of its own it varies alone and leaves the key as any word
-/// that varies without moving the footprint (`reports/gpu/b3587ae/README.md`).
+/// that varies without moving the footprint.
 fn split_shared_words(info: &KernelInfo, words: &mut Vec<u64>) {
     let word_of = |offset: usize| SHAPE_WORDS + offset / 8;
     for (i, p) in info.params.iter().enumerate() {
@@ -289,9 +282,7 @@ pub fn collect() {
     }
     let _timer = phases::start(Phase::FootprintCollect);
     // In `learn`'s steady state nothing waits to be read: then the model is not told the
-    // queued batch here on the program's thread, as `model()` would (at every synchronize:
-    // what 4492b19 took off the default mode; 290 µs a synchronize of the bench's
-    // `training_step_synced_learn`, `reports/perf/runs/23-learn-collect/`).
+    // queued batch here on the program's thread, as `model()` would at every synchronize.
     if !unsettled().launches_pending() {
         return;
     }

@@ -1,13 +1,7 @@
-//! Graphs built with the explicit graph API: nodes, edges, parameters, updates, and
-//! captures into an existing graph (`docs/semantics.md#capture-and-graphs`).
-//!
-//! Each node gets the meaning the same operation has on a stream: a kernel node's accesses
-//! come from its parameters as a launch's do ([`super::kernels`], read when the node is
-//! added, as the driver copies them then), a memcpy node's from its 3D descriptor, a memset
-//! node's from its rows. A node added through a call that does not say what it touches
-//! (`cuGraphAddNode`, batch memory operations) makes the graph one the model does not
-//! follow. A host node orders the stream's work only (the host does not learn when it ran).
-//! `cuGraphUpload` runs nothing: it keeps its forwarder.
+//! Graphs built with the explicit graph API: nodes, edges, parameters, updates and captures
+//! into an existing graph (`docs/semantics.md#capture-and-graphs`). A node means what the
+//! same operation means on a stream; one whose parameters do not say what it touches makes
+//! the graph one the model does not follow.
 
 use core::ffi::c_uint;
 
@@ -57,31 +51,42 @@ unsafe fn added(
     model().graph_node_added(node, child.map(|c| c as u64));
 }
 
-/// What a kernel node does: the accesses of its parameters. The `_v2` parameters may name
-/// the kernel by `kern` alone.
-unsafe fn kernel_node(call: &Call, params: *const KernelNodeParams) -> Option<(NodeKind, Option<KernelId>)> {
-    // SAFETY: the parameters the driver accepted.
-    let p = unsafe { params.as_ref()? };
-    let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
-    let model = model();
-    let info = kernels::info(model, f);
-    let mut accesses = Vec::new();
-    unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
-    Some((NodeKind::Work { accesses }, info.id))
+/// The parameters of a node that does work: what the node does.
+pub trait NodeParams {
+    unsafe fn node(call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)>;
 }
 
-unsafe fn memcpy_node(copy: *const Memcpy3D) -> Option<(NodeKind, Option<KernelId>)> {
-    // SAFETY: the descriptor the driver accepted.
-    let copy = unsafe { copy.as_ref()? };
-    Some((NodeKind::Work { accesses: copy_3d_accesses(copy) }, None))
+impl NodeParams for KernelNodeParams {
+    /// The accesses of its parameters. The `_v2` parameters may name the kernel by `kern`
+    /// alone.
+    unsafe fn node(call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+        // SAFETY: the parameters the driver accepted.
+        let p = unsafe { params.as_ref()? };
+        let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
+        let model = model();
+        let info = kernels::info(model, f);
+        let mut accesses = Vec::new();
+        unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
+        Some((NodeKind::Work { accesses }, info.id))
+    }
 }
 
-unsafe fn memset_node(params: *const MemsetNodeParams) -> Option<(NodeKind, Option<KernelId>)> {
-    // SAFETY: the parameters the driver accepted.
-    let p = unsafe { params.as_ref()? };
-    let mut accesses = Vec::new();
-    push_set_accesses(&mut accesses, p.dst, p.pitch, p.width * p.element_size as usize, p.height);
-    Some((NodeKind::Work { accesses }, None))
+impl NodeParams for Memcpy3D {
+    unsafe fn node(_call: &Call, copy: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+        // SAFETY: the descriptor the driver accepted.
+        let copy = unsafe { copy.as_ref()? };
+        Some((NodeKind::Work { accesses: copy_3d_accesses(copy) }, None))
+    }
+}
+
+impl NodeParams for MemsetNodeParams {
+    unsafe fn node(_call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+        // SAFETY: the parameters the driver accepted.
+        let p = unsafe { params.as_ref()? };
+        let mut accesses = Vec::new();
+        push_set_accesses(&mut accesses, p.dst, p.pitch, p.width * p.element_size as usize, p.height);
+        Some((NodeKind::Work { accesses }, None))
+    }
 }
 
 pub unsafe fn graph_create(_call: &Call, real: real::graph_create, graph: *mut CUgraph, flags: c_uint) -> CUresult {
@@ -100,203 +105,66 @@ pub unsafe fn graph_clone(_call: &Call, real: real::graph_clone, clone: *mut CUg
     status
 }
 
-pub unsafe fn graph_add_kernel_node(
-    call: &Call,
-    real: real::graph_add_kernel_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    params: *const KernelNodeParams,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, params) };
-    if ok(status) {
-        if let Some(what) = unsafe { kernel_node(call, params) } {
-            unsafe { added(call, node, graph, deps, num_deps, what, None) };
+/// Expands the calls that add one node after its dependencies, one line each: the family,
+/// the arguments it has after them, what the node does (read once the driver added it; none:
+/// the node is not told) and, for a child graph node, the graph it embeds.
+macro_rules! add_nodes {
+    ($(
+        $(#[$doc:meta])* $family:ident ($call:ident $(, $arg:ident: $ty:ty)*) => $what:expr $(, embeds $child:ident)?;
+    )*) => {$(
+        $(#[$doc])*
+        pub unsafe fn $family(
+            $call: &Call,
+            real: real::$family,
+            node: *mut CUgraphNode,
+            graph: CUgraph,
+            deps: *const CUgraphNode,
+            num_deps: usize,
+            $($arg: $ty,)*
+        ) -> CUresult {
+            let status = unsafe { real(node, graph, deps, num_deps, $($arg),*) };
+            if ok(status) {
+                if let Some(what) = $what {
+                    unsafe { added($call, node, graph, deps, num_deps, what, add_nodes!(@child $($child)?)) };
+                }
+            }
+            status
         }
-    }
-    status
+    )*};
+    (@child) => { None };
+    (@child $child:ident) => { Some($child) };
 }
 
-pub unsafe fn graph_add_memcpy_node(
-    call: &Call,
-    real: real::graph_add_memcpy_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    copy: *const Memcpy3D,
-    ctx: CUcontext,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, copy, ctx) };
-    if ok(status) {
-        if let Some(what) = unsafe { memcpy_node(copy) } {
-            unsafe { added(call, node, graph, deps, num_deps, what, None) };
-        }
-    }
-    status
-}
-
-pub unsafe fn graph_add_memset_node(
-    call: &Call,
-    real: real::graph_add_memset_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    params: *const MemsetNodeParams,
-    ctx: CUcontext,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, params, ctx) };
-    if ok(status) {
-        if let Some(what) = unsafe { memset_node(params) } {
-            unsafe { added(call, node, graph, deps, num_deps, what, None) };
-        }
-    }
-    status
-}
-
-pub unsafe fn graph_add_host_node(
-    call: &Call,
-    real: real::graph_add_host_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    params: *const CUDA_HOST_NODE_PARAMS,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, params) };
-    if ok(status) {
-        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), None) };
-    }
-    status
-}
-
-pub unsafe fn graph_add_empty_node(
-    call: &Call,
-    real: real::graph_add_empty_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps) };
-    if ok(status) {
-        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), None) };
-    }
-    status
-}
-
-pub unsafe fn graph_add_child_graph_node(
-    call: &Call,
-    real: real::graph_add_child_graph_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    child: CUgraph,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, child) };
-    if ok(status) {
-        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Empty, None), Some(child)) };
-    }
-    status
-}
-
-pub unsafe fn graph_add_event_record_node(
-    call: &Call,
-    real: real::graph_add_event_record_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    event: CUevent,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, event) };
-    if ok(status) {
-        unsafe {
-            added(call, node, graph, deps, num_deps, (NodeKind::RecordEvent { event: event as u64 }, None), None)
-        };
-    }
-    status
-}
-
-pub unsafe fn graph_add_event_wait_node(
-    call: &Call,
-    real: real::graph_add_event_wait_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    event: CUevent,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, event) };
-    if ok(status) {
-        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::WaitEvent { event: event as u64 }, None), None) };
-    }
-    status
-}
-
-/// The driver chooses the address (in `params.dptr`) when the node is added; the memory is
-/// the graph's from then on, allocated by the node at each launch.
-pub unsafe fn graph_add_mem_alloc_node(
-    call: &Call,
-    real: real::graph_add_mem_alloc_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    params: *mut MemAllocNodeParams,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, params) };
+add_nodes! {
+    graph_add_kernel_node(call, params: *const KernelNodeParams) => unsafe { NodeParams::node(call, params) };
+    graph_add_memcpy_node(call, copy: *const Memcpy3D, ctx: CUcontext) => unsafe { NodeParams::node(call, copy) };
+    graph_add_memset_node(call, set: *const MemsetNodeParams, ctx: CUcontext) => unsafe { NodeParams::node(call, set) };
+    graph_add_host_node(call, params: *const CUDA_HOST_NODE_PARAMS) => Some((NodeKind::Empty, None));
+    graph_add_empty_node(call) => Some((NodeKind::Empty, None));
+    graph_add_child_graph_node(call, child: CUgraph) => Some((NodeKind::Empty, None)), embeds child;
+    graph_add_event_record_node(call, event: CUevent) => Some((NodeKind::RecordEvent { event: event as u64 }, None));
+    graph_add_event_wait_node(call, event: CUevent) => Some((NodeKind::WaitEvent { event: event as u64 }, None));
+    /// The driver chooses the address (in `params.dptr`) when the node is added; the memory is
+    /// the graph's from then on, allocated by the node at each launch.
     // SAFETY: the parameters the driver filled in.
-    if let (true, Some(p)) = (ok(status), unsafe { params.as_ref() }) {
-        let kind = NodeKind::Alloc { base: p.dptr, size: p.bytesize as u64, ctx: driver::current_context() };
-        unsafe { added(call, node, graph, deps, num_deps, (kind, None), None) };
-    }
-    status
+    graph_add_mem_alloc_node(call, params: *mut MemAllocNodeParams) => unsafe { params.as_ref() }.map(|p| {
+        (NodeKind::Alloc { base: p.dptr, size: p.bytesize as u64, ctx: driver::current_context() }, None)
+    });
+    graph_add_mem_free_node(call, dptr: CUdeviceptr) => Some((NodeKind::Free { base: dptr }, None));
 }
 
-pub unsafe fn graph_add_mem_free_node(
-    call: &Call,
-    real: real::graph_add_mem_free_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    dptr: CUdeviceptr,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, dptr) };
-    if ok(status) {
-        unsafe { added(call, node, graph, deps, num_deps, (NodeKind::Free { base: dptr }, None), None) };
-    }
-    status
-}
+// One handler serves batch memory operation nodes and `cuGraphAddNode`: `P` is the parameters.
+pub use {add_opaque_node as graph_add_batch_mem_op_node, add_opaque_node as graph_add_node};
 
-pub unsafe fn graph_add_batch_mem_op_node(
+/// A node whose parameters do not say what it touches: the model stops following the graph.
+pub unsafe fn add_opaque_node<P>(
     _call: &Call,
-    real: real::graph_add_batch_mem_op_node,
+    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, P) -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
     num_deps: usize,
-    params: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
-) -> CUresult {
-    let status = unsafe { real(node, graph, deps, num_deps, params) };
-    if ok(status) {
-        model().graph_opaque_node_added(graph as u64);
-    }
-    status
-}
-
-pub unsafe fn graph_add_node(
-    _call: &Call,
-    real: real::graph_add_node,
-    node: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    params: *mut CUgraphNodeParams,
+    params: P,
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, params) };
     if ok(status) {
@@ -327,67 +195,32 @@ unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode
     model().graph_edges(graph as u64, &from, &to, add);
 }
 
-pub unsafe fn graph_add_dependencies(
-    _call: &Call,
-    real: real::graph_add_dependencies,
-    graph: CUgraph,
-    from: *const CUgraphNode,
-    to: *const CUgraphNode,
-    num: usize,
-) -> CUresult {
-    let status = unsafe { real(graph, from, to, num) };
-    if ok(status) {
-        unsafe { edges(graph, from, to, num, true) };
-    }
-    status
+/// `cuGraphAddDependencies` and `cuGraphRemoveDependencies`, with edge data (`_v2`) or
+/// without: the edges told once the driver changed them.
+macro_rules! dependencies {
+    ($family:ident, add: $add:literal $(, $edge_data:ident)?) => {
+        pub unsafe fn $family(
+            _call: &Call,
+            real: real::$family,
+            graph: CUgraph,
+            from: *const CUgraphNode,
+            to: *const CUgraphNode,
+            $($edge_data: *const CUgraphEdgeData,)?
+            num: usize,
+        ) -> CUresult {
+            let status = unsafe { real(graph, from, to, $($edge_data,)? num) };
+            if ok(status) {
+                unsafe { edges(graph, from, to, num, $add) };
+            }
+            status
+        }
+    };
 }
 
-pub unsafe fn graph_add_dependencies_v2(
-    _call: &Call,
-    real: real::graph_add_dependencies_v2,
-    graph: CUgraph,
-    from: *const CUgraphNode,
-    to: *const CUgraphNode,
-    edge_data: *const CUgraphEdgeData,
-    num: usize,
-) -> CUresult {
-    let status = unsafe { real(graph, from, to, edge_data, num) };
-    if ok(status) {
-        unsafe { edges(graph, from, to, num, true) };
-    }
-    status
-}
-
-pub unsafe fn graph_remove_dependencies(
-    _call: &Call,
-    real: real::graph_remove_dependencies,
-    graph: CUgraph,
-    from: *const CUgraphNode,
-    to: *const CUgraphNode,
-    num: usize,
-) -> CUresult {
-    let status = unsafe { real(graph, from, to, num) };
-    if ok(status) {
-        unsafe { edges(graph, from, to, num, false) };
-    }
-    status
-}
-
-pub unsafe fn graph_remove_dependencies_v2(
-    _call: &Call,
-    real: real::graph_remove_dependencies_v2,
-    graph: CUgraph,
-    from: *const CUgraphNode,
-    to: *const CUgraphNode,
-    edge_data: *const CUgraphEdgeData,
-    num: usize,
-) -> CUresult {
-    let status = unsafe { real(graph, from, to, edge_data, num) };
-    if ok(status) {
-        unsafe { edges(graph, from, to, num, false) };
-    }
-    status
-}
+dependencies!(graph_add_dependencies, add: true);
+dependencies!(graph_add_dependencies_v2, add: true, edge_data);
+dependencies!(graph_remove_dependencies, add: false);
+dependencies!(graph_remove_dependencies_v2, add: false, edge_data);
 
 pub unsafe fn graph_destroy_node(_call: &Call, real: real::graph_destroy_node, node: CUgraphNode) -> CUresult {
     let status = unsafe { real(node) };
@@ -397,40 +230,20 @@ pub unsafe fn graph_destroy_node(_call: &Call, real: real::graph_destroy_node, n
     status
 }
 
-pub unsafe fn graph_kernel_node_set_params(
+// One handler serves kernel, memcpy and memset nodes alike: `P` is the node's parameters.
+pub use {
+    node_set_params as graph_kernel_node_set_params, node_set_params as graph_memcpy_node_set_params,
+    node_set_params as graph_memset_node_set_params,
+};
+
+pub unsafe fn node_set_params<P: NodeParams>(
     call: &Call,
-    real: real::graph_kernel_node_set_params,
+    real: unsafe extern "C" fn(CUgraphNode, *const P) -> CUresult,
     node: CUgraphNode,
-    params: *const KernelNodeParams,
+    params: *const P,
 ) -> CUresult {
     let status = unsafe { real(node, params) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { kernel_node(call, params) }) {
-        model().graph_node_params(node as u64, kind, kernel);
-    }
-    status
-}
-
-pub unsafe fn graph_memcpy_node_set_params(
-    _call: &Call,
-    real: real::graph_memcpy_node_set_params,
-    node: CUgraphNode,
-    copy: *const Memcpy3D,
-) -> CUresult {
-    let status = unsafe { real(node, copy) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { memcpy_node(copy) }) {
-        model().graph_node_params(node as u64, kind, kernel);
-    }
-    status
-}
-
-pub unsafe fn graph_memset_node_set_params(
-    _call: &Call,
-    real: real::graph_memset_node_set_params,
-    node: CUgraphNode,
-    params: *const MemsetNodeParams,
-) -> CUresult {
-    let status = unsafe { real(node, params) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { memset_node(params) }) {
+    if let (true, Some((kind, kernel))) = (ok(status), unsafe { P::node(call, params) }) {
         model().graph_node_params(node as u64, kind, kernel);
     }
     status
@@ -444,37 +257,29 @@ pub unsafe fn graph_exec_kernel_node_set_params(
     params: *const KernelNodeParams,
 ) -> CUresult {
     let status = unsafe { real(exec, node, params) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { kernel_node(call, params) }) {
+    if let (true, Some((kind, kernel))) = (ok(status), unsafe { NodeParams::node(call, params) }) {
         model().exec_node_params(exec as u64, node as u64, kind, kernel);
     }
     status
 }
 
-pub unsafe fn graph_exec_memcpy_node_set_params(
-    _call: &Call,
-    real: real::graph_exec_memcpy_node_set_params,
-    exec: CUgraphExec,
-    node: CUgraphNode,
-    copy: *const Memcpy3D,
-    ctx: CUcontext,
-) -> CUresult {
-    let status = unsafe { real(exec, node, copy, ctx) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { memcpy_node(copy) }) {
-        model().exec_node_params(exec as u64, node as u64, kind, kernel);
-    }
-    status
-}
+// One handler serves memcpy and memset nodes alike: `P` is the node's parameters.
+pub use {
+    exec_node_set_params_in_context as graph_exec_memcpy_node_set_params,
+    exec_node_set_params_in_context as graph_exec_memset_node_set_params,
+};
 
-pub unsafe fn graph_exec_memset_node_set_params(
-    _call: &Call,
-    real: real::graph_exec_memset_node_set_params,
+/// A memcpy or memset node of an executable graph, which names the context it runs in.
+pub unsafe fn exec_node_set_params_in_context<P: NodeParams>(
+    call: &Call,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const P, CUcontext) -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
-    params: *const MemsetNodeParams,
+    params: *const P,
     ctx: CUcontext,
 ) -> CUresult {
     let status = unsafe { real(exec, node, params, ctx) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { memset_node(params) }) {
+    if let (true, Some((kind, kernel))) = (ok(status), unsafe { P::node(call, params) }) {
         model().exec_node_params(exec as u64, node as u64, kind, kernel);
     }
     status

@@ -1,20 +1,7 @@
-//! Kernels: what a launch's parameters say about the memory it touches.
-//!
-//! A kernel's parameter layout comes from `cuFuncGetParamInfo`, or `cuKernelGetParamInfo`
-//! for the `CUkernel` handles cudart passes where a `CUfunction` is declared (the `cuFunc*`
-//! query fails with CUDA_ERROR_INVALID_HANDLE on them). Its name comes from the call that
-//! made the handle (`cuModuleGetFunction`, `cuLibraryGetKernel`) or from `cuFuncGetName` /
-//! `cuKernelGetName`; a parameter declared pointer-to-const in the demangled name is read
-//! only. Both are cached per handle, and forgotten when code is unloaded or a context
-//! destroyed: the driver hands the same handle values out again, for other kernels (XLA's
-//! autotuner loads and unloads hundreds of modules).
-//!
-//! Every 8-byte-aligned word of the parameter buffer that falls where buffers live is an
-//! access of the single byte it points at (`docs/semantics.md#kernel-launches`): a read through a
-//! pointer-to-const parameter, read-write through another pointer parameter, of unknown
-//! direction when the kernel's name gives no parameter types or the word sits inside a
-//! by-value structure. A word of a by-value structure that once held data is not read as a
-//! pointer again ([`StaleWords`]).
+//! Kernels: what a launch's parameters say about the memory it touches. Every 8-byte-aligned
+//! word of the parameters that falls where buffers live is an access of the byte it points
+//! at, its direction from the parameter's type in the kernel's demangled name; a word of a
+//! by-value structure that once held data is not read as a pointer again ([`StaleWords`]).
 
 use core::ffi::{c_char, c_void, CStr};
 use std::cell::RefCell;
@@ -72,12 +59,12 @@ impl KernelInfo {
 /// A by-value structure may carry bytes the program never wrote for this launch: PyTorch's
 /// `OffsetCalculator` fills only the dimensions a tensor has and leaves the rest of its
 /// arrays as the host stack left them, and that is often the address of a tensor of an
-/// earlier call. Such a stale address is no access of this launch, and once such a word
-/// had met fresh memory the model learnt it as an output ([`streamsan::model::direction`])
-/// and saw every later launch write through it (the side-stream prefetcher's false RAW,
-/// issue 17). A real pointer field holds a pointer, or null, at every launch; a word that
-/// once held anything else (a size, a stride, a host address, stack garbage) is data, and
-/// an address found in it later is taken as stale. What this can miss: a field that holds
+/// earlier call. Such a stale address is no access of this launch: read as one, it would
+/// meet fresh memory, be learnt as an output ([`streamsan::model::direction`]) and have every
+/// later launch write through it (a false RAW with a side-stream prefetcher). A real pointer
+/// field holds a pointer, or null, at every launch; a word that once held anything else (a
+/// size, a stride, a host address, stack garbage) is data, and an address found in it later
+/// is taken as stale. What this can miss: a field that holds
 /// a buffer's address at some launches and other data at others (a union).
 #[derive(Debug, Default)]
 struct StaleWords(Box<[AtomicU64]>);
@@ -178,8 +165,7 @@ thread_local! {
 /// `cuKernelGetFunction`: the function handle stands for the kernel. PyTorch asks before
 /// many launches, for the same pair every time: that changes nothing, and a thread that
 /// was told the pair since anything was learnt or forgotten ([`GENERATION`]) only looks at
-/// its own memory, not the shared maps (with a copy of the kernel's name): on the H100
-/// about 55 ns a call in the shim instead of 110 (`reports/gpu/kernel-get-function/`).
+/// its own memory, not the shared maps (with a copy of the kernel's name).
 pub fn function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     let generation = GENERATION.load(Ordering::Acquire);
     let told = |answers: &RefCell<streamsan::thread_cache::ThreadCache<usize, usize, 512>>| {

@@ -1,12 +1,6 @@
-//! Kernel launches, host functions and stream callbacks.
-//!
-//! A launch's accesses come from its parameters ([`super::kernels`]), read after the real
-//! call, or before it in `footprint=learn` so that the footprint engine ([`footprint`]) can
-//! be told whether to measure it; a measured launch is told to the model at once and
-//! checked when its footprint is read, a launch whose footprint was learnt is checked with
-//! that. Other launches wait in the model's batch ([`super::batch`]). A host function is
-//! wrapped: the driver runs the shim's trampoline, which orders the host after the
-//! function's place in its stream, then calls the program's function with its own data.
+//! Kernel launches, host functions and stream callbacks. A launch's accesses come from its
+//! parameters ([`super::kernels`]) or its measured or learnt footprint ([`footprint`]); a host
+//! function runs through a trampoline that orders the host after its place in its stream.
 
 use core::ffi::{c_uint, c_void};
 use std::cell::RefCell;
@@ -24,7 +18,7 @@ use super::batch;
 use super::call::{ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
 use super::{footprint, kernels};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
 
@@ -250,13 +244,13 @@ struct HostFunc {
 /// Runs the program's host function on the driver's thread. The function may end that thread
 /// with a forced unwind (CPython's `pthread_exit` of a thread that takes the GIL while the
 /// interpreter finalizes), which passes through this frame as through the driver's alone
-/// only while nothing here has a destructor to run (tests/faults.rs,
+/// only while nothing here has a destructor to run (the test
 /// `a_host_function_that_ends_its_thread_ends_it_as_without_streamsan`).
 unsafe extern "C" fn run_host_func(data: *mut c_void) {
     // SAFETY: `data` is the HostFunc boxed by launch_host_func.
     let host_func = unsafe { &*(data as *const HostFunc) };
     model().host_func_ran(&host_func.callback);
-    host_guard::after_call(false);
+    host_races::after_call(false);
     unsafe { (host_func.func)(host_func.user_data) };
     // A captured function runs at every launch of its graph: keep it.
     if !host_func.callback.captured() {
@@ -297,7 +291,7 @@ unsafe extern "C" fn run_stream_callback(stream: CUstream, status: CUresult, dat
     // SAFETY: `data` is the StreamCallback boxed by stream_add_callback.
     let wrapped = unsafe { Box::from_raw(data as *mut StreamCallback) };
     model().host_func_ran(&wrapped.ordering);
-    host_guard::after_call(false);
+    host_races::after_call(false);
     let (callback, user_data) = (wrapped.callback, wrapped.user_data);
     drop(wrapped);
     unsafe { callback(stream, status, user_data) };

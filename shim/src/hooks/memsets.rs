@@ -1,8 +1,6 @@
 //! Memsets: the bytes they write. A synchronous memset of pinned host or managed memory
 //! makes the host wait for it; of device memory, it does not.
 
-use core::ffi::{c_uchar, c_uint, c_ushort};
-
 use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
@@ -14,7 +12,7 @@ use super::batch;
 use super::call::{default_stream, ok, origin, stream};
 use super::copies::MAX_ROWS;
 use super::model::{unsettled, with_accesses};
-use crate::intercept::variants::{real, Call};
+use crate::intercept::variants::Call;
 
 /// A memset of `rows` rows of `row_bytes` bytes, `pitch` apart, from `dst`.
 fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, rows: usize, synchronous: bool) {
@@ -49,188 +47,77 @@ pub(super) fn push_set_accesses(out: &mut Vec<Access>, dst: u64, pitch: usize, r
     }
 }
 
-pub unsafe fn memset_d8(
+// One handler per shape serves the 8-, 16- and 32-bit families alike: `V` is the element.
+pub use {memset as memset_d8, memset as memset_d16, memset as memset_d32};
+
+/// `count` elements from `dst`.
+pub unsafe fn memset<V>(
     call: &Call,
-    real: real::memset_d8,
+    real: unsafe extern "C" fn(CUdeviceptr, V, usize) -> CUresult,
     dst: CUdeviceptr,
-    value: c_uchar,
+    value: V,
     count: usize,
 ) -> CUresult {
     let status = unsafe { real(dst, value, count) };
     if ok(status) {
-        set(call, default_stream(call), dst, 0, count, 1, true);
+        set(call, default_stream(call), dst, 0, count * size_of::<V>(), 1, true);
     }
     status
 }
 
-pub unsafe fn memset_d16(
-    call: &Call,
-    real: real::memset_d16,
-    dst: CUdeviceptr,
-    value: c_ushort,
-    count: usize,
-) -> CUresult {
-    let status = unsafe { real(dst, value, count) };
-    if ok(status) {
-        set(call, default_stream(call), dst, 0, count * 2, 1, true);
-    }
-    status
-}
+pub use {memset_2d as memset_d2d8, memset_2d as memset_d2d16, memset_2d as memset_d2d32};
 
-pub unsafe fn memset_d32(
+/// `height` rows of `width` elements, `pitch` bytes apart, from `dst`.
+pub unsafe fn memset_2d<V>(
     call: &Call,
-    real: real::memset_d32,
-    dst: CUdeviceptr,
-    value: c_uint,
-    count: usize,
-) -> CUresult {
-    let status = unsafe { real(dst, value, count) };
-    if ok(status) {
-        set(call, default_stream(call), dst, 0, count * 4, 1, true);
-    }
-    status
-}
-
-pub unsafe fn memset_d2d8(
-    call: &Call,
-    real: real::memset_d2d8,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, V, usize, usize) -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: c_uchar,
+    value: V,
     width: usize,
     height: usize,
 ) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height) };
     if ok(status) {
-        set(call, default_stream(call), dst, pitch, width, height, true);
+        set(call, default_stream(call), dst, pitch, width * size_of::<V>(), height, true);
     }
     status
 }
 
-pub unsafe fn memset_d2d16(
-    call: &Call,
-    real: real::memset_d2d16,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-) -> CUresult {
-    let status = unsafe { real(dst, pitch, value, width, height) };
-    if ok(status) {
-        set(call, default_stream(call), dst, pitch, width * 2, height, true);
-    }
-    status
-}
+pub use {memset_async as memset_d8_async, memset_async as memset_d16_async, memset_async as memset_d32_async};
 
-pub unsafe fn memset_d2d32(
+pub unsafe fn memset_async<V>(
     call: &Call,
-    real: real::memset_d2d32,
+    real: unsafe extern "C" fn(CUdeviceptr, V, usize, CUstream) -> CUresult,
     dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-) -> CUresult {
-    let status = unsafe { real(dst, pitch, value, width, height) };
-    if ok(status) {
-        set(call, default_stream(call), dst, pitch, width * 4, height, true);
-    }
-    status
-}
-
-pub unsafe fn memset_d8_async(
-    call: &Call,
-    real: real::memset_d8_async,
-    dst: CUdeviceptr,
-    value: c_uchar,
+    value: V,
     count: usize,
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(dst, value, count, h_stream) };
     if ok(status) {
-        set(call, stream(call, h_stream), dst, 0, count, 1, false);
+        set(call, stream(call, h_stream), dst, 0, count * size_of::<V>(), 1, false);
     }
     status
 }
 
-pub unsafe fn memset_d16_async(
-    call: &Call,
-    real: real::memset_d16_async,
-    dst: CUdeviceptr,
-    value: c_ushort,
-    count: usize,
-    h_stream: CUstream,
-) -> CUresult {
-    let status = unsafe { real(dst, value, count, h_stream) };
-    if ok(status) {
-        set(call, stream(call, h_stream), dst, 0, count * 2, 1, false);
-    }
-    status
-}
+pub use {
+    memset_2d_async as memset_d2d8_async, memset_2d_async as memset_d2d16_async, memset_2d_async as memset_d2d32_async,
+};
 
-pub unsafe fn memset_d32_async(
+pub unsafe fn memset_2d_async<V>(
     call: &Call,
-    real: real::memset_d32_async,
-    dst: CUdeviceptr,
-    value: c_uint,
-    count: usize,
-    h_stream: CUstream,
-) -> CUresult {
-    let status = unsafe { real(dst, value, count, h_stream) };
-    if ok(status) {
-        set(call, stream(call, h_stream), dst, 0, count * 4, 1, false);
-    }
-    status
-}
-
-pub unsafe fn memset_d2d8_async(
-    call: &Call,
-    real: real::memset_d2d8_async,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, V, usize, usize, CUstream) -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: c_uchar,
+    value: V,
     width: usize,
     height: usize,
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
     if ok(status) {
-        set(call, stream(call, h_stream), dst, pitch, width, height, false);
-    }
-    status
-}
-
-pub unsafe fn memset_d2d16_async(
-    call: &Call,
-    real: real::memset_d2d16_async,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_ushort,
-    width: usize,
-    height: usize,
-    h_stream: CUstream,
-) -> CUresult {
-    let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
-    if ok(status) {
-        set(call, stream(call, h_stream), dst, pitch, width * 2, height, false);
-    }
-    status
-}
-
-pub unsafe fn memset_d2d32_async(
-    call: &Call,
-    real: real::memset_d2d32_async,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: c_uint,
-    width: usize,
-    height: usize,
-    h_stream: CUstream,
-) -> CUresult {
-    let status = unsafe { real(dst, pitch, value, width, height, h_stream) };
-    if ok(status) {
-        set(call, stream(call, h_stream), dst, pitch, width * 4, height, false);
+        set(call, stream(call, h_stream), dst, pitch, width * size_of::<V>(), height, false);
     }
     status
 }

@@ -1,28 +1,11 @@
-//! What calls mean: the third layer, between the call sites below and the process life
-//! above. It tells the process's [`model`] what each intercepted call did.
-//!
-//! Here the exported hooks are made ([`crate::intercept::exports`] gives their shape), each
-//! calling the handler of its family. A handler receives the call, the real driver function
-//! (typed by the table, [`real`]) and the caller's arguments; it calls the real function exactly once, with exactly those arguments, and returns its
-//! status unchanged. Around that call it tells the model what happened: after a successful
-//! call for most families; before the call for frees (so that no other thread can be handed
-//! the freed address before the model knows) and for host functions (which a driver may run
-//! before the call returns).
+//! What calls mean: the exported hooks, each calling its family's handler, which calls the
+//! real driver function exactly once with the caller's arguments, returns its status
+//! unchanged and tells the process's [`model`] what the call did. A family without a handler
+//! in one of the topic modules keeps the plain forwarder generated in `forward`.
 //!
 //! Safety, for every handler: the arguments are the caller's, as it gave them to the
 //! driver's entry point, and the handler reads through them only what the driver's
 //! documentation says the driver reads, after the driver accepted the call.
-//!
-//! Every family starts as a plain forwarder (generated in `forward`, glob-imported
-//! below). A family gets its meaning by defining a handler of the same name in one of the
-//! topic modules, which shadows the forwarder; every handler reads its call through
-//! [`call`] (status, origin, stream), the bottom of this layer. Launches, asynchronous
-//! memsets and copies, event records and stream waits reach the model through [`batch`],
-//! which tells it of them in a row. [`kernels`] reads a launch's parameters; [`footprint`]
-//! measures what launches touch (`footprint=exact|learn`); [`annotate`] is the program's
-//! own declaration of memory the driver does not see. Copies in flight are told to the
-//! host-race guard below ([`crate::host_guard`]), which every exported hook lets mark the
-//! call ([`before_call`]) and look at the host's clock last ([`after_call`]).
 
 use streamsan_driver_api::*;
 
@@ -114,6 +97,6 @@ pub use streams::{
     wait_external_semaphores,
 };
 
-pub use crate::host_guard::{after_call, before_call};
+pub use crate::host_races::{after_call, before_call};
 
 driver_api!(export_hooks);

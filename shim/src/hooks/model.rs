@@ -1,9 +1,5 @@
-//! The happens-before model of this process: the one the handlers tell what calls did.
-//!
-//! It is made on first use, which may come before the library's constructor ran (a library
-//! constructor of the program calling the driver). Races go to the sink that the process
-//! life installs ([`install_sink`]); until then the model keeps them, and the process life
-//! hands those to the sink when it installs it.
+//! The happens-before model of this process, which the handlers tell what calls did: made on
+//! first use, its races kept until the process life installs their sink ([`install_sink`]).
 
 use std::cell::Cell;
 use std::sync::OnceLock;

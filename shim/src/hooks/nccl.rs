@@ -1,17 +1,7 @@
 //! NCCL collectives and point-to-point calls: each is an operation on its stream that reads
-//! its send buffer and writes its receive buffer (`docs/semantics.md#collectives-nccl`).
-//!
-//! The byte ranges are exact: `count` elements of `datatype`, times the communicator's rank
-//! count where the call says so (the receive buffer of an all-gather, the send buffer of a
-//! reduce-scatter), and only on the rank that uses a buffer (the root's send buffer of a
-//! broadcast, its receive buffer of a reduce). In-place calls touch what NCCL touches: the
-//! root of an in-place broadcast only reads, the rank's own block of an in-place all-gather is
-//! not written.
-//!
-//! Calls between `ncclGroupStart` and `ncclGroupEnd` are issued when the outermost
-//! `ncclGroupEnd` returns, in call order, as NCCL issues them: their place on their streams is
-//! after whatever the program put there meanwhile. Groups are per host thread, as in NCCL.
-//! A non-blocking communicator's `ncclInProgress` counts as issued.
+//! its send buffer and writes its receive buffer, the exact bytes NCCL touches on this rank
+//! (`docs/semantics.md#collectives-nccl`). Calls in a group are issued when the outermost
+//! `ncclGroupEnd` returns, in call order, as NCCL issues them.
 
 use core::ffi::{c_int, c_void};
 use std::cell::RefCell;
@@ -165,11 +155,9 @@ fn accepted(status: NcclResult) -> bool {
     status == NCCL_SUCCESS || status == NCCL_IN_PROGRESS
 }
 
-/// A call NCCL accepted: issued now, or at the end of the thread's group.
-#[allow(clippy::too_many_arguments)]
-fn called(
-    call: &NcclCall,
-    shape: Shape,
+/// A collective's arguments by what they are, read from the table's argument names
+/// (`argument!`); those a call does not take stay null or 0.
+struct Args {
     send: *const c_void,
     recv: *mut c_void,
     count: usize,
@@ -177,22 +165,97 @@ fn called(
     root: c_int,
     comm: NcclComm,
     stream: CUstream,
-) {
-    let Some(element) = datatype_size(datatype) else {
+}
+
+impl Args {
+    const NONE: Args = Args {
+        send: core::ptr::null(),
+        recv: core::ptr::null_mut(),
+        count: 0,
+        datatype: 0,
+        root: 0,
+        comm: core::ptr::null_mut(),
+        stream: core::ptr::null_mut(),
+    };
+}
+
+/// What an argument of the NCCL table is, by its name: `argument!(args, name value)`.
+/// `op` and `peer` do not change what a call touches.
+#[rustfmt::skip]
+macro_rules! argument {
+    ($args:ident, sendbuff $v:ident) => { $args.send = $v };
+    ($args:ident, recvbuff $v:ident) => { $args.recv = $v };
+    // `ncclBcast(buff, ...)` is `ncclBroadcast(buff, buff, ...)`.
+    ($args:ident, buff $v:ident) => { ($args.send, $args.recv) = ($v, $v) };
+    ($args:ident, count $v:ident) => { $args.count = $v };
+    ($args:ident, sendcount $v:ident) => { $args.count = $v };
+    ($args:ident, recvcount $v:ident) => { $args.count = $v };
+    ($args:ident, datatype $v:ident) => { $args.datatype = $v };
+    ($args:ident, root $v:ident) => { $args.root = $v };
+    ($args:ident, comm $v:ident) => { $args.comm = $v };
+    ($args:ident, stream $v:ident) => { $args.stream = $v };
+    ($args:ident, op $v:ident) => {};
+    ($args:ident, peer $v:ident) => {};
+}
+
+/// The shape of each family of the NCCL table that is a collective or point-to-point call.
+#[rustfmt::skip]
+macro_rules! shape {
+    (all_reduce) => { Shape::AllReduce };
+    (broadcast) => { Shape::Broadcast };
+    (bcast) => { Shape::Broadcast };
+    (reduce) => { Shape::Reduce };
+    (all_gather) => { Shape::AllGather };
+    (reduce_scatter) => { Shape::ReduceScatter };
+    (all_to_all) => { Shape::AllToAll };
+    (gather) => { Shape::Gather };
+    (scatter) => { Shape::Scatter };
+    (send) => { Shape::Send };
+    (recv) => { Shape::Recv };
+}
+
+/// Expands the NCCL table into the handlers of its collective and point-to-point calls:
+/// each calls NCCL, then, if NCCL accepted the call, has it issued ([`called`]). The group
+/// calls' handlers are written out below.
+macro_rules! define_handlers {
+    ($( $family:ident [$name:ident] ($($arg:ident : $ty:ty),*); )*) => {
+        $( define_handlers!(@family $family ($($arg : $ty),*)); )*
+    };
+    (@family group_start $args:tt) => {};
+    (@family group_end $args:tt) => {};
+    (@family $family:ident ($($arg:ident : $ty:ty),*)) => {
+        pub unsafe fn $family(call: &NcclCall, real: real::$family, $($arg: $ty),*) -> NcclResult {
+            // SAFETY: the caller's own arguments, passed on unchanged.
+            let status = unsafe { real($($arg),*) };
+            if accepted(status) {
+                let mut args = Args::NONE;
+                $( argument!(args, $arg $arg); )*
+                called(call, shape!($family), &args);
+            }
+            status
+        }
+    };
+}
+
+nccl_api!(define_handlers);
+
+/// A call NCCL accepted: issued now, or at the end of the thread's group.
+fn called(call: &NcclCall, shape: Shape, args: &Args) {
+    let Some(element) = datatype_size(args.datatype) else {
         return;
     };
     let collective = Collective {
         shape,
         origin: Origin { api: call.name(), thread: thread::current(), site: stack::capture() },
-        send: send as u64,
-        recv: recv as u64,
-        count: count as u64,
+        send: args.send as u64,
+        recv: args.recv as u64,
+        count: args.count as u64,
         element,
-        root,
-        comm,
+        root: args.root,
+        comm: args.comm,
         // NCCL's stream 0 is the legacy default stream: NCCL is built without per-thread
         // default streams, whatever the program was.
-        stream: stream_of_handle(stream, false),
+        stream: stream_of_handle(args.stream, false),
     };
     // Once the thread's storage is gone (exit handlers), no group is open.
     let in_group = GROUP.try_with(|group| group.borrow().depth > 0).unwrap_or(false);
@@ -201,201 +264,6 @@ fn called(
     } else {
         collective.issue();
     }
-}
-
-pub unsafe fn all_reduce(
-    call: &NcclCall,
-    real: real::all_reduce,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    op: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::AllReduce, sendbuff, recvbuff, count, datatype, 0, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn broadcast(
-    call: &NcclCall,
-    real: real::broadcast,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Broadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    }
-    status
-}
-
-/// `ncclBcast(buff, ...)` is `ncclBroadcast(buff, buff, ...)`.
-pub unsafe fn bcast(
-    call: &NcclCall,
-    real: real::bcast,
-    buff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(buff, count, datatype, root, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Broadcast, buff, buff, count, datatype, root, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn reduce(
-    call: &NcclCall,
-    real: real::reduce,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    op: c_int,
-    root: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, op, root, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Reduce, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn all_gather(
-    call: &NcclCall,
-    real: real::all_gather,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    sendcount: usize,
-    datatype: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, sendcount, datatype, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn reduce_scatter(
-    call: &NcclCall,
-    real: real::reduce_scatter,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    recvcount: usize,
-    datatype: c_int,
-    op: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn all_to_all(
-    call: &NcclCall,
-    real: real::all_to_all,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::AllToAll, sendbuff, recvbuff, count, datatype, 0, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn gather(
-    call: &NcclCall,
-    real: real::gather,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Gather, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn scatter(
-    call: &NcclCall,
-    real: real::scatter,
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, recvbuff, count, datatype, root, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Scatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn send(
-    call: &NcclCall,
-    real: real::send,
-    sendbuff: *const c_void,
-    count: usize,
-    datatype: c_int,
-    peer: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(sendbuff, count, datatype, peer, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Send, sendbuff, core::ptr::null_mut(), count, datatype, 0, comm, stream);
-    }
-    status
-}
-
-pub unsafe fn recv(
-    call: &NcclCall,
-    real: real::recv,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    peer: c_int,
-    comm: NcclComm,
-    stream: CUstream,
-) -> NcclResult {
-    let status = unsafe { real(recvbuff, count, datatype, peer, comm, stream) };
-    if accepted(status) {
-        called(call, Shape::Recv, core::ptr::null(), recvbuff, count, datatype, 0, comm, stream);
-    }
-    status
 }
 
 pub unsafe fn group_start(_call: &NcclCall, real: real::group_start) -> NcclResult {

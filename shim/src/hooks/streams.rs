@@ -6,6 +6,9 @@ use core::ffi::{c_int, c_uint};
 use streamsan_driver_api::*;
 
 use super::batch::{self, Join};
+use streamsan::model::op::Origin;
+use streamsan::model::streams::StreamRef;
+
 use super::call::{ok, origin, stream};
 use super::model::{model, unsettled};
 use crate::intercept::driver;
@@ -48,19 +51,12 @@ pub unsafe fn stream_destroy(call: &Call, real: real::stream_destroy, h_stream: 
     status
 }
 
+// `cuStreamQuery` returning success means the stream's work is done: as a synchronize.
+pub use stream_synchronize as stream_query;
+
 /// `cuStreamSynchronize`: the host joins the stream (queued in the model's batch after the
 /// work it waited for).
 pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
-    let status = unsafe { real(h_stream) };
-    if ok(status) {
-        batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
-        super::footprint::collect();
-    }
-    status
-}
-
-/// `cuStreamQuery` returning success means the stream's work is done: as a synchronize.
-pub unsafe fn stream_query(call: &Call, real: real::stream_query, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
         batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
@@ -121,12 +117,17 @@ pub unsafe fn stream_end_capture(
     status
 }
 
-pub unsafe fn stream_wait_value_32(
+// One handler serves the 32- and 64-bit families alike: `V` is the value.
+pub use {wait_value as stream_wait_value_32, wait_value as stream_wait_value_64};
+pub use {write_value as stream_write_value_32, write_value as stream_write_value_64};
+
+/// The stream waits for a value at `addr`: it is ordered after the last value written there.
+pub unsafe fn wait_value<V>(
     call: &Call,
-    real: real::stream_wait_value_32,
+    real: unsafe extern "C" fn(CUstream, CUdeviceptr, V, c_uint) -> CUresult,
     h_stream: CUstream,
     addr: CUdeviceptr,
-    value: u32,
+    value: V,
     flags: c_uint,
 ) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
@@ -136,47 +137,18 @@ pub unsafe fn stream_wait_value_32(
     status
 }
 
-pub unsafe fn stream_wait_value_64(
+/// The stream writes a value of `V`'s size at `addr`.
+pub unsafe fn write_value<V>(
     call: &Call,
-    real: real::stream_wait_value_64,
+    real: unsafe extern "C" fn(CUstream, CUdeviceptr, V, c_uint) -> CUresult,
     h_stream: CUstream,
     addr: CUdeviceptr,
-    value: u64,
+    value: V,
     flags: c_uint,
 ) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
-        model().wait_value(stream(call, h_stream), addr, &origin(call));
-    }
-    status
-}
-
-pub unsafe fn stream_write_value_32(
-    call: &Call,
-    real: real::stream_write_value_32,
-    h_stream: CUstream,
-    addr: CUdeviceptr,
-    value: u32,
-    flags: c_uint,
-) -> CUresult {
-    let status = unsafe { real(h_stream, addr, value, flags) };
-    if ok(status) {
-        model().write_value(stream(call, h_stream), addr, 4, &origin(call));
-    }
-    status
-}
-
-pub unsafe fn stream_write_value_64(
-    call: &Call,
-    real: real::stream_write_value_64,
-    h_stream: CUstream,
-    addr: CUdeviceptr,
-    value: u64,
-    flags: c_uint,
-) -> CUresult {
-    let status = unsafe { real(h_stream, addr, value, flags) };
-    if ok(status) {
-        model().write_value(stream(call, h_stream), addr, 8, &origin(call));
+        model().write_value(stream(call, h_stream), addr, size_of::<V>() as u64, &origin(call));
     }
     status
 }
@@ -209,13 +181,23 @@ pub unsafe fn stream_batch_mem_op(
     status
 }
 
-/// The handles of an external-semaphore call.
-unsafe fn semaphores<'a>(sems: *const CUexternalSemaphore, count: c_uint) -> &'a [CUexternalSemaphore] {
-    if sems.is_null() {
-        return &[];
+/// After an external-semaphore call: if the driver succeeded, `tell` for each semaphore, on
+/// the call's stream.
+unsafe fn each_semaphore(
+    call: &Call,
+    status: CUresult,
+    sems: *const CUexternalSemaphore,
+    count: c_uint,
+    h_stream: CUstream,
+    tell: impl Fn(StreamRef, u64, &Origin),
+) -> CUresult {
+    if ok(status) && !sems.is_null() {
+        // SAFETY: `count` handles, accepted by the driver.
+        for &sem in unsafe { core::slice::from_raw_parts(sems, count as usize) } {
+            tell(stream(call, h_stream), sem as u64, &origin(call));
+        }
     }
-    // SAFETY: `count` handles, accepted by the driver.
-    unsafe { core::slice::from_raw_parts(sems, count as usize) }
+    status
 }
 
 /// `cuSignalExternalSemaphoresAsync`: each semaphore is signalled after the stream's work so
@@ -229,12 +211,8 @@ pub unsafe fn signal_external_semaphores(
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(sems, params, count, h_stream) };
-    if ok(status) {
-        for &sem in unsafe { semaphores(sems, count) } {
-            model().event_record(sem as u64, stream(call, h_stream), false, &origin(call));
-        }
-    }
-    status
+    let record = |on, sem, origin: &Origin| model().event_record(sem, on, false, origin);
+    unsafe { each_semaphore(call, status, sems, count, h_stream, record) }
 }
 
 /// `cuWaitExternalSemaphoresAsync`: the stream waits for each semaphore's last signal, as on
@@ -249,10 +227,6 @@ pub unsafe fn wait_external_semaphores(
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(sems, params, count, h_stream) };
-    if ok(status) {
-        for &sem in unsafe { semaphores(sems, count) } {
-            model().stream_wait_event(stream(call, h_stream), sem as u64, &origin(call));
-        }
-    }
-    status
+    let wait = |on, sem, origin: &Origin| model().stream_wait_event(on, sem, origin);
+    unsafe { each_semaphore(call, status, sems, count, h_stream, wait) }
 }

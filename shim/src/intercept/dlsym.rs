@@ -1,16 +1,7 @@
-//! The interposed `dlsym`.
-//!
-//! `dlsym(handle, name)` on the driver's handle searches only the driver and its
-//! dependencies, never the preloaded shim, so cudart, PyTorch, cuBLAS and XLA would bypass
-//! the exported hooks. This `dlsym` answers a hooked driver or NCCL name with its hook
-//! (a `dlopen`ed `libnccl.so.2` is searched the same way) and passes
-//! every other lookup on to glibc's `dlsym` by a *tail call*: glibc resolves `RTLD_NEXT`
-//! and `$ORIGIN`-relative lookups by the return address of its caller, which must remain
-//! the original caller's. Hence the few lines of assembly.
-//!
-//! The decision allocates nothing, takes no lock and never calls the public `dlsym`: it
-//! may run inside a library constructor, while glibc holds its loader lock, on several
-//! threads at once.
+//! The interposed `dlsym`: a hooked driver or NCCL name is answered with its hook, whatever
+//! handle it was looked up in; every other lookup goes to glibc's `dlsym` by a tail call, so
+//! that glibc sees the original caller's return address. It allocates nothing and takes no
+//! lock: it may run inside a library constructor, under glibc's loader lock.
 
 use core::ffi::{c_char, c_void, CStr};
 

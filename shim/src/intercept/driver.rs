@@ -1,11 +1,6 @@
-//! The real CUDA driver: loaded once, looked up without re-entering our own `dlsym`.
-//!
-//! The shim never calls the public `dlsym` (it is interposed by [`super::dlsym`]); it
-//! calls glibc's, found with `dlvsym`. The driver is `libcuda.so.1`, or the file named by
-//! `STREAMSAN_REAL_LIBCUDA`, opened on first need. Nothing here blocks: the handle and
-//! every resolved function are published with compare-and-swap, so that a `dlsym` or a
-//! driver call made from a library constructor while another thread loads the driver can
-//! neither deadlock nor recurse.
+//! The real CUDA driver (`libcuda.so.1`, or `STREAMSAN_REAL_LIBCUDA`), opened on first need
+//! and looked up with glibc's own `dlsym`, never the interposed one. The handle and every
+//! resolved function are published with compare-and-swap: nothing here blocks or recurses.
 
 use core::ffi::{c_char, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -139,12 +134,17 @@ static REAL: [AtomicPtr<c_void>; VARIANT_COUNT] = [const { AtomicPtr::new(core::
 /// The real driver's function behind an exported name, resolved once.
 #[inline]
 pub fn real_function(variant: Variant) -> Option<*mut c_void> {
-    let slot = &REAL[variant as usize];
+    resolved_once(&REAL[variant as usize], || lookup(VARIANTS[variant as usize].name))
+}
+
+/// The function in `slot`, else the one `lookup` finds, kept in `slot` if there is one.
+#[inline]
+pub fn resolved_once(slot: &AtomicPtr<c_void>, lookup: impl FnOnce() -> *mut c_void) -> Option<*mut c_void> {
     let f = slot.load(Ordering::Acquire);
     if !f.is_null() {
         return Some(f);
     }
-    let f = lookup(VARIANTS[variant as usize].name);
+    let f = lookup();
     if f.is_null() {
         return None;
     }

@@ -1,15 +1,6 @@
-//! Parts of the shim a program can leave out while it runs, to measure what each costs it.
-//!
-//! Real programs on the GPU machine move by more from one process to the next (the cores
-//! switch between two speeds, the native processes of one run differ by up to 40%) than
-//! streamsan costs them, so comparing processes resolves a few percent only after many
-//! rounds, and the parts of a launch not at all. A program that flips parts off and on from
-//! one step to the next, in a shuffled order, compares them under the same process, the same
-//! memory and the same machine minute (`tests/gpu/perf/programs.py`'s `STREAMSAN_TOGGLE`,
-//! `tests/gpu/perf/toggle.py`; `reports/gpu/launch-parts/`).
-//!
-//! Only in a shim built with the `experiments` feature: the shim streamsan ships has none of
-//! this, and in it [`leaves_out`] is a constant `false` the compiler removes.
+//! Parts of the shim a program can leave out while it runs, to measure what each costs it
+//! within one process. Only with the `experiments` feature: in the shim streamsan ships,
+//! [`leaves_out`] is a constant `false` the compiler removes.
 
 /// Every launch entry point calls the driver and nothing else.
 pub const FORWARD_LAUNCHES: u32 = 1;
@@ -22,14 +13,7 @@ pub const NO_QUEUE: u32 = 8;
 /// Every hook but `cuGetProcAddress`'s calls the driver and nothing else (which would hand
 /// the program the driver's own functions for good).
 pub const FORWARD_ALL: u32 = 16;
-// Bits once used and not given again, so that the runs that used them keep their meaning
-// (`reports/gpu/whole-shim-in-process/`): 32 forwarded every hook but the launches'; 64 to 256
-// split those by family; 512 left a synchronize's join for the watcher's next turn; 1024 and
-// 2048 (branch `exp/decompose`) left the model's updates out and had the busy watcher nap
-// 1 ms; 4096 to 32768 (branch `overlap`, `reports/gpu/overlap/`) read launches on a helper
-// thread; 65536 (branch `ahead`, `reports/gpu/ahead/`) left out fetching a launch's lines
-// ahead; 131072 (branch `exp/twice`, `reports/gpu/twice/`) did the capture and the scan twice.
-// Each answered its question, none with a cost worth a bit of its own.
+// Bits 32 to 131072 are retired, not given again, so that recorded runs keep their meaning.
 
 /// The bits that have the hooks of the driver-API family `family` (its name in
 /// `streamsan_driver_api`'s table) call the driver alone: evaluated when the hook is built.

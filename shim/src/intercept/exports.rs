@@ -1,19 +1,6 @@
 //! The shape of an exported hook: what every intercepted call goes through before its
-//! handler sees it.
-//!
-//! [`export_hooks!`] expands the driver-API table into one exported C function per name, of
-//! that exact name and signature. Each one marks the process as a driver user
-//! ([`super::first_call`]), counts itself ([`super::stats`]), finds the real driver's
-//! function of the same name ([`super::driver`]) and hands the call, with that function
-//! typed by [`super::variants::real`], to the family's handler, which calls the real driver
-//! exactly once with the caller's arguments. Around the handler it calls `before_call` and
-//! `after_call`: the host-race guard marks the thread as inside the driver (whose own
-//! accesses to guarded pages are the call's), then looks at what the call changed for the
-//! host (it lifts the guards of the copies the host synchronized with). With
-//! `phase_times=1` the whole call is timed. A program measuring the shim may have every hook
-//! call the driver alone ([`super::experiments`]). The handlers' layer expands the macro
-//! where its handlers, `before_call` and `after_call` are in scope, so this layer names none
-//! of them; the addresses of the functions it makes are in [`super::variants::VARIANTS`].
+//! handler sees it. [`export_hooks!`] expands the driver-API table into one exported C
+//! function per name, of that exact name and signature.
 
 /// Expands the driver-API table (`driver_api!(export_hooks)`) into the exported hooks,
 /// each calling the invoking module's `before_call`, the handler named after its family

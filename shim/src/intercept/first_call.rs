@@ -1,9 +1,5 @@
-//! Whether this process has called the driver, and what its first call sets off.
-//!
-//! Every exported hook enters here first. The process life (the top layer) installs what
-//! a first call starts (the report at exit, the signal watcher) when the library is
-//! loaded; a call that comes before that (a library constructor that runs before the
-//! shim's) is remembered, and the process life starts itself when it is installed.
+//! Whether this process has called the driver, and what its first call sets off: every
+//! exported hook enters here first; the process life installs what a first call starts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

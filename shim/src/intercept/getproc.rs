@@ -1,11 +1,6 @@
-//! Answers `cuGetProcAddress` with hooks.
-//!
-//! The driver decides which variant a (symbol, version, flags) request gets: `cuCtxCreate`
-//! at 11040 is `cuCtxCreate_v3`, `cuLaunchKernel` with the per-thread flag is
-//! `cuLaunchKernel_ptsz`. The shim asks the real driver, then recognises the pointer it
-//! got back among the real functions of every hooked name and returns the hook of exactly
-//! that name, so the per-thread semantics and the ABI are the driver's own choice.
-//! Pointers it does not recognise are returned untouched.
+//! Answers `cuGetProcAddress` with hooks: the real driver chooses the variant for a (symbol,
+//! version, flags) request, and the shim returns the hook of exactly the variant whose real
+//! function the driver returned; a pointer it does not recognise goes back untouched.
 
 use core::ffi::c_void;
 use std::sync::OnceLock;

@@ -1,23 +1,13 @@
-//! How NCCL calls reach the shim: the NCCL names it exports, and the real NCCL behind them.
-//!
-//! The table is [`streamsan_driver_api::nccl_api!`]; this file is to it what
-//! [`super::variants`], [`super::exports`] and [`super::driver`] are to the driver's table:
-//! the names numbered ([`NcclVariant`], [`NCCL_VARIANTS`]), each family's C type
-//! ([`nccl_real`]), the exported hooks' shape ([`export_nccl_hooks!`]) and the real
-//! functions, found without re-entering the shim's own `dlsym`.
-//!
-//! The real NCCL is the next definition after the shim (`RTLD_NEXT`: a program or library
-//! linked with `-lnccl` loads it into the global scope), or else the `libnccl.so.2` already
-//! loaded in the process (`dlopen` with `RTLD_NOLOAD`: a `dlopen`ed NCCL, or one that an
-//! `RTLD_LOCAL` library such as `libtorch_cuda.so` brought in, is not in the global scope).
-//! The shim never loads NCCL itself: a program that calls an NCCL hook has one loaded.
+//! How NCCL calls reach the shim: the NCCL names it exports ([`streamsan_driver_api::nccl_api!`]
+//! numbered, typed and given their hooks' shape, as [`super::variants`] and [`super::exports`]
+//! do for the driver) and the real NCCL behind them, which the shim never loads itself.
 
 use core::ffi::{c_int, c_void, CStr};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::AtomicPtr;
 
 use streamsan_driver_api::*;
 
-use super::driver::{lookup_in, real_dlsym};
+use super::driver::{lookup_in, real_dlsym, resolved_once};
 
 /// What the shim knows about one exported NCCL name.
 pub struct NcclInfo {
@@ -117,17 +107,7 @@ static REAL: [AtomicPtr<c_void>; NCCL_COUNT] = [const { AtomicPtr::new(core::ptr
 /// The real NCCL function behind an exported name, resolved once.
 #[inline]
 pub fn real_function(variant: NcclVariant) -> Option<*mut c_void> {
-    let slot = &REAL[variant as usize];
-    let f = slot.load(Ordering::Acquire);
-    if !f.is_null() {
-        return Some(f);
-    }
-    let f = lookup(NCCL_VARIANTS[variant as usize].name);
-    if f.is_null() {
-        return None;
-    }
-    slot.store(f, Ordering::Release);
-    Some(f)
+    resolved_once(&REAL[variant as usize], || lookup(NCCL_VARIANTS[variant as usize].name))
 }
 
 /// `ncclSystemError`: what a hook returns when no loaded NCCL has its function (a program
@@ -143,14 +123,7 @@ type CommQuery = unsafe extern "C" fn(NcclComm, *mut c_int) -> NcclResult;
 
 /// `ncclCommCount` or `ncclCommUserRank` of `comm`, if NCCL answers.
 fn ask(query: &'static AtomicPtr<c_void>, name: &CStr, comm: NcclComm) -> Option<c_int> {
-    let mut f = query.load(Ordering::Acquire);
-    if f.is_null() {
-        f = lookup(name);
-        if f.is_null() {
-            return None;
-        }
-        query.store(f, Ordering::Release);
-    }
+    let f = resolved_once(query, || lookup(name))?;
     // SAFETY: nccl.h's signature for both queries.
     let f = unsafe { core::mem::transmute::<*mut c_void, CommQuery>(f) };
     let mut value: c_int = 0;

@@ -1,9 +1,6 @@
-//! The options of this process (`STREAMSAN_OPTIONS`), read once, on first need.
-//!
-//! They sit at the bottom of the shim because every layer may have to say something on
-//! stderr ([`super::diag`] obeys `quiet`), possibly before the library's constructor ran.
-//! The process life reads them at load, so that a wrong option stops the program before it
-//! starts.
+//! The options of this process (`STREAMSAN_OPTIONS`), read once, on first need: at the bottom
+//! of the shim, since every layer may have to say something on stderr before the library's
+//! constructor ran.
 
 use std::sync::OnceLock;
 

@@ -1,21 +1,16 @@
-//! How many times each exported name was called: the evidence that interception works;
-//! and with `phase_times=1`, how long those calls took, the driver included.
-//!
-//! Driver names and NCCL names are counted alike, the NCCL ones after the driver's.
-//!
-//! Counters are sharded by thread so that threads launching at once do not share cache
-//! lines: a thread adds to its own row with a relaxed atomic, and a snapshot sums the rows.
+//! How many times each exported name (driver's, then NCCL's) was called, and with
+//! `phase_times=1` how long those calls took, the driver included; counted on per-thread rows
+//! so that threads launching at once do not share cache lines.
 
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use streamsan::phases;
+use streamsan::phases::{self, shard, SHARDS};
 
 use super::nccl::{NcclVariant, NCCL_COUNT, NCCL_VARIANTS};
 use super::variants::{Variant, VARIANTS, VARIANT_COUNT};
 
-const SHARDS: usize = 16;
 /// Driver names, then NCCL names.
 const COUNTED: usize = VARIANT_COUNT + NCCL_COUNT;
 
@@ -26,14 +21,6 @@ static ROWS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; COUNTED]
 
 /// Per shard and exported name, the ticks spent in its calls ([`streamsan::phases`]).
 static TICKS: [Row; SHARDS] = [const { Row([const { AtomicU64::new(0) }; COUNTED]) }; SHARDS];
-
-fn shard() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
-    }
-    SHARD.try_with(|s| *s).unwrap_or(0)
-}
 
 /// Counts one call of `variant`.
 #[inline]

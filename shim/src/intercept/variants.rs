@@ -1,12 +1,5 @@
-//! The names the shim exports, generated from the driver-API table: the floor every other
-//! part of the shim stands on.
-//!
-//! For every name in [`streamsan_driver_api::driver_api!`] the shim exports a C function of
-//! that exact name and signature ([`super::exports`]). [`Variant`] numbers the names;
-//! [`VARIANTS`] describes each one (its C name, whether it is a per-thread-default-stream
-//! variant, its family, the address of its hook), and [`real`] gives each family's C type
-//! once, for the handlers. The real driver ([`super::driver`]), the call counts
-//! ([`super::stats`]), and the `dlsym` and `cuGetProcAddress` interposers read this table.
+//! The names the shim exports, generated from the driver-API table: [`Variant`] numbers them,
+//! [`VARIANTS`] describes each one, and [`real`] gives each family's C type, for the handlers.
 
 use core::ffi::CStr;
 use streamsan_driver_api::*;
@@ -82,7 +75,7 @@ macro_rules! define_variants {
 
         /// The shim's own exports, declared here for their addresses only: the handlers'
         /// layer defines them ([`super::exports`] gives their shape), and the
-        /// loader resolves these names to those definitions, as it did before the split.
+        /// loader resolves these names to those definitions.
         #[allow(non_snake_case, clippy::duplicated_attributes)]
         mod exported {
             use super::*;

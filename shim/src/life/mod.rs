@@ -1,19 +1,13 @@
-//! The shim's process life: the top layer. It starts the process's reporting when the
-//! library is loaded, and writes the report at exit, on SIGTERM, SIGINT, SIGHUP and SIGQUIT
-//! and on a fatal signal ([`signals`]), and for a forked child, by the child for itself.
-//!
-//! Options and suppressions are read by a library constructor, before the program's
-//! `main`, so that a wrong option or suppressions file stops the program before it starts
-//! (as ThreadSanitizer does). Only processes that called the driver write a report
-//! ([`crate::intercept::first_call`]). What becomes of each race is decided in
-//! `streamsan::report::sink`; [`reports`] installs that sink with what only the shim knows,
-//! and [`query`] lets the program ask for its report so far. The footprint engine
-//! (`footprint=exact|learn`, [`crate::hooks::footprint`]) is started at load, before the
-//! driver starts, and its pending launches are settled at exit, before the report.
+//! The shim's process life, the top layer: at load it reads the options and installs the
+//! report sink ([`reports`]) and the fatal-signal handlers ([`signals`]); the first driver
+//! call starts the [`watcher`] and the termination handlers; the report is written at exit,
+//! on a signal that ends the process, and by a forked child for itself. [`query`] lets the
+//! program ask for its report so far.
 
 pub mod query;
 pub mod reports;
 pub mod signals;
+pub mod watcher;
 
 use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use streamsan::phases;
 
 use crate::hooks::{batch, footprint, model};
-use crate::host_guard;
+use crate::host_races;
 use crate::intercept::options::options;
 use crate::intercept::{first_call, stats};
 
@@ -41,7 +35,7 @@ extern "C" fn on_load() {
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
     if options().host_races {
-        host_guard::install(model::unsettled, model::model, options().host_race_pages);
+        host_races::install(model::unsettled, model::model, options().host_race_pages);
     }
     signals::install_fatal();
     // The Compute Sanitizer API must subscribe before the driver starts.
@@ -71,6 +65,7 @@ fn started() {
         reports::sink().start_over();
         model::model().forget_findings();
     }
+    watcher::start();
     signals::install_termination();
 }
 
@@ -81,7 +76,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     model::settle();
     footprint::finish();
     // The host races the guard caught, turned into races before the report is written.
-    host_guard::drain();
+    host_races::drain();
     let sink = reports::sink();
     let races = sink.write();
     sink.to_stderr_if_unwritten();
@@ -114,5 +109,5 @@ extern "C" fn forked_child() {
     FORK_PENDING.store(true, Ordering::Relaxed);
     first_call::forget();
     reports::forked();
-    signals::forked_child();
+    watcher::forked_child();
 }

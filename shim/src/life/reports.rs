@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn the_sink_reads_the_model_without_settling_its_batch() {
         // The sink asks the model while it holds the report file's lock, and a thread settling
-        // the batch may be reporting a race, waiting for that lock: settling there deadlocked.
+        // the batch may be reporting a race, waiting for that lock: settling there would deadlock.
         let _serial = batch::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let origin = Origin { api: "cuLaunchKernel", thread: ThreadId(1), site: StackId(0) };
         let work = Work { origin, kernel: None, accesses: &[], host: HostEffect::None };

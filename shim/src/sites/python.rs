@@ -1,38 +1,6 @@
-//! Python frames in call sites.
-//!
-//! In a Python program the native stack of a driver call shows the interpreter
-//! (`_PyEval_EvalFrameDefault`), not the script. When the process is a CPython interpreter, a
-//! capture also records the calling thread's Python frames as (code object, byte offset)
-//! pairs; reports put them where the interpreter's native frames were.
-//!
-//! Frameworks call the driver with the GIL released (PyTorch's dispatcher, CuPy's and
-//! cuda-bindings' `nogil` calls, ctypes), so the frames cannot be asked for through the C
-//! API. But the calling thread is inside the driver call: its own frame chain cannot change
-//! under us. For CPython 3.11 to 3.13 (not 3.13's free-threaded build) the chain is read
-//! directly, from the thread state (through its `cframe` before 3.13) to each
-//! `_PyInterpreterFrame`; every code object found must be of type
-//! `PyCode_Type`, and until a few captures have succeeded every read goes through
-//! `process_vm_readv`, which fails instead of faulting, so a wrong layout turns the feature
-//! off rather than crashing the program. Other versions use the C API, when the caller holds
-//! the GIL.
-//!
-//! A pair seen for the first time is resolved to function, file and line at once, while its
-//! frame, hence its code object, is alive: through the C API if this thread holds the GIL,
-//! else by a helper thread that takes the GIL (given up after a short wait, so that a thread
-//! holding the GIL and waiting on this one cannot deadlock the program).
-//!
-//! That helper must be a thread CPython may end. From 3.8 to 3.13 a thread that waits for the
-//! GIL while the interpreter finalizes is ended with `pthread_exit`, a forced unwind of its
-//! stack. A `std::thread` catches every unwind at its base, and the C library then aborts the
-//! process ("FATAL: exception not rethrown"): a PyTorch program whose data loader's thread
-//! made a driver call as the program exited died of SIGABRT under streamsan
-//! (`reports/gpu/615f37e/`). So the helper is a thread of the shim's own making, whose frames
-//! let that unwind pass: a `C-unwind` start routine, nothing with a destructor alive across
-//! `PyGILState_Ensure`. And once the interpreter has finalized, the C API must not be called
-//! at all: `PyGILState_Ensure` makes a thread state for an interpreter that is gone (a null
-//! dereference), `PyGILState_Check` says every thread holds the GIL, and the code objects are
-//! freed. A frame is then left unnamed; a host race's frames are named by the watcher, which
-//! may do so as the program exits.
+//! Python frames in call sites: in a CPython process a capture also records the calling
+//! thread's Python frames as (code object, byte offset) pairs, read without the GIL where the
+//! frame layout is known, and reports put them where the interpreter's native frames were.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -366,8 +334,9 @@ fn intern(api: &'static Api, code: usize, offset: c_int) -> (u32, bool) {
 
 /// Resolves a pair whose frame is on the calling thread's stack (so its code object lives).
 fn resolve_now(api: &'static Api, code: usize, offset: c_int) -> Option<Frame> {
-    // Finalized: nothing to ask (module doc). First, as `PyGILState_Check` then says 1 to
-    // every thread (3.12's, its thread-state key deleted).
+    // Finalized: nothing to ask (the C API must not be called then, and the code objects are
+    // freed). First, as `PyGILState_Check` then says 1 to every thread (3.12's, its
+    // thread-state key deleted).
     // SAFETY: Py_IsInitialized has no precondition.
     if unsafe { (api.is_initialized)() } == 0 {
         return None;
@@ -449,8 +418,9 @@ thread_local! {
 }
 
 /// The helper thread: resolves each request with the GIL taken. `PyGILState_Ensure` may end
-/// the thread (see the module's doc), so nothing with a destructor lives across it on this
-/// stack: the request is two numbers, the rest static or thread-local.
+/// the thread with a forced unwind (`pthread_exit` while the interpreter finalizes), so
+/// nothing with a destructor lives across it on this stack: the request is two numbers, the
+/// rest static or thread-local.
 extern "C-unwind" fn serve(_: *mut c_void) -> *mut c_void {
     // SAFETY: names the calling thread; the name fits the kernel's 16 bytes.
     unsafe { libc::pthread_setname_np(libc::pthread_self(), c"streamsan-python".as_ptr()) };
@@ -460,7 +430,7 @@ extern "C-unwind" fn serve(_: *mut c_void) -> *mut c_void {
         let Ok((code, offset)) = requests.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return core::ptr::null_mut();
         };
-        // The interpreter may have finalized since the request (module doc): no answer.
+        // The interpreter may have finalized since the request: no answer.
         // SAFETY: Py_IsInitialized has no precondition.
         if unsafe { (api.is_initialized)() } == 0 {
             continue;

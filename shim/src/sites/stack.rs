@@ -1,10 +1,6 @@
-//! Call sites: captured unresolved on every intercepted call, resolved only for a report.
-//!
-//! A capture walks the stack, drops the shim's own frames, adds the Python frames of a
-//! Python program ([`super::python`]), and interns the whole in a depot, so that an
-//! operation carries a 4-byte [`StackId`]. Resolving an id to functions, files and lines
-//! (slow: tens of microseconds a frame, tens of milliseconds the first time) happens when a
-//! race is reported.
+//! Call sites: captured unresolved on every intercepted call and interned in a depot, so
+//! that an operation carries a 4-byte [`StackId`]; resolved to functions, files and lines
+//! only when a race is reported.
 
 use core::ffi::c_void;
 use std::cell::RefCell;
@@ -20,7 +16,7 @@ use streamsan::options::MAX_BACKTRACE_DEPTH;
 use streamsan::phases::{self, Phase, Tally};
 use streamsan::report::Frame;
 
-use super::chains::ChainTrie;
+use super::chain_cache::ChainTrie;
 use super::{objects, python};
 use crate::intercept::options::options;
 
@@ -46,13 +42,13 @@ fn depot() -> &'static Depot {
 
 /// The program's stack at the call being intercepted.
 ///
-/// Unwinding costs a few hundred nanoseconds a frame, and a program calls the driver from
-/// the same places again and again (a training step from a few hundred to a few thousand
-/// distinct native chains); so a thread remembers every native chain it unwound
-/// ([`ChainTrie`]) and reads the return addresses of one from the stack instead of unwinding
-/// again, and remembers which stack a native chain and a Python chain made
-/// ([`PYTHON_STACKS`]). With Python frames, the native chain ends at the interpreter's first
-/// frame, where a report puts the Python frames ([`python::interpreter_range`]).
+/// Unwinding is slow, frame by frame, and a program calls the driver from the same places
+/// again and again (a training step from a few hundred to a few thousand distinct native
+/// chains); so a thread remembers every native chain it unwound ([`ChainTrie`]) and reads the
+/// return addresses of one from the stack instead of unwinding again, and remembers which
+/// stack a native chain and a Python chain made ([`PYTHON_STACKS`]). With Python frames, the
+/// native chain ends at the interpreter's first frame, where a report puts the Python frames
+/// ([`python::interpreter_range`]).
 #[inline(never)]
 pub fn capture() -> StackId {
     let marker = 0u8;

@@ -1,22 +1,6 @@
 //! The C library's calls that copy between a file or socket and the program's memory,
-//! checked against the guarded pages.
-//!
-//! `read(2)` into the destination of a copy in flight is a host race like a store, but the
-//! kernel does not fault on a protected page: the call fails with `EFAULT`, an error the
-//! program never meets without streamsan. So the calls that move bytes into or out of the
-//! program's memory are interposed: before one runs, its bytes are checked as a fault there
-//! would be ([`check`]): inside a copy's bytes it is a host race (a `read` into a
-//! destination or a source, a `write` out of a destination), taken with the program's call
-//! site; elsewhere on a guarded page the guard gives up on the page; and every page the call
-//! would be refused gets its ordinary protection back. Then the C library's own function
-//! runs, as without streamsan. With nothing in flight, one load.
-//!
-//! Interposed: `read`, `pread`, `readv`, `preadv`, `recv`, `recvfrom`, `recvmsg` and `fread`
-//! (which reads large blocks straight into the caller's memory), which write the program's
-//! memory; `write`, `pwrite`, `writev`, `pwritev`, `send`, `sendto`, `sendmsg` and `fwrite`,
-//! which read it; their `64`, `2`, `_unlocked` and fortified (`__read_chk`, ...) forms. Not
-//! seen: raw system calls, `recvmmsg`/`sendmmsg`, asynchronous and `io_uring` I/O, `splice`,
-//! `process_vm_readv`.
+//! checked against the guarded pages before they run, as a fault there would be ([`check`]):
+//! the kernel does not fault on a protected page, it fails the call with `EFAULT`.
 
 use core::ffi::{c_int, c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering};

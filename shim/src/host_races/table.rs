@@ -1,16 +1,7 @@
 //! The guarded ranges: the host bytes of the asynchronous copies in flight, and the page
-//! protection they call for.
-//!
-//! A range read by a copy (the source of a host-to-device copy) makes its pages read-only;
-//! a range written by one (the destination of a device-to-host copy) makes them
-//! inaccessible. A page under several ranges takes the strongest protection among them, and
-//! gets its ordinary protection (read and write) back when the last one is lifted.
-//!
-//! The fault handler reads the ranges without a lock: changes build a new [`Table`] and
-//! publish it through one pointer, and an old table is freed only once no handler is
-//! reading ([`read`]). The order of each change keeps one rule: a page the shim has
-//! protected is always in the published table. Adding a range publishes, then protects;
-//! lifting one unprotects, then publishes.
+//! protection they call for (a source read-only, a destination inaccessible). The fault
+//! handler reads them without a lock: a page the shim has protected is always in the
+//! published table.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -67,11 +58,9 @@ pub fn span(lo: u64, hi: u64) -> (u64, u64) {
 
 /// The parts of a copy's bytes to guard: all of them, or, when they span more than
 /// [`HEAD_PAGES`] pages and one, the bytes on their first `HEAD_PAGES` pages and on their
-/// last. Protection costs by the page, each way (3-5 us for one page, 272 us for 16 MiB
-/// on an H100: `reports/gpu/host-races/`; 12 MiB batches cost a ResNet-18 step with a
-/// prefetcher 0.3-0.4 ms: `reports/gpu/b7ff7ac/`), while the host's usual ways into a
-/// buffer in flight meet its first or last page: a loader's refill, a conversion or a
-/// checksum start at its first byte, a printed tensor shows its first and last elements.
+/// last. Protection costs by the page, each way, while the host's usual ways into a buffer
+/// in flight meet its first or last page: a loader's refill, a conversion or a checksum
+/// start at its first byte, a printed tensor shows its first and last elements.
 pub fn parts(copy: CopyBytes) -> impl Iterator<Item = Guarded> {
     let (lo, hi) = (copy.lo, copy.hi);
     let head = HEAD_PAGES.load(Ordering::Relaxed) as u64;

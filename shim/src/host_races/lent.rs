@@ -1,16 +1,6 @@
-//! Guarded pages lent to the driver for the length of a call.
-//!
-//! The driver itself touches pinned host memory on the program's thread, inside the call: an
-//! H200's driver reads a small host-to-device copy's pinned source on the CPU in
-//! `cuMemcpyHtoDAsync` once the copy's stream has waited for what wrote it, and writes a
-//! copy to memory that was pinned and is pageable again (`reports/gpu/28a1910/guard-on/`). Those
-//! loads and stores are the call's own: the model judges them as the call's accesses,
-//! ordered as the driver orders them. So while a thread is inside an intercepted call
-//! ([`enter`], made only while copies are guarded), a fault on a guarded page is not a host
-//! race: the handler gives the page its ordinary protection ([`lend`]) and the call runs on;
-//! when the call returns, the pages lent get back what the guarded ranges call for
-//! ([`leave`]), so the host's own accesses after the call are caught as before. Another
-//! thread touching a lent page during the call is not.
+//! Guarded pages lent to the driver for the length of a call: the driver's own loads and
+//! stores of pinned host memory, on the program's thread inside the call, are the call's,
+//! not host races.
 
 use core::cell::Cell;
 

@@ -1,26 +1,7 @@
-//! The SIGSEGV handler: a fault on a guarded page is the host touching a copy in flight.
-//!
-//! In a signal handler nothing may allocate or wait on a lock the interrupted thread might
-//! hold (the fault can come from anywhere: inside `malloc`, inside a lock of the program).
-//! So the handler reads the guarded ranges without a lock ([`super::table::read`]), writes
-//! what it found into a preallocated slot ([`Slot`]: the copy, the address, the thread, its
-//! native return addresses and Python frames), gives the page back its ordinary protection,
-//! wakes the guard's watcher through a pipe, and returns: the interrupted instruction runs
-//! again, now unprotected, and the program goes on unchanged. The watcher
-//! ([`super::drain`]) turns slots into races.
-//!
-//! What a fault on a guarded page means:
-//! - inside the bytes of a copy's destination (any access), or of a copy's source (a
-//!   store): a host race;
-//! - anywhere else on the page (other data that shares it, another thread's unrelated
-//!   allocation), or a load from a source's bytes on a page a destination shares: not a
-//!   race. The page is unprotected all the same, and the guard gives up on it for the
-//!   copies still in flight there (counted, and noted in the report).
-//!
-//! A fault on a guarded page while the thread is inside an intercepted call is the driver's
-//! own access ([`super::lent`]): the page is lent to it until the call returns.
-//!
-//! Faults on no guarded page go to the program's action ([`super::actions::chain`]).
+//! The SIGSEGV handler: a fault on a guarded page is the host touching a copy in flight. It
+//! allocates nothing and takes no lock: it records the fault in a preallocated [`Slot`], gives
+//! the page its ordinary protection, wakes the watcher and returns, and the instruction runs
+//! again unprotected.
 
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_int;

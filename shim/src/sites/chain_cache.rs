@@ -1,22 +1,7 @@
 //! The native call chains a thread unwound, remembered as the return addresses they left on
-//! its stack, so that the next capture from the same place reads them instead of unwinding.
-//!
-//! A chain is the (slot, return address) of each call above the capture's frame, whose
-//! address (the anchor) is the same whenever the same chain calls. If the capture's frame is
-//! at the same address and every return address of a remembered chain still sits where the
-//! unwinder found it, the chain is the same, and so are its program frames.
-//!
-//! The chains form a trie: a root per anchor, then at each node the slots that every chain
-//! through it shares, and where chains part, the node to go on with by the return address
-//! found there, down to a chain's end and its id. A lookup reads each slot of the chain once,
-//! whatever the number of chains remembered, neither allocates nor locks.
-//!
-//! Between two captures the program's own work evicts the trie from the caches, so a lookup
-//! costs its cache misses more than its instructions (`reports/perf/runs/40-hot-lines/`): a
-//! node and its run of slots are one stretch of words, each slot one word (its offset from
-//! the anchor and the return address packed), a fork's first two ways are in the node, and
-//! a fork of many ways (every kernel's launch stub calling the same launch function) is one
-//! hash lookup, not a binary search.
+//! its stack, so that the next capture from the same place reads them instead of unwinding:
+//! a trie by anchor and slot, whose lookup reads each slot once, neither allocating nor
+//! locking.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;

@@ -1,17 +1,6 @@
-//! SIGSEGV stays the guard's: the program's own action is kept aside and chained to.
-//!
-//! Programs and runtimes install SIGSEGV handlers after the shim loads (Python's
-//! `faulthandler`, which pytest turns on; JVMs; crash reporters). As sanitizers do, the shim
-//! interposes `sigaction` and `signal` for SIGSEGV: the program's action is recorded, not
-//! installed, and what the calls return to the program is the action it set (or the one in
-//! place before it). Every other signal goes straight to the C library. The guard's handler
-//! calls the recorded action for every fault that is not the guard's ([`chain`]), so the
-//! program sees its handler run, or dies of the default action, exactly as without
-//! streamsan.
-//!
-//! Only SIGSEGV: a protection fault is never a SIGBUS. `sigset`, `sysv_signal` and raw
-//! `rt_sigaction` system calls are not interposed (a program that installs a SIGSEGV
-//! handler through them replaces the guard's, and host races are then reported as crashes).
+//! SIGSEGV stays the guard's: the program's own `sigaction`/`signal` for SIGSEGV is recorded,
+//! not installed, and the guard's handler chains to it for every fault that is not the
+//! guard's ([`chain`]), so the program sees what it would without streamsan.
 
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicBool, Ordering};

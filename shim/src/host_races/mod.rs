@@ -1,46 +1,8 @@
-//! Host races (issue 12): the host touching the pinned memory of an asynchronous copy that
-//! it has not synchronized with.
-//!
-//! The host's loads and stores are not driver calls; the shim sees them through the memory
-//! protection of the pages they touch. When an asynchronous copy has its host side in
-//! pinned memory the model knows (`cuMemHostAlloc`, `cuMemAllocHost`, `cuMemHostRegister`,
-//! and so cudart's and PyTorch's pinned memory), [`copy_issued`] guards its bytes: the
-//! pages of a host-to-device copy's source become read-only, those of a device-to-host
-//! copy's destination inaccessible ([`table`]). The driver's DMA does not go through the
-//! process's page tables, so the copy itself is unaffected (measured on an H100:
-//! `reports/gpu/host-races/probe_mprotect.txt`). After every driver call in which the
-//! host's clock moved (a synchronize, a successful query, a synchronous call that orders
-//! the copy, a host function that ran), [`after_call`] lifts the guard of every copy the
-//! host has now joined. It reads the model as it stands, never telling it the batch: a call
-//! that moves the host's clock lifts what it surely joined or is told before it returns (a
-//! join while copies are guarded, [`lift_joined`]; a copy or free the host waits for; a host
-//! function), so other calls read a version number. A fault on a guarded page is the host's
-//! access ([`fault`]); a watcher thread turns it into a `host-race` and its frames ([`drain`]).
-//!
-//! The driver's own loads and stores of a guarded page, on the program's thread inside a
-//! call (a small copy's pinned source that it reads on the CPU), are the call's, which the
-//! model judges: the page is lent to the driver until the call returns ([`lent`]).
-//!
-//! A layer of its own, between the call sites below and the handlers above: every exported
-//! hook calls [`before_call`] and [`after_call`] around its handler, the handlers tell it of
-//! copies issued ([`copy_issued`]); the
-//! process life installs it with the process's model ([`install`]), which it only reads
-//! and reports to.
-//!
-//! Pageable memory is never guarded: the driver itself reads and writes it on the CPU to
-//! stage a copy, and such copies are ordered with the host anyway (SEMANTICS.md).
-//!
-//! The kernel does not fault on a protected page: a system call into one fails with
-//! `EFAULT`. So the C library's calls that copy between files or sockets and memory
-//! (`read`, `write`, `recv`, `fread`, ...) are interposed and check their bytes first, as a
-//! fault there would be ([`calls`]).
-//!
-//! Limits: raw system calls and asynchronous I/O into a guarded page fail with `EFAULT`,
-//! unseen; memory registered read-only gets read and write access back when its
-//! guard is lifted; a copy captured into a graph is not guarded. A synchronous free of
-//! pinned memory with a copy in flight lifts its guard just after the driver unmapped it:
-//! another thread that maps memory at that address in between would see its protection
-//! reset to read and write.
+//! Host races: the host touching the pinned memory of an asynchronous copy it has not
+//! synchronized with, seen through page protection. A copy's pinned host bytes are guarded
+//! while it is in flight ([`table`]), a fault there is the host's access ([`fault`]), and
+//! after every driver call that moved the host's clock the joined copies are lifted
+//! ([`after_call`]).
 
 mod actions;
 mod calls;
@@ -114,9 +76,8 @@ static TOLD: [AtomicU64; 4096] = [const { AtomicU64::new(0) }; 4096];
 /// the stream of slot `slot`: guards its pinned host bytes now, as [`copy_issued`] does,
 /// under a pending epoch of that slot, which [`copy_told`] replaces by the copy's own. None
 /// if nothing was guarded. The copy then costs its thread the batch's telling no more than
-/// a launch does: told at once, a copy had the program's thread tell every launch queued
-/// before it (Mask R-CNN's small copies into pinned memory, 1.43x with the guard against
-/// 1.04x without: `reports/gpu/b1d714f/toggle/`).
+/// a launch does: told at once, it would have the program's thread tell every launch queued
+/// before it.
 ///
 /// What the guard asks of a pending copy's epoch: its slot, which a stream's or a context's
 /// synchronize compares ([`lift_joined`]); whether the host joined it, which it has not
