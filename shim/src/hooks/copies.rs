@@ -307,6 +307,7 @@ pub unsafe fn memcpy_dtoa(
     status
 }
 
+/// Array to device: device memory on both sides.
 pub unsafe fn memcpy_atod(
     call: &Call,
     real: real::memcpy_atod,
@@ -415,6 +416,7 @@ pub unsafe fn memcpy_atoh_async(
     status
 }
 
+/// Host to device on a stream: what the host waits for depends on the source's memory.
 pub unsafe fn memcpy_htod_async(
     call: &Call,
     real: real::memcpy_htod_async,
@@ -448,6 +450,7 @@ pub unsafe fn memcpy_dtoh_async(
     status
 }
 
+/// Device to device on a stream: device memory on both sides, the host not held.
 pub unsafe fn memcpy_dtod_async(
     call: &Call,
     real: real::memcpy_dtod_async,

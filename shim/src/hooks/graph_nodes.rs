@@ -332,6 +332,7 @@ pub unsafe fn stream_begin_capture_to_graph(
     status
 }
 
+/// The capture's next nodes follow `deps`, added to the current ones or in their place.
 pub unsafe fn stream_update_capture_dependencies(
     call: &Call,
     real: real::stream_update_capture_dependencies,

@@ -158,6 +158,7 @@ pub unsafe fn mem_alloc_async(
     status
 }
 
+/// `cuMemAllocFromPoolAsync`: a stream-ordered allocation from the given pool.
 pub unsafe fn mem_alloc_from_pool_async(
     call: &Call,
     real: real::mem_alloc_from_pool_async,
