@@ -1,5 +1,5 @@
 //! One named test per rule of `docs/semantics.md` and per race kind: a racy program and its fixed
-//! twin (`tests/scenarios/semantics.c`), run through the shim against the stand-in driver.
+//! twin (`tests/scenarios/semantics/`), run through the shim against the stand-in driver.
 //! The racy twin must be reported with exactly its kinds, the fixed twin must be clean, and both
 //! must behave as they do without streamsan.
 
@@ -92,7 +92,7 @@ fn a_race_names_where_each_stream_was_created() {
     for side in [&race.first, &race.second] {
         let created = streamsan::report::text::describe_site(&side.stream.created_at);
         assert!(
-            created.contains("semantics.c") && created.ends_with("in stream"),
+            created.contains("semantics/common.c") && created.ends_with("in stream"),
             "{}: created at {created}",
             side.stream.label
         );

@@ -82,8 +82,26 @@ pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
     compile_c_as(name, name, extra)
 }
 
-/// Compiles `tests/scenarios/<source>.c` into `<output>` (an executable, or a library when
-/// `extra` says `-shared`), once per test process: tests running in parallel share it.
+/// The C files of `tests/scenarios/<source>`: `<source>.c`, or every `.c` of the folder
+/// `<source>/` for a program of several files.
+fn c_sources(source: &str) -> Vec<PathBuf> {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let folder = scenarios.join(source);
+    if !folder.is_dir() {
+        return vec![scenarios.join(format!("{source}.c"))];
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Compiles `tests/scenarios/<source>.c` (or the folder `<source>/`) into `<output>` (an
+/// executable, or a library when `extra` says `-shared`), once per test process: tests
+/// running in parallel share it.
 pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let out_dir = artifacts().join("scenarios");
@@ -92,13 +110,17 @@ pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     if built.iter().any(|o| o == output) {
         return exe;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
     std::fs::create_dir_all(&out_dir).unwrap();
     // Build beside, then rename: another test process may be running the old one.
     let tmp = out_dir.join(format!(".{output}.{}", std::process::id()));
-    let result =
-        Command::new("cc").args(["-O1", "-g", "-Wall", "-o"]).arg(&tmp).arg(&src).args(extra).output().expect("run cc");
-    assert!(result.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&result.stderr));
+    let result = Command::new("cc")
+        .args(["-O1", "-g", "-Wall", "-o"])
+        .arg(&tmp)
+        .args(c_sources(source))
+        .args(extra)
+        .output()
+        .expect("run cc");
+    assert!(result.status.success(), "cc {source} failed:\n{}", String::from_utf8_lossy(&result.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
     built.push(output.to_string());
     exe
