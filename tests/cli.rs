@@ -1,22 +1,12 @@
 //! `streamsan run`: its options, the same options in `STREAMSAN_OPTIONS` for a hand-preloaded
 //! shim, exit statuses, and the mistakes it stops at before the program starts.
 
-mod common;
-
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 fn run_cli(dir: &std::path::Path, args: &[&str]) -> Output {
     streamsan(dir).args(args).output().expect("run streamsan")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn report_arg(dir: &std::path::Path) -> String {
-    dir.join("report.%p.json").to_string_lossy().into_owned()
 }
 
 #[test]

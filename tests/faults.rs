@@ -10,19 +10,13 @@
 //! logged (how many times a report was rewritten). Signals are raised by the program itself
 //! (`tests/scenarios/faults.c`) or sent by the test.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 use streamsan::report::Report;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `tests/scenarios/faults.c`, built.
 fn faults() -> PathBuf {
@@ -32,10 +26,6 @@ fn faults() -> PathBuf {
 /// The full disk, built.
 fn faultfs() -> PathBuf {
     compile_c_as("faultfs", "libfaultfs.so", &["-shared", "-fPIC"])
-}
-
-fn report_arg(dir: &Path) -> String {
-    dir.join("report.%p.json").to_string_lossy().into_owned()
 }
 
 /// `program args` with the shim preloaded by hand, its report in `dir`.

@@ -3,9 +3,7 @@
 //! playing the device (it writes the table the patch would, for `footprint_*` kernels:
 //! `tests/scenarios/footprint.c`). Everything but the device code runs as on a GPU.
 
-mod common;
-
-use common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
+use crate::common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
 use streamsan_footprint::{REPATCHES, REPATCHES_FOR_NEW_KEYS};
 
 fn footprint_program() -> std::path::PathBuf {

@@ -4,14 +4,12 @@
 //! with the host's access and the copy, the fixed twin must be clean, and both must print
 //! what they print without streamsan.
 
-mod common;
-
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 use streamsan::harness::Streamsan;
 use streamsan::report::text::describe_site;
 use streamsan::report::text::missing_wait;

@@ -1,8 +1,6 @@
 //! Shared by the integration tests: build the shim, the stand-in driver and the test
 //! programs, and run a program under `streamsan run` against the stand-in.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -289,6 +287,16 @@ pub fn streamsan(dir: &Path) -> Command {
     cmd
 }
 
+/// A program's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `--report` argument for one report per process in `dir`.
+pub fn report_arg(dir: &Path) -> String {
+    dir.join("report.%p.json").to_string_lossy().into_owned()
+}
+
 /// The lines of `dir`'s stand-in call log: empty when the program never reached the driver.
 pub fn calls(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default().lines().map(str::to_string).collect()
@@ -297,6 +305,14 @@ pub fn calls(dir: &Path) -> Vec<String> {
 /// `tests/scenarios/lifecycle.c`, built.
 pub fn lifecycle() -> PathBuf {
     compile_c("lifecycle", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `tests/scenarios/semantics/`, built.
+pub fn semantics() -> PathBuf {
+    let mut flags = link_cuda();
+    flags.push("-lpthread".into());
+    flags.push("-ldl".into());
+    compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The reports in `dir` whose names start with `prefix`.
