@@ -23,9 +23,9 @@ program's thread tells the model's batch itself when the queue is full: that wor
 batch's settle) is the watcher's on a real machine and is not counted. Calls of the capture
 and the queue include the memsets' (one call in eight of the training step).
 
-Usage, from the repository root:  python3 tests/bench/count.py [WORKLOAD]
-(default training_step_cold_2m; any workload of tests/bench/src/workloads.rs that launches
-with cuLaunchKernelEx, or launch_python: tests/bench/python_launch.py, whose launches read
+Usage, from the repository root:  python3 bench/count.py [WORKLOAD]
+(default training_step_cold_2m; any workload of bench/src/workloads.rs that launches
+with cuLaunchKernelEx, or launch_python: bench/python_launch.py, whose launches read
 Python frames too). Builds the bench with line tables into target/count/ (which builds the
 shim and the stand-ins beside it, as `cargo run -p streamsan-bench` does), writes callgrind's
 files into target/count/callgrind/. The Python workload is this script's neighbour, whatever
