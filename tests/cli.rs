@@ -347,7 +347,7 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
 /// same chains (a launch, a `cuLaunchKernelEx`, a memset) from four stack positions 16 bytes
 /// apart are unwound once from each. A hook frame that realigns its stack pointer (a local
 /// aligned beyond 16 bytes) puts two of them at one anchor with their frames apart, and the
-/// chain trie then unwinds one at every call, some 45 µs each (`reports/gpu/ahead/`).
+/// chain trie then unwinds one at every call.
 #[test]
 fn a_chain_met_again_is_not_unwound_wherever_the_stack_lies() {
     let (_, out) = lifecycle_with_phase_times("stack-offsets", "offsets");

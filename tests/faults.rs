@@ -1,14 +1,7 @@
-//! When things go wrong: the fault-injection family. Each test puts a run through one fault
-//! (a full disk, a report folder that vanishes, signals at each point of a report's life, a
-//! killed wrapper, a closed pipe, races in a child the launcher hides) against the stand-in
-//! driver, and checks what streamsan promises then: no race lost, no report file that is
-//! not whole, the program dying as it would have without streamsan, and a summary and exit
-//! status that say what happened.
-//!
-//! The full disk is `tests/scenarios/faultfs.c`, preloaded beside the shim: writes into one
-//! directory fail with ENOSPC past a number of bytes, and replacements of files there are
-//! logged (how many times a report was rewritten). Signals are raised by the program itself
-//! (`tests/scenarios/faults.c`) or sent by the test.
+//! Faults: a full disk (`tests/scenarios/faultfs.c`), a report folder that vanishes, signals
+//! at each point of a report's life (`tests/scenarios/faults.c`), a killed wrapper, a closed
+//! pipe. Whatever happens, no race is lost, no report file is half written, the program dies
+//! as it would without streamsan, and the summary and exit status say what happened.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
