@@ -8,13 +8,13 @@ and patched again, launches left on their parameters, launches that ran patched 
 measured, what learn learnt and applied).
 Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
 FOOTPRINT_ROUNDS=N runs the whole plan N times in turn (default 1): one process a mode moves
-with the machine's core speed (reports/gpu/1d65703/learn-ab/: numba natively 11.2-19.1 ms in
-one call), so each row carries its round, and with more than one round a summary follows:
+with the machine's core speed, so each row carries its round, and with more than one round a
+summary follows:
 per workload and mode, the median of the rounds' medians and the spread of the ratios to the
 same round's native process.
 The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves
 its kernels' keys after two changes) and exact, in about three minutes of device time; add
-params and memcheck (measured on 81d234c) with e.g. gpt2:1:2:params,memcheck."""
+params and memcheck with e.g. gpt2:1:2:params,memcheck."""
 import json
 import os
 import re

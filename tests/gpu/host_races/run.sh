@@ -1,5 +1,5 @@
 #!/bin/sh
-# Host races (issue 12) on the GPU machine (see run.py). From the repository root, with the
+# Host races on the GPU machine (see run.py). From the repository root, with the
 # release build of streamsan and its shim in .device/ (PyTorch and CuPy installed for their
 # suites):   sh tests/gpu/host_races/run.sh
 set -u

@@ -3,7 +3,7 @@
 # release build of streamsan and its shim in .device/:   sh tests/gpu/scenarios/run.sh
 set -u
 # A folder of this run's own for the programs and their reports: two runs side by side
-# (tests/gpu/all.sh with WORK=) once shared one and stopped each other's cases.
+# (tests/gpu/all.sh with WORK=) would otherwise stop each other's cases.
 B=$(mktemp -d /tmp/streamsan-scenarios.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
