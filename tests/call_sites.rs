@@ -1,11 +1,9 @@
 //! Call sites name the program's own code: a Python script's lines (not the interpreter's),
 //! a Rust program's `main.rs` (not its dependencies').
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/python_race.py")

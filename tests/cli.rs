@@ -1,22 +1,12 @@
 //! `streamsan run`: its options, the same options in `STREAMSAN_OPTIONS` for a hand-preloaded
 //! shim, exit statuses, and the mistakes it stops at before the program starts.
 
-mod common;
-
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 fn run_cli(dir: &std::path::Path, args: &[&str]) -> Output {
     streamsan(dir).args(args).output().expect("run streamsan")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn report_arg(dir: &std::path::Path) -> String {
-    dir.join("report.%p.json").to_string_lossy().into_owned()
 }
 
 #[test]
@@ -357,7 +347,7 @@ fn phase_times_prints_each_phase_and_entry_point_at_exit() {
 /// same chains (a launch, a `cuLaunchKernelEx`, a memset) from four stack positions 16 bytes
 /// apart are unwound once from each. A hook frame that realigns its stack pointer (a local
 /// aligned beyond 16 bytes) puts two of them at one anchor with their frames apart, and the
-/// chain trie then unwinds one at every call, some 45 µs each (`reports/gpu/ahead/`).
+/// chain trie then unwinds one at every call.
 #[test]
 fn a_chain_met_again_is_not_unwound_wherever_the_stack_lies() {
     let (_, out) = lifecycle_with_phase_times("stack-offsets", "offsets");

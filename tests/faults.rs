@@ -1,28 +1,15 @@
-//! When things go wrong: the fault-injection family. Each test puts a run through one fault
-//! (a full disk, a report folder that vanishes, signals at each point of a report's life, a
-//! killed wrapper, a closed pipe, races in a child the launcher hides) against the stand-in
-//! driver, and checks what streamsan promises then: no race lost, no report file that is
-//! not whole, the program dying as it would have without streamsan, and a summary and exit
-//! status that say what happened.
-//!
-//! The full disk is `tests/scenarios/faultfs.c`, preloaded beside the shim: writes into one
-//! directory fail with ENOSPC past a number of bytes, and replacements of files there are
-//! logged (how many times a report was rewritten). Signals are raised by the program itself
-//! (`tests/scenarios/faults.c`) or sent by the test.
-
-mod common;
+//! Faults: a full disk (`tests/scenarios/faultfs.c`), a report folder that vanishes, signals
+//! at each point of a report's life (`tests/scenarios/faults.c`), a killed wrapper, a closed
+//! pipe. Whatever happens, no race is lost, no report file is half written, the program dies
+//! as it would without streamsan, and the summary and exit status say what happened.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 use streamsan::report::Report;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `tests/scenarios/faults.c`, built.
 fn faults() -> PathBuf {
@@ -32,10 +19,6 @@ fn faults() -> PathBuf {
 /// The full disk, built.
 fn faultfs() -> PathBuf {
     compile_c_as("faultfs", "libfaultfs.so", &["-shared", "-fPIC"])
-}
-
-fn report_arg(dir: &Path) -> String {
-    dir.join("report.%p.json").to_string_lossy().into_owned()
 }
 
 /// `program args` with the shim preloaded by hand, its report in `dir`.

@@ -3,9 +3,7 @@
 //! playing the device (it writes the table the patch would, for `footprint_*` kernels:
 //! `tests/scenarios/footprint.c`). Everything but the device code runs as on a GPU.
 
-mod common;
-
-use common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
+use crate::common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
 use streamsan_footprint::{REPATCHES, REPATCHES_FOR_NEW_KEYS};
 
 fn footprint_program() -> std::path::PathBuf {
@@ -276,8 +274,8 @@ fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race()
 #[test]
 fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
-    // at every launch: a key per size once the step is seen not to move the footprint. (Before,
-    // every launch was a new key, and the two sizes never let its keys agree.)
+    // at every launch: a key per size once the step is seen not to move the footprint (kept in
+    // the key, the step would make every launch a new key that the two sizes never agree on).
     let (run, log) = run_rounds("steps", "racy", "learn", 8, &[]);
     let measured = logged(&log, "measured", "footprint_step");
     // One launch per size, and the two further changes of the step that leave it out.

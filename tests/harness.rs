@@ -1,12 +1,10 @@
 //! `streamsan::harness`: a program run under the shim from a test, the races queried and
 //! asserted on; and a test binary that runs itself under the shim and asks for its report.
 
-mod common;
-
 use std::process::Command;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use streamsan::harness::{report_so_far, Streamsan};
@@ -67,7 +65,7 @@ fn a_test_binary_under_the_shim_asks_for_its_report_so_far() {
     let Some(empty) = report_so_far() else {
         // Not under the shim: run this very test again, under it.
         let mut me = Command::new(std::env::current_exe().unwrap());
-        me.args(["--exact", "a_test_binary_under_the_shim_asks_for_its_report_so_far", "--test-threads", "1"]);
+        me.args(["--exact", "harness::a_test_binary_under_the_shim_asks_for_its_report_so_far", "--test-threads", "1"]);
         me.env("LD_LIBRARY_PATH", driver_dir());
         // The races are this test's to judge: no exit status of streamsan's.
         let run = Streamsan::with_shim(shim()).option("exitcode", "0").unwrap().run(me).unwrap();

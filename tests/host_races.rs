@@ -1,17 +1,15 @@
-//! Host races (issue 12): `tests/scenarios/host_races.c`, a racy and a fixed twin per case,
+//! Host races: `tests/scenarios/host_races.c`, a racy and a fixed twin per case,
 //! run through the shim against the stand-in driver (whose copies to and from pinned memory
 //! complete at the program's next wait). The racy twin must be reported as a `host-race`
 //! with the host's access and the copy, the fixed twin must be clean, and both must print
 //! what they print without streamsan.
-
-mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 use streamsan::harness::Streamsan;
 use streamsan::report::text::describe_site;
 use streamsan::report::text::missing_wait;
@@ -143,9 +141,8 @@ fn a_long_copy_is_guarded_on_its_first_and_last_pages_unless_every_page_is_asked
 
 /// Work issued while a copy is guarded waits in the model's batch as it would without the
 /// guard: the guard lifts what a synchronize joined without having every call tell the
-/// batch first. Before it did, each of the 1000 memsets here was told on its own, and the
-/// guard added 1.65-1.97 ms to a step of ResNet-18 with a side-stream prefetcher, which
-/// always has a copy in flight; 0.75 ms since (`reports/gpu/07fe37d-guard/`). So do copies
+/// batch first, since a program with a side-stream prefetcher always has a copy in flight
+/// and telling each call on its own costs the program's thread on every step. So do copies
 /// that the guard has nothing to do with: the 1000 device-to-device copies beside the
 /// guarded one, and the 1000 copies to pageable memory that the host waits for once nothing
 /// is in flight (each after a memset, which a copy told at once would tell first).
@@ -166,9 +163,9 @@ fn assert_the_batch_waits(scenario: &str, work: &str) {
 }
 
 /// A guarded copy waits in the model's batch as a launch does: the program's thread does not
-/// tell the batch at each one. Told at once, each had the thread tell the work queued before
-/// it: Mask R-CNN, whose small copies into pinned memory come between its launches, ran at
-/// 1.43x with the guard against 1.04x without (`reports/gpu/b1d714f/toggle/`).
+/// tell the batch at each one. Told at once, each would have the thread tell the work queued
+/// before it, which a program whose small copies into pinned memory come between its
+/// launches (Mask R-CNN) pays at every copy.
 #[test]
 fn guarded_copies_wait_in_the_batch() {
     check("copies_beside_work", "RAW", "copies_beside_work", D2H);

@@ -1,13 +1,11 @@
 //! Interposition: every road into the driver is intercepted, and every call passes through
 //! unchanged. Programs run under `streamsan run` against the stand-in driver.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// The driver calls the workload of `workload.h` makes, with `launches` launches, by the
 /// exported names a legacy-stream program reaches.

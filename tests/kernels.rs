@@ -1,9 +1,7 @@
 //! What streamsan learns of kernels from their handles: names and parameter layouts, which
 //! belong to a handle only until its code is unloaded.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn a_handle_reused_after_unload_is_learnt_again() {

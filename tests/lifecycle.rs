@@ -4,13 +4,11 @@
 //! program made after its race (two `cuCtxSynchronize` calls, where the report written at
 //! the race counts one).
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// Starts `lifecycle sleep` under streamsan, waits for its race, sends `signal`.
 fn killed_after_a_race(signal: i32) {

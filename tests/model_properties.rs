@@ -1,24 +1,10 @@
-//! The model against a brute-force oracle.
-//!
-//! Random programs over two contexts (devices), their legacy and per-thread default
-//! streams, blocking and non-blocking streams, events, stream-ordered and synchronous
-//! allocations and frees of device, pinned host, managed and annotated buffers, accesses,
-//! value writes and waits, synchronizations, host functions and graph captures with a forked
-//! stream, launched one or more times, issued by two host threads. The oracle builds the whole
-//! happens-before graph, one node per operation with an edge for every ordering rule of
-//! `docs/semantics.md`, and answers "does A happen before B" by reachability.
-//!
-//! The oracle keeps one host clock per thread, as the program really is: what one thread
-//! waited for orders the other only after a `ThreadSync` step (a lock or a join the shim
-//! cannot see). The model keeps one host clock for the process (`docs/semantics.md#clocks`),
-//! which orders more. So:
-//!
-//! - every race the model reports is a race of the oracle, with the same kind, always;
-//! - at every operation where the oracle sees a race, the model reports a race too, of
-//!   exactly the oracle's kinds, up to the first operation a thread issues knowing less than
-//!   the other has waited for (until then one host clock is exact). That holds after a
-//!   buffer's first race as well: unlike FastTrack, a write does not supersede an access it
-//!   races with (`src/model/shadow.rs`).
+//! The model against a brute-force oracle: random programs of two host threads over two
+//! devices, and an oracle that builds the whole happens-before graph (an edge per rule of
+//! `docs/semantics.md`) and answers by reachability. The oracle keeps a host clock per
+//! thread, the model one for the process (`docs/semantics.md#clocks`), which orders more; so
+//! every race the model reports is the oracle's, of the same kind, and every race the oracle
+//! sees is reported, of exactly its kinds, up to the first operation a thread issues knowing
+//! less than the other has waited for.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -3,12 +3,10 @@
 //! stand-in driver and the stand-in `libnccl.so.2`, with NCCL linked and with NCCL opened by
 //! `dlopen`; and every hooked NCCL name passing its arguments and status through.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 /// `tests/scenarios/nccl.c`, linked with `-lnccl` or (`dlopen`) opening NCCL itself.
 fn program(dlopen: bool) -> PathBuf {

@@ -1,16 +1,10 @@
 //! `streamsan report`: reports rendered as text, merged, filtered, suppressed; its exit
 //! status; and what it says of a file that is not a report.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::common::*;
 
 /// The report of `lifecycle MODE` under streamsan.
 fn report_of(mode: &str) -> PathBuf {

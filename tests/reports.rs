@@ -1,11 +1,9 @@
 //! The report document: its schema, and the examples in `docs/report/examples/`.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use streamsan::report::Report;
 
 fn examples() -> Vec<PathBuf> {
@@ -58,11 +56,7 @@ fn the_schema_rejects_a_report_that_breaks_it() {
 
 #[test]
 fn notes_are_not_races() {
-    let mut flags = link_cuda();
-    flags.push("-lpthread".into());
-    flags.push("-ldl".into());
-    let exe = compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>());
-    let run = run(&exe, &["notes", "racy"]);
+    let run = run(&semantics(), &["notes", "racy"]);
     run.assert_ran();
     run.assert_reports_match_the_schema();
     let report = run.report();

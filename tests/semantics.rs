@@ -1,39 +1,25 @@
 //! One named test per rule of `docs/semantics.md` and per race kind: a racy program and its fixed
-//! twin (`tests/scenarios/semantics.c`), run through the shim against the stand-in driver.
+//! twin (`tests/scenarios/semantics/`), run through the shim against the stand-in driver.
 //! The racy twin must be reported with exactly its kinds, the fixed twin must be clean, and both
 //! must behave as they do without streamsan.
 
-mod common;
-
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use common::*;
-
-fn program() -> &'static PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let mut flags = link_cuda();
-        flags.push("-lpthread".into());
-        flags.push("-ldl".into());
-        compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>())
-    })
-}
+use crate::common::*;
 
 fn run_twin(scenario: &str, twin: &str) -> Run {
     let env = vec![("STANDIN_DEFER_CALLBACKS", "1".to_string())];
-    let run = run_with(program(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
+    let run = run_with(&semantics(), &[scenario, twin], RunOptions { env: env.clone(), ..Default::default() });
     run.assert_ran();
     run.assert_reports_match_the_schema();
-    let native = run_with(program(), &[scenario, twin], RunOptions { env, native: true });
+    let native = run_with(&semantics(), &[scenario, twin], RunOptions { env, native: true });
     assert_eq!(native.stdout(), run.stdout(), "{scenario} {twin}: output changed");
     run
 }
 
 /// What the scenario program's own table says its racy twin reports: kinds, comma-separated.
 fn listed_kinds(scenario: &str) -> String {
-    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let listed = run_with(&semantics(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
     let line = listed.lines().find(|l| l.split(' ').next() == Some(scenario)).expect("listed scenario");
     line.split(' ').nth(1).unwrap().to_string()
 }
@@ -92,7 +78,7 @@ fn a_race_names_where_each_stream_was_created() {
     for side in [&race.first, &race.second] {
         let created = streamsan::report::text::describe_site(&side.stream.created_at);
         assert!(
-            created.contains("semantics.c") && created.ends_with("in stream"),
+            created.contains("semantics/common.c") && created.ends_with("in stream"),
             "{}: created at {created}",
             side.stream.label
         );
@@ -474,7 +460,7 @@ fn an_event_orders_streams_of_two_devices() {
 
 #[test]
 fn every_scenario_has_a_test() {
-    let listed = run_with(program(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
+    let listed = run_with(&semantics(), &["list"], RunOptions { native: true, ..Default::default() }).stdout();
     let source = std::fs::read_to_string(file!()).unwrap() + &std::fs::read_to_string("tests/reports.rs").unwrap();
     for name in listed.lines().map(|l| l.split(' ').next().unwrap()) {
         assert!(source.contains(&format!("\"{name}\"")), "scenario {name} has no test");
@@ -607,7 +593,7 @@ fn library_kernels_are_named_by_their_hooks() {
     ];
     for (twin, races) in [("racy", 1), ("fixed", 0)] {
         let run =
-            run_with(program(), &["library_kernels", twin], RunOptions { env: env.clone(), ..Default::default() });
+            run_with(&semantics(), &["library_kernels", twin], RunOptions { env: env.clone(), ..Default::default() });
         run.assert_ran();
         assert_eq!(run.report().races.len(), races, "{twin} without the driver's names");
     }

@@ -3,13 +3,11 @@
 //! (`tests/scenarios/stress.c`). No deadlock (the run must end within a deadline), no crash,
 //! and the same races as the same sequences run one thread after another.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use streamsan::report::text::describe_site;
 use streamsan::report::Report;
 

@@ -1,9 +1,7 @@
 //! Suppressions in a run: what each type of line leaves out, the count it leaves in the
 //! summary, and a bad file stopping the run before the program starts.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use streamsan::report::Report;
 
 /// `lifecycle races` (a cross-stream race and a use-before-alloc, both through kernel

@@ -1,8 +1,6 @@
 //! Shared by the integration tests: build the shim, the stand-in driver and the test
 //! programs, and run a program under `streamsan run` against the stand-in.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,8 +80,26 @@ pub fn compile_c(name: &str, extra: &[&str]) -> PathBuf {
     compile_c_as(name, name, extra)
 }
 
-/// Compiles `tests/scenarios/<source>.c` into `<output>` (an executable, or a library when
-/// `extra` says `-shared`), once per test process: tests running in parallel share it.
+/// The C files of `tests/scenarios/<source>`: `<source>.c`, or every `.c` of the folder
+/// `<source>/` for a program of several files.
+fn c_sources(source: &str) -> Vec<PathBuf> {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let folder = scenarios.join(source);
+    if !folder.is_dir() {
+        return vec![scenarios.join(format!("{source}.c"))];
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Compiles `tests/scenarios/<source>.c` (or the folder `<source>/`) into `<output>` (an
+/// executable, or a library when `extra` says `-shared`), once per test process: tests
+/// running in parallel share it.
 pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let out_dir = artifacts().join("scenarios");
@@ -92,13 +108,17 @@ pub fn compile_c_as(source: &str, output: &str, extra: &[&str]) -> PathBuf {
     if built.iter().any(|o| o == output) {
         return exe;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(format!("{source}.c"));
     std::fs::create_dir_all(&out_dir).unwrap();
     // Build beside, then rename: another test process may be running the old one.
     let tmp = out_dir.join(format!(".{output}.{}", std::process::id()));
-    let result =
-        Command::new("cc").args(["-O1", "-g", "-Wall", "-o"]).arg(&tmp).arg(&src).args(extra).output().expect("run cc");
-    assert!(result.status.success(), "cc {source}.c failed:\n{}", String::from_utf8_lossy(&result.stderr));
+    let result = Command::new("cc")
+        .args(["-O1", "-g", "-Wall", "-o"])
+        .arg(&tmp)
+        .args(c_sources(source))
+        .args(extra)
+        .output()
+        .expect("run cc");
+    assert!(result.status.success(), "cc {source} failed:\n{}", String::from_utf8_lossy(&result.stderr));
     std::fs::rename(&tmp, &exe).unwrap();
     built.push(output.to_string());
     exe
@@ -267,6 +287,16 @@ pub fn streamsan(dir: &Path) -> Command {
     cmd
 }
 
+/// A program's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `--report` argument for one report per process in `dir`.
+pub fn report_arg(dir: &Path) -> String {
+    dir.join("report.%p.json").to_string_lossy().into_owned()
+}
+
 /// The lines of `dir`'s stand-in call log: empty when the program never reached the driver.
 pub fn calls(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default().lines().map(str::to_string).collect()
@@ -275,6 +305,14 @@ pub fn calls(dir: &Path) -> Vec<String> {
 /// `tests/scenarios/lifecycle.c`, built.
 pub fn lifecycle() -> PathBuf {
     compile_c("lifecycle", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `tests/scenarios/semantics/`, built.
+pub fn semantics() -> PathBuf {
+    let mut flags = link_cuda();
+    flags.push("-lpthread".into());
+    flags.push("-ldl".into());
+    compile_c("semantics", &flags.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The reports in `dir` whose names start with `prefix`.

@@ -1,18 +1,17 @@
 #!/bin/sh
 # The correctness runners side by side, in one call of the device tool: they check what is
-# reported, not how fast, so they may share the GPU and the machine's cores, and the four
-# together take about as long as the slowest (the real apps, ~6 min) where one after the
-# other took ~15. The timing runners (perf/, footprint/perf.sh) and other projects' suites
-# (whose tests may read the device's free memory) run alone. From the repository root, with
-# .device/ filled by tests/gpu/build-device.sh:
+# reported, not how fast, so they may share the GPU and the machine's cores. The timing
+# runners (perf/, footprint/perf.sh) and other projects' suites (whose tests may read the
+# device's free memory) run alone. From the repository root, with .device/ filled by
+# tests/gpu/build-device.sh:
 #   sh tests/gpu/all.sh [RUNNER...]      (default: scenarios host_races footprint apps)
 # Each runner's output goes to its own folder, then all of it into $OUT/all.tgz, and each
 # runner's result (result-SUITE.json, tests/gpu/result.py) into $OUT beside it; the last
 # lines of each runner's output are printed. ALL_TIMEOUT=SECONDS stops each runner after
 # that long, so that what ran is still packed within a call's limit (a call that runs out
-# before packing returns nothing). WORK=FOLDER (/tmp/gpu-all)
-# lets two run side by side, say one with STREAMSAN_OPTIONS=host_races=1 (and
-# STREAMSAN_RESULT_VARIANT=host-races-on, so that its results keep names of their own).
+# before packing returns nothing). WORK=FOLDER (/tmp/gpu-all) lets two run side by side,
+# say one with STREAMSAN_OPTIONS=host_races=1 and STREAMSAN_RESULT_VARIANT=host-races-on
+# (so that its results keep names of their own).
 set -u
 OUT="${OUT:-/tmp}"
 WORK="${WORK:-/tmp/gpu-all}"

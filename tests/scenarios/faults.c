@@ -1,19 +1,7 @@
 /* A program that finds races and then meets a fault: the report's life under kill, raise,
    its own signal handler, or a plain exit.
-   Usage: faults N ACTION, N races at N different pairs of call sites (up to 1024), then
-     exit       "done", exit status 0
-     sleep      "raced", then waits to be killed
-     launched   the same without synchronizing first: the last race is among launches no
-                later call tells the model of
-     raise SIG  raises SIG (a number), then "survived", exit status 0
-     handled    raises SIGTERM, for which it installed its own handler before its first
-                driver call; the handler prints "handled" and ends the process with _exit(7)
-     thread_exit  enqueues a host function, then a stream callback, each of which ends
-                the thread running it with pthread_exit (as CPython ends a thread that takes
-                the GIL while the interpreter finalizes), runs each on a thread of its own
-                (the stand-in, with STANDIN_DEFER_CALLBACKS=1, runs them when asked), joins
-                it, then "joined" twice, exit status 0
-   The kernel is cuda_min.h's scale(out, in, n). */
+   Usage: faults N ACTION: N races at N different pairs of call sites (up to 1024), then the
+   ACTION (in main). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -89,6 +77,8 @@ int main(int argc, char **argv) {
     setup_scale_and_two_streams(&scale, &s1, &s2);
     for (int i = 0; i < races; i++) walk((unsigned)i, 10, 0);
     if (strcmp(action, "launched") == 0) {
+        /* As "sleep", without synchronizing first: the last race is among launches no later
+           call tells the model of. */
         printf("raced\n");
         fflush(stdout);
         for (;;) pause();
@@ -97,6 +87,7 @@ int main(int argc, char **argv) {
     if (strcmp(action, "exit") == 0) {
         printf("done\n");
     } else if (strcmp(action, "sleep") == 0) {
+        /* Waits to be killed. */
         printf("raced\n");
         fflush(stdout);
         for (;;) pause();
@@ -105,6 +96,10 @@ int main(int argc, char **argv) {
         raise(atoi(argv[3]));
         printf("survived\n");
     } else if (strcmp(action, "thread_exit") == 0) {
+        /* A host function, then a stream callback, each ending the thread that runs it (as
+           CPython ends a thread that takes the GIL while the interpreter finalizes), each run
+           on a thread of its own (the stand-in, with STANDIN_DEFER_CALLBACKS=1, runs them
+           when asked). */
         for (int callback = 0; callback < 2; callback++) {
             if (callback)
                 CHECK(cuStreamAddCallback(s1, end_this_thread_callback, NULL, 0));
@@ -116,6 +111,8 @@ int main(int argc, char **argv) {
             printf("joined\n");
         }
     } else if (strcmp(action, "handled") == 0) {
+        /* The program's own handler, installed before its first driver call, prints
+           "handled" and ends the process with _exit(7). */
         fflush(stdout);
         raise(SIGTERM);
         printf("survived\n");

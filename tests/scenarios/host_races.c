@@ -1,4 +1,4 @@
-/* Host races (issue 12): the host touching pinned memory that an asynchronous copy in flight
+/* Host races: the host touching pinned memory that an asynchronous copy in flight
    reads or writes. One scenario per case, each with a racy and a fixed twin.
    Usage: host_races SCENARIO racy|fixed   (host_races list: each scenario and what its racy
    twin must be reported as: host-race, or none)

@@ -1,25 +1,8 @@
 /* A program's life under streamsan: what happens to its report when it has two races, stops
    at one, is killed, crashes, forks, or exits with its own status.
-   Usage: lifecycle MODE, MODE one of
-     races     two different races (a RAW and a use-before-alloc), then "done"
-     clean     the same work, ordered, then "done"
-     fail      the races, then exit status 3
-     sleep     a race, a synchronization, "raced", then waits to be killed
-     crash     a race, a synchronization, then a segmentation fault
-     fork      a race, then a child with a race of another kind; the parent waits, "done"
-     late      a race, "raced" on stderr, 100 launches ordered on one stream, "launched" on
-               stderr, "done": the race, queued with the launches, is reported (at once,
-               before "raced", with halt_on_error=1)
-     deep      the RAW of "races", made 60 calls of deep() down from main (call sites deeper
-               than the default backtrace depth)
-     offsets   100 launches (cuLaunchKernel and cuLaunchKernelEx) and memsets, all on one
-               stream, from each of four stack positions 16 bytes apart, along the same call
-               chains: their frames lie at another offset from the stack's 64-byte lines each
-               time, then "done"
-   Built with -DRACE_AT_LOAD -shared, it is a library whose constructor has a race, before
-   streamsan's own constructor ran (a program's libraries are initialized before the preloaded
-   shim): the model finds it before the report's sink is installed.
-   The kernel is cuda_min.h's scale(out, in, n). Exit status 0 unless said otherwise. */
+   Usage: lifecycle MODE (the modes in main); prints "done" and exits 0 unless said otherwise.
+   Built with -DRACE_AT_LOAD -shared, it is a library whose constructor races before the
+   preloaded shim's constructor ran (a program's libraries are initialized first). */
 #include <alloca.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,13 +86,16 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setup_scale_and_two_streams(&scale, &s1, &s2);
     if (strcmp(mode, "clean") == 0) {
+        /* The work of "races", ordered. */
         cross_stream(1);
         before_alloc(1);
     } else if (strcmp(mode, "races") == 0 || strcmp(mode, "fail") == 0) {
+        /* Two races of two kinds; "fail" then exits 3. */
         cross_stream(0);
         before_alloc(0);
         if (strcmp(mode, "fail") == 0) return 3;
     } else if (strcmp(mode, "sleep") == 0) {
+        /* Waits to be killed. */
         cross_stream(0);
         CHECK(cuCtxSynchronize()); /* only the final report counts this one */
         printf("raced\n");
@@ -121,17 +107,23 @@ int main(int argc, char **argv) {
         fflush(stdout);
         raise(SIGSEGV);
     } else if (strcmp(mode, "late") == 0) {
+        /* The race is queued with the launches after it, and still reported (at once, before
+           "raced", with halt_on_error=1). */
         CUdeviceptr y = buffer(), z = buffer();
         cross_stream(0);
         fprintf(stderr, "raced\n");
         for (int i = 0; i < 100; i++) launch(s1, y, z);
         fprintf(stderr, "launched\n");
     } else if (strcmp(mode, "deep") == 0) {
+        /* Call sites deeper than the default backtrace depth. */
         deep(60);
     } else if (strcmp(mode, "offsets") == 0) {
+        /* The same call chains from four stack positions 16 bytes apart: their frames lie at
+           another offset from the stack's 64-byte lines each time. */
         CUdeviceptr y = buffer(), z = buffer();
         for (size_t pad = 0; pad < 64; pad += 16) launch_padded(pad, y, z);
     } else if (strcmp(mode, "fork") == 0) {
+        /* A child with a race of another kind; the parent waits for it. */
         cross_stream(0);
         fflush(stdout);
         pid_t child = fork();

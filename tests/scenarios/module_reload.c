@@ -1,15 +1,7 @@
 /* Kernel handles outlive nothing: after cuModuleUnload the driver hands the same handle
    values out again, for other kernels (XLA's autotuner loads and unloads hundreds of
-   modules). Module A's first(const float *x) reads x on s1; A is unloaded; module B's
-   second(float *y, float *x), whose handle is first's, writes x on s2 with no wait: a race
-   between first and second.
-   With the argument `same_name`: the kernels are extern "C" and both named k, k(x) in module
-   A and k(y, x) in module B, loaded at A's handle once A is unloaded: B's k is not A's
-   although its name, module handle and function handle are. A memset of x on s1, then B's
-   k(y, x) on s2 with no wait: a race on x, which A's layout (one parameter) would not see.
-   Then first(x) of a module loaded all along reads x on s2: a race too, under its name (learnt
-   again after the unload, from what the program asked for).
-   Prints whether the driver reused the handles. Exit status: 0, or 4 when a call failed. */
+   modules). Usage: module_reload [same_name]; prints whether the driver reused the handles.
+   Exit status: 0, or 4 when a call failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +39,12 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSynchronize());
 
     if (argc > 1 && strcmp(argv[1], "same_name") == 0) {
+        /* Two extern "C" kernels named k, k(x) in module A and k(y, x) in module B, loaded at
+           A's handle once A is unloaded: B's k is not A's although its name, module handle and
+           function handle are. A memset of x on s1, then B's k(y, x) on s2 with no wait: a
+           race on x, which A's layout (one parameter) would not see. Then first(x) of a module
+           loaded all along reads x on s2: a race too, under its name (learnt again after the
+           unload, from what the program asked for). */
         CUdeviceptr z;
         CUmodule kept;
         CUfunction kept_first;
@@ -73,6 +71,8 @@ int main(int argc, char **argv) {
                second == first ? "reused" : "not reused");
         return 0;
     }
+    /* first(const float *x) reads x on s1; its module is unloaded; second(float *y, float *x),
+       at first's handle, writes x on s2 with no wait: a race between first and second. */
     CHECK(cuModuleLoadData(&a, MODULE_A));
     CHECK(cuModuleGetFunction(&first, a, "_Z5firstPKf"));
     void *first_params[] = {&x};

@@ -1,4 +1,4 @@
-// Races that a kernel's parameters hide, each with a fixed twin (issue 15). Usage:
+// Races that a kernel's parameters hide, each with a fixed twin. Usage:
 //   cases interior racy|fixed    a raw interior pointer p + n/2 read on stream B while
 //                                stream A writes all of p
 //   cases struct racy|fixed      a kernel taking its buffer inside a by-value struct,

@@ -8,7 +8,8 @@ and patched again, launches left on their parameters, launches that ran patched 
 measured, what learn learnt and applied).
 Usage: perf.py STREAMSAN OUT_DIR [WORKLOAD:WARMUP:STEPS:MODES ...]
 FOOTPRINT_ROUNDS=N runs the whole plan N times in turn (default 1): one process a mode moves
-with the machine's core speed (docs/performance.md), so each row carries its round, and with more than one round a summary follows:
+with the machine's core speed, so each row carries its round, and with more than one round a
+summary follows:
 per workload and mode, the median of the rounds' medians and the spread of the ratios to the
 same round's native process.
 The default plan measures learn's steady state (six warm-up steps: AdamW's step count leaves

@@ -3,7 +3,7 @@
 # release streamsan and its shim in .device/:   sh tests/gpu/footprint/run.sh [MODES]
 set -u
 # A folder of this run's own for the cases, as the scenario runner's: two runs side by side
-# once rebuilt one program while the other ran it ("Text file busy").
+# would rebuild one program while the other runs it ("Text file busy").
 B=$(mktemp -d /tmp/streamsan-footprint.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 nvcc -O2 -std=c++17 -arch=sm_90 -o "$B/cases" tests/gpu/footprint/cases.cu || exit 1

@@ -1,4 +1,4 @@
-"""Host races (issue 12) in CuPy: `ndarray.get(stream=s, out=pinned, blocking=False)` read
+"""Host races in CuPy: `ndarray.get(stream=s, out=pinned, blocking=False)` read
 before `s.synchronize()` (racy) or after it (fixed).
 
 Usage: cupy_host_races.py SCENARIO racy|fixed   (list: each scenario and what its racy twin

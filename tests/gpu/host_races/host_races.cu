@@ -1,4 +1,4 @@
-// Host races (issue 12) through the CUDA runtime: the host touching pinned memory that a
+// Host races through the CUDA runtime: the host touching pinned memory that a
 // cudaMemcpyAsync in flight reads or writes. Each scenario has a racy and a fixed twin.
 // Usage: host_races SCENARIO racy|fixed   (host_races list: each scenario and what its racy
 // twin must be reported as)

@@ -1,4 +1,4 @@
-// Probe (issue 12): do the driver's pinned host mappings accept mprotect, do async copies still
+// Probe: do the driver's pinned host mappings accept mprotect, do async copies still
 // work from/into protected pages, does the driver itself touch them on the CPU, and what does it cost?
 #include <cuda.h>
 #include <cuda_runtime.h>

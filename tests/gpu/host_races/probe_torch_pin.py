@@ -1,4 +1,4 @@
-# Probe (issue 12): mprotect a PyTorch pinned tensor's pages, then copy with non_blocking
+# Probe: mprotect a PyTorch pinned tensor's pages, then copy with non_blocking
 import ctypes, mmap, signal, torch
 libc = ctypes.CDLL(None, use_errno=True)
 x = torch.empty(1 << 20, dtype=torch.uint8, pin_memory=True)

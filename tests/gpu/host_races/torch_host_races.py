@@ -1,4 +1,4 @@
-"""Host races (issue 12) in PyTorch: pinned memory touched by the host while a
+"""Host races in PyTorch: pinned memory touched by the host while a
 `non_blocking=True` copy from or into it is in flight. Each scenario has a racy and a fixed
 twin; `dataloader` is a training loop that must be clean in both.
 

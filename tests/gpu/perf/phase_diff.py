@@ -8,8 +8,7 @@ Usage: phase_diff.py SHORT.txt LONG.txt STEPS
   entry points); STEPS: how many more steps LONG timed. Prints, per row that grew, the calls
   and milliseconds a step, the nanoseconds per call of what was added, and those as a share
   of the driver's time a launch in the same process: the machine's speed moves every row
-  from run to run (the same shim's scan read 406-803 ns a GPT-2 launch in one call, the
-  driver's row with it: reports/gpu/scan-rechecked/), and builds compare by the share."""
+  from run to run (the driver's row with the others), so builds compare by the share."""
 import re
 import sys
 

@@ -187,9 +187,9 @@ PROGRAMS = {f.__name__: f for f in (gpt2, resnet18_prefetch, compiled_mlp, maskr
 
 def probe():
     """How fast the main thread's core runs now: a fixed pure-Python loop (no driver call),
-    timed, in ms. On the GPU machine it takes either about 1.2 or about 2.3 ms, switching
-    within a process and between processes, and a step's time with it
-    (reports/gpu/host-time/): run.py compares steps taken at full speed."""
+    timed, in ms. The GPU machine's cores switch between two speeds, within a process and
+    between processes, and a step's time with them: run.py compares steps taken at full
+    speed."""
     start = time.perf_counter()
     sum(i * i for i in range(30_000))
     return round((time.perf_counter() - start) * 1e3, 3)

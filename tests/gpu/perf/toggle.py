@@ -40,7 +40,7 @@ BASE_FIGURE = {BITS.get("FORWARD_ALL"): "forward_all", BITS.get("FORWARD_LAUNCHE
 def mode_name(mode):
     if mode == "native":
         return "native (other processes)"
-    # A bit the module no longer defines (an older run's) is named by its number.
+    # A bit the module does not define (a run of another build) is named by its number.
     bits = [1 << i for i in range(32) if mode & (1 << i)]
     return "+".join(PART_NAMES.get(bit, f"bit {bit}") for bit in bits) or "all of the shim"
 

@@ -3,13 +3,13 @@
 # release build of streamsan and its shim in .device/:   sh tests/gpu/scenarios/run.sh
 set -u
 # A folder of this run's own for the programs and their reports: two runs side by side
-# (tests/gpu/all.sh with WORK=) once shared one and stopped each other's cases.
+# (tests/gpu/all.sh with WORK=) would otherwise stop each other's cases.
 B=$(mktemp -d /tmp/streamsan-scenarios.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
 nvcc -O2 -std=c++17 -o "$B/runtime_scenarios" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
 nvcc -O2 -std=c++17 --default-stream per-thread -o "$B/runtime_scenarios_ptds" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
-cc -O1 -g -o "$B/semantics" tests/scenarios/semantics.c -L"$STUBS" -lcuda -lpthread -ldl || exit 1
+cc -O1 -g -o "$B/semantics" tests/scenarios/semantics/*.c -L"$STUBS" -lcuda -lpthread -ldl || exit 1
 # NCCL's scenarios need two GPUs and an NCCL: the one PyTorch's wheels install.
 NCCL_LIB=$(python3 -c 'import glob, os, site; c = [p for d in site.getsitepackages() for p in glob.glob(os.path.join(d, "nvidia", "**", "libnccl.so.2"), recursive=True)]; print(c[0] if c else "")' 2>/dev/null)
 if [ -n "$NCCL_LIB" ] && [ "$(nvidia-smi -L | grep -c '^GPU ')" -ge 2 ]; then

@@ -1,27 +1,7 @@
-//! A stand-in `libsanitizer-public.so`, for tests on the stand-in driver.
-//!
-//! It implements the Compute Sanitizer functions the footprint engine calls: tables live in
-//! host memory (`sanitizerAlloc` is `calloc`, copies are `memcpy`, streams are the engine's
-//! own handles). On subscription it attaches to the stand-in driver, which then reports each
-//! launch it accepts; the library calls the subscriber's launch callback and, if the launch
-//! was given a table and its module is patched, plays the device: a kernel named
-//! `footprint_*` touches what its parameters list, read as consecutive (address, length,
-//! flags) triples of u64 (flags: the patch's READ 1, WRITE 2, ATOMIC 4; a length with bit 63
-//! set repeats: see [`accesses`]); a word left over after the triples is a scalar that
-//! touches nothing; `footprint_beyond*` touches, for each triple, the `length` bytes just
-//! after it (a kernel whose footprint its parameters cannot tell from `footprint_touch`'s);
-//! `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)` touches its one triple.
-//! It adds to the table what the patch would have added (`streamsan_footprint::table::emulate`:
-//! like the patch, it never clears what is there). A module is patched until
-//! `sanitizerUnpatchModule` and again after `sanitizerPatchModule`, as on a GPU: a launch of
-//! an unpatched module's kernel records nothing, table or not.
-//!
-//! `STANDIN_SANITIZER_TAKEN=1`: subscription fails as when another tool holds the API.
-//! `STANDIN_SANITIZER_FAIL=NAME,...`: those functions (`sanitizerMemset`,
-//! `sanitizerGetStreamHandle`) fail with SANITIZER_ERROR_UNKNOWN, doing nothing.
-//! `STANDIN_SANITIZER_LOG=FILE`: one line per launch given a table, `measured NAME` (or
-//! `measured-unpatched NAME`, a table given to a launch that cannot write it), and one per
-//! module patched again or unpatched, `patch MODULE` or `unpatch MODULE`.
+//! A stand-in `libsanitizer-public.so` for tests on the stand-in driver: the Compute
+//! Sanitizer functions the footprint engine calls, host memory standing for the device's
+//! (`sanitizerAlloc` is `calloc`, copies are `memcpy`, streams are the engine's own handles),
+//! and the device played for kernels named `footprint_*` ([`launched`]).
 
 use core::ffi::{c_char, c_void, CStr};
 use std::cell::Cell;
@@ -41,7 +21,9 @@ static CTX_GET_CURRENT: AtomicUsize = AtomicUsize::new(0);
 /// Modules unpatched, by handle.
 static UNPATCHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// Appends `line` to `STANDIN_SANITIZER_LOG`, if set.
+/// Appends `line` to `STANDIN_SANITIZER_LOG`, if set: `measured NAME` for a launch given a
+/// table (`measured-unpatched NAME` when it cannot write it), `patch MODULE` or
+/// `unpatch MODULE` for a module patched again or unpatched.
 fn log(line: &str) {
     if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
@@ -82,6 +64,7 @@ pub unsafe extern "C" fn sanitizerSubscribe(
     callback: Callback,
     _userdata: *mut c_void,
 ) -> u32 {
+    // As when another tool holds the API.
     if std::env::var_os("STANDIN_SANITIZER_TAKEN").is_some_and(|v| v == "1") {
         return 10;
     }
@@ -189,7 +172,8 @@ pub unsafe extern "C" fn sanitizerMemset(ptr: *mut c_void, value: i32, count: us
 /// `SANITIZER_ERROR_UNKNOWN`.
 const ERROR_UNKNOWN: u32 = 999;
 
-/// Whether `STANDIN_SANITIZER_FAIL` (a comma-separated list of function names) names `function`.
+/// Whether `STANDIN_SANITIZER_FAIL` (a comma-separated list of function names) names
+/// `function`, which then fails with `SANITIZER_ERROR_UNKNOWN`, doing nothing.
 fn fails(function: &str) -> bool {
     static FAIL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     FAIL.get_or_init(|| {
@@ -217,7 +201,15 @@ pub unsafe extern "C" fn sanitizerGetStreamHandle(_ctx: Handle, stream: Handle, 
     OK
 }
 
-/// The stand-in driver accepted a launch: the subscriber hears of it, then the "device" runs.
+/// The stand-in driver accepted a launch: the subscriber hears of it, then, if the launch was
+/// given a table and its module is patched (as on a GPU: until `sanitizerUnpatchModule`, and
+/// again after `sanitizerPatchModule`), the "device" adds to the table what the patch would
+/// (`emulate`, which like the patch never clears what is there). A kernel named `footprint_*`
+/// touches what its parameters list as (address, length, flags) triples of u64 ([`accesses`]),
+/// a word left over being a scalar that touches nothing; `footprint_beyond*` touches, for each
+/// triple, the `length` bytes just after it (a footprint its parameters cannot tell from
+/// `footprint_touch`'s); `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)`
+/// touches its one triple.
 unsafe extern "C" fn launched(
     function: Handle,
     module: Handle,
@@ -292,9 +284,10 @@ unsafe extern "C" fn launched(
 }
 
 /// The accesses a `footprint_*` kernel makes, as warp steps of at most 128 bytes within one
-/// granule: for each (address, length, flags) triple, `length` bytes from `address`; a
-/// length with bit 63 set is `count << 32 | len` of a strided triple: `count` accesses of
-/// `len` bytes, `1 << shift` bytes apart, the shift in bits 8 to 15 of the flags (0: 4 KiB).
+/// granule: for each (address, length, flags) triple (flags: the patch's READ 1, WRITE 2,
+/// ATOMIC 4), `length` bytes from `address`; a length with bit 63 set is `count << 32 | len`
+/// of a strided triple: `count` accesses of `len` bytes, `1 << shift` bytes apart, the shift
+/// in bits 8 to 15 of the flags (0: 4 KiB).
 fn accesses(words: &[u64]) -> Vec<(u64, u32, u32)> {
     let mut steps = Vec::new();
     for t in words.chunks_exact(3) {

@@ -322,10 +322,9 @@ const INLINE_BYTES: usize = 64 * 1024;
 
 /// With `STANDIN_INLINE_COPIES=1`, a small copy from pinned memory to the device is read at
 /// the call, on the CPU, through the program's own view of the memory, once the copies in
-/// flight have landed: as an H200's driver does (it read a 256-byte pinned source inside
-/// `cuMemcpyHtoDAsync` after its stream waited for the copy that wrote it,
-/// `reports/gpu/28a1910/guard-on/`), here for the synchronous copy too. Returns whether it
-/// copied.
+/// flight have landed, as a GPU's driver does (it reads a small pinned source inside
+/// `cuMemcpyHtoDAsync` once its stream waited for the copy that wrote it); here for the
+/// synchronous copy too. Returns whether it copied.
 unsafe fn copied_inline(dst: CUdeviceptr, src: u64, bytes: usize) -> bool {
     let inline = bytes <= INLINE_BYTES
         && dst != 0

@@ -1,17 +1,11 @@
 //! Pinned host memory, and the asynchronous copies to and from it that are still in flight.
 //!
-//! As the real driver's: page-backed shared memory, small allocations packed 512 bytes
-//! apart so that several share a page (`reports/gpu/host-races/probe_mprotect.txt`). The
-//! arena is mapped twice: the program's view, whose pages a tool may protect, and a view
-//! only the stand-in uses, standing for the device's DMA, which page protection does not
-//! stop. Every byte the stand-in moves to or from pinned memory goes through that view
-//! ([`device_view`]).
-//!
-//! An asynchronous copy with a side in pinned memory completes later ([`defer`]): when the
-//! program next calls something that waits (a synchronize, a query, a synchronous copy or
-//! memset, a free, a host function), [`complete`] runs every copy still pending, in issue
-//! order. So a program that reads a copy's destination before it synchronizes sees the
-//! bytes from before, as on a GPU.
+//! As the real driver's: page-backed shared memory, small allocations packed 512 bytes apart
+//! so that several share a page. The arena is mapped twice: the program's view, whose pages a
+//! tool may protect, and the stand-in's own ([`device_view`]), standing for the device's DMA,
+//! which page protection does not stop. A copy with a side in pinned memory completes at the
+//! program's next call that waits ([`defer`], [`complete`]), so a program that reads its
+//! destination before it synchronizes sees the bytes from before, as on a GPU.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

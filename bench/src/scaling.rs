@@ -1,7 +1,7 @@
-//! Workloads whose cost must not grow with the program's history (issue 14, "Scaling"):
-//! each does one kind of call after many streams, events, graph executables, races or
-//! buffers were made, at several sizes, so that the figures at each size show whether a
-//! call's cost depends on what is live and concurrent only.
+//! Workloads whose cost must not grow with the program's history: each does one kind of call
+//! after many streams, events, graph executables, races or buffers were made, at several
+//! sizes, so that the figures at each size show whether a call's cost depends on what is live
+//! and concurrent only.
 //!
 //! Sizes are type parameters: each size is a workload of its own name, run in its own
 //! process. Like the other workloads the programs are correct (except `races_1000`, whose

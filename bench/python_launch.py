@@ -60,7 +60,7 @@ def main():
     kernel, streams, buffers = setup()
     layers = [Layer(kernel, streams[i % 8], [buffers[(i % 8) * 8 + (i // 8 + k) % 8] for k in range(4)]) for i in range(64)]
     latencies = []
-    # PYTHON_LAUNCHES: fewer launches for a run under callgrind (tests/bench/count.py).
+    # PYTHON_LAUNCHES: fewer launches for a run under callgrind (bench/count.py).
     launches = int(os.environ.get("PYTHON_LAUNCHES", 105_000))
     for i in range(launches):
         elapsed, status = step(layers[i % 64], time.perf_counter_ns)

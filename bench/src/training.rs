@@ -1,57 +1,25 @@
-//! A workload shaped like a training step's launches (issue 14, point 3): what cuBLAS and
-//! PyTorch's kernels look like to the driver, rather than the bench's four-pointer kernel.
+//! A workload shaped like a training step's launches: what cuBLAS and PyTorch's kernels look
+//! like to the driver, rather than the bench's four-pointer kernel. Launches go through
+//! `cuLaunchKernelEx` with two attributes, from a native stack some 80 frames deep along one
+//! of 256 chains (an interpreter, a dispatcher, cudart: recursion stands in), with a 344-byte
+//! parameter block (a by-value structure with four tensor pointers at scattered offsets, as
+//! PyTorch's `OffsetCalculator` holds them), over 400 tensors inside four 64 MiB segments (a
+//! caching allocator's), with a memset every eighth call. The variants:
 //!
-//! - Launched through `cuLaunchKernelEx` with two attributes, from a native stack some 80
-//!   frames deep (an interpreter's eval loop, a dispatcher, cudart: recursion stands in),
-//!   along one of 256 chains that part in their innermost 20 frames (one per operator).
-//! - A parameter block of 344 bytes: an element count, a by-value structure of 320 bytes
-//!   (sizes, strides, scalars, and four tensor pointers at scattered offsets, as PyTorch's
-//!   `OffsetCalculator` and cuBLAS's parameter structures hold them), then two typed
-//!   pointers.
-//! - 400 live tensors inside four 64 MiB allocations (a caching allocator's segments: the
-//!   driver sees only the segments), on the legacy default stream.
-//! - A memset of a tensor every eighth call (gradients zeroed between launches).
-//! - `training_step_prefetch`: a side-stream prefetcher as timm's and PyTorch's loaders make
-//!   it, every [`PREFETCH_EVERY`] calls: the side stream waits for the step's stream, copies
-//!   the next batch from pinned memory and records an event, which the step's stream waits
-//!   for before a launch reads the batch. Four calls among 32 that each once made the
-//!   calling thread tell the model every launch queued before them (`shim/src/hooks/batch.rs`).
-//! - `training_step_synced`: the step as a GPT-2 step runs on the GPU machine, in
-//!   proportion: the host's own work before each call (the interpreter's and the
-//!   framework's, [`HOST_WORK_NS`], timed with the call), a device that takes a little less
-//!   time per launch ([`KERNEL_NS`], the stand-in's device time), an optimizer's
-//!   [`OPTIMIZER_LAUNCHES`] launches at the end of the step, each with a by-value list of
-//!   [`OPTIMIZER_POINTERS`] tensors (PyTorch's multi-tensor apply), and a `cuCtxSynchronize`
-//!   at its end, every [`STEP`] calls, which finds the device just done and the shim's model
-//!   still to be told the optimizer's launches. Before ba22ba2 the shim told them on the
-//!   program's thread there (285 µs a GPT-2 step, `reports/gpu/b2202ca/`); its median
-//!   synchronize shows what it costs. `training_step_synced_learn`: the same under
-//!   `footprint=learn`, the stand-in Compute Sanitizer library playing the engine's device.
-//!   `training_step_synced_often`: a synchronize every fourth call, as programs that read
-//!   results back between launches make them (Mask R-CNN's inference: one every 1.6
-//!   launches).
-//! - `training_step_synced_ddp`: the synced step as DistributedDataParallel runs it, with a
-//!   gradient bucket all-reduced every [`BUCKET_EVERY`] calls amid the launches: the step's
-//!   stream records an event, a communication stream waits for it and runs `ncclAllReduce`
-//!   on the bucket (the stand-in NCCL's), and records an event that the step's stream waits
-//!   for before the step's synchronize. The bucket's four calls are timed apart: until
-//!   7c5713b the all-reduce told the model every launch queued before it on the program's
-//!   thread.
-//! - `training_step_synced_prefetch_guarded`: the synced step with the prefetcher, under the
-//!   host-race guard (`host_races=1`): a copy from pinned memory is nearly always in flight.
-//!   Until 7d71eb1 every call then told the model what was queued before it.
-//!
-//! The `_cold_*` variants add what the stand-in lacks: the real driver's ~10 µs per launch
-//! (and the interpreter's and framework's work between launches, some 30 µs per launch in a
-//! GPT-2 step) runs through megabytes of its own data, so that the shim finds its own data
-//! evicted from the processor's caches at every call. Between two timed calls, outside the
-//! timed region, they write one byte in every cache line of an `EVICT_MIB` MiB buffer: 2 MiB
-//! evicts a core's L1 and L2 (2 MiB of L2 per core on recent Xeons, 1 MiB on this VM's
-//! EPYC: the shim's data then comes from L3); 16 MiB evicts a good part of an L3 as well
-//! (32 MiB here; the H100 host's sizes are unknown to us); 64 MiB evicts
-//! this VM's L3 entirely (the shim's data then comes from memory: the worst case). Only data
-//! is evicted: the instruction cache and branch predictors stay as warm as the loop leaves
-//! them, which a real driver's code would not.
+//! - `_prefetch`: a side-stream prefetcher as timm's and PyTorch's loaders make it, every
+//!   [`PREFETCH_EVERY`] calls (a copy from pinned memory and two event joins).
+//! - `_synced`: the step in proportion to a GPT-2 step on a GPU: the host's own work before
+//!   each call ([`HOST_WORK_NS`]), a device a little faster ([`KERNEL_NS`]), an optimizer's
+//!   multi-tensor launches and a `cuCtxSynchronize` every [`STEP`] calls, which finds the
+//!   device done and the shim's model still to be told the optimizer's launches; `_learn`
+//!   runs it under `footprint=learn`, `_often` synchronizes every fourth call (as a program
+//!   that reads results back between launches), `_ddp` all-reduces a gradient bucket on a
+//!   communication stream every [`BUCKET_EVERY`] calls, `_prefetch_guarded` prefetches under
+//!   the host-race guard, so that a copy from pinned memory is nearly always in flight.
+//! - `_cold_*`: between timed calls, writes a byte in every cache line of an `EVICT_MIB` MiB
+//!   buffer, as a real driver's and framework's work between launches would: 2 MiB evicts a
+//!   core's L1 and L2, 16 MiB a good part of an L3, 64 MiB all of it. Only data is evicted;
+//!   the instruction cache and branch predictors stay as warm as the loop leaves them.
 
 use streamsan_driver_api::*;
 

@@ -1,36 +1,27 @@
 #!/usr/bin/env python3
 """What the shim's launch path costs the program's thread, counted instead of timed.
 
-The GPU machine cannot resolve a change of a few percent in a real program's step: its cores
-run at two speeds and its processes differ by a third from one to the next
-(reports/gpu/host-time/), and it exposes no hardware counters. So this counts, under
-callgrind, the instructions, the level-1 data-cache misses (with every level-1 and level-2
-line evicted between calls by the `_cold_2m` workloads: the lines a launch touches that the
-program's work between launches evicts) and the simulated conditional-branch mispredictions
-of each part of the launch path on the program's thread, per call, in a bench workload. Two
-runs agree to a tenth of a percent (only the watcher's turns vary), so two builds compare
-where timings cannot (misses move a few percent with where the libraries' data lands); what a count is worth in time on the GPU host is not said here
-(reports/gpu/steady-state/ times the parts there).
+The GPU machine cannot resolve a change of a few percent in a real program's step (its cores
+run at two speeds, its processes differ from one to the next) and exposes no hardware
+counters. So this counts under callgrind, per call of a bench workload, the instructions, the
+level-1 data-cache misses (the `_cold_2m` workloads evict every level-1 and level-2 line
+between calls, as a program's own work between launches does) and the simulated branch
+mispredictions of each part of the launch path on the program's thread: counts repeat from
+run to run, so two builds compare where timings cannot. It also gives the code the hook runs
+at every launch (instructions, 64-byte lines, 4 KiB pages, by object file): a real program's
+own code between launches evicts the instruction cache, which the workloads do not.
 
-It also gives the code the hook runs at every launch: instructions, 64-byte lines and 4 KiB
-pages, by object file. The eviction above empties the data caches, not the instruction
-cache; a real program's own code between launches (tens of microseconds of the interpreter
-and the framework) does, so each of those lines is a level-1 instruction miss per launch
-there, and each page a possible instruction-TLB miss.
+Callgrind runs the threads one at a time, so the shim's watcher rarely runs and the program's
+thread settles the model's batch itself when the queue is full: that work is the watcher's
+on a real machine and is not counted. Calls of the capture and the queue include the
+memsets' (one call in eight of the training step).
 
-Callgrind runs the program's threads one at a time, so the shim's watcher rarely runs and the
-program's thread tells the model's batch itself when the queue is full: that work (the
-batch's settle) is the watcher's on a real machine and is not counted. Calls of the capture
-and the queue include the memsets' (one call in eight of the training step).
-
-Usage, from the repository root:  python3 tests/bench/count.py [WORKLOAD]
-(default training_step_cold_2m; any workload of tests/bench/src/workloads.rs that launches
-with cuLaunchKernelEx, or launch_python: tests/bench/python_launch.py, whose launches read
-Python frames too). Builds the bench with line tables into target/count/ (which builds the
-shim and the stand-ins beside it, as `cargo run -p streamsan-bench` does), writes callgrind's
-files into target/count/callgrind/. The Python workload is this script's neighbour, whatever
-the folder it is run from: run from another checkout, it counts that checkout's shim on the
-same work.
+Usage, from the repository root:  python3 bench/count.py [WORKLOAD]
+(default training_step_cold_2m; any workload of bench/src/workloads.rs that launches with
+cuLaunchKernelEx, or launch_python: bench/python_launch.py, whose launches read Python frames
+too). Builds the bench with line tables into target/count/, writes callgrind's files into
+target/count/callgrind/. The Python workload is this script's neighbour, whatever the folder
+it is run from: run from another checkout, it counts that checkout's shim on the same work.
 """
 import os
 import shutil

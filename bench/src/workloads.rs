@@ -38,9 +38,9 @@ impl Measured {
 /// A workload: runs against a driver and says what it measured.
 type Workload = fn(&Driver) -> Measured;
 
-/// The workloads, by name: the launch path, then the scaling rows of issue 14 (a call's
-/// cost after N streams, buffers, graphs or races), then the training-shaped launches, then
-/// a staging loop through pinned memory (the host-race guard at work).
+/// The workloads, by name: the launch path, then the scaling rows (a call's cost after N
+/// streams, buffers, graphs or races), then the training-shaped launches, then a staging loop
+/// through pinned memory (the host-race guard at work).
 pub const WORKLOADS: &[(&str, Workload)] = &[
     ("launch_1t", launch_one_thread),
     ("launch_legacy", launch_on_the_legacy_stream),
@@ -387,7 +387,7 @@ fn alloc_free(driver: &Driver) -> Measured {
 
 /// A staging loop through pinned memory: a 1 MiB pinned buffer written, copied to the
 /// device, copied back into another, the stream synchronized, the result read. With the
-/// guard (`_guarded`, issue 12), each copy's pages are protected when it is issued and
+/// guard (`_guarded`), each copy's pages are protected when it is issued and
 /// unprotected at the synchronize: of each 256-page copy, the first 16 pages and the last
 /// (`host_race_pages`).
 fn pinned_copies(driver: &Driver) -> Measured {
