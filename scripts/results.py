@@ -164,7 +164,7 @@ def machine(result):
 
 def shim(result):
     sha = result["build"]["shim_sha256"]
-    return f"`{sha[:8]}`" if sha else f"(commit `{result['build']['commit'][:7]}`)"
+    return f"`{sha[:8]}`" if sha else "(not recorded)"
 
 
 def outcome(result, names=True):

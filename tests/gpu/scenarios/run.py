@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The scenario suite on a GPU machine, under streamsan.
 
-Three suites: the driver-API programs of tests/scenarios/semantics.c (the same ones the
+Three suites: the driver-API programs of tests/scenarios/semantics/ (the same ones the
 stand-in tests run), and the CUDA C++ runtime-API programs of runtime_scenarios.cu, built
 plain and with --default-stream per-thread. Where run.sh built them (two GPUs and an NCCL
 found), two more: the NCCL programs of tests/scenarios/nccl.c, linked with NCCL and opening it
