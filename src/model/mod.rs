@@ -21,15 +21,10 @@
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
+//! | `rules/footprint_late.rs` | a measured launch (`footprint=exact\|learn`), issued at once and checked when its footprint arrives, against what was issued before and after it |
+//! | `rules/footprint_learning.rs` | `footprint=learn`: a measured launch learnt from, learnt extents applied at issue to later launches with the same key |
 //! | [`host_races`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |
-//!
-//! Measured footprints (`footprint=exact|learn`) are one feature, its rules and state in one
-//! folder with a map of its own:
-//!
-//! | file | rule and state |
-//! |---|---|
-//! | [`footprint`] | a measured launch, issued at once and checked when its footprint arrives; footprints learnt from measured launches, applied at issue to later launches with the same key |
 //!
 //! What the rules keep, one data structure each:
 //!
@@ -37,6 +32,7 @@
 //! |---|---|
 //! | [`clock`] | vector clocks, epochs, the host's clock |
 //! | [`streams`] | streams and contexts, default streams, the slots of the clocks |
+//! | [`footprint`] | measured footprints: what a launch touched, launches waiting for it, what was learnt |
 //! | [`buffers`], [`shadow`] | live and freed buffers by address, each one's access history |
 //! | [`events`] | what each event's last record captured |
 //! | [`capture`] | captures in progress, executable graphs |

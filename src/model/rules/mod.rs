@@ -4,6 +4,8 @@
 //! other rule goes through. `docs/semantics.md` states each rule in words.
 
 pub mod built;
+mod footprint_late;
+mod footprint_learning;
 pub mod graphs;
 pub mod issue;
 pub mod lifetime;

@@ -1,4 +1,4 @@
-//! The rule of `footprint=learn` ([`super::learnt`] holds what is learnt and how): a measured
+//! The rule of `footprint=learn` ([`crate::model::footprint::learnt`] holds what is learnt and how): a measured
 //! launch's ranges attributed to its pointers through the buffers they fall in, a learnt
 //! cover noted, and the learnt extents given to a later launch.
 

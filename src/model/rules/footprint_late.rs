@@ -1,5 +1,5 @@
 //! The rule of a measured launch: issued at once, checked when its footprint is read against
-//! what was issued before it (with its clock at issue) and after it ([`super::pending`]'s log).
+//! what was issued before it (with its clock at issue) and after it (the log of [`crate::model::footprint::pending`]).
 
 use std::sync::atomic::Ordering;
 
