@@ -16,7 +16,9 @@
 //! executable; under `cargo run` they are built first.
 
 mod driver;
+mod measured;
 mod scaling;
+mod stacks;
 mod training;
 mod workloads;
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 use streamsan_driver_api::*;
 
 use crate::driver::{check, Driver};
-use crate::workloads::{resident_bytes, Measured};
+use crate::measured::{resident_bytes, Measured};
 
 /// Times `call(i)` for `count` iterations; `call` returns the nanoseconds of the part it
 /// times (its set-up around that part is not counted).

@@ -24,7 +24,8 @@
 use streamsan_driver_api::*;
 
 use crate::driver::{check, Driver, Nccl, NCCL_FLOAT32, NCCL_SUM};
-use crate::workloads::{along, at_depth, Measured};
+use crate::measured::Measured;
+use crate::stacks::{along, at_depth};
 
 /// `step(int, Params, float const*, float*)` with `Params` a 320-byte structure.
 const NAME: &core::ffi::CStr = c"_Z4stepi6ParamsPKfPf";

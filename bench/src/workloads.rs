@@ -11,29 +11,10 @@ use std::time::Instant;
 use streamsan_driver_api::*;
 
 use crate::driver::{check, Driver, Setup};
+use crate::measured::{resident_bytes, Measured};
 use crate::scaling::*;
+use crate::stacks::{along, at_depth};
 use crate::training::training_step;
-
-/// What one run of a workload measured.
-pub struct Measured {
-    /// Nanoseconds per timed call (or pair of calls).
-    pub latencies: Vec<u64>,
-    /// Growth of the resident set while the workload's buffers were allocated.
-    pub buffer_bytes: Option<i64>,
-    /// Growth of the resident set over what the workload says (its timed calls, mostly).
-    pub resident_growth: Option<i64>,
-    /// Nanoseconds of each timed synchronize, also among `latencies`, where a workload
-    /// times them apart (a few among thousands of calls, which no percentile shows).
-    pub waits: Vec<u64>,
-    /// The same for each timed collective (`training_step_synced_ddp`'s bucket all-reduces).
-    pub collectives: Vec<u64>,
-}
-
-impl Measured {
-    pub fn of(latencies: Vec<u64>) -> Measured {
-        Measured { latencies, buffer_bytes: None, resident_growth: None, waits: Vec::new(), collectives: Vec::new() }
-    }
-}
 
 /// A workload: runs against a driver and says what it measured.
 type Workload = fn(&Driver) -> Measured;
@@ -149,14 +130,6 @@ fn time_each(count: usize, mut call: impl FnMut(usize)) -> Vec<u64> {
         .collect()
 }
 
-/// Resident bytes of this process.
-pub fn resident_bytes() -> i64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
-    let pages: i64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("statm resident pages");
-    // SAFETY: sysconf has no preconditions.
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64
-}
-
 /// One thread, 8 streams, 64 live buffers: each launch passes four of its stream's eight.
 fn launch_one_thread(driver: &Driver) -> Measured {
     const STREAMS: usize = 8;
@@ -232,7 +205,7 @@ fn launch_from_many_call_sites(driver: &Driver) -> Measured {
         // A scrambled cycle through the call sites (multiplier coprime to their count).
         let site = (i * 389) % CALL_SITES;
         at_depth(30 + 10 * (site / 256), &mut || {
-            left(site % 256, 8, &mut || {
+            along((site % 256) as u32, 8, &mut || {
                 // SAFETY: the setup's elementwise kernel on the legacy stream.
                 check(
                     unsafe { driver.launch_elementwise(setup.elementwise, core::ptr::null_mut(), 4096, output, input) },
@@ -271,71 +244,6 @@ fn launch_many_kernels(driver: &Driver) -> Measured {
         check(unsafe { driver.launch_pointers(kernels[k], stream, &mut pointers) }, "cuLaunchKernel");
     });
     Measured::of(latencies)
-}
-
-/// Calls `f` through `bits` frames, each a call of [`left`] or [`right`] by a bit of
-/// `path`: 2^bits chains of the same depth that differ in their return addresses.
-fn along_path(path: usize, bits: u32, f: &mut dyn FnMut()) {
-    if bits == 0 {
-        f();
-    } else if path & 1 == 0 {
-        left(path >> 1, bits - 1, f);
-    } else {
-        right(path >> 1, bits - 1, f);
-    }
-}
-
-#[inline(never)]
-fn left(path: usize, bits: u32, f: &mut dyn FnMut()) {
-    along_path(path, bits, f);
-    // Keeps the call a real call, not a jump.
-    core::hint::black_box(path);
-}
-
-#[inline(never)]
-fn right(path: usize, bits: u32, f: &mut dyn FnMut()) {
-    along_path(path, bits, f);
-    core::hint::black_box(bits);
-}
-
-/// Calls `f` from `depth` frames further down the stack.
-#[inline(never)]
-pub fn at_depth(depth: usize, f: &mut dyn FnMut()) {
-    if depth == 0 {
-        f();
-    } else {
-        at_depth(depth - 1, f);
-    }
-    // Keeps the recursion a real call, not a loop.
-    core::hint::black_box(depth);
-}
-
-/// Calls `f` from `depth` frames further down the stack, along one of `2^depth` chains: at
-/// each level the call comes from one of two functions, as the next bit of `path` says. A
-/// framework's launches come from hundreds of different native chains (one per operator),
-/// where [`at_depth`]'s are all the same.
-#[inline(never)]
-pub fn along(path: u32, depth: usize, f: &mut dyn FnMut()) {
-    if depth == 0 {
-        f();
-    } else if path & 1 == 0 {
-        along_left(path >> 1, depth - 1, f);
-    } else {
-        along_right(path >> 1, depth - 1, f);
-    }
-    core::hint::black_box(depth);
-}
-
-#[inline(never)]
-fn along_left(path: u32, depth: usize, f: &mut dyn FnMut()) {
-    along(path, depth, f);
-    core::hint::black_box(path);
-}
-
-#[inline(never)]
-fn along_right(path: u32, depth: usize, f: &mut dyn FnMut()) {
-    along(path, depth, f);
-    core::hint::black_box(depth);
 }
 
 /// 16 threads launching at once, each on its own stream with its own four buffers.
