@@ -3,9 +3,9 @@
 # puts it on PYTHONPATH. `.whl/` holds the small ones (filecheck for numba-cuda's tests,
 # nvmath-python). Warp's wheel is over one call's carry: stripped of warp/bin/warp-clang.so
 # and warp/examples/assets (CUDA kernels need neither), zipped without compression and packed
-# with `xz -9`, it travels in two parts, `.warp1/warp.part00` and `.warp2/warp.part01`, one
-# per call back to back while the machine stays warm. The first call runs
-# `sh tests/gpu/wheels.sh --stage`, which copies its part to /tmp; the second part's folder
+# with `xz -9`, it travels in parts (`.warp1/warp.part00`, `.warp2/warp.part01`, ...), one
+# per call back to back while the machine stays warm. Each call but the last runs
+# `sh tests/gpu/wheels.sh --stage`, which copies its part to /tmp; the last part's folder
 # also holds `SHA256` (of the whole .xz), and the call carrying it joins the parts, checks
 # the sum, unpacks and installs the wheel.
 if [ "${1:-}" = --stage ]; then
