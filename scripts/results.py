@@ -31,6 +31,7 @@ SUITES = {
     "scenarios": "racy and fixed twins of every rule, driver and runtime API (and NCCL on two GPUs)",
     "host-races": "host races: the host's own accesses against copies in flight",
     "footprint": "races that kernel parameters hide, under each footprint mode",
+    "footprint-twin": "a patched twin of a module beside the program's own, unpatched",
     "apps": "real programs of nine frameworks, clean and with one wait removed",
     "suites": "numba-cuda's and Warp's own test suites, natively and under streamsan",
     "toggle": "the whole shim against every hook forwarded, inside one process",
@@ -39,7 +40,7 @@ SUITES = {
     "steady": "a launch's cost on the program's thread, per part",
     "bench-count": "the bench's launch path counted under callgrind (no GPU)",
 }
-CORRECTNESS = ["scenarios", "host-races", "footprint", "apps", "suites"]
+CORRECTNESS = ["scenarios", "host-races", "footprint", "footprint-twin", "apps", "suites"]
 PROGRAMS = {
     "gpt2": "GPT-2 training step",
     "resnet18_prefetch": "ResNet-18, side-stream prefetcher",

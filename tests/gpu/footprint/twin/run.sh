@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds twin_probe and runs its three modes alternated (ROUNDS, 3), one JSON line each, into
-# $OUT/twin.jsonl. On the GPU machine, from the repository root: sh tests/gpu/footprint/twin/run.sh
+# Builds twin_probe and runs its modes alternated (ROUNDS, 3), one JSON line each, into
+# $OUT/twin.jsonl, and their result into $OUT/result-footprint-twin.json. On the GPU
+# machine, from the repository root: sh tests/gpu/footprint/twin/run.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp}
@@ -23,3 +24,4 @@ for round in $(seq "${ROUNDS:-3}"); do
             || echo "{\"mode\": \"$mode\", \"round\": $round, \"exit\": $?}" | tee -a "$out/twin.jsonl"
     done
 done
+python3 "$here/summarize.py" "$out/twin.jsonl" "$out"
