@@ -289,6 +289,29 @@ def footprint(results):
     return "(no footprint result)"
 
 
+def footprint_twin(results):
+    """A row a mode and patch: its checks, and its timings' medians (ranges) over the rounds."""
+    rows = []
+    for r in of_suite(results, "footprint-twin"):
+        by_run = {}
+        for c in r["cases"]:
+            run, check = c["name"].rsplit("/", 1)
+            by_run.setdefault(run, []).append(c)
+        for run, cases in by_run.items():
+            checks = [c for c in cases if c["name"].rsplit("/", 1)[1] != "timings"]
+            failed = [c["name"].rsplit("/", 1)[1] for c in checks if c["outcome"] != "pass"]
+            figures = next((c.get("figures", {}) for c in cases if c["name"].endswith("/timings")), {})
+            us = lambda k: (f"{figures[k]['median']} ({figures[k]['min']}-{figures[k]['max']})"  # noqa: E731
+                            if k in figures else "")
+            rows.append([run, f"{len(checks) - len(failed)} of {len(checks)}" + (f" (failed: {', '.join(failed)})"
+                                                                               if failed else ""),
+                         us("own_empty_submit_us"), us("own_1m_writes_device_us"),
+                         us("twin_1m_writes_no_data_device_us"), us("twin_1m_writes_counting_device_us")])
+        return table(["mode / patch", "checks held", "own empty launch, submit µs", "own 1M-int write, GPU µs",
+                      "twin's, no data, GPU µs", "twin's, measuring, GPU µs"], rows)
+    return "(no footprint-twin result)"
+
+
 def apps(results):
     """A row a program, a column for default options and one for each STREAMSAN_OPTIONS run."""
     columns, rows = {}, {}
@@ -396,6 +419,7 @@ GENERATORS = {
     "scenarios": scenarios,
     "host-races": host_races,
     "footprint": footprint,
+    "footprint-twin": footprint_twin,
     "apps": apps,
     "suites": suites,
     "cost-runs": cost_runs,

@@ -35,7 +35,7 @@ def main(lines_path, out_dir):
         figures = {}
         for key in timings:
             values = [r[key] for r in rows]
-            figures[key] = {"median": round(statistics.median(values), 2), "min": min(values), "max": max(values)}
+            figures[key] = {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2)}
         result.case(f"{name}/timings", "measured", f"{len(rows)} rounds", outcome="pass", figures=figures)
     return result.write(out_dir)
 
