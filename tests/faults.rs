@@ -221,9 +221,8 @@ fn a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill() {
 /// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.
 fn raised_after_races(signal: i32) {
     let dir = scratch("raise");
-    let out = with_default_interrupts(&mut preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()]))
-        .output()
-        .unwrap();
+    let out =
+        output_bounded(with_default_interrupts(&mut preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()])));
     assert_eq!(
         out.status.signal(),
         Some(signal),
@@ -251,7 +250,7 @@ fn raise_sigint_after_races_writes_the_report_then_dies_of_it() {
 #[test]
 fn the_programs_own_handler_runs_after_the_report_is_written() {
     let dir = scratch("handled");
-    let out = preloaded(&dir, &faults(), &["3", "handled"]).output().unwrap();
+    let out = output_bounded(&mut preloaded(&dir, &faults(), &["3", "handled"]));
     assert_eq!(text(&out.stdout), "handled\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(7), "the handler's own _exit");
     let reports = reports_in(&dir, "report.");
@@ -291,9 +290,15 @@ fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
     wait_for_races(&mut child);
     std::fs::remove_dir_all(&dir).unwrap();
     send(child.id(), libc::SIGTERM);
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
+    let mut from = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut stderr = String::new();
+        from.read_to_string(&mut stderr).unwrap();
+        stderr
+    });
+    let status = wait_bounded(&mut child);
+    let stderr = reader.join().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
     assert!(stderr.contains("cannot write the report to"), "{stderr}");
     assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 1);
 }
@@ -315,7 +320,7 @@ fn wrapper_sent(signal: i32) {
         .unwrap();
     wait_for_races(&mut wrapper);
     send(wrapper.id(), signal);
-    let status = wrapper.wait().unwrap();
+    let status = wait_bounded(&mut wrapper);
     let stderr = std::fs::read_to_string(&stderr_file).unwrap();
     let reports = reports_in(&dir, "report.");
     let program_left_running = {
@@ -370,10 +375,7 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     let pid: i32 = name.trim_start_matches("report.").trim_end_matches(".json").parse().unwrap();
     send(pid as u32, libc::SIGTERM);
     // Not our child: wait for it to be gone.
-    // SAFETY: probing a pid with signal 0.
-    while unsafe { libc::kill(pid, 0) } == 0 {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_gone(pid);
     let report = Report::read_from(&path).unwrap();
     assert_eq!(report.races.len(), 1);
     assert_eq!(report.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report, written at the signal");
@@ -414,3 +416,4 @@ fn streamsan_report_into_a_closed_pipe_exits_quietly() {
     assert_eq!(text(&out.stderr), "", "no panic, no message");
     assert_eq!(out.status.code(), Some(1), "the status still says races remain");
 }
+

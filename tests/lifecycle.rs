@@ -28,7 +28,7 @@ fn killed_after_a_race(signal: i32) {
     assert_eq!(line, "raced\n");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
-    let status = child.wait().unwrap();
+    let status = wait_bounded(&mut child);
     assert_eq!(status.signal(), Some(signal), "died of the signal, as without streamsan: {status:?}");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1);
@@ -51,14 +51,9 @@ fn sigint_after_a_race_leaves_the_report() {
 fn a_crash_after_a_race_leaves_the_report() {
     let exe = lifecycle();
     let dir = scratch("crash");
-    let out = streamsan(&dir)
-        .args(["run", "--report"])
-        .arg(dir.join("report.%p.json"))
-        .arg("--")
-        .arg(&exe)
-        .arg("crash")
-        .output()
-        .unwrap();
+    let out = output_bounded(
+        streamsan(&dir).args(["run", "--report"]).arg(dir.join("report.%p.json")).arg("--").arg(&exe).arg("crash"),
+    );
     assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "streamsan dies of the program's signal: {:?}", out.status);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("streamsan: the program received SIGSEGV"), "{stderr}");
@@ -90,3 +85,4 @@ fn a_race_in_a_library_constructor_before_streamsan_s_own_is_reported() {
     // Found before the sink was installed, it was handed to it then: printed as any other.
     assert_eq!(run.stderr().matches("WARNING: streamsan: cross-stream-race").count(), 1, "{}", run.stderr());
 }
+

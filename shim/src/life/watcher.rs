@@ -62,11 +62,27 @@ pub fn start() {
         return;
     }
     let read = fds[0];
-    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(move || watch(read));
-    if spawned.is_ok() {
+    if spawn_with_signals_blocked(move || watch(read)) {
         WAKE.store(fds[1], Ordering::Release);
         batch::serve_by(ask_to_settle);
     }
+}
+
+/// Starts `body` on a thread of its own that never takes a signal: the mask is blocked
+/// before the thread exists, so that no signal can reach it before it could block them
+/// itself (a termination handler run there would wait for itself), and restored after.
+fn spawn_with_signals_blocked(body: impl FnOnce() + Send + 'static) -> bool {
+    // SAFETY: changing and restoring this thread's signal mask.
+    let mut before: libc::sigset_t = unsafe { core::mem::zeroed() };
+    unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut before);
+    }
+    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(body);
+    // SAFETY: the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, core::ptr::null_mut()) };
+    spawned.is_ok()
 }
 
 /// In a forked child: the parent's watcher thread did not come along.
@@ -144,13 +160,6 @@ fn ask_to_settle() -> bool {
 /// written); then tells the handler, or, if it stopped waiting, sends its signal again.
 /// When asked, and between wake-ups, settles the model's batch.
 fn watch(read: c_int) {
-    // Signals for the process go to the program's threads, never to this one.
-    // SAFETY: blocking every signal in this thread.
-    unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, core::ptr::null_mut());
-    }
     batch::serving();
     // The last settle told something: the program is queueing work.
     let mut busy = false;
@@ -194,12 +203,13 @@ fn watch(read: c_int) {
             WRITTEN.store(true, Ordering::Release);
         } else if TERMINATING.compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
             // The handler gave up waiting: the signal again, to the thread it interrupted
-            // (or, if that thread is gone, to the process), whose handler finishes it.
+            // (or, if that thread is gone, to the process), whose handler finishes it. Never
+            // to this thread, which blocks every signal.
             TERMINATING.store(DONE, Ordering::Release);
             // SAFETY: signalling this process.
             unsafe {
                 let pid = libc::getpid();
-                if libc::syscall(libc::SYS_tgkill, pid, wake.tid, wake.signal) != 0 {
+                if wake.tid == libc::gettid() || libc::syscall(libc::SYS_tgkill, pid, wake.tid, wake.signal) != 0 {
                     libc::kill(pid, wake.signal);
                 }
             }
@@ -214,4 +224,30 @@ fn wake(signal: c_int, fatal: bool) -> bool {
     // PIPE_BUF, so written whole.
     let message = Wake { signal, tid: unsafe { libc::gettid() }, fatal: fatal.into() };
     fd >= 0 && unsafe { libc::write(fd, (&raw const message).cast(), core::mem::size_of::<Wake>()) } > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread's mask is full from its first instruction: a signal sent to the process
+    /// just as the watcher starts can never be taken on it.
+    #[test]
+    fn the_watcher_thread_starts_with_every_signal_blocked() {
+        let (tell, told) = std::sync::mpsc::channel();
+        assert!(spawn_with_signals_blocked(move || {
+            // SAFETY: reading this thread's mask.
+            let mut mask: libc::sigset_t = unsafe { core::mem::zeroed() };
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, core::ptr::null(), &mut mask) };
+            let blocked = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1]
+                .iter()
+                .all(|&s| unsafe { libc::sigismember(&mask, s) } == 1);
+            tell.send(blocked).unwrap();
+        }));
+        assert!(told.recv().unwrap(), "the thread started with signals it could take");
+        // SAFETY: reading this thread's mask.
+        let mut mask: libc::sigset_t = unsafe { core::mem::zeroed() };
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, core::ptr::null(), &mut mask) };
+        assert_eq!(unsafe { libc::sigismember(&mask, libc::SIGTERM) }, 0, "the caller's mask restored");
+    }
 }
