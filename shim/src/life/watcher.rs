@@ -3,7 +3,7 @@
 //! ([`crate::hooks::batch`]) so that the program's threads never wait for the model.
 
 use core::ffi::c_int;
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::reports;
@@ -29,8 +29,12 @@ static ASKED: AtomicBool = AtomicBool::new(false);
 /// The watcher naps ([`NAP`]): it tells the batch within a nap unasked, so a thread that
 /// asks it to writes nothing to its pipe ([`ask_to_settle`]).
 static NAPPING: AtomicBool = AtomicBool::new(false);
-/// Set by the watcher when it wrote the report for a fatal signal.
+/// Set by the watcher when it wrote the report for a fatal signal or an ending process.
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// How many races the report written for an ending process holds.
+static RACES_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+/// The `signal` of a [`Wake`] that asks for the report of a process about to end or `exec`.
+const ENDING: c_int = -1;
 
 /// Where the report for a termination signal stands.
 static TERMINATING: AtomicU8 = AtomicU8::new(IDLE);
@@ -45,7 +49,8 @@ const GAVE_UP: u8 = 3;
 
 /// What a thread tells the watcher: the signal, the thread it interrupted, and whether the
 /// signal is fatal (1) or asks the process to stop (0); signal 0 asks it to settle the batch
-/// ([`ask_to_settle`]). Integers only, so that the message has no padding.
+/// ([`ask_to_settle`]), [`ENDING`] to write the report of a process about to end. Integers
+/// only, so that the message has no padding.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Wake {
@@ -126,13 +131,33 @@ pub fn report_for_termination(signal: c_int) -> bool {
 /// seconds at most (the watcher may need a lock the faulting thread holds).
 pub fn report_for_fatal(signal: c_int) {
     if wake(signal, true) {
-        for _ in 0..200 {
-            if WRITTEN.load(Ordering::Acquire) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_written();
     }
+}
+
+/// For a process about to end without `exit`'s handlers, or to `exec`: has the watcher
+/// write the report, waiting for it at most [`PATIENCE`] (the caller may be a signal
+/// handler that interrupted a thread holding a lock the watcher needs). The races the
+/// report holds; `None` when there is no watcher or it did not finish in time.
+pub fn report_before_ending() -> Option<usize> {
+    WRITTEN.store(false, Ordering::Release);
+    if wake(ENDING, true) && wait_written() {
+        Some(RACES_WRITTEN.load(Ordering::Acquire))
+    } else {
+        None
+    }
+}
+
+/// Waits at most [`PATIENCE`] for the watcher to write the report; whether it did.
+fn wait_written() -> bool {
+    let start = Instant::now();
+    while !WRITTEN.load(Ordering::Acquire) {
+        if start.elapsed() >= PATIENCE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
 }
 
 /// Asks the watcher to settle the batch; false when there is no watcher to ask. One message
@@ -197,9 +222,10 @@ fn watch(read: c_int) {
         }
         model::settle();
         let sink = reports::sink();
-        sink.write();
+        let races = sink.write();
         sink.to_stderr_if_unwritten();
         if wake.fatal != 0 {
+            RACES_WRITTEN.store(races, Ordering::Release);
             WRITTEN.store(true, Ordering::Release);
         } else if TERMINATING.compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
             // The handler gave up waiting: the signal again, to the thread it interrupted
