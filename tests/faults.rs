@@ -417,3 +417,85 @@ fn streamsan_report_into_a_closed_pipe_exits_quietly() {
     assert_eq!(out.status.code(), Some(1), "the status still says races remain");
 }
 
+// ---- runs that checked nothing ------------------------------------------------------------
+
+/// A run of `lifecycle races` whose program runs without the shim: it runs as it does alone,
+/// and the run fails saying why nothing was checked.
+fn unchecked(dir: &Path, command: &mut Command, why: &str) {
+    let out = command.output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(text(&out.stdout), "done\n", "{stderr}");
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
+    assert_eq!(out.status.code(), Some(66), "a run that checked nothing fails: {stderr}");
+    assert!(reports_in(dir, "report.").is_empty());
+}
+
+#[test]
+fn a_shim_that_is_not_loaded_fails_the_run() {
+    let dir = scratch("not-loaded");
+    let mut command = streamsan(&dir);
+    command.env("STREAMSAN_SHIM", standin_sanitizer()).args(["run", "--report", &report_arg(&dir), "--"]);
+    unchecked(&dir, command.arg(lifecycle()).arg("races"), "was not loaded into the program, so nothing was checked");
+}
+
+#[test]
+fn a_program_started_with_its_environment_cleared_fails_the_run() {
+    let dir = scratch("env-cleared");
+    let library_path = format!("LD_LIBRARY_PATH={}", driver_dir().display());
+    let mut command = streamsan(&dir);
+    command.args(["run", "--report", &report_arg(&dir), "--", "env", "-i", &library_path]);
+    unchecked(&dir, command.arg(lifecycle()).arg("races"), "with an environment that no longer preloads the shim");
+}
+
+/// Told otherwise (`--exitcode 0`), a run that checked nothing says so and keeps the
+/// program's status.
+#[test]
+fn a_run_that_checked_nothing_keeps_the_programs_status_with_exitcode_0() {
+    let dir = scratch("env-cleared-allowed");
+    let library_path = format!("LD_LIBRARY_PATH={}", driver_dir().display());
+    let out = streamsan(&dir)
+        .args(["run", "--exitcode", "0", "--report", &report_arg(&dir), "--", "env", "-i", &library_path])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert!(text(&out.stderr).contains("no longer preloads the shim"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_worker_still_running_after_its_launcher_fails_the_run() {
+    let dir = scratch("worker-running");
+    let out_file = dir.join("worker.out");
+    // The launcher leaves once its worker has raced; the worker, its output away from the
+    // wrapper's pipes, waits to be killed.
+    let script = format!(
+        "\"$0\" sleep > {0} 2>&1 & for i in $(seq 500); do grep -q raced {0} && exit 0; sleep 0.02; done; exit 9",
+        out_file.display()
+    );
+    let out = output_bounded(
+        streamsan(&dir).args(["run", "--report", &report_arg(&dir), "--", "sh", "-c", &script]).arg(lifecycle()),
+    );
+    let stderr = text(&out.stderr);
+    let worker: Option<i32> = stderr
+        .split("process ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|pid| pid.parse().ok())
+        .filter(|_| stderr.contains("called the driver and is still running"));
+    // SAFETY: ending the worker this test started, before any assertion can fail.
+    if let Some(pid) = worker {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(worker.is_some(), "{stderr}");
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+}
+
+#[test]
+fn a_program_that_makes_no_driver_call_passes_and_says_so() {
+    let dir = scratch("no-call");
+    let out = streamsan(&dir).args(["run", "--report", &report_arg(&dir), "--", "true"]).output().unwrap();
+    assert!(text(&out.stderr).contains("the program made no CUDA driver call"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}
