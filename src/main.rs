@@ -3,13 +3,13 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
 use streamsan::cli::{signals, start};
 use streamsan::options::{Flag, Options, DEFAULT_REPORT};
 use streamsan::report::file::check_destination;
-use streamsan::report::run::{self, Entry, RunLog};
+use streamsan::report::run::{self, Entry, Processes, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
 use streamsan::report::{merge, text, RaceKind, Report};
@@ -198,13 +198,15 @@ fn run(args: &[OsString]) -> ExitCode {
     // The reports the run's processes listed, and any new file at the pattern (a process
     // that could not reach the list, in a sandbox with a /tmp of its own).
     let mut entries = run_log.read();
+    let processes = run_log.processes();
     run_log.remove();
     for path in start::reports_matching(&options.log_path) {
         if !before.contains(&path) && !entries.iter().any(|e| e.path() == path) {
             entries.push(Entry::Written(path));
         }
     }
-    let outcome = Outcome::of(&entries);
+    let mut outcome = Outcome::of(&entries);
+    outcome.unchecked(&processes, &shim);
     if !options.quiet {
         outcome.summarize(status);
     }
@@ -247,6 +249,37 @@ impl Outcome {
         outcome
     }
 
+    /// What the run's list says of processes left unchecked: the shim never loaded, a
+    /// program `exec`ed without it when nothing else called the driver, a process still
+    /// running whose report may not be whole. Each is an error: a run that checked nothing
+    /// must not read as a clean one.
+    fn unchecked(&mut self, processes: &Processes, shim: &Path) {
+        if processes.loaded.is_empty() && self.read.is_empty() && self.errors.is_empty() {
+            self.errors.push(format!(
+                "the shim {} was not loaded into the program, so nothing was checked (a program that \
+                 clears LD_PRELOAD or its environment, is statically linked or is setuid runs without it)",
+                shim.display()
+            ));
+            return;
+        }
+        for (pid, program) in &processes.dropped {
+            let why = format!("process {pid} started {program} with an environment that no longer preloads the shim");
+            if processes.called.is_empty() {
+                self.errors.push(format!("{why}, so nothing was checked"));
+            } else {
+                eprintln!("streamsan: note: {why}: it was not checked");
+            }
+        }
+        let mut called = processes.called.clone();
+        called.sort_unstable();
+        called.dedup();
+        for pid in called.into_iter().filter(|&pid| running(pid)) {
+            self.errors.push(format!(
+                "process {pid} called the driver and is still running: its races since its report was last written are not in this summary"
+            ));
+        }
+    }
+
     /// Whether the run must not pass: races found, or reports lost.
     fn failed(&self) -> bool {
         !self.errors.is_empty() || self.read.iter().any(|(_, r)| !r.races.is_empty())
@@ -280,6 +313,15 @@ impl Outcome {
             if names.len() == 1 { "" } else { "s" },
             names.join(", ")
         );
+    }
+}
+
+/// Whether process `pid` exists and has not ended (a zombie has).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
     }
 }
 

@@ -221,9 +221,8 @@ fn a_race_among_launches_no_call_follows_is_on_the_disk_before_a_sigkill() {
 /// `faults 3 raise SIGNAL`: the program dies of it, as natively, its report written first.
 fn raised_after_races(signal: i32) {
     let dir = scratch("raise");
-    let out = with_default_interrupts(&mut preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()]))
-        .output()
-        .unwrap();
+    let out =
+        output_bounded(with_default_interrupts(&mut preloaded(&dir, &faults(), &["3", "raise", &signal.to_string()])));
     assert_eq!(
         out.status.signal(),
         Some(signal),
@@ -251,7 +250,7 @@ fn raise_sigint_after_races_writes_the_report_then_dies_of_it() {
 #[test]
 fn the_programs_own_handler_runs_after_the_report_is_written() {
     let dir = scratch("handled");
-    let out = preloaded(&dir, &faults(), &["3", "handled"]).output().unwrap();
+    let out = output_bounded(&mut preloaded(&dir, &faults(), &["3", "handled"]));
     assert_eq!(text(&out.stdout), "handled\n", "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(7), "the handler's own _exit");
     let reports = reports_in(&dir, "report.");
@@ -291,9 +290,15 @@ fn a_report_folder_deleted_before_sigterm_goes_to_stderr() {
     wait_for_races(&mut child);
     std::fs::remove_dir_all(&dir).unwrap();
     send(child.id(), libc::SIGTERM);
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
+    let mut from = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut stderr = String::new();
+        from.read_to_string(&mut stderr).unwrap();
+        stderr
+    });
+    let status = wait_bounded(&mut child);
+    let stderr = reader.join().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
     assert!(stderr.contains("cannot write the report to"), "{stderr}");
     assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 1);
 }
@@ -315,7 +320,7 @@ fn wrapper_sent(signal: i32) {
         .unwrap();
     wait_for_races(&mut wrapper);
     send(wrapper.id(), signal);
-    let status = wrapper.wait().unwrap();
+    let status = wait_bounded(&mut wrapper);
     let stderr = std::fs::read_to_string(&stderr_file).unwrap();
     let reports = reports_in(&dir, "report.");
     let program_left_running = {
@@ -370,10 +375,7 @@ fn a_killed_wrapper_leaves_the_program_its_report() {
     let pid: i32 = name.trim_start_matches("report.").trim_end_matches(".json").parse().unwrap();
     send(pid as u32, libc::SIGTERM);
     // Not our child: wait for it to be gone.
-    // SAFETY: probing a pid with signal 0.
-    while unsafe { libc::kill(pid, 0) } == 0 {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_gone(pid);
     let report = Report::read_from(&path).unwrap();
     assert_eq!(report.races.len(), 1);
     assert_eq!(report.intercepted.get("cuCtxSynchronize"), Some(&2), "the final report, written at the signal");
@@ -413,4 +415,87 @@ fn streamsan_report_into_a_closed_pipe_exits_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(text(&out.stderr), "", "no panic, no message");
     assert_eq!(out.status.code(), Some(1), "the status still says races remain");
+}
+
+// ---- runs that checked nothing ------------------------------------------------------------
+
+/// A run of `lifecycle races` whose program runs without the shim: it runs as it does alone,
+/// and the run fails saying why nothing was checked.
+fn unchecked(dir: &Path, command: &mut Command, why: &str) {
+    let out = command.output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(text(&out.stdout), "done\n", "{stderr}");
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
+    assert_eq!(out.status.code(), Some(66), "a run that checked nothing fails: {stderr}");
+    assert!(reports_in(dir, "report.").is_empty());
+}
+
+#[test]
+fn a_shim_that_is_not_loaded_fails_the_run() {
+    let dir = scratch("not-loaded");
+    let mut command = streamsan(&dir);
+    command.env("STREAMSAN_SHIM", standin_sanitizer()).args(["run", "--report", &report_arg(&dir), "--"]);
+    unchecked(&dir, command.arg(lifecycle()).arg("races"), "was not loaded into the program, so nothing was checked");
+}
+
+#[test]
+fn a_program_started_with_its_environment_cleared_fails_the_run() {
+    let dir = scratch("env-cleared");
+    let library_path = format!("LD_LIBRARY_PATH={}", driver_dir().display());
+    let mut command = streamsan(&dir);
+    command.args(["run", "--report", &report_arg(&dir), "--", "env", "-i", &library_path]);
+    unchecked(&dir, command.arg(lifecycle()).arg("races"), "with an environment that no longer preloads the shim");
+}
+
+/// Told otherwise (`--exitcode 0`), a run that checked nothing says so and keeps the
+/// program's status.
+#[test]
+fn a_run_that_checked_nothing_keeps_the_programs_status_with_exitcode_0() {
+    let dir = scratch("env-cleared-allowed");
+    let library_path = format!("LD_LIBRARY_PATH={}", driver_dir().display());
+    let out = streamsan(&dir)
+        .args(["run", "--exitcode", "0", "--report", &report_arg(&dir), "--", "env", "-i", &library_path])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert!(text(&out.stderr).contains("no longer preloads the shim"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_worker_still_running_after_its_launcher_fails_the_run() {
+    let dir = scratch("worker-running");
+    let out_file = dir.join("worker.out");
+    // The launcher leaves once its worker has raced; the worker, its output away from the
+    // wrapper's pipes, waits to be killed.
+    let script = format!(
+        "\"$0\" sleep > {0} 2>&1 & for i in $(seq 500); do grep -q raced {0} && exit 0; sleep 0.02; done; exit 9",
+        out_file.display()
+    );
+    let out = output_bounded(
+        streamsan(&dir).args(["run", "--report", &report_arg(&dir), "--", "sh", "-c", &script]).arg(lifecycle()),
+    );
+    let stderr = text(&out.stderr);
+    let worker: Option<i32> = stderr
+        .split("process ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|pid| pid.parse().ok())
+        .filter(|_| stderr.contains("called the driver and is still running"));
+    // SAFETY: ending the worker this test started, before any assertion can fail.
+    if let Some(pid) = worker {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(worker.is_some(), "{stderr}");
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+}
+
+#[test]
+fn a_program_that_makes_no_driver_call_passes_and_says_so() {
+    let dir = scratch("no-call");
+    let out = streamsan(&dir).args(["run", "--report", &report_arg(&dir), "--", "true"]).output().unwrap();
+    assert!(text(&out.stderr).contains("the program made no CUDA driver call"), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
 }

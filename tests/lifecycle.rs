@@ -28,7 +28,7 @@ fn killed_after_a_race(signal: i32) {
     assert_eq!(line, "raced\n");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
-    let status = child.wait().unwrap();
+    let status = wait_bounded(&mut child);
     assert_eq!(status.signal(), Some(signal), "died of the signal, as without streamsan: {status:?}");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1);
@@ -51,14 +51,9 @@ fn sigint_after_a_race_leaves_the_report() {
 fn a_crash_after_a_race_leaves_the_report() {
     let exe = lifecycle();
     let dir = scratch("crash");
-    let out = streamsan(&dir)
-        .args(["run", "--report"])
-        .arg(dir.join("report.%p.json"))
-        .arg("--")
-        .arg(&exe)
-        .arg("crash")
-        .output()
-        .unwrap();
+    let out = output_bounded(
+        streamsan(&dir).args(["run", "--report"]).arg(dir.join("report.%p.json")).arg("--").arg(&exe).arg("crash"),
+    );
     assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "streamsan dies of the program's signal: {:?}", out.status);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("streamsan: the program received SIGSEGV"), "{stderr}");
@@ -89,4 +84,57 @@ fn a_race_in_a_library_constructor_before_streamsan_s_own_is_reported() {
     assert_eq!(report.races[0].kind, "cross-stream-race");
     // Found before the sink was installed, it was handed to it then: printed as any other.
     assert_eq!(run.stderr().matches("WARNING: streamsan: cross-stream-race").count(), 1, "{}", run.stderr());
+}
+
+/// `lifecycle mode` under `streamsan run`: it ran as it does alone (the same output), and
+/// the run fails with the race it found before leaving without `exit`'s handlers.
+fn left_after_a_race(mode: &str) -> Run {
+    let exe = lifecycle();
+    let alone = run_with(&exe, &[mode], RunOptions { native: true, ..Default::default() });
+    let run = run(&exe, &[mode]);
+    assert_eq!(run.stdout(), alone.stdout(), "{}", run.stderr());
+    assert_eq!(alone.output.status.code(), Some(0));
+    assert_eq!(run.output.status.code(), Some(66), "the run fails with the race: {}", run.stderr());
+    run
+}
+
+#[test]
+fn a_race_before_exit_without_its_handlers_is_on_the_disk() {
+    let run = left_after_a_race("_exit");
+    assert_eq!(run.report().races.len(), 1, "{}", run.stderr());
+}
+
+#[test]
+fn a_race_before_quick_exit_is_on_the_disk() {
+    let run = left_after_a_race("quick_exit");
+    assert_eq!(run.report().races.len(), 1, "{}", run.stderr());
+}
+
+/// The image before the `exec` leaves its report at the path; the one after, with the
+/// same pid, names its own apart rather than meeting that file.
+#[test]
+fn a_race_before_exec_is_on_the_disk_and_the_next_image_reports_apart() {
+    let run = left_after_a_race("exec");
+    let reports = reports_in(&run.dir, "report.");
+    let names: Vec<String> =
+        reports.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(reports.len(), 2, "{names:?}\n{}", run.stderr());
+    let (before, after) =
+        if names[0].contains(".exec1.") { (&reports[1], &reports[0]) } else { (&reports[0], &reports[1]) };
+    assert!(after.0.to_string_lossy().ends_with(".exec1.json"), "{names:?}");
+    assert_eq!(before.1.races.len(), 1);
+    assert_eq!(after.1.races.len(), 0, "the image after the exec ran the clean mode");
+    assert!(!run.stderr().contains("already"), "{}", run.stderr());
+}
+
+/// Python's multiprocessing ends its forked workers with `os._exit`.
+#[test]
+fn races_in_forked_children_ending_without_exit_handlers_are_on_the_disk() {
+    let exe = lifecycle();
+    let run = run(&exe, &["forked_exit"]);
+    assert_eq!(run.output.status.code(), Some(66), "{}", run.stderr());
+    let reports = reports_in(&run.dir, "report.");
+    let racy = reports.iter().filter(|(_, r)| r.races.len() == 1).count();
+    assert_eq!(racy, 4, "one report with its race per child: {}", run.stderr());
+    assert_eq!(run.stdout(), "child exited 66\n".repeat(4) + "done\n", "a child that found races ends as with exit(0)");
 }

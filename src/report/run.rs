@@ -1,6 +1,8 @@
 //! The list a run keeps of its reports (`STREAMSAN_RUN`): every process of the run appends a
 //! line when it creates its report file or fails to, and `streamsan run` reads the list at
-//! the end, whatever the process tree looked like.
+//! the end, whatever the process tree looked like. The list also says which processes the
+//! shim was loaded into, which called the driver, and which `exec`ed a program without it
+//! ([`Processes`]), so that a run that checked nothing does not read as a clean one.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -18,6 +20,28 @@ pub enum Entry {
     /// Its report could not be written there (or no longer can): why, and how many races
     /// it held then. The report goes to the process's stderr.
     Unwritten { path: PathBuf, races: u64, why: String },
+}
+
+/// What a process of the run did, besides its report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The shim was loaded into process `pid`.
+    Loaded(u32),
+    /// Process `pid` made its first driver call.
+    Called(u32),
+    /// Process `pid` `exec`ed `program` with an environment that no longer preloads the shim.
+    Dropped { pid: u32, program: String },
+}
+
+/// The processes of a run, as its list tells them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Processes {
+    /// Those the shim was loaded into.
+    pub loaded: Vec<u32>,
+    /// Those that called the driver.
+    pub called: Vec<u32>,
+    /// Programs started by `exec` without the shim: the pid, the program.
+    pub dropped: Vec<(u32, String)>,
 }
 
 /// A run's list of reports.
@@ -63,12 +87,44 @@ impl RunLog {
                 format!("unwritten\t{races}\t{}\t{}\n", one_line(why), path.display())
             }
         };
+        self.append(&line);
+    }
+
+    /// Appends `line` in one `write(2)`, so that lines of processes writing at once do not mix.
+    fn append(&self, line: &str) {
         let appended = OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(&self.path)
             .and_then(|mut f| f.write_all(line.as_bytes()));
         drop(appended);
+    }
+
+    /// Adds `event`; best effort, as [`RunLog::record`].
+    pub fn note(&self, event: &Event) {
+        let line = match event {
+            Event::Loaded(pid) => format!("loaded\t{pid}\n"),
+            Event::Called(pid) => format!("called\t{pid}\n"),
+            Event::Dropped { pid, program } => format!("dropped\t{pid}\t{}\n", program.replace(['\t', '\n'], " ")),
+        };
+        self.append(&line);
+    }
+
+    /// The processes the list tells of.
+    pub fn processes(&self) -> Processes {
+        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+        let mut processes = Processes::default();
+        for line in text.lines() {
+            let mut fields = line.splitn(3, '\t');
+            let (kind, pid) = (fields.next(), fields.next().and_then(|p| p.parse().ok()));
+            match (kind, pid, fields.next()) {
+                (Some("loaded"), Some(pid), None) => processes.loaded.push(pid),
+                (Some("called"), Some(pid), None) => processes.called.push(pid),
+                (Some("dropped"), Some(pid), Some(program)) => processes.dropped.push((pid, program.to_string())),
+                _ => {}
+            }
+        }
+        processes
     }
 
     /// What the processes did, one entry per report path (the latest said), in the order
@@ -125,6 +181,19 @@ mod tests {
                 Entry::Written("/r/b.json".into()),
             ]
         );
+        log.remove();
+    }
+
+    #[test]
+    fn processes_are_read_apart_from_reports() {
+        let log = RunLog::create().unwrap();
+        log.note(&Event::Loaded(7));
+        log.record(&Entry::Written("/r/a.json".into()));
+        log.note(&Event::Called(7));
+        log.note(&Event::Dropped { pid: 8, program: "/bin/x\ty".into() });
+        assert_eq!(log.read(), [Entry::Written("/r/a.json".into())]);
+        let processes = log.processes();
+        assert_eq!(processes, Processes { loaded: vec![7], called: vec![7], dropped: vec![(8, "/bin/x y".into())] });
         log.remove();
     }
 

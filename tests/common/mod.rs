@@ -2,9 +2,10 @@
 //! programs, and run a program under `streamsan run` against the stand-in.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use streamsan::report::Report;
 
@@ -345,4 +346,55 @@ pub fn assert_matches_schema(path: &Path) {
     let errors: Vec<String> =
         validator.iter_errors(&document).map(|e| format!("{} at {}", e, e.instance_path())).collect();
     assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
+}
+
+/// How long a program sent or raising a signal may take to end: past it, the test fails
+/// rather than hangs.
+pub const SIGNAL_BOUND: Duration = Duration::from_secs(30);
+
+/// Waits for `child` at most [`SIGNAL_BOUND`]; one still running then is killed (SIGKILL)
+/// and the test fails.
+pub fn wait_bounded(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + SIGNAL_BOUND;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} still running after {SIGNAL_BOUND:?}: killed", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `command`'s output, as `Command::output` gives it, the program bounded as by [`wait_bounded`].
+pub fn output_bounded(command: &mut Command) -> Output {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let read = |mut from: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = from.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let status = wait_bounded(&mut child);
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// Waits at most [`SIGNAL_BOUND`] for process `pid`, not a child of this one, to be gone.
+pub fn wait_gone(pid: i32) {
+    let deadline = Instant::now() + SIGNAL_BOUND;
+    // SAFETY: probing a pid with signal 0.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        if Instant::now() > deadline {
+            // SAFETY: ending the process this test signalled.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("process {pid} still running after {SIGNAL_BOUND:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -1,5 +1,6 @@
 /* A program's life under streamsan: what happens to its report when it has two races, stops
-   at one, is killed, crashes, forks, or exits with its own status.
+   at one, is killed, crashes, forks, exits with its own status, or leaves without exit's
+   handlers (_exit, quick_exit, exec).
    Usage: lifecycle MODE (the modes in main); prints "done" and exits 0 unless said otherwise.
    Built with -DRACE_AT_LOAD -shared, it is a library whose constructor races before the
    preloaded shim's constructor ran (a program's libraries are initialized first). */
@@ -134,8 +135,35 @@ int main(int argc, char **argv) {
         int status;
         waitpid(child, &status, 0);
         printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else if (strcmp(mode, "_exit") == 0 || strcmp(mode, "quick_exit") == 0 || strcmp(mode, "exec") == 0) {
+        /* A race among launches, a synchronize, then a way out that runs no exit handler:
+           _exit(0), quick_exit(0), or an exec of this program's "clean" mode. */
+        cross_stream(0);
+        CHECK(cuCtxSynchronize());
+        printf("raced\n");
+        fflush(stdout);
+        if (strcmp(mode, "_exit") == 0) _exit(0);
+        if (strcmp(mode, "quick_exit") == 0) quick_exit(0);
+        char *clean[] = {argv[0], "clean", NULL};
+        execv(argv[0], clean);
+        perror("execv");
+        return 1;
+    } else if (strcmp(mode, "forked_exit") == 0) {
+        /* Four children, each with a race among launches, ending in _exit(0) as Python's
+           multiprocessing ends them; the parent prints their statuses. */
+        fflush(stdout);
+        for (int i = 0; i < 4; i++) {
+            if (fork() == 0) {
+                cross_stream(0);
+                CHECK(cuCtxSynchronize());
+                _exit(0);
+            }
+        }
+        int status;
+        while (wait(&status) > 0) printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep|offsets\n");
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep|offsets|"
+                        "_exit|quick_exit|exec|forked_exit\n");
         return 2;
     }
     printf("done\n");

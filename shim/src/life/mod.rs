@@ -1,9 +1,11 @@
 //! The shim's process life, the top layer: at load it reads the options and installs the
 //! report sink ([`reports`]) and the fatal-signal handlers ([`signals`]); the first driver
-//! call starts the [`watcher`] and the termination handlers; the report is written at exit,
-//! on a signal that ends the process, and by a forked child for itself. [`query`] lets the
+//! call starts the [`watcher`] and the termination handlers; the report is written at exit
+//! (also by the ways out that skip `exit`'s handlers, and before an `exec`: [`exits`]), on
+//! a signal that ends the process, and by a forked child for itself. [`query`] lets the
 //! program ask for its report so far.
 
+pub mod exits;
 pub mod query;
 pub mod reports;
 pub mod signals;
@@ -13,6 +15,7 @@ use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamsan::phases;
+use streamsan::report::run::Event;
 
 use crate::hooks::{batch, footprint, model};
 use crate::host_races;
@@ -31,6 +34,8 @@ extern "C" fn on_load() {
     if options().phase_times {
         phases::enable();
     }
+    exits::owned_by_this_process();
+    reports::note(Event::Loaded(std::process::id()));
     reports::install();
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after
     // it (those included) are kept as the program's and chained to by the guard's handler.
@@ -65,6 +70,7 @@ fn started() {
         reports::sink().start_over();
         model::model().forget_findings();
     }
+    reports::note(Event::Called(std::process::id()));
     watcher::start();
     signals::install_termination();
 }
@@ -73,6 +79,7 @@ extern "C" fn at_exit(status: c_int, _: *mut c_void) {
     if !first_call::called() {
         return;
     }
+    exits::ended();
     model::settle();
     footprint::finish();
     // The host races the guard caught, turned into races before the report is written.
@@ -108,6 +115,7 @@ extern "C" fn forked_child() {
     batch::after_fork();
     FORK_PENDING.store(true, Ordering::Relaxed);
     first_call::forget();
+    exits::owned_by_this_process();
     reports::forked();
     watcher::forked_child();
 }

@@ -10,10 +10,11 @@ use streamsan::model::op::{StackId, ThreadId};
 use streamsan::model::{Model, Sink};
 use streamsan::options::expand_path;
 use streamsan::report::build::Symbols;
-use streamsan::report::run::RunLog;
+use streamsan::report::run::{Event, RunLog};
 use streamsan::report::sink::{Policy, Process, ReportSink};
 use streamsan::report::{Frame, Report};
 
+use super::exits;
 use crate::hooks::model;
 use crate::intercept::options::{fail, options};
 use crate::intercept::stats;
@@ -56,13 +57,21 @@ impl Process for ThisProcess {
     }
 
     /// The pattern with `%p` expanded, and for a forked child of a pattern without `%p`,
-    /// its pid appended (its parent's report is at the pattern).
+    /// its pid appended (its parent's report is at the pattern); for an image that an
+    /// `exec` of this process started after one that reported, `.exec<n>` before the
+    /// extension (the image before it left its report at the path).
     fn report_path(&self) -> PathBuf {
         let pattern = &options().log_path;
         let pid = std::process::id();
         let mut path = expand_path(pattern, pid);
         if FORKED.load(Ordering::Relaxed) && !pattern.contains("%p") {
             path = format!("{path}.{pid}");
+        }
+        if let Some(suffix) = exits::exec_suffix() {
+            path = match path.strip_suffix(".json") {
+                Some(stem) => format!("{stem}{suffix}.json"),
+                None => format!("{path}{suffix}"),
+            };
         }
         PathBuf::from(path)
     }
@@ -79,11 +88,9 @@ impl Process for ThisProcess {
 /// Ends the process with `status`, the program's buffered output written first (as exit
 /// would, after its handlers).
 pub fn exit_now(status: i32) -> ! {
-    // SAFETY: fflush(NULL) flushes every stdio stream; _exit ends the process.
-    unsafe {
-        libc::fflush(core::ptr::null_mut());
-        libc::_exit(status)
-    }
+    // SAFETY: fflush(NULL) flushes every stdio stream.
+    unsafe { libc::fflush(core::ptr::null_mut()) };
+    exits::exit_group(status)
 }
 
 /// The sink of this process; made (its suppressions file read) on first need, at the
@@ -91,7 +98,7 @@ pub fn exit_now(status: i32) -> ! {
 pub fn sink() -> &'static ReportSink<ThisProcess> {
     SINK.get_or_init(|| {
         let policy = Policy::of(options()).unwrap_or_else(|why| fail(&why));
-        ReportSink::new(policy, ThisProcess, RunLog::from_env())
+        ReportSink::new(policy, ThisProcess, run().cloned())
     })
 }
 
@@ -106,6 +113,20 @@ pub fn install() {
         for entry in model.races() {
             sink.race(&entry);
         }
+    }
+}
+
+/// The run's list (under `streamsan run`), as named at load: the program may clear its
+/// environment before it `exec`s.
+fn run() -> Option<&'static RunLog> {
+    static RUN: OnceLock<Option<RunLog>> = OnceLock::new();
+    RUN.get_or_init(RunLog::from_env).as_ref()
+}
+
+/// Tells the run's list what this process did.
+pub fn note(event: Event) {
+    if let Some(run) = run() {
+        run.note(&event);
     }
 }
 

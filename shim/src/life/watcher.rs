@@ -3,7 +3,7 @@
 //! ([`crate::hooks::batch`]) so that the program's threads never wait for the model.
 
 use core::ffi::c_int;
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::reports;
@@ -29,8 +29,12 @@ static ASKED: AtomicBool = AtomicBool::new(false);
 /// The watcher naps ([`NAP`]): it tells the batch within a nap unasked, so a thread that
 /// asks it to writes nothing to its pipe ([`ask_to_settle`]).
 static NAPPING: AtomicBool = AtomicBool::new(false);
-/// Set by the watcher when it wrote the report for a fatal signal.
+/// Set by the watcher when it wrote the report for a fatal signal or an ending process.
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// How many races the report written for an ending process holds.
+static RACES_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+/// The `signal` of a [`Wake`] that asks for the report of a process about to end or `exec`.
+const ENDING: c_int = -1;
 
 /// Where the report for a termination signal stands.
 static TERMINATING: AtomicU8 = AtomicU8::new(IDLE);
@@ -45,7 +49,8 @@ const GAVE_UP: u8 = 3;
 
 /// What a thread tells the watcher: the signal, the thread it interrupted, and whether the
 /// signal is fatal (1) or asks the process to stop (0); signal 0 asks it to settle the batch
-/// ([`ask_to_settle`]). Integers only, so that the message has no padding.
+/// ([`ask_to_settle`]), [`ENDING`] to write the report of a process about to end. Integers
+/// only, so that the message has no padding.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Wake {
@@ -62,11 +67,27 @@ pub fn start() {
         return;
     }
     let read = fds[0];
-    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(move || watch(read));
-    if spawned.is_ok() {
+    if spawn_with_signals_blocked(move || watch(read)) {
         WAKE.store(fds[1], Ordering::Release);
         batch::serve_by(ask_to_settle);
     }
+}
+
+/// Starts `body` on a thread of its own that never takes a signal: the mask is blocked
+/// before the thread exists, so that no signal can reach it before it could block them
+/// itself (a termination handler run there would wait for itself), and restored after.
+fn spawn_with_signals_blocked(body: impl FnOnce() + Send + 'static) -> bool {
+    // SAFETY: changing and restoring this thread's signal mask.
+    let mut before: libc::sigset_t = unsafe { core::mem::zeroed() };
+    unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut before);
+    }
+    let spawned = std::thread::Builder::new().name("streamsan-signals".into()).spawn(body);
+    // SAFETY: the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, core::ptr::null_mut()) };
+    spawned.is_ok()
 }
 
 /// In a forked child: the parent's watcher thread did not come along.
@@ -110,13 +131,33 @@ pub fn report_for_termination(signal: c_int) -> bool {
 /// seconds at most (the watcher may need a lock the faulting thread holds).
 pub fn report_for_fatal(signal: c_int) {
     if wake(signal, true) {
-        for _ in 0..200 {
-            if WRITTEN.load(Ordering::Acquire) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_written();
     }
+}
+
+/// For a process about to end without `exit`'s handlers, or to `exec`: has the watcher
+/// write the report, waiting for it at most [`PATIENCE`] (the caller may be a signal
+/// handler that interrupted a thread holding a lock the watcher needs). The races the
+/// report holds; `None` when there is no watcher or it did not finish in time.
+pub fn report_before_ending() -> Option<usize> {
+    WRITTEN.store(false, Ordering::Release);
+    if wake(ENDING, true) && wait_written() {
+        Some(RACES_WRITTEN.load(Ordering::Acquire))
+    } else {
+        None
+    }
+}
+
+/// Waits at most [`PATIENCE`] for the watcher to write the report; whether it did.
+fn wait_written() -> bool {
+    let start = Instant::now();
+    while !WRITTEN.load(Ordering::Acquire) {
+        if start.elapsed() >= PATIENCE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
 }
 
 /// Asks the watcher to settle the batch; false when there is no watcher to ask. One message
@@ -144,13 +185,6 @@ fn ask_to_settle() -> bool {
 /// written); then tells the handler, or, if it stopped waiting, sends its signal again.
 /// When asked, and between wake-ups, settles the model's batch.
 fn watch(read: c_int) {
-    // Signals for the process go to the program's threads, never to this one.
-    // SAFETY: blocking every signal in this thread.
-    unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, core::ptr::null_mut());
-    }
     batch::serving();
     // The last settle told something: the program is queueing work.
     let mut busy = false;
@@ -188,18 +222,20 @@ fn watch(read: c_int) {
         }
         model::settle();
         let sink = reports::sink();
-        sink.write();
+        let races = sink.write();
         sink.to_stderr_if_unwritten();
         if wake.fatal != 0 {
+            RACES_WRITTEN.store(races, Ordering::Release);
             WRITTEN.store(true, Ordering::Release);
         } else if TERMINATING.compare_exchange(WRITING, DONE, Ordering::AcqRel, Ordering::Acquire).is_err() {
             // The handler gave up waiting: the signal again, to the thread it interrupted
-            // (or, if that thread is gone, to the process), whose handler finishes it.
+            // (or, if that thread is gone, to the process), whose handler finishes it. Never
+            // to this thread, which blocks every signal.
             TERMINATING.store(DONE, Ordering::Release);
             // SAFETY: signalling this process.
             unsafe {
                 let pid = libc::getpid();
-                if libc::syscall(libc::SYS_tgkill, pid, wake.tid, wake.signal) != 0 {
+                if wake.tid == libc::gettid() || libc::syscall(libc::SYS_tgkill, pid, wake.tid, wake.signal) != 0 {
                     libc::kill(pid, wake.signal);
                 }
             }
@@ -214,4 +250,30 @@ fn wake(signal: c_int, fatal: bool) -> bool {
     // PIPE_BUF, so written whole.
     let message = Wake { signal, tid: unsafe { libc::gettid() }, fatal: fatal.into() };
     fd >= 0 && unsafe { libc::write(fd, (&raw const message).cast(), core::mem::size_of::<Wake>()) } > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread's mask is full from its first instruction: a signal sent to the process
+    /// just as the watcher starts can never be taken on it.
+    #[test]
+    fn the_watcher_thread_starts_with_every_signal_blocked() {
+        let (tell, told) = std::sync::mpsc::channel();
+        assert!(spawn_with_signals_blocked(move || {
+            // SAFETY: reading this thread's mask.
+            let mut mask: libc::sigset_t = unsafe { core::mem::zeroed() };
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, core::ptr::null(), &mut mask) };
+            let blocked = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1]
+                .iter()
+                .all(|&s| unsafe { libc::sigismember(&mask, s) } == 1);
+            tell.send(blocked).unwrap();
+        }));
+        assert!(told.recv().unwrap(), "the thread started with signals it could take");
+        // SAFETY: reading this thread's mask.
+        let mut mask: libc::sigset_t = unsafe { core::mem::zeroed() };
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, core::ptr::null(), &mut mask) };
+        assert_eq!(unsafe { libc::sigismember(&mask, libc::SIGTERM) }, 0, "the caller's mask restored");
+    }
 }
