@@ -8,6 +8,7 @@ pub mod file;
 pub mod frames;
 pub mod merge;
 pub mod run;
+pub mod sarif;
 pub mod sink;
 pub mod suppressions;
 pub mod text;
