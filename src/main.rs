@@ -12,7 +12,7 @@ use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
-use streamsan::report::{merge, sarif, text, RaceKind, Report};
+use streamsan::report::{merge, sarif, text, timeline, RaceKind, Report};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -22,8 +22,8 @@ fn usage() -> String {
     let env: Vec<String> = flags.iter().map(Flag::env_usage).collect();
     format!(
         "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
-       streamsan report [--format text|json|sarif] [--kind KIND]... [--suppressions FILE]
-                        REPORT...
+       streamsan report [--format text|json|sarif] [--timeline FILE] [--kind KIND]...
+                        [--suppressions FILE] REPORT...
 
 run: runs PROGRAM with the streamsan shim preloaded; each process that calls the CUDA
 driver writes a JSON race report ({DEFAULT_REPORT} unless --report says otherwise). Exit
@@ -38,6 +38,8 @@ remains, 0 when none does.
   --format text|json|sarif
                          a ThreadSanitizer-style listing (default), the merged report, or
                          SARIF 2.1.0 for code scanning (one result per race)
+  --timeline FILE        also write each race as a trace for Perfetto or chrome://tracing
+                         (docs/timeline.md)
   --kind KIND            only races of this kind ({}); may be repeated
   --suppressions FILE    leave out the races this file suppresses",
         env.join(":"),
@@ -330,6 +332,7 @@ fn why_no_report() -> String {
 
 fn report(args: &[OsString]) -> ExitCode {
     let mut format = String::from("text");
+    let mut timeline_path: Option<PathBuf> = None;
     let mut kinds: Vec<RaceKind> = Vec::new();
     let mut suppressions = Suppressions::default();
     // Flags anywhere, as people type them (`streamsan report r.json --kind free-race`);
@@ -354,6 +357,7 @@ fn report(args: &[OsString]) -> ExitCode {
                 }
                 _ => Err(format!("--format takes text, json or sarif, not {v:?}")),
             }),
+            "--timeline" => flags.value(flag).map(|v| timeline_path = Some(PathBuf::from(v))),
             "--kind" => flags.value(flag).and_then(|v| {
                 kinds.push(v.parse()?);
                 Ok(())
@@ -385,6 +389,12 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.summarize();
     }
     Policy::suppressing(suppressions).apply(&mut merged);
+    if let Some(path) = timeline_path {
+        let written = serde_json::to_string(&timeline::trace(&merged)).map_err(std::io::Error::from);
+        if let Err(e) = written.and_then(|trace| std::fs::write(&path, trace + "\n")) {
+            return error(&format!("cannot write the timeline {}: {e}", path.display()));
+        }
+    }
     let rendered = match format.as_str() {
         "json" => serde_json::to_string_pretty(&merged),
         "sarif" => serde_json::to_string_pretty(&sarif::log(&merged)),

@@ -12,6 +12,7 @@ pub mod sarif;
 pub mod sink;
 pub mod suppressions;
 pub mod text;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 
