@@ -12,7 +12,7 @@ use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, Processes, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
-use streamsan::report::{merge, text, RaceKind, Report};
+use streamsan::report::{merge, sarif, text, timeline, RaceKind, Report};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -22,7 +22,8 @@ fn usage() -> String {
     let env: Vec<String> = flags.iter().map(Flag::env_usage).collect();
     format!(
         "usage: streamsan run [OPTIONS] -- PROGRAM [ARGS...]
-       streamsan report [--format text|json] [--kind KIND]... [--suppressions FILE] REPORT...
+       streamsan report [--format text|json|sarif] [--timeline FILE] [--kind KIND]...
+                        [--suppressions FILE] REPORT...
 
 run: runs PROGRAM with the streamsan shim preloaded; each process that calls the CUDA
 driver writes a JSON race report ({DEFAULT_REPORT} unless --report says otherwise). Exit
@@ -34,7 +35,11 @@ QUIT) go on to the program; streamsan then ends as the program did.
 
 report: prints reports (merged, races seen twice counted once) and exits 1 while any race
 remains, 0 when none does.
-  --format text|json     a ThreadSanitizer-style listing (default), or the merged report
+  --format text|json|sarif
+                         a ThreadSanitizer-style listing (default), the merged report, or
+                         SARIF 2.1.0 for code scanning (one result per race)
+  --timeline FILE        also write each race as a trace for Perfetto or chrome://tracing
+                         (docs/timeline.md)
   --kind KIND            only races of this kind ({}); may be repeated
   --suppressions FILE    leave out the races this file suppresses",
         env.join(":"),
@@ -368,7 +373,8 @@ fn why_no_report() -> String {
 // ---- streamsan report -------------------------------------------------------------------
 
 fn report(args: &[OsString]) -> ExitCode {
-    let mut json = false;
+    let mut format = String::from("text");
+    let mut timeline_path: Option<PathBuf> = None;
     let mut kinds: Vec<RaceKind> = Vec::new();
     let mut suppressions = Suppressions::default();
     // Flags anywhere, as people type them (`streamsan report r.json --kind free-race`);
@@ -387,12 +393,13 @@ fn report(args: &[OsString]) -> ExitCode {
         };
         let set = match flag {
             "--format" => flags.value(flag).and_then(|v| match v {
-                "json" | "text" => {
-                    json = v == "json";
+                "json" | "text" | "sarif" => {
+                    format = v.to_string();
                     Ok(())
                 }
-                _ => Err(format!("--format takes text or json, not {v:?}")),
+                _ => Err(format!("--format takes text, json or sarif, not {v:?}")),
             }),
+            "--timeline" => flags.value(flag).map(|v| timeline_path = Some(PathBuf::from(v))),
             "--kind" => flags.value(flag).and_then(|v| {
                 kinds.push(v.parse()?);
                 Ok(())
@@ -424,13 +431,21 @@ fn report(args: &[OsString]) -> ExitCode {
         merged.summarize();
     }
     Policy::suppressing(suppressions).apply(&mut merged);
-    let output = if json {
-        match serde_json::to_string_pretty(&merged) {
-            Ok(text) => text + "\n",
-            Err(e) => return error(&format!("cannot render the report: {e}")),
+    if let Some(path) = timeline_path {
+        let written = serde_json::to_string(&timeline::trace(&merged)).map_err(std::io::Error::from);
+        if let Err(e) = written.and_then(|trace| std::fs::write(&path, trace + "\n")) {
+            return error(&format!("cannot write the timeline {}: {e}", path.display()));
         }
-    } else {
-        text::report(&merged)
+    }
+    let rendered = match format.as_str() {
+        "json" => serde_json::to_string_pretty(&merged),
+        "sarif" => serde_json::to_string_pretty(&sarif::log(&merged)),
+        _ => Ok(text::report(&merged)),
+    };
+    let output = match rendered {
+        Ok(text) if format == "text" => text,
+        Ok(text) => text + "\n",
+        Err(e) => return error(&format!("cannot render the report: {e}")),
     };
     let status = if merged.races.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     match std::io::stdout().lock().write_all(output.as_bytes()) {

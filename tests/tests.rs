@@ -15,6 +15,7 @@ mod lifecycle;
 mod model_properties;
 mod nccl;
 mod report_command;
+mod report_formats;
 mod reports;
 mod semantics;
 mod stress;

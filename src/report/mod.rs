@@ -1,16 +1,19 @@
 //! The JSON report, one document per process (`docs/report/schema.json`): its data, read and
 //! written with serde. Above the data: [`build`] (from the model), [`frames`] (the program's
 //! frame of a call site), [`text`] (every word), [`merge`], [`suppressions`], [`sink`] (what
-//! becomes of each race), [`file`](mod@file) and [`run`] (report files, and a run's list of them).
+//! becomes of each race), [`file`](mod@file) and [`run`] (report files, and a run's list of them),
+//! [`sarif`] and [`timeline`] (the same races for code scanning and for trace viewers).
 
 pub mod build;
 pub mod file;
 pub mod frames;
 pub mod merge;
 pub mod run;
+pub mod sarif;
 pub mod sink;
 pub mod suppressions;
 pub mod text;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 
