@@ -13,7 +13,7 @@ use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
-use streamsan::report::{merge, text, RaceKind, Report};
+use streamsan::report::{merge, text, RaceKind, Report, Summary};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -407,14 +407,21 @@ fn report(args: &[OsString]) -> ExitCode {
     if paths.is_empty() {
         return usage_error("no report to read");
     }
+    if paths.len() == 1 && !json {
+        return print_streaming(paths[0], &kinds, &suppressions);
+    }
     let mut reports = Vec::new();
-    for path in paths {
+    for path in &paths {
         match Report::read_from(path.as_ref()) {
             Ok(report) => reports.push(report),
             Err(e) => return error(&format!("{}: {e}", path.to_string_lossy())),
         }
     }
-    let mut merged = merge::merge(&reports);
+    // One report is written back as it was, less what is filtered out; several are merged.
+    let mut merged = match <[Report; 1]>::try_from(reports) {
+        Ok([one]) => one,
+        Err(reports) => merge::merge(&reports),
+    };
     if !kinds.is_empty() {
         merged.races.retain(|r| kinds.contains(&r.kind));
         merged.summarize();
@@ -434,5 +441,45 @@ fn report(args: &[OsString]) -> ExitCode {
         // status still says whether races remain.
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => error(&format!("cannot print the report: {e}")),
         _ => status,
+    }
+}
+
+/// One report as text, each race printed as it is read: the first lines of a large report
+/// come at once, and memory holds one race.
+fn print_streaming(path: &OsString, kinds: &[RaceKind], suppressions: &Suppressions) -> ExitCode {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut summary = Summary::default();
+    let mut printed_any = false;
+    let read = Report::each_race_from(Path::new(path), &mut |race| {
+        if !kinds.is_empty() && !kinds.contains(&race.kind) {
+            return Ok(());
+        }
+        if suppressions.suppresses(&race) {
+            summary.suppressed += 1;
+            return Ok(());
+        }
+        summary.races += 1;
+        summary.occurrences += race.count;
+        *summary.by_kind.entry(race.kind).or_insert(0) += 1;
+        out.write_all(text::race(&race).as_bytes())?;
+        if !printed_any {
+            printed_any = true;
+            out.flush()?;
+        }
+        Ok(())
+    });
+    let printed = read.and_then(|mut report| {
+        summary.suppressed += report.summary.suppressed;
+        report.summary = summary;
+        out.write_all(text::after_races(&report).as_bytes())?;
+        out.flush()?;
+        Ok(report.summary.races)
+    });
+    match printed {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        // A reader that stopped early (`| head`) is not an error, as for any Unix tool.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        Err(e) => error(&format!("{}: {e}", path.to_string_lossy())),
     }
 }
