@@ -34,7 +34,7 @@ QUIT) go on to the program; streamsan then ends as the program did.
   STREAMSAN_OPTIONS={}
 
 report: prints reports (merged, races seen twice counted once) and exits 1 while any race
-remains, 0 when none does.
+remains, 0 when none does, 2 when a report cannot be read or the command line is wrong.
   --format text|json     a ThreadSanitizer-style listing (default), or the merged report
   --kind KIND            only races of this kind ({}); may be repeated
   --suppressions FILE    leave out the races this file suppresses",

@@ -102,6 +102,8 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
         assert!(stderr.contains(says), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    let help = report(&["--help"], &[]);
+    assert!(text(&help.stdout).contains("2 when a report cannot be read"), "exit 2 is documented");
     let out = report(&["--kind", "data-race"], &[&racy]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown race kind \"data-race\""));

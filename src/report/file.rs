@@ -214,11 +214,27 @@ impl Report {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A fresh directory, removed when the test ends.
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        Scratch(dir)
     }
 
     /// The first race of a report of the examples.
@@ -236,7 +252,7 @@ mod tests {
         report.pid = 2;
         file.write(&report).unwrap();
         assert_eq!(Report::read_from(&path).unwrap().pid, 2);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 1, "no temporary file left");
         let again = ReportFile::create(&path, &report).unwrap_err();
         assert!(again.to_string().contains("does not overwrite"), "{again}");
     }
