@@ -1,7 +1,8 @@
 //! The `streamsan` command: `run` a program under the shim, or render and merge `report`s.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
@@ -12,7 +13,7 @@ use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, Processes, RunLog};
 use streamsan::report::sink::Policy;
 use streamsan::report::suppressions::Suppressions;
-use streamsan::report::{merge, sarif, text, timeline, RaceKind, Report};
+use streamsan::report::{merge, sarif, text, timeline, RaceKind, Report, Summary};
 
 /// The help: `run`'s flags and the `STREAMSAN_OPTIONS` form come from the options table,
 /// `--kind`'s names from the race kinds.
@@ -34,7 +35,7 @@ QUIT) go on to the program; streamsan then ends as the program did.
   STREAMSAN_OPTIONS={}
 
 report: prints reports (merged, races seen twice counted once) and exits 1 while any race
-remains, 0 when none does.
+remains, 0 when none does, 2 when a report cannot be read or the command line is wrong.
   --format text|json|sarif
                          a ThreadSanitizer-style listing (default), the merged report, or
                          SARIF 2.1.0 for code scanning (one result per race)
@@ -83,29 +84,44 @@ struct Flags<'a> {
     next: usize,
     /// Whether `--` was passed: what follows is not a flag.
     ended: bool,
+    /// The value written into the last flag, `--report=x.json`.
+    inline: Option<&'a OsStr>,
 }
 
 impl<'a> Flags<'a> {
     fn new(args: &'a [OsString]) -> Flags<'a> {
-        Flags { args, next: 0, ended: false }
+        Flags { args, next: 0, ended: false, inline: None }
     }
 
-    /// The next flag, or None at `--` or at an argument that is not a flag.
+    /// The next flag (its name, for `--name=value`), or None at `--` or at an argument that
+    /// is not a flag.
     fn flag(&mut self) -> Option<&'a str> {
         if self.ended {
             return None;
         }
-        let arg = self.args.get(self.next)?.to_str()?;
-        if arg == "--" {
+        let arg = self.args.get(self.next)?;
+        let bytes = arg.as_bytes();
+        if bytes == b"--" {
             self.next += 1;
             self.ended = true;
             return None;
         }
-        if !arg.starts_with('-') || arg == "-" {
+        if !bytes.starts_with(b"-") || bytes == b"-" {
             return None;
         }
+        let (name, inline) = match bytes.iter().position(|&b| b == b'=') {
+            Some(at) if bytes.starts_with(b"--") => (&bytes[..at], Some(OsStr::from_bytes(&bytes[at + 1..]))),
+            _ => (bytes, None),
+        };
+        let name = std::str::from_utf8(name).ok()?;
         self.next += 1;
-        Some(arg)
+        self.inline = inline;
+        Some(name)
+    }
+
+    /// Whether the last flag was given a value with `=`.
+    fn has_inline_value(&self) -> bool {
+        self.inline.is_some()
     }
 
     /// The next argument that is not a flag, when [`Flags::flag`] returned None.
@@ -115,15 +131,20 @@ impl<'a> Flags<'a> {
         Some(arg)
     }
 
-    fn value(&mut self, flag: &str) -> Result<&'a str, String> {
-        let value = self
-            .args
-            .get(self.next)
-            .and_then(|v| v.to_str())
-            .filter(|v| *v != "--")
-            .ok_or(format!("{flag} needs a value"))?;
+    /// The value of `flag`, as given (a path need not be UTF-8).
+    fn value_os(&mut self, flag: &str) -> Result<&'a OsStr, String> {
+        if let Some(value) = self.inline.take() {
+            return Ok(value);
+        }
+        let value = self.args.get(self.next).filter(|v| *v != "--").ok_or(format!("{flag} needs a value"))?;
         self.next += 1;
         Ok(value)
+    }
+
+    /// The value of `flag`, which must be text.
+    fn value(&mut self, flag: &str) -> Result<&'a str, String> {
+        let value = self.value_os(flag)?;
+        value.to_str().ok_or_else(|| format!("{flag} {}: the value is not valid UTF-8", value.to_string_lossy()))
     }
 
     /// What follows the flags (for `run`: the program and its arguments).
@@ -136,7 +157,7 @@ impl<'a> Flags<'a> {
 
 fn run(args: &[OsString]) -> ExitCode {
     // STREAMSAN_OPTIONS first, the command line over it.
-    let mut options = match Options::parse(&std::env::var("STREAMSAN_OPTIONS").unwrap_or_default()) {
+    let mut options = match Options::from_env() {
         Ok(options) => options,
         Err(e) => return error(&format!("STREAMSAN_OPTIONS: {e}")),
     };
@@ -149,7 +170,11 @@ fn run(args: &[OsString]) -> ExitCode {
         let Some(option) = table.iter().find(|f| f.name == flag) else {
             return usage_error(&format!("unknown option {flag}"));
         };
-        let value = if option.takes_value() { flags.value(flag) } else { Ok(option.switched) };
+        let value = match (option.takes_value(), flags.has_inline_value()) {
+            (true, _) => flags.value(flag),
+            (false, false) => Ok(option.switched),
+            (false, true) => Err(format!("{flag} takes no value")),
+        };
         if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string())) {
             return usage_error(&why);
         }
@@ -163,14 +188,15 @@ fn run(args: &[OsString]) -> ExitCode {
             return error(&e.to_string());
         }
         // The program may change directory: give it the file's full path.
-        options.suppressions =
-            std::path::absolute(file).ok().map(|p| p.to_string_lossy().into_owned()).or(options.suppressions);
+        if let Some(path) = absolute_text(file) {
+            options.suppressions = Some(path);
+        }
     }
     if let Err(why) = check_destination(&options.log_path) {
         return error(&why);
     }
-    if let Ok(path) = std::path::absolute(&options.log_path) {
-        options.log_path = path.to_string_lossy().into_owned();
+    if let Some(path) = absolute_text(&options.log_path) {
+        options.log_path = path;
     }
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -197,7 +223,8 @@ fn run(args: &[OsString]) -> ExitCode {
         Err(e) => {
             run_log.remove();
             eprintln!("streamsan: cannot run {}: {e}", program.to_string_lossy());
-            return ExitCode::from(127);
+            // As shells do: 127 for a program not found, 126 for one found that cannot run.
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
         }
     };
     // The reports the run's processes listed, and any new file at the pattern (a process
@@ -212,6 +239,7 @@ fn run(args: &[OsString]) -> ExitCode {
     }
     let mut outcome = Outcome::of(&entries);
     outcome.unchecked(&processes, &shim);
+    outcome.print_errors();
     if !options.quiet {
         outcome.summarize(status);
     }
@@ -221,6 +249,12 @@ fn run(args: &[OsString]) -> ExitCode {
         return ExitCode::from(options.exitcode as u8);
     }
     exit_like(status)
+}
+
+/// `path` made absolute, when that path is text: the options travel as text, and a working
+/// directory whose name is not leaves the path relative to it rather than changed.
+fn absolute_text(path: &str) -> Option<String> {
+    std::path::absolute(path).ok()?.into_os_string().into_string().ok()
 }
 
 /// What the processes of a run reported.
@@ -290,12 +324,16 @@ impl Outcome {
         !self.errors.is_empty() || self.read.iter().any(|(_, r)| !r.races.is_empty())
     }
 
-    /// The lines after the run: what went wrong, then the races of all its processes and
-    /// where their reports are.
-    fn summarize(&self, status: ExitStatus) {
+    /// What went wrong: reports that could not be written or read (printed even with
+    /// `--quiet`, which hides all but errors).
+    fn print_errors(&self) {
         for why in &self.errors {
             eprintln!("streamsan: error: {why}");
         }
+    }
+
+    /// The lines after the run: the races of all its processes and where their reports are.
+    fn summarize(&self, status: ExitStatus) {
         if self.read.is_empty() {
             if !self.errors.is_empty() {
                 return;
@@ -404,8 +442,8 @@ fn report(args: &[OsString]) -> ExitCode {
                 kinds.push(v.parse()?);
                 Ok(())
             }),
-            "--suppressions" => flags.value(flag).and_then(|v| {
-                suppressions = Suppressions::load(v.as_ref()).map_err(|e| e.to_string())?;
+            "--suppressions" => flags.value_os(flag).and_then(|v| {
+                suppressions = Suppressions::load(Path::new(v)).map_err(|e| e.to_string())?;
                 Ok(())
             }),
             "--help" | "-h" => return help(),
@@ -418,14 +456,21 @@ fn report(args: &[OsString]) -> ExitCode {
     if paths.is_empty() {
         return usage_error("no report to read");
     }
+    if paths.len() == 1 && format == "text" && timeline_path.is_none() {
+        return print_streaming(paths[0], &kinds, &suppressions);
+    }
     let mut reports = Vec::new();
-    for path in paths {
+    for path in &paths {
         match Report::read_from(path.as_ref()) {
             Ok(report) => reports.push(report),
             Err(e) => return error(&format!("{}: {e}", path.to_string_lossy())),
         }
     }
-    let mut merged = merge::merge(&reports);
+    // One report is written back as it was, less what is filtered out; several are merged.
+    let mut merged = match <[Report; 1]>::try_from(reports) {
+        Ok([one]) => one,
+        Err(reports) => merge::merge(&reports),
+    };
     if !kinds.is_empty() {
         merged.races.retain(|r| kinds.contains(&r.kind));
         merged.summarize();
@@ -453,5 +498,45 @@ fn report(args: &[OsString]) -> ExitCode {
         // status still says whether races remain.
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => error(&format!("cannot print the report: {e}")),
         _ => status,
+    }
+}
+
+/// One report as text, each race printed as it is read: the first lines of a large report
+/// come at once, and memory holds one race.
+fn print_streaming(path: &OsString, kinds: &[RaceKind], suppressions: &Suppressions) -> ExitCode {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut summary = Summary::default();
+    let mut printed_any = false;
+    let read = Report::each_race_from(Path::new(path), &mut |race| {
+        if !kinds.is_empty() && !kinds.contains(&race.kind) {
+            return Ok(());
+        }
+        if suppressions.suppresses(&race) {
+            summary.suppressed += 1;
+            return Ok(());
+        }
+        summary.races += 1;
+        summary.occurrences += race.count;
+        *summary.by_kind.entry(race.kind).or_insert(0) += 1;
+        out.write_all(text::race(&race).as_bytes())?;
+        if !printed_any {
+            printed_any = true;
+            out.flush()?;
+        }
+        Ok(())
+    });
+    let printed = read.and_then(|mut report| {
+        summary.suppressed += report.summary.suppressed;
+        report.summary = summary;
+        out.write_all(text::after_races(&report).as_bytes())?;
+        out.flush()?;
+        Ok(report.summary.races)
+    });
+    match printed {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        // A reader that stopped early (`| head`) is not an error, as for any Unix tool.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        Err(e) => error(&format!("{}: {e}", path.to_string_lossy())),
     }
 }

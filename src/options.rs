@@ -277,6 +277,18 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 impl Options {
+    /// The options of `STREAMSAN_OPTIONS` (the defaults when it is not set); text that is not
+    /// UTF-8 is an error, not an empty set of options.
+    pub fn from_env() -> Result<Options, OptionError> {
+        match std::env::var("STREAMSAN_OPTIONS") {
+            Ok(text) => Options::parse(&text),
+            Err(std::env::VarError::NotPresent) => Ok(Options::default()),
+            Err(std::env::VarError::NotUnicode(text)) => {
+                Err(OptionError(format!("not valid UTF-8: {:?}", text.to_string_lossy())))
+            }
+        }
+    }
+
     /// Parses `key=value:key=value`. Unknown keys and malformed items are errors.
     pub fn parse(text: &str) -> Result<Options, OptionError> {
         let mut options = Options::default();

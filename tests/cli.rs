@@ -390,3 +390,43 @@ fn a_shim_preloaded_by_hand_writes_streamsan_pid_json_by_default() {
     assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("streamsan.{}.json", report.pid));
     assert_eq!(report.races.len(), 2);
 }
+
+/// `--name=value` works for every option that takes a value; a switch takes none.
+#[test]
+fn every_option_taking_a_value_takes_it_after_an_equals_sign() {
+    let exe = lifecycle();
+    let dir = scratch("equals");
+    let supp = dir.join("none.supp");
+    std::fs::write(&supp, "race:nothing_matches_this\n").unwrap();
+    let mut args: Vec<String> = vec!["run".into()];
+    for flag in streamsan::options::Options::flags().iter().filter(|f| f.takes_value()) {
+        let value = match flag.name {
+            "--report" => report_arg(&dir),
+            "--suppressions" => supp.to_string_lossy().into_owned(),
+            "--exitcode" => "7".into(),
+            "--footprint" => "params".into(),
+            _ => "8".into(),
+        };
+        args.push(format!("{}={value}", flag.name));
+    }
+    args.extend(["--".into(), exe.to_string_lossy().into_owned(), "races".into()]);
+    let out = streamsan(&dir).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "{args:?}: {}", text(&out.stderr));
+    assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 2);
+    let out = run_cli(&dir, &["run", "--quiet=1", "--", exe.to_str().unwrap(), "races"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--quiet takes no value"), "{}", text(&out.stderr));
+}
+
+/// As shells do: 127 for a program not found, 126 for one that is there and cannot run.
+#[test]
+fn a_program_not_found_exits_127_and_one_that_cannot_run_126() {
+    let dir = scratch("cannot-run");
+    let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", dir.join("absent").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out.stderr));
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, "not a program").unwrap();
+    let out = run_cli(&dir, &["run", "--report", &report_arg(&dir), "--", plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(126), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot run"), "{}", text(&out.stderr));
+}

@@ -153,6 +153,17 @@ fn a_report_path_that_cannot_be_written_once_running_is_an_error_in_the_summary(
     assert!(!stderr.contains("made no CUDA driver call"), "{stderr}");
     assert_eq!(report_on_stderr(&stderr)["races"].as_array().unwrap().len(), 2);
     assert_eq!(out.status.code(), Some(66));
+    // `--quiet` hides all but errors: this one stays.
+    let dir = scratch("taken-at-runtime-quiet");
+    let script = format!("mkdir {}/report.$$.json && exec \"$0\" races", dir.display());
+    let out = streamsan(&dir)
+        .args(["run", "--quiet", "--report", &report_arg(&dir), "--", "sh", "-c", &script])
+        .arg(lifecycle())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("streamsan: error: cannot write the report to"), "{stderr}");
+    assert_eq!(out.status.code(), Some(66));
 }
 
 // ---- the cost of a race --------------------------------------------------------------------
@@ -498,4 +509,92 @@ fn a_program_that_makes_no_driver_call_passes_and_says_so() {
     let out = streamsan(&dir).args(["run", "--report", &report_arg(&dir), "--", "true"]).output().unwrap();
     assert!(text(&out.stderr).contains("the program made no CUDA driver call"), "{}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
+}
+
+// ---- bytes that are not UTF-8 ----------------------------------------------------------------
+
+/// A name with a byte that is not UTF-8 (a Latin-1 `é`).
+fn latin1(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = name.as_bytes().to_vec();
+    bytes.push(0xe9);
+    dir.join(std::ffi::OsStr::from_bytes(&bytes))
+}
+
+/// A working directory whose name is not UTF-8 keeps the report (in it, as named), and the
+/// run's summary finds it.
+#[test]
+fn a_working_directory_not_in_utf8_keeps_the_report() {
+    let dir = latin1(&scratch("latin1-cwd"), "caf");
+    std::fs::create_dir(&dir).unwrap();
+    let out = streamsan(&dir).current_dir(&dir).args(["run", "--"]).arg(lifecycle()).arg("races").output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+    assert!(stderr.contains("2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report"), "{stderr}");
+    assert_eq!(reports_in(&dir, "streamsan.")[0].1.races.len(), 2);
+}
+
+/// A `--report` that is not UTF-8 is refused with the reason (options travel as text), and
+/// `streamsan report` reads a suppressions file by any name.
+#[test]
+fn paths_not_in_utf8_are_read_or_refused_with_the_reason() {
+    let dir = scratch("latin1-paths");
+    let out = streamsan(&dir)
+        .arg("run")
+        .arg("--report")
+        .arg(latin1(&dir, "r"))
+        .arg("--")
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("the value is not valid UTF-8"), "{}", text(&out.stderr));
+    assert!(calls(&dir).is_empty(), "the program did not run");
+    streamsan(&dir)
+        .args(["run", "--quiet", "--report", &report_arg(&dir), "--"])
+        .arg(lifecycle())
+        .arg("races")
+        .status()
+        .unwrap();
+    let report = reports_in(&dir, "report.")[0].0.clone();
+    let supp = latin1(&dir, "s.supp");
+    std::fs::write(&supp, "race:lifecycle.c\n").unwrap();
+    let mut flag = std::ffi::OsString::from("--suppressions=");
+    flag.push(&supp);
+    for args in [vec![std::ffi::OsString::from("--suppressions"), supp.clone().into()], vec![flag]] {
+        let out = streamsan(&dir).arg("report").args(&args).arg(&report).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("no race, 2 suppressed"), "{}", text(&out.stdout));
+    }
+}
+
+/// One byte that is not UTF-8 in `STREAMSAN_OPTIONS` is an error, for `streamsan run` and for
+/// a shim preloaded by hand, not a run with every option dropped.
+#[test]
+fn streamsan_options_not_in_utf8_stop_the_run() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("latin1-options");
+    let options = std::ffi::OsStr::from_bytes(b"halt_on_error=1:exitcode=9:log_path=r\xe9.json");
+    let out = streamsan(&dir)
+        .env("STREAMSAN_OPTIONS", options)
+        .args(["run", "--"])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("STREAMSAN_OPTIONS: not valid UTF-8"), "{}", text(&out.stderr));
+    let out = std::process::Command::new(lifecycle())
+        .arg("races")
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STANDIN_LOG", dir.join("calls.log"))
+        .env("STREAMSAN_OPTIONS", options)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("STREAMSAN_OPTIONS: not valid UTF-8"), "{}", text(&out.stderr));
+    assert!(calls(&dir).is_empty(), "the program did not run");
 }

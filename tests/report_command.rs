@@ -80,11 +80,20 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
     std::fs::write(&other, r#"{"tool": "tsan", "version": "1", "pid": 1, "command": []}"#).unwrap();
     let garbage = dir.join("garbage.json");
     std::fs::write(&garbage, [0xff, 0xfe, 0x00]).unwrap();
+    let text_of_racy = std::fs::read_to_string(&racy).unwrap();
+    let newer = dir.join("newer.json");
+    std::fs::write(&newer, text_of_racy.replacen("\"pid\"", "\"schema\": 2, \"pid\"", 1)).unwrap();
+    let new_kind = dir.join("new-kind.json");
+    std::fs::write(&new_kind, text_of_racy.replacen("\"cross-stream-race\"", "\"tensor-race\"", 1)).unwrap();
+    let zero = std::path::PathBuf::from("/dev/zero");
     for (file, says) in [
         (&truncated, "not a streamsan report"),
         (&other, "tool \"tsan\""),
-        (&garbage, "valid UTF-8"),
+        (&garbage, "not a streamsan report"),
         (&dir.join("missing.json"), "No such file"),
+        (&newer, "written by a newer streamsan"),
+        (&new_kind, "a race of kind \"tensor-race\", unknown to streamsan"),
+        (&zero, "not a streamsan report"),
     ] {
         let out = report(&[], &[file.as_path()]);
         let stderr = text(&out.stderr);
@@ -93,6 +102,8 @@ fn what_is_not_a_report_is_an_error_not_a_crash() {
         assert!(stderr.contains(says), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    let help = report(&["--help"], &[]);
+    assert!(text(&help.stdout).contains("2 when a report cannot be read"), "exit 2 is documented");
     let out = report(&["--kind", "data-race"], &[&racy]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown race kind \"data-race\""));
@@ -117,4 +128,24 @@ fn options_come_anywhere_on_the_command_line() {
     let out = report(&["--"], &[Path::new("--kind")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--kind: No such file"), "{}", text(&out.stderr));
+}
+
+/// `--format json` of one report writes it back as it was: its version, its schema and the
+/// fields this streamsan does not know.
+#[test]
+fn one_report_round_trips_through_format_json() {
+    let racy = report_of("races");
+    let dir = scratch("round-trip");
+    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&racy).unwrap()).unwrap();
+    file["version"] = "0.0.1".into();
+    file["gpu"] = serde_json::json!({"name": "H200"});
+    let edited = dir.join("edited.json");
+    std::fs::write(&edited, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    let out = report(&["--format", "json"], &[&edited]);
+    let written: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(written["version"], "0.0.1");
+    assert_eq!(written["gpu"]["name"], "H200");
+    assert_eq!(written["schema"], 1);
+    assert_eq!(written["races"], file["races"]);
+    assert_eq!(written["pid"], file["pid"]);
 }

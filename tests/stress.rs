@@ -72,3 +72,27 @@ fn sixteen_threads_at_once_find_what_they_find_one_after_another() {
     assert_eq!(c, s, "concurrent and serial verdicts differ");
     assert_eq!(concurrent.intercepted, serial.intercepted, "every call seen, either way");
 }
+
+/// With `--halt-on-error`, threads that find races at once halt the program at one race: one
+/// printed, one in the report.
+#[test]
+fn halting_among_many_threads_stops_at_one_race() {
+    let exe = compile_c(
+        "stress",
+        &[link_cuda(), vec!["-lpthread".into()]].concat().iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let dir = scratch("stress-halt");
+    let out = streamsan(&dir)
+        .env_remove("STANDIN_LOG")
+        .args(["run", "--halt-on-error", "--report"])
+        .arg(dir.join("report.%p.json"))
+        .arg("--")
+        .arg(&exe)
+        .arg("concurrent")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+    assert_eq!(stderr.matches("WARNING: streamsan:").count(), 1, "{stderr}");
+    assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 1);
+}

@@ -56,9 +56,10 @@ pub fn command(shim: &Path, options: &Options, program: &OsString, args: &[OsStr
 /// ones are the run's reports: the shim never writes over a file already there.
 pub fn reports_matching(pattern: &str) -> Vec<PathBuf> {
     let pattern = Path::new(pattern);
-    let dir = match pattern.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+    // A bare name lists bare names, as the processes of the run name their reports.
+    let (dir, bare) = match pattern.parent() {
+        Some(d) if !d.as_os_str().is_empty() => (d.to_path_buf(), false),
+        _ => (PathBuf::from("."), true),
     };
     let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (prefix, suffix) = name.split_once("%p").unwrap_or((&name, ""));
@@ -77,7 +78,7 @@ pub fn reports_matching(pattern: &str) -> Vec<PathBuf> {
                 file == name || file.strip_prefix(&format!("{name}.")).is_some_and(digits)
             }
         })
-        .map(|e| e.path())
+        .map(|e| if bare { PathBuf::from(e.file_name()) } else { e.path() })
         .collect();
     found.sort();
     found

@@ -29,15 +29,36 @@ fn create_new(path: &Path) -> io::Result<File> {
 
 /// The race log of the report at `path`: `.NAME.races` beside it.
 pub fn race_log(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.races"))
+    beside(path, ".races")
+}
+
+/// The longest name of a file (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// A hidden file beside `path`: `.NAME` then `suffix`. Where that name would be too long,
+/// NAME's first bytes and a hash of all of it, so that a report named near the limit still
+/// has its temporary file and its race log.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let name = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    let mut hidden = b".".to_vec();
+    if 1 + name.len() + suffix.len() <= NAME_MAX {
+        hidden.extend_from_slice(name);
+    } else {
+        // FNV-1a: the same in every build, for the reader finds the log by this name.
+        let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let hash = format!("~{hash:016x}");
+        hidden.extend_from_slice(&name[..NAME_MAX - 1 - hash.len() - suffix.len()]);
+        hidden.extend_from_slice(hash.as_bytes());
+    }
+    hidden.extend_from_slice(suffix.as_bytes());
+    path.with_file_name(std::ffi::OsString::from_vec(hidden))
 }
 
 /// Writes `report` to a fresh temporary file beside `path`, on the disk when this returns;
 /// returns its path. Nothing is left behind on failure.
 fn write_aside(path: &Path, report: &Report) -> io::Result<PathBuf> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = beside(path, &format!(".{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let written = create_new(&tmp).and_then(|mut f| {
         f.write_all(&render(report)?)?;
@@ -175,16 +196,37 @@ impl Report {
         Ok(report)
     }
 
-    fn read_file(path: &Path) -> io::Result<Report> {
-        let text = std::fs::read_to_string(path)?;
-        let report: Report = serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a streamsan report ({e})")))?;
-        if report.tool != "streamsan" {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not a streamsan report (tool {:?})", report.tool),
-            ));
+    /// Reads a report as [`Report::read_from`] does, handing each race to `on_race` as it is
+    /// read (those of the race log last); returns the rest, its `races` empty.
+    pub fn each_race_from(path: &Path, on_race: &mut dyn FnMut(RaceReport) -> io::Result<()>) -> io::Result<Report> {
+        let mut logged = read_race_log(&race_log(path))?;
+        let identity = |r: &RaceReport| {
+            serde_json::to_string(&(&r.kind, &r.hazard, &r.buffer, &r.first, &r.second)).unwrap_or_default()
+        };
+        let mut logged_ids: Vec<String> = logged.iter().map(identity).collect();
+        let report = super::read::each_race(path, super::read::MAX_REPORT_BYTES, &mut |race| {
+            // A process killed between a rewrite and the log's removal leaves races in both.
+            if !logged.is_empty() {
+                if let Some(i) = logged_ids.iter().position(|id| *id == identity(&race)) {
+                    logged.remove(i);
+                    logged_ids.remove(i);
+                }
+            }
+            on_race(race)
+        })?;
+        for race in logged {
+            on_race(race)?;
         }
+        Ok(report)
+    }
+
+    fn read_file(path: &Path) -> io::Result<Report> {
+        let mut races = Vec::new();
+        let mut report = super::read::each_race(path, super::read::MAX_REPORT_BYTES, &mut |race| {
+            races.push(race);
+            Ok(())
+        })?;
+        report.races = races;
         Ok(report)
     }
 }
@@ -193,11 +235,27 @@ impl Report {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A fresh directory, removed when the test ends.
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("streamsan-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        Scratch(dir)
     }
 
     /// The first race of a report of the examples.
@@ -215,7 +273,7 @@ mod tests {
         report.pid = 2;
         file.write(&report).unwrap();
         assert_eq!(Report::read_from(&path).unwrap().pid, 2);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 1, "no temporary file left");
         let again = ReportFile::create(&path, &report).unwrap_err();
         assert!(again.to_string().contains("does not overwrite"), "{again}");
     }
@@ -240,6 +298,23 @@ mod tests {
         // A torn last line (a full disk) is left out.
         std::fs::write(race_log(&path), "{\"kind\":").unwrap();
         assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
+    }
+
+    /// A report named near the longest name a file may have still has its temporary file
+    /// and its race log, and leaves nothing else behind.
+    #[test]
+    fn a_report_named_near_the_longest_name_is_written_and_logged() {
+        let dir = scratch("long-name");
+        let path = dir.join(format!("{}.json", "r".repeat(NAME_MAX - 5)));
+        let race = example_race();
+        let mut report = Report::new(1, vec![]);
+        let mut file = ReportFile::create(&path, &report).unwrap();
+        file.append(&race).unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1, "the race log is found");
+        report.races.push(race);
+        file.write(&report).unwrap();
+        assert_eq!(Report::read_from(&path).unwrap().races.len(), 1);
+        assert_eq!(std::fs::read_dir(&*dir).unwrap().count(), 1, "nothing left beside it");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The JSON report, one document per process (`docs/report/schema.json`): its data, read and
 //! written with serde. Above the data: [`build`] (from the model), [`frames`] (the program's
 //! frame of a call site), [`text`] (every word), [`merge`], [`suppressions`], [`sink`] (what
-//! becomes of each race), [`file`](mod@file) and [`run`] (report files, and a run's list of them),
-//! [`sarif`] and [`timeline`] (the same races for code scanning and for trace viewers).
+//! becomes of each race), [`file`](mod@file), [`read`] and [`run`] (report files, read race by
+//! race, and a run's list of them), [`sarif`] and [`timeline`] (the same races for code
+//! scanning and for trace viewers).
 
 pub mod build;
 pub mod file;
 pub mod frames;
 pub mod merge;
+pub mod read;
 pub mod run;
 pub mod sarif;
 pub mod sink;
@@ -26,7 +28,11 @@ pub use crate::model::race::{Hazard, NoteKind, RaceKind};
 pub struct Report {
     /// Always "streamsan".
     pub tool: String,
+    /// The streamsan that wrote it.
     pub version: String,
+    /// The report's schema ([`read::SCHEMA`]); 1 in files that do not say.
+    #[serde(default = "first_schema")]
+    pub schema: u32,
     pub pid: u32,
     /// The process's command line.
     pub command: Vec<String>,
@@ -45,6 +51,13 @@ pub struct Report {
     /// place: the program calls those functions unseen.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unrecognised_proc_addresses: BTreeMap<String, u64>,
+    /// Fields this streamsan does not know (written by a newer one): kept, written back.
+    #[serde(flatten)]
+    pub unknown: serde_json::Map<String, serde_json::Value>,
+}
+
+fn first_schema() -> u32 {
+    1
 }
 
 /// Races by kind.
@@ -231,6 +244,7 @@ impl Report {
         Report {
             tool: "streamsan".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            schema: read::SCHEMA,
             pid,
             command,
             ..Report::default()

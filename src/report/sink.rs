@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::suppressions::Suppressions;
 use crate::model::race::RaceEntry;
@@ -109,11 +109,21 @@ pub struct ReportSink<P: Process> {
     /// Races found so far, suppressed ones left out (the print limit counts them).
     found: AtomicU64,
     destination: Mutex<Destination>,
+    /// With `halt_on_error`, the race the process halts at: the only one reported, though
+    /// other threads find races before the process ends.
+    halted_at: OnceLock<RaceReport>,
 }
 
 impl<P: Process> ReportSink<P> {
     pub fn new(policy: Policy, process: P, run: Option<RunLog>) -> ReportSink<P> {
-        ReportSink { policy, process, run, found: AtomicU64::new(0), destination: Mutex::new(Destination::NotYet) }
+        ReportSink {
+            policy,
+            process,
+            run,
+            found: AtomicU64::new(0),
+            destination: Mutex::new(Destination::NotYet),
+            halted_at: OnceLock::new(),
+        }
     }
 
     pub fn policy(&self) -> &Policy {
@@ -125,6 +135,10 @@ impl<P: Process> ReportSink<P> {
         let mut report = self.process.blank_report();
         build::fill(&mut report, self.process.model(), &self.process);
         self.policy.apply(&mut report);
+        if let Some(race) = self.halted_at.get() {
+            report.races = vec![race.clone()];
+            report.summarize();
+        }
         report
     }
 
@@ -241,6 +255,10 @@ impl<P: Process> Sink for ReportSink<P> {
         let _timer = phases::start(Phase::Report);
         let race = build::race(self.process.model(), entry, &self.process);
         if self.policy.suppresses(&race) {
+            return;
+        }
+        if self.policy.halt_on_error && self.halted_at.set(race.clone()).is_err() {
+            // Another thread halts the process at its race.
             return;
         }
         let before = self.found.fetch_add(1, Ordering::Relaxed);

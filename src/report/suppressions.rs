@@ -1,8 +1,12 @@
 //! Suppressions, in ThreadSanitizer's format: one `type:pattern` per line (`race`, `race_top`
 //! or a race kind), `#` starting a comment, matched against the frames and kernels of a race.
+//! Automatons find, in a race's texts, the rules that may match (each rule's longest literal
+//! part occurs); only those are matched in full.
 
 use std::fmt;
 use std::path::Path;
+
+use aho_corasick::AhoCorasick;
 
 use super::frames::program_frame;
 use super::{Frame, RaceKind, RaceReport};
@@ -25,10 +29,28 @@ struct Rule {
 }
 
 /// The rules of a suppressions file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Suppressions {
     rules: Vec<Rule>,
+    /// The rules' longest literal parts, [`PARTS_PER_AUTOMATON`] to an automaton.
+    parts: Vec<AhoCorasick>,
+    /// For each part of `parts`, the rules it stands for.
+    rules_of_part: Vec<Vec<usize>>,
+    /// Rules without a literal part (`*`): candidates for every race.
+    always: Vec<usize>,
 }
+
+/// The parts one automaton finds: building one grows faster than its parts when they share
+/// prefixes, as the functions of one program do.
+const PARTS_PER_AUTOMATON: usize = 8192;
+
+impl PartialEq for Suppressions {
+    fn eq(&self, other: &Suppressions) -> bool {
+        self.rules == other.rules
+    }
+}
+
+impl Eq for Suppressions {}
 
 /// A line that is not a suppression, or a file that cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,16 +103,79 @@ impl Suppressions {
             };
             rules.push(Rule { kind, scope, pattern: pattern.to_string() });
         }
-        Ok(Suppressions { rules })
+        Suppressions::compile(rules)
+    }
+
+    fn compile(rules: Vec<Rule>) -> Result<Suppressions, SuppressionError> {
+        let mut part_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut parts: Vec<&str> = Vec::new();
+        let mut rules_of_part: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            match rule.longest_part() {
+                "" => always.push(i),
+                part => {
+                    let at = *part_index.entry(part).or_insert_with(|| {
+                        parts.push(part);
+                        rules_of_part.push(Vec::new());
+                        parts.len() - 1
+                    });
+                    rules_of_part[at].push(i);
+                }
+            }
+        }
+        let parts = parts
+            .chunks(PARTS_PER_AUTOMATON)
+            .map(AhoCorasick::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SuppressionError(format!("cannot compile the suppressions: {e}")))?;
+        Ok(Suppressions { rules, parts, rules_of_part, always })
     }
 
     /// Whether a rule suppresses `race`.
     pub fn suppresses(&self, race: &RaceReport) -> bool {
-        self.rules.iter().any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
+        if self.rules.is_empty() {
+            return false;
+        }
+        let mut candidates = self.always.clone();
+        for (chunk, parts) in self.parts.iter().enumerate() {
+            for text in texts(race) {
+                for found in parts.find_overlapping_iter(text) {
+                    let part = chunk * PARTS_PER_AUTOMATON + found.pattern().as_usize();
+                    candidates.extend(&self.rules_of_part[part]);
+                }
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
+            .into_iter()
+            .map(|i| &self.rules[i])
+            .any(|rule| rule.kind.is_none_or(|k| k == race.kind) && rule.matches(race))
     }
 }
 
+/// Every text of `race` a rule may match: its operations' kernels and frames.
+fn texts(race: &RaceReport) -> impl Iterator<Item = &str> {
+    [&race.first, &race.second].into_iter().flat_map(|op| {
+        let kernels = [op.kernel.as_deref(), op.kernel_symbol.as_deref()].into_iter().flatten();
+        let frames = op
+            .site
+            .iter()
+            .flat_map(|f| [f.function.as_deref(), f.file.as_deref(), f.module.as_deref()].into_iter().flatten());
+        kernels.chain(frames)
+    })
+}
+
 impl Rule {
+    /// The longest run of the pattern without `*` (anchors left out): any text the rule
+    /// matches holds it.
+    fn longest_part(&self) -> &str {
+        let pattern = self.pattern.strip_prefix('^').unwrap_or(&self.pattern);
+        let pattern = pattern.strip_suffix('$').unwrap_or(pattern);
+        pattern.split('*').max_by_key(|part| part.len()).unwrap_or("")
+    }
+
     fn matches(&self, race: &RaceReport) -> bool {
         [&race.first, &race.second].into_iter().any(|op| {
             let kernel = [op.kernel.as_deref(), op.kernel_symbol.as_deref()]
@@ -174,6 +259,31 @@ mod tests {
         assert!(!matches("^ab*bc$", "abc"));
         // Each part is looked for after the one before.
         assert!(!matches("a*a", "a"));
+    }
+
+    /// The first race of an example report, its first operation's top frame renamed.
+    fn race_in(function: &str) -> RaceReport {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report/examples/cross-stream-raw.json");
+        let mut race = crate::report::Report::read_from(Path::new(path)).unwrap().races.swap_remove(0);
+        race.first.site[0].function = Some(function.to_string());
+        race
+    }
+
+    /// Rules are found among many, in any automaton, with or without a literal part, and
+    /// still matched in full (anchors, kinds).
+    #[test]
+    fn a_rule_is_found_among_many_and_matched_in_full() {
+        let mut text: String = (0..20_000).map(|i| format!("race:never_{i}\n")).collect();
+        text.push_str("race:^exact_name$\nfree-race:other_kind\n");
+        let s = Suppressions::parse(&text).unwrap();
+        assert!(s.suppresses(&race_in("never_19999")));
+        assert!(s.suppresses(&race_in("never_5")));
+        assert!(s.suppresses(&race_in("exact_name")));
+        assert!(!s.suppresses(&race_in("not_exact_name")), "anchored");
+        assert!(!s.suppresses(&race_in("other_kind")), "a rule for another kind");
+        assert!(!s.suppresses(&race_in("unlisted")));
+        let everything = Suppressions::parse("race:*\n").unwrap();
+        assert!(everything.suppresses(&race_in("unlisted")), "a rule without a literal part");
     }
 
     #[test]

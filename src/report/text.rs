@@ -231,6 +231,13 @@ pub fn report(report: &Report) -> String {
     for r in &report.races {
         out.push_str(&race(r));
     }
+    out.push_str(&after_races(report));
+    out
+}
+
+/// What [`report`] prints after the races: the notes, and the summary.
+pub fn after_races(report: &Report) -> String {
+    let mut out = String::new();
     for note in &report.notes {
         let times = if note.count > 1 { format!(" ({} times)", note.count) } else { String::new() };
         let _ =

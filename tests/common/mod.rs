@@ -146,13 +146,24 @@ pub fn with_default_interrupts(cmd: &mut Command) -> &mut Command {
 }
 
 /// A fresh directory for one run's files.
+/// They lie under `test-runs/<pid>`, removed when the test binary exits unless
+/// `STREAMSAN_KEEP_TEST_RUNS` is set (to look at a failure's files).
 pub fn scratch(label: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = artifacts().join("test-runs").join(format!(
-        "{label}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
+    static RUNS: OnceLock<PathBuf> = OnceLock::new();
+    let runs = RUNS.get_or_init(|| {
+        extern "C" fn remove_runs() {
+            if let Some(runs) = RUNS.get() {
+                let _ = std::fs::remove_dir_all(runs);
+            }
+        }
+        if std::env::var_os("STREAMSAN_KEEP_TEST_RUNS").is_none() {
+            // SAFETY: registering a function without arguments, run once at exit.
+            unsafe { libc::atexit(remove_runs) };
+        }
+        artifacts().join("test-runs").join(std::process::id().to_string())
+    });
+    let dir = runs.join(format!("{label}-{}", N.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

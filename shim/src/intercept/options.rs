@@ -9,10 +9,7 @@ use streamsan::options::Options;
 /// The options of this process.
 pub fn options() -> &'static Options {
     streamsan::hot! { static OPTIONS: OnceLock<Options> = OnceLock::new(); }
-    OPTIONS.get_or_init(|| {
-        let text = std::env::var("STREAMSAN_OPTIONS").unwrap_or_default();
-        Options::parse(&text).unwrap_or_else(|e| fail(&format!("STREAMSAN_OPTIONS: {e}")))
-    })
+    OPTIONS.get_or_init(|| Options::from_env().unwrap_or_else(|e| fail(&format!("STREAMSAN_OPTIONS: {e}"))))
 }
 
 /// A mistake in what the user asked for: said, and the program stopped before it starts.
