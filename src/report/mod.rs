@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::model::race::{Hazard, NoteKind, RaceKind};
 
+/// The report schema this streamsan writes, and the newest it reads (`schema` in the file;
+/// a file without one is schema 1).
+pub const SCHEMA: u32 = 1;
+
 /// One process's report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -30,7 +34,7 @@ pub struct Report {
     pub tool: String,
     /// The streamsan that wrote it.
     pub version: String,
-    /// The report's schema ([`read::SCHEMA`]); 1 in files that do not say.
+    /// The report's schema ([`SCHEMA`]); 1 in files that do not say.
     #[serde(default = "first_schema")]
     pub schema: u32,
     pub pid: u32,
@@ -244,7 +248,7 @@ impl Report {
         Report {
             tool: "streamsan".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            schema: read::SCHEMA,
+            schema: SCHEMA,
             pid,
             command,
             ..Report::default()

@@ -9,11 +9,7 @@ use std::path::Path;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::{RaceKind, RaceReport, Report};
-
-/// The report schema this streamsan writes, and the newest it reads (`schema` in the file;
-/// a file without one is schema 1).
-pub const SCHEMA: u32 = 1;
+use super::{RaceKind, RaceReport, Report, SCHEMA};
 
 /// The largest report file read: beyond it (`/dev/zero`, a file that keeps growing) reading
 /// stops with an error.

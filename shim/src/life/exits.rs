@@ -9,13 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use streamsan::report::run::Event;
 
-use super::{reports, watcher};
+use super::reports::{self, EXECED};
+use super::watcher;
 use crate::intercept::first_call;
 use crate::intercept::options::options;
-
-/// `<pid>:<n>`: the process `pid` has `exec`ed `n` times, each image leaving a report; the
-/// next one names its report apart ([`exec_suffix`]).
-pub const EXECED: &str = "STREAMSAN_EXECED";
 
 /// The process whose report this is: set at load and in a forked child. A `vfork` child
 /// shares the parent's memory and runs no fork handler; it reports nothing.
@@ -72,23 +69,16 @@ fn final_status(status: c_int) -> c_int {
     }
 }
 
-/// Ends the process at once, as the C library's `_exit` does.
-pub fn exit_group(status: c_int) -> ! {
-    // SAFETY: the system call that ends every thread of the process.
-    unsafe { libc::syscall(libc::SYS_exit_group, status) };
-    unreachable!("exit_group returned")
-}
-
 /// Interposed: the report, then the C library's `_exit`.
 #[unsafe(no_mangle)]
 pub extern "C" fn _exit(status: c_int) -> ! {
-    exit_group(final_status(status))
+    reports::exit_group(final_status(status))
 }
 
 /// Interposed: as `_exit`.
 #[unsafe(no_mangle)]
 pub extern "C" fn _Exit(status: c_int) -> ! {
-    exit_group(final_status(status))
+    reports::exit_group(final_status(status))
 }
 
 /// Interposed: the report, then the C library's `quick_exit`, which runs the program's
@@ -99,7 +89,7 @@ pub extern "C" fn quick_exit(status: c_int) -> ! {
     // SAFETY: RTLD_NEXT from the shim finds the C library's; it takes this signature.
     let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"quick_exit".as_ptr()) };
     if next.is_null() {
-        exit_group(status)
+        reports::exit_group(status)
     }
     let next: extern "C" fn(c_int) -> ! = unsafe { core::mem::transmute(next) };
     next(status)
@@ -134,7 +124,7 @@ fn before_exec(program: impl FnOnce() -> String, envp: Argv) -> Option<(Vec<CStr
     }
     write_report();
     let pid = std::process::id();
-    let n = execs_before(pid) + 1;
+    let n = reports::execs_before(pid) + 1;
     let mut owned = vec![CString::new(format!("{EXECED}={pid}:{n}")).ok()?];
     let mut i = 0;
     // SAFETY: `envp` is the caller's NULL-terminated array of NUL-terminated strings.
@@ -173,22 +163,6 @@ fn shim_file_name() -> Option<String> {
     }
     let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
     path.rsplit('/').next().map(str::to_string)
-}
-
-/// How many images of process `pid` left a report before this one.
-fn execs_before(pid: u32) -> u32 {
-    let value = std::env::var(EXECED).unwrap_or_default();
-    match value.split_once(':') {
-        Some((of, n)) if of.parse() == Ok(pid) => n.parse().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-/// What this image puts before its report's extension: `.exec<n>` when an image before it
-/// in this process left a report, else nothing.
-pub fn exec_suffix() -> Option<String> {
-    let n = execs_before(std::process::id());
-    (n > 0).then(|| format!(".exec{n}"))
 }
 
 /// A program's path as the caller gave it.

@@ -14,7 +14,6 @@ use streamsan::report::run::{Event, RunLog};
 use streamsan::report::sink::{Policy, Process, ReportSink};
 use streamsan::report::{Frame, Report};
 
-use super::exits;
 use crate::hooks::model;
 use crate::intercept::options::{fail, options};
 use crate::intercept::stats;
@@ -67,7 +66,7 @@ impl Process for ThisProcess {
         if FORKED.load(Ordering::Relaxed) && !pattern.contains("%p") {
             path = format!("{path}.{pid}");
         }
-        if let Some(suffix) = exits::exec_suffix() {
+        if let Some(suffix) = exec_suffix() {
             path = match path.strip_suffix(".json") {
                 Some(stem) => format!("{stem}{suffix}.json"),
                 None => format!("{path}{suffix}"),
@@ -90,7 +89,7 @@ impl Process for ThisProcess {
 pub fn exit_now(status: i32) -> ! {
     // SAFETY: fflush(NULL) flushes every stdio stream.
     unsafe { libc::fflush(core::ptr::null_mut()) };
-    exits::exit_group(status)
+    exit_group(status)
 }
 
 /// The sink of this process; made (its suppressions file read) on first need, at the
@@ -136,6 +135,33 @@ pub fn forked() {
     if let Some(sink) = SINK.get() {
         sink.forked();
     }
+}
+
+/// Ends the process at once, as the C library's `_exit` does.
+pub fn exit_group(status: core::ffi::c_int) -> ! {
+    // SAFETY: the system call that ends every thread of the process.
+    unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    unreachable!("exit_group returned")
+}
+
+/// `<pid>:<n>`: the process `pid` has `exec`ed `n` times, each image leaving a report; the
+/// next one names its report apart ([`exec_suffix`]).
+pub const EXECED: &str = "STREAMSAN_EXECED";
+
+/// How many images of process `pid` left a report before this one.
+pub fn execs_before(pid: u32) -> u32 {
+    let value = std::env::var(EXECED).unwrap_or_default();
+    match value.split_once(':') {
+        Some((of, n)) if of.parse() == Ok(pid) => n.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// What this image puts before its report's extension: `.exec<n>` when an image before it
+/// in this process left a report, else nothing.
+pub fn exec_suffix() -> Option<String> {
+    let n = execs_before(std::process::id());
+    (n > 0).then(|| format!(".exec{n}"))
 }
 
 #[cfg(test)]
