@@ -133,16 +133,16 @@ def main():
         row = {"program": program, "modes": {}}
         for mode in order:
             cmd, extra = modes[mode]
-            result, wall, code = run(cmd, dict(os.environ, **extra), log, slow_timeout if mode in slow else 580)
+            step, wall, code = run(cmd, dict(os.environ, **extra), log, slow_timeout if mode in slow else 580)
             m = row["modes"].setdefault(mode, {"process_medians_ms": [], "process_s": [], "exits": [], "checksums": [],
                                                "process_steps_ms": [], "process_probes_ms": []})
-            m["process_medians_ms"].append(result and result["median_step_ms"])
-            m["process_steps_ms"].append(result and result["step_ms"])
-            m["process_probes_ms"].append(result and result.get("probe_ms"))
+            m["process_medians_ms"].append(step and step["median_step_ms"])
+            m["process_steps_ms"].append(step and step["step_ms"])
+            m["process_probes_ms"].append(step and step.get("probe_ms"))
             m["process_s"].append(round(wall, 2))
             m["exits"].append(code)
-            m["checksums"].append(result and result["checksum"])
-            print(f"{program:18} {mode:10} step {result and result['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
+            m["checksums"].append(step and step["checksum"])
+            print(f"{program:18} {mode:10} step {step and step['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
         summarize(row, streamsan_modes)
         results.append(row)
         with open(os.path.join(out, "overhead.json"), "w") as f:

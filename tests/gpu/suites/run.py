@@ -112,10 +112,10 @@ def main():
             print(f"    {r['kind']} {r['hazard'] or ''} x{r['count']}: {r['first']} -> {r['second']}", flush=True)
         observed = (("the same counts" if row["same_counts"] else "other counts") + f": {counts_text(row['streamsan'])}; "
                     + (f"{len(races)} reports, {len(unexplained)} not explained" if races else "no report"))
-        counts = lambda c: {k: c.get(k) for k in ("ran", "failures", "errors", "skipped")}  # noqa: E731
+        figure_counts = lambda c: {k: c.get(k) for k in ("ran", "failures", "errors", "skipped")}  # noqa: E731
         result.case(name, f"the same counts as natively; {known}", observed,
                     ok=row["same_counts"] and not unexplained,
-                    figures={"native": counts(row["native"]), "streamsan": counts(row["streamsan"]), "reports": len(races)},
+                    figures={"native": figure_counts(row["native"]), "streamsan": figure_counts(row["streamsan"]), "reports": len(races)},
                     note="; ".join(f"{r['kind']} {r['first']} -> {r['second']}: {r['missing_wait']}" for r in unexplained[:3]) or None)
     with open(os.path.join(out, "suites.json"), "w") as f:
         json.dump({"provenance": provenance, "suites": results}, f, indent=1)
