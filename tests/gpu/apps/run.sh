@@ -3,6 +3,9 @@
 # .device/ holding the release streamsan, its shim and streamsan-cudarc-app, and the wheels
 # of tests/gpu/wheels.sh (Warp's parts staged by the calls before):  sh tests/gpu/apps/run.sh
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(STREAMSAN_OPTIONS)=' | sort | tr '\n' ' ')sh tests/gpu/apps/run.sh $*}"
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 . tests/gpu/wheels.sh
 python3 -c 'import torch, cupy, jax, numba; print("torch", torch.__version__, "cupy", cupy.__version__, "jax", jax.__version__, "numba", numba.__version__)'

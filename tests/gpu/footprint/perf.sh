@@ -9,5 +9,8 @@
 # per workload and mode (footprint-perf.json and .log in OUT). FOOTPRINT_ROUNDS=N runs the
 # plan N times in turn and adds a summary over the rounds (perf.py).
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(FOOTPRINT_ROUNDS|PYTHON)=' | sort | tr '\n' ' ')sh tests/gpu/footprint/perf.sh $*}"
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 "${PYTHON:-python3}" tests/gpu/footprint/perf.py "$PWD/.device/streamsan" "${OUT:-/tmp}" "$@"

@@ -2,6 +2,9 @@
 # The footprint cases on the GPU machine (see run.py). From the repository root, with the
 # release streamsan and its shim in .device/:   sh tests/gpu/footprint/run.sh [MODES]
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(STREAMSAN_OPTIONS)=' | sort | tr '\n' ' ')sh tests/gpu/footprint/run.sh $*}"
 # A folder of this run's own for the cases, as the scenario runner's: two runs side by side
 # would rebuild one program while the other runs it ("Text file busy").
 B=$(mktemp -d /tmp/streamsan-footprint.XXXXXX)

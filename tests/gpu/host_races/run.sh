@@ -3,6 +3,9 @@
 # release build of streamsan and its shim in .device/ (PyTorch and CuPy installed for their
 # suites):   sh tests/gpu/host_races/run.sh
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(STREAMSAN_OPTIONS)=' | sort | tr '\n' ' ')sh tests/gpu/host_races/run.sh $*}"
 # A folder of this run's own for the programs and their reports, as the scenario runner's.
 B=$(mktemp -d /tmp/streamsan-host-races.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"

@@ -6,6 +6,9 @@
 #    PERF_BENCH=0;
 # 2. run.py: the real programs natively, under streamsan, memcheck and TORCH_CUDA_SANITIZER.
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(PERF_[A-Z_]*)=' | sort | tr '\n' ' ')sh tests/gpu/perf/run.sh $*}"
 OUT="${OUT:-/tmp}"
 sh tests/gpu/provenance.sh | tee "$OUT/provenance.txt"
 lscpu | grep -i "model name" | head -1

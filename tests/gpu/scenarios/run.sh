@@ -2,6 +2,9 @@
 # The scenario suite on the GPU machine (see run.py). From the repository root, with the
 # release build of streamsan and its shim in .device/:   sh tests/gpu/scenarios/run.sh
 set -u
+# The command a result names (tests/gpu/result.py): this one, with the knobs set, unless
+# a runner above it (all.sh) named its own.
+export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(SCENARIO_SUITES)=' | sort | tr '\n' ' ')sh tests/gpu/scenarios/run.sh $*}"
 # A folder of this run's own for the programs and their reports: two runs side by side
 # (tests/gpu/all.sh with WORK=) would otherwise stop each other's cases.
 B=$(mktemp -d /tmp/streamsan-scenarios.XXXXXX)

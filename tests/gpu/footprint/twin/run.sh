@@ -3,6 +3,7 @@
 # $OUT/twin.jsonl, and their result into $OUT/result-footprint-twin.json. On the GPU
 # machine, from the repository root: sh tests/gpu/footprint/twin/run.sh
 set -eu
+export STREAMSAN_RESULT_VIA="ROUNDS=${ROUNDS:-3} sh tests/gpu/footprint/twin/run.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp}
 san=$(dirname "$(find /usr/local/cuda*/ -name sanitizer_patching.h -path "*compute-sanitizer*" | head -1)")/..
