@@ -267,13 +267,7 @@ pub fn forked_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use streamsan::model::clock::Epoch;
-    use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
-
-    fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
-        let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
-        Guarded { copy: CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
-    }
+    use crate::host_races::table::tests::bytes;
 
     #[test]
     fn faults_are_races_only_inside_conflicting_bytes() {

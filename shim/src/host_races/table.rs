@@ -263,11 +263,12 @@ pub fn clear_in_child() {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
-    fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
+    /// A guarded copy's bytes `[lo, hi)`, read or written (the fault tests use it too).
+    pub fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
         let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
         Guarded { copy: CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
     }
