@@ -10,12 +10,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::api::{self, Api, Handle};
+use crate::patch;
 use crate::table::{self, Measured, TABLE_BYTES};
 
-/// The patch, built from `patch/footprint.cu` by `patch/build.sh`.
-static PATCH: &[u8] = include_bytes!("../patch/footprint.fatbin");
-/// The patch function's name in [`PATCH`].
-const PATCH_FUNCTION: &core::ffi::CStr = c"streamsan_footprint_access";
 /// Tables allocated at once, per context.
 const TABLES_PER_CHUNK: usize = 128;
 /// Tables at most per context: when all are waiting to be read, launches go unmeasured.
@@ -278,7 +275,7 @@ fn maintain(engine: &Engine) {
         // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
         let status = engine.serialized(|| unsafe {
             if patch {
-                (engine.api.patch_instructions)(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, handle, PATCH_FUNCTION.as_ptr());
+                patch::instruct(&engine.api, handle);
                 (engine.api.patch_module)(handle)
             } else {
                 (engine.api.unpatch_module)(handle)
@@ -488,7 +485,7 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
                 if !patched.contains(&(data.context as usize)) {
                     // SAFETY: the patch image lives for the process.
-                    if unsafe { (engine.api.add_patches)(PATCH.as_ptr().cast(), data.context) }
+                    if unsafe { (engine.api.add_patches)(patch::IMAGE.as_ptr().cast(), data.context) }
                         != api::SANITIZER_SUCCESS
                     {
                         return false;
@@ -497,11 +494,7 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
                 }
                 drop(patched);
                 unsafe {
-                    (engine.api.patch_instructions)(
-                        api::INSTRUCTION_GLOBAL_MEMORY_ACCESS,
-                        data.module,
-                        PATCH_FUNCTION.as_ptr(),
-                    );
+                    patch::instruct(&engine.api, data.module);
                     (engine.api.patch_module)(data.module);
                 }
                 true

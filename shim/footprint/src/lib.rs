@@ -5,6 +5,7 @@
 
 mod api;
 mod engine;
+mod patch;
 pub mod table;
 
 pub use engine::{

@@ -1,0 +1,24 @@
+//! The device patch (`patch/footprint.cu`, built into `footprint.fatbin` by `patch/build.sh`)
+//! and which instruction classes call which of its functions.
+
+use core::ffi::CStr;
+
+use crate::api;
+
+/// The patch image, added to each context that runs measured code.
+pub static IMAGE: &[u8] = include_bytes!("../patch/footprint.fatbin");
+
+/// Each instruction class the engine patches, and the patch function it calls.
+pub const INSTRUCTIONS: &[(u32, &CStr)] =
+    &[(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, c"streamsan_footprint_access")];
+
+/// Asks the API to patch each of [`INSTRUCTIONS`] in `module` (before `sanitizerPatchModule`).
+///
+/// # Safety
+/// `module` is a module the driver reported loaded; the caller serializes patching calls.
+pub unsafe fn instruct(api: &api::Api, module: api::Handle) {
+    for (instruction, function) in INSTRUCTIONS {
+        // SAFETY: the caller's promise; a NUL-terminated name in the added image.
+        unsafe { (api.patch_instructions)(*instruction, module, function.as_ptr()) };
+    }
+}
