@@ -100,7 +100,7 @@ options! {
         "with --host-races, guard a copy's first N pages of pinned host memory and its last (0: every page)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
         "print at exit the time spent in each phase of the intercepted calls, and what a launch carried (parameter words, accesses, shadow records met)";
-    footprint: Footprint = Footprint::Params, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
+    footprint: Footprint = Footprint::Learn, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
         "what a kernel touches: exact measures every launch, learn a kernel's first launches and applies them to later ones, params takes its parameters' pointers";
 }
 

@@ -4,7 +4,6 @@
 //! `tests/scenarios/footprint.c`). Everything but the device code runs as on a GPU.
 
 use crate::common::{compile_c, link_cuda, run_with, scratch, standin_sanitizer, Run, RunOptions};
-use streamsan_footprint::{REPATCHES, REPATCHES_FOR_NEW_KEYS};
 
 fn footprint_program() -> std::path::PathBuf {
     compile_c("footprint", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
@@ -52,11 +51,6 @@ fn counter(run: &Run, after: &str) -> u64 {
     let at = stderr.find(after).unwrap_or_else(|| panic!("no counter {after:?} in {stderr}"));
     let before = stderr[..at].trim_end();
     before[before.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1)..].parse().expect("a count")
-}
-
-/// Times modules were unpatched and patched again, from the engine's counters.
-fn repatching(run: &Run) -> (u64, u64) {
-    (counter(run, " times, patched again"), counter(run, " times; "))
 }
 
 /// Each race's (kind, hazard, first access, second access) and how often it was found.
@@ -301,110 +295,77 @@ fn a_byte_that_changes_beside_a_size_does_not_keep_a_kernel_measured() {
     assert_eq!(races(&fixed), vec![]);
 }
 
-/// The library's log of modules unpatched and patched again, and of the `toggle` scenario's
-/// kernels never launched before being measured, in order (module handles left out).
-fn toggles(log: &[String]) -> Vec<String> {
-    log.iter()
-        .filter(|l| l.starts_with("unpatch ") || l.starts_with("patch ") || l.starts_with("measured footprint_fresh"))
-        .map(|l| l.split(" 0x").next().unwrap_or(l).to_string())
-        .collect()
-}
-
-/// What [`toggles`] reads after eight rounds of `toggle` under the bounds (rounds counted
-/// from 0): rounds 1-4 unpatch the module and patch it again, `unpatched_for_good` (if
-/// any) unpatches it for the rest of the run, and every round's fresh kernel is measured but
-/// in the rounds `left` (left on its parameters).
-fn toggle_rounds(left: std::ops::Range<usize>, unpatched_for_good: Option<usize>) -> Vec<String> {
-    let mut expected = Vec::new();
-    for round in 0..8 {
-        if (1..5).contains(&round) {
-            expected.extend(["unpatch".to_string(), "patch".to_string()]);
-        }
-        if unpatched_for_good == Some(round) {
-            expected.push("unpatch".to_string());
-        }
-        if !left.contains(&round) {
-            expected.push(format!("measured footprint_fresh{round}"));
-        }
-    }
-    expected
-}
-
 #[test]
-fn a_module_is_patched_again_no_more_than_the_bound() {
-    // Every round: 300 launches of a learnt key (the module goes quiet and is unpatched), then
-    // a new key of that kernel and a kernel never launched before (each asks for the module
-    // to be patched again).
+fn measured_launches_run_on_a_patched_twin_and_every_other_on_the_programs_own_code() {
+    // Every round: 300 launches of a learnt key, then a new key of that kernel and a kernel
+    // never launched before, each measured; B reads what the new key wrote.
     let (run, log) = run_rounds("toggle", "racy", "learn", 8, &[]);
-    let (unpatched, repatched) = repatching(&run);
-    let lines = |what: &str| log.iter().filter(|l| l.starts_with(&format!("{what} "))).count() as u64;
-    assert_eq!((lines("unpatch"), lines("patch")), (unpatched, repatched), "the library saw what was counted");
-    // No table went to a launch that could not write it, and the driver's cuFuncGetModule
-    // named the module each launch callback named.
-    assert_eq!(logged(&log, "measured-unpatched", "footprint_touch"), 0, "{log:?}");
-    assert_eq!(counter(&run, " launches in another module"), 0, "{}", run.stderr());
-    // Learnt launches run patched until their module goes quiet, then unpatched: all 300 of
-    // rounds 6-8 (below), before each unpatch of rounds 2-5 at most as many as the module's
-    // quiet limit then (4, 16, 64, 256), and each round's reader at most.
-    let idle = counter(&run, " launches ran patched without being measured");
-    assert!((3 * 300..=3 * 300 + 4 + 16 + 64 + 256 + 8).contains(&idle), "{}", run.stderr());
-    // Launches left on their parameters (counted below) say so; the race of every round is
-    // still found (on the parameters' pointer, of unknown direction, where the writer was
-    // left on them).
-    assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
-    let found = race_counts(&run);
-    assert_eq!(found.iter().map(|(_, n)| n).sum::<u64>(), 8, "{found:?}");
-    assert!(found.iter().all(|((kind, _, _, second), _)| kind == "cross-stream-race" && second == "read"), "{found:?}");
-    // The policy round by round. Round 1 learns (its 300 launches are measured: nothing is
-    // learnt before the program first synchronizes). Then a module goes quiet after 4 learnt
-    // launches in a row, four times more after each re-patch: within a round's 300 after 4,
-    // 16, 64 and 256 of them, never after 1024. So rounds 2-5 unpatch it; the new key of
-    // rounds 2 and 3 patches it again (REPATCHES_FOR_NEW_KEYS), the new keys of rounds 4 and
-    // 5 stay on their parameters and the kernel never launched before patches it (up to
-    // REPATCHES); rounds 6-8 find it patched and measure both.
-    assert_eq!((REPATCHES, REPATCHES_FOR_NEW_KEYS), (4, 2), "the rounds below assume the bounds");
-    assert_eq!(toggles(&log), toggle_rounds(0..0, None), "{log:?}");
-    assert_eq!((unpatched, repatched), (4, u64::from(REPATCHES)), "{}", run.stderr());
-    assert_eq!(counter(&run, " launches to measure left on their parameters"), 2, "{}", run.stderr());
-    // footprint_touch measured: round 1's 300, its reader's key once, and the new keys of
-    // rounds 1-3 and 6-8.
-    assert_eq!(logged(&log, "measured", "footprint_touch"), 300 + 1 + 3 + 3, "{}", run.stderr());
+    // One twin, the only module patched: the program's own module never is.
+    assert_eq!(counter(&run, " twins loaded"), 1, "{}", run.stderr());
+    assert_eq!(log.iter().filter(|l| l.starts_with("patch ")).count(), 1, "{log:?}");
+    // footprint_touch measured: round 1's 300 (nothing is learnt before the program first
+    // synchronizes), its reader's key once and the new key of each round; every other
+    // launch ran the program's code, and no launch ran patched without a table.
+    let measured = 300 + 1 + 8;
+    assert_eq!(logged(&log, "measured", "footprint_touch"), measured, "{}", run.stderr());
+    assert_eq!(logged(&log, "native", "footprint_touch"), 8 * (300 + 2) - measured, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("patched ")).count(), 0, "{log:?}");
+    for round in 0..8 {
+        assert_eq!(logged(&log, "measured", &format!("footprint_fresh{round}")), 1, "{log:?}");
+    }
+    // Every round's race, found by the measured writer.
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
+    assert_eq!(races(&run_rounds("toggle", "fixed", "learn", 8, &[]).0), vec![]);
 }
 
 #[test]
-fn a_module_patched_again_as_often_as_it_may_be_stays_unpatched() {
-    // toggle-long: 1100 learnt launches a round, so the module also goes quiet after the
-    // 1024 its fourth re-patch asks for (round 6), and is not patched a fifth time: from then
-    // on every launch to measure, new key or fresh kernel, stands on its parameters.
-    let (run, log) = run_rounds("toggle-long", "racy", "learn", 8, &[]);
-    assert_eq!(toggles(&log), toggle_rounds(5..8, Some(5)), "{log:?}");
-    let (unpatched, repatched) = repatching(&run);
-    assert_eq!((unpatched, repatched), (5, u64::from(REPATCHES)), "{}", run.stderr());
-    // The new keys of rounds 4-8 and the fresh kernels of rounds 6-8.
-    assert_eq!(counter(&run, " launches to measure left on their parameters"), 5 + 3, "{}", run.stderr());
-    assert_eq!(race_counts(&run).iter().map(|(_, n)| n).sum::<u64>(), 8, "{}", run.stderr());
+fn a_kernel_of_a_module_with_variables_of_its_own_stands_on_its_parameters_and_says_so() {
+    // Its twin would have its own copy of the variable: the writer runs the program's code,
+    // unmeasured, and its parameters' pointer does not show the interior race.
+    let (run, log) = run_rounds("stateful", "racy", "learn", 1, &[]);
+    assert_eq!(logged(&log, "native", "footprint_counted"), 1, "{log:?}");
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 1, "{log:?}");
+    assert_eq!(counter(&run, " modules with variables of their own"), 1, "{}", run.stderr());
+    let report = run.reports();
+    let note = report[0].notes.iter().find(|n| n.kind == "footprint-unmeasured").expect("a note");
+    assert!(note.message.contains("variables of its own"), "{}", note.message);
+    assert_eq!(races(&run), vec![]);
 }
 
 #[test]
-fn without_cufuncgetmodule_the_launch_callback_patches_a_module_again_within_the_bound() {
-    // A driver that does not say a function's module before its first launch (the query
-    // fails): a kernel never launched before finds its module unpatched only in its launch's
-    // callback, which asks for the module to be patched for the next launch and leaves this
-    // one on its parameters. footprint_touch's module is known from its earlier callbacks,
-    // so its new keys go as with the query. Rounds 2-3: the new key patches the module again,
-    // the fresh kernel is measured; rounds 4-5: the new key stays on its parameters
-    // (REPATCHES_FOR_NEW_KEYS spent), the fresh kernel's callback patches the module again
-    // (up to REPATCHES) and the fresh kernel stays on its parameters too; rounds 6-8 find
-    // the module patched.
+fn a_twin_takes_the_attributes_the_program_gave_its_function() {
+    // The writer asks for 64 KiB of dynamic shared memory, which only its function's
+    // attribute allows: its twin must have it too, or the driver refuses the twin's launch.
+    let (run, log) = run_rounds("big-shared", "racy", "learn", 1, &[]);
+    assert_eq!(logged(&log, "measured", "footprint_beyond"), 1, "{log:?}");
+    assert_eq!(counter(&run, " twin launches refused"), 0, "{}", run.stderr());
+    assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&run_mode("big-shared", "fixed", "learn", &[])), vec![]);
+}
+
+#[test]
+fn a_twin_launch_the_driver_refuses_is_made_as_the_program_made_it() {
+    // The first launch (the writer's, on its twin) fails: the program's own launch is made,
+    // the program runs on unchanged, and the note says why the writer was not measured.
+    let fail = [("STANDIN_FAIL", "cuLaunchKernel:1:1".to_string())];
+    let (run, log) = run_rounds("big-shared", "racy", "learn", 1, &fail);
+    assert_eq!(logged(&log, "native", "footprint_beyond"), 1, "{log:?}");
+    assert_eq!(counter(&run, " twin launches refused"), 1, "{}", run.stderr());
+    let report = run.reports();
+    assert!(report[0].notes.iter().any(|n| n.message.contains("refused")), "{:?}", report[0].notes);
+}
+
+#[test]
+fn without_cufuncgetmodule_no_launch_finds_its_twin_and_the_note_says_so() {
     let fail = [("STANDIN_FAIL", "cuFuncGetModule:*:400".to_string())];
-    let (run, log) = run_rounds("toggle", "racy", "learn", 8, &fail);
-    assert_eq!(toggles(&log), toggle_rounds(3..5, None), "{log:?}");
-    let (unpatched, repatched) = repatching(&run);
-    assert_eq!((unpatched, repatched), (4, u64::from(REPATCHES)), "{}", run.stderr());
-    assert_eq!(counter(&run, " launches to measure left on their parameters"), 2 + 2, "{}", run.stderr());
-    assert_eq!(counter(&run, " launches in another module"), 0, "{}", run.stderr());
-    // Every round's race is still found.
-    assert_eq!(race_counts(&run).iter().map(|(_, n)| n).sum::<u64>(), 8, "{}", run.stderr());
+    let (run, log) = run_rounds("interior", "racy", "learn", 1, &fail);
+    assert_eq!(log.iter().filter(|l| l.starts_with("measured ")).count(), 0, "{log:?}");
+    let report = run.reports();
+    assert!(
+        report[0].notes.iter().any(|n| n.message.contains("could not be loaded a second time")),
+        "{:?}",
+        report[0].notes
+    );
 }
 
 #[test]

@@ -62,7 +62,8 @@ fn notes_are_not_races() {
     let report = run.report();
     assert!(report.races.is_empty(), "{:?}", report.races);
     let kinds: BTreeSet<&str> = report.notes.iter().map(|n| n.kind.as_str()).collect();
-    assert_eq!(kinds, BTreeSet::from(["destroyed-while-pending", "graph-not-followed"]));
+    // No Compute Sanitizer library here: kernels stand on their parameters, said once.
+    assert_eq!(kinds, BTreeSet::from(["destroyed-while-pending", "footprint-unavailable", "graph-not-followed"]));
     // A note is nothing the user must act on (NCCL waits on never-recorded events dozens of
     // times in a clean run): it is in the report, never on stderr.
     for kind in &kinds {

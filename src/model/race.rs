@@ -205,9 +205,13 @@ pub enum FootprintUnavailable {
 pub enum FootprintUnmeasured {
     /// Every table was waiting to be read (the program did not synchronize for long).
     NoTable = 0,
-    /// `footprint=learn`: its module stays unpatched (it was patched again as often as it
-    /// may be).
-    ModuleUnpatched = 1,
+    /// Its module has variables of its own (`__device__`, `__constant__`), which a twin of
+    /// the module would not share.
+    ModuleState = 1,
+    /// Its module's code could not be loaded a second time as a twin.
+    NoTwin = 2,
+    /// The driver refused the launch on the twin (the program's own launch was made).
+    Refused = 3,
 }
 
 /// A note: counted once per (kind, call site).

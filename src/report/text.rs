@@ -209,11 +209,23 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             "a launch of {} touched more 64 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
             kernel.unwrap_or("a kernel")
         ),
-        NoteKind::FootprintUnmeasured if subject == FootprintUnmeasured::ModuleUnpatched as u64 => {
-            "launches that footprint=learn had not learnt ran in an unpatched module (patched again as often as it may be, or being patched again): their parameters' pointers stood in".into()
-        }
         NoteKind::FootprintUnmeasured => {
-            "launches found every footprint table waiting to be read (the program did not synchronize for a long time): their parameters' pointers stood in".into()
+            let why = match subject {
+                s if s == FootprintUnmeasured::ModuleState as u64 => format!(
+                    "{} is in a module with variables of its own (__device__ or __constant__), which a patched twin of the module would not share",
+                    kernel.unwrap_or("a kernel")
+                ),
+                s if s == FootprintUnmeasured::NoTwin as u64 => format!(
+                    "the code of {}'s module could not be loaded a second time as a patched twin",
+                    kernel.unwrap_or("a kernel")
+                ),
+                s if s == FootprintUnmeasured::Refused as u64 => format!(
+                    "the driver refused a launch of {} on its module's patched twin (the program's own launch was made)",
+                    kernel.unwrap_or("a kernel")
+                ),
+                _ => "launches found every footprint table waiting to be read (the program did not synchronize for a long time)".into(),
+            };
+            format!("{why}: its launches' parameters' pointers stood in for what they touched")
         }
         NoteKind::FootprintLearntCover => format!(
             "a launch of {} touched more 64 KiB granules than its table holds; what was learnt of it keeps the cover of the rest as its part in each buffer a parameter points into, applied to later launches",
@@ -335,7 +347,9 @@ mod tests {
         );
         let unmeasured =
             |why: FootprintUnmeasured| note_message(NoteKind::FootprintUnmeasured, "", "", None, why as u64);
-        assert!(unmeasured(FootprintUnmeasured::ModuleUnpatched).contains("ran in an unpatched module"));
+        assert!(unmeasured(FootprintUnmeasured::ModuleState).contains("variables of its own"));
+        assert!(unmeasured(FootprintUnmeasured::NoTwin).contains("could not be loaded a second time"));
+        assert!(unmeasured(FootprintUnmeasured::Refused).contains("refused"));
         assert!(unmeasured(FootprintUnmeasured::NoTable).contains("found every footprint table waiting to be read"));
         let unavailable =
             |why: FootprintUnavailable| note_message(NoteKind::FootprintUnavailable, "", "", None, why as u64);

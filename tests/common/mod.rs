@@ -409,3 +409,9 @@ pub fn wait_gone(pid: i32) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Whether a report's only notes are that kernels stood on their parameters (no Compute
+/// Sanitizer library here, which the default footprint mode says once).
+pub fn no_notes_but_footprints(report: &Report) -> bool {
+    report.notes.iter().all(|n| n.kind == "footprint-unavailable")
+}

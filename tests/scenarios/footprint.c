@@ -14,7 +14,7 @@
 #define STRIDED(count, len) ((1ull << 63) | ((unsigned long long)(count) << 32) | (len))
 #define SPACED(shift) ((unsigned long long)(shift) << 8)
 #define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
-#define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" and "toggle-long" */
+#define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" */
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
@@ -39,8 +39,12 @@ static const char PTX[] =
     ".visible .entry footprint_packed(\n"
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
+/* A module with a variable of its own: its kernels cannot run on a twin. */
+static const char STATEFUL_PTX[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
+    TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, args, step, fresh[FRESH], beyond, packed;
+static CUfunction touch, args, step, fresh[FRESH], beyond, packed, counted;
 
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
@@ -78,7 +82,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -86,7 +90,7 @@ int main(int argc, char **argv) {
     int rounds = argc > 3 ? atoi(argv[3]) : 1;
     CUdevice dev;
     CUcontext ctx;
-    CUmodule module;
+    CUmodule module, stateful;
     CUstream a, b;
     CUevent done;
     CUdeviceptr x, y, big = 0;
@@ -105,6 +109,8 @@ int main(int argc, char **argv) {
         CHECK(cuModuleGetFunction(&fresh[i], module, name));
     }
     CHECK(cuModuleGetFunction(&beyond, module, "footprint_beyond"));
+    CHECK(cuModuleLoadData(&stateful, STATEFUL_PTX));
+    CHECK(cuModuleGetFunction(&counted, stateful, "footprint_counted"));
     CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&done, 0));
@@ -232,16 +238,31 @@ int main(int argc, char **argv) {
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + N / 4 - 8, 8, R);
             CHECK(cuCtxSynchronize());
-        } else if (strcmp(scenario, "toggle") == 0 || strcmp(scenario, "toggle-long") == 0) {
-            /* One module: 300 launches of one learnt key (1100 in toggle-long), then a new key
-               of that kernel and a kernel never launched before, every round; B reads what the
-               new key wrote. */
-            int learnt = strcmp(scenario, "toggle") == 0 ? 300 : 1100;
-            for (int i = 0; i < learnt; i++) launch_touch(a, x, 64, W);
+        } else if (strcmp(scenario, "toggle") == 0) {
+            /* One module: 300 launches of one learnt key, then a new key of that kernel and a
+               kernel never launched before, every round; B reads what the new key wrote. */
+            for (int i = 0; i < 300; i++) launch_touch(a, x, 64, W);
             launch_touch(a, y, 128 + 64ull * round, W);
             launch_fresh(a, round, x + 4096, 64);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, y, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "stateful") == 0) {
+            /* The interior race, its writer in a module with a variable of its own; B reads
+               through footprint_touch, which a twin measures. */
+            launch_triple(counted, a, x, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + 32, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "big-shared") == 0) {
+            /* The interior race, the writer asking for 64 KiB of dynamic shared memory, which
+               its function's attribute allows. */
+            unsigned long long p = x, l = 64, f_ = W;
+            void *params[] = {&p, &l, &f_};
+            CHECK(cuFuncSetAttribute(beyond, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, 64 << 10));
+            CHECK(cuLaunchKernel(beyond, 1, 1, 1, 32, 1, 1, 64 << 10, a, params, NULL));
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + 96, 8, R);
             CHECK(cuCtxSynchronize());
         } else {
             fprintf(stderr, "unknown scenario %s\n", scenario);

@@ -16,13 +16,10 @@ pub type Handle = *mut c_void;
 pub type Callback = unsafe extern "C" fn(userdata: *mut c_void, domain: u32, cbid: u32, data: *const c_void);
 
 pub const DOMAIN_RESOURCE: u32 = 3;
-pub const DOMAIN_LAUNCH: u32 = 5;
-pub const DOMAIN_GRAPHS: u32 = 10;
 
 pub const CBID_RESOURCE_CONTEXT_DESTROY_STARTING: u32 = 4;
 pub const CBID_RESOURCE_MODULE_LOADED: u32 = 9;
-pub const CBID_LAUNCH_BEGIN: u32 = 1;
-pub const CBID_GRAPHS_NODE_LAUNCH_BEGIN: u32 = 4;
+pub const CBID_RESOURCE_MODULE_UNLOAD_STARTING: u32 = 10;
 
 pub const INSTRUCTION_GLOBAL_MEMORY_ACCESS: u32 = 3;
 
@@ -33,43 +30,16 @@ pub struct ContextData {
     pub device: i32,
 }
 
-/// `Sanitizer_ResourceModuleData` (prefix).
+/// `Sanitizer_ResourceModuleData`: `cubin` is the code the driver loaded, valid only during
+/// the callback.
 #[repr(C)]
 pub struct ModuleData {
     pub context: Handle,
     pub module: Handle,
     pub cubin_size: usize,
     pub cubin: *const c_char,
+    pub library: Handle,
 }
-
-/// `Sanitizer_LaunchData` (prefix, up to `hLaunch`).
-#[repr(C)]
-pub struct LaunchData {
-    pub context: Handle,
-    pub stream: Handle,
-    pub h_stream: Handle,
-    pub module: Handle,
-    pub function: Handle,
-    pub function_name: *const c_char,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub cluster: [u32; 3],
-    pub grid_id: u64,
-    pub h_launch: Handle,
-}
-
-/// `Sanitizer_GraphNodeLaunchData` (prefix: the launch data of a kernel node).
-#[repr(C)]
-pub struct GraphNodeLaunchData {
-    pub graph_exec: Handle,
-    pub launch_id: u32,
-    pub node: Handle,
-    pub node_type: u32,
-    pub launch: LaunchData,
-}
-
-/// `CU_GRAPH_NODE_TYPE_KERNEL`.
-pub const GRAPH_NODE_KERNEL: u32 = 0;
 
 macro_rules! api {
     ($($field:ident: $name:literal fn($($arg:ty),*);)*) => {
@@ -100,8 +70,7 @@ api! {
     add_patches: "sanitizerAddPatches" fn(*const c_void, Handle);
     patch_instructions: "sanitizerPatchInstructions" fn(u32, Handle, *const c_char);
     patch_module: "sanitizerPatchModule" fn(Handle);
-    unpatch_module: "sanitizerUnpatchModule" fn(Handle);
-    set_launch_callback_data: "sanitizerSetLaunchCallbackData" fn(Handle, Handle, Handle, *const c_void);
+    set_callback_data: "sanitizerSetCallbackData" fn(Handle, *const c_void);
     alloc: "sanitizerAlloc" fn(Handle, *mut *mut c_void, usize);
     memcpy_device_to_host: "sanitizerMemcpyDeviceToHost" fn(*mut c_void, *mut c_void, usize, Handle);
     memset: "sanitizerMemset" fn(*mut c_void, i32, usize, Handle);

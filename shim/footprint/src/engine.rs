@@ -1,27 +1,23 @@
-//! The host half of the engine: subscription, patching, one table per measured launch, and
-//! reading tables back once the caller says their launches completed. Nothing here
-//! synchronizes a program's stream, and a callback never calls the driver.
+//! The host half of the engine: subscription, twins patched as they load, one table per
+//! measured launch, and reading tables back once the caller says their launches completed.
+//! Nothing here synchronizes a program's stream, and a callback never calls the driver.
 
 use core::ffi::c_void;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use crate::api::{self, Api, Handle};
 use crate::patch;
 use crate::table::{self, Measured, TABLE_BYTES};
+use crate::twins::{self, NoTwin, Pair, Twins};
 
 /// Tables allocated at once, per context.
 const TABLES_PER_CHUNK: usize = 128;
 /// Tables at most per context: when all are waiting to be read, launches go unmeasured.
 const MAX_TABLES: usize = 4096;
-/// Times a module unpatched may be patched again.
-pub const REPATCHES: u32 = 4;
-/// Of those, the ones a new key of a kernel learnt before may ask for (the rest are kept for
-/// kernels nothing was learnt of).
-pub const REPATCHES_FOR_NEW_KEYS: u32 = 2;
 
 /// Real driver functions the engine calls for itself, never the shim's hooks.
 #[derive(Clone, Copy)]
@@ -29,9 +25,8 @@ pub struct Driver {
     pub dlsym: api::Dlsym,
     pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
     pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
-    /// `cuFuncGetModule`, where the driver has it: a function's module before its first
-    /// launch (else the launch's callback tells it).
-    pub func_get_module: Option<unsafe extern "C" fn(*mut Handle, Handle) -> u32>,
+    pub stream_is_capturing: unsafe extern "C" fn(Handle, *mut u32) -> u32,
+    pub twins: twins::Driver,
 }
 
 /// A measured launch, to be read once it completed.
@@ -53,38 +48,25 @@ struct Engine {
     pools: Mutex<HashMap<usize, Pool>>,
     /// Contexts the patch was added to.
     patched: Mutex<Vec<usize>>,
-    /// Held around every call that adds the patch or patches or unpatches a module: the API
-    /// asks its callers to serialize them ([`Engine::serialized`]).
+    /// Held around every call that adds the patch or patches a module: the API asks its
+    /// callers to serialize them.
     patching: Mutex<()>,
-    /// Modules' patching, and which module each launched function is in.
-    modules: Mutex<Modules>,
-    /// Modules to patch again or to unpatch, outside callbacks ([`maintain`]).
-    changes: Mutex<Vec<(usize, bool)>>,
-    changes_pending: AtomicBool,
-    /// Unpatch a module once this many launches of its kernels in a row were not measured
-    /// (0: never, as in `exact`).
-    quiet_launches: AtomicU64,
+    twins: Mutex<Twins>,
+    /// Held from binding a table to a twin's function to the launch's real call: the binding
+    /// holds for every later launch of that function ([`arm`]).
+    measuring: Mutex<()>,
     /// Ticket to (context, table).
     tickets: Mutex<HashMap<u64, (usize, usize)>>,
     next_ticket: AtomicU64,
-    /// Launches that found no free table.
-    unmeasured: AtomicU64,
-    /// Tables whose patch found no entry for some granule.
-    overflowed: AtomicU64,
-    /// Launches given a table; modules unpatched and patched again.
+    /// Launches given a table; those that found none free; tables whose patch found no
+    /// entry for some granule; twin launches the driver refused.
     measured: AtomicU64,
-    unpatched: AtomicU64,
-    repatched: AtomicU64,
-    /// Launches to measure left unmeasured: their module stays unpatched.
-    left_unpatched: AtomicU64,
-    /// Launches not to measure that ran patched (every memory instruction calling the patch).
-    patched_unmeasured: AtomicU64,
-    /// Launches whose function's module, as known before (from `cuFuncGetModule` or an
-    /// earlier launch), was not the module the launch callback named.
-    module_mismatch: AtomicU64,
-    /// Nanoseconds spent adding the patch and patching or unpatching modules, and reading
-    /// tables back (copies, resets and the wait for them).
-    patching_ns: AtomicU64,
+    unmeasured: AtomicU64,
+    overflowed: AtomicU64,
+    refused: AtomicU64,
+    /// Nanoseconds spent loading twins and reading tables back (copies, resets and the wait
+    /// for them).
+    twins_ns: AtomicU64,
     reading_ns: AtomicU64,
 }
 
@@ -95,16 +77,12 @@ unsafe impl Sync for Engine {}
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// What the caller asks of the launch it makes next ([`arm`]).
+/// Whether the caller wants the launch it makes next measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ask {
-    /// Nothing: its footprint is known (learnt).
+    /// No: its footprint is known (learnt).
     Skip,
-    /// Measure it: a new key of a kernel whose footprint was learnt before.
     Measure,
-    /// Measure it: nothing was learnt of its kernel, or its footprint cannot be learnt (and
-    /// `footprint=exact`).
-    MeasureFirst,
 }
 
 /// Why a launch to measure was not.
@@ -112,35 +90,30 @@ pub enum Ask {
 pub enum Unmeasured {
     /// Every table was waiting to be read.
     NoTable,
-    /// Its module stays unpatched (patched again as often as it may be).
-    ModuleUnpatched,
+    /// Its kernel has no twin to run on.
+    NoTwin(NoTwin),
+    /// The driver refused the twin's launch: the program's own function was launched.
+    Refused,
 }
 
 /// What became of the launch this thread made last ([`outcome`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// It was not to be measured.
+    /// It was not to be measured (or its stream captures: it became a graph's node).
     NotAsked,
     Measured(Ticket),
     Unmeasured(Unmeasured),
 }
 
-/// The launch this thread is making now: the caller's function handle and request, and
-/// whether a table is ready for it.
-#[derive(Clone, Copy)]
+/// A launch sent to a twin, between [`arm`] and [`outcome`].
 struct Armed {
-    function: usize,
-    ask: Ask,
-    ready: bool,
+    ticket: Ticket,
+    _measuring: MutexGuard<'static, ()>,
 }
 
-const DISARMED: Armed = Armed { function: 0, ask: Ask::Skip, ready: false };
-
 thread_local! {
-    /// Whether this thread holds [`Engine::patching`].
-    static PATCHING: Cell<bool> = const { Cell::new(false) };
-    static ARMED: Cell<Armed> = const { Cell::new(DISARMED) };
-    static LAST: Cell<Outcome> = const { Cell::new(Outcome::NotAsked) };
+    static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
+    static LAST: std::cell::Cell<Outcome> = const { std::cell::Cell::new(Outcome::NotAsked) };
 }
 
 /// Why the engine is not running.
@@ -166,8 +139,8 @@ impl std::fmt::Display for Unavailable {
     }
 }
 
-/// Loads the API and subscribes. Call before the program's first driver call (the shim's
-/// constructor), once; later calls return the first answer.
+/// Loads the API and subscribes to module loads. Call before the program's first driver
+/// call (the shim's constructor), once; later calls return the first answer.
 pub fn start(driver: Driver) -> Result<(), Unavailable> {
     if STARTED.swap(true, Ordering::AcqRel) {
         return if ENGINE.get().is_some() { Ok(()) } else { Err(Unavailable::Refused(u32::MAX)) };
@@ -181,12 +154,12 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         api::SANITIZER_ERROR_MAX_LIMIT_REACHED => return Err(Unavailable::OtherSubscriber),
         other => return Err(Unavailable::Refused(other)),
     }
-    for domain in [api::DOMAIN_RESOURCE, api::DOMAIN_LAUNCH, api::DOMAIN_GRAPHS] {
-        // SAFETY: the subscriber just made.
-        let status = unsafe { (api.enable_domain)(1, subscriber, domain) };
-        if status != api::SANITIZER_SUCCESS {
-            return Err(Unavailable::Refused(status));
-        }
+    // Only module loads: a launch's table is bound before it ([`arm`]), so no callback
+    // runs at launches.
+    // SAFETY: the subscriber just made.
+    let status = unsafe { (api.enable_domain)(1, subscriber, api::DOMAIN_RESOURCE) };
+    if status != api::SANITIZER_SUCCESS {
+        return Err(Unavailable::Refused(status));
     }
     let engine = Engine {
         api,
@@ -194,241 +167,98 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         pools: Mutex::new(HashMap::new()),
         patched: Mutex::new(Vec::new()),
         patching: Mutex::new(()),
-        modules: Mutex::new(Modules::default()),
-        changes: Mutex::new(Vec::new()),
-        changes_pending: AtomicBool::new(false),
-        quiet_launches: AtomicU64::new(0),
+        twins: Mutex::new(Twins::default()),
+        measuring: Mutex::new(()),
         tickets: Mutex::new(HashMap::new()),
         next_ticket: AtomicU64::new(1),
+        measured: AtomicU64::new(0),
         unmeasured: AtomicU64::new(0),
         overflowed: AtomicU64::new(0),
-        measured: AtomicU64::new(0),
-        unpatched: AtomicU64::new(0),
-        repatched: AtomicU64::new(0),
-        left_unpatched: AtomicU64::new(0),
-        patched_unmeasured: AtomicU64::new(0),
-        module_mismatch: AtomicU64::new(0),
-        patching_ns: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+        twins_ns: AtomicU64::new(0),
         reading_ns: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
 }
 
-/// A module's patching.
-struct Module {
-    patched: bool,
-    /// Launches of its kernels in a row that were not to be measured.
-    quiet: u64,
-    /// Times it was patched again (or queued to be).
-    repatched: u32,
-    /// A change is queued.
-    queued: bool,
-}
-
-impl Module {
-    const LOADED: Module = Module { patched: true, quiet: 0, repatched: 0, queued: false };
-
-    /// Whether a launch asking `ask` may have the module patched again.
-    fn may_repatch(&self, ask: Ask) -> bool {
-        match ask {
-            Ask::Skip => false,
-            Ask::Measure => self.repatched < REPATCHES_FOR_NEW_KEYS,
-            Ask::MeasureFirst => self.repatched < REPATCHES,
-        }
-    }
-
-    /// Quiet launches before it is unpatched: `base`, four times more at each re-patch.
-    fn quiet_limit(&self, base: u64) -> u64 {
-        base.saturating_mul(1 << (2 * self.repatched.min(16)))
-    }
-}
-
-/// The modules the engine saw, by handle, and the module of each function the caller
-/// launched (by the caller's handle), learnt at its launches.
-#[derive(Default)]
-struct Modules {
-    by_handle: HashMap<usize, Module>,
-    of_function: HashMap<usize, usize>,
-}
-
-/// Lets modules whose kernels went `launches` launches in a row unmeasured run unpatched
-/// (their code as compiled, at native speed), patched again when a launch of theirs is to
-/// be measured, within [`REPATCHES`] (`footprint=learn`). 0: modules stay patched.
-pub fn unpatch_quiet_modules(launches: u64) {
-    if let Some(engine) = ENGINE.get() {
-        engine.quiet_launches.store(launches, Ordering::Relaxed);
-    }
-}
-
-/// Patches or unpatches the modules queued. Call outside callbacks, before launches (cheap
-/// when nothing is queued).
-#[inline]
-fn maintain(engine: &Engine) {
-    if !engine.changes_pending.load(Ordering::Acquire) {
-        return;
-    }
-    let changes = std::mem::take(&mut *engine.changes.lock().unwrap_or_else(|e| e.into_inner()));
-    engine.changes_pending.store(false, Ordering::Release);
-    for (module, patch) in changes {
-        let handle = module as Handle;
-        // SAFETY: a module the driver reported loaded (an unloaded one fails harmlessly).
-        let status = engine.serialized(|| unsafe {
-            if patch {
-                patch::instruct(&engine.api, handle);
-                (engine.api.patch_module)(handle)
-            } else {
-                (engine.api.unpatch_module)(handle)
-            }
-        });
-        let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = modules.by_handle.get_mut(&module) {
-            m.queued = false;
-            if status == api::SANITIZER_SUCCESS {
-                m.patched = patch;
-                m.quiet = 0;
-                if patch { &engine.repatched } else { &engine.unpatched }.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-}
-
 impl Engine {
-    /// Runs `f` (calls that add the patch, or patch or unpatch modules) while no other
-    /// thread runs such calls; the thread running them may come back in (a callback the API
-    /// makes from inside one).
-    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
-        if PATCHING.try_with(Cell::get).unwrap_or(false) {
-            return f();
-        }
-        let _held = self.patching.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = PATCHING.try_with(|p| p.set(true));
-        let started = Instant::now();
-        let result = f();
-        self.patching_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        let _ = PATCHING.try_with(|p| p.set(false));
-        result
-    }
-
-    fn queue(&self, module: usize, patch: bool) {
-        self.changes.lock().unwrap_or_else(|e| e.into_inner()).push((module, patch));
-        self.changes_pending.store(true, Ordering::Release);
-    }
-
-    /// Before a launch of `function` to measure: if its module is known to be unpatched,
-    /// queues it to be patched again if `ask` may, else says why the launch goes unmeasured.
-    /// A function whose module the driver does not say is left to the launch callback.
-    fn ready_module(&self, function: usize, ask: Ask) -> Result<(), Unmeasured> {
-        if self.quiet_launches.load(Ordering::Relaxed) == 0 {
-            // Modules are never unpatched (`footprint=exact`).
-            return Ok(());
-        }
-        let known = self.modules.lock().unwrap_or_else(|e| e.into_inner()).of_function.get(&function).copied();
-        let module = known.or_else(|| {
-            let mut module: Handle = core::ptr::null_mut();
-            // SAFETY: a real driver function, the caller's function handle and a valid
-            // out-pointer; called outside any callback.
-            let found =
-                self.driver.func_get_module.is_some_and(|get| unsafe { get(&mut module, function as Handle) } == 0);
-            (found && !module.is_null()).then_some(module as usize)
-        });
-        let Some(module) = module else {
-            return Ok(());
-        };
-        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if known.is_none() {
-            modules.of_function.insert(function, module);
-        }
-        let Some(m) = modules.by_handle.get_mut(&module) else {
-            return Ok(());
-        };
-        if m.patched || m.queued {
-            return Ok(());
-        }
-        if !m.may_repatch(ask) {
-            self.left_unpatched.fetch_add(1, Ordering::Relaxed);
-            return Err(Unmeasured::ModuleUnpatched);
-        }
-        m.repatched += 1;
-        m.queued = true;
-        drop(modules);
-        self.queue(module, true);
-        Ok(())
-    }
-
-    /// At a launch's callback: notes which module the caller's function is in, counts the
-    /// launch toward its module's quiet or resets it, queues the module's change if one is
-    /// due, and says whether the launch may be measured (its module is patched).
-    fn launch_begins(&self, module: Handle, armed: Armed) -> Result<(), Unmeasured> {
-        let quiet_base = self.quiet_launches.load(Ordering::Relaxed);
-        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if armed.function != 0 {
-            match modules.of_function.insert(armed.function, module as usize) {
-                Some(before) if before != module as usize => {
-                    self.module_mismatch.fetch_add(1, Ordering::Relaxed);
-                }
-                _ => {}
-            }
-        }
-        let m = modules.by_handle.entry(module as usize).or_insert(Module::LOADED);
-        let change = if armed.ask == Ask::Skip {
-            m.quiet += 1;
-            (quiet_base > 0 && m.patched && m.quiet >= m.quiet_limit(quiet_base)).then_some(false)
-        } else {
-            m.quiet = 0;
-            let repatch = !m.patched && !m.queued && m.may_repatch(armed.ask);
-            if repatch {
-                m.repatched += 1;
-            }
-            repatch.then_some(true)
-        };
-        let patched = m.patched;
-        if patched && armed.ask == Ask::Skip {
-            self.patched_unmeasured.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(patch) = change.filter(|_| !m.queued) {
-            m.queued = true;
-            drop(modules);
-            self.queue(module as usize, patch);
-        }
-        if patched {
-            Ok(())
-        } else {
-            // (A launch [`Engine::ready_module`] refused was counted there.)
-            if armed.ready {
-                self.left_unpatched.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(Unmeasured::ModuleUnpatched)
-        }
+    fn twins(&self) -> MutexGuard<'_, Twins> {
+        self.twins.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Before the real call of a launch of `function` (the caller's handle), outside any
-/// callback: applies the modules' queued changes and, if `ask` is to measure, makes ready
-/// what that needs (its module patched, a table free). What became of the launch is known
-/// once the real call returned ([`outcome`]).
-pub fn arm(function: *mut c_void, ask: Ask) {
-    let Some(engine) = ENGINE.get() else { return };
-    maintain(engine);
-    let ready = match ask {
-        Ask::Skip => Ok(false),
-        ask => engine.ready_module(function as usize, ask).and_then(|()| {
-            maintain(engine);
-            prepare(engine)
-        }),
-    };
-    let _ = ARMED.try_with(|a| a.set(Armed { function: function as usize, ask, ready: ready == Ok(true) }));
-    let last = match ready {
-        Err(why) => Outcome::Unmeasured(why),
-        Ok(_) => Outcome::NotAsked,
+/// Before the real call of a launch of `function` (the program's handle: a `CUfunction` or
+/// a `CUkernel`) on `stream`, outside any callback. To measure it, returns its twin's
+/// function with a table bound to it, to be launched instead with the same arguments;
+/// else `function`. [`outcome`] must follow the real call.
+pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask) -> *mut c_void {
+    let Some(engine) = ENGINE.get() else { return function };
+    let retired = std::mem::take(&mut engine.twins().retired);
+    if !retired.is_empty() {
+        twins::unload(&engine.driver.twins, retired);
+    }
+    if ask == Ask::Skip {
+        return function;
+    }
+    let (launch, last) = match measure(engine, function, stream) {
+        Ok(Some((pair, armed))) => {
+            let _ = ARMED.try_with(|a| *a.borrow_mut() = Some(armed));
+            (pair.twin, Outcome::NotAsked)
+        }
+        Ok(None) => (function, Outcome::NotAsked),
+        Err(why) => (function, Outcome::Unmeasured(why)),
     };
     let _ = LAST.try_with(|l| l.set(last));
+    launch
 }
 
-/// What became of the launch this thread just made (after [`arm`] and the real call).
-pub fn outcome() -> Outcome {
-    let _ = ARMED.try_with(|a| a.set(DISARMED));
-    LAST.try_with(|l| l.replace(Outcome::NotAsked)).unwrap_or(Outcome::NotAsked)
+/// Makes a launch of `function` on `stream` measured: its twin, a table, the binding.
+/// Ok(None): it is not to be measured (its stream captures, or there is no context).
+fn measure(engine: &'static Engine, function: Handle, stream: Handle) -> Result<Option<(Pair, Armed)>, Unmeasured> {
+    let mut capturing = 0u32;
+    // SAFETY: a real driver function and a valid out-pointer. A captured launch becomes a
+    // graph's node, which runs at every launch of the graph: it keeps the program's code.
+    if unsafe { (engine.driver.stream_is_capturing)(stream, &mut capturing) } != 0 || capturing != 0 {
+        return Ok(None);
+    }
+    let mut ctx: Handle = core::ptr::null_mut();
+    // SAFETY: a real driver function and a valid out-pointer.
+    if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let pair = twins::pair(&engine.driver.twins, &engine.twins, function, ctx).map_err(Unmeasured::NoTwin);
+    engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let pair = pair?;
+    twins::copy_attributes(&engine.driver.twins, pair);
+    if !prepare(engine, ctx)? {
+        return Err(Unmeasured::NoTable);
+    }
+    let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
+    let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
+    // SAFETY: the twin's function and a table of its context.
+    unsafe { (engine.api.set_callback_data)(pair.twin, table as *const c_void) };
+    Ok(Some((pair, Armed { ticket, _measuring: measuring })))
+}
+
+/// After the real call of the launch [`arm`] made ready, with whether the driver accepted
+/// it: what became of it. A twin's launch the driver refused ran nothing and is
+/// `Unmeasured(Refused)`: the caller then makes the program's own launch.
+pub fn outcome(accepted: bool) -> Outcome {
+    let armed = ARMED.try_with(|a| a.borrow_mut().take()).ok().flatten();
+    let last = LAST.try_with(|l| l.replace(Outcome::NotAsked)).unwrap_or(Outcome::NotAsked);
+    let Some(armed) = armed else { return last };
+    let ticket = armed.ticket;
+    drop(armed);
+    if accepted {
+        return Outcome::Measured(ticket);
+    }
+    if let Some(engine) = ENGINE.get() {
+        engine.refused.fetch_add(1, Ordering::Relaxed);
+    }
+    discard(ticket);
+    Outcome::Unmeasured(Unmeasured::Refused)
 }
 
 /// What the engine did so far.
@@ -440,19 +270,14 @@ pub struct Counters {
     pub no_table: u64,
     /// Tables that overflowed.
     pub overflowed: u64,
-    /// Modules unpatched, and patched again.
-    pub unpatched: u64,
-    pub repatched: u64,
-    /// Launches to measure left unmeasured: their module stays unpatched.
-    pub left_unpatched: u64,
-    /// Launches not to measure that ran patched: what `footprint=learn` pays for nothing.
-    pub patched_unmeasured: u64,
-    /// Launches whose module was not the one known for their function before (the driver's
-    /// `cuFuncGetModule` and the Compute Sanitizer API disagreeing, or a handle reused).
-    pub module_mismatch: u64,
-    /// Time spent patching (adding the patch, patching and unpatching modules) and reading
-    /// tables back, in microseconds: what a module's toggling and a collection cost.
-    pub patching_us: u64,
+    /// Twin launches the driver refused.
+    pub refused: u64,
+    /// Twins loaded; modules left without one: their own variables, or no code to load.
+    pub twins: u64,
+    pub with_state: u64,
+    pub without_code: u64,
+    /// Time spent making twins and reading tables back, in microseconds.
+    pub twins_us: u64,
     pub reading_us: u64,
 }
 
@@ -460,16 +285,16 @@ pub struct Counters {
 pub fn counters() -> Counters {
     ENGINE.get().map_or(Counters::default(), |e| {
         let c = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let t = e.twins();
         Counters {
             measured: c(&e.measured),
             no_table: c(&e.unmeasured),
             overflowed: c(&e.overflowed),
-            unpatched: c(&e.unpatched),
-            repatched: c(&e.repatched),
-            left_unpatched: c(&e.left_unpatched),
-            patched_unmeasured: c(&e.patched_unmeasured),
-            module_mismatch: c(&e.module_mismatch),
-            patching_us: c(&e.patching_ns) / 1000,
+            refused: c(&e.refused),
+            twins: t.loaded,
+            with_state: t.with_state,
+            without_code: t.without_code,
+            twins_us: c(&e.twins_ns) / 1000,
             reading_us: c(&e.reading_ns) / 1000,
         }
     })
@@ -481,32 +306,18 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
             // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            let added = engine.serialized(|| {
-                let mut patched = engine.patched.lock().unwrap_or_else(|e| e.into_inner());
-                if !patched.contains(&(data.context as usize)) {
-                    // SAFETY: the patch image lives for the process.
-                    if unsafe { (engine.api.add_patches)(patch::IMAGE.as_ptr().cast(), data.context) }
-                        != api::SANITIZER_SUCCESS
-                    {
-                        return false;
-                    }
-                    patched.push(data.context as usize);
-                }
-                drop(patched);
-                unsafe {
-                    patch::instruct(&engine.api, data.module);
-                    (engine.api.patch_module)(data.module);
-                }
-                true
-            });
-            if !added {
-                return;
+            if twins::loading_twin() {
+                engine.patch_twin(data.context, data.module);
+            } else if !data.cubin.is_null() {
+                // SAFETY: the driver's code of the module, `cubin_size` bytes, live during
+                // the callback.
+                let code = unsafe { core::slice::from_raw_parts(data.cubin.cast::<u8>(), data.cubin_size) };
+                engine.twins().loaded(data.context, data.module, code);
             }
-            // A new module at a handle an unloaded one had: patched, counted afresh, and no
-            // function known to be in it yet.
-            let mut modules = engine.modules.lock().unwrap_or_else(|e| e.into_inner());
-            modules.by_handle.insert(data.module as usize, Module::LOADED);
-            modules.of_function.retain(|_, m| *m != data.module as usize);
+        }
+        (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_UNLOAD_STARTING) => {
+            let data = unsafe { &*(data as *const api::ModuleData) };
+            engine.twins().forget(data.module);
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_CONTEXT_DESTROY_STARTING) => {
             let data = unsafe { &*(data as *const api::ContextData) };
@@ -514,44 +325,31 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
             engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
             engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| *c != ctx);
-        }
-        (api::DOMAIN_LAUNCH, api::CBID_LAUNCH_BEGIN) => {
-            let data = unsafe { &*(data as *const api::LaunchData) };
-            let armed = ARMED.try_with(|a| a.replace(DISARMED)).unwrap_or(DISARMED);
-            // An unpatched module's kernel records nothing: its launch goes unmeasured (and
-            // the module is queued to be patched again, if it may be).
-            let allowed = engine.launch_begins(data.module, armed);
-            let table = match allowed {
-                Ok(()) if armed.ready => engine.launch_table(data.context).ok_or(Unmeasured::NoTable),
-                Ok(()) => Err(Unmeasured::NoTable),
-                Err(why) => Err(why),
-            };
-            let userdata = table.map_or(core::ptr::null_mut(), |(_, t)| t as *mut c_void);
-            // Every launch says its table, or none: a table left from an earlier launch of
-            // the same kernel would be written again.
-            unsafe { (engine.api.set_launch_callback_data)(data.h_launch, data.function, data.h_stream, userdata) };
-            if armed.ask != Ask::Skip {
-                let outcome = match table {
-                    Ok((ticket, _)) => Outcome::Measured(ticket),
-                    Err(why) => Outcome::Unmeasured(why),
-                };
-                let _ = LAST.try_with(|l| l.set(outcome));
-            }
-        }
-        (api::DOMAIN_GRAPHS, api::CBID_GRAPHS_NODE_LAUNCH_BEGIN) => {
-            // Graph kernels are not measured (the model hears of them as the graph's, at
-            // cuGraphLaunch): they run with no table.
-            let data = unsafe { &*(data as *const api::GraphNodeLaunchData) };
-            if data.node_type == api::GRAPH_NODE_KERNEL {
-                let l = &data.launch;
-                unsafe { (engine.api.set_launch_callback_data)(l.h_launch, l.function, l.h_stream, core::ptr::null()) };
-            }
+            engine.twins().context_destroyed(data.context);
         }
         _ => {}
     }
 }
 
 impl Engine {
+    /// Patches a twin as it loads, adding the patch to its context first if needed.
+    fn patch_twin(&self, ctx: Handle, module: Handle) {
+        let _held = self.patching.lock().unwrap_or_else(|e| e.into_inner());
+        let mut patched = self.patched.lock().unwrap_or_else(|e| e.into_inner());
+        if !patched.contains(&(ctx as usize)) {
+            // SAFETY: the patch image lives for the process.
+            if unsafe { (self.api.add_patches)(patch::IMAGE.as_ptr().cast(), ctx) } != api::SANITIZER_SUCCESS {
+                return;
+            }
+            patched.push(ctx as usize);
+        }
+        // SAFETY: a module the driver is loading; patching calls serialized.
+        unsafe {
+            patch::instruct(&self.api, module);
+            (self.api.patch_module)(module);
+        }
+    }
+
     /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
     /// driver function: [`prepare`] filled the pool.
     fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
@@ -585,15 +383,10 @@ impl Engine {
     }
 }
 
-/// Before a launch to be measured, outside any callback: makes sure the current context has
-/// the engine's stream and a free table. Ok(false): no current context (the launch will
-/// fail); Err: every table is waiting to be read.
-fn prepare(engine: &Engine) -> Result<bool, Unmeasured> {
-    let mut ctx: Handle = core::ptr::null_mut();
-    // SAFETY: a real driver function and a valid out-pointer.
-    if unsafe { (engine.driver.ctx_get_current)(&mut ctx) } != 0 || ctx.is_null() {
-        return Ok(false);
-    }
+/// Before a launch to be measured, outside any callback: makes sure `ctx` has the engine's
+/// stream and a free table. Ok(false): the engine's stream cannot be made; Err: every
+/// table is waiting to be read.
+fn prepare(engine: &Engine, ctx: Handle) -> Result<bool, Unmeasured> {
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
     if !pool.free.is_empty() {

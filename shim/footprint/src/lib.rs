@@ -1,18 +1,20 @@
 //! The footprint engine: which bytes each kernel launch read, wrote and accessed atomically,
-//! measured by a device patch on every global-memory instruction, through NVIDIA's Compute
-//! Sanitizer API loaded at run time ([`api`]). It knows nothing of the model or the shim: it
-//! hands out plain ranges.
+//! measured by a device patch on every global-memory instruction of a twin of the kernel's
+//! module ([`twins`]), through NVIDIA's Compute Sanitizer API loaded at run time ([`api`]).
+//! It knows nothing of the model or the shim: it hands out plain ranges.
 
 mod api;
 mod engine;
+mod module_state;
 mod patch;
 pub mod table;
+mod twins;
 
 pub use engine::{
-    arm, collect, counters, discard, outcome, start, unpatch_quiet_modules, Ask, Counters, Driver, Outcome, Ticket,
-    Unavailable, Unmeasured, REPATCHES, REPATCHES_FOR_NEW_KEYS,
+    arm, collect, counters, discard, outcome, start, Ask, Counters, Driver, Outcome, Ticket, Unavailable, Unmeasured,
 };
 pub use table::{Measured, Range};
+pub use twins::{Driver as TwinDriver, NoTwin};
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,7 @@ use crate::api;
 pub static IMAGE: &[u8] = include_bytes!("../patch/footprint.fatbin");
 
 /// Each instruction class the engine patches, and the patch function it calls.
-pub const INSTRUCTIONS: &[(u32, &CStr)] =
-    &[(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, c"streamsan_footprint_access")];
+pub const INSTRUCTIONS: &[(u32, &CStr)] = &[(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, c"streamsan_footprint_access")];
 
 /// Asks the API to patch each of [`INSTRUCTIONS`] in `module` (before `sanitizerPatchModule`).
 ///

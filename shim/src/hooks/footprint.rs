@@ -24,10 +24,6 @@ use super::model::{model, unsettled};
 use crate::intercept::options::options;
 use crate::intercept::{diag, driver};
 
-/// In `footprint=learn`, launches of a module's kernels in a row that used learnt footprints
-/// before the module is unpatched (four times more after each time it is patched again).
-const QUIET_LAUNCHES: u64 = 4;
-
 streamsan::hot! {
     /// Whether launches are measured (the options ask for it and the engine started).
     static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -42,15 +38,10 @@ pub fn start() {
         return;
     }
     let why = match real_driver() {
-        None => engine::Unavailable::NoLibrary("the CUDA driver lacks context or stream functions".into()),
+        None => engine::Unavailable::NoLibrary("the CUDA driver lacks functions the engine needs".into()),
         Some(driver) => match engine::start(driver) {
             Ok(()) => {
                 let _ = MODE.set(options().footprint);
-                if options().footprint == Footprint::Learn {
-                    // Learnt kernels run their code as compiled: a module whose launches all
-                    // used what was learnt for a while is unpatched, until one must be measured.
-                    engine::unpatch_quiet_modules(QUIET_LAUNCHES);
-                }
                 streamsan::model::footprint::learnt::TRACE.store(trace(), Ordering::Relaxed);
                 ACTIVE.store(true, Ordering::Release);
                 return;
@@ -64,6 +55,11 @@ pub fn start() {
         engine::Unavailable::Refused(_) => FootprintUnavailable::Refused,
     };
     model().footprint_note(NoteKind::FootprintUnavailable, subject as u64, None);
+    // Without the library the default mode says so in the report alone: a machine without
+    // a CUDA toolkit would warn at every run.
+    if options().footprint == Footprint::Learn && subject == FootprintUnavailable::NoLibrary {
+        return;
+    }
     diag::warn(&format!(
         "footprint={} is not available: {why}; kernels' footprints are their parameters' pointers",
         options().footprint
@@ -80,7 +76,17 @@ fn real_driver() -> Option<engine::Driver> {
         dlsym: driver::real_dlsym()?,
         ctx_get_current: find(c"cuCtxGetCurrent")?,
         stream_create: find(c"cuStreamCreate")?,
-        func_get_module: find(c"cuFuncGetModule"),
+        stream_is_capturing: find(c"cuStreamIsCapturing")?,
+        twins: engine::TwinDriver {
+            func_get_module: find(c"cuFuncGetModule")?,
+            kernel_get_function: find(c"cuKernelGetFunction"),
+            func_get_name: find(c"cuFuncGetName")?,
+            module_load_data: find(c"cuModuleLoadData")?,
+            module_get_function: find(c"cuModuleGetFunction")?,
+            module_unload: find(c"cuModuleUnload")?,
+            func_get_attribute: find(c"cuFuncGetAttribute")?,
+            func_set_attribute: find(c"cuFuncSetAttribute")?,
+        },
     })
 }
 
@@ -112,7 +118,8 @@ pub fn active() -> bool {
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
 /// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
 /// the others are to be measured, and the kernel to learn under is returned, its words
-/// left in `words` ([`streamsan::model::footprint::learnt`]).
+/// left in `words` ([`streamsan::model::footprint::learnt`]). The launch then goes through
+/// [`launch`].
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
@@ -131,17 +138,12 @@ pub unsafe fn plan(
     // SAFETY: the caller's promise.
     unsafe { launch_words(info, params, extra, shape, accesses, words) };
     let kernel = kernel_key(info, f);
-    let ask = match model.apply_learnt(kernel, words, accesses) {
-        Lookup::Applied => engine::Ask::Skip,
-        Lookup::Unknown { kernel_seen: true } => engine::Ask::Measure,
-        Lookup::Unknown { kernel_seen: false } | Lookup::Unlearnable => engine::Ask::MeasureFirst,
-    };
-    if trace() && ask != engine::Ask::Skip {
+    let applied = matches!(model.apply_learnt(kernel, words, accesses), Lookup::Applied);
+    if trace() && !applied {
         let name = info.id.map(|id| model.kernel_name(id)).unwrap_or_default();
-        eprintln!("streamsan: footprint plan: {ask:?} {name} words {words:x?}");
+        eprintln!("streamsan: footprint plan: measure {name} words {words:x?}");
     }
-    engine::arm(f, ask);
-    (ask != engine::Ask::Skip).then_some(kernel)
+    (!applied).then_some(kernel)
 }
 
 /// Whether a launch's parameters are read before its real call: in `footprint=learn`, to
@@ -151,13 +153,47 @@ pub fn reads_parameters_first() -> bool {
     active() && MODE.get() == Some(&Footprint::Learn)
 }
 
-/// Before the real call of a launch of `f` whose parameters are read after it: arms the
-/// engine in `footprint=exact`.
+/// Whether every launch is measured (`footprint=exact`).
 #[inline]
-pub fn arm_for_launch(f: *mut c_void) {
-    if active() && MODE.get() == Some(&Footprint::Exact) {
-        let _timer = phases::start(Phase::FootprintPlan);
-        engine::arm(f, engine::Ask::MeasureFirst);
+pub fn measures_every_launch() -> bool {
+    active() && MODE.get() == Some(&Footprint::Exact)
+}
+
+/// Makes a launch of `f` on `stream` through `call` (the real driver function with the
+/// program's other arguments): to `measure` it, on its twin ([`engine::arm`]), and if the
+/// driver refuses the twin's launch, as the program made it. The driver's status, and the
+/// launch's ticket if it was measured; a launch to measure that was not gets a note saying
+/// why.
+pub fn launch(
+    f: *mut c_void,
+    stream: *mut c_void,
+    measure: bool,
+    call: impl Fn(*mut c_void) -> u32,
+) -> (u32, Option<u64>) {
+    if !measure || !active() {
+        return (call(f), None);
+    }
+    let sent = phases::time(Phase::FootprintPlan, || engine::arm(f, stream, engine::Ask::Measure));
+    let status = call(sent);
+    match phases::time(Phase::FootprintPlan, || engine::outcome(status == 0)) {
+        engine::Outcome::Measured(ticket) => (status, Some(ticket.0)),
+        engine::Outcome::NotAsked => (status, None),
+        engine::Outcome::Unmeasured(why) => {
+            let note = match why {
+                engine::Unmeasured::NoTable => Some(FootprintUnmeasured::NoTable),
+                engine::Unmeasured::NoTwin(engine::NoTwin::ModuleState) => Some(FootprintUnmeasured::ModuleState),
+                engine::Unmeasured::NoTwin(engine::NoTwin::NoCode) => Some(FootprintUnmeasured::NoTwin),
+                engine::Unmeasured::NoTwin(engine::NoTwin::Busy) => None,
+                engine::Unmeasured::Refused => Some(FootprintUnmeasured::Refused),
+            };
+            if let Some(why) = note {
+                model().footprint_note(NoteKind::FootprintUnmeasured, why as u64, None);
+            }
+            if why == engine::Unmeasured::Refused {
+                return (call(f), None);
+            }
+            (status, None)
+        }
     }
 }
 
@@ -247,27 +283,6 @@ fn split_shared_words(info: &KernelInfo, words: &mut Vec<u64>) {
     }
 }
 
-/// Just after a launch's real call: its ticket, if it was measured. A launch to measure
-/// that was not gets a note saying why.
-#[inline]
-pub fn ticket() -> Option<u64> {
-    if !active() {
-        return None;
-    }
-    match phases::time(Phase::FootprintPlan, engine::outcome) {
-        engine::Outcome::Measured(ticket) => Some(ticket.0),
-        engine::Outcome::NotAsked => None,
-        engine::Outcome::Unmeasured(why) => {
-            let why = match why {
-                engine::Unmeasured::NoTable => FootprintUnmeasured::NoTable,
-                engine::Unmeasured::ModuleUnpatched => FootprintUnmeasured::ModuleUnpatched,
-            };
-            model().footprint_note(NoteKind::FootprintUnmeasured, why as u64, None);
-            None
-        }
-    }
-}
-
 /// A measured launch that the model took as a graph node (its stream captures): its table
 /// goes back unread.
 pub fn discard(ticket: u64) {
@@ -331,8 +346,8 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed; modules unpatched {} times, patched again {} times; {} launches to measure left on their parameters in unpatched modules; {} launches ran patched without being measured; {} launches in another module than known for their function; {} µs patching, {} µs reading tables",
-            c.measured, c.no_table, c.overflowed, c.unpatched, c.repatched, c.left_unpatched, c.patched_unmeasured, c.module_mismatch, c.patching_us, c.reading_us
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded, {} modules with variables of their own, {} without code to load; {} µs making twins, {} µs reading tables",
+            c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.with_state, c.without_code, c.twins_us, c.reading_us
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();

@@ -56,16 +56,16 @@ fn with_launcher(f: impl FnOnce(&mut Launcher)) {
     }
 }
 
-/// Before the real call: reads the launch's parameters into the thread's launcher and tells
-/// the footprint engine whether to measure it. `shape`: grid and block dimensions.
+/// Before the real call: reads the launch's parameters into the thread's launcher and says
+/// whether the footprint engine is to measure it. `shape`: grid and block dimensions.
 /// Only `footprint=learn` reads them before the call: elsewhere they are read after it, as a
 /// kernel's layout is best asked once the driver accepted (and loaded) it.
-unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) {
+unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void, shape: [c_uint; 6]) -> bool {
     if !footprint::reads_parameters_first() {
-        footprint::arm_for_launch(f.cast());
-        return;
+        return footprint::measures_every_launch();
     }
     let model = unsettled();
+    let mut measure = false;
     with_launcher(|launcher| {
         let info = phases::time(Phase::KernelInfo, || launcher.kernels.info(model, f));
         launcher.accesses.clear();
@@ -78,7 +78,9 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         let Launcher { accesses, words, .. } = launcher;
         launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses, words) };
         launcher.planned = true;
+        measure = launcher.learn.is_some();
     });
+    measure
 }
 
 /// After a successful real call: tells the model of the kernel launched on `on`; `ticket`:
@@ -144,17 +146,16 @@ pub unsafe fn launch_kernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let driver = || {
+    let driver = |f: CUfunction| {
         phases::time(Phase::LaunchDriver, || unsafe {
             real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params, extra)
         })
     };
     if leaves_out(FORWARD_LAUNCHES) {
-        return driver();
+        return driver(f);
     }
-    unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = driver();
-    let ticket = footprint::ticket();
+    let measure = unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
+    let (status, ticket) = footprint::launch(f.cast(), h_stream.cast(), measure, |f| driver(f.cast()));
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
     }
@@ -172,17 +173,18 @@ pub unsafe fn launch_kernel_ex(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    let driver = || phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
+    let driver = |f: CUfunction| phases::time(Phase::LaunchDriver, || unsafe { real(config, f, kernel_params, extra) });
     if leaves_out(FORWARD_LAUNCHES) {
-        return driver();
+        return driver(f);
     }
     // SAFETY: null or the program's configuration.
     let shape = unsafe { config.as_ref() }.map_or([0; 6], |c| {
         [c.grid_dim[0], c.grid_dim[1], c.grid_dim[2], c.block_dim[0], c.block_dim[1], c.block_dim[2]]
     });
-    unsafe { plan(f, kernel_params, extra, shape) };
-    let status = driver();
-    let ticket = footprint::ticket();
+    let measure = unsafe { plan(f, kernel_params, extra, shape) };
+    // SAFETY: likewise.
+    let on = unsafe { config.as_ref() }.map_or(core::ptr::null_mut(), |c| c.stream);
+    let (status, ticket) = footprint::launch(f.cast(), on.cast(), measure, |f| driver(f.cast()));
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
@@ -217,17 +219,17 @@ pub unsafe fn launch_cooperative_kernel(
     h_stream: CUstream,
     kernel_params: *mut *mut c_void,
 ) -> CUresult {
-    let driver = || {
+    let driver = |f: CUfunction| {
         phases::time(Phase::LaunchDriver, || unsafe {
             real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, h_stream, kernel_params)
         })
     };
     if leaves_out(FORWARD_LAUNCHES) {
-        return driver();
+        return driver(f);
     }
-    unsafe { plan(f, kernel_params, core::ptr::null_mut(), [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let status = driver();
-    let ticket = footprint::ticket();
+    let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
+    let measure = unsafe { plan(f, kernel_params, core::ptr::null_mut(), shape) };
+    let (status, ticket) = footprint::launch(f.cast(), h_stream.cast(), measure, |f| driver(f.cast()));
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
     }

@@ -43,8 +43,6 @@ extern "C" fn on_load() {
         host_races::install(model::unsettled, model::model, options().host_race_pages);
     }
     signals::install_fatal();
-    // The Compute Sanitizer API must subscribe before the driver starts.
-    footprint::start();
     // Registered first, so run last: driver calls in the program's own exit handlers and
     // static destructors are seen before the final report.
     // SAFETY: registering plain extern "C" functions; the child's fork handler only sets
@@ -71,6 +69,9 @@ fn started() {
         model::model().forget_findings();
     }
     reports::note(Event::Called(std::process::id()));
+    // Before the call is forwarded: the Compute Sanitizer API must subscribe before the
+    // driver starts, and a process that never calls the driver loads none of it.
+    footprint::start();
     watcher::start();
     signals::install_termination();
 }

@@ -1,10 +1,11 @@
 //! A stand-in `libsanitizer-public.so` for tests on the stand-in driver: the Compute
 //! Sanitizer functions the footprint engine calls, host memory standing for the device's
 //! (`sanitizerAlloc` is `calloc`, copies are `memcpy`, streams are the engine's own handles),
-//! and the device played for kernels named `footprint_*` ([`launched`]).
+//! module loads reported to the subscriber with their code, and the device played for
+//! kernels named `footprint_*` of patched modules ([`launched`]).
 
 use core::ffi::{c_char, c_void, CStr};
-use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -15,15 +16,15 @@ type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
 type Handle = *mut c_void;
 
 static CALLBACK: AtomicUsize = AtomicUsize::new(0);
-/// The stand-in's `cuCtxGetCurrent`: a launch's context, as the real library reports it.
-static CTX_GET_CURRENT: AtomicUsize = AtomicUsize::new(0);
 
-/// Modules unpatched, by handle.
-static UNPATCHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Modules patched, by handle.
+static PATCHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Each function's callback data (`sanitizerSetCallbackData`): the table its launches write.
+static CALLBACK_DATA: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
-/// Appends `line` to `STANDIN_SANITIZER_LOG`, if set: `measured NAME` for a launch given a
-/// table (`measured-unpatched NAME` when it cannot write it), `patch MODULE` or
-/// `unpatch MODULE` for a module patched again or unpatched.
+/// Appends `line` to `STANDIN_SANITIZER_LOG`, if set: for each launch, `measured NAME` (a
+/// patched module's, given a table), `patched NAME` (a patched module's, given none) or
+/// `native NAME` (a module's that was never patched); `patch MODULE` for a module patched.
 fn log(line: &str) {
     if let Some(file) = std::env::var_os("STANDIN_SANITIZER_LOG") {
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
@@ -32,24 +33,14 @@ fn log(line: &str) {
     }
 }
 
-thread_local! {
-    static TABLE: Cell<*mut c_void> = const { Cell::new(core::ptr::null_mut()) };
-}
-
-/// The header's `Sanitizer_LaunchData`, up to `hLaunch`.
+/// The header's `Sanitizer_ResourceModuleData`.
 #[repr(C)]
-struct LaunchData {
+struct ModuleData {
     context: Handle,
-    stream: Handle,
-    h_stream: Handle,
     module: Handle,
-    function: Handle,
-    function_name: *const c_char,
-    grid: [u32; 3],
-    block: [u32; 3],
-    cluster: [u32; 3],
-    grid_id: u64,
-    h_launch: Handle,
+    cubin_size: usize,
+    cubin: *const c_char,
+    library: Handle,
 }
 
 const OK: u32 = 0;
@@ -73,13 +64,13 @@ pub unsafe extern "C" fn sanitizerSubscribe(
     // Attach to the stand-in driver, loaded by the process (the shim loads it first).
     let driver = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
     if !driver.is_null() {
-        CTX_GET_CURRENT.store(unsafe { libc::dlsym(driver, c"cuCtxGetCurrent".as_ptr()) } as usize, Ordering::Release);
         let attach = unsafe { libc::dlsym(driver, c"standin_attach_sanitizer".as_ptr()) };
         if !attach.is_null() {
-            let attach: extern "C" fn(
-                unsafe extern "C" fn(Handle, Handle, Handle, *const c_char, *mut *mut c_void, *const usize, usize),
-            ) = unsafe { core::mem::transmute(attach) };
-            attach(launched);
+            type LaunchHook =
+                unsafe extern "C" fn(Handle, Handle, Handle, *const c_char, *mut *mut c_void, *const usize, usize);
+            type ModuleHook = unsafe extern "C" fn(Handle, Handle, *const u8, usize);
+            let attach: extern "C" fn(LaunchHook, ModuleHook) = unsafe { core::mem::transmute(attach) };
+            attach(launched, module);
         }
     }
     OK
@@ -102,32 +93,21 @@ pub extern "C" fn sanitizerPatchInstructions(_id: u32, _module: Handle, _name: *
 
 #[unsafe(no_mangle)]
 pub extern "C" fn sanitizerPatchModule(module: Handle) -> u32 {
-    let mut unpatched = UNPATCHED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(at) = unpatched.iter().position(|&m| m == module as usize) {
-        unpatched.swap_remove(at);
+    let mut patched = PATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    if !patched.contains(&(module as usize)) {
+        patched.push(module as usize);
         log(&format!("patch {module:?}"));
     }
     OK
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn sanitizerUnpatchModule(module: Handle) -> u32 {
-    let mut unpatched = UNPATCHED.lock().unwrap_or_else(|e| e.into_inner());
-    if !unpatched.contains(&(module as usize)) {
-        unpatched.push(module as usize);
-        log(&format!("unpatch {module:?}"));
-    }
-    OK
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn sanitizerSetLaunchCallbackData(
-    _launch: Handle,
-    _kernel: Handle,
-    _stream: Handle,
-    userdata: *const c_void,
-) -> u32 {
-    TABLE.with(|t| t.set(userdata as *mut c_void));
+pub extern "C" fn sanitizerSetCallbackData(kernel: Handle, userdata: *const c_void) -> u32 {
+    CALLBACK_DATA
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(kernel as usize, userdata as usize);
     OK
 }
 
@@ -201,59 +181,56 @@ pub unsafe extern "C" fn sanitizerGetStreamHandle(_ctx: Handle, stream: Handle, 
     OK
 }
 
-/// The stand-in driver accepted a launch: the subscriber hears of it, then, if the launch was
-/// given a table and its module is patched (as on a GPU: until `sanitizerUnpatchModule`, and
-/// again after `sanitizerPatchModule`), the "device" adds to the table what the patch would
-/// (`emulate`, which like the patch never clears what is there). A kernel named `footprint_*`
-/// touches what its parameters list as (address, length, flags) triples of u64 ([`accesses`]),
-/// a word left over being a scalar that touches nothing; `footprint_beyond*` touches, for each
-/// triple, the `length` bytes just after it (a footprint its parameters cannot tell from
-/// `footprint_touch`'s); `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)`
-/// touches its one triple.
-unsafe extern "C" fn launched(
-    function: Handle,
-    module: Handle,
-    stream: Handle,
-    name: *const c_char,
-    params: *mut *mut c_void,
-    sizes: *const usize,
-    count: usize,
-) {
+/// The stand-in driver loaded `module` from `code` (`bytes` long), or, with no code, is
+/// about to unload it: the subscriber hears of it, as from the real library.
+unsafe extern "C" fn module(context: Handle, module: Handle, code: *const u8, bytes: usize) {
     let callback = CALLBACK.load(Ordering::Acquire);
     if callback == 0 {
         return;
     }
     let callback: Callback = unsafe { core::mem::transmute::<usize, Callback>(callback) };
-    TABLE.with(|t| t.set(core::ptr::null_mut()));
-    let mut context: Handle = core::ptr::null_mut();
-    let get = CTX_GET_CURRENT.load(Ordering::Acquire);
-    if get != 0 {
-        let get: unsafe extern "C" fn(*mut Handle) -> u32 = unsafe { core::mem::transmute::<usize, _>(get) };
-        unsafe { get(&mut context) };
-    }
-    let data = LaunchData {
-        context,
-        stream,
-        h_stream: stream,
-        module,
-        function,
-        function_name: name,
-        grid: [1; 3],
-        block: [1; 3],
-        cluster: [1; 3],
-        grid_id: 0,
-        h_launch: 1 as Handle,
+    let data = ModuleData { context, module, cubin_size: bytes, cubin: code.cast(), library: core::ptr::null_mut() };
+    let cbid = if code.is_null() {
+        PATCHED.lock().unwrap_or_else(|e| e.into_inner()).retain(|&m| m != module as usize);
+        10
+    } else {
+        9
     };
-    // SAFETY: the subscriber's callback, with the launch domain's data.
-    unsafe { callback(core::ptr::null_mut(), 5, 1, (&data as *const LaunchData).cast()) };
-    let table = TABLE.with(|t| t.replace(core::ptr::null_mut()));
-    if table.is_null() {
+    // SAFETY: the subscriber's callback, with the resource domain's module data.
+    unsafe { callback(core::ptr::null_mut(), 3, cbid, (&data as *const ModuleData).cast()) };
+}
+
+/// The stand-in driver accepted a launch of `function` in `module`. If the module is patched
+/// and the function has a table (as on a GPU: `sanitizerSetCallbackData` binds it to every
+/// later launch), the "device" adds to the table what the patch would (`emulate`, which like
+/// the patch never clears what is there). A kernel named `footprint_*` touches what its
+/// parameters list as (address, length, flags) triples of u64 ([`accesses`]), a word left
+/// over being a scalar that touches nothing; `footprint_beyond*` touches, for each triple,
+/// the `length` bytes just after it (a footprint its parameters cannot tell from
+/// `footprint_touch`'s); `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)`
+/// touches its one triple.
+unsafe extern "C" fn launched(
+    function: Handle,
+    module: Handle,
+    _stream: Handle,
+    name: *const c_char,
+    params: *mut *mut c_void,
+    sizes: *const usize,
+    count: usize,
+) {
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    if !PATCHED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(module as usize)) {
+        log(&format!("native {name}"));
         return;
     }
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    if UNPATCHED.lock().unwrap_or_else(|e| e.into_inner()).contains(&(module as usize)) {
-        // The kernel runs its code as compiled: the table stays as it was.
-        log(&format!("measured-unpatched {name}"));
+    let table = CALLBACK_DATA
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|d| d.get(&(function as usize)).copied())
+        .unwrap_or(0) as *mut c_void;
+    if table.is_null() {
+        log(&format!("patched {name}"));
         return;
     }
     log(&format!("measured {name}"));

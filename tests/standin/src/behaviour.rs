@@ -923,16 +923,28 @@ fn synchronized() {
 
 // ---- Launches ---------------------------------------------------------------------------
 
-/// A launch of `f` on `stream` with `params`: if accepted, it takes device time
-/// ([`device_time`]) and is told to an attached Compute Sanitizer library, as the real one
-/// hears of every launch ([`crate::sanitizer`]).
+/// Dynamic shared memory a launch may ask for without raising its function's
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`, as on a GPU.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 << 10;
+
+/// A launch of `f` on `stream` with `params` and `shared` bytes of dynamic shared memory: if
+/// accepted, it takes device time ([`device_time`]) and is told to an attached Compute
+/// Sanitizer library, as the real one hears of every launch ([`crate::sanitizer`]).
 ///
 /// # Safety
 /// `params` is null or holds one pointer per parameter of `f`, each to its value.
-unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void) -> CUresult {
+unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void, shared: c_uint) -> CUresult {
     let status = match check(f, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) {
         OK => check_stream(stream),
         e => e,
+    };
+    let status = if status == OK
+        && shared > DEFAULT_DYNAMIC_SHARED
+        && crate::queries::func_attribute(f as usize, crate::queries::MAX_DYNAMIC_SHARED) < shared as i32
+    {
+        CUDA_ERROR_INVALID_VALUE
+    } else {
+        status
     };
     if status == OK {
         device_time::launched();
@@ -950,13 +962,13 @@ pub unsafe fn launch_kernel(
     _bx: c_uint,
     _by: c_uint,
     _bz: c_uint,
-    _shm: c_uint,
+    shm: c_uint,
     stream: CUstream,
     params: *mut *mut c_void,
     _extra: *mut *mut c_void,
 ) -> CUresult {
     // SAFETY: the program's parameters, one per parameter of `f`.
-    unsafe { launch(f, stream, params) }
+    unsafe { launch(f, stream, params, shm) }
 }
 pub unsafe fn launch_kernel_ex(
     config: *const LaunchConfig,
@@ -968,7 +980,7 @@ pub unsafe fn launch_kernel_ex(
         return CUDA_ERROR_INVALID_VALUE;
     }
     // SAFETY: the caller's launch configuration and parameters.
-    unsafe { launch(f, (*config).stream, params) }
+    unsafe { launch(f, (*config).stream, params, (*config).shared_mem_bytes) }
 }
 pub unsafe fn launch_cooperative_kernel(
     f: CUfunction,
@@ -978,12 +990,12 @@ pub unsafe fn launch_cooperative_kernel(
     _bx: c_uint,
     _by: c_uint,
     _bz: c_uint,
-    _shm: c_uint,
+    shm: c_uint,
     stream: CUstream,
     params: *mut *mut c_void,
 ) -> CUresult {
     // SAFETY: the program's parameters, one per parameter of `f`.
-    unsafe { launch(f, stream, params) }
+    unsafe { launch(f, stream, params, shm) }
 }
 pub unsafe fn launch_host_func(stream: CUstream, func: CUhostFn, user_data: *mut c_void) -> CUresult {
     if let e @ 1.. = check_stream(stream) {
@@ -1075,18 +1087,28 @@ fn entries_by_name(ptx: &str) -> HashMap<String, ptx::Entry> {
     ptx::entries(ptx).into_iter().map(|e| (e.name.clone(), e)).collect()
 }
 
-unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
-    match ptx {
-        Some(ptx) => new_object(module, Object::Module { functions: entries_by_name(&ptx) }),
-        None => 218, // CUDA_ERROR_INVALID_PTX
+/// A module or library loaded from `ptx` as `object`, told to an attached Compute Sanitizer
+/// library with its code.
+unsafe fn load_code(
+    out: *mut *mut c_void,
+    ptx: Option<String>,
+    object: fn(HashMap<String, ptx::Entry>) -> Object,
+) -> CUresult {
+    let Some(ptx) = ptx else { return 218 }; // CUDA_ERROR_INVALID_PTX
+    let status = new_object(out, object(entries_by_name(&ptx)));
+    if status == OK {
+        // SAFETY: the handle was just written.
+        crate::sanitizer::module(unsafe { *out } as usize, Some(&ptx));
     }
+    status
+}
+
+unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
+    unsafe { load_code(module.cast(), ptx, |functions| Object::Module { functions }) }
 }
 
 unsafe fn load_library(library: *mut CUlibrary, ptx: Option<String>) -> CUresult {
-    match ptx {
-        Some(ptx) => new_object(library, Object::Library { kernels: entries_by_name(&ptx) }),
-        None => 218,
-    }
+    unsafe { load_code(library.cast(), ptx, |kernels| Object::Library { kernels }) }
 }
 
 pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresult {
@@ -1161,11 +1183,11 @@ pub unsafe fn kernel_get_function(func: *mut CUfunction, kernel: CUkernel) -> CU
     new_object(func, Object::Function { entry, kernel: Some(kernel as usize), owner })
 }
 fn unload(owner: usize, is_owner: fn(&Object) -> bool) -> CUresult {
-    let mut s = state();
-    if !s.objects.get(&owner).is_some_and(is_owner) {
+    if !state_read().objects.get(&owner).is_some_and(is_owner) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    s.unload(owner);
+    crate::sanitizer::module(owner, None);
+    state().unload(owner);
     OK
 }
 pub unsafe fn module_unload(module: CUmodule) -> CUresult {

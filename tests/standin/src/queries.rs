@@ -92,6 +92,19 @@ const ERROR_NAMES: &[(CUresult, &CStr)] = &[
     (600, c"CUDA_ERROR_NOT_READY"),
 ];
 
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: a launch asking for more dynamic
+/// shared memory than 48 KiB fails unless its function's attribute allows it.
+pub const MAX_DYNAMIC_SHARED: u32 = 8;
+
+/// Attributes set with `cuFuncSetAttribute`, by (function, attribute); the others are 0.
+static FUNC_ATTRIBUTES: std::sync::Mutex<std::collections::BTreeMap<(usize, u32), i32>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// A function's attribute, as set (0 if never).
+pub fn func_attribute(function: usize, attribute: u32) -> i32 {
+    FUNC_ATTRIBUTES.lock().unwrap_or_else(|e| e.into_inner()).get(&(function, attribute)).copied().unwrap_or(0)
+}
+
 macro_rules! queries {
     ($( fn $name:ident($($arg:ident : $ty:ty),*) $body:block )*) => {
         $(
@@ -174,6 +187,21 @@ queries! {
         }
     }
     fn cuKernelGetName(name: *mut *const c_char, kernel: CUkernel) { name_of(kernel_entry(kernel as usize), name) }
+    fn cuFuncGetAttribute(value: *mut c_int, attribute: u32, func: CUfunction) {
+        match function_entry(func as usize).or_else(|| kernel_entry(func as usize)) {
+            Some(_) => put(value, func_attribute(func as usize, attribute)),
+            None => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
+    fn cuFuncSetAttribute(func: CUfunction, attribute: u32, value: c_int) {
+        match function_entry(func as usize).or_else(|| kernel_entry(func as usize)) {
+            Some(_) => {
+                FUNC_ATTRIBUTES.lock().unwrap_or_else(|e| e.into_inner()).insert((func as usize, attribute), value);
+                OK
+            }
+            None => CUDA_ERROR_INVALID_HANDLE,
+        }
+    }
     // A library's kernels without their names (CUDA 12.4): handles the shim does not see
     // handed out, which it learns from the driver's queries.
     fn cuLibraryGetKernelCount(count: *mut c_uint, library: CUlibrary) {

@@ -1,0 +1,201 @@
+//! Whether a module keeps state of its own (`__device__`, `__constant__` or `__managed__`
+//! variables), read from the code the driver loaded: a twin of such a module would have
+//! its own copy of that state, and a launch sent to it would not compute what the
+//! program's own would.
+
+/// What an image says of its module-scope state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// No variable at module scope: a twin computes what the module does.
+    None,
+    /// Variables at module scope.
+    Some,
+    /// Neither a cubin nor PTX text (a fatbinary, or a malformed image).
+    Unknown,
+}
+
+/// Reads `image`: an ELF cubin, or PTX text.
+pub fn of(image: &[u8]) -> State {
+    if image.starts_with(b"\x7fELF") {
+        elf(image).unwrap_or(State::Unknown)
+    } else if is_text(image) {
+        ptx(image)
+    } else {
+        State::Unknown
+    }
+}
+
+fn is_text(image: &[u8]) -> bool {
+    let text = image.split(|&b| b == 0).next().unwrap_or_default();
+    std::str::from_utf8(text).is_ok_and(|t| t.contains(".version") || t.contains(".entry"))
+}
+
+/// Sections whose symbols are module-scope variables: global memory (`.nv.global`,
+/// `.nv.global.init`), user constants (`.nv.constant<bank>` without a kernel's suffix: the
+/// per-kernel banks hold parameters and literals) and managed variables.
+fn holds_variables(section: &str) -> bool {
+    if section.starts_with(".nv.global") || section.starts_with(".nv.managed") {
+        return true;
+    }
+    section
+        .strip_prefix(".nv.constant")
+        .is_some_and(|bank| !bank.is_empty() && bank.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// An ELF64 little-endian cubin: any object symbol of nonzero size in a section that holds
+/// variables, or any global-memory section of nonzero size (a `static __device__` variable
+/// may have no symbol).
+fn elf(image: &[u8]) -> Option<State> {
+    let u16_at = |at: usize| image.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
+    let u64_at = |at: usize| image.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
+    if image.get(4) != Some(&2) || image.get(5) != Some(&1) {
+        return None; // not ELF64 little-endian
+    }
+    let shoff = u64_at(0x28)? as usize;
+    let shentsize = usize::from(u16_at(0x3a)?);
+    let shnum = usize::from(u16_at(0x3c)?);
+    let shstrndx = usize::from(u16_at(0x3e)?);
+    if shentsize < 64 {
+        return None;
+    }
+    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
+    let name_table = u64_at(header(shstrndx)? + 24)? as usize;
+    let name_at = |offset: usize| -> Option<&str> {
+        let start = name_table.checked_add(offset)?;
+        let bytes = image.get(start..)?;
+        let end = bytes.iter().position(|&b| b == 0)?;
+        std::str::from_utf8(&bytes[..end]).ok()
+    };
+    let mut names = Vec::with_capacity(shnum);
+    for i in 0..shnum {
+        let at = header(i)?;
+        let name = name_at(u32_at(at)? as usize)?;
+        let size = u64_at(at + 32)?;
+        if name.starts_with(".nv.global") && size > 0 {
+            return Some(State::Some);
+        }
+        names.push(name);
+    }
+    const SHT_SYMTAB: u32 = 2;
+    const STT_OBJECT: u8 = 1;
+    for i in 0..shnum {
+        let at = header(i)?;
+        if u32_at(at + 4)? != SHT_SYMTAB {
+            continue;
+        }
+        let (offset, size) = (u64_at(at + 24)? as usize, u64_at(at + 32)? as usize);
+        let symbols = image.get(offset..offset.checked_add(size)?)?;
+        for symbol in symbols.chunks_exact(24) {
+            let kind = symbol[4] & 0xf;
+            let section = usize::from(u16::from_le_bytes([symbol[6], symbol[7]]));
+            let bytes = u64::from_le_bytes(symbol[16..24].try_into().expect("8"));
+            if kind == STT_OBJECT && bytes > 0 && names.get(section).is_some_and(|n| holds_variables(n)) {
+                return Some(State::Some);
+            }
+        }
+    }
+    Some(State::None)
+}
+
+/// PTX text: a `.global` or `.const` variable declared outside every function.
+fn ptx(image: &[u8]) -> State {
+    let text = String::from_utf8_lossy(image.split(|&b| b == 0).next().unwrap_or_default());
+    let mut depth = 0i32;
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        if depth == 0 && code.split_whitespace().any(|w| w == ".global" || w == ".const") {
+            return State::Some;
+        }
+        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+    }
+    State::None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptx_variables_outside_functions_are_state() {
+        let kernel = ".version 8.0\n.target sm_90\n.visible .entry k(.param .u64 p)\n{\n .reg .b32 %r<2>;\n ld.global.u32 %r1, [p];\n}\n";
+        assert_eq!(of(kernel.as_bytes()), State::None);
+        let with_global = format!(".version 8.0\n.visible .global .align 4 .u32 counter;\n{kernel}");
+        assert_eq!(of(with_global.as_bytes()), State::Some);
+        let with_const = format!(".version 8.0\n.const .align 4 .b8 table[64];\n{kernel}");
+        assert_eq!(of(with_const.as_bytes()), State::Some);
+    }
+
+    #[test]
+    fn other_images_are_unknown() {
+        assert_eq!(of(&[0x50, 0xed, 0x55, 0xba, 1, 0, 0, 0]), State::Unknown);
+        assert_eq!(of(b"\x7fELF\x02\x01garbage"), State::Unknown);
+    }
+
+    /// A minimal ELF64 with the given sections, each `(name, type, size)`, and one symbol
+    /// table whose symbols are `(section index, type, size)`.
+    fn elf_image(sections: &[(&str, u32, u64)], symbols: &[(u16, u8, u64)]) -> Vec<u8> {
+        let mut names = vec![0u8];
+        let mut name_offsets = Vec::new();
+        for (name, _, _) in sections.iter().chain([(".shstrtab", 3, 0), (".symtab", 2, 0)].iter()) {
+            name_offsets.push(names.len() as u32);
+            names.extend_from_slice(name.as_bytes());
+            names.push(0);
+        }
+        let mut symtab = vec![0u8; 24]; // the null symbol
+        for &(section, kind, size) in symbols {
+            let mut s = vec![0u8; 24];
+            s[4] = kind;
+            s[6..8].copy_from_slice(&section.to_le_bytes());
+            s[16..24].copy_from_slice(&size.to_le_bytes());
+            symtab.extend(s);
+        }
+        let mut image = vec![0u8; 64];
+        image[..4].copy_from_slice(b"\x7fELF");
+        image[4] = 2;
+        image[5] = 1;
+        let names_at = image.len();
+        image.extend(&names);
+        let symtab_at = image.len();
+        image.extend(&symtab);
+        let shoff = image.len();
+        let count = sections.len() + 3; // null, the sections, .shstrtab, .symtab
+        image[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+        image[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        image[0x3c..0x3e].copy_from_slice(&(count as u16).to_le_bytes());
+        image[0x3e..0x40].copy_from_slice(&((count - 2) as u16).to_le_bytes());
+        image.extend([0u8; 64]);
+        let all: Vec<(u32, u32, u64, u64)> = sections
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, kind, size))| (name_offsets[i], kind, 0, size))
+            .chain([
+                (name_offsets[sections.len()], 3, names_at as u64, names.len() as u64),
+                (name_offsets[sections.len() + 1], 2, symtab_at as u64, symtab.len() as u64),
+            ])
+            .collect();
+        for (name, kind, offset, size) in all {
+            let mut h = vec![0u8; 64];
+            h[..4].copy_from_slice(&name.to_le_bytes());
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[24..32].copy_from_slice(&offset.to_le_bytes());
+            h[32..40].copy_from_slice(&size.to_le_bytes());
+            image.extend(h);
+        }
+        image
+    }
+
+    #[test]
+    fn cubin_variables_are_state_and_kernel_banks_are_not() {
+        let code = [(".text.k", 1, 64), (".nv.constant0.k", 1, 32), (".nv.constant3", 1, 16)];
+        // Section indices count from 1 (0 is the null section).
+        let literal = elf_image(&code, &[(2, 1, 8)]);
+        assert_eq!(of(&literal), State::None, "an object in a kernel's own bank is not state");
+        let constant = elf_image(&code, &[(3, 1, 16)]);
+        assert_eq!(of(&constant), State::Some, "a __constant__ variable");
+        let section_symbol = elf_image(&code, &[(3, 3, 0)]);
+        assert_eq!(of(&section_symbol), State::None, "a section symbol is not a variable");
+        let global = elf_image(&[(".text.k", 1, 64), (".nv.global", 8, 4)], &[]);
+        assert_eq!(of(&global), State::Some, "global memory without a symbol");
+    }
+}

@@ -1,0 +1,274 @@
+//! Twins: each module the program loads is loaded a second time, from the code the driver
+//! loaded, and only that twin is patched. A launch to measure is sent to the twin's
+//! function of the same name (same parameters, grid and stream); every other launch runs
+//! the program's own code, unpatched, at native speed.
+
+use core::ffi::{c_char, c_void};
+use std::collections::HashMap;
+
+use crate::api::Handle;
+use crate::module_state::{self, State};
+
+/// Bytes of code kept at most for modules that have no twin yet: a module loaded past
+/// that gets none (the driver holds the code; this is a copy).
+const IMAGE_BUDGET: usize = 1 << 30;
+
+/// The driver's functions twins are made with (the real ones, never the shim's hooks).
+#[derive(Clone, Copy)]
+pub struct Driver {
+    pub func_get_module: unsafe extern "C" fn(*mut Handle, Handle) -> u32,
+    pub kernel_get_function: Option<unsafe extern "C" fn(*mut Handle, Handle) -> u32>,
+    pub func_get_name: unsafe extern "C" fn(*mut *const c_char, Handle) -> u32,
+    pub module_load_data: unsafe extern "C" fn(*mut Handle, *const c_void) -> u32,
+    pub module_get_function: unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> u32,
+    pub module_unload: unsafe extern "C" fn(Handle) -> u32,
+    pub func_get_attribute: unsafe extern "C" fn(*mut i32, u32, Handle) -> u32,
+    pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
+}
+
+/// Why a launch cannot run on a twin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoTwin {
+    /// Its module has variables of its own, which a twin would not share.
+    ModuleState,
+    /// Its module's code was not seen loading, or could not be read or loaded again.
+    NoCode,
+    /// Another thread is loading the twin.
+    Busy,
+}
+
+/// A program's function and its twin.
+#[derive(Clone, Copy, Debug)]
+pub struct Pair {
+    /// The program's function (for a `CUkernel`, its function in the context).
+    pub own: Handle,
+    pub twin: Handle,
+}
+
+/// A module's twin, or why it has none (`Loading` while a thread loads it).
+#[derive(Clone, Copy)]
+enum Twin {
+    Loaded(Handle),
+    Loading,
+    None(NoTwin),
+}
+
+/// What the engine knows of the program's modules, by handle.
+#[derive(Default)]
+pub struct Twins {
+    /// Each module's context and code, until its twin is loaded.
+    code: HashMap<usize, (usize, Vec<u8>)>,
+    code_bytes: usize,
+    /// Each module's context and twin.
+    modules: HashMap<usize, (usize, Twin)>,
+    /// Each (program's function or kernel handle, context): its module and pair.
+    functions: HashMap<(usize, usize), (usize, Result<Pair, NoTwin>)>,
+    /// Twins of modules the program unloaded, to unload outside the driver's callbacks.
+    pub retired: Vec<Handle>,
+    /// Twins loaded, and modules left without one, by reason.
+    pub loaded: u64,
+    pub with_state: u64,
+    pub without_code: u64,
+}
+
+// SAFETY: the handles are the driver's, valid on any thread.
+unsafe impl Send for Twins {}
+
+impl Twins {
+    /// The program loaded `module` in `context` (in the driver's callback): its code is kept
+    /// for its twin.
+    pub fn loaded(&mut self, context: Handle, module: Handle, code: &[u8]) {
+        self.forget(module);
+        if self.code_bytes + code.len() <= IMAGE_BUDGET {
+            self.code_bytes += code.len();
+            self.code.insert(module as usize, (context as usize, code.to_vec()));
+        }
+    }
+
+    /// The program unloads `module` (or a new one was loaded at its handle): its twin goes.
+    pub fn forget(&mut self, module: Handle) {
+        if let Some((_, code)) = self.code.remove(&(module as usize)) {
+            self.code_bytes -= code.len();
+        }
+        if let Some((_, Twin::Loaded(twin))) = self.modules.remove(&(module as usize)) {
+            self.retired.push(twin);
+        }
+        self.functions.retain(|_, (m, _)| *m != module as usize);
+    }
+
+    /// `context` is destroyed, and its twins with it.
+    pub fn context_destroyed(&mut self, context: Handle) {
+        let ctx = context as usize;
+        let gone: Vec<usize> = self.code.iter().filter(|(_, (c, _))| *c == ctx).map(|(&m, _)| m).collect();
+        for m in gone {
+            if let Some((_, code)) = self.code.remove(&m) {
+                self.code_bytes -= code.len();
+            }
+        }
+        self.modules.retain(|_, (c, _)| *c != ctx);
+        self.functions.retain(|&(_, c), _| c != ctx);
+    }
+}
+
+/// The twin of the program's function (or `CUkernel`) `f` in the current context `ctx`,
+/// loading its module's twin if it has none yet. Outside the driver's callbacks; calls the
+/// driver only with `twins` unlocked (a module loading on another thread calls back into
+/// the engine from inside the driver).
+pub fn pair(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle, ctx: Handle) -> Result<Pair, NoTwin> {
+    let lock = || twins.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, pair)) = lock().functions.get(&(f as usize, ctx as usize)) {
+        return *pair;
+    }
+    let (own, module) = own_function(driver, f).ok_or(NoTwin::NoCode)?;
+    let twin = {
+        let mut t = lock();
+        match t.modules.get(&(module as usize)).map(|&(_, twin)| twin) {
+            Some(Twin::Loaded(twin)) => Ok(twin),
+            Some(Twin::Loading) => return Err(NoTwin::Busy),
+            Some(Twin::None(why)) => Err(why),
+            None => match t.code.remove(&(module as usize)) {
+                None => {
+                    t.without_code += 1;
+                    t.modules.insert(module as usize, (ctx as usize, Twin::None(NoTwin::NoCode)));
+                    Err(NoTwin::NoCode)
+                }
+                Some((context, code)) => {
+                    t.code_bytes -= code.len();
+                    t.modules.insert(module as usize, (context, Twin::Loading));
+                    drop(t);
+                    let made = load(driver, &code);
+                    let mut t = lock();
+                    match made {
+                        Ok(_) => t.loaded += 1,
+                        Err(NoTwin::ModuleState) => t.with_state += 1,
+                        Err(_) => t.without_code += 1,
+                    }
+                    // Unloaded meanwhile: the twin goes too.
+                    match t.modules.get_mut(&(module as usize)) {
+                        Some((_, slot @ Twin::Loading)) => {
+                            *slot = made.map_or_else(Twin::None, Twin::Loaded);
+                        }
+                        _ => {
+                            if let Ok(twin) = made {
+                                t.retired.push(twin);
+                            }
+                            return Err(NoTwin::Busy);
+                        }
+                    }
+                    made
+                }
+            },
+        }
+    };
+    let pair = twin.and_then(|twin| {
+        let mut name: *const c_char = core::ptr::null();
+        let mut twin_function: Handle = core::ptr::null_mut();
+        // SAFETY: real driver functions, valid out-pointers; the name is the driver's, live
+        // while the module is, and NUL-terminated.
+        let found = unsafe {
+            (driver.func_get_name)(&mut name, own) == 0
+                && !name.is_null()
+                && (driver.module_get_function)(&mut twin_function, twin, name) == 0
+        };
+        if found {
+            Ok(Pair { own, twin: twin_function })
+        } else {
+            Err(NoTwin::NoCode)
+        }
+    });
+    lock().functions.insert((f as usize, ctx as usize), (module as usize, pair));
+    pair
+}
+
+/// The program's function behind `f` and its module: `f` itself, or for a `CUkernel` (which
+/// cudart passes where a function is declared) its function in the current context.
+fn own_function(driver: &Driver, f: Handle) -> Option<(Handle, Handle)> {
+    let module_of = |function: Handle| {
+        let mut module: Handle = core::ptr::null_mut();
+        // SAFETY: a real driver function and a valid out-pointer.
+        (unsafe { (driver.func_get_module)(&mut module, function) } == 0 && !module.is_null()).then_some(module)
+    };
+    if let Some(module) = module_of(f) {
+        return Some((f, module));
+    }
+    let get = driver.kernel_get_function?;
+    let mut function: Handle = core::ptr::null_mut();
+    // SAFETY: a real driver function and a valid out-pointer.
+    if unsafe { get(&mut function, f) } != 0 || function.is_null() {
+        return None;
+    }
+    module_of(function).map(|module| (function, module))
+}
+
+thread_local! {
+    /// Whether this thread is loading a twin: the driver's load callback patches it.
+    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the module the driver reports loaded on this thread is a twin.
+pub fn loading_twin() -> bool {
+    LOADING.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
+/// Loads a twin from `code` (patched by the load's callback), unless its module has state.
+fn load(driver: &Driver, code: &[u8]) -> Result<Handle, NoTwin> {
+    match module_state::of(code) {
+        State::None => {}
+        State::Some => return Err(NoTwin::ModuleState),
+        State::Unknown => return Err(NoTwin::NoCode),
+    }
+    // PTX text must end in a NUL; a cubin carries its size.
+    let mut owned;
+    let image = if code.starts_with(b"\x7fELF") || code.last() == Some(&0) {
+        code
+    } else {
+        owned = code.to_vec();
+        owned.push(0);
+        &owned[..]
+    };
+    let mut twin: Handle = core::ptr::null_mut();
+    let _ = LOADING.try_with(|l| l.set(true));
+    // SAFETY: a real driver function, a valid out-pointer and an image that lives across the
+    // call.
+    let status = unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) };
+    let _ = LOADING.try_with(|l| l.set(false));
+    if status == 0 && !twin.is_null() {
+        Ok(twin)
+    } else {
+        Err(NoTwin::NoCode)
+    }
+}
+
+/// Function attributes a program may set at run time that a launch depends on (dynamic
+/// shared memory above 48 KiB, the carveout, cluster policy): the twin takes the program's
+/// values before each measured launch.
+const ATTRIBUTES: [u32; 4] = [
+    8,  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    9,  // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    14, // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    15, // CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+];
+
+/// Gives the twin the program's function's attributes.
+pub fn copy_attributes(driver: &Driver, pair: Pair) {
+    for attribute in ATTRIBUTES {
+        let (mut own, mut twin) = (0i32, 0i32);
+        // SAFETY: real driver functions on live function handles, valid out-pointers.
+        unsafe {
+            if (driver.func_get_attribute)(&mut own, attribute, pair.own) == 0
+                && (driver.func_get_attribute)(&mut twin, attribute, pair.twin) == 0
+                && own != twin
+            {
+                (driver.func_set_attribute)(pair.twin, attribute, own);
+            }
+        }
+    }
+}
+
+/// Unloads the twins of modules the program unloaded.
+pub fn unload(driver: &Driver, retired: Vec<Handle>) {
+    for twin in retired {
+        // SAFETY: a twin this engine loaded, unloaded once.
+        unsafe { (driver.module_unload)(twin) };
+    }
+}
