@@ -39,7 +39,9 @@ static const char PTX[] =
     ".visible .entry footprint_packed(\n"
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
-/* A module with a variable of its own: its kernels cannot run on a twin. */
+/* A module with a variable of its own, which footprint_counted adds one to (the stand-in
+   plays that kernel's effect): its twin must hold the program's value while a launch runs
+   on it, and give it back. */
 static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
     TOUCH_ENTRY("footprint_counted");
@@ -82,7 +84,7 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -248,12 +250,21 @@ int main(int argc, char **argv) {
             launch_touch(b, y, 8, R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "stateful") == 0) {
-            /* The interior race, its writer in a module with a variable of its own; B reads
-               through footprint_touch, which a twin measures. */
+            /* The interior race, its writer in a module with a variable of its own, which
+               counts its launches; every round's launches must have counted in the
+               program's copy of the variable. */
+            CUdeviceptr count_at;
+            unsigned count = 0;
             launch_triple(counted, a, x, 64, W);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 32, 8, R);
             CHECK(cuCtxSynchronize());
+            CHECK(cuModuleGetGlobal_v2(&count_at, NULL, stateful, "launches"));
+            CHECK(cuMemcpyDtoH_v2(&count, count_at, sizeof count));
+            if (count != (unsigned)round + 1) {
+                fprintf(stderr, "footprint_counted counted %u launches in round %d\n", count, round);
+                return 3;
+            }
         } else if (strcmp(scenario, "big-shared") == 0) {
             /* The interior race, the writer asking for 64 KiB of dynamic shared memory, which
                its function's attribute allows. */
@@ -263,6 +274,19 @@ int main(int argc, char **argv) {
             CHECK(cuLaunchKernel(beyond, 1, 1, 1, 32, 1, 1, 64 << 10, a, params, NULL));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 96, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "gated") == 0) {
+            /* A waits for a value the host may release later (here set already): its writer
+               runs unmeasured; once the host synchronized, the same write is measured. B
+               reads what both wrote through an interior pointer. */
+            CHECK(cuMemsetD8_v2(y, 1, 4));
+            CHECK(cuCtxSynchronize());
+            CHECK(cuStreamWaitValue32_v2(a, y, 1, 0 /* CU_STREAM_WAIT_VALUE_GEQ */));
+            launch_touch(a, x, 64, W);
+            CHECK(cuCtxSynchronize());
+            launch_touch(a, x, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + 32, 8, R);
             CHECK(cuCtxSynchronize());
         } else {
             fprintf(stderr, "unknown scenario %s\n", scenario);

@@ -105,9 +105,14 @@ pub enum Outcome {
     Unmeasured(Unmeasured),
 }
 
-/// A launch sent to a twin, between [`arm`] and [`outcome`].
+/// A launch sent to a twin, between [`arm`] and [`outcome`]: its ticket, the program's
+/// function, context and stream it stands for, and the twin.
 struct Armed {
     ticket: Ticket,
+    function: Handle,
+    ctx: Handle,
+    stream: Handle,
+    pair: Pair,
     _measuring: MutexGuard<'static, ()>,
 }
 
@@ -191,8 +196,10 @@ impl Engine {
 /// Before the real call of a launch of `function` (the program's handle: a `CUfunction` or
 /// a `CUkernel`) on `stream`, outside any callback. To measure it, returns its twin's
 /// function with a table bound to it, to be launched instead with the same arguments;
-/// else `function`. [`outcome`] must follow the real call.
-pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask) -> *mut c_void {
+/// else `function`. `may_load`: no device work may be waiting for the host, so loading a
+/// twin (which may wait for the device to drain) cannot deadlock. [`outcome`] must follow
+/// the real call.
+pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask, may_load: bool) -> *mut c_void {
     let Some(engine) = ENGINE.get() else { return function };
     let retired = std::mem::take(&mut engine.twins().retired);
     if !retired.is_empty() {
@@ -201,10 +208,11 @@ pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask) -> *mut c_void 
     if ask == Ask::Skip {
         return function;
     }
-    let (launch, last) = match measure(engine, function, stream) {
-        Ok(Some((pair, armed))) => {
+    let (launch, last) = match measure(engine, function, stream, may_load) {
+        Ok(Some(armed)) => {
+            let twin = armed.pair.twin;
             let _ = ARMED.try_with(|a| *a.borrow_mut() = Some(armed));
-            (pair.twin, Outcome::NotAsked)
+            (twin, Outcome::NotAsked)
         }
         Ok(None) => (function, Outcome::NotAsked),
         Err(why) => (function, Outcome::Unmeasured(why)),
@@ -215,7 +223,12 @@ pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask) -> *mut c_void 
 
 /// Makes a launch of `function` on `stream` measured: its twin, a table, the binding.
 /// Ok(None): it is not to be measured (its stream captures, or there is no context).
-fn measure(engine: &'static Engine, function: Handle, stream: Handle) -> Result<Option<(Pair, Armed)>, Unmeasured> {
+fn measure(
+    engine: &'static Engine,
+    function: Handle,
+    stream: Handle,
+    may_load: bool,
+) -> Result<Option<Armed>, Unmeasured> {
     let mut capturing = 0u32;
     // SAFETY: a real driver function and a valid out-pointer. A captured launch becomes a
     // graph's node, which runs at every launch of the graph: it keeps the program's code.
@@ -228,18 +241,22 @@ fn measure(engine: &'static Engine, function: Handle, stream: Handle) -> Result<
         return Ok(None);
     }
     let started = Instant::now();
-    let pair = twins::pair(&engine.driver.twins, &engine.twins, function, ctx).map_err(Unmeasured::NoTwin);
+    let pair = twins::pair(&engine.driver.twins, &engine.twins, function, ctx, may_load).map_err(Unmeasured::NoTwin);
     engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let pair = pair?;
-    twins::copy_attributes(&engine.driver.twins, pair);
+    twins::copy_attributes(&engine.driver.twins, &pair);
     if !prepare(engine, ctx)? {
         return Err(Unmeasured::NoTable);
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
     let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
+    if !twins::mirror(&engine.driver.twins, &pair, stream, true) {
+        discard(ticket);
+        return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
+    }
     // SAFETY: the twin's function and a table of its context.
     unsafe { (engine.api.set_callback_data)(pair.twin, table as *const c_void) };
-    Ok(Some((pair, Armed { ticket, _measuring: measuring })))
+    Ok(Some(Armed { ticket, function, ctx, stream, pair, _measuring: measuring }))
 }
 
 /// After the real call of the launch [`arm`] made ready, with whether the driver accepted
@@ -249,14 +266,16 @@ pub fn outcome(accepted: bool) -> Outcome {
     let armed = ARMED.try_with(|a| a.borrow_mut().take()).ok().flatten();
     let last = LAST.try_with(|l| l.replace(Outcome::NotAsked)).unwrap_or(Outcome::NotAsked);
     let Some(armed) = armed else { return last };
-    let ticket = armed.ticket;
-    drop(armed);
+    let Armed { ticket, function, ctx, stream, pair, _measuring } = armed;
+    let Some(engine) = ENGINE.get() else { return Outcome::NotAsked };
     if accepted {
+        twins::mirror(&engine.driver.twins, &pair, stream, false);
+        drop(_measuring);
+        twins::launched(&mut engine.twins(), function, ctx);
         return Outcome::Measured(ticket);
     }
-    if let Some(engine) = ENGINE.get() {
-        engine.refused.fetch_add(1, Ordering::Relaxed);
-    }
+    drop(_measuring);
+    engine.refused.fetch_add(1, Ordering::Relaxed);
     discard(ticket);
     Outcome::Unmeasured(Unmeasured::Refused)
 }
@@ -272,8 +291,10 @@ pub struct Counters {
     pub overflowed: u64,
     /// Twin launches the driver refused.
     pub refused: u64,
-    /// Twins loaded; modules left without one: their own variables, or no code to load.
+    /// Twins loaded, those among them whose module's variables are mirrored; modules left
+    /// without one: state with no name, or no code to load.
     pub twins: u64,
+    pub mirrored: u64,
     pub with_state: u64,
     pub without_code: u64,
     /// Time spent making twins and reading tables back, in microseconds.
@@ -292,6 +313,7 @@ pub fn counters() -> Counters {
             overflowed: c(&e.overflowed),
             refused: c(&e.refused),
             twins: t.loaded,
+            mirrored: t.mirrored,
             with_state: t.with_state,
             without_code: t.without_code,
             twins_us: c(&e.twins_ns) / 1000,

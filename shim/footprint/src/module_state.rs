@@ -1,17 +1,23 @@
-//! Whether a module keeps state of its own (`__device__`, `__constant__` or `__managed__`
-//! variables), read from the code the driver loaded: a twin of such a module would have
-//! its own copy of that state, and a launch sent to it would not compute what the
-//! program's own would.
+//! The state a module keeps of its own (`__device__`, `__constant__` and `__managed__`
+//! variables), read from the code the driver loaded: a twin of the module has its own copy
+//! of each, which must hold the program's values while a launch runs on the twin.
 
 /// What an image says of its module-scope state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
-    /// No variable at module scope: a twin computes what the module does.
-    None,
-    /// Variables at module scope.
-    Some,
-    /// Neither a cubin nor PTX text (a fatbinary, or a malformed image).
+    /// The variables at module scope (none: a twin computes what the module does).
+    Variables(Vec<Variable>),
+    /// Neither a cubin nor PTX text (a fatbinary, or a malformed image), or state without a
+    /// name to find it by.
     Unknown,
+}
+
+/// A variable at module scope, found by its name (`cuModuleGetGlobal`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variable {
+    pub name: String,
+    /// Whether kernels may write it (global or managed memory, not constant memory).
+    pub writable: bool,
 }
 
 /// Reads `image`: an ELF cubin, or PTX text.
@@ -30,21 +36,20 @@ fn is_text(image: &[u8]) -> bool {
     std::str::from_utf8(text).is_ok_and(|t| t.contains(".version") || t.contains(".entry"))
 }
 
-/// Sections whose symbols are module-scope variables: global memory (`.nv.global`,
-/// `.nv.global.init`), user constants (`.nv.constant<bank>` without a kernel's suffix: the
-/// per-kernel banks hold parameters and literals) and managed variables.
-fn holds_variables(section: &str) -> bool {
+/// Whether a section's symbols are module-scope variables, and writable ones: global memory
+/// (`.nv.global`, `.nv.global.init`), managed variables, user constants (`.nv.constant<bank>`
+/// without a kernel's suffix: the per-kernel banks hold parameters and literals).
+fn holds_variables(section: &str) -> Option<bool> {
     if section.starts_with(".nv.global") || section.starts_with(".nv.managed") {
-        return true;
+        return Some(true);
     }
-    section
-        .strip_prefix(".nv.constant")
-        .is_some_and(|bank| !bank.is_empty() && bank.bytes().all(|b| b.is_ascii_digit()))
+    let bank = section.strip_prefix(".nv.constant")?;
+    (!bank.is_empty() && bank.bytes().all(|b| b.is_ascii_digit())).then_some(false)
 }
 
-/// An ELF64 little-endian cubin: any object symbol of nonzero size in a section that holds
-/// variables, or any global-memory section of nonzero size (a `static __device__` variable
-/// may have no symbol).
+/// An ELF64 little-endian cubin: the object symbols of nonzero size in sections that hold
+/// variables. A global-memory section of nonzero size with no such symbol holds state with
+/// no name (`Unknown`).
 fn elf(image: &[u8]) -> Option<State> {
     let u16_at = |at: usize| image.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let u32_at = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
@@ -68,48 +73,67 @@ fn elf(image: &[u8]) -> Option<State> {
         std::str::from_utf8(&bytes[..end]).ok()
     };
     let mut names = Vec::with_capacity(shnum);
+    let mut unnamed = Vec::new();
     for i in 0..shnum {
         let at = header(i)?;
         let name = name_at(u32_at(at)? as usize)?;
-        let size = u64_at(at + 32)?;
-        if name.starts_with(".nv.global") && size > 0 {
-            return Some(State::Some);
+        if name.starts_with(".nv.global") && u64_at(at + 32)? > 0 {
+            unnamed.push(i);
         }
         names.push(name);
     }
     const SHT_SYMTAB: u32 = 2;
     const STT_OBJECT: u8 = 1;
+    let mut variables = Vec::new();
     for i in 0..shnum {
         let at = header(i)?;
         if u32_at(at + 4)? != SHT_SYMTAB {
             continue;
         }
         let (offset, size) = (u64_at(at + 24)? as usize, u64_at(at + 32)? as usize);
+        let strings = u64_at(header(u32_at(at + 40)? as usize)? + 24)? as usize;
         let symbols = image.get(offset..offset.checked_add(size)?)?;
         for symbol in symbols.chunks_exact(24) {
             let kind = symbol[4] & 0xf;
             let section = usize::from(u16::from_le_bytes([symbol[6], symbol[7]]));
             let bytes = u64::from_le_bytes(symbol[16..24].try_into().expect("8"));
-            if kind == STT_OBJECT && bytes > 0 && names.get(section).is_some_and(|n| holds_variables(n)) {
-                return Some(State::Some);
+            let Some(writable) = names.get(section).and_then(|n| holds_variables(n)) else { continue };
+            if kind != STT_OBJECT || bytes == 0 {
+                continue;
             }
+            let start = strings.checked_add(u32::from_le_bytes(symbol[..4].try_into().expect("4")) as usize)?;
+            let name = image.get(start..)?;
+            let name = std::str::from_utf8(&name[..name.iter().position(|&b| b == 0)?]).ok()?;
+            if name.is_empty() {
+                return Some(State::Unknown);
+            }
+            unnamed.retain(|&s| s != section);
+            variables.push(Variable { name: name.to_string(), writable });
         }
     }
-    Some(State::None)
+    Some(if unnamed.is_empty() { State::Variables(variables) } else { State::Unknown })
 }
 
-/// PTX text: a `.global` or `.const` variable declared outside every function.
+/// PTX text: the `.global` and `.const` variables declared outside every function.
 fn ptx(image: &[u8]) -> State {
     let text = String::from_utf8_lossy(image.split(|&b| b == 0).next().unwrap_or_default());
     let mut depth = 0i32;
+    let mut variables = Vec::new();
     for line in text.lines() {
         let code = line.split("//").next().unwrap_or_default();
-        if depth == 0 && code.split_whitespace().any(|w| w == ".global" || w == ".const") {
-            return State::Some;
+        let words: Vec<&str> = code.split_whitespace().collect();
+        let space = words.iter().find(|w| **w == ".global" || **w == ".const");
+        if let (0, Some(space)) = (depth, space) {
+            // `.visible .global .align 4 .u32 name[8] = {...};`: the word after the type.
+            let declared = code.split(['=', ';']).next().unwrap_or_default();
+            let Some(name) = declared.split_whitespace().last().map(|n| n.split('[').next().unwrap_or(n)) else {
+                return State::Unknown;
+            };
+            variables.push(Variable { name: name.to_string(), writable: *space == ".global" });
         }
         depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
     }
-    State::None
+    State::Variables(variables)
 }
 
 #[cfg(test)]
@@ -119,11 +143,15 @@ mod tests {
     #[test]
     fn ptx_variables_outside_functions_are_state() {
         let kernel = ".version 8.0\n.target sm_90\n.visible .entry k(.param .u64 p)\n{\n .reg .b32 %r<2>;\n ld.global.u32 %r1, [p];\n}\n";
-        assert_eq!(of(kernel.as_bytes()), State::None);
+        assert_eq!(of(kernel.as_bytes()), State::Variables(vec![]));
         let with_global = format!(".version 8.0\n.visible .global .align 4 .u32 counter;\n{kernel}");
-        assert_eq!(of(with_global.as_bytes()), State::Some);
-        let with_const = format!(".version 8.0\n.const .align 4 .b8 table[64];\n{kernel}");
-        assert_eq!(of(with_const.as_bytes()), State::Some);
+        assert_eq!(of(with_global.as_bytes()), variables(&[("counter", true)]));
+        let with_const = format!(".version 8.0\n.const .align 4 .b8 table[64] = {{1, 2}};\n{kernel}");
+        assert_eq!(of(with_const.as_bytes()), variables(&[("table", false)]));
+    }
+
+    fn variables(v: &[(&str, bool)]) -> State {
+        State::Variables(v.iter().map(|&(name, writable)| Variable { name: name.into(), writable }).collect())
     }
 
     #[test]
@@ -133,7 +161,8 @@ mod tests {
     }
 
     /// A minimal ELF64 with the given sections, each `(name, type, size)`, and one symbol
-    /// table whose symbols are `(section index, type, size)`.
+    /// table whose symbols are `(section index, type, size)`, named `v<index>`; one string
+    /// table holds the sections' and the symbols' names.
     fn elf_image(sections: &[(&str, u32, u64)], symbols: &[(u16, u8, u64)]) -> Vec<u8> {
         let mut names = vec![0u8];
         let mut name_offsets = Vec::new();
@@ -143,8 +172,10 @@ mod tests {
             names.push(0);
         }
         let mut symtab = vec![0u8; 24]; // the null symbol
-        for &(section, kind, size) in symbols {
+        for (i, &(section, kind, size)) in symbols.iter().enumerate() {
             let mut s = vec![0u8; 24];
+            s[..4].copy_from_slice(&(names.len() as u32).to_le_bytes());
+            names.extend_from_slice(format!("v{i}\0").as_bytes());
             s[4] = kind;
             s[6..8].copy_from_slice(&section.to_le_bytes());
             s[16..24].copy_from_slice(&size.to_le_bytes());
@@ -174,10 +205,12 @@ mod tests {
                 (name_offsets[sections.len() + 1], 2, symtab_at as u64, symtab.len() as u64),
             ])
             .collect();
+        let strings = count - 2;
         for (name, kind, offset, size) in all {
             let mut h = vec![0u8; 64];
             h[..4].copy_from_slice(&name.to_le_bytes());
             h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[40..44].copy_from_slice(&(strings as u32).to_le_bytes());
             h[24..32].copy_from_slice(&offset.to_le_bytes());
             h[32..40].copy_from_slice(&size.to_le_bytes());
             image.extend(h);
@@ -190,12 +223,13 @@ mod tests {
         let code = [(".text.k", 1, 64), (".nv.constant0.k", 1, 32), (".nv.constant3", 1, 16)];
         // Section indices count from 1 (0 is the null section).
         let literal = elf_image(&code, &[(2, 1, 8)]);
-        assert_eq!(of(&literal), State::None, "an object in a kernel's own bank is not state");
-        let constant = elf_image(&code, &[(3, 1, 16)]);
-        assert_eq!(of(&constant), State::Some, "a __constant__ variable");
+        assert_eq!(of(&literal), variables(&[]), "an object in a kernel's own bank is not state");
+        let constant = elf_image(&code, &[(2, 1, 8), (3, 1, 16)]);
+        assert_eq!(of(&constant), variables(&[("v1", false)]), "a __constant__ variable");
         let section_symbol = elf_image(&code, &[(3, 3, 0)]);
-        assert_eq!(of(&section_symbol), State::None, "a section symbol is not a variable");
-        let global = elf_image(&[(".text.k", 1, 64), (".nv.global", 8, 4)], &[]);
-        assert_eq!(of(&global), State::Some, "global memory without a symbol");
+        assert_eq!(of(&section_symbol), variables(&[]), "a section symbol is not a variable");
+        let global = [(".text.k", 1, 64), (".nv.global", 8, 4)];
+        assert_eq!(of(&elf_image(&global, &[(2, 1, 4)])), variables(&[("v0", true)]), "a __device__ variable");
+        assert_eq!(of(&elf_image(&global, &[])), State::Unknown, "global memory without a symbol");
     }
 }

@@ -5,6 +5,8 @@
 
 use core::ffi::{c_char, c_void};
 use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::Arc;
 
 use crate::api::Handle;
 use crate::module_state::{self, State};
@@ -24,31 +26,49 @@ pub struct Driver {
     pub module_unload: unsafe extern "C" fn(Handle) -> u32,
     pub func_get_attribute: unsafe extern "C" fn(*mut i32, u32, Handle) -> u32,
     pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
+    pub module_get_global: unsafe extern "C" fn(*mut u64, *mut usize, Handle, *const c_char) -> u32,
+    pub memcpy_dtod_async: unsafe extern "C" fn(u64, u64, usize, Handle) -> u32,
 }
 
 /// Why a launch cannot run on a twin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoTwin {
-    /// Its module has variables of its own, which a twin would not share.
+    /// Its module has state of its own that cannot be found by name, so a twin could not
+    /// hold the program's values.
     ModuleState,
     /// Its module's code was not seen loading, or could not be read or loaded again.
     NoCode,
-    /// Another thread is loading the twin.
+    /// Another thread is loading the twin, or making it would be unsafe now (device work
+    /// may be waiting for the host, and loading code may wait for the device to drain).
     Busy,
 }
 
 /// A program's function and its twin.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Pair {
     /// The program's function (for a `CUkernel`, its function in the context).
     pub own: Handle,
     pub twin: Handle,
+    /// Whether the twin was launched before (its first launch loads and patches its code).
+    pub launched: bool,
+    /// The module's variables, each in the program's module and in the twin.
+    pub variables: Arc<[Mirrored]>,
+}
+
+/// A variable of a module and the twin's copy of it: before a launch on the twin, the
+/// twin's takes the program's value, and after it, if kernels may write it, gives it back.
+#[derive(Clone, Copy, Debug)]
+pub struct Mirrored {
+    pub own: u64,
+    pub twin: u64,
+    pub bytes: usize,
+    pub writable: bool,
 }
 
 /// A module's twin, or why it has none (`Loading` while a thread loads it).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Twin {
-    Loaded(Handle),
+    Loaded(Handle, Arc<[Mirrored]>),
     Loading,
     None(NoTwin),
 }
@@ -65,8 +85,10 @@ pub struct Twins {
     functions: HashMap<(usize, usize), (usize, Result<Pair, NoTwin>)>,
     /// Twins of modules the program unloaded, to unload outside the driver's callbacks.
     pub retired: Vec<Handle>,
-    /// Twins loaded, and modules left without one, by reason.
+    /// Twins loaded (those whose module has variables, mirrored), and modules left without
+    /// one, by reason.
     pub loaded: u64,
+    pub mirrored: u64,
     pub with_state: u64,
     pub without_code: u64,
 }
@@ -90,7 +112,7 @@ impl Twins {
         if let Some((_, code)) = self.code.remove(&(module as usize)) {
             self.code_bytes -= code.len();
         }
-        if let Some((_, Twin::Loaded(twin))) = self.modules.remove(&(module as usize)) {
+        if let Some((_, Twin::Loaded(twin, _))) = self.modules.remove(&(module as usize)) {
             self.retired.push(twin);
         }
         self.functions.retain(|_, (m, _)| *m != module as usize);
@@ -111,19 +133,29 @@ impl Twins {
 }
 
 /// The twin of the program's function (or `CUkernel`) `f` in the current context `ctx`,
-/// loading its module's twin if it has none yet. Outside the driver's callbacks; calls the
-/// driver only with `twins` unlocked (a module loading on another thread calls back into
-/// the engine from inside the driver).
-pub fn pair(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle, ctx: Handle) -> Result<Pair, NoTwin> {
+/// loading its module's twin if it has none yet. Loading code, or the first launch of a
+/// twin's function, may wait for the device to drain: unless `may_load`, neither is done
+/// (`Busy`). Outside the driver's callbacks; calls the driver only with `twins` unlocked (a
+/// module loading on another thread calls back into the engine from inside the driver).
+pub fn pair(
+    driver: &Driver,
+    twins: &std::sync::Mutex<Twins>,
+    f: Handle,
+    ctx: Handle,
+    may_load: bool,
+) -> Result<Pair, NoTwin> {
     let lock = || twins.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, pair)) = lock().functions.get(&(f as usize, ctx as usize)) {
-        return *pair;
+    match lock().functions.get(&(f as usize, ctx as usize)) {
+        Some((_, Ok(pair))) if !pair.launched && !may_load => return Err(NoTwin::Busy),
+        Some((_, pair)) => return pair.clone(),
+        None if !may_load => return Err(NoTwin::Busy),
+        None => {}
     }
     let (own, module) = own_function(driver, f).ok_or(NoTwin::NoCode)?;
     let twin = {
         let mut t = lock();
-        match t.modules.get(&(module as usize)).map(|&(_, twin)| twin) {
-            Some(Twin::Loaded(twin)) => Ok(twin),
+        match t.modules.get(&(module as usize)).map(|(_, twin)| twin.clone()) {
+            Some(Twin::Loaded(twin, variables)) => Ok((twin, variables)),
             Some(Twin::Loading) => return Err(NoTwin::Busy),
             Some(Twin::None(why)) => Err(why),
             None => match t.code.remove(&(module as usize)) {
@@ -136,20 +168,26 @@ pub fn pair(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle, ctx: Ha
                     t.code_bytes -= code.len();
                     t.modules.insert(module as usize, (context, Twin::Loading));
                     drop(t);
-                    let made = load(driver, &code);
+                    let made = load(driver, &code, module);
                     let mut t = lock();
-                    match made {
-                        Ok(_) => t.loaded += 1,
+                    match &made {
+                        Ok((_, variables)) => {
+                            t.loaded += 1;
+                            t.mirrored += u64::from(!variables.is_empty());
+                        }
                         Err(NoTwin::ModuleState) => t.with_state += 1,
                         Err(_) => t.without_code += 1,
                     }
                     // Unloaded meanwhile: the twin goes too.
                     match t.modules.get_mut(&(module as usize)) {
                         Some((_, slot @ Twin::Loading)) => {
-                            *slot = made.map_or_else(Twin::None, Twin::Loaded);
+                            *slot = match &made {
+                                Ok((twin, variables)) => Twin::Loaded(*twin, variables.clone()),
+                                Err(why) => Twin::None(*why),
+                            };
                         }
                         _ => {
-                            if let Ok(twin) = made {
+                            if let Ok((twin, _)) = made {
                                 t.retired.push(twin);
                             }
                             return Err(NoTwin::Busy);
@@ -160,7 +198,7 @@ pub fn pair(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle, ctx: Ha
             },
         }
     };
-    let pair = twin.and_then(|twin| {
+    let pair = twin.and_then(|(twin, variables)| {
         let mut name: *const c_char = core::ptr::null();
         let mut twin_function: Handle = core::ptr::null_mut();
         // SAFETY: real driver functions, valid out-pointers; the name is the driver's, live
@@ -171,12 +209,12 @@ pub fn pair(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle, ctx: Ha
                 && (driver.module_get_function)(&mut twin_function, twin, name) == 0
         };
         if found {
-            Ok(Pair { own, twin: twin_function })
+            Ok(Pair { own, twin: twin_function, launched: false, variables })
         } else {
             Err(NoTwin::NoCode)
         }
     });
-    lock().functions.insert((f as usize, ctx as usize), (module as usize, pair));
+    lock().functions.insert((f as usize, ctx as usize), (module as usize, pair.clone()));
     pair
 }
 
@@ -205,18 +243,25 @@ thread_local! {
     static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The twin of `f` in `ctx` was launched: later launches load nothing.
+pub fn launched(twins: &mut Twins, f: Handle, ctx: Handle) {
+    if let Some((_, Ok(pair))) = twins.functions.get_mut(&(f as usize, ctx as usize)) {
+        pair.launched = true;
+    }
+}
+
 /// Whether the module the driver reports loaded on this thread is a twin.
 pub fn loading_twin() -> bool {
     LOADING.try_with(std::cell::Cell::get).unwrap_or(false)
 }
 
-/// Loads a twin from `code` (patched by the load's callback), unless its module has state.
-fn load(driver: &Driver, code: &[u8]) -> Result<Handle, NoTwin> {
-    match module_state::of(code) {
-        State::None => {}
-        State::Some => return Err(NoTwin::ModuleState),
-        State::Unknown => return Err(NoTwin::NoCode),
-    }
+/// Loads a twin of `module` from `code` (patched by the load's callback), with each of the
+/// module's variables found in both.
+fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<[Mirrored]>), NoTwin> {
+    let variables = match module_state::of(code) {
+        State::Variables(variables) => variables,
+        State::Unknown => return Err(NoTwin::ModuleState),
+    };
     // PTX text must end in a NUL; a cubin carries its size.
     let mut owned;
     let image = if code.starts_with(b"\x7fELF") || code.last() == Some(&0) {
@@ -232,11 +277,42 @@ fn load(driver: &Driver, code: &[u8]) -> Result<Handle, NoTwin> {
     // call.
     let status = unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) };
     let _ = LOADING.try_with(|l| l.set(false));
-    if status == 0 && !twin.is_null() {
-        Ok(twin)
-    } else {
-        Err(NoTwin::NoCode)
+    if status != 0 || twin.is_null() {
+        return Err(NoTwin::NoCode);
     }
+    let find = |module: Handle, name: &CString| {
+        let (mut address, mut bytes) = (0u64, 0usize);
+        // SAFETY: a real driver function, valid out-pointers, a NUL-terminated name.
+        let found = unsafe { (driver.module_get_global)(&mut address, &mut bytes, module, name.as_ptr()) } == 0;
+        found.then_some((address, bytes))
+    };
+    let mirrored: Option<Vec<Mirrored>> = variables
+        .iter()
+        .map(|v| {
+            let name = CString::new(v.name.as_str()).ok()?;
+            let ((own, bytes), (twin_address, twin_bytes)) = (find(module, &name)?, find(twin, &name)?);
+            (bytes == twin_bytes).then_some(Mirrored { own, twin: twin_address, bytes, writable: v.writable })
+        })
+        .collect();
+    match mirrored {
+        Some(mirrored) => Ok((twin, mirrored.into())),
+        None => {
+            // SAFETY: the twin just loaded, used by nothing.
+            unsafe { (driver.module_unload)(twin) };
+            Err(NoTwin::ModuleState)
+        }
+    }
+}
+
+/// Copies each variable of `pair` into the twin (`into_twin`) or, those kernels may write,
+/// back to the program's module, on `stream` (the launch's, so ordered with it). Whether
+/// every copy was accepted.
+pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> bool {
+    pair.variables.iter().filter(|v| into_twin || v.writable).all(|v| {
+        let (to, from) = if into_twin { (v.twin, v.own) } else { (v.own, v.twin) };
+        // SAFETY: a real driver function; both variables are live, of `bytes` each.
+        unsafe { (driver.memcpy_dtod_async)(to, from, v.bytes, stream) == 0 }
+    })
 }
 
 /// Function attributes a program may set at run time that a launch depends on (dynamic
@@ -250,7 +326,7 @@ const ATTRIBUTES: [u32; 4] = [
 ];
 
 /// Gives the twin the program's function's attributes.
-pub fn copy_attributes(driver: &Driver, pair: Pair) {
+pub fn copy_attributes(driver: &Driver, pair: &Pair) {
     for attribute in ATTRIBUTES {
         let (mut own, mut twin) = (0i32, 0i32);
         // SAFETY: real driver functions on live function handles, valid out-pointers.

@@ -86,6 +86,8 @@ fn real_driver() -> Option<engine::Driver> {
             module_unload: find(c"cuModuleUnload")?,
             func_get_attribute: find(c"cuFuncGetAttribute")?,
             func_set_attribute: find(c"cuFuncSetAttribute")?,
+            module_get_global: find(c"cuModuleGetGlobal_v2")?,
+            memcpy_dtod_async: find(c"cuMemcpyDtoDAsync_v2")?,
         },
     })
 }
@@ -159,7 +161,8 @@ pub fn measures_every_launch() -> bool {
     active() && MODE.get() == Some(&Footprint::Exact)
 }
 
-/// Makes a launch of `f` on `stream` through `call` (the real driver function with the
+/// Makes a launch of `f` on `stream` (the handle the driver knows it by on this thread:
+/// never 0, which means two streams) through `call` (the real driver function with the
 /// program's other arguments): to `measure` it, on its twin ([`engine::arm`]), and if the
 /// driver refuses the twin's launch, as the program made it. The driver's status, and the
 /// launch's ticket if it was measured; a launch to measure that was not gets a note saying
@@ -173,7 +176,8 @@ pub fn launch(
     if !measure || !active() {
         return (call(f), None);
     }
-    let sent = phases::time(Phase::FootprintPlan, || engine::arm(f, stream, engine::Ask::Measure));
+    let may_load = super::host_gated::none();
+    let sent = phases::time(Phase::FootprintPlan, || engine::arm(f, stream, engine::Ask::Measure, may_load));
     let status = call(sent);
     match phases::time(Phase::FootprintPlan, || engine::outcome(status == 0)) {
         engine::Outcome::Measured(ticket) => (status, Some(ticket.0)),
@@ -346,8 +350,8 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded, {} modules with variables of their own, {} without code to load; {} µs making twins, {} µs reading tables",
-            c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.with_state, c.without_code, c.twins_us, c.reading_us
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables",
+            c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();

@@ -15,7 +15,7 @@ use streamsan::phases::{self, Phase, Tally};
 use streamsan_driver_api::*;
 
 use super::batch;
-use super::call::{ok, origin, origin_with, stream};
+use super::call::{handle_of, ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
 use super::{footprint, kernels};
 use crate::host_races;
@@ -155,7 +155,8 @@ pub unsafe fn launch_kernel(
         return driver(f);
     }
     let measure = unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
-    let (status, ticket) = footprint::launch(f.cast(), h_stream.cast(), measure, |f| driver(f.cast()));
+    let on = handle_of(stream(call, h_stream)) as *mut c_void;
+    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
     }
@@ -184,7 +185,8 @@ pub unsafe fn launch_kernel_ex(
     let measure = unsafe { plan(f, kernel_params, extra, shape) };
     // SAFETY: likewise.
     let on = unsafe { config.as_ref() }.map_or(core::ptr::null_mut(), |c| c.stream);
-    let (status, ticket) = footprint::launch(f.cast(), on.cast(), measure, |f| driver(f.cast()));
+    let on = handle_of(stream(call, on)) as *mut c_void;
+    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
@@ -229,7 +231,8 @@ pub unsafe fn launch_cooperative_kernel(
     }
     let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
     let measure = unsafe { plan(f, kernel_params, core::ptr::null_mut(), shape) };
-    let (status, ticket) = footprint::launch(f.cast(), h_stream.cast(), measure, |f| driver(f.cast()));
+    let on = handle_of(stream(call, h_stream)) as *mut c_void;
+    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
         unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
     }

@@ -42,6 +42,7 @@ mod events;
 pub mod footprint;
 mod graph_nodes;
 mod graphs;
+mod host_gated;
 pub mod kernels;
 mod launches;
 mod memory;

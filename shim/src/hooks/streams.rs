@@ -59,6 +59,7 @@ pub use stream_synchronize as stream_query;
 pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
+        super::host_gated::synchronized(Some(h_stream.cast()));
         batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
         super::footprint::collect();
     }
@@ -132,6 +133,7 @@ pub unsafe fn wait_value<V>(
 ) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
+        super::host_gated::waits(h_stream.cast());
         model().wait_value(stream(call, h_stream), addr, &origin(call));
     }
     status
@@ -170,6 +172,7 @@ pub unsafe fn stream_batch_mem_op(
             let op = unsafe { *params.add(i) };
             match op.operation {
                 CU_STREAM_MEM_OP_WAIT_VALUE_32 | CU_STREAM_MEM_OP_WAIT_VALUE_64 => {
+                    super::host_gated::waits(h_stream.cast());
                     model().wait_value(on, op.address, &origin(call))
                 }
                 CU_STREAM_MEM_OP_WRITE_VALUE_32 => model().write_value(on, op.address, 4, &origin(call)),
@@ -227,6 +230,9 @@ pub unsafe fn wait_external_semaphores(
     h_stream: CUstream,
 ) -> CUresult {
     let status = unsafe { real(sems, params, count, h_stream) };
+    if ok(status) {
+        super::host_gated::waits(h_stream.cast());
+    }
     let wait = |on, sem, origin: &Origin| model().stream_wait_event(on, sem, origin);
     unsafe { each_semaphore(call, status, sems, count, h_stream, wait) }
 }

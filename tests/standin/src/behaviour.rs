@@ -948,10 +948,30 @@ unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void, shar
     };
     if status == OK {
         device_time::launched();
+        counted(f as usize);
         // SAFETY: the caller's promise.
         unsafe { crate::sanitizer::launched(f, stream, params) };
     }
     status
+}
+
+/// What the kernel `footprint_counted` does to memory: adds one to its module's variable
+/// `launches` (so a program can tell which module's copy of the variable its launches used).
+fn counted(f: usize) {
+    let s = state_read();
+    let Some(Object::Function { entry, owner, .. }) = s.objects.get(&f) else { return };
+    if entry.name != "footprint_counted" {
+        return;
+    }
+    if let Some(Object::Module { variables, .. }) = s.objects.get(owner) {
+        if let Some(&(address, 4)) = variables.get("launches") {
+            // SAFETY: stand-in memory of 4 bytes, the variable's.
+            unsafe {
+                let count = pinned::device_view(address) as *mut u32;
+                count.write_unaligned(count.read_unaligned() + 1);
+            }
+        }
+    }
 }
 
 pub unsafe fn launch_kernel(
@@ -1087,15 +1107,15 @@ fn entries_by_name(ptx: &str) -> HashMap<String, ptx::Entry> {
     ptx::entries(ptx).into_iter().map(|e| (e.name.clone(), e)).collect()
 }
 
-/// A module or library loaded from `ptx` as `object`, told to an attached Compute Sanitizer
-/// library with its code.
+/// A module or library loaded from `ptx` as `object` (given its kernels and its PTX), told
+/// to an attached Compute Sanitizer library with its code.
 unsafe fn load_code(
     out: *mut *mut c_void,
     ptx: Option<String>,
-    object: fn(HashMap<String, ptx::Entry>) -> Object,
+    object: fn(HashMap<String, ptx::Entry>, &str) -> Object,
 ) -> CUresult {
     let Some(ptx) = ptx else { return 218 }; // CUDA_ERROR_INVALID_PTX
-    let status = new_object(out, object(entries_by_name(&ptx)));
+    let status = new_object(out, object(entries_by_name(&ptx), &ptx));
     if status == OK {
         // SAFETY: the handle was just written.
         crate::sanitizer::module(unsafe { *out } as usize, Some(&ptx));
@@ -1103,12 +1123,26 @@ unsafe fn load_code(
     status
 }
 
+/// A module's `.global` variables, each in device memory of its own, zeroed.
+fn variables(ptx: &str) -> HashMap<String, (u64, usize)> {
+    let mut s = state();
+    ptx::variables(ptx)
+        .into_iter()
+        .filter_map(|(name, bytes)| {
+            let address = s.alloc_device(bytes as u64)?;
+            // SAFETY: stand-in memory of `bytes` bytes, just allocated.
+            unsafe { core::ptr::write_bytes(pinned::device_view(address) as *mut u8, 0, bytes) };
+            Some((name, (address, bytes)))
+        })
+        .collect()
+}
+
 unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
-    unsafe { load_code(module.cast(), ptx, |functions| Object::Module { functions }) }
+    unsafe { load_code(module.cast(), ptx, |functions, ptx| Object::Module { functions, variables: variables(ptx) }) }
 }
 
 unsafe fn load_library(library: *mut CUlibrary, ptx: Option<String>) -> CUresult {
-    unsafe { load_code(library.cast(), ptx, |kernels| Object::Library { kernels }) }
+    unsafe { load_code(library.cast(), ptx, |kernels, _| Object::Library { kernels }) }
 }
 
 pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresult {
@@ -1132,7 +1166,7 @@ pub unsafe fn module_load_fat_binary(module: *mut CUmodule, fat_cubin: *const c_
 pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name: *const c_char) -> CUresult {
     let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };
     let entry = match state().objects.get(&(module as usize)) {
-        Some(Object::Module { functions }) => functions.get(&name).cloned(),
+        Some(Object::Module { functions, .. }) => functions.get(&name).cloned(),
         _ => return CUDA_ERROR_INVALID_HANDLE,
     };
     match entry {

@@ -46,6 +46,8 @@ pub enum Object {
     Event,
     Module {
         functions: HashMap<String, Entry>,
+        /// Its `.global` variables' device addresses, by name.
+        variables: HashMap<String, (u64, usize)>,
     },
     Library {
         kernels: HashMap<String, Entry>,

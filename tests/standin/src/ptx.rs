@@ -75,6 +75,29 @@ fn layout(list: &str) -> Vec<Param> {
     params
 }
 
+/// Every variable declared `.global` outside the functions (`.visible .global .align 4 .u32
+/// name[8];`), with its size in bytes.
+pub fn variables(ptx: &str) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    let mut depth = 0i32;
+    for line in ptx.lines() {
+        if depth == 0 && line.split_whitespace().any(|w| w == ".global") {
+            let declared = line.split(['=', ';']).next().unwrap_or_default();
+            let words: Vec<&str> = declared.split_whitespace().collect();
+            let element = words.iter().rev().skip(1).find(|w| w.starts_with('.')).map_or(4, |ty| scalar_size(ty));
+            if let Some(last) = words.last() {
+                let (name, count) = match last.split_once('[') {
+                    Some((name, count)) => (name, count.trim_end_matches(']').parse().unwrap_or(1)),
+                    None => (*last, 1),
+                };
+                found.push((name.to_string(), element * count));
+            }
+        }
+        depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+    }
+    found
+}
+
 fn scalar_size(ty: &str) -> usize {
     let digits: String = ty.chars().filter(char::is_ascii_digit).collect();
     digits.parse::<usize>().map(|bits| bits.max(8) / 8).unwrap_or(0)

@@ -187,6 +187,22 @@ queries! {
         }
     }
     fn cuKernelGetName(name: *mut *const c_char, kernel: CUkernel) { name_of(kernel_entry(kernel as usize), name) }
+    fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, module: CUmodule, name: *const c_char) {
+        let name = if name.is_null() { String::new() } else { CStr::from_ptr(name).to_string_lossy().into_owned() };
+        let found = match state_read().objects.get(&(module as usize)) {
+            Some(Object::Module { variables, .. }) => variables.get(&name).copied(),
+            _ => return CUDA_ERROR_INVALID_HANDLE,
+        };
+        match found {
+            Some((address, size)) => {
+                if !bytes.is_null() {
+                    put(bytes, size);
+                }
+                if dptr.is_null() { OK } else { put(dptr, address) }
+            }
+            None => CUDA_ERROR_NOT_FOUND,
+        }
+    }
     fn cuFuncGetAttribute(value: *mut c_int, attribute: u32, func: CUfunction) {
         match function_entry(func as usize).or_else(|| kernel_entry(func as usize)) {
             Some(_) => put(value, func_attribute(func as usize, attribute)),
