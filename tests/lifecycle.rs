@@ -48,6 +48,23 @@ fn sigint_after_a_race_leaves_the_report() {
 }
 
 #[test]
+fn a_fault_names_its_address_and_leaves_the_report() {
+    let dir = scratch("fault");
+    let out = output_bounded(
+        streamsan(&dir)
+            .args(["run", "--report"])
+            .arg(dir.join("report.%p.json"))
+            .arg("--")
+            .arg(lifecycle())
+            .arg("fault"),
+    );
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("streamsan: the program received SIGSEGV (address 0x10)"), "{stderr}");
+    assert_eq!(reports_in(&dir, "report.")[0].1.races.len(), 1, "{stderr}");
+}
+
+#[test]
 fn a_crash_after_a_race_leaves_the_report() {
     let exe = lifecycle();
     let dir = scratch("crash");
@@ -56,7 +73,7 @@ fn a_crash_after_a_race_leaves_the_report() {
     );
     assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "streamsan dies of the program's signal: {:?}", out.status);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("streamsan: the program received SIGSEGV"), "{stderr}");
+    assert!(stderr.contains("streamsan: the program received SIGSEGV (sent by a process)"), "{stderr}");
     let reports = reports_in(&dir, "report.");
     assert_eq!(reports.len(), 1, "{stderr}");
     assert_eq!(reports[0].1.races.len(), 1);

@@ -107,6 +107,11 @@ int main(int argc, char **argv) {
         CHECK(cuCtxSynchronize()); /* only the final report counts this one */
         fflush(stdout);
         raise(SIGSEGV);
+    } else if (strcmp(mode, "fault") == 0) {
+        cross_stream(0);
+        CHECK(cuCtxSynchronize());
+        fflush(stdout);
+        *(volatile int *)16 = 1; /* a fault at address 0x10 */
     } else if (strcmp(mode, "late") == 0) {
         /* The race is queued with the launches after it, and still reported (at once, before
            "raced", with halt_on_error=1). */
@@ -162,7 +167,7 @@ int main(int argc, char **argv) {
         int status;
         while (wait(&status) > 0) printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
-        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fork|late|deep|offsets|"
+        fprintf(stderr, "usage: lifecycle races|clean|fail|sleep|crash|fault|fork|late|deep|offsets|"
                         "_exit|quick_exit|exec|forked_exit\n");
         return 2;
     }

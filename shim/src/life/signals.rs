@@ -125,8 +125,11 @@ extern "C" fn on_fatal(signal: c_int, info: *mut libc::siginfo_t, _context: *mut
     static REPORTED: AtomicBool = AtomicBool::new(false);
     if !REPORTED.swap(true, Ordering::SeqCst) {
         // SAFETY: the kernel passes a valid siginfo.
-        let address = unsafe { (*info).si_addr() } as usize;
-        let mut text = format!("streamsan: the program received {} (address {address:#x}); stack:\n", name(signal));
+        let (code, address) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+        // A fault (si_code > 0) has an address; a signal sent by a process (raise, kill:
+        // si_code <= 0) has its sender's pid where the address would be.
+        let cause = if code > 0 { format!("address {address:#x}") } else { "sent by a process".to_string() };
+        let mut text = format!("streamsan: the program received {} ({cause}); stack:\n", name(signal));
         for (i, frame) in stack::current_frames().iter().enumerate() {
             text.push_str(&format!(
                 "    #{i} {} {}{} ({} {})\n",
