@@ -131,11 +131,17 @@ fn a_race_before_quick_exit_is_on_the_disk() {
 /// same pid, names its own apart rather than meeting that file.
 #[test]
 fn a_race_before_exec_is_on_the_disk_and_the_next_image_reports_apart() {
-    let run = left_after_a_race("exec");
+    for exec in ["exec", "execl", "execlp", "execle"] {
+        the_next_image_reports_apart(exec);
+    }
+}
+
+fn the_next_image_reports_apart(exec: &str) {
+    let run = left_after_a_race(exec);
     let reports = reports_in(&run.dir, "report.");
     let names: Vec<String> =
         reports.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(reports.len(), 2, "{names:?}\n{}", run.stderr());
+    assert_eq!(reports.len(), 2, "{exec}: {names:?}\n{}", run.stderr());
     let (before, after) =
         if names[0].contains(".exec1.") { (&reports[1], &reports[0]) } else { (&reports[0], &reports[1]) };
     assert!(after.0.to_string_lossy().ends_with(".exec1.json"), "{names:?}");

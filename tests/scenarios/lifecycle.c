@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+extern char **environ;
 #include "cuda_min.h"
 
 static CUfunction scale;
@@ -140,18 +141,22 @@ int main(int argc, char **argv) {
         int status;
         waitpid(child, &status, 0);
         printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    } else if (strcmp(mode, "_exit") == 0 || strcmp(mode, "quick_exit") == 0 || strcmp(mode, "exec") == 0) {
+    } else if (strcmp(mode, "_exit") == 0 || strcmp(mode, "quick_exit") == 0 || strncmp(mode, "exec", 4) == 0) {
         /* A race among launches, a synchronize, then a way out that runs no exit handler:
-           _exit(0), quick_exit(0), or an exec of this program's "clean" mode. */
+           _exit(0), quick_exit(0), or an exec of this program's "clean" mode (execv, or
+           execl, execlp, execle with their argument lists). */
         cross_stream(0);
         CHECK(cuCtxSynchronize());
         printf("raced\n");
         fflush(stdout);
         if (strcmp(mode, "_exit") == 0) _exit(0);
         if (strcmp(mode, "quick_exit") == 0) quick_exit(0);
+        if (strcmp(mode, "execl") == 0) execl(argv[0], argv[0], "clean", (char *)NULL);
+        if (strcmp(mode, "execlp") == 0) execlp(argv[0], argv[0], "clean", (char *)NULL);
+        if (strcmp(mode, "execle") == 0) execle(argv[0], argv[0], "clean", (char *)NULL, environ);
         char *clean[] = {argv[0], "clean", NULL};
         execv(argv[0], clean);
-        perror("execv");
+        perror("exec");
         return 1;
     } else if (strcmp(mode, "forked_exit") == 0) {
         /* Four children, each with a race among launches, ending in _exit(0) as Python's

@@ -96,7 +96,7 @@ pub extern "C" fn quick_exit(status: c_int) -> ! {
 }
 
 /// What the `exec` family receives.
-type Argv = *const *const c_char;
+pub type Argv = *const *const c_char;
 
 extern "C" {
     /// The process's environment, which `execv` and `execvp` pass on.

@@ -5,6 +5,8 @@
 //! a signal that ends the process, and by a forked child for itself. [`query`] lets the
 //! program ask for its report so far.
 
+#[cfg(target_arch = "x86_64")]
+mod exec_lists;
 pub mod exits;
 pub mod query;
 pub mod reports;
