@@ -3,12 +3,14 @@
 //! call starts the [`watcher`] and the termination handlers; the report is written at exit
 //! (also by the ways out that skip `exit`'s handlers, and before an `exec`: [`exits`]), on
 //! a signal that ends the process, and by a forked child for itself. [`query`] lets the
-//! program ask for its report so far.
+//! program ask for its report so far, [`tests`] a test runner name each test and ask for
+//! its races.
 
 pub mod exits;
 pub mod query;
 pub mod reports;
 pub mod signals;
+pub mod tests;
 pub mod watcher;
 
 use core::ffi::{c_int, c_void};
