@@ -20,3 +20,4 @@ mod reports;
 mod semantics;
 mod stress;
 mod suppressions;
+mod test_api;

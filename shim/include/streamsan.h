@@ -27,6 +27,13 @@ void streamsan_annotate_free(const void *ptr, void *stream, int synchronous);
 char *streamsan_report_json(void);
 void streamsan_free_report(char *report);
 
+/* The test API, for a test runner (the pytest plugin uses it): name the test running (NULL or
+ * "" for none), so that each race names the test its second operation was made in; at the
+ * test's end, ask for those races as streamsan prints them (NULL when there are none; release
+ * the text with streamsan_free_report) and fail the test with them. Look both up with dlsym. */
+void streamsan_set_test(const char *name);
+char *streamsan_test_races(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,8 @@ pub trait Symbols {
     fn frames(&self, site: StackId) -> Vec<Frame>;
     /// The operating system's id of a thread.
     fn tid(&self, thread: ThreadId) -> Option<u32>;
+    /// The test running when the call at a call site was made.
+    fn test(&self, site: StackId) -> Option<String>;
 }
 
 fn hex(value: u64) -> String {
@@ -96,6 +98,7 @@ fn op(model: &Model, record: &OpRecord, action: Action, start: u64, symbols: &dy
         stream: stream(model, record.epoch, symbols),
         thread: ThreadReport { id: record.thread.0, tid: symbols.tid(record.thread) },
         site: symbols.frames(record.site),
+        test: symbols.test(record.site),
     }
 }
 

@@ -8,7 +8,8 @@ use super::text::describe_site;
 use super::{NoteReport, OpReport, RaceReport, Report};
 
 fn op_key(op: &OpReport) -> String {
-    format!("{} {} {}", op.api, op.kernel.as_deref().unwrap_or(""), describe_site(&op.site))
+    let test = op.test.as_deref().unwrap_or("");
+    format!("{} {} {} {test}", op.api, op.kernel.as_deref().unwrap_or(""), describe_site(&op.site))
 }
 
 fn race_key(race: &RaceReport) -> String {

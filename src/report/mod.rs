@@ -128,6 +128,10 @@ pub struct OpReport {
     pub thread: ThreadReport,
     /// The call site, innermost frame first.
     pub site: Vec<Frame>,
+    /// The test the program said was running when it made the call (`streamsan_set_test`:
+    /// the pytest plugin names each test by its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

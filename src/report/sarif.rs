@@ -1,5 +1,6 @@
 //! A report as SARIF 2.1.0, the format of code scanning and CI annotations: one result per
-//! race, located at the second access, with the first as a related location.
+//! race, located at the second access (and named by its test, if any), with the first as a
+//! related location.
 
 use serde_json::{json, Value};
 
@@ -56,8 +57,9 @@ pub fn log(report: &Report) -> Value {
 fn result(race: &RaceReport) -> Value {
     let hazard = race.hazard.map(|h| format!(" ({h})")).unwrap_or_default();
     let wait = missing_wait(race);
+    let test = race.second.test.as_ref().map(|t| format!(" in test {t}")).unwrap_or_default();
     let message = format!(
-        "{}{hazard} on buffer {}: {} is not ordered after {}. Missing wait: {wait}",
+        "{}{hazard} on buffer {}: {}{test} is not ordered after {}. Missing wait: {wait}",
         race.kind,
         race.buffer.address,
         describe(&race.second),
@@ -78,6 +80,7 @@ fn result(race: &RaceReport) -> Value {
         "properties": {
             "hazard": race.hazard.map(|h| h.as_str()),
             "buffer": race.buffer.address,
+            "test": race.second.test,
             "missingWait": {
                 "text": wait,
                 "action": race.missing_wait.action.as_str(),

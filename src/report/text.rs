@@ -60,11 +60,12 @@ fn what(op: &OpReport) -> String {
         Some(kernel) => format!("kernel {kernel} ({})", op.api),
         None => op.api.clone(),
     };
+    let test = op.test.as_ref().map(|t| format!(", in test {t}")).unwrap_or_default();
     if op.api == HOST_API {
         // A load or store of the host (a host race), not a driver call.
-        return format!("{action} by the host, thread T{}", op.thread.id);
+        return format!("{action} by the host, thread T{}{test}", op.thread.id);
     }
-    format!("{action} by {by} on {}, thread T{}", op.stream.label, op.thread.id)
+    format!("{action} by {by} on {}, thread T{}{test}", op.stream.label, op.thread.id)
 }
 
 fn lowercase_first(s: &str) -> String {

@@ -3,7 +3,8 @@
 //! call starts the [`watcher`] and the termination handlers; the report is written at exit
 //! (also by the ways out that skip `exit`'s handlers, and before an `exec`: [`exits`]), on
 //! a signal that ends the process, and by a forked child for itself. [`query`] lets the
-//! program ask for its report so far.
+//! program ask for its report so far, [`tests`] a test runner name each test and ask for
+//! its races.
 
 #[cfg(target_arch = "x86_64")]
 mod exec_lists;
@@ -11,6 +12,7 @@ pub mod exits;
 pub mod query;
 pub mod reports;
 pub mod signals;
+pub mod tests;
 pub mod watcher;
 
 use core::ffi::{c_int, c_void};

@@ -36,6 +36,9 @@ impl Symbols for ThisProcess {
     fn tid(&self, thread: ThreadId) -> Option<u32> {
         thread::tid(thread)
     }
+    fn test(&self, site: StackId) -> Option<String> {
+        stack::test_of(site)
+    }
 }
 
 impl Process for ThisProcess {

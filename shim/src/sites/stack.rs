@@ -17,12 +17,17 @@ use streamsan::phases::{self, Phase, Tally};
 use streamsan::report::Frame;
 
 use super::chain_cache::ChainTrie;
-use super::{objects, python};
+use super::{objects, python, test};
 use crate::intercept::options::options;
 
 /// Marks a depot entry that is a Python frame id, not a return address (no user-space
 /// address has these bits).
 const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
+/// Marks a depot entry that is the number of the test running ([`test`]), the last entry of
+/// a call site made in a test.
+const TEST: u64 = 0xfffe_0000_0000_0000;
+/// The bits that tell a marked entry apart.
+const MARK: u64 = 0xffff_0000_0000_0000;
 
 /// The address range of the shim itself: frames in it are not the program's.
 pub fn shim_range() -> (u64, u64) {
@@ -48,7 +53,7 @@ fn depot() -> &'static Depot {
 /// return addresses of one from the stack instead of unwinding again, and remembers which
 /// stack a native chain and a Python chain made ([`PYTHON_STACKS`]). With Python frames, the
 /// native chain ends at the interpreter's first frame, where a report puts the Python frames
-/// ([`python::interpreter_range`]).
+/// ([`python::interpreter_range`]). A call made while a test runs has the test's number last.
 #[inline(never)]
 pub fn capture() -> StackId {
     let marker = 0u8;
@@ -62,11 +67,11 @@ pub fn capture() -> StackId {
         _ => phases::time(Phase::Unwind, || unwind(anchor, ends)),
     };
     if n == 0 {
-        return native;
+        return in_test(native);
     }
     let key = mixed_chain(native, &python[..n]);
     if let Ok(Some(id)) = PYTHON_STACKS.try_with(|stacks| stacks.try_borrow().ok()?.get(&key, 0).copied()) {
-        return id;
+        return in_test(id);
     }
     let _timer = phases::start(Phase::MixedStack);
     let mut ids = [0u32; python::DEPTH];
@@ -81,7 +86,37 @@ pub fn capture() -> StackId {
             }
         });
     }
+    in_test(id)
+}
+
+/// `site` as made in the test running, if any.
+#[inline]
+fn in_test(site: StackId) -> StackId {
+    let number = test::current();
+    if number == 0 {
+        return site;
+    }
+    let key = (site.0, number);
+    if let Ok(Some(id)) = TEST_SITES.try_with(|sites| sites.try_borrow().ok()?.get(&key, 0).copied()) {
+        return id;
+    }
+    let mut entries = native_entries(site);
+    entries.push(TEST | number as u64);
+    let id = intern(&entries);
+    let _ = TEST_SITES.try_with(|sites| {
+        if let Ok(mut sites) = sites.try_borrow_mut() {
+            sites.put(key, 0, id);
+        }
+    });
     id
+}
+
+/// The test running when the call at `site` was made.
+pub fn test_of(site: StackId) -> Option<String> {
+    let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
+    let last = *stacks.get(site.0 as usize)?.last()?;
+    drop(stacks);
+    (last & MARK == TEST).then(|| test::name((last & !MARK) as u32)).flatten()
 }
 
 /// A stack caught outside a driver call (the host's access of a host race, seen by the
@@ -94,7 +129,7 @@ pub fn intern_caught(native: &[u64], python: &[python::RawFrame]) -> StackId {
         python::intern_all(python, &mut ids);
         entries.extend(ids[..python.len()].iter().map(|&id| PYTHON_FRAME | id as u64));
     }
-    intern(&entries)
+    in_test(intern(&entries))
 }
 
 /// A stack of a native chain and Python frames, as a thread remembers it: the chain's id,
@@ -117,6 +152,8 @@ thread_local! {
     /// Stacks made of a native chain and Python frames, by the two as found: a training loop
     /// launches from a few hundred lines over and over.
     static PYTHON_STACKS: RefCell<ThreadCache<MixedChain, StackId, 2048>> = RefCell::new(ThreadCache::default());
+    /// Call sites as made in a test, by the site and the test's number.
+    static TEST_SITES: RefCell<ThreadCache<(u32, u32), StackId, 256>> = RefCell::new(ThreadCache::default());
 }
 
 /// The entries of an interned native stack.
@@ -239,7 +276,7 @@ pub fn frames(id: StackId) -> Vec<Frame> {
         stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
     let (python_ids, native): (Vec<u64>, Vec<u64>) =
-        entries.into_iter().partition(|e| e & PYTHON_FRAME == PYTHON_FRAME);
+        entries.into_iter().filter(|e| e & MARK != TEST).partition(|e| e & MARK == PYTHON_FRAME);
     let mut frames: Vec<Frame> = native.into_iter().flat_map(resolve).collect();
     if !python_ids.is_empty() {
         if let Some(cut) = frames.iter().position(python::is_interpreter) {
