@@ -134,6 +134,23 @@ fn a_buffer_inside_a_by_value_struct_is_measured() {
 }
 
 #[test]
+fn a_struct_of_two_buffers_races_only_through_the_buffer_both_kernels_touch() {
+    // Each struct holds both addresses; each kernel follows one. A measurement replaces the
+    // parameters' guess: the address a kernel never followed is no access.
+    assert_exact_twins("pair", race("cross-stream-race", Some("WAW"), "write", "write"));
+    let (fixed, _) = run_rounds("pair", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
+fn interleaved_strided_writes_keep_their_gaps() {
+    // x[0::2] against x[1::2]: disjoint bytes, no race; x[0::2] against x[0::4]: a race.
+    assert_exact_twins("interleaved", race("cross-stream-race", Some("WAW"), "write", "write"));
+    let (fixed, _) = run_rounds("interleaved", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
 fn an_operation_issued_after_a_pending_launch_is_checked_against_its_footprint() {
     // The memset was checked before the kernel's footprint was known: the log finds it.
     assert_exact_twins("later", race("cross-stream-race", Some("WAR"), "read", "write"));

@@ -20,6 +20,8 @@
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
    the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
    footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
+   footprint_pair: a by-value struct of a triple and a second buffer's address it never
+   follows (CuSan's 13_struct_recursion: a struct of two buffers, each kernel using one).
    footprint_packed(u32 length, u8 junk, u64 address, u64 flags): one triple whose length is
    a 4-byte parameter sharing its word with a byte that touches nothing (PyTorch's
    elementwise kernels: a size, then an empty lambda's unwritten byte). */
@@ -30,6 +32,7 @@ static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     TOUCH_ENTRY("footprint_touch")
     ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_pair(\n  .param .align 8 .b8 footprint_pair_param_0[32]\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_step(\n"
     "  .param .u64 footprint_step_param_0,\n  .param .u64 footprint_step_param_1,\n"
     "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
@@ -40,7 +43,7 @@ static const char PTX[] =
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
 
-static CUfunction touch, args, step, fresh[FRESH], beyond, packed;
+static CUfunction touch, args, pair, step, fresh[FRESH], beyond, packed;
 
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
@@ -76,9 +79,15 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
     CHECK(cuLaunchKernel(args, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdeviceptr other) {
+    struct { unsigned long long p, len, flags, other; } a = {p, len, W, other};
+    void *params[] = {&a};
+    CHECK(cuLaunchKernel(pair, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -97,6 +106,7 @@ int main(int argc, char **argv) {
     CHECK(cuModuleLoadData(&module, PTX));
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
+    CHECK(cuModuleGetFunction(&pair, module, "footprint_pair"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
     CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
     for (int i = 0; i < FRESH; i++) {
@@ -136,6 +146,19 @@ int main(int argc, char **argv) {
             launch_args(a, x, N, W);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_args(b, x + N / 4, N / 4, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "pair") == 0) {
+            /* A writes x, B writes y (fixed) or x (racy), each through a struct that holds
+               both buffers' addresses, with no wait. */
+            launch_pair(a, x, N, y);
+            launch_pair(b, fixed ? y : x, N, fixed ? x : y);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "interleaved") == 0) {
+            /* A writes the floats x[0::2] of x's first 64 KiB; B writes x[1::2] (fixed) or
+               x[0::4] (racy), with no wait: the bytes never overlap, or some do. */
+            launch_touch(a, x, STRIDED(8192, 4), W | SPACED(3));
+            if (fixed) launch_touch(b, x + 4, STRIDED(8192, 4), W | SPACED(3));
+            else launch_touch(b, x, STRIDED(4096, 4), W | SPACED(4));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "later") == 0) {
             /* A's kernel reads x; B's memset, issued after it and checked before the kernel's

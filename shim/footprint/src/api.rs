@@ -25,6 +25,7 @@ pub const CBID_LAUNCH_BEGIN: u32 = 1;
 pub const CBID_GRAPHS_NODE_LAUNCH_BEGIN: u32 = 4;
 
 pub const INSTRUCTION_GLOBAL_MEMORY_ACCESS: u32 = 3;
+pub const INSTRUCTION_MEMCPY_ASYNC: u32 = 14;
 
 /// `Sanitizer_ResourceContextData`.
 #[repr(C)]

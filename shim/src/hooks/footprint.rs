@@ -124,7 +124,7 @@ pub unsafe fn plan(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
     shape: [u32; 6],
-    accesses: &mut [Access],
+    accesses: &mut Vec<Access>,
     words: &mut Vec<u64>,
 ) -> Option<u64> {
     let _timer = phases::start(Phase::FootprintPlan);
@@ -293,13 +293,8 @@ pub fn collect() {
     }
     let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
     let mut accesses = Vec::new();
-    let access = |r: &engine::Range| Access {
-        addr: r.lo,
-        len: r.hi - r.lo,
-        mode: measured_mode(r.flags),
-        exact: true,
-        slot: None,
-    };
+    let access =
+        |r: &engine::Range| Access { residues: r.residues, ..Access::new(r.lo, r.hi - r.lo, measured_mode(r.flags)) };
     engine::collect(&tickets, |ticket, measured| match measured {
         Some(measured) => {
             if trace() {

@@ -14,6 +14,7 @@ use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
 use crate::model::op::{Access, Mode};
+use crate::model::residue;
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
@@ -52,6 +53,8 @@ pub struct Extent {
     /// From the pointer to the first byte touched (may be negative).
     lo: i64,
     len: u64,
+    /// Its residues relative to the pointer ([`residue`]): those of a pointer at 0.
+    residues: u64,
     /// Part of an overflowed table's cover: bytes that may not all have been touched.
     cover: bool,
 }
@@ -78,7 +81,9 @@ impl Known {
     /// input and an output that meet in one granule both read as read-write there, and where
     /// tensors meet follows the allocator: a word that differs between such footprints does
     /// not bear on them (and under one key their modes join). Read and write apart are
-    /// different footprints: a flag that turns a read into a write bears on it.
+    /// different footprints: a flag that turns a read into a write bears on it. Residues
+    /// are no part of it: a granule shared with a neighbouring tensor mixes in that tensor's
+    /// residues where the allocator put it (and under one key they join).
     fn same_bytes(&self, other: &Known) -> bool {
         let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
             return self == other;
@@ -118,6 +123,7 @@ fn add_extent(extents: &mut Vec<Extent>, e: Extent) {
                 mode: union(x.mode, e.mode),
                 lo,
                 len: (hi - lo) as u64,
+                residues: x.residues | e.residues,
                 cover: x.cover || e.cover,
             };
         }
@@ -328,8 +334,9 @@ pub struct LearntSummary {
 
 impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for its kernel and words, if anything was.
-    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
+    /// learnt for its kernel and words, if anything was. A pointer that no extent was learnt
+    /// for was not followed: it goes, unless the measure is blind to it.
+    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
         let extents = {
             let Some(k) = self.kernels.get(&kernel) else {
                 return Lookup::Unknown { kernel_seen: false };
@@ -340,17 +347,20 @@ impl Learnt {
                 Some(Known::Extents(extents)) => extents.clone(),
             }
         };
-        for access in accesses.iter_mut() {
-            if let Some(e) = access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
+        accesses.retain_mut(|access| match access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
+            Some(e) => {
                 *access = Access {
                     addr: access.addr.wrapping_add_signed(e.lo),
                     len: e.len,
                     mode: e.mode,
                     exact: true,
-                    slot: access.slot,
+                    residues: residue::moved(e.residues, (access.addr % 256) as i64),
+                    ..*access
                 };
+                true
             }
-        }
+            None => access.blind,
+        });
         self.applied.fetch_add(1, Ordering::Relaxed);
         Lookup::Applied
     }
@@ -405,9 +415,11 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
     };
     // The first pointer into `buffer` above `addr`.
     let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|g| g.addr).filter(|&a| a > addr).min();
-    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, cover: bool| {
+    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, residues: u64, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
-        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
+        // Relative to the pointer: exact where it is 4-byte aligned, else dense.
+        let residues = residue::moved(residues, -((p.addr % 256) as i64));
+        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, residues, cover }
     };
     let mut extents: Vec<Extent> = Vec::new();
     for m in measured.ranges {
@@ -421,7 +433,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
                 return Known::Unlearnable;
             };
             let end = hi.min(buffer.1).min(next_pointer(buffer, lo).unwrap_or(u64::MAX));
-            add_extent(&mut extents, extent(&p, lo, end, m.mode, false));
+            add_extent(&mut extents, extent(&p, lo, end, m.mode, m.residues, false));
             lo = end;
         }
     }
@@ -441,7 +453,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
             let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
             if plo < phi {
                 let p = pointer(buffer, plo).expect("a pointer into the buffer");
-                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, true));
+                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, residue::DENSE, true));
             }
         }
     }
@@ -453,7 +465,7 @@ mod tests {
     use super::*;
 
     fn extent(lo: i64, len: u64, mode: Mode) -> Extent {
-        Extent { slot: 8, mode, lo, len, cover: false }
+        Extent { slot: 8, mode, lo, len, residues: residue::DENSE, cover: false }
     }
 
     #[test]
