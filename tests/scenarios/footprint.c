@@ -22,6 +22,9 @@
    footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
    footprint_pair: a by-value struct of a triple and a second buffer's address it never
    follows (CuSan's 13_struct_recursion: a struct of two buffers, each kernel using one).
+   footprint_indirect(u64 base, u64 index): reads the triple (offset, length, flags) at index
+   in device memory and touches `length` bytes at base + offset (a gather: its footprint
+   follows device data, not its parameters).
    footprint_packed(u32 length, u8 junk, u64 address, u64 flags): one triple whose length is
    a 4-byte parameter sharing its word with a byte that touches nothing (PyTorch's
    elementwise kernels: a size, then an empty lambda's unwritten byte). */
@@ -32,6 +35,8 @@ static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     TOUCH_ENTRY("footprint_touch")
     ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_indirect(\n"
+    "  .param .u64 footprint_indirect_param_0,\n  .param .u64 footprint_indirect_param_1\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_pair(\n  .param .align 8 .b8 footprint_pair_param_0[32]\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_step(\n"
     "  .param .u64 footprint_step_param_0,\n  .param .u64 footprint_step_param_1,\n"
@@ -43,7 +48,7 @@ static const char PTX[] =
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
 
-static CUfunction touch, args, pair, step, fresh[FRESH], beyond, packed;
+static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed;
 
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
@@ -87,7 +92,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|toggle-long racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -98,7 +103,7 @@ int main(int argc, char **argv) {
     CUmodule module;
     CUstream a, b;
     CUevent done;
-    CUdeviceptr x, y, big = 0;
+    CUdeviceptr x, y, index, big = 0;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -107,6 +112,7 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
     CHECK(cuModuleGetFunction(&pair, module, "footprint_pair"));
+    CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
     CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
     for (int i = 0; i < FRESH; i++) {
@@ -120,6 +126,7 @@ int main(int argc, char **argv) {
     CHECK(cuEventCreate(&done, 0));
     CHECK(cuMemAlloc_v2(&x, N));
     CHECK(cuMemAlloc_v2(&y, N));
+    CHECK(cuMemAlloc_v2(&index, 24));
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
     if (strcmp(scenario, "overflow") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
@@ -159,6 +166,18 @@ int main(int argc, char **argv) {
             launch_touch(a, x, STRIDED(8192, 4), W | SPACED(3));
             if (fixed) launch_touch(b, x + 4, STRIDED(8192, 4), W | SPACED(3));
             else launch_touch(b, x, STRIDED(4096, 4), W | SPACED(4));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "indirect") == 0) {
+            /* A's gather writes 64 bytes of x at the offset its index holds: the start of x
+               for 20 rounds, its middle after; B's memset writes 8 bytes of x's middle. Every
+               launch of the gather has the same parameters. */
+            unsigned long long triple[3] = {round < 20 ? 0 : N / 2, 64, W};
+            CHECK(cuMemcpyHtoDAsync_v2(index, triple, sizeof triple, a));
+            unsigned long long base = x, at = index;
+            void *params[] = {&base, &at};
+            CHECK(cuLaunchKernel(indirect, 1, 1, 1, 32, 1, 1, 0, a, params, NULL));
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            CHECK(cuMemsetD8Async(x + N / 2, 1, 8, b));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "later") == 0) {
             /* A's kernel reads x; B's memset, issued after it and checked before the kernel's

@@ -133,7 +133,7 @@ pub unsafe fn plan(
     let kernel = kernel_key(info, f);
     let ask = match model.apply_learnt(kernel, words, accesses) {
         Lookup::Applied => engine::Ask::Skip,
-        Lookup::Unknown { kernel_seen: true } => engine::Ask::Measure,
+        Lookup::Unknown { kernel_seen: true } | Lookup::Sample => engine::Ask::Measure,
         Lookup::Unknown { kernel_seen: false } | Lookup::Unlearnable => engine::Ask::MeasureFirst,
     };
     if trace() && ask != engine::Ask::Skip {

@@ -6,7 +6,7 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastHasher, FastMap};
@@ -168,6 +168,34 @@ impl Words {
 struct Entry {
     words: Arc<[u64]>,
     known: Known,
+    /// Launches of its key since it was learnt, the one it was learnt from the first (or 3
+    /// since a sample replaced it): those whose count is a power of two from 4 on are
+    /// measured to check it ([`Lookup::Sample`]).
+    launches: AtomicU32,
+    /// Launches measured to check it whose footprint is still to come.
+    samples: AtomicU32,
+}
+
+impl Entry {
+    fn new(words: Arc<[u64]>, known: Known) -> Entry {
+        Entry { words, known, launches: AtomicU32::new(1), samples: AtomicU32::new(0) }
+    }
+
+    /// Whether a measured launch's footprint `measured` is what was learnt: the same extents,
+    /// in compatible directions, touching no residue that was not learnt. (Residues learnt
+    /// and not measured are no contradiction: a granule shared with a neighbour mixes its
+    /// residues in where the allocator put it.)
+    fn agrees(&self, measured: &Known) -> bool {
+        let (Known::Extents(learnt), Known::Extents(now)) = (&self.known, measured) else {
+            return self.known == *measured;
+        };
+        learnt.len() == now.len()
+            && learnt.iter().zip(now.iter()).all(|(l, m)| {
+                (l.slot, l.lo, l.len, l.cover) == (m.slot, m.lo, m.len, m.cover)
+                    && (l.mode == m.mode || l.mode == Mode::ReadWrite)
+                    && residue::within(m.residues, l.residues)
+            })
+    }
 }
 
 /// What is learnt of one kernel.
@@ -213,13 +241,30 @@ impl Kernel {
                 }
             }
             MapEntry::Vacant(v) => {
-                v.insert(Entry { words, known });
+                v.insert(Entry::new(words, known));
             }
         }
     }
 
+    /// Checks a launch measured as a sample of its key against what the key had learnt: a
+    /// footprint that contradicts it replaces it, and the key's next launches are measured
+    /// again. Returns false if the launch was not a sample.
+    fn check_sample(&mut self, words: &[u64], known: &Known) -> bool {
+        let key = self.key(words);
+        let Some(e) = self.keys.get_mut(&key) else { return false };
+        let sampled = e.samples.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        if sampled && !e.agrees(known) {
+            e.known = known.clone();
+            e.launches.store(3, Ordering::Relaxed);
+        }
+        sampled
+    }
+
     /// Learns from a measured launch: its words and what it touched.
     fn learn(&mut self, words: Arc<[u64]>, known: Known) {
+        if self.check_sample(&words, &known) {
+            return;
+        }
         let mut changed = false;
         let mut pointed: Vec<usize> = Vec::new();
         let footprint_hash = {
@@ -314,8 +359,19 @@ pub enum Lookup {
     /// Nothing learnt for this key yet: measure the launch. `kernel_seen`: a launch of its
     /// kernel was learnt before (this is a new key of it).
     Unknown { kernel_seen: bool },
+    /// Measure the launch to check what was learnt (its accesses are left as its parameters
+    /// say): a kernel whose footprint follows device data (an index buffer) must not be
+    /// mispredicted for good. The key's 4th, 8th, 16th... launches counted from the one it was
+    /// learnt from, and the next launch after a sample contradicted it: a logarithmic share
+    /// of its launches.
+    Sample,
     /// Its launches touch memory no parameter points into: measure every launch.
     Unlearnable,
+}
+
+/// Whether a learnt key's `n`th launch is measured to check what was learnt.
+fn sampled(n: u32) -> bool {
+    n >= 4 && n.is_power_of_two()
 }
 
 /// What was learnt, for the engine's trace at exit.
@@ -335,28 +391,49 @@ pub struct LearntSummary {
 impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
     /// learnt for its kernel and words, if anything was. A pointer that no extent was learnt
-    /// for was not followed: it goes, unless the measure is blind to it.
+    /// for was not followed: it goes, unless the measure is blind to it. A launch to measure as
+    /// a sample keeps its parameters' accesses (what its measure is learnt from) and is given
+    /// the learnt ones beside, without a slot: what it stands on if it cannot be measured (a
+    /// measured launch keeps none of them).
     pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
-        let extents = {
+        let (extents, sample) = {
             let Some(k) = self.kernels.get(&kernel) else {
                 return Lookup::Unknown { kernel_seen: false };
             };
-            match k.keys.get(&k.value().key(words)).map(|e| &e.known) {
-                None => return Lookup::Unknown { kernel_seen: true },
-                Some(Known::Unlearnable) => return Lookup::Unlearnable,
-                Some(Known::Extents(extents)) => extents.clone(),
+            let Some(e) = k.keys.get(&k.value().key(words)) else {
+                return Lookup::Unknown { kernel_seen: true };
+            };
+            match &e.known {
+                Known::Unlearnable => return Lookup::Unlearnable,
+                Known::Extents(extents) => {
+                    let sample = sampled(e.launches.fetch_add(1, Ordering::Relaxed) + 1);
+                    if sample {
+                        e.samples.fetch_add(1, Ordering::Relaxed);
+                    }
+                    (extents.clone(), sample)
+                }
             }
         };
-        accesses.retain_mut(|access| match access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
+        let learnt = |access: &Access, e: &Extent| Access {
+            addr: access.addr.wrapping_add_signed(e.lo),
+            len: e.len,
+            mode: e.mode,
+            exact: true,
+            residues: residue::moved(e.residues, (access.addr % 256) as i64),
+            ..*access
+        };
+        let extent = |access: &Access| access.slot.and_then(|s| extents.iter().find(|e| e.slot == s));
+        if sample {
+            let beside: Vec<Access> = accesses
+                .iter()
+                .filter_map(|a| Some(Access { slot: None, blind: false, ..learnt(a, extent(a)?) }))
+                .collect();
+            accesses.extend(beside);
+            return Lookup::Sample;
+        }
+        accesses.retain_mut(|access| match extent(access) {
             Some(e) => {
-                *access = Access {
-                    addr: access.addr.wrapping_add_signed(e.lo),
-                    len: e.len,
-                    mode: e.mode,
-                    exact: true,
-                    residues: residue::moved(e.residues, (access.addr % 256) as i64),
-                    ..*access
-                };
+                *access = learnt(access, e);
                 true
             }
             None => access.blind,

@@ -423,17 +423,22 @@ mod tests {
         // footprint again only a step later.
         let m = model();
         let chunk = |c: u64| 64 * (c + 1);
-        let mut measured_per_step = Vec::new();
+        let (mut measured_per_step, mut sampled_per_step) = (Vec::new(), Vec::new());
         for step in 0..6u64 {
             let bias_correction = 0x3f80_0000 + step * 977;
-            let mut measured = 0;
+            let (mut measured, mut sampled) = (0, 0);
             for c in 0..12 {
                 let words = [POINTER, chunk(c), bias_correction];
                 let mut at = vec![pointer(BASE, 0)];
-                if m.apply_learnt(1, &words, &mut at) == Lookup::Applied {
+                let lookup = m.apply_learnt(1, &words, &mut at);
+                if lookup == Lookup::Applied {
                     assert_eq!(span(&at[0]), (BASE, chunk(c), Mode::ReadWrite));
                 } else {
-                    measured += 1;
+                    if lookup == Lookup::Sample {
+                        sampled += 1;
+                    } else {
+                        measured += 1;
+                    }
                     m.learn(
                         &learning(1, &words),
                         &[pointer(BASE, 0)],
@@ -443,11 +448,49 @@ mod tests {
                 }
             }
             measured_per_step.push(measured);
+            sampled_per_step.push(sampled);
         }
         // In the second step, two chunks measured again each see the word changed under
         // their own footprint: it leaves the key, and every later launch stands on what was
         // learnt.
         assert_eq!(measured_per_step, [12, 2, 0, 0, 0, 0]);
+        // What was learnt is checked at each key's 4th launch (counting the one it was learnt
+        // from), and agrees.
+        assert_eq!(sampled_per_step, [0, 0, 0, 10, 2, 0]);
+    }
+
+    #[test]
+    fn a_sample_that_contradicts_what_was_learnt_replaces_it() {
+        // A gather: its words never change, the bytes it writes follow an index buffer.
+        let m = model();
+        let words = [POINTER, 64];
+        let (guess, first, second) =
+            ([pointer(BASE, 0)], [Access::new(BASE, 64, Mode::Write)], [Access::new(BASE + 4096, 64, Mode::Write)]);
+        m.learn(&learning(1, &words), &guess, exact(&first), op());
+        // Launches 2 to 16 of the key: the 4th, 8th and 16th are measured to check.
+        let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec())).collect();
+        let sampled: Vec<usize> =
+            (2..=16).zip(&lookups).filter(|(_, l)| **l == Lookup::Sample).map(|(n, _)| n).collect();
+        assert_eq!(sampled, [4, 8, 16]);
+        assert!(lookups.iter().all(|l| matches!(l, Lookup::Sample | Lookup::Applied)));
+        // The 16th launch's footprint: it moved. What was learnt gives way, and the next
+        // launch is measured again.
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        let mut at = guess.to_vec();
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
+        // Launches 6 and 7 applied, the 8th a sample that agrees: it changes nothing.
+        for _ in 6..8 {
+            m.apply_learnt(1, &words, &mut guess.to_vec());
+        }
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        let mut at = guess.to_vec();
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
+        assert_eq!(m.learnt_summary().keys, 1);
     }
 
     /// A small deterministic generator for the property test below.
