@@ -110,8 +110,9 @@ pub fn active() -> bool {
 }
 
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
-/// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
-/// the others are to be measured, and the kernel to learn under is returned, its words
+/// launch whose footprint was learnt gets the learnt accesses instead and is not measured,
+/// unless it is one that checks what was learnt ([`Lookup::Sample`]); the others are to be
+/// measured, and the kernel to learn under is returned, its words
 /// left in `words` ([`streamsan::model::footprint::learnt`]).
 ///
 /// # Safety
