@@ -35,7 +35,7 @@ impl Param {
     /// Whether it has a `CUtensorMap`'s shape (128 bytes, 64-byte aligned): memory reached
     /// through it by bulk tensor copies is not seen by the footprint patch.
     pub fn is_tensor_map(&self) -> bool {
-        self.size == 128 && self.offset % 64 == 0
+        self.size == 128 && self.offset.is_multiple_of(64)
     }
 }
 
