@@ -19,11 +19,14 @@ modes = sys.argv[4:] or ["exact", "learn", "params"]
 # as the one byte it points at (docs/footprints.md): the interior pointer, the pointer inside
 # a by-value struct and the view point at other bytes than the writer's, so it sees numba's
 # race alone (one array passed to both kernels, the writer's slot an output since it first
-# wrote fresh memory).
+# wrote fresh memory): the strided kernels' pointers and a struct's two buffers are of
+# unknown direction, which two kernels never conflict through.
 MEASURED = {"exact", "learn"}
 cases = [
     ("interior", [f"{build}/cases", "interior"], ("write_all", "sum_part"), MEASURED),
     ("struct", [f"{build}/cases", "struct"], ("fill_args", "fill_args"), MEASURED),
+    ("strided", [f"{build}/cases", "strided"], ("write_strided", "write_strided"), MEASURED),
+    ("pair", [f"{build}/cases", "pair"], ("fill_pair", "fill_pair"), MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),
