@@ -359,11 +359,11 @@ pub enum Lookup {
     /// Nothing learnt for this key yet: measure the launch. `kernel_seen`: a launch of its
     /// kernel was learnt before (this is a new key of it).
     Unknown { kernel_seen: bool },
-    /// Measure the launch to check what was learnt (its accesses are left as its parameters
-    /// say): a kernel whose footprint follows device data (an index buffer) must not be
-    /// mispredicted for good. The key's 4th, 8th, 16th... launches counted from the one it was
-    /// learnt from, and the next launch after a sample contradicted it: a logarithmic share
-    /// of its launches.
+    /// Measure the launch to check what was learnt (its parameters' accesses are kept, the
+    /// learnt ones given beside): a kernel whose footprint follows device data (an index
+    /// buffer) must not be mispredicted for good. The key's 4th, 8th, 16th... launches counted
+    /// from the one it was learnt from, and the next launch after a sample contradicted it: a
+    /// logarithmic share of its launches.
     Sample,
     /// Its launches touch memory no parameter points into: measure every launch.
     Unlearnable,
