@@ -167,10 +167,11 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_acce
 }
 
 // cp.async (SANITIZER_INSTRUCTION_MEMCPY_ASYNC): a read of `size` global bytes at `src` into
-// shared memory, which the global-memory class does not report.
+// shared memory, which the global-memory class does not report (`src` null: a copy of no
+// source bytes, which zero-fills).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_memcpy_async(
     void* userdata, uint64_t pc, void* src, uint32_t dst, uint32_t size) {
-    if (userdata != nullptr) record((Table*)userdata, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
+    if (userdata != nullptr && src != nullptr) record((Table*)userdata, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
     return SANITIZER_PATCH_SUCCESS;
 }
 
