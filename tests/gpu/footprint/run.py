@@ -27,6 +27,7 @@ cases = [
     ("interior", [f"{build}/cases", "interior"], ("write_all", "sum_part"), MEASURED),
     ("struct", [f"{build}/cases", "struct"], ("fill_args", "fill_args"), MEASURED),
     ("strided", [f"{build}/cases", "strided"], ("write_strided", "write_strided"), MEASURED),
+    ("async", [f"{build}/cases", "async"], ("write_all", "sum_async"), MEASURED),
     # params reports both twins of pair: a guess from the struct's words, which measured
     # footprints replace (docs/footprints.md), so it runs in the measured modes only.
     ("pair", [f"{build}/cases", "pair"], ("fill_pair", "fill_pair"), MEASURED, MEASURED),
