@@ -128,6 +128,41 @@ fn a_buffer_inside_a_by_value_struct_is_measured() {
 }
 
 #[test]
+fn a_struct_of_two_buffers_races_only_through_the_buffer_both_kernels_touch() {
+    // Each struct holds both addresses; each kernel follows one. A measurement replaces the
+    // parameters' guess: the address a kernel never followed is no access.
+    assert_exact_twins("pair", race("cross-stream-race", Some("WAW"), "write", "write"));
+    let (fixed, _) = run_rounds("pair", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
+fn interleaved_strided_writes_keep_their_gaps() {
+    // x[0::2] against x[1::2]: disjoint bytes, no race; x[0::2] against x[0::4]: a race.
+    assert_exact_twins("interleaved", race("cross-stream-race", Some("WAW"), "write", "write"));
+    let (fixed, _) = run_rounds("interleaved", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
+fn a_learnt_footprint_that_moves_with_device_data_is_caught_by_a_sample_and_replaced() {
+    // The gather's parameters never change; its index moves what it writes at round 20, into
+    // bytes B writes. Exact finds the race in each of rounds 20 to 39.
+    let rounds = 40;
+    let (exact, _) = run_rounds("indirect", "racy", "exact", rounds, &[]);
+    let found = |run: &Run| race_counts(run).iter().map(|(_, n)| n).sum::<u64>();
+    assert_eq!(found(&exact), 20, "{:?}", race_counts(&exact));
+    // Learnt at round 0, applied after, measured to check at its 4th, 8th, 16th and 32nd
+    // launches (rounds 3, 7, 15, 31): round 31 contradicts what was learnt and replaces it,
+    // round 32 is measured again, and every round from 31 on finds the race.
+    let (learn, log) = run_rounds("indirect", "racy", "learn", rounds, &[]);
+    assert_eq!(logged(&log, "measured", "footprint_indirect"), 7, "{log:?}");
+    assert_eq!(found(&learn), 9, "{:?}", race_counts(&learn));
+    let (fixed, _) = run_rounds("indirect", "fixed", "learn", rounds, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
 fn an_operation_issued_after_a_pending_launch_is_checked_against_its_footprint() {
     // The memset was checked before the kernel's footprint was known: the log finds it.
     assert_exact_twins("later", race("cross-stream-race", Some("WAR"), "read", "write"));
@@ -304,9 +339,11 @@ fn measured_launches_run_on_a_patched_twin_and_every_other_on_the_programs_own_c
     assert_eq!(counter(&run, " twins loaded"), 1, "{}", run.stderr());
     assert_eq!(log.iter().filter(|l| l.starts_with("patch ")).count(), 1, "{log:?}");
     // footprint_touch measured: round 1's 300 (nothing is learnt before the program first
-    // synchronizes), its reader's key once and the new key of each round; every other
-    // launch ran the program's code, and no launch ran patched without a table.
-    let measured = 300 + 1 + 8;
+    // synchronizes), its reader's key once, the new key of each round, and the checks of the
+    // learnt keys at their 4th, 8th, 16th... launches: the writer's at 4 to 2048 (its 2101
+    // launches after round 1's), the reader's at 4 and 8. Every other launch ran the program's
+    // code, and no launch ran patched without a table.
+    let measured = 300 + 1 + 8 + 10 + 2;
     assert_eq!(logged(&log, "measured", "footprint_touch"), measured, "{}", run.stderr());
     assert_eq!(logged(&log, "native", "footprint_touch"), 8 * (300 + 2) - measured, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("patched ")).count(), 0, "{log:?}");

@@ -57,6 +57,7 @@ pub mod lock;
 pub mod op;
 mod queries;
 pub mod race;
+pub mod residue;
 mod rules;
 pub mod shadow;
 pub mod streams;

@@ -74,11 +74,18 @@ pub struct Access {
     /// For a kernel's pointer, its byte offset in the kernel's parameters: where the model
     /// learns the direction of pointers of unknown direction ([`super::direction`]).
     pub slot: Option<u32>,
+    /// Which of its bytes it touched, modulo 256 ([`super::residue`]): a measured range's
+    /// gaps; [`super::residue::DENSE`] for every other access.
+    pub residues: u64,
+    /// A word of a by-value parameter shaped as a `CUtensorMap` (128 bytes, 64-byte aligned):
+    /// what a bulk tensor copy reaches through it, the footprint patch cannot see, so a
+    /// measured launch keeps this guess.
+    pub blind: bool,
 }
 
 impl Access {
     pub fn new(addr: u64, len: u64, mode: Mode) -> Access {
-        Access { addr, len, mode, exact: true, slot: None }
+        Access { addr, len, mode, exact: true, slot: None, residues: super::residue::DENSE, blind: false }
     }
 }
 

@@ -4,16 +4,19 @@
 
 use super::clock::{Epoch, Slot, VectorClock};
 use super::op::{Mode, OpRecord};
+use super::residue;
 
 /// Records kept per buffer before some are forgotten (possibly missing a race, never
 /// inventing one): the oldest of the slot that holds the most.
 pub const MAX_RECORDS: usize = 32;
 
-/// One access in the history: bytes `[lo, hi)`.
+/// One access in the history: bytes `[lo, hi)`, of them those of `residues`
+/// ([`residue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
     pub lo: u64,
     pub hi: u64,
+    pub residues: u64,
     pub mode: Mode,
     pub op: OpRecord,
 }
@@ -21,6 +24,11 @@ pub struct Record {
 impl Record {
     fn overlaps(&self, lo: u64, hi: u64) -> bool {
         self.lo < hi && lo < self.hi
+    }
+
+    /// Whether it may share a byte with `[lo, hi)` of `residues`.
+    fn shares(&self, lo: u64, hi: u64, residues: u64) -> bool {
+        self.overlaps(lo, hi) && residue::meet(self.residues, residues, self.lo.max(lo), self.hi.min(hi))
     }
 }
 
@@ -36,22 +44,23 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Every record that conflicts with an access of `[lo, hi)` in `mode` by the operation
-    /// `epoch`, whose clock is `clock`: overlapping, conflicting modes, and not ordered before
-    /// it.
+    /// Every record that conflicts with an access of `[lo, hi)` (`residues` of it) in `mode`
+    /// by the operation `epoch`, whose clock is `clock`: sharing bytes, conflicting modes, and
+    /// not ordered before it.
     pub fn conflicts<'a>(
         &'a self,
         lo: u64,
         hi: u64,
+        residues: u64,
         mode: Mode,
         epoch: Epoch,
         clock: &'a VectorClock,
     ) -> impl Iterator<Item = &'a Record> + 'a {
         // Earlier operations of the same slot are ordered before this one.
         let records = if self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
-        records
-            .iter()
-            .filter(move |r| r.overlaps(lo, hi) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock))
+        records.iter().filter(move |r| {
+            r.shares(lo, hi, residues) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
+        })
     }
 
     /// Whether `[lo, hi)` was never accessed (as far as the history knows, erring towards
@@ -67,7 +76,7 @@ impl Shadow {
     }
 
     /// Adds an access by an operation whose clock is `clock`, dropping what it supersedes.
-    pub fn record(&mut self, lo: u64, hi: u64, mode: Mode, op: OpRecord, clock: &VectorClock) {
+    pub fn record(&mut self, lo: u64, hi: u64, residues: u64, mode: Mode, op: OpRecord, clock: &VectorClock) {
         if matches!(mode, Mode::Write | Mode::ReadWrite) {
             // A write supersedes every earlier access to its bytes that it is ordered after:
             // keep only the parts of those records outside [lo, hi). An access it races with
@@ -88,6 +97,11 @@ impl Shadow {
                 if !((e.slot == slot && e.time <= time) || ordered_by(e, clock)) {
                     return true;
                 }
+                // A strided write supersedes only records whose bytes it surely covers.
+                let overlap = residue::of(r.lo.max(lo), r.hi.min(hi));
+                if !residue::within(r.residues & overlap, residues) {
+                    return true;
+                }
                 match (r.lo < lo, hi < r.hi) {
                     (false, false) => return false,
                     (true, true) => tails.push(Record { lo: hi, ..*r }),
@@ -104,7 +118,13 @@ impl Shadow {
             // A read (an unknown access) supersedes reads (unknown accesses) of the same or fewer
             // bytes that are ordered before it: whatever races with them races with it. Neither
             // supersedes the other kind, which conflicts with different accesses.
-            self.records.retain(|r| !(r.mode == mode && lo <= r.lo && r.hi <= hi && r.op.epoch.happens_before(clock)));
+            self.records.retain(|r| {
+                !(r.mode == mode
+                    && lo <= r.lo
+                    && r.hi <= hi
+                    && residue::within(r.residues, residues)
+                    && r.op.epoch.happens_before(clock))
+            });
         }
         let slot = op.epoch.slot;
         self.sole = match self.sole {
@@ -114,7 +134,7 @@ impl Shadow {
             _ if self.records.iter().all(|r| r.op.epoch.slot == slot) => Some(slot),
             _ => None,
         };
-        self.records.push(Record { lo, hi, mode, op });
+        self.records.push(Record { lo, hi, residues, mode, op });
         // A write that split records left a tail for each: as many may go as came.
         self.forget_beyond_bound();
     }
@@ -190,6 +210,7 @@ fn ordered_by(epoch: Epoch, clock: &VectorClock) -> bool {
 mod tests {
     use super::*;
     use crate::model::op::{StackId, ThreadId};
+    use crate::model::residue::DENSE;
 
     fn op(slot: u32, time: u32) -> OpRecord {
         OpRecord { api: "test", kernel: None, epoch: Epoch::new(slot, time), thread: ThreadId(1), site: StackId(0) }
@@ -206,24 +227,24 @@ mod tests {
     #[test]
     fn unordered_write_then_read_conflicts() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         let reader = clock(&[(2, 1)]);
         let on_2 = Epoch::new(2, 1);
-        assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &reader).count(), 1);
-        assert_eq!(s.conflicts(8, 9, Mode::Read, on_2, &reader).count(), 0, "disjoint bytes");
+        assert_eq!(s.conflicts(4, 5, DENSE, Mode::Read, on_2, &reader).count(), 1);
+        assert_eq!(s.conflicts(8, 9, DENSE, Mode::Read, on_2, &reader).count(), 0, "disjoint bytes");
         let ordered = clock(&[(1, 1), (2, 1)]);
-        assert_eq!(s.conflicts(4, 5, Mode::Read, on_2, &ordered).count(), 0);
+        assert_eq!(s.conflicts(4, 5, DENSE, Mode::Read, on_2, &ordered).count(), 0);
     }
 
     #[test]
     fn concurrent_reads_do_not_conflict_but_are_kept() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
-        s.record(0, 8, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        s.record(0, 8, DENSE, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
         assert_eq!(s.records().len(), 2);
         // A write ordered after only one of the reads conflicts with the other.
         let writer = clock(&[(1, 1), (3, 1)]);
-        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Write, Epoch::new(3, 1), &writer).collect();
+        let conflicts: Vec<_> = s.conflicts(0, 8, DENSE, Mode::Write, Epoch::new(3, 1), &writer).collect();
         assert_eq!(conflicts.len(), 1);
         assert_eq!(conflicts[0].op.epoch.slot, 2);
     }
@@ -231,43 +252,43 @@ mod tests {
     #[test]
     fn unknown_accesses_conflict_with_reads_and_writes_but_not_each_other() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Unknown, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Unknown, op(1, 1), &clock(&[(1, 1)]));
         let (other, on_2) = (clock(&[(2, 1)]), Epoch::new(2, 1));
-        assert_eq!(s.conflicts(0, 8, Mode::Unknown, on_2, &other).count(), 0);
-        assert_eq!(s.conflicts(0, 8, Mode::Read, on_2, &other).count(), 1);
-        assert_eq!(s.conflicts(0, 8, Mode::Write, on_2, &other).count(), 1);
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Unknown, on_2, &other).count(), 0);
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Read, on_2, &other).count(), 1);
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Write, on_2, &other).count(), 1);
         assert!(!s.untouched(0, 1) && s.untouched(8, 9));
     }
 
     #[test]
     fn records_of_one_stream_are_not_searched_by_that_stream() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
-        s.record(0, 8, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
+        s.record(0, 8, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
         // Stream 1's next access sees nothing to check, another stream's sees the write.
-        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 0);
-        assert_eq!(s.conflicts(0, 8, Mode::Read, Epoch::new(2, 1), &clock(&[(2, 1)])).count(), 1);
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 0);
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Read, Epoch::new(2, 1), &clock(&[(2, 1)])).count(), 1);
         // Once another stream's record is there, every check is made.
-        s.record(0, 8, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
-        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 1);
+        s.record(0, 8, DENSE, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Write, Epoch::new(1, 3), &clock(&[(1, 3)])).count(), 1);
         // A write of stream 1 ordered after it leaves stream 1 alone again.
-        s.record(0, 8, Mode::Write, op(1, 3), &clock(&[(1, 3), (2, 1)]));
-        assert_eq!(s.conflicts(0, 8, Mode::Write, Epoch::new(1, 4), &clock(&[(1, 4)])).count(), 0);
+        s.record(0, 8, DENSE, Mode::Write, op(1, 3), &clock(&[(1, 3), (2, 1)]));
+        assert_eq!(s.conflicts(0, 8, DENSE, Mode::Write, Epoch::new(1, 4), &clock(&[(1, 4)])).count(), 0);
     }
 
     #[test]
     fn an_ordered_read_supersedes_older_reads() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
-        s.record(0, 8, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
+        s.record(0, 8, DENSE, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Read, op(1, 2), &clock(&[(1, 2)]));
         assert_eq!(s.records().len(), 1);
     }
 
     #[test]
     fn a_write_trims_what_it_overwrites() {
         let mut s = Shadow::default();
-        s.record(0, 100, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
-        s.record(40, 60, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        s.record(0, 100, DENSE, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(40, 60, DENSE, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
         let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.mode)).collect();
         assert_eq!(ranges, vec![(0, 40, Mode::Read), (60, 100, Mode::Read), (40, 60, Mode::Write)]);
     }
@@ -275,27 +296,28 @@ mod tests {
     #[test]
     fn a_write_to_the_end_of_a_record_leaves_its_head_and_no_empty_tail() {
         let mut s = Shadow::default();
-        s.record(0, 100, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
-        s.record(40, 100, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        s.record(0, 100, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(40, 100, DENSE, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
         let ranges: Vec<_> = s.records().iter().map(|r| (r.lo, r.hi, r.op.epoch.time)).collect();
         assert_eq!(ranges, vec![(0, 40, 1), (40, 100, 2)]);
         // Nothing of the first write is left past byte 40: another stream's access there
         // races with the second write only.
         let reader = clock(&[(2, 1)]);
         let times: Vec<u32> =
-            s.conflicts(40, 101, Mode::Read, Epoch::new(2, 1), &reader).map(|r| r.op.epoch.time).collect();
+            s.conflicts(40, 101, DENSE, Mode::Read, Epoch::new(2, 1), &reader).map(|r| r.op.epoch.time).collect();
         assert_eq!(times, vec![2]);
     }
 
     #[test]
     fn a_write_keeps_the_access_it_races_with() {
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         // Stream 2 overwrites the bytes without waiting for stream 1: a race, reported then.
-        s.record(0, 8, Mode::Write, op(2, 1), &clock(&[(2, 1)]));
+        s.record(0, 8, DENSE, Mode::Write, op(2, 1), &clock(&[(2, 1)]));
         // A third stream ordered after stream 2 only still races with stream 1's write.
         let third = clock(&[(2, 1), (3, 1)]);
-        let conflicts: Vec<_> = s.conflicts(0, 8, Mode::Read, Epoch::new(3, 1), &third).map(|r| r.op.epoch).collect();
+        let conflicts: Vec<_> =
+            s.conflicts(0, 8, DENSE, Mode::Read, Epoch::new(3, 1), &third).map(|r| r.op.epoch).collect();
         assert_eq!(conflicts, vec![Epoch::new(1, 1)]);
     }
 
@@ -304,8 +326,8 @@ mod tests {
         // A measured launch (time 1 of slot 1) recorded after a later write of its own
         // stream (time 2): it is not ordered after that write, which stays.
         let mut s = Shadow::default();
-        s.record(0, 8, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
-        s.record(0, 8, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 8, DENSE, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        s.record(0, 8, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         let times: Vec<u32> = s.records().iter().map(|r| r.op.epoch.time).collect();
         assert_eq!(times, vec![2, 1]);
     }
@@ -314,7 +336,7 @@ mod tests {
     fn history_is_bounded() {
         let mut s = Shadow::default();
         for i in 0..(MAX_RECORDS as u64 + 10) {
-            s.record(i, i + 1, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
+            s.record(i, i + 1, DENSE, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
         }
         assert_eq!(s.records().len(), MAX_RECORDS);
         assert!(!s.untouched(0, 1), "a forgotten access still touched its bytes");
@@ -328,7 +350,7 @@ mod tests {
         let mut s = Shadow::default();
         for i in 0..(MAX_RECORDS as u64 + 10) {
             let t = i as u32 + 1;
-            s.record(100 + 2 * i, 101 + 2 * i, Mode::Read, op(1, t), &clock(&[(1, t)]));
+            s.record(100 + 2 * i, 101 + 2 * i, DENSE, Mode::Read, op(1, t), &clock(&[(1, t)]));
         }
         assert_eq!(s.records()[0].lo, 120);
         assert!(!s.untouched(100, 101) && !s.untouched(117, 118) && !s.untouched(118, 119), "forgotten");
@@ -340,12 +362,12 @@ mod tests {
     fn the_busiest_stream_s_oldest_record_is_forgotten_first() {
         // Stream 2 reads byte 0, stream 1 bytes from 1 on, stream 3 byte 1000 among them.
         let mut s = Shadow::default();
-        s.record(0, 1, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
+        s.record(0, 1, DENSE, Mode::Read, op(2, 1), &clock(&[(2, 1)]));
         for i in 1..(MAX_RECORDS as u64 + 10) {
             let t = i as u32;
-            s.record(i, i + 1, Mode::Read, op(1, t), &clock(&[(1, t)]));
+            s.record(i, i + 1, DENSE, Mode::Read, op(1, t), &clock(&[(1, t)]));
             if i == 5 {
-                s.record(1000, 1001, Mode::Read, op(3, 1), &clock(&[(3, 1)]));
+                s.record(1000, 1001, DENSE, Mode::Read, op(3, 1), &clock(&[(3, 1)]));
             }
         }
         let slots: Vec<_> = s.records().iter().map(|r| r.op.epoch.slot).collect();
@@ -359,7 +381,7 @@ mod tests {
         // Reads of [100, 142) by as many streams, a byte each: the ten oldest are forgotten.
         let mut s = Shadow::default();
         for i in 0..(MAX_RECORDS as u64 + 10) {
-            s.record(100 + i, 101 + i, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
+            s.record(100 + i, 101 + i, DENSE, Mode::Read, op(i as u32 + 1, 1), &clock(&[(i as u32 + 1, 1)]));
         }
         let kept: Vec<_> = s.records().iter().map(|r| r.lo).take(2).collect();
         assert_eq!(kept, vec![110, 111], "[100, 110) forgotten");
@@ -370,12 +392,29 @@ mod tests {
         // A memset of the whole buffer, then 64-byte writes into every other chunk: each
         // splits what the memset left into a head and a tail.
         let mut s = Shadow::default();
-        s.record(0, 128 * 1000, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 128 * 1000, DENSE, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
         for i in 0..1000u64 {
             let t = i as u32 + 2;
-            s.record(128 * i + 32, 128 * i + 96, Mode::Write, op(1, t), &clock(&[(1, t)]));
+            s.record(128 * i + 32, 128 * i + 96, DENSE, Mode::Write, op(1, t), &clock(&[(1, t)]));
             assert!(s.records().len() <= MAX_RECORDS, "{} records after {} writes", s.records().len(), i + 1);
         }
         assert!(!s.untouched(0, 1), "what was forgotten still counts as touched");
+    }
+
+    #[test]
+    fn strided_accesses_keep_their_gaps() {
+        const EVEN: u64 = 0x5555_5555_5555_5555;
+        let (other, on_2) = (clock(&[(2, 1)]), Epoch::new(2, 1));
+        // Floats x[0::2] written: x[1::2] on another stream is no race, x[0::4] is.
+        let mut s = Shadow::default();
+        s.record(0, 1020, EVEN, Mode::Write, op(1, 1), &clock(&[(1, 1)]));
+        assert_eq!(s.conflicts(4, 1024, !EVEN, Mode::Write, on_2, &other).count(), 0);
+        assert_eq!(s.conflicts(0, 1012, 0x1111_1111_1111_1111, Mode::Write, on_2, &other).count(), 1);
+        // A strided write after a dense read leaves the read its other bytes.
+        let mut s = Shadow::default();
+        s.record(0, 1024, DENSE, Mode::Read, op(1, 1), &clock(&[(1, 1)]));
+        s.record(0, 1020, EVEN, Mode::Write, op(1, 2), &clock(&[(1, 2)]));
+        assert_eq!(s.records().len(), 2);
+        assert_eq!(s.conflicts(4, 1024, !EVEN, Mode::Write, on_2, &other).count(), 1);
     }
 }

@@ -20,6 +20,11 @@
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
    the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
    footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
+   footprint_pair: a by-value struct of a triple and a second buffer's address it never
+   follows (CuSan's 13_struct_recursion: a struct of two buffers, each kernel using one).
+   footprint_indirect(u64 base, u64 index): reads the triple (offset, length, flags) at index
+   in device memory and touches `length` bytes at base + offset (a gather: its footprint
+   follows device data, not its parameters).
    footprint_packed(u32 length, u8 junk, u64 address, u64 flags): one triple whose length is
    a 4-byte parameter sharing its word with a byte that touches nothing (PyTorch's
    elementwise kernels: a size, then an empty lambda's unwritten byte). */
@@ -30,6 +35,9 @@ static const char PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     TOUCH_ENTRY("footprint_touch")
     ".visible .entry footprint_args(\n  .param .align 8 .b8 footprint_args_param_0[24]\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_indirect(\n"
+    "  .param .u64 footprint_indirect_param_0,\n  .param .u64 footprint_indirect_param_1\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_pair(\n  .param .align 8 .b8 footprint_pair_param_0[32]\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_step(\n"
     "  .param .u64 footprint_step_param_0,\n  .param .u64 footprint_step_param_1,\n"
     "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
@@ -46,7 +54,7 @@ static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
     TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, args, step, fresh[FRESH], beyond, packed, counted;
+static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted;
 
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
@@ -82,9 +90,15 @@ static void launch_args(CUstream s, CUdeviceptr p, unsigned long long len, unsig
     CHECK(cuLaunchKernel(args, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdeviceptr other) {
+    struct { unsigned long long p, len, flags, other; } a = {p, len, W, other};
+    void *params[] = {&a};
+    CHECK(cuLaunchKernel(pair, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -95,7 +109,7 @@ int main(int argc, char **argv) {
     CUmodule module, stateful;
     CUstream a, b;
     CUevent done;
-    CUdeviceptr x, y, big = 0;
+    CUdeviceptr x, y, index, big = 0;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -103,6 +117,8 @@ int main(int argc, char **argv) {
     CHECK(cuModuleLoadData(&module, PTX));
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
+    CHECK(cuModuleGetFunction(&pair, module, "footprint_pair"));
+    CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
     CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
     for (int i = 0; i < FRESH; i++) {
@@ -118,6 +134,7 @@ int main(int argc, char **argv) {
     CHECK(cuEventCreate(&done, 0));
     CHECK(cuMemAlloc_v2(&x, N));
     CHECK(cuMemAlloc_v2(&y, N));
+    CHECK(cuMemAlloc_v2(&index, 24));
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
     if (strcmp(scenario, "overflow") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
@@ -144,6 +161,31 @@ int main(int argc, char **argv) {
             launch_args(a, x, N, W);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_args(b, x + N / 4, N / 4, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "pair") == 0) {
+            /* A writes x, B writes y (fixed) or x (racy), each through a struct that holds
+               both buffers' addresses, with no wait. */
+            launch_pair(a, x, N, y);
+            launch_pair(b, fixed ? y : x, N, fixed ? x : y);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "interleaved") == 0) {
+            /* A writes the floats x[0::2] of x's first 64 KiB; B writes x[1::2] (fixed) or
+               x[0::4] (racy), with no wait: the bytes never overlap, or some do. */
+            launch_touch(a, x, STRIDED(8192, 4), W | SPACED(3));
+            if (fixed) launch_touch(b, x + 4, STRIDED(8192, 4), W | SPACED(3));
+            else launch_touch(b, x, STRIDED(4096, 4), W | SPACED(4));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "indirect") == 0) {
+            /* A's gather writes 64 bytes of x at the offset its index holds: the start of x
+               for 20 rounds, its middle after; B's memset writes 8 bytes of x's middle. Every
+               launch of the gather has the same parameters. */
+            unsigned long long triple[3] = {round < 20 ? 0 : N / 2, 64, W};
+            CHECK(cuMemcpyHtoDAsync_v2(index, triple, sizeof triple, a));
+            unsigned long long base = x, at = index;
+            void *params[] = {&base, &at};
+            CHECK(cuLaunchKernel(indirect, 1, 1, 1, 32, 1, 1, 0, a, params, NULL));
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            CHECK(cuMemsetD8Async(x + N / 2, 1, 8, b));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "later") == 0) {
             /* A's kernel reads x; B's memset, issued after it and checked before the kernel's

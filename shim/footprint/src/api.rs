@@ -22,6 +22,7 @@ pub const CBID_RESOURCE_MODULE_LOADED: u32 = 9;
 pub const CBID_RESOURCE_MODULE_UNLOAD_STARTING: u32 = 10;
 
 pub const INSTRUCTION_GLOBAL_MEMORY_ACCESS: u32 = 3;
+pub const INSTRUCTION_MEMCPY_ASYNC: u32 = 14;
 
 /// `Sanitizer_ResourceContextData`.
 #[repr(C)]

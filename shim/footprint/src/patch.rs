@@ -9,7 +9,10 @@ use crate::api;
 pub static IMAGE: &[u8] = include_bytes!("../patch/footprint.fatbin");
 
 /// Each instruction class the engine patches, and the patch function it calls.
-pub const INSTRUCTIONS: &[(u32, &CStr)] = &[(api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, c"streamsan_footprint_access")];
+pub const INSTRUCTIONS: &[(u32, &CStr)] = &[
+    (api::INSTRUCTION_GLOBAL_MEMORY_ACCESS, c"streamsan_footprint_access"),
+    (api::INSTRUCTION_MEMCPY_ASYNC, c"streamsan_footprint_memcpy_async"),
+];
 
 /// Asks the API to patch each of [`INSTRUCTIONS`] in `module` (before `sanitizerPatchModule`).
 ///

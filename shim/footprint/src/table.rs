@@ -7,8 +7,8 @@ pub const GRANULE_SHIFT: u32 = 16;
 pub const ENTRIES: usize = 1024;
 /// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved.
 pub const HEADER_BYTES: usize = 32;
-/// One entry: granule, flags, lo_inv, hi.
-pub const ENTRY_BYTES: usize = 16;
+/// One entry: granule, flags, lo_inv, hi, residues, reserved.
+pub const ENTRY_BYTES: usize = 32;
 /// A whole table.
 pub const TABLE_BYTES: usize = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
 
@@ -17,12 +17,27 @@ pub const READ: u32 = 1;
 pub const WRITE: u32 = 2;
 pub const ATOMIC: u32 = 4;
 
-/// Bytes `[lo, hi)` the launch accessed in the ways `flags` says.
+/// Residues of every byte: a range touched densely.
+pub const DENSE: u64 = u64::MAX;
+
+/// Bytes `[lo, hi)` the launch accessed in the ways `flags` says; of them, only bytes `b`
+/// whose residue bit `(b % 256) / 4` is set in `residues`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Range {
     pub lo: u64,
     pub hi: u64,
     pub flags: u32,
+    pub residues: u64,
+}
+
+/// The residue bits of `[addr, addr + size)`: one per 4-byte slot it covers, modulo 256
+/// bytes (the patch's `residues_of`).
+pub fn residues(addr: u64, size: u64) -> u64 {
+    let (first, last) = (addr >> 2, (addr + size.max(1) - 1) >> 2);
+    if last - first >= 63 {
+        return DENSE;
+    }
+    ((2u64 << (last - first)) - 1).rotate_left((first & 63) as u32)
 }
 
 /// What a launch was seen to touch.
@@ -50,12 +65,15 @@ pub fn read(table: &[u8]) -> Measured {
         lo: !u64_at(table, 8),
         hi: u64_at(table, 16),
         flags: u32_at(table, 4),
+        residues: DENSE,
     });
     let mut ranges: Vec<Range> = (0..ENTRIES)
         .filter_map(|i| {
             let at = HEADER_BYTES + i * ENTRY_BYTES;
             let (granule, flags, lo_inv, hi) =
                 (u32_at(table, at), u32_at(table, at + 4), u32_at(table, at + 8), u32_at(table, at + 12));
+            // Residues not yet or-ed in (never so once the kernel completed) read as dense.
+            let residues = Some(u64_at(table, at + 16)).filter(|&r| r != 0).unwrap_or(DENSE);
             // An entry claimed by a warp whose update other warps had not finished is still
             // whole by the time the kernel completes; lo_inv 0 would be an entry never
             // updated (not written by the patch), kept out rather than read as offset ~0.
@@ -63,20 +81,24 @@ pub fn read(table: &[u8]) -> Measured {
                 return None;
             }
             let base = u64::from(granule - 1) << GRANULE_SHIFT;
-            Some(Range { lo: base + u64::from(!lo_inv), hi: base + u64::from(hi), flags })
+            Some(Range { lo: base + u64::from(!lo_inv), hi: base + u64::from(hi), flags, residues })
         })
         .collect();
     merge(&mut ranges);
     Measured { ranges, overflow }
 }
 
-/// Sorts `ranges` and joins those of equal flags that overlap or touch.
+/// Sorts `ranges` and joins those of equal flags that overlap or touch (with the residues of
+/// both).
 pub fn merge(ranges: &mut Vec<Range>) {
     ranges.sort_unstable_by_key(|r| (r.flags, r.lo));
     let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
     for r in ranges.drain(..) {
         match out.last_mut() {
-            Some(last) if last.flags == r.flags && r.lo <= last.hi => last.hi = last.hi.max(r.hi),
+            Some(last) if last.flags == r.flags && r.lo <= last.hi => {
+                last.hi = last.hi.max(r.hi);
+                last.residues |= r.residues;
+            }
             _ => out.push(r),
         }
     }
@@ -114,6 +136,7 @@ pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
                 update32(table, at + 4, &|v| v | flags);
                 update32(table, at + 8, &|v| v.max(!lo));
                 update32(table, at + 12, &|v| v.max(hi));
+                update64(table, at + 16, &|v| v | residues(addr, u64::from(size)));
             }
             None => {
                 update32(table, 0, &|_| 1);
@@ -143,7 +166,7 @@ mod tests {
         // 1 MiB written in 128-byte warp steps: 16 granules, one range.
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
         let m = read(&fresh(&steps));
-        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + (1 << 20), flags: WRITE }]);
+        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + (1 << 20), flags: WRITE, residues: DENSE }]);
         assert_eq!(m.overflow, None);
     }
 
@@ -154,7 +177,10 @@ mod tests {
         // Two granules apart: two ranges, each byte-exact.
         assert_eq!(
             m.ranges,
-            vec![Range { lo, hi: lo + 4, flags: READ }, Range { lo: lo + 0x2_0000, hi: lo + 0x2_0004, flags: READ }]
+            vec![
+                Range { lo, hi: lo + 4, flags: READ, residues: residues(lo, 4) },
+                Range { lo: lo + 0x2_0000, hi: lo + 0x2_0004, flags: READ, residues: residues(lo, 4) }
+            ]
         );
     }
 
@@ -163,7 +189,10 @@ mod tests {
         let m = read(&fresh(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
         assert_eq!(m.ranges.len(), 2);
         let m = read(&fresh(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
-        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + 128, flags: READ | WRITE }]);
+        assert_eq!(
+            m.ranges,
+            vec![Range { lo: BASE, hi: BASE + 128, flags: READ | WRITE, residues: residues(BASE, 128) }]
+        );
     }
 
     #[test]
@@ -199,10 +228,10 @@ mod tests {
         assert_eq!(define("FOOTPRINT_ENTRIES"), ENTRIES as u64);
         assert_eq!(define("GRANULE_SHIFT"), u64::from(GRANULE_SHIFT));
         // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved: 8
-        // each) and 16-byte entries (four u32).
+        // each) and 32-byte entries (four u32, residues and reserved: 8 bytes each).
         assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8);
-        assert_eq!(ENTRY_BYTES, 4 * 4);
-        assert_eq!(TABLE_BYTES, 32 + 1024 * 16);
+        assert_eq!(ENTRY_BYTES, 4 * 4 + 8 + 8);
+        assert_eq!(TABLE_BYTES, 32 + 1024 * 32);
     }
 
     #[test]
@@ -215,11 +244,35 @@ mod tests {
             for (k, v) in [granule, flags, lo_inv, hi].into_iter().enumerate() {
                 table[HEADER_BYTES + 4 * k..HEADER_BYTES + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
             }
+            table[HEADER_BYTES + 16..HEADER_BYTES + 24].copy_from_slice(&residues(8, 2).to_le_bytes());
             read(&table)
         };
         assert_eq!(entry(5, READ, 0, 10), Measured::default());
         assert_eq!(entry(5, 0, !8, 10), Measured::default());
         let base = 4u64 << GRANULE_SHIFT;
-        assert_eq!(entry(5, READ, !8, 10).ranges, vec![Range { lo: base + 8, hi: base + 10, flags: READ }]);
+        assert_eq!(
+            entry(5, READ, !8, 10).ranges,
+            vec![Range { lo: base + 8, hi: base + 10, flags: READ, residues: residues(8, 2) }]
+        );
+    }
+
+    #[test]
+    fn strided_access_keeps_its_residues() {
+        // Floats x[0::2] and x[1::2] over 1 KiB: one hull each, disjoint residues.
+        let even: Vec<_> = (0..128u64).map(|i| (BASE + 8 * i, 4, WRITE)).collect();
+        let odd: Vec<_> = (0..128u64).map(|i| (BASE + 8 * i + 4, 4, WRITE)).collect();
+        let (even, odd) = (read(&fresh(&even)).ranges, read(&fresh(&odd)).ranges);
+        assert_eq!((even[0].lo, even[0].hi, even[0].residues), (BASE, BASE + 1020, 0x5555_5555_5555_5555));
+        assert_eq!((odd[0].lo, odd[0].hi, odd[0].residues), (BASE + 4, BASE + 1024, !0x5555_5555_5555_5555));
+    }
+
+    #[test]
+    fn residues_cover_each_slot_an_access_spans_and_wrap() {
+        assert_eq!(residues(0, 1), 1);
+        assert_eq!(residues(3, 2), 0b11);
+        assert_eq!(residues(252, 8), 1 << 63 | 1);
+        assert_eq!(residues(256 + 8, 16), 0b11 << 2 | 0b11 << 4);
+        assert_eq!(residues(4, 256), DENSE);
+        assert_eq!(residues(0, 252).count_ones(), 63);
     }
 }

@@ -118,10 +118,10 @@ pub fn active() -> bool {
 }
 
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
-/// launch whose footprint was learnt gets the learnt accesses instead and is not measured;
-/// the others are to be measured, and the kernel to learn under is returned, its words
-/// left in `words` ([`streamsan::model::footprint::learnt`]). The launch then goes through
-/// [`launch`].
+/// launch whose footprint was learnt gets the learnt accesses instead and is not measured,
+/// unless it is one that checks what was learnt ([`Lookup::Sample`]); the others are to be
+/// measured, and the kernel to learn under is returned, its words left in `words`
+/// ([`streamsan::model::footprint::learnt`]). The launch then goes through [`launch`].
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
@@ -133,7 +133,7 @@ pub unsafe fn plan(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
     shape: [u32; 6],
-    accesses: &mut [Access],
+    accesses: &mut Vec<Access>,
     words: &mut Vec<u64>,
 ) -> Option<u64> {
     let _timer = phases::start(Phase::FootprintPlan);
@@ -312,13 +312,8 @@ pub fn collect() {
     }
     let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
     let mut accesses = Vec::new();
-    let access = |r: &engine::Range| Access {
-        addr: r.lo,
-        len: r.hi - r.lo,
-        mode: measured_mode(r.flags),
-        exact: true,
-        slot: None,
-    };
+    let access =
+        |r: &engine::Range| Access { residues: r.residues, ..Access::new(r.lo, r.hi - r.lo, measured_mode(r.flags)) };
     engine::collect(&tickets, |ticket, measured| match measured {
         Some(measured) => {
             if trace() {

@@ -31,6 +31,14 @@ pub struct Param {
     pub read_only: bool,
 }
 
+impl Param {
+    /// Whether it has a `CUtensorMap`'s shape (128 bytes, 64-byte aligned): memory reached
+    /// through it by bulk tensor copies is not seen by the footprint patch.
+    pub fn is_tensor_map(&self) -> bool {
+        self.size == 128 && self.offset.is_multiple_of(64)
+    }
+}
+
 /// What streamsan knows of a kernel.
 #[derive(Debug, Default)]
 pub struct KernelInfo {
@@ -375,7 +383,8 @@ pub unsafe fn accesses(
     extra: *mut *mut c_void,
     out: &mut Vec<Access>,
 ) {
-    let mut scan = Scan { range: model.buffer_range(), data_words: &info.data_words, out, words: 0 };
+    let layout = &info.params[..];
+    let mut scan = Scan { range: model.buffer_range(), data_words: &info.data_words, params: layout, out, words: 0 };
     if !params.is_null() && !info.params.is_empty() {
         for (i, p) in info.params.iter().enumerate() {
             // SAFETY: one pointer per parameter, each to the parameter's value.
@@ -429,6 +438,8 @@ pub unsafe fn accesses(
 struct Scan<'a> {
     range: core::ops::Range<u64>,
     data_words: &'a StaleWords,
+    /// The kernel's layout: where its tensor maps lie.
+    params: &'a [Param],
     out: &'a mut Vec<Access>,
     words: usize,
 }
@@ -446,7 +457,7 @@ impl Scan<'_> {
                 (true, false) => Mode::ReadWrite,
                 (false, _) => Mode::Unknown,
             };
-            self.out.push(Access { addr, len: 1, mode, exact: true, slot: Some(slot as u32) });
+            self.out.push(Access { slot: Some(slot as u32), ..Access::new(addr, 1, mode) });
         }
     }
 
@@ -491,7 +502,9 @@ impl Scan<'_> {
     #[inline]
     fn judge_field(&mut self, addr: u64, slot: usize) {
         if self.range.contains(&addr) {
-            self.out.push(Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot as u32) });
+            let blind = self.params.iter().any(|p| p.is_tensor_map() && (p.offset..p.offset + p.size).contains(&slot));
+            let access = Access { exact: false, slot: Some(slot as u32), blind, ..Access::new(addr, 1, Mode::Unknown) };
+            self.out.push(access);
         } else if addr != 0 {
             let word = slot / 8;
             self.data_words.mark(word / 64, 1 << (word % 64));
@@ -592,6 +605,21 @@ mod tests {
         let base = 0x7f00_0000_0000u64;
         model.alloc(Alloc { base, size: 4096, kind: MemoryKind::Device, ctx: 1 }, None, &origin);
         (model, base)
+    }
+
+    /// A pointer inside a by-value parameter shaped as a tensor map (128 bytes, 64-byte
+    /// aligned) is one the footprint patch is blind to; inside any other structure it is not.
+    #[test]
+    fn a_pointer_in_a_tensor_map_is_marked_blind() {
+        let (model, base) = model_with_a_buffer();
+        for (offset, size, blind) in [(64, 128, true), (16, 128, false), (64, 120, false)] {
+            let info = kernel(true, offset, size);
+            let mut words = vec![0u64; (offset + size) / 8];
+            words[offset / 8 + 1] = base + 8;
+            let found = in_a_buffer(&model, &info, &mut words);
+            let marks: Vec<(u64, bool)> = found.iter().map(|a| (a.addr - base, a.blind)).collect();
+            assert_eq!(marks, [(8, blind)], "{size} bytes at {offset}");
+        }
     }
 
     /// A launch whose parameters come in one buffer (`extra`, as cuBLAS and Triton pass

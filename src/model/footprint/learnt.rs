@@ -6,7 +6,7 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::hash::{fast_map, FastHasher, FastMap};
@@ -14,6 +14,7 @@ use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
 use crate::model::op::{Access, Mode};
+use crate::model::residue;
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
 /// value is no part of the key.
@@ -52,6 +53,8 @@ pub struct Extent {
     /// From the pointer to the first byte touched (may be negative).
     lo: i64,
     len: u64,
+    /// Its residues relative to the pointer ([`residue`]): those of a pointer at 0.
+    residues: u64,
     /// Part of an overflowed table's cover: bytes that may not all have been touched.
     cover: bool,
 }
@@ -78,7 +81,9 @@ impl Known {
     /// input and an output that meet in one granule both read as read-write there, and where
     /// tensors meet follows the allocator: a word that differs between such footprints does
     /// not bear on them (and under one key their modes join). Read and write apart are
-    /// different footprints: a flag that turns a read into a write bears on it.
+    /// different footprints: a flag that turns a read into a write bears on it. Residues
+    /// are no part of it: a granule shared with a neighbouring tensor mixes in that tensor's
+    /// residues where the allocator put it (and under one key they join).
     fn same_bytes(&self, other: &Known) -> bool {
         let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
             return self == other;
@@ -118,6 +123,7 @@ fn add_extent(extents: &mut Vec<Extent>, e: Extent) {
                 mode: union(x.mode, e.mode),
                 lo,
                 len: (hi - lo) as u64,
+                residues: x.residues | e.residues,
                 cover: x.cover || e.cover,
             };
         }
@@ -162,6 +168,34 @@ impl Words {
 struct Entry {
     words: Arc<[u64]>,
     known: Known,
+    /// Launches of its key since it was learnt, the one it was learnt from the first (or 3
+    /// since a sample replaced it): those whose count is a power of two from 4 on are
+    /// measured to check it ([`Lookup::Sample`]).
+    launches: AtomicU32,
+    /// Launches measured to check it whose footprint is still to come.
+    samples: AtomicU32,
+}
+
+impl Entry {
+    fn new(words: Arc<[u64]>, known: Known) -> Entry {
+        Entry { words, known, launches: AtomicU32::new(1), samples: AtomicU32::new(0) }
+    }
+
+    /// Whether a measured launch's footprint `measured` is what was learnt: the same extents,
+    /// in compatible directions, touching no residue that was not learnt. (Residues learnt
+    /// and not measured are no contradiction: a granule shared with a neighbour mixes its
+    /// residues in where the allocator put it.)
+    fn agrees(&self, measured: &Known) -> bool {
+        let (Known::Extents(learnt), Known::Extents(now)) = (&self.known, measured) else {
+            return self.known == *measured;
+        };
+        learnt.len() == now.len()
+            && learnt.iter().zip(now.iter()).all(|(l, m)| {
+                (l.slot, l.lo, l.len, l.cover) == (m.slot, m.lo, m.len, m.cover)
+                    && (l.mode == m.mode || l.mode == Mode::ReadWrite)
+                    && residue::within(m.residues, l.residues)
+            })
+    }
 }
 
 /// What is learnt of one kernel.
@@ -207,13 +241,30 @@ impl Kernel {
                 }
             }
             MapEntry::Vacant(v) => {
-                v.insert(Entry { words, known });
+                v.insert(Entry::new(words, known));
             }
         }
     }
 
+    /// Checks a launch measured as a sample of its key against what the key had learnt: a
+    /// footprint that contradicts it replaces it, and the key's next launches are measured
+    /// again. Returns false if the launch was not a sample.
+    fn check_sample(&mut self, words: &[u64], known: &Known) -> bool {
+        let key = self.key(words);
+        let Some(e) = self.keys.get_mut(&key) else { return false };
+        let sampled = e.samples.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        if sampled && !e.agrees(known) {
+            e.known = known.clone();
+            e.launches.store(3, Ordering::Relaxed);
+        }
+        sampled
+    }
+
     /// Learns from a measured launch: its words and what it touched.
     fn learn(&mut self, words: Arc<[u64]>, known: Known) {
+        if self.check_sample(&words, &known) {
+            return;
+        }
         let mut changed = false;
         let mut pointed: Vec<usize> = Vec::new();
         let footprint_hash = {
@@ -308,8 +359,19 @@ pub enum Lookup {
     /// Nothing learnt for this key yet: measure the launch. `kernel_seen`: a launch of its
     /// kernel was learnt before (this is a new key of it).
     Unknown { kernel_seen: bool },
+    /// Measure the launch to check what was learnt (its parameters' accesses are kept, the
+    /// learnt ones given beside): a kernel whose footprint follows device data (an index
+    /// buffer) must not be mispredicted for good. The key's 4th, 8th, 16th... launches counted
+    /// from the one it was learnt from, and the next launch after a sample contradicted it: a
+    /// logarithmic share of its launches.
+    Sample,
     /// Its launches touch memory no parameter points into: measure every launch.
     Unlearnable,
+}
+
+/// Whether a learnt key's `n`th launch is measured to check what was learnt.
+fn sampled(n: u32) -> bool {
+    n >= 4 && n.is_power_of_two()
 }
 
 /// What was learnt, for the engine's trace at exit.
@@ -328,29 +390,54 @@ pub struct LearntSummary {
 
 impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for its kernel and words, if anything was.
-    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
-        let extents = {
+    /// learnt for its kernel and words, if anything was. A pointer that no extent was learnt
+    /// for was not followed: it goes, unless the measure is blind to it. A launch to measure as
+    /// a sample keeps its parameters' accesses (what its measure is learnt from) and is given
+    /// the learnt ones beside, without a slot: what it stands on if it cannot be measured (a
+    /// measured launch keeps none of them).
+    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
+        let (extents, sample) = {
             let Some(k) = self.kernels.get(&kernel) else {
                 return Lookup::Unknown { kernel_seen: false };
             };
-            match k.keys.get(&k.value().key(words)).map(|e| &e.known) {
-                None => return Lookup::Unknown { kernel_seen: true },
-                Some(Known::Unlearnable) => return Lookup::Unlearnable,
-                Some(Known::Extents(extents)) => extents.clone(),
+            let Some(e) = k.keys.get(&k.value().key(words)) else {
+                return Lookup::Unknown { kernel_seen: true };
+            };
+            match &e.known {
+                Known::Unlearnable => return Lookup::Unlearnable,
+                Known::Extents(extents) => {
+                    let sample = sampled(e.launches.fetch_add(1, Ordering::Relaxed) + 1);
+                    if sample {
+                        e.samples.fetch_add(1, Ordering::Relaxed);
+                    }
+                    (extents.clone(), sample)
+                }
             }
         };
-        for access in accesses.iter_mut() {
-            if let Some(e) = access.slot.and_then(|s| extents.iter().find(|e| e.slot == s)) {
-                *access = Access {
-                    addr: access.addr.wrapping_add_signed(e.lo),
-                    len: e.len,
-                    mode: e.mode,
-                    exact: true,
-                    slot: access.slot,
-                };
-            }
+        let learnt = |access: &Access, e: &Extent| Access {
+            addr: access.addr.wrapping_add_signed(e.lo),
+            len: e.len,
+            mode: e.mode,
+            exact: true,
+            residues: residue::moved(e.residues, (access.addr % 256) as i64),
+            ..*access
+        };
+        let extent = |access: &Access| access.slot.and_then(|s| extents.iter().find(|e| e.slot == s));
+        if sample {
+            let beside: Vec<Access> = accesses
+                .iter()
+                .filter_map(|a| Some(Access { slot: None, blind: false, ..learnt(a, extent(a)?) }))
+                .collect();
+            accesses.extend(beside);
+            return Lookup::Sample;
         }
+        accesses.retain_mut(|access| match extent(access) {
+            Some(e) => {
+                *access = learnt(access, e);
+                true
+            }
+            None => access.blind,
+        });
         self.applied.fetch_add(1, Ordering::Relaxed);
         Lookup::Applied
     }
@@ -405,9 +492,11 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
     };
     // The first pointer into `buffer` above `addr`.
     let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|g| g.addr).filter(|&a| a > addr).min();
-    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, cover: bool| {
+    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, residues: u64, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
-        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, cover }
+        // Relative to the pointer: exact where it is 4-byte aligned, else dense.
+        let residues = residue::moved(residues, -((p.addr % 256) as i64));
+        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, residues, cover }
     };
     let mut extents: Vec<Extent> = Vec::new();
     for m in measured.ranges {
@@ -421,7 +510,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
                 return Known::Unlearnable;
             };
             let end = hi.min(buffer.1).min(next_pointer(buffer, lo).unwrap_or(u64::MAX));
-            add_extent(&mut extents, extent(&p, lo, end, m.mode, false));
+            add_extent(&mut extents, extent(&p, lo, end, m.mode, m.residues, false));
             lo = end;
         }
     }
@@ -441,7 +530,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
             let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
             if plo < phi {
                 let p = pointer(buffer, plo).expect("a pointer into the buffer");
-                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, true));
+                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, residue::DENSE, true));
             }
         }
     }
@@ -453,7 +542,7 @@ mod tests {
     use super::*;
 
     fn extent(lo: i64, len: u64, mode: Mode) -> Extent {
-        Extent { slot: 8, mode, lo, len, cover: false }
+        Extent { slot: 8, mode, lo, len, residues: residue::DENSE, cover: false }
     }
 
     #[test]

@@ -29,8 +29,8 @@ pub(in crate::model) struct Pending {
     pub(in crate::model) clock: VectorClock,
     /// Buffers numbered from here were allocated after it was issued.
     pub(in crate::model) next_buffer: u64,
-    /// What its parameters say (the union with what is measured: memory reached without a
-    /// patch point, such as Hopper's bulk tensor copies, is seen by no measure).
+    /// What its parameters say (what stands for memory reached without a patch point, such as
+    /// Hopper's bulk tensor copies, which no measure sees).
     pub(in crate::model) guess: Vec<Access>,
     /// Its kernel and words, to learn its footprint from ([`super::learnt`]), in
     /// `footprint=learn`.
@@ -43,6 +43,8 @@ pub(in crate::model) struct Logged {
     pub(in crate::model) seq: u64,
     pub(in crate::model) lo: u64,
     pub(in crate::model) hi: u64,
+    /// Of `[lo, hi)`, the bytes it touched ([`crate::model::residue`]).
+    pub(in crate::model) residues: u64,
     pub(in crate::model) mode: Mode,
     /// A free: the buffer it freed, as it was (freed host memory is forgotten at once).
     pub(in crate::model) freed: Option<BufferFacts>,
@@ -142,14 +144,12 @@ impl PendingLaunches {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Logs an access to the buffer `buffer` (or its free, `freed`) by `op` with clock
-    /// `clock`, if a launch is pending.
+    /// Logs an access of `bytes` (`[lo, hi)` and its residues) to the buffer `buffer` (or
+    /// its free, `freed`) by `op` with clock `clock`, if a launch is pending.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &self,
-        lo: u64,
-        hi: u64,
+        (lo, hi, residues): (u64, u64, u64),
         mode: Mode,
         buffer: u64,
         freed: Option<BufferFacts>,
@@ -164,7 +164,7 @@ impl PendingLaunches {
             return;
         }
         window.seq += 1;
-        let entry = Logged { seq: window.seq, lo, hi, mode, freed, buffer, op, knew: window.knew(clock) };
+        let entry = Logged { seq: window.seq, lo, hi, residues, mode, freed, buffer, op, knew: window.knew(clock) };
         window.push(entry, &self.dropped);
     }
 
@@ -251,6 +251,7 @@ impl PendingLaunches {
                 seq: pending.seq,
                 lo: a.addr,
                 hi: a.addr + a.len.max(1),
+                residues: a.residues,
                 mode: a.mode,
                 freed: None,
                 buffer: buffer(a.addr),
@@ -276,7 +277,8 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
         let (a, b) = (out[i], out[i + 1]);
         let hi = (a.addr + a.len).max(b.addr + b.len);
         let mode = if a.mode == b.mode { a.mode } else { Mode::ReadWrite };
-        out[i] = Access { addr: a.addr, len: hi - a.addr, mode, exact: a.exact && b.exact, slot: None };
+        let exact = a.exact && b.exact;
+        out[i] = Access { exact, residues: a.residues | b.residues, ..Access::new(a.addr, hi - a.addr, mode) };
         out.remove(i + 1);
     }
     out
@@ -286,6 +288,7 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
 mod tests {
     use super::*;
     use crate::model::op::Origin;
+    use crate::model::residue::DENSE;
 
     fn op(slot: Slot, time: u32) -> OpRecord {
         OpRecord::new(&Origin::test("cuLaunchKernel", 1), None, Epoch::new(slot, time))
@@ -308,7 +311,7 @@ mod tests {
 
     /// A write of 8 bytes at `lo` on slot 9, which knows no pending launch.
     fn observe(launches: &PendingLaunches, lo: u64) {
-        launches.observe(lo, lo + 8, Mode::Write, 0, None, op(9, 1), &VectorClock::default());
+        launches.observe((lo, lo + 8, DENSE), Mode::Write, 0, None, op(9, 1), &VectorClock::default());
     }
 
     fn starts(logged: &[Logged]) -> Vec<u64> {
@@ -397,7 +400,8 @@ mod tests {
     }
 
     fn logged(seq: u64) -> Logged {
-        Logged { seq, lo: 0, hi: 8, mode: Mode::Write, freed: None, buffer: 1, op: op(1, seq as u32), knew: Vec::new() }
+        let op = op(1, seq as u32);
+        Logged { seq, lo: 0, hi: 8, residues: DENSE, mode: Mode::Write, freed: None, buffer: 1, op, knew: Vec::new() }
     }
 
     #[test]

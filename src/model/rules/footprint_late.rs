@@ -11,6 +11,7 @@ use crate::model::footprint::measured::Footprint;
 use crate::model::footprint::pending::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
 use crate::model::op::{Access, OpRecord, StackId, ThreadId};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use crate::model::residue;
 use crate::model::streams::StreamRef;
 use crate::model::{Model, Work};
 use crate::phases::{self, Phase};
@@ -78,7 +79,7 @@ impl Model {
         let Some((pending, later)) = self.pending.take(ticket) else {
             return;
         };
-        let accesses = self.union(&pending, measured);
+        let accesses = self.taken(&pending, measured);
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             let _timer = phases::start(Phase::FootprintLearn);
             self.learn(learning, &pending.guess, measured, pending.op);
@@ -94,7 +95,11 @@ impl Model {
             if entry.buffer >= pending.next_buffer {
                 continue;
             }
-            for access in accesses.iter().filter(|a| a.addr < entry.hi && entry.lo < a.addr + a.len.max(1)) {
+            let shares = |a: &&Access| {
+                let (lo, hi) = (a.addr.max(entry.lo), (a.addr + a.len.max(1)).min(entry.hi));
+                lo < hi && (entry.freed.is_some() || residue::meet(a.residues, entry.residues, lo, hi))
+            };
+            for access in accesses.iter().filter(shares) {
                 if entry.freed.is_none() && !access.mode.conflicts_with(entry.mode) {
                     continue;
                 }
@@ -130,16 +135,17 @@ impl Model {
     }
 
     /// What the launch is taken to have touched: its measured ranges and cover, joined per
-    /// buffer to at most [`MAX_RANGES_PER_BUFFER`], and its parameters' accesses to buffers
-    /// the measure did not see.
-    fn union(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
+    /// buffer to at most [`MAX_RANGES_PER_BUFFER`]; of its parameters' accesses, only those
+    /// the measure is blind to (pointers inside tensor maps, which bulk copies follow). A
+    /// measurement replaces the guess: a pointer the kernel did not follow is no access.
+    fn taken(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
         let Some(measured) = measured else {
             return pending.guess.clone();
         };
         let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
         out.sort_unstable_by_key(|a| a.addr);
         // Each range's buffer, looked up once.
-        let mut ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id(a.addr)).collect();
+        let ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id(a.addr)).collect();
         let mut compact: Vec<Access> = Vec::with_capacity(out.len());
         let mut i = 0;
         while i < out.len() {
@@ -151,13 +157,7 @@ impl Model {
             compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
             i = j;
         }
-        for g in &pending.guess {
-            let id = self.buffer_id(g.addr);
-            if id.is_some() && !ids.contains(&id) {
-                compact.push(*g);
-                ids.push(id);
-            }
-        }
+        compact.extend(pending.guess.iter().filter(|g| g.blind));
         compact
     }
 
@@ -316,5 +316,35 @@ mod tests {
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], cover: None }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::FreeRace]);
+    }
+
+    /// A measurement replaces the guess: a pointer into a buffer the kernel never touched is
+    /// no access of it, unless it lies in a tensor map, which bulk copies follow unmeasured.
+    #[test]
+    fn a_measured_launch_keeps_only_the_guesses_the_measure_is_blind_to() {
+        const OTHER: u64 = BUFFER + 0x1000;
+        for blind in [false, true] {
+            let model = a_pending_launch(Mode::Write);
+            model.alloc(Alloc { base: OTHER, ..buffer() }, None, &Origin::test("cuMemAlloc", 4));
+            let params = [
+                Access::new(BUFFER, 8, Mode::Write),
+                Access { blind, exact: false, ..Access::new(OTHER, 1, Mode::Unknown) },
+            ];
+            let work = Work {
+                origin: Origin::test("cuLaunchKernel", 5),
+                kernel: Some(KernelId(1)),
+                accesses: &params,
+                host: HostEffect::None,
+            };
+            assert!(model.launch_pending(S1, work, 8, None));
+            let write = [Access::new(OTHER, 8, Mode::Write)];
+            let origin = Origin::test("cuMemsetD8Async", 6);
+            model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+            let measured = [Access::new(BUFFER, 8, Mode::Write)];
+            for ticket in [7, 8] {
+                model.launch_measured(ticket, Some(Footprint { ranges: &measured, cover: None }));
+            }
+            assert_eq!(model.races().len(), usize::from(blind), "blind {blind}: {:?}", model.races());
+        }
     }
 }

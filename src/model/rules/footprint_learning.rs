@@ -12,8 +12,9 @@ use crate::phases::{self, Tally};
 
 impl Model {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for its kernel and words, if anything was.
-    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut [Access]) -> Lookup {
+    /// learnt for its kernel and words, if anything was: a pointer it was not seen to follow
+    /// is no access, unless the measure is blind to it ([`Access::blind`]).
+    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
         self.learnt.apply(kernel, words, accesses)
     }
 
@@ -78,7 +79,7 @@ mod tests {
     }
 
     fn pointer(addr: u64, slot: u32) -> Access {
-        Access { addr, len: 1, mode: Mode::Unknown, exact: false, slot: Some(slot) }
+        Access { exact: false, slot: Some(slot), ..Access::new(addr, 1, Mode::Unknown) }
     }
 
     fn learning(kernel: u64, words: &[u64]) -> Learning {
@@ -105,7 +106,7 @@ mod tests {
         // Exact ranges, no cover: nothing to note.
         assert!(m.notes.entries().is_empty(), "{:?}", m.notes.entries());
         // A later launch with the same words, its pointers 256 bytes further on.
-        let mut later = [pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
+        let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 256, SIZE / 2, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
@@ -121,7 +122,7 @@ mod tests {
         alloc(&m, 0x40_0000, SIZE);
         let words = [POINTER];
         m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]), op());
-        assert_eq!(m.apply_learnt(1, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(1, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 1, ignored_words: 0, applied: 0 };
         assert_eq!(m.learnt_summary(), summary);
     }
@@ -133,7 +134,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         let words = [POINTER, POINTER];
         m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op());
-        let mut later = guess;
+        let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + SIZE, 16, Mode::Write));
@@ -156,7 +157,7 @@ mod tests {
             }
             m.learn(&learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured), op());
         }
-        let mut later = [pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
+        let mut later = vec![pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 8 * n, n, Mode::Read));
         assert_eq!(span(&later[1]), (BASE + 9 * n, n, Mode::Read));
@@ -174,7 +175,7 @@ mod tests {
         let words = [POINTER, POINTER];
         let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
         m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
-        let mut later = [pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
+        let mut later = vec![pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + 0x200_0000, 64, Mode::Write));
@@ -184,18 +185,17 @@ mod tests {
         let both = [Access::new(BASE + 16, 8, Mode::Read), Access::new(BASE + 2 * SIZE + 8, 8, Mode::Read)];
         m.learn(&learning(1, &words), &guess, exact(&both), op());
         assert_eq!(m.learnt_summary().covers, 1);
-        // A cover ending where the second parameter's buffer starts leaves that parameter
-        // its own access.
+        // A cover ending where the second parameter's buffer starts: that parameter's pointer
+        // was not followed, and is no access.
         let short = Access::new(BASE + 64, SIZE - 64, Mode::Write);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         m.learn(&learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) }, op());
-        let mut later = guess;
+        let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(3, &words, &mut later), Lookup::Applied);
-        assert_eq!(span(&later[0]), (BASE + 64, SIZE - 64, Mode::Write));
-        assert_eq!(span(&later[1]), (BASE + SIZE, 1, Mode::Unknown));
+        assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 64, SIZE - 64, Mode::Write)]);
         // A cover ending in a buffer no parameter points into: memory reached through memory.
         m.learn(&learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) }, op());
-        assert_eq!(m.apply_learnt(2, &words, &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
     }
 
     #[test]
@@ -205,12 +205,12 @@ mod tests {
         let measured = [Access::new(BASE, 64, Mode::Write)];
         // Words: the pointer, a size (64), a step count.
         for step in 0..u64::from(IGNORED_AFTER) {
-            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut [pointer(BASE, 0)]), Lookup::Applied);
+            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
             m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op());
         }
         // Step IGNORED_AFTER: a second change with the same footprint.
         m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op());
-        let mut fresh = [pointer(BASE + 128, 0)];
+        let mut fresh = vec![pointer(BASE + 128, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
         assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
         // The size still makes a key of its own.
@@ -241,7 +241,7 @@ mod tests {
             m.learn(&learning(1, &[POINTER, POINTER, step]), &guess, exact(&measured), op());
         }
         // The offset left the key: a launch with a new one is given what was learnt.
-        let mut later = [pointer(low + 128, 0), pointer(high + 256, 8)];
+        let mut later = vec![pointer(low + 128, 0), pointer(high + 256, 8)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 1000], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (low + 128, 64, Mode::Read));
         assert_eq!(span(&later[1]), (high + 256, 64, Mode::Write));
@@ -268,7 +268,7 @@ mod tests {
         for stale in 3..6 {
             m.learn(&learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)), op());
         }
-        let mut later = [pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
+        let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 256, 64, Mode::Write));
     }
@@ -284,7 +284,7 @@ mod tests {
             let measured = [Access::new(BASE, 64, input), Access::new(BASE + SIZE / 2, 64, Mode::Write)];
             m.learn(&learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured), op());
         }
-        let mut later = guess;
+        let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::ReadWrite));
         // A read that a flag turns into a write is another footprint: the flag stays.
@@ -306,7 +306,7 @@ mod tests {
         for stale in 2..5 {
             m.learn(&learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)), op());
         }
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut [pointer(BASE, 0)]), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
     }
 
     #[test]
@@ -321,8 +321,8 @@ mod tests {
             m.learn(&learning(1, &[POINTER, 0]), &guess, exact(&elsewhere), op());
             m.learn(&learning(1, &[POINTER, 1]), &guess, exact(&write(64)), op());
         }
-        assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut [pointer(BASE, 0)]), Lookup::Applied);
-        assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut [pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
     }
 
     #[test]
@@ -335,7 +335,7 @@ mod tests {
         for _ in 0..3 {
             m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op());
         }
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.apply_learnt(1, &[POINTER, 128], &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 128, Mode::Write));
@@ -356,7 +356,7 @@ mod tests {
             m.learn(&learning(1, &[POINTER, n]), &guess, exact(&write(128)), op());
         }
         assert_eq!(m.learnt_summary().ignored_words, 0);
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 4096], &mut at), Lookup::Unknown { kernel_seen: true });
     }
 
@@ -385,7 +385,7 @@ mod tests {
             m.learn(&words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured), op());
         }
         assert_eq!(m.learnt_summary().ignored_words, 3);
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words(77, 77, 77).words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 64, Mode::Write));
     }
@@ -397,12 +397,12 @@ mod tests {
         let words = [POINTER, 1];
         m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
         m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op());
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // A third, inside the hull of the two, leaves it whole.
         m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]), op());
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // Under another key, two extents past the pointer: their hull starts past it too.
@@ -410,7 +410,7 @@ mod tests {
         for at in [BASE + 16, BASE + 48] {
             m.learn(&learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]), op());
         }
-        let mut at = [pointer(BASE, 0)];
+        let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE + 16, 48, Mode::Write));
     }
@@ -423,17 +423,22 @@ mod tests {
         // footprint again only a step later.
         let m = model();
         let chunk = |c: u64| 64 * (c + 1);
-        let mut measured_per_step = Vec::new();
+        let (mut measured_per_step, mut sampled_per_step) = (Vec::new(), Vec::new());
         for step in 0..6u64 {
             let bias_correction = 0x3f80_0000 + step * 977;
-            let mut measured = 0;
+            let (mut measured, mut sampled) = (0, 0);
             for c in 0..12 {
                 let words = [POINTER, chunk(c), bias_correction];
-                let mut at = [pointer(BASE, 0)];
-                if m.apply_learnt(1, &words, &mut at) == Lookup::Applied {
+                let mut at = vec![pointer(BASE, 0)];
+                let lookup = m.apply_learnt(1, &words, &mut at);
+                if lookup == Lookup::Applied {
                     assert_eq!(span(&at[0]), (BASE, chunk(c), Mode::ReadWrite));
                 } else {
-                    measured += 1;
+                    if lookup == Lookup::Sample {
+                        sampled += 1;
+                    } else {
+                        measured += 1;
+                    }
                     m.learn(
                         &learning(1, &words),
                         &[pointer(BASE, 0)],
@@ -443,11 +448,49 @@ mod tests {
                 }
             }
             measured_per_step.push(measured);
+            sampled_per_step.push(sampled);
         }
         // In the second step, two chunks measured again each see the word changed under
         // their own footprint: it leaves the key, and every later launch stands on what was
         // learnt.
         assert_eq!(measured_per_step, [12, 2, 0, 0, 0, 0]);
+        // What was learnt is checked at each key's 4th launch (counting the one it was learnt
+        // from), and agrees.
+        assert_eq!(sampled_per_step, [0, 0, 0, 10, 2, 0]);
+    }
+
+    #[test]
+    fn a_sample_that_contradicts_what_was_learnt_replaces_it() {
+        // A gather: its words never change, the bytes it writes follow an index buffer.
+        let m = model();
+        let words = [POINTER, 64];
+        let (guess, first, second) =
+            ([pointer(BASE, 0)], [Access::new(BASE, 64, Mode::Write)], [Access::new(BASE + 4096, 64, Mode::Write)]);
+        m.learn(&learning(1, &words), &guess, exact(&first), op());
+        // Launches 2 to 16 of the key: the 4th, 8th and 16th are measured to check.
+        let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec())).collect();
+        let sampled: Vec<usize> =
+            (2..=16).zip(&lookups).filter(|(_, l)| **l == Lookup::Sample).map(|(n, _)| n).collect();
+        assert_eq!(sampled, [4, 8, 16]);
+        assert!(lookups.iter().all(|l| matches!(l, Lookup::Sample | Lookup::Applied)));
+        // The 16th launch's footprint: it moved. What was learnt gives way, and the next
+        // launch is measured again.
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        let mut at = guess.to_vec();
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
+        // Launches 6 and 7 applied, the 8th a sample that agrees: it changes nothing.
+        for _ in 6..8 {
+            m.apply_learnt(1, &words, &mut guess.to_vec());
+        }
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        let mut at = guess.to_vec();
+        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
+        assert_eq!(m.learnt_summary().keys, 1);
     }
 
     /// A small deterministic generator for the property test below.
@@ -490,7 +533,7 @@ mod tests {
                     _ => (Mode::Read, 0),
                 };
                 let truth = [Access::new(p, n + extra, mode), Access::new(q + 16, n / 2, Mode::Write)];
-                let mut at = guess;
+                let mut at = guess.to_vec();
                 if m.apply_learnt(kernel, &words, &mut at) == Lookup::Applied {
                     applied += 1;
                     for (t, a) in truth.iter().zip(&at) {

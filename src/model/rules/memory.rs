@@ -9,6 +9,7 @@ use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
 use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
+use crate::model::residue::DENSE;
 use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
 
@@ -98,7 +99,7 @@ impl Model {
         buffer.mark_freed(&mut state, op);
         state.shadow.clear();
         drop(state);
-        self.pending.observe(buffer.base, buffer.end(), Mode::Write, buffer.id, Some(facts), op, clock);
+        self.pending.observe((buffer.base, buffer.end(), DENSE), Mode::Write, buffer.id, Some(facts), op, clock);
         if buffer.kind.is_host() {
             // Freed pinned or unregistered host memory is the system allocator's again:
             // copies at those addresses later are copies of ordinary pageable memory.

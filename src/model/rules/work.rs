@@ -82,7 +82,7 @@ impl Model {
                     }
                     phases::tally(Tally::ShadowRecords, state.shadow.records().len());
                     phases::tally(Tally::RecordsCompared, state.shadow.compared(op.epoch));
-                    for earlier in state.shadow.conflicts(lo, hi, mode, op.epoch, clock) {
+                    for earlier in state.shadow.conflicts(lo, hi, access.residues, mode, op.epoch, clock) {
                         // Checked late, the launch meets what the log checks: skip it here.
                         if checked.issued_later(&earlier.op.epoch) {
                             continue;
@@ -102,10 +102,10 @@ impl Model {
                     }
                     // Checked late, it supersedes only what it is ordered after: never the
                     // records of operations issued after it.
-                    state.shadow.record(lo, hi, mode, op, clock);
+                    state.shadow.record(lo, hi, access.residues, mode, op, clock);
                     drop(state);
                     if let Checked::Now = checked {
-                        self.pending.observe(lo, hi, mode, buffer.id, None, op, clock);
+                        self.pending.observe((lo, hi, access.residues), mode, buffer.id, None, op, clock);
                     }
                     hi
                 }

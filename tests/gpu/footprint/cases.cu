@@ -3,9 +3,18 @@
 //                                stream A writes all of p
 //   cases struct racy|fixed      a kernel taking its buffer inside a by-value struct,
 //                                launched on two streams
-// "fixed" orders the second stream after the first with an event. Prints a checksum; exit 0.
+//   cases strided racy|fixed     stream A writes the floats p[0::2], stream B p[0::4] (racy)
+//                                or p[1::2] (fixed: the bytes never overlap)
+//   cases async racy|fixed       stream B reads p only through cp.async (into shared memory)
+//                                while stream A writes all of p
+//   cases pair racy|fixed        a by-value struct holding two buffers, passed to a kernel on
+//                                each stream: both write the first (racy), or each its own
+//                                (fixed: CuSan's 13_struct_recursion)
+// "fixed" orders the second stream after the first with an event, but for strided and pair,
+// whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdio>
 #include <cstring>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 4; } } while (0)
@@ -30,8 +39,41 @@ extern "C" __global__ void fill_args(Args a) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) a.out[i] = a.value;
 }
 
+extern "C" __global__ void write_strided(float* p, int count, int stride, float value) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) p[i * stride] = value;
+}
+
+// Reads its input only with cp.async, which the global-memory instruction class does not
+// report: the footprint patch sees it through SANITIZER_INSTRUCTION_MEMCPY_ASYNC.
+extern "C" __global__ void sum_async(const float* in, int n, float* out) {
+    __shared__ float tile[256];
+    float s = 0;
+    for (int base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        int i = base + threadIdx.x;
+        if (i < n) __pipeline_memcpy_async(&tile[threadIdx.x], &in[i], sizeof(float));
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+        if (i < n) s += tile[threadIdx.x];
+        __syncthreads();
+    }
+    atomicAdd(out, s);
+}
+
+struct Pair {
+    float* first;
+    float* second;
+    int n;
+    int which;
+    float value;
+};
+
+extern "C" __global__ void fill_pair(Pair s) {
+    float* out = s.which ? s.second : s.first;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < s.n; i += gridDim.x * blockDim.x) out[i] = s.value;
+}
+
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -39,8 +81,10 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
     CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    float *p, *out;
+    float *p, *q, *out;
     CHECK(cudaMalloc(&p, n * sizeof(float)));
+    CHECK(cudaMalloc(&q, n * sizeof(float)));
+    CHECK(cudaMemset(q, 0, n * sizeof(float)));
     CHECK(cudaMalloc(&out, sizeof(float)));
     CHECK(cudaMemset(p, 0, n * sizeof(float)));
     CHECK(cudaMemset(out, 0, sizeof(float)));
@@ -57,6 +101,23 @@ int main(int argc, char** argv) {
         if (fixed) { CHECK(cudaEventRecord(done, a)); CHECK(cudaStreamWaitEvent(b, done, 0)); }
         fill_args<<<264, 256, 0, b>>>(Args{p + n / 4, n / 4, 2.0f});
         CHECK(cudaMemcpyAsync(&host, p + n / 4, sizeof(float), cudaMemcpyDeviceToHost, b));
+        CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "strided") == 0) {
+        write_strided<<<264, 256, 0, a>>>(p, n / 2, 2, 1.0f);
+        if (fixed) write_strided<<<264, 256, 0, b>>>(p + 1, n / 2, 2, 2.0f);
+        else write_strided<<<264, 256, 0, b>>>(p, n / 4, 4, 2.0f);
+        CHECK(cudaMemcpyAsync(&host, p + 1, sizeof(float), cudaMemcpyDeviceToHost, b));
+        CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "async") == 0) {
+        write_all<<<264, 256, 0, a>>>(p, n);
+        if (fixed) { CHECK(cudaEventRecord(done, a)); CHECK(cudaStreamWaitEvent(b, done, 0)); }
+        sum_async<<<264, 256, 0, b>>>(p, n, out);
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, b));
+        CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "pair") == 0) {
+        fill_pair<<<264, 256, 0, a>>>(Pair{p, q, n, 0, 1.0f});
+        fill_pair<<<264, 256, 0, b>>>(Pair{p, q, n, fixed ? 1 : 0, 2.0f});
+        CHECK(cudaMemcpyAsync(&host, fixed ? q : p, sizeof(float), cudaMemcpyDeviceToHost, b));
         CHECK(cudaStreamSynchronize(b));
     } else {
         printf("unknown case %s\n", argv[1]);

@@ -208,7 +208,9 @@ unsafe extern "C" fn module(context: Handle, module: Handle, code: *const u8, by
 /// over being a scalar that touches nothing; `footprint_beyond*` touches, for each triple,
 /// the `length` bytes just after it (a footprint its parameters cannot tell from
 /// `footprint_touch`'s); `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)`
-/// touches its one triple.
+/// touches its one triple; `footprint_indirect(u64 base, u64 index)` reads the triple
+/// (offset, length, flags) at `index` in device memory and touches `length` bytes at
+/// `base + offset`.
 unsafe extern "C" fn launched(
     function: Handle,
     module: Handle,
@@ -249,6 +251,11 @@ unsafe extern "C" fn launched(
         let (length, address, flags) =
             unsafe { (*(*params as *const u32), *(*params.add(2) as *const u64), *(*params.add(3) as *const u64)) };
         words = vec![address, u64::from(length), flags];
+    }
+    if name.starts_with("footprint_indirect") && words.len() == 2 {
+        // SAFETY: the stand-in's device memory is the process's own; the index holds a triple.
+        let index = unsafe { core::slice::from_raw_parts(words[1] as *const u64, 3) };
+        words = vec![words[1], 24, 1, words[0] + index[0], index[1], index[2]];
     }
     if name.starts_with("footprint_beyond") {
         for t in words.chunks_exact_mut(3) {
