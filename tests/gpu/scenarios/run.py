@@ -12,6 +12,11 @@ less), the fixed twin is clean, and output and exit status are those of the nati
 exception, stated where it is made: in the per-thread build, `default_stream_from_two_threads`
 has no fixed twin (each thread's default stream is its own), so both twins must race.
 
+The driver-API and NCCL programs' kernels are the stand-in's PTX, whose bodies touch nothing
+on a GPU: what they would touch is their parameters' business, so those suites run with
+`--footprint params` (their subject is the ordering rules; what kernels touch, measured, is
+the footprint suite's). The runtime suites' kernels are real and run at the default.
+
 Writes result-scenarios.json (tests/gpu/result.py), scenarios.json ({"provenance": the build
 and machine, "cases": a list of {"case", "expected", "reported_kinds", "races", ...}}) and
 scenarios.log (every command's output, streamsan's warnings included); the reports go into
@@ -39,18 +44,19 @@ def run(cmd, log, env=None):
 
 def main():
     streamsan, build, out = sys.argv[1:4]
+    params = ["--footprint", "params"]
     suites = [
-        ("driver-api", f"{build}/semantics"),
-        ("runtime", f"{build}/runtime_scenarios"),
-        ("runtime-per-thread", f"{build}/runtime_scenarios_ptds"),
-    ] + [(suite, exe) for suite, exe in (("nccl", f"{build}/nccl"), ("nccl-dlopen", f"{build}/nccl_dlopen"))
+        ("driver-api", f"{build}/semantics", params),
+        ("runtime", f"{build}/runtime_scenarios", []),
+        ("runtime-per-thread", f"{build}/runtime_scenarios_ptds", []),
+    ] + [(suite, exe, params) for suite, exe in (("nccl", f"{build}/nccl"), ("nccl-dlopen", f"{build}/nccl_dlopen"))
          if os.path.exists(exe)]
     only = os.environ.get("SCENARIO_SUITES")
     if only:
-        suites = [(suite, exe) for suite, exe in suites if suite in only.split(",")]
+        suites = [s for s in suites if s[0] in only.split(",")]
     log = open(os.path.join(out, "scenarios.log"), "w")
     results = []
-    for suite, exe in suites:
+    for suite, exe, options in suites:
         listing = run([exe, "list"], log).stdout.split("\n")
         for line in filter(None, listing):
             name, racy_reports = line.split()
@@ -66,7 +72,7 @@ def main():
                 os.makedirs(report_dir, exist_ok=True)
                 for f in os.listdir(report_dir):
                     os.remove(os.path.join(report_dir, f))
-                under = run([streamsan, "run", "--report", f"{report_dir}/report.%p.json", "--", exe, name, twin], log)
+                under = run([streamsan, "run", *options, "--report", f"{report_dir}/report.%p.json", "--", exe, name, twin], log)
                 kinds, races, notes = set(), 0, set()
                 for f in sorted(os.listdir(report_dir)):
                     with open(os.path.join(report_dir, f)) as fh:
@@ -116,7 +122,7 @@ def module_reload(streamsan, build, out):
     native = subprocess.run([exe], capture_output=True, text=True, timeout=120)
     print(f"module_reload natively: {native.stdout.strip()}", flush=True)
     report = f"{build}/module_reload.json"
-    subprocess.run([streamsan, "run", "--report", report, "--", exe], timeout=120)
+    subprocess.run([streamsan, "run", "--footprint", "params", "--report", report, "--", exe], timeout=120)
     with open(report) as f:
         races = [(x["kind"], x.get("hazard"), x["first"].get("kernel"), x["second"].get("kernel"))
                  for x in json.load(f)["races"]]
