@@ -102,6 +102,8 @@ options! {
         "print at exit the time spent in each phase of the intercepted calls, and what a launch carried (parameter words, accesses, shadow records met)";
     footprint: Footprint = Footprint::Learn, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
         "what a kernel touches: exact measures every launch, learn a kernel's first launches and applies them to later ones, params takes its parameters' pointers";
+    pageable_copies: PageableCopies = PageableCopies::Wait, Syntax::Choice(PageableCopies::ALL_NAMES), "--pageable-copies",
+        "whether the host waits for an *Async copy from the device to pageable memory: wait (CUDA's earlier wording) or async (the current one's \"might be synchronous\" not relied on)";
 }
 
 named_enum! {
@@ -115,6 +117,17 @@ named_enum! {
         Learn = "learn",
         /// The parameters' pointers only, each the byte it names.
         Params = "params",
+    }
+}
+
+named_enum! {
+    /// How an `*Async` copy from the device to pageable host memory orders the host
+    /// (`docs/semantics.md#deviations`).
+    pub enum PageableCopies("pageable copies") {
+        /// The host waits for the copy: it returns once the copy completed.
+        Wait = "wait",
+        /// The host does not wait: the copy may still run when the call returns.
+        Async = "async",
     }
 }
 
@@ -244,17 +257,24 @@ impl OptionValue for Option<u64> {
     }
 }
 
-impl OptionValue for Footprint {
-    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
-        text.parse().map_err(|why| OptionError(format!("option {key}: {why}")))
-    }
-    fn write(&self) -> String {
-        self.as_str().to_string()
-    }
-    fn shown(&self) -> Option<String> {
-        Some(self.as_str().to_string())
-    }
+/// The options that are one of a `named_enum!`'s names.
+macro_rules! choice_options {
+    ($($enum:ty),*) => {$(
+        impl OptionValue for $enum {
+            fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
+                text.parse().map_err(|why| OptionError(format!("option {key}: {why}")))
+            }
+            fn write(&self) -> String {
+                self.as_str().to_string()
+            }
+            fn shown(&self) -> Option<String> {
+                Some(self.as_str().to_string())
+            }
+        }
+    )*};
 }
+
+choice_options!(Footprint, PageableCopies);
 
 /// The bounds of a number: the option's, within the type's (numbers are never negative).
 fn bounds(syntax: Syntax, type_max: u64) -> (u64, u64) {

@@ -226,6 +226,21 @@ fn an_asynchronous_copy_to_pageable_memory_completes_before_it_returns() {
 }
 
 #[test]
+fn with_pageable_copies_async_the_host_does_not_wait_for_them() {
+    // The fixed twin copies to pageable memory: under the strict reading it races as the
+    // racy twin's pinned copies do.
+    let options = vec![("STREAMSAN_OPTIONS", "pageable_copies=async".to_string())];
+    let racy = run_twin("dtoh_async_to_pageable_memory", "racy").report();
+    let run = run_with(
+        &semantics(),
+        &["dtoh_async_to_pageable_memory", "fixed"],
+        RunOptions { env: options, ..Default::default() },
+    );
+    run.assert_ran();
+    assert_eq!(second_apis(&run.report()), second_apis(&racy));
+}
+
+#[test]
 fn a_freed_host_range_is_ordinary_memory_again() {
     check("freed_host_range", "free-race", None);
 }

@@ -8,6 +8,7 @@ use core::ffi::c_void;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
+use streamsan::options::PageableCopies;
 use streamsan::phases::{self, Phase};
 use streamsan_driver_api::*;
 
@@ -17,6 +18,7 @@ use super::call::{default_stream, handle_of, ok, origin, stream};
 use super::model::{model, settle, unsettled, with_accesses};
 use crate::host_races;
 use crate::intercept::driver;
+use crate::intercept::options::options;
 use crate::intercept::variants::{real, Call};
 
 /// Rows of a 2D/3D copy tracked one by one.
@@ -54,12 +56,15 @@ fn synchronous(src: Memory, dst: Memory) -> HostEffect {
 
 /// How an asynchronous copy orders the host, as CUDA documents it ("API synchronization
 /// behavior"): to pageable host memory from the device, the call returns once the copy has
-/// completed; host to host, it is fully synchronous. Every other direction leaves the host
-/// unordered: from pageable memory the driver may stage the copy and wait for the stream,
-/// but a program may not rely on it.
+/// completed (CUDA's earlier wording; `--pageable-copies async` takes the current one's
+/// "might be synchronous" as not to be relied on); host to host, it is fully synchronous.
+/// Every other direction leaves the host unordered: from pageable memory the driver may
+/// stage the copy and wait for the stream, but a program may not rely on it.
 fn asynchronous(src: Memory, dst: Memory) -> HostEffect {
     match (src, dst) {
-        (Memory::Device, Memory::PageableHost) => HostEffect::WaitsForOperation,
+        (Memory::Device, Memory::PageableHost) if options().pageable_copies == PageableCopies::Wait => {
+            HostEffect::WaitsForOperation
+        }
         (Memory::Device, _) | (_, Memory::Device) => HostEffect::None,
         _ => HostEffect::WaitsForOperation,
     }
