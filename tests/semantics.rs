@@ -500,8 +500,16 @@ fn a_launch_completion_event_attribute_is_a_record_after_the_kernel() {
 }
 
 #[test]
-fn programmatic_stream_serialization_is_taken_as_ordered() {
-    check("programmatic_stream_serialization", CROSS, Some("RAW"));
+fn programmatic_stream_serialization_is_taken_as_ordered_and_noted() {
+    let racy = check("programmatic_stream_serialization", CROSS, Some("RAW"));
+    // Both twins' dependent launch is noted: where it waits for the kernel ahead of it is
+    // not seen.
+    let fixed = run_twin("programmatic_stream_serialization", "fixed").report();
+    for report in [&racy, &fixed] {
+        let notes: Vec<_> = report.notes.iter().filter(|n| n.kind == "programmatic-launch").collect();
+        assert_eq!(notes.len(), 1, "{:?}", report.notes);
+        assert!(notes[0].message.contains("grid-dependency wait"), "{}", notes[0].message);
+    }
 }
 
 #[test]

@@ -192,6 +192,10 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
         NoteKind::WaitOnUnrecordedEvent => {
             format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
         }
+        NoteKind::ProgrammaticLaunch => format!(
+            "{} was launched on {on} with programmatic stream serialization: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize), which streamsan does not see; it is taken as ordered from its start, so a read before that wait is not reported",
+            kernel.unwrap_or("a kernel")
+        ),
         NoteKind::GraphNotFollowed => {
             format!("graph {subject:#x} launched on {on} holds work streamsan cannot follow: its work is not checked")
         }

@@ -165,7 +165,8 @@ pub unsafe fn launch_kernel(
 
 /// `cuLaunchKernelEx`: the stream is in the configuration. A programmatic event or a
 /// launch-completion event attribute is taken as an event recorded after the kernel (which
-/// may hide a race, but never invents one).
+/// may hide a race, but never invents one); a programmatic launch is ordered as any, and
+/// noted.
 pub unsafe fn launch_kernel_ex(
     call: &Call,
     real: real::launch_kernel_ex,
@@ -195,11 +196,15 @@ pub unsafe fn launch_kernel_ex(
             for i in 0..config.num_attrs as usize {
                 // SAFETY: `num_attrs` attributes.
                 let attr = unsafe { &*config.attrs.add(i) };
-                if matches!(
-                    attr.id,
-                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
-                ) {
-                    batch::record(unsettled(), attr.value[0], on, false, origin(call));
+                match attr.id {
+                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+                        batch::record(unsettled(), attr.value[0], on, false, origin(call))
+                    }
+                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION if attr.value[0] as u32 != 0 => {
+                        let kernel = kernels::info(unsettled(), f.cast()).id;
+                        model().programmatic_launch(on, kernel, &origin(call));
+                    }
+                    _ => {}
                 }
             }
         }
