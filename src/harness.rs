@@ -15,6 +15,7 @@
 //! itself again with [`Streamsan::command`]), it gets its report so far with
 //! [`report_so_far`].
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,7 +61,7 @@ impl Streamsan {
     }
 
     /// Sets an option by its `STREAMSAN_OPTIONS` name (`suppressions`, `halt_on_error`, ...).
-    pub fn option(mut self, key: &str, value: &str) -> Result<Streamsan, OptionError> {
+    pub fn option(mut self, key: &str, value: impl AsRef<OsStr>) -> Result<Streamsan, OptionError> {
         self.options.set(key, value)?;
         Ok(self)
     }
@@ -68,7 +69,7 @@ impl Streamsan {
     /// `program` set up to run under the shim, its reports going to `report_dir`.
     pub fn command(&self, mut program: Command, report_dir: &Path) -> Command {
         let mut options = self.options.clone();
-        options.log_path = report_dir.join("report.%p.json").to_string_lossy().into_owned();
+        options.log_path = report_dir.join("report.%p.json");
         program.env("LD_PRELOAD", start::preload_value(&self.shim, std::env::var_os("LD_PRELOAD")));
         program.env("STREAMSAN_OPTIONS", options.to_env());
         program

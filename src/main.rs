@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
 use streamsan::cli::{signals, start};
-use streamsan::options::{Flag, Options, DEFAULT_REPORT};
+use streamsan::options::{shown_path, Flag, Options, DEFAULT_REPORT};
 use streamsan::report::file::check_destination;
 use streamsan::report::run::{self, Entry, Processes, RunLog};
 use streamsan::report::sink::Policy;
@@ -144,7 +144,7 @@ impl<'a> Flags<'a> {
     /// The value of `flag`, which must be text.
     fn value(&mut self, flag: &str) -> Result<&'a str, String> {
         let value = self.value_os(flag)?;
-        value.to_str().ok_or_else(|| format!("{flag} {}: the value is not valid UTF-8", value.to_string_lossy()))
+        value.to_str().ok_or_else(|| format!("{flag} {}: the value is not valid UTF-8", shown_path(value)))
     }
 
     /// What follows the flags (for `run`: the program and its arguments).
@@ -171,8 +171,8 @@ fn run(args: &[OsString]) -> ExitCode {
             return usage_error(&format!("unknown option {flag}"));
         };
         let value = match (option.takes_value(), flags.has_inline_value()) {
-            (true, _) => flags.value(flag),
-            (false, false) => Ok(option.switched),
+            (true, _) => flags.value_os(flag),
+            (false, false) => Ok(OsStr::new(option.switched)),
             (false, true) => Err(format!("{flag} takes no value")),
         };
         if let Err(why) = value.and_then(|v| options.set(option.key, v).map_err(|e| e.to_string())) {
@@ -184,18 +184,18 @@ fn run(args: &[OsString]) -> ExitCode {
     };
     // Mistakes stop the run before the program starts.
     if let Some(file) = &options.suppressions {
-        if let Err(e) = Suppressions::load(file.as_ref()) {
+        if let Err(e) = Suppressions::load(file) {
             return error(&e.to_string());
         }
         // The program may change directory: give it the file's full path.
-        if let Some(path) = absolute_text(file) {
+        if let Ok(path) = std::path::absolute(file) {
             options.suppressions = Some(path);
         }
     }
     if let Err(why) = check_destination(&options.log_path) {
         return error(&why);
     }
-    if let Some(path) = absolute_text(&options.log_path) {
+    if let Ok(path) = std::path::absolute(&options.log_path) {
         options.log_path = path;
     }
     let exe = match std::env::current_exe() {
@@ -222,7 +222,7 @@ fn run(args: &[OsString]) -> ExitCode {
         Ok(status) => status,
         Err(e) => {
             run_log.remove();
-            eprintln!("streamsan: cannot run {}: {e}", program.to_string_lossy());
+            eprintln!("streamsan: cannot run {}: {e}", shown_path(program));
             // As shells do: 127 for a program not found, 126 for one found that cannot run.
             return ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
         }
@@ -251,12 +251,6 @@ fn run(args: &[OsString]) -> ExitCode {
     exit_like(status)
 }
 
-/// `path` made absolute, when that path is text: the options travel as text, and a working
-/// directory whose name is not leaves the path relative to it rather than changed.
-fn absolute_text(path: &str) -> Option<String> {
-    std::path::absolute(path).ok()?.into_os_string().into_string().ok()
-}
-
 /// What the processes of a run reported.
 struct Outcome {
     /// The reports read back, with their paths.
@@ -274,7 +268,7 @@ impl Outcome {
             match entry {
                 Entry::Written(path) => match Report::read_from(path) {
                     Ok(report) => outcome.read.push((path.clone(), report)),
-                    Err(e) => outcome.errors.push(format!("cannot read the report {}: {e}", path.display())),
+                    Err(e) => outcome.errors.push(format!("cannot read the report {}: {e}", shown_path(path))),
                 },
                 Entry::Unwritten { races, why, .. } => {
                     outcome.unwritten_races += races;
@@ -348,7 +342,7 @@ impl Outcome {
         }
         let reports: Vec<Report> = self.read.iter().map(|(_, r)| r.clone()).collect();
         let merged = merge::merge(&reports);
-        let names: Vec<String> = self.read.iter().map(|(p, _)| p.display().to_string()).collect();
+        let names: Vec<String> = self.read.iter().map(|(p, _)| shown_path(p)).collect();
         eprintln!(
             "{} in {} report{}: {}",
             text::summary(&merged),
@@ -437,7 +431,7 @@ fn report(args: &[OsString]) -> ExitCode {
                 }
                 _ => Err(format!("--format takes text, json or sarif, not {v:?}")),
             }),
-            "--timeline" => flags.value(flag).map(|v| timeline_path = Some(PathBuf::from(v))),
+            "--timeline" => flags.value_os(flag).map(|v| timeline_path = Some(PathBuf::from(v))),
             "--kind" => flags.value(flag).and_then(|v| {
                 kinds.push(v.parse()?);
                 Ok(())
@@ -463,7 +457,7 @@ fn report(args: &[OsString]) -> ExitCode {
     for path in &paths {
         match Report::read_from(path.as_ref()) {
             Ok(report) => reports.push(report),
-            Err(e) => return error(&format!("{}: {e}", path.to_string_lossy())),
+            Err(e) => return error(&format!("{}: {e}", shown_path(path))),
         }
     }
     // One report is written back as it was, less what is filtered out; several are merged.
@@ -479,7 +473,7 @@ fn report(args: &[OsString]) -> ExitCode {
     if let Some(path) = timeline_path {
         let written = serde_json::to_string(&timeline::trace(&merged)).map_err(std::io::Error::from);
         if let Err(e) = written.and_then(|trace| std::fs::write(&path, trace + "\n")) {
-            return error(&format!("cannot write the timeline {}: {e}", path.display()));
+            return error(&format!("cannot write the timeline {}: {e}", shown_path(&path)));
         }
     }
     let rendered = match format.as_str() {
@@ -537,6 +531,6 @@ fn print_streaming(path: &OsString, kinds: &[RaceKind], suppressions: &Suppressi
         Ok(_) => ExitCode::from(1),
         // A reader that stopped early (`| head`) is not an error, as for any Unix tool.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(1),
-        Err(e) => error(&format!("{}: {e}", path.to_string_lossy())),
+        Err(e) => error(&format!("{}: {e}", shown_path(path))),
     }
 }

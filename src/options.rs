@@ -1,14 +1,18 @@
 //! streamsan's options, declared once in the `options!` table: from one line per option come
 //! the [`Options`] struct, its defaults, the `STREAMSAN_OPTIONS` parser and writer
 //! (ThreadSanitizer's `key=value:key=value` syntax), and `streamsan run`'s flags and help.
+//! Paths are bytes, as Linux names files: a path option takes any bytes, the others UTF-8.
 
-use std::fmt;
+use std::ffi::{OsStr, OsString};
+use std::fmt::{self, Write as _};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
 /// How an option's value is written, on the command line and in `STREAMSAN_OPTIONS`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syntax {
-    /// Any non-empty text; the name of the value in the help (`PATH`, `FILE`).
-    Text(&'static str),
+    /// A non-empty path, any bytes; the name of the value in the help (`PATH`, `FILE`).
+    Path(&'static str),
     /// `0` or `1` (`false`, `true`); on the command line, a flag without a value that turns
     /// the option away from its default ([`Flag::switched`]).
     Switch,
@@ -36,10 +40,10 @@ macro_rules! options {
             /// Every option's name, in the table's order.
             pub const NAMES: &'static [&'static str] = &[$( stringify!($name) ),+];
 
-            /// Sets one option from its text.
-            pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
+            /// Sets one option from its value: bytes for a path, UTF-8 text for the others.
+            pub fn set(&mut self, key: &str, value: impl AsRef<OsStr>) -> Result<(), OptionError> {
                 match key {
-                    $( stringify!($name) => self.$name = OptionValue::parse(key, value, $syntax)?, )+
+                    $( stringify!($name) => self.$name = OptionValue::parse(key, value.as_ref(), $syntax)?, )+
                     _ => {
                         return Err(OptionError(format!("unknown option {key:?} (known: {})", Options::NAMES.join(", "))))
                     }
@@ -47,16 +51,19 @@ macro_rules! options {
                 Ok(())
             }
 
-            /// The `STREAMSAN_OPTIONS` text for these options (defaults left out).
-            pub fn to_env(&self) -> String {
+            /// The `STREAMSAN_OPTIONS` value for these options (defaults left out): bytes, as
+            /// a path may be.
+            pub fn to_env(&self) -> OsString {
                 let default = Options::default();
-                let mut items = Vec::new();
+                let mut items: Vec<Vec<u8>> = Vec::new();
                 $(
                     if self.$name != default.$name {
-                        items.push(format!("{}={}", stringify!($name), quote(&self.$name.write())));
+                        let mut item = concat!(stringify!($name), "=").as_bytes().to_vec();
+                        item.extend(quote(self.$name.write().as_bytes()));
+                        items.push(item);
                     }
                 )+
-                items.join(":")
+                OsString::from_vec(items.join(&b':'))
             }
 
             /// The `streamsan run` flags, in the table's order, with their help.
@@ -80,13 +87,13 @@ macro_rules! options {
 }
 
 options! {
-    log_path: String = DEFAULT_REPORT.to_string(), Syntax::Text("PATH"), "--report",
+    log_path: PathBuf = PathBuf::from(DEFAULT_REPORT), Syntax::Path("PATH"), "--report",
         "where reports go (%p: the process id); never written over an existing file or through a link";
     halt_on_error: bool = false, Syntax::Switch, "--halt-on-error",
         "stop the program at its first race";
     exitcode: i32 = 66, Syntax::Number { min: 0, max: 255 }, "--exitcode",
         "the exit status of a run with races, 0 to leave the program's";
-    suppressions: Option<String> = None, Syntax::Text("FILE"), "--suppressions",
+    suppressions: Option<PathBuf> = None, Syntax::Path("FILE"), "--suppressions",
         "races not to report (ThreadSanitizer's format)";
     print_limit: Option<u64> = None, Syntax::Number { min: 0, max: u64::MAX }, "--print-limit",
         "print at most N races on stderr (all go to the report)";
@@ -162,7 +169,7 @@ impl Flag {
     /// The flag as the help writes it: `--report PATH`, `--quiet`.
     pub fn usage(&self) -> String {
         match self.syntax {
-            Syntax::Text(value) => format!("{} {value}", self.name),
+            Syntax::Path(value) => format!("{} {value}", self.name),
             Syntax::Switch => self.name.to_string(),
             Syntax::Number { .. } => format!("{} N", self.name),
             Syntax::Choice(names) => format!("{} {}", self.name, names.join("|")),
@@ -172,7 +179,7 @@ impl Flag {
     /// The option as `STREAMSAN_OPTIONS` writes it: `log_path=PATH`, `quiet=1`.
     pub fn env_usage(&self) -> String {
         match self.syntax {
-            Syntax::Text(value) => format!("{}={value}", self.key),
+            Syntax::Path(value) => format!("{}={value}", self.key),
             Syntax::Switch => format!("{}={}", self.key, self.switched),
             Syntax::Number { .. } => format!("{}=N", self.key),
             Syntax::Choice(names) => format!("{}={}", self.key, names.join("|")),
@@ -180,45 +187,48 @@ impl Flag {
     }
 }
 
-/// A type an option can have: read from its text, written back.
+/// A type an option can have: read from its value, written back.
 pub trait OptionValue: Sized + PartialEq {
-    fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError>;
-    /// The text [`OptionValue::parse`] reads back.
-    fn write(&self) -> String;
+    fn parse(key: &str, value: &OsStr, syntax: Syntax) -> Result<Self, OptionError>;
+    /// The value [`OptionValue::parse`] reads back.
+    fn write(&self) -> OsString;
     /// The value as the help names a default; None for an unset or switched-off option.
     fn shown(&self) -> Option<String>;
 }
 
-impl OptionValue for String {
-    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
-        Ok(non_empty(key, text)?.to_string())
+impl OptionValue for PathBuf {
+    fn parse(key: &str, value: &OsStr, _: Syntax) -> Result<Self, OptionError> {
+        if value.is_empty() {
+            return Err(OptionError(format!("option {key} needs a value")));
+        }
+        Ok(PathBuf::from(value))
     }
-    fn write(&self) -> String {
-        self.clone()
+    fn write(&self) -> OsString {
+        self.clone().into_os_string()
     }
     fn shown(&self) -> Option<String> {
-        Some(self.clone())
+        Some(shown_path(self))
     }
 }
 
-impl OptionValue for Option<String> {
-    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
-        Ok(Some(non_empty(key, text)?.to_string()))
+impl OptionValue for Option<PathBuf> {
+    fn parse(key: &str, value: &OsStr, syntax: Syntax) -> Result<Self, OptionError> {
+        PathBuf::parse(key, value, syntax).map(Some)
     }
-    fn write(&self) -> String {
-        self.clone().unwrap_or_default()
+    fn write(&self) -> OsString {
+        self.clone().map(PathBuf::into_os_string).unwrap_or_default()
     }
     fn shown(&self) -> Option<String> {
-        self.clone()
+        self.as_deref().map(shown_path)
     }
 }
 
 impl OptionValue for bool {
-    fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
-        boolean(key, text)
+    fn parse(key: &str, value: &OsStr, _: Syntax) -> Result<Self, OptionError> {
+        boolean(key, text(key, value)?)
     }
-    fn write(&self) -> String {
-        if *self { "1" } else { "0" }.to_string()
+    fn write(&self) -> OsString {
+        if *self { "1" } else { "0" }.into()
     }
     fn shown(&self) -> Option<String> {
         None
@@ -229,12 +239,12 @@ impl OptionValue for bool {
 macro_rules! whole_number {
     ($($ty:ty),+) => {$(
         impl OptionValue for $ty {
-            fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError> {
+            fn parse(key: &str, value: &OsStr, syntax: Syntax) -> Result<Self, OptionError> {
                 let (min, max) = bounds(syntax, <$ty>::MAX as u64);
-                Ok(number(key, text, min, max)? as $ty)
+                Ok(number(key, text(key, value)?, min, max)? as $ty)
             }
-            fn write(&self) -> String {
-                self.to_string()
+            fn write(&self) -> OsString {
+                self.to_string().into()
             }
             fn shown(&self) -> Option<String> {
                 Some(self.to_string())
@@ -246,11 +256,11 @@ macro_rules! whole_number {
 whole_number!(i32, usize, u64);
 
 impl OptionValue for Option<u64> {
-    fn parse(key: &str, text: &str, syntax: Syntax) -> Result<Self, OptionError> {
-        u64::parse(key, text, syntax).map(Some)
+    fn parse(key: &str, value: &OsStr, syntax: Syntax) -> Result<Self, OptionError> {
+        u64::parse(key, value, syntax).map(Some)
     }
-    fn write(&self) -> String {
-        self.map(|n| n.to_string()).unwrap_or_default()
+    fn write(&self) -> OsString {
+        self.map(|n| n.to_string()).unwrap_or_default().into()
     }
     fn shown(&self) -> Option<String> {
         self.map(|n| n.to_string())
@@ -261,11 +271,11 @@ impl OptionValue for Option<u64> {
 macro_rules! choice_options {
     ($($enum:ty),*) => {$(
         impl OptionValue for $enum {
-            fn parse(key: &str, text: &str, _: Syntax) -> Result<Self, OptionError> {
-                text.parse().map_err(|why| OptionError(format!("option {key}: {why}")))
+            fn parse(key: &str, value: &OsStr, _: Syntax) -> Result<Self, OptionError> {
+                text(key, value)?.parse().map_err(|why| OptionError(format!("option {key}: {why}")))
             }
-            fn write(&self) -> String {
-                self.as_str().to_string()
+            fn write(&self) -> OsString {
+                self.as_str().into()
             }
             fn shown(&self) -> Option<String> {
                 Some(self.as_str().to_string())
@@ -280,7 +290,7 @@ choice_options!(Footprint, PageableCopies);
 fn bounds(syntax: Syntax, type_max: u64) -> (u64, u64) {
     match syntax {
         Syntax::Number { min, max } => (min, max.min(type_max)),
-        Syntax::Text(_) | Syntax::Switch | Syntax::Choice(_) => (0, type_max),
+        Syntax::Path(_) | Syntax::Switch | Syntax::Choice(_) => (0, type_max),
     }
 }
 
@@ -297,51 +307,58 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 impl Options {
-    /// The options of `STREAMSAN_OPTIONS` (the defaults when it is not set); text that is not
-    /// UTF-8 is an error, not an empty set of options.
+    /// The options of `STREAMSAN_OPTIONS` (the defaults when it is not set), read as bytes:
+    /// a path in it need not be UTF-8.
     pub fn from_env() -> Result<Options, OptionError> {
-        match std::env::var("STREAMSAN_OPTIONS") {
-            Ok(text) => Options::parse(&text),
-            Err(std::env::VarError::NotPresent) => Ok(Options::default()),
-            Err(std::env::VarError::NotUnicode(text)) => {
-                Err(OptionError(format!("not valid UTF-8: {:?}", text.to_string_lossy())))
-            }
+        match std::env::var_os("STREAMSAN_OPTIONS") {
+            Some(text) => Options::parse(text),
+            None => Ok(Options::default()),
         }
     }
 
-    /// Parses `key=value:key=value`. Unknown keys and malformed items are errors.
-    pub fn parse(text: &str) -> Result<Options, OptionError> {
+    /// Parses `key=value:key=value`. Unknown keys, malformed items and a value that is not
+    /// UTF-8 for an option other than a path are errors.
+    pub fn parse(text: impl AsRef<OsStr>) -> Result<Options, OptionError> {
         let mut options = Options::default();
-        for item in split(text)? {
-            let Some((key, value)) = item.split_once('=') else {
-                return Err(OptionError(format!("option {item:?} is not key=value")));
+        for item in split(text.as_ref().as_bytes())? {
+            let Some(at) = item.iter().position(|&b| b == b'=') else {
+                return Err(OptionError(format!(
+                    "option \"{}\" is not key=value",
+                    shown_path(OsStr::from_bytes(&item))
+                )));
             };
-            options.set(key, value)?;
+            let key = String::from_utf8_lossy(&item[..at]);
+            options.set(&key, OsStr::from_bytes(&item[at + 1..]))?;
         }
         Ok(options)
     }
 }
 
-/// Splits at `:` and white space outside quotes, dropping the quotes.
-fn split(text: &str) -> Result<Vec<String>, OptionError> {
+/// Splits at `:` and white space outside quotes, dropping the quotes. The separators and
+/// quotes are ASCII: no byte of a UTF-8 character is taken for one.
+fn split(text: &[u8]) -> Result<Vec<Vec<u8>>, OptionError> {
     let mut items = Vec::new();
-    let mut item = String::new();
-    let mut quote: Option<char> = None;
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => item.push(c),
-            (None, '\'' | '"') => quote = Some(c),
-            (None, ':' | ' ' | '\n' | '\t') => {
+    let mut item = Vec::new();
+    let mut quote: Option<u8> = None;
+    for &b in text {
+        match (quote, b) {
+            (Some(q), b) if b == q => quote = None,
+            (Some(_), b) => item.push(b),
+            (None, b'\'' | b'"') => quote = Some(b),
+            (None, b':' | b' ' | b'\n' | b'\t') => {
                 if !item.is_empty() {
                     items.push(std::mem::take(&mut item));
                 }
             }
-            (None, c) => item.push(c),
+            (None, b) => item.push(b),
         }
     }
     if let Some(q) = quote {
-        return Err(OptionError(format!("unterminated {q} quote in {text:?}")));
+        return Err(OptionError(format!(
+            "unterminated {} quote in \"{}\"",
+            q as char,
+            shown_path(OsStr::from_bytes(text))
+        )));
     }
     if !item.is_empty() {
         items.push(item);
@@ -349,21 +366,18 @@ fn split(text: &str) -> Result<Vec<String>, OptionError> {
     Ok(items)
 }
 
-fn quote(value: &str) -> String {
-    if value.contains([':', ' ', '\'', '"', '\n', '\t']) {
-        let q = if value.contains('\'') { '"' } else { '\'' };
-        format!("{q}{value}{q}")
+fn quote(value: &[u8]) -> Vec<u8> {
+    if value.iter().any(|b| b": '\"\n\t".contains(b)) {
+        let q = if value.contains(&b'\'') { b'"' } else { b'\'' };
+        [&[q], value, &[q]].concat()
     } else {
-        value.to_string()
+        value.to_vec()
     }
 }
 
-fn non_empty<'a>(key: &str, value: &'a str) -> Result<&'a str, OptionError> {
-    if value.is_empty() {
-        Err(OptionError(format!("option {key} needs a value")))
-    } else {
-        Ok(value)
-    }
+/// The value of an option other than a path, which must be UTF-8.
+fn text<'a>(key: &str, value: &'a OsStr) -> Result<&'a str, OptionError> {
+    value.to_str().ok_or_else(|| OptionError(format!("option {key} takes UTF-8 text, not \"{}\"", shown_path(value))))
 }
 
 fn boolean(key: &str, value: &str) -> Result<bool, OptionError> {
@@ -384,9 +398,40 @@ fn number(key: &str, value: &str, min: u64, max: u64) -> Result<u64, OptionError
     }
 }
 
-/// `path` with every `%p` replaced by `pid`.
-pub fn expand_path(path: &str, pid: u32) -> String {
-    path.replace("%p", &pid.to_string())
+/// The bytes before the first `%p` of `pattern` and those after it.
+pub fn split_at_pid(pattern: &[u8]) -> Option<(&[u8], &[u8])> {
+    let at = pattern.windows(2).position(|w| w == b"%p")?;
+    Some((&pattern[..at], &pattern[at + 2..]))
+}
+
+/// Whether the report path `pattern` has a `%p`, for the process id.
+pub fn has_pid(pattern: &Path) -> bool {
+    split_at_pid(pattern.as_os_str().as_bytes()).is_some()
+}
+
+/// `pattern` with every `%p` replaced by `pid`; the other bytes as they are.
+pub fn expand_path(pattern: &Path, pid: u32) -> PathBuf {
+    let mut rest = pattern.as_os_str().as_bytes();
+    let mut path = Vec::with_capacity(rest.len());
+    while let Some((before, after)) = split_at_pid(rest) {
+        path.extend_from_slice(before);
+        path.extend_from_slice(pid.to_string().as_bytes());
+        rest = after;
+    }
+    path.extend_from_slice(rest);
+    PathBuf::from(OsString::from_vec(path))
+}
+
+/// A path as messages show it: its UTF-8 as it is, each other byte as `\xNN`.
+pub fn shown_path(path: impl AsRef<OsStr>) -> String {
+    let mut shown = String::new();
+    for chunk in path.as_ref().as_bytes().utf8_chunks() {
+        shown.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(shown, "\\x{byte:02X}");
+        }
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -397,19 +442,19 @@ mod tests {
     fn parses_tsan_syntax() {
         let o = Options::parse("log_path=/tmp/r.%p.json:halt_on_error=1 exitcode=3:print_limit=5:backtrace_depth=8:quiet=true:footprint=exact:host_races=0").unwrap();
         assert_eq!(o.footprint, Footprint::Exact);
-        assert_eq!(o.log_path, "/tmp/r.%p.json");
+        assert_eq!(o.log_path, Path::new("/tmp/r.%p.json"));
         assert!(o.halt_on_error && o.quiet && !o.host_races);
         assert_eq!((o.exitcode, o.print_limit, o.backtrace_depth), (3, Some(5), 8));
         assert_eq!(Options::parse("").unwrap(), Options::default());
-        assert_eq!(Options::parse(&o.to_env()).unwrap(), o);
+        assert_eq!(Options::parse(o.to_env()).unwrap(), o);
     }
 
     #[test]
     fn quoted_values_keep_colons_and_spaces() {
         let o = Options::parse("suppressions='/tmp/a b:c.supp':log_path=\"x'y\"").unwrap();
-        assert_eq!(o.suppressions.as_deref(), Some("/tmp/a b:c.supp"));
-        assert_eq!(o.log_path, "x'y");
-        assert_eq!(Options::parse(&o.to_env()).unwrap(), o);
+        assert_eq!(o.suppressions.as_deref(), Some(Path::new("/tmp/a b:c.supp")));
+        assert_eq!(o.log_path, Path::new("x'y"));
+        assert_eq!(Options::parse(o.to_env()).unwrap(), o);
     }
 
     #[test]
@@ -419,7 +464,7 @@ mod tests {
         assert!(Options::parse("exitcode=256").unwrap_err().0.contains("0 to 255"));
         assert!(Options::parse("halt_on_error=yes").unwrap_err().0.contains("0 or 1"));
         assert!(Options::parse("backtrace_depth=0").unwrap_err().0.contains("backtrace_depth"));
-        assert!(Options::parse(&format!("backtrace_depth={MAX_BACKTRACE_DEPTH}")).is_ok());
+        assert!(Options::parse(format!("backtrace_depth={MAX_BACKTRACE_DEPTH}")).is_ok());
         let over = format!("backtrace_depth={}", MAX_BACKTRACE_DEPTH + 1);
         assert!(Options::parse(&over).unwrap_err().0.contains("backtrace_depth"));
         // The help says the bound in words: it must be the bound.
@@ -448,7 +493,7 @@ mod tests {
         let mut options = Options::default();
         for flag in &flags {
             let value = match flag.syntax {
-                Syntax::Text(_) => "x",
+                Syntax::Path(_) => "x",
                 Syntax::Switch => flag.switched,
                 Syntax::Number { min, .. } => {
                     if min == 0 {
@@ -465,7 +510,23 @@ mod tests {
     }
 
     #[test]
-    fn expands_pid() {
-        assert_eq!(expand_path("r.%p.json", 42), "r.42.json");
+    fn paths_take_any_bytes_and_the_other_values_utf8() {
+        let o = Options::parse(OsStr::from_bytes(b"log_path='/tmp/r\xe9 %p.json':suppressions=s\xff.supp")).unwrap();
+        assert_eq!(o.log_path.as_os_str().as_bytes(), b"/tmp/r\xe9 %p.json");
+        assert_eq!(o.suppressions.as_deref().map(|p| p.as_os_str().as_bytes()), Some(&b"s\xff.supp"[..]));
+        assert_eq!(Options::parse(o.to_env()).unwrap(), o);
+        let why = Options::parse(OsStr::from_bytes(b"exitcode=\xe9")).unwrap_err().0;
+        assert_eq!(why, "option exitcode takes UTF-8 text, not \"\\xE9\"");
+        assert!(Options::parse(OsStr::from_bytes(b"footprint=exact\xe9")).is_err());
+    }
+
+    #[test]
+    fn expands_pid_and_shows_other_bytes_escaped() {
+        assert_eq!(expand_path(Path::new("r.%p.json"), 42), Path::new("r.42.json"));
+        let pattern = Path::new(OsStr::from_bytes(b"/tmp/%p/r\xe9.%p"));
+        assert_eq!(expand_path(pattern, 7).as_os_str().as_bytes(), b"/tmp/7/r\xe9.7");
+        assert!(has_pid(pattern) && !has_pid(Path::new("r.json")));
+        assert_eq!(shown_path(pattern), "/tmp/%p/r\\xE9.%p");
+        assert_eq!(shown_path("caf\u{e9}"), "caf\u{e9}");
     }
 }

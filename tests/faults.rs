@@ -534,23 +534,79 @@ fn a_working_directory_not_in_utf8_keeps_the_report() {
     assert_eq!(reports_in(&dir, "streamsan.")[0].1.races.len(), 2);
 }
 
-/// A `--report` that is not UTF-8 is refused with the reason (options travel as text), and
-/// `streamsan report` reads a suppressions file by any name.
+/// The name `stem`, a Latin-1 `é`, `rest` (`r\xe9.json`), in `dir`.
+fn latin1_in(dir: &Path, stem: &str, rest: &str) -> PathBuf {
+    let mut name = latin1(dir, stem).into_os_string();
+    name.push(rest);
+    PathBuf::from(name)
+}
+
+/// A `--report` that is not UTF-8 gets the report at exactly that path, `%p` expanded; the
+/// summary shows the byte as `\xE9`, and `streamsan report` reads the report there.
 #[test]
-fn paths_not_in_utf8_are_read_or_refused_with_the_reason() {
-    let dir = scratch("latin1-paths");
+fn a_report_path_not_in_utf8_is_written_and_read_back() {
+    let dir = scratch("latin1-report");
     let out = streamsan(&dir)
         .arg("run")
         .arg("--report")
-        .arg(latin1(&dir, "r"))
+        .arg(latin1_in(&dir, "r", ".%p.json"))
+        .arg("--")
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(66), "{stderr}");
+    let reports = reports_in(&dir, "r");
+    assert_eq!(reports.len(), 1, "{stderr}");
+    let (path, report) = &reports[0];
+    assert_eq!(path, &latin1_in(&dir, "r", &format!(".{}.json", report.pid)));
+    assert_eq!(report.races.len(), 2);
+    let shown = format!("{}/r\\xE9.{}.json", dir.display(), report.pid);
+    assert!(
+        stderr.contains(&format!("2 races (1 cross-stream-race, 1 use-before-alloc) in 1 report: {shown}")),
+        "{stderr}"
+    );
+    let out = streamsan(&dir).arg("report").arg(path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("streamsan: 2 races"), "{}", text(&out.stdout));
+    let out = streamsan(&dir).arg("report").arg(latin1_in(&dir, "gone", ".json")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(&format!("{}/gone\\xE9.json: ", dir.display())), "{}", text(&out.stderr));
+}
+
+/// A suppressions file whose name is not UTF-8 is read, by `streamsan run` (a missing one
+/// named with the byte as `\xE9`) and by `streamsan report`, with `--suppressions FILE` and
+/// `--suppressions=FILE`.
+#[test]
+fn a_suppressions_file_not_in_utf8_suppresses() {
+    let dir = scratch("latin1-suppressions");
+    let supp = latin1(&dir, "s.supp");
+    let out = streamsan(&dir)
+        .args(["run", "--report", &report_arg(&dir), "--suppressions"])
+        .arg(&supp)
         .arg("--")
         .arg(lifecycle())
         .arg("races")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("the value is not valid UTF-8"), "{}", text(&out.stderr));
+    let missing = format!("cannot read the suppressions file {}/s.supp\\xE9", dir.display());
+    assert!(text(&out.stderr).contains(&missing), "{}", text(&out.stderr));
     assert!(calls(&dir).is_empty(), "the program did not run");
+    std::fs::write(&supp, "race:lifecycle.c\n").unwrap();
+    let out = streamsan(&dir)
+        .args(["run", "--report", &report_arg(&dir), "--suppressions"])
+        .arg(&supp)
+        .arg("--")
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = reports_in(&dir, "report.")[0].clone();
+    assert_eq!((report.1.races.len(), report.1.summary.suppressed), (0, 2));
+    std::fs::remove_file(&report.0).unwrap();
     streamsan(&dir)
         .args(["run", "--quiet", "--report", &report_arg(&dir), "--"])
         .arg(lifecycle())
@@ -558,8 +614,6 @@ fn paths_not_in_utf8_are_read_or_refused_with_the_reason() {
         .status()
         .unwrap();
     let report = reports_in(&dir, "report.")[0].0.clone();
-    let supp = latin1(&dir, "s.supp");
-    std::fs::write(&supp, "race:lifecycle.c\n").unwrap();
     let mut flag = std::ffi::OsString::from("--suppressions=");
     flag.push(&supp);
     for args in [vec![std::ffi::OsString::from("--suppressions"), supp.clone().into()], vec![flag]] {
@@ -569,32 +623,61 @@ fn paths_not_in_utf8_are_read_or_refused_with_the_reason() {
     }
 }
 
-/// One byte that is not UTF-8 in `STREAMSAN_OPTIONS` is an error, for `streamsan run` and for
-/// a shim preloaded by hand, not a run with every option dropped.
+/// `STREAMSAN_OPTIONS` is bytes: `log_path` and `suppressions` may name files that are not
+/// UTF-8, for `streamsan run` and for a shim preloaded by hand; any other value that is not
+/// UTF-8 stops the program before it starts, saying which.
 #[test]
-fn streamsan_options_not_in_utf8_stop_the_run() {
-    use std::os::unix::ffi::OsStrExt;
+fn streamsan_options_take_paths_not_in_utf8_and_no_other_value() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let dir = scratch("latin1-options");
-    let options = std::ffi::OsStr::from_bytes(b"halt_on_error=1:exitcode=9:log_path=r\xe9.json");
+    let wrong = std::ffi::OsStr::from_bytes(b"halt_on_error=1:exitcode=9\xe9");
     let out = streamsan(&dir)
-        .env("STREAMSAN_OPTIONS", options)
+        .env("STREAMSAN_OPTIONS", wrong)
         .args(["run", "--"])
         .arg(lifecycle())
         .arg("races")
         .output()
         .unwrap();
+    let why = "STREAMSAN_OPTIONS: option exitcode takes UTF-8 text, not \"9\\xE9\"";
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("STREAMSAN_OPTIONS: not valid UTF-8"), "{}", text(&out.stderr));
-    let out = std::process::Command::new(lifecycle())
+    assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+    let out = Command::new(lifecycle())
         .arg("races")
         .env("LD_PRELOAD", shim())
         .env("LD_LIBRARY_PATH", driver_dir())
         .env("STANDIN_LOG", dir.join("calls.log"))
-        .env("STREAMSAN_OPTIONS", options)
+        .env("STREAMSAN_OPTIONS", wrong)
         .current_dir(&dir)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("STREAMSAN_OPTIONS: not valid UTF-8"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
     assert!(calls(&dir).is_empty(), "the program did not run");
+    let supp = latin1(&dir, "s.supp");
+    std::fs::write(&supp, "race:lifecycle.c\n").unwrap();
+    let options = |report: &Path| {
+        let bytes = [&b"log_path="[..], report.as_os_str().as_bytes(), b":suppressions=", supp.as_os_str().as_bytes()];
+        std::ffi::OsString::from_vec(bytes.concat())
+    };
+    let by_hand = latin1_in(&dir, "hand", ".json");
+    let out = Command::new(lifecycle())
+        .arg("races")
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STREAMSAN_OPTIONS", options(&by_hand))
+        .env_remove("STREAMSAN_RUN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(Report::read_from(&by_hand).unwrap().summary.suppressed, 2);
+    let run = latin1_in(&dir, "run", ".json");
+    let out = streamsan(&dir)
+        .env("STREAMSAN_OPTIONS", options(&run))
+        .args(["run", "--"])
+        .arg(lifecycle())
+        .arg("races")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(Report::read_from(&run).unwrap().summary.suppressed, 2);
 }

@@ -2,10 +2,11 @@
 //! `LD_PRELOAD` (keeping what is there), pass the options in `STREAMSAN_OPTIONS`.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::options::Options;
+use crate::options::{split_at_pid, Options};
 
 /// The shim's file name, as cargo builds it.
 pub const SHIM_FILE: &str = "libstreamsan_shim.so";
@@ -52,30 +53,33 @@ pub fn command(shim: &Path, options: &Options, program: &OsString, args: &[OsStr
 }
 
 /// The files matching `pattern` (a report path, `%p` standing for any process id, and a
-/// forked child's `.PID` after a path without one). Listed before and after a run, the new
-/// ones are the run's reports: the shim never writes over a file already there.
-pub fn reports_matching(pattern: &str) -> Vec<PathBuf> {
-    let pattern = Path::new(pattern);
+/// forked child's `.PID` after a path without one), names compared as bytes. Listed before
+/// and after a run, the new ones are the run's reports: the shim never writes over a file
+/// already there.
+pub fn reports_matching(pattern: &Path) -> Vec<PathBuf> {
     // A bare name lists bare names, as the processes of the run name their reports.
     let (dir, bare) = match pattern.parent() {
         Some(d) if !d.as_os_str().is_empty() => (d.to_path_buf(), false),
         _ => (PathBuf::from("."), true),
     };
-    let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (prefix, suffix) = name.split_once("%p").unwrap_or((&name, ""));
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let name = pattern.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| {
-            let file = e.file_name().to_string_lossy().into_owned();
-            if name.contains("%p") {
-                file.len() > prefix.len() + suffix.len()
-                    && file.starts_with(prefix)
-                    && file.ends_with(suffix)
-                    && digits(&file[prefix.len()..file.len() - suffix.len()])
-            } else {
-                file == name || file.strip_prefix(&format!("{name}.")).is_some_and(digits)
+            let file = e.file_name();
+            let file = file.as_bytes();
+            match split_at_pid(name) {
+                Some((prefix, suffix)) => {
+                    file.len() > prefix.len() + suffix.len()
+                        && file.starts_with(prefix)
+                        && file.ends_with(suffix)
+                        && digits(&file[prefix.len()..file.len() - suffix.len()])
+                }
+                None => {
+                    file == name || file.strip_prefix(name).and_then(|rest| rest.strip_prefix(b".")).is_some_and(digits)
+                }
             }
         })
         .map(|e| if bare { PathBuf::from(e.file_name()) } else { e.path() })
@@ -96,13 +100,18 @@ mod tests {
             std::fs::write(dir.join(name), "{}").unwrap();
         }
         let names = |pattern: &str| -> Vec<String> {
-            reports_matching(dir.join(pattern).to_str().unwrap())
+            reports_matching(&dir.join(pattern))
                 .iter()
                 .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
                 .collect()
         };
         assert_eq!(names("r.%p.json"), ["r.12.json", "r.7.json"]);
         assert_eq!(names("other.json"), ["other.json", "other.json.31"]);
+        // Names are compared as bytes: `\xff` is not `\xe9`, though neither is UTF-8.
+        let latin1 = |name: &[u8]| dir.join(std::ffi::OsStr::from_bytes(name));
+        std::fs::write(latin1(b"caf\xe9.5.json"), "{}").unwrap();
+        std::fs::write(latin1(b"caf\xff.6.json"), "{}").unwrap();
+        assert_eq!(reports_matching(&latin1(b"caf\xe9.%p.json")), [latin1(b"caf\xe9.5.json")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

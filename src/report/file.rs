@@ -8,6 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{RaceReport, Report};
+use crate::options::{has_pid, shown_path};
 
 /// A report file this process created.
 #[derive(Debug)]
@@ -152,8 +153,8 @@ pub fn render(report: &Report) -> io::Result<Vec<u8>> {
 /// Whether reports can be written to `pattern` (a report path, `%p` standing for process
 /// ids): its directory exists and is writable, and, without `%p`, nothing is at the path.
 /// Checked before a program starts, so that a mistake stops it rather than its report.
-pub fn check_destination(pattern: &str) -> Result<(), String> {
-    let path = Path::new(pattern);
+pub fn check_destination(path: &Path) -> Result<(), String> {
+    let pattern = shown_path(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -163,12 +164,12 @@ pub fn check_destination(pattern: &str) -> Result<(), String> {
         .map(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
         .unwrap_or(false);
     if !dir.is_dir() {
-        return Err(format!("cannot write reports to {pattern}: {} is not a directory", dir.display()));
+        return Err(format!("cannot write reports to {pattern}: {} is not a directory", shown_path(&dir)));
     }
     if !writable {
-        return Err(format!("cannot write reports to {pattern}: the directory {} is not writable", dir.display()));
+        return Err(format!("cannot write reports to {pattern}: the directory {} is not writable", shown_path(&dir)));
     }
-    if !pattern.contains("%p") && std::fs::symlink_metadata(path).is_ok() {
+    if !has_pid(path) && std::fs::symlink_metadata(path).is_ok() {
         return Err(format!(
             "{pattern} exists already; streamsan does not overwrite it (remove it, or put %p, the process id, in the path)"
         ));
@@ -360,12 +361,10 @@ mod tests {
     #[test]
     fn destinations_are_checked_before_a_run() {
         let dir = scratch("check");
-        assert!(check_destination(&format!("{}/r.json", dir.display())).is_ok(), "nothing there yet");
-        assert!(check_destination(&format!("{}/r.%p.json", dir.display())).is_ok());
+        assert!(check_destination(&dir.join("r.json")).is_ok(), "nothing there yet");
+        assert!(check_destination(&dir.join("r.%p.json")).is_ok());
         std::fs::write(dir.join("r.json"), "").unwrap();
-        assert!(check_destination(&format!("{}/r.json", dir.display())).unwrap_err().contains("exists already"));
-        assert!(check_destination(&format!("{}/nowhere/r.%p.json", dir.display()))
-            .unwrap_err()
-            .contains("not a directory"));
+        assert!(check_destination(&dir.join("r.json")).unwrap_err().contains("exists already"));
+        assert!(check_destination(&dir.join("nowhere/r.%p.json")).unwrap_err().contains("not a directory"));
     }
 }

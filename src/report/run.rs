@@ -4,8 +4,10 @@
 //! shim was loaded into, which called the driver, and which `exec`ed a program without it
 //! ([`Processes`]), so that a run that checked nothing does not read as a clean one.
 
+use std::ffi::OsStr;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -77,27 +79,32 @@ impl RunLog {
         &self.path
     }
 
-    /// Adds `entry`; best effort (a list that cannot be written costs the summary, not
-    /// the report).
+    /// Adds `entry`, its path as bytes; best effort (a list that cannot be written costs the
+    /// summary, not the report).
     pub fn record(&self, entry: &Entry) {
         let one_line = |s: &str| s.replace(['\t', '\n'], " ");
-        let line = match entry {
-            Entry::Written(path) => format!("written\t{}\n", path.display()),
-            Entry::Unwritten { path, races, why } => {
-                format!("unwritten\t{races}\t{}\t{}\n", one_line(why), path.display())
-            }
+        let fields = match entry {
+            Entry::Written(_) => "written\t".to_string(),
+            Entry::Unwritten { races, why, .. } => format!("unwritten\t{races}\t{}\t", one_line(why)),
         };
+        let line = [fields.as_bytes(), entry.path().as_os_str().as_bytes(), b"\n"].concat();
         self.append(&line);
     }
 
     /// Appends `line` in one `write(2)`, so that lines of processes writing at once do not mix.
-    fn append(&self, line: &str) {
+    fn append(&self, line: &[u8]) {
         let appended = OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(&self.path)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
+            .and_then(|mut f| f.write_all(line));
         drop(appended);
+    }
+
+    /// The lines of the list, as bytes: a report's path need not be UTF-8.
+    fn lines(&self) -> Vec<Vec<u8>> {
+        let bytes = std::fs::read(&self.path).unwrap_or_default();
+        bytes.split(|&b| b == b'\n').filter(|line| !line.is_empty()).map(<[u8]>::to_vec).collect()
     }
 
     /// Adds `event`; best effort, as [`RunLog::record`].
@@ -107,14 +114,14 @@ impl RunLog {
             Event::Called(pid) => format!("called\t{pid}\n"),
             Event::Dropped { pid, program } => format!("dropped\t{pid}\t{}\n", program.replace(['\t', '\n'], " ")),
         };
-        self.append(&line);
+        self.append(line.as_bytes());
     }
 
     /// The processes the list tells of.
     pub fn processes(&self) -> Processes {
-        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
         let mut processes = Processes::default();
-        for line in text.lines() {
+        for line in self.lines() {
+            let line = String::from_utf8_lossy(&line);
             let mut fields = line.splitn(3, '\t');
             let (kind, pid) = (fields.next(), fields.next().and_then(|p| p.parse().ok()));
             match (kind, pid, fields.next()) {
@@ -130,14 +137,15 @@ impl RunLog {
     /// What the processes did, one entry per report path (the latest said), in the order
     /// the paths first appeared.
     pub fn read(&self) -> Vec<Entry> {
-        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
         let mut entries: Vec<Entry> = Vec::new();
-        for line in text.lines() {
-            let mut fields = line.splitn(4, '\t');
+        for line in self.lines() {
+            let mut fields = line.splitn(4, |&b| b == b'\t');
+            let path = |bytes: &[u8]| PathBuf::from(OsStr::from_bytes(bytes));
+            let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
             let entry = match (fields.next(), fields.next(), fields.next(), fields.next()) {
-                (Some("written"), Some(path), None, None) => Entry::Written(path.into()),
-                (Some("unwritten"), Some(races), Some(why), Some(path)) => {
-                    Entry::Unwritten { path: path.into(), races: races.parse().unwrap_or(0), why: why.to_string() }
+                (Some(b"written"), Some(written), None, None) => Entry::Written(path(written)),
+                (Some(b"unwritten"), Some(races), Some(why), Some(unwritten)) => {
+                    Entry::Unwritten { path: path(unwritten), races: text(races).parse().unwrap_or(0), why: text(why) }
                 }
                 _ => continue,
             };
@@ -184,14 +192,16 @@ mod tests {
         log.remove();
     }
 
+    /// A report's path that is not UTF-8 is read back as written, the other lines with it.
     #[test]
     fn processes_are_read_apart_from_reports() {
         let log = RunLog::create().unwrap();
+        let path = PathBuf::from(OsStr::from_bytes(b"/r/caf\xe9.json"));
         log.note(&Event::Loaded(7));
-        log.record(&Entry::Written("/r/a.json".into()));
+        log.record(&Entry::Written(path.clone()));
         log.note(&Event::Called(7));
         log.note(&Event::Dropped { pid: 8, program: "/bin/x\ty".into() });
-        assert_eq!(log.read(), [Entry::Written("/r/a.json".into())]);
+        assert_eq!(log.read(), [Entry::Written(path)]);
         let processes = log.processes();
         assert_eq!(processes, Processes { loaded: vec![7], called: vec![7], dropped: vec![(8, "/bin/x y".into())] });
         log.remove();

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use super::suppressions::Suppressions;
 use crate::model::race::RaceEntry;
 use crate::model::{Model, Sink};
-use crate::options::Options;
+use crate::options::{shown_path, Options};
 use crate::phases::{self, Phase};
 
 use super::build::{self, Symbols};
@@ -35,7 +35,7 @@ impl Policy {
     /// wrong with the file.
     pub fn of(options: &Options) -> Result<Policy, String> {
         let suppressions = match &options.suppressions {
-            Some(path) => Suppressions::load(path.as_ref()).map_err(|e| e.to_string())?,
+            Some(path) => Suppressions::load(path).map_err(|e| e.to_string())?,
             None => Suppressions::default(),
         };
         Ok(Policy::with(options, suppressions))
@@ -189,7 +189,7 @@ impl<P: Process> ReportSink<P> {
 
     /// The report cannot be written to `path`: said now, the report on stderr at exit.
     fn unwritable(&self, destination: &mut Destination, path: PathBuf, why: &str, races: usize) {
-        let why = format!("cannot write the report to {}: {why}", path.display());
+        let why = format!("cannot write the report to {}: {why}", shown_path(&path));
         self.error(&format!("{why}; it goes to stderr at exit"));
         if let Some(run) = &self.run {
             run.record(&Entry::Unwritten { path, races: races as u64, why: why.clone() });

@@ -10,6 +10,7 @@ use aho_corasick::AhoCorasick;
 
 use super::frames::program_frame;
 use super::{Frame, RaceKind, RaceReport};
+use crate::options::shown_path;
 
 /// What a rule looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,8 +69,8 @@ impl Suppressions {
     /// Reads and parses a suppressions file.
     pub fn load(path: &Path) -> Result<Suppressions, SuppressionError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| SuppressionError(format!("cannot read the suppressions file {}: {e}", path.display())))?;
-        Suppressions::parse(&text).map_err(|e| SuppressionError(format!("{}:{e}", path.display())))
+            .map_err(|e| SuppressionError(format!("cannot read the suppressions file {}: {e}", shown_path(path))))?;
+        Suppressions::parse(&text).map_err(|e| SuppressionError(format!("{}:{e}", shown_path(path))))
     }
 
     /// Parses the text of a suppressions file; an error names the line.

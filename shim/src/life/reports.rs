@@ -2,13 +2,15 @@
 //! the shim knows (the call sites' frames, the threads' ids, the calls it counted, where
 //! the report goes, how the process ends) and installed as the model's sink.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use streamsan::model::op::{StackId, ThreadId};
 use streamsan::model::{Model, Sink};
-use streamsan::options::expand_path;
+use streamsan::options::{expand_path, has_pid};
 use streamsan::report::build::Symbols;
 use streamsan::report::run::{Event, RunLog};
 use streamsan::report::sink::{Policy, Process, ReportSink};
@@ -65,14 +67,17 @@ impl Process for ThisProcess {
     fn report_path(&self) -> PathBuf {
         let pattern = &options().log_path;
         let pid = std::process::id();
-        let mut path = expand_path(pattern, pid);
-        if FORKED.load(Ordering::Relaxed) && !pattern.contains("%p") {
-            path = format!("{path}.{pid}");
+        let mut path = expand_path(pattern, pid).into_os_string();
+        if FORKED.load(Ordering::Relaxed) && !has_pid(pattern) {
+            path.push(format!(".{pid}"));
         }
         if let Some(suffix) = exec_suffix() {
-            path = match path.strip_suffix(".json") {
-                Some(stem) => format!("{stem}{suffix}.json"),
-                None => format!("{path}{suffix}"),
+            path = match path.as_bytes().strip_suffix(b".json") {
+                Some(stem) => OsString::from_vec([stem, suffix.as_bytes(), b".json"].concat()),
+                None => {
+                    path.push(suffix);
+                    path
+                }
             };
         }
         PathBuf::from(path)
