@@ -405,6 +405,7 @@ fn every_option_taking_a_value_takes_it_after_an_equals_sign() {
             "--suppressions" => supp.to_string_lossy().into_owned(),
             "--exitcode" => "7".into(),
             "--footprint" => "params".into(),
+            "--pageable-copies" => "async".into(),
             _ => "8".into(),
         };
         args.push(format!("{}={value}", flag.name));

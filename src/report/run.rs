@@ -56,7 +56,11 @@ impl RunLog {
     /// A new, empty list for a run, in the temporary directory (not beside the reports:
     /// their folder may vanish during the run).
     pub fn create() -> io::Result<RunLog> {
-        let dir = std::env::temp_dir();
+        Self::create_in(&std::env::temp_dir())
+    }
+
+    /// A new, empty list in `dir`.
+    fn create_in(dir: &Path) -> io::Result<RunLog> {
         // A list left by a wrapper that was killed may hold the name: take the next.
         for attempt in 0..100u32 {
             let path = dir.join(format!("streamsan-run.{}.{attempt}", std::process::id()));
@@ -211,14 +215,18 @@ mod tests {
     /// and a list once read is removed.
     #[test]
     fn a_list_left_behind_is_passed_over_and_a_list_read_is_removed() {
-        let left = std::env::temp_dir().join(format!("streamsan-run.{}.0", std::process::id()));
+        // A folder of its own: the other tests' lists, in the temporary directory, take the
+        // same names.
+        let dir = std::env::temp_dir().join(format!("streamsan-run-left.{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let left = dir.join(format!("streamsan-run.{}.0", std::process::id()));
         std::fs::write(&left, "written\t/r/old.json\n").unwrap();
-        let log = RunLog::create().unwrap();
+        let log = RunLog::create_in(&dir).unwrap();
         assert_ne!(log.path(), left);
         assert!(log.read().is_empty(), "a new list is empty");
         let path = log.path().to_path_buf();
         log.remove();
         assert!(!path.exists());
-        std::fs::remove_file(left).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
