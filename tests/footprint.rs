@@ -384,6 +384,18 @@ fn no_twin_is_loaded_while_device_work_may_wait_for_the_host() {
 }
 
 #[test]
+fn no_twin_is_loaded_while_a_stream_captures_in_global_mode() {
+    // A load or an allocation would invalidate the program's capture: the first launch runs
+    // unmeasured, the same launch after the capture is measured and shows the race.
+    let (run, log) = run_rounds("capturing", "racy", "learn", 1, &[]);
+    let touches: Vec<&str> =
+        log.iter().filter(|l| l.ends_with(" footprint_touch")).map(|l| l.split(' ').next().unwrap_or("")).collect();
+    assert_eq!(touches, ["native", "measured", "measured"], "{log:?}");
+    assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&run_mode("capturing", "fixed", "learn", &[])), vec![]);
+}
+
+#[test]
 fn a_twin_takes_the_attributes_the_program_gave_its_function() {
     // The writer asks for 64 KiB of dynamic shared memory, which only its function's
     // attribute allows: its twin must have it too, or the driver refuses the twin's launch.

@@ -98,7 +98,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -231,7 +231,6 @@ int main(int argc, char **argv) {
             CHECK(cuStreamBeginCapture_v2(a, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
             for (int i = 0; i < 4200; i++) launch_touch(a, y, 64, W);
             CHECK(cuStreamEndCapture(a, &graph));
-            CHECK(cuGraphDestroy(graph));
             launch_touch(b, fixed ? y : x, 64, W);
             CHECK(cuMemsetD8Async(x + 32, 1, 32, a));
             CHECK(cuCtxSynchronize());
@@ -316,6 +315,20 @@ int main(int argc, char **argv) {
             CHECK(cuLaunchKernel(beyond, 1, 1, 1, 32, 1, 1, 64 << 10, a, params, NULL));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 96, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "capturing") == 0) {
+            /* While another stream captures in global mode, a kernel's first launch runs
+               unmeasured (loading its twin would break the capture); once the capture
+               ended, its next launch is measured. B reads what both wrote. */
+            CUstream c;
+            CUgraph graph;
+            CHECK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+            CHECK(cuStreamBeginCapture_v2(c, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+            launch_touch(a, x, 64, W);
+            CHECK(cuStreamEndCapture(c, &graph));
+            launch_touch(a, x, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, x + 32, 8, R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "gated") == 0) {
             /* A waits for a value the host may release later (here set already): its writer

@@ -94,6 +94,9 @@ pub enum Unmeasured {
     NoTwin(NoTwin),
     /// The driver refused the twin's launch: the program's own function was launched.
     Refused,
+    /// Allocating tables or loading code now could deadlock or break the program's capture
+    /// (the caller said so): it is measured at a later launch.
+    NotNow,
 }
 
 /// What became of the launch this thread made last ([`outcome`]).
@@ -196,9 +199,9 @@ impl Engine {
 /// Before the real call of a launch of `function` (the program's handle: a `CUfunction` or
 /// a `CUkernel`) on `stream`, outside any callback. To measure it, returns its twin's
 /// function with a table bound to it, to be launched instead with the same arguments;
-/// else `function`. `may_load`: no device work may be waiting for the host, so loading a
-/// twin (which may wait for the device to drain) cannot deadlock. [`outcome`] must follow
-/// the real call.
+/// else `function`. `may_load`: the engine may load code and allocate now (no device work
+/// waits for the host, which a load waiting for the device to drain would deadlock on, and
+/// no capture forbids such calls). [`outcome`] must follow the real call.
 pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask, may_load: bool) -> *mut c_void {
     let Some(engine) = ENGINE.get() else { return function };
     let retired = std::mem::take(&mut engine.twins().retired);
@@ -245,7 +248,7 @@ fn measure(
     engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let pair = pair?;
     twins::copy_attributes(&engine.driver.twins, &pair);
-    if !prepare(engine, ctx)? {
+    if !prepare(engine, ctx, may_load)? {
         return Err(Unmeasured::NoTable);
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
@@ -406,13 +409,16 @@ impl Engine {
 }
 
 /// Before a launch to be measured, outside any callback: makes sure `ctx` has the engine's
-/// stream and a free table. Ok(false): the engine's stream cannot be made; Err: every
-/// table is waiting to be read.
-fn prepare(engine: &Engine, ctx: Handle) -> Result<bool, Unmeasured> {
+/// stream and a free table, making them only if `may_allocate`. Ok(false): the engine's
+/// stream cannot be made; Err: every table is waiting to be read, or none may be made now.
+fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Result<bool, Unmeasured> {
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
     if !pool.free.is_empty() {
         return Ok(true);
+    }
+    if !may_allocate {
+        return Err(Unmeasured::NotNow);
     }
     if pool.stream.is_none() {
         let mut stream: Handle = core::ptr::null_mut();

@@ -29,7 +29,7 @@ pub unsafe fn ctx_destroy(_call: &Call, real: real::ctx_destroy, ctx: CUcontext)
 pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUresult {
     let status = unsafe { real() };
     if ok(status) {
-        super::host_gated::synchronized(None);
+        super::load_gate::synchronized(None);
         batch::join(unsettled(), Join::Context(driver::current_context()));
         super::footprint::collect();
     }
@@ -40,7 +40,7 @@ pub unsafe fn ctx_synchronize(_call: &Call, real: real::ctx_synchronize) -> CUre
 pub unsafe fn ctx_synchronize_v2(_call: &Call, real: real::ctx_synchronize_v2, ctx: CUcontext) -> CUresult {
     let status = unsafe { real(ctx) };
     if ok(status) {
-        super::host_gated::synchronized(None);
+        super::load_gate::synchronized(None);
         let ctx = if ctx.is_null() { driver::current_context() } else { ctx as u64 };
         batch::join(unsettled(), Join::Context(ctx));
         super::footprint::collect();

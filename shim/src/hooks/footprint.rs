@@ -176,7 +176,7 @@ pub fn launch(
     if !measure || !active() {
         return (call(f), None);
     }
-    let may_load = super::host_gated::none();
+    let may_load = super::load_gate::open();
     let sent = phases::time(Phase::FootprintPlan, || engine::arm(f, stream, engine::Ask::Measure, may_load));
     let status = call(sent);
     match phases::time(Phase::FootprintPlan, || engine::outcome(status == 0)) {
@@ -187,7 +187,7 @@ pub fn launch(
                 engine::Unmeasured::NoTable => Some(FootprintUnmeasured::NoTable),
                 engine::Unmeasured::NoTwin(engine::NoTwin::ModuleState) => Some(FootprintUnmeasured::ModuleState),
                 engine::Unmeasured::NoTwin(engine::NoTwin::NoCode) => Some(FootprintUnmeasured::NoTwin),
-                engine::Unmeasured::NoTwin(engine::NoTwin::Busy) => None,
+                engine::Unmeasured::NoTwin(engine::NoTwin::Busy) | engine::Unmeasured::NotNow => None,
                 engine::Unmeasured::Refused => Some(FootprintUnmeasured::Refused),
             };
             if let Some(why) = note {
@@ -296,7 +296,9 @@ pub fn discard(ticket: u64) {
 /// Reads the footprints of the launches the program has now synchronized with, and gives
 /// them to the model. Called by a synchronizing call's hook once it queued the host's join.
 pub fn collect() {
-    if !active() {
+    // Reading tables copies and synchronizes on the engine's stream: calls a capture in
+    // global or thread-local mode forbids (the tables wait for the next synchronization).
+    if !active() || super::load_gate::capturing() {
         return;
     }
     let _timer = phases::start(Phase::FootprintCollect);

@@ -326,6 +326,7 @@ pub unsafe fn stream_begin_capture_to_graph(
 ) -> CUresult {
     let status = unsafe { real(h_stream, graph, deps, dep_data, num_deps, mode) };
     if ok(status) {
+        super::load_gate::capture_began(h_stream.cast(), mode);
         let deps = unsafe { handles(deps, num_deps) };
         model().capture_begin_into(stream(call, h_stream), graph as u64, &deps);
     }

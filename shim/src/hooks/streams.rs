@@ -59,7 +59,7 @@ pub use stream_synchronize as stream_query;
 pub unsafe fn stream_synchronize(call: &Call, real: real::stream_synchronize, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
-        super::host_gated::synchronized(Some(h_stream.cast()));
+        super::load_gate::synchronized(Some(h_stream.cast()));
         batch::join(unsettled(), Join::Stream(stream(call, h_stream)));
         super::footprint::collect();
     }
@@ -87,6 +87,7 @@ pub unsafe fn stream_begin_capture_v1(
 ) -> CUresult {
     let status = unsafe { real(h_stream) };
     if ok(status) {
+        super::load_gate::capture_began(h_stream.cast(), 0);
         model().capture_begin(stream(call, h_stream));
     }
     status
@@ -100,6 +101,7 @@ pub unsafe fn stream_begin_capture(
 ) -> CUresult {
     let status = unsafe { real(h_stream, mode) };
     if ok(status) {
+        super::load_gate::capture_began(h_stream.cast(), mode);
         model().capture_begin(stream(call, h_stream));
     }
     status
@@ -113,6 +115,7 @@ pub unsafe fn stream_end_capture(
     graph: *mut CUgraph,
 ) -> CUresult {
     let status = unsafe { real(h_stream, graph) };
+    super::load_gate::capture_ended(h_stream.cast());
     let made = (ok(status) && !graph.is_null()).then(|| unsafe { *graph } as u64).filter(|&g| g != 0);
     model().capture_end(stream(call, h_stream), made);
     status
@@ -133,7 +136,7 @@ pub unsafe fn wait_value<V>(
 ) -> CUresult {
     let status = unsafe { real(h_stream, addr, value, flags) };
     if ok(status) {
-        super::host_gated::waits(h_stream.cast());
+        super::load_gate::waits(h_stream.cast());
         model().wait_value(stream(call, h_stream), addr, &origin(call));
     }
     status
@@ -172,7 +175,7 @@ pub unsafe fn stream_batch_mem_op(
             let op = unsafe { *params.add(i) };
             match op.operation {
                 CU_STREAM_MEM_OP_WAIT_VALUE_32 | CU_STREAM_MEM_OP_WAIT_VALUE_64 => {
-                    super::host_gated::waits(h_stream.cast());
+                    super::load_gate::waits(h_stream.cast());
                     model().wait_value(on, op.address, &origin(call))
                 }
                 CU_STREAM_MEM_OP_WRITE_VALUE_32 => model().write_value(on, op.address, 4, &origin(call)),
@@ -231,7 +234,7 @@ pub unsafe fn wait_external_semaphores(
 ) -> CUresult {
     let status = unsafe { real(sems, params, count, h_stream) };
     if ok(status) {
-        super::host_gated::waits(h_stream.cast());
+        super::load_gate::waits(h_stream.cast());
     }
     let wait = |on, sem, origin: &Origin| model().stream_wait_event(on, sem, origin);
     unsafe { each_semaphore(call, status, sems, count, h_stream, wait) }
