@@ -173,7 +173,9 @@ pub fn launch(
     measure: bool,
     call: impl Fn(*mut c_void) -> u32,
 ) -> (u32, Option<u64>) {
-    if !measure || !active() {
+    // While a stream captures in global or thread-local mode, even asking whether a launch's
+    // stream captures may break the program's capture: nothing is measured then.
+    if !measure || !active() || super::load_gate::capturing() {
         return (call(f), None);
     }
     let may_load = super::load_gate::open();
