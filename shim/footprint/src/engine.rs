@@ -77,14 +77,6 @@ unsafe impl Sync for Engine {}
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// Whether the caller wants the launch it makes next measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ask {
-    /// No: its footprint is known (learnt).
-    Skip,
-    Measure,
-}
-
 /// Why a launch to measure was not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unmeasured {
@@ -102,8 +94,9 @@ pub enum Unmeasured {
 /// What became of the launch this thread made last ([`outcome`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// It was not to be measured (or its stream captures: it became a graph's node).
-    NotAsked,
+    /// Not measured, with nothing to note: its stream captures (it became a graph's node),
+    /// or no context is current.
+    Skipped,
     Measured(Ticket),
     Unmeasured(Unmeasured),
 }
@@ -121,7 +114,7 @@ struct Armed {
 
 thread_local! {
     static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
-    static LAST: std::cell::Cell<Outcome> = const { std::cell::Cell::new(Outcome::NotAsked) };
+    static LAST: std::cell::Cell<Outcome> = const { std::cell::Cell::new(Outcome::Skipped) };
 }
 
 /// Why the engine is not running.
@@ -196,28 +189,25 @@ impl Engine {
     }
 }
 
-/// Before the real call of a launch of `function` (the program's handle: a `CUfunction` or
-/// a `CUkernel`) on `stream`, outside any callback. To measure it, returns its twin's
-/// function with a table bound to it, to be launched instead with the same arguments;
-/// else `function`. `may_load`: the engine may load code and allocate now (no device work
+/// Before the real call of a launch to measure, of `function` (the program's handle: a
+/// `CUfunction` or a `CUkernel`) on `stream`, outside any callback. Returns its twin's
+/// function with a table bound to it, to be launched instead with the same arguments, or
+/// `function` where it cannot be measured. `may_load`: the engine may load code and allocate now (no device work
 /// waits for the host, which a load waiting for the device to drain would deadlock on, and
 /// no capture forbids such calls). [`outcome`] must follow the real call.
-pub fn arm(function: *mut c_void, stream: *mut c_void, ask: Ask, may_load: bool) -> *mut c_void {
+pub fn arm(function: *mut c_void, stream: *mut c_void, may_load: bool) -> *mut c_void {
     let Some(engine) = ENGINE.get() else { return function };
     let retired = std::mem::take(&mut engine.twins().retired);
     if !retired.is_empty() {
         twins::unload(&engine.driver.twins, retired);
     }
-    if ask == Ask::Skip {
-        return function;
-    }
     let (launch, last) = match measure(engine, function, stream, may_load) {
         Ok(Some(armed)) => {
             let twin = armed.pair.twin;
             let _ = ARMED.try_with(|a| *a.borrow_mut() = Some(armed));
-            (twin, Outcome::NotAsked)
+            (twin, Outcome::Skipped)
         }
-        Ok(None) => (function, Outcome::NotAsked),
+        Ok(None) => (function, Outcome::Skipped),
         Err(why) => (function, Outcome::Unmeasured(why)),
     };
     let _ = LAST.try_with(|l| l.set(last));
@@ -267,10 +257,10 @@ fn measure(
 /// `Unmeasured(Refused)`: the caller then makes the program's own launch.
 pub fn outcome(accepted: bool) -> Outcome {
     let armed = ARMED.try_with(|a| a.borrow_mut().take()).ok().flatten();
-    let last = LAST.try_with(|l| l.replace(Outcome::NotAsked)).unwrap_or(Outcome::NotAsked);
+    let last = LAST.try_with(|l| l.replace(Outcome::Skipped)).unwrap_or(Outcome::Skipped);
     let Some(armed) = armed else { return last };
     let Armed { ticket, function, ctx, stream, pair, _measuring } = armed;
-    let Some(engine) = ENGINE.get() else { return Outcome::NotAsked };
+    let Some(engine) = ENGINE.get() else { return Outcome::Skipped };
     if accepted {
         twins::mirror(&engine.driver.twins, &pair, stream, false);
         drop(_measuring);

@@ -11,7 +11,7 @@ pub mod table;
 mod twins;
 
 pub use engine::{
-    arm, collect, counters, discard, outcome, start, Ask, Counters, Driver, Outcome, Ticket, Unavailable, Unmeasured,
+    arm, collect, counters, discard, outcome, start, Counters, Driver, Outcome, Ticket, Unavailable, Unmeasured,
 };
 pub use table::{Measured, Range};
 pub use twins::{Driver as TwinDriver, NoTwin};
