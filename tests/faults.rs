@@ -582,27 +582,23 @@ fn a_report_path_not_in_utf8_is_written_and_read_back() {
 fn a_suppressions_file_not_in_utf8_suppresses() {
     let dir = scratch("latin1-suppressions");
     let supp = latin1(&dir, "s.supp");
-    let out = streamsan(&dir)
-        .args(["run", "--report", &report_arg(&dir), "--suppressions"])
-        .arg(&supp)
-        .arg("--")
-        .arg(lifecycle())
-        .arg("races")
-        .output()
-        .unwrap();
+    let run = || {
+        streamsan(&dir)
+            .args(["run", "--report", &report_arg(&dir), "--suppressions"])
+            .arg(&supp)
+            .arg("--")
+            .arg(lifecycle())
+            .arg("races")
+            .output()
+            .unwrap()
+    };
+    let out = run();
     assert_eq!(out.status.code(), Some(2));
     let missing = format!("cannot read the suppressions file {}/s.supp\\xE9", dir.display());
     assert!(text(&out.stderr).contains(&missing), "{}", text(&out.stderr));
     assert!(calls(&dir).is_empty(), "the program did not run");
     std::fs::write(&supp, "race:lifecycle.c\n").unwrap();
-    let out = streamsan(&dir)
-        .args(["run", "--report", &report_arg(&dir), "--suppressions"])
-        .arg(&supp)
-        .arg("--")
-        .arg(lifecycle())
-        .arg("races")
-        .output()
-        .unwrap();
+    let out = run();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = reports_in(&dir, "report.")[0].clone();
     assert_eq!((report.1.races.len(), report.1.summary.suppressed), (0, 2));
