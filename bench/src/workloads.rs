@@ -82,16 +82,18 @@ pub const WORKLOADS: &[(&str, Workload)] = &[
 /// What the shim is told for a workload (`STREAMSAN_OPTIONS`): the racy ones, so that their
 /// races do not fail the run, the `_learn` ones, which run `footprint=learn` against the
 /// stand-in Compute Sanitizer library ([`needs_sanitizer`]), and the `_guarded` ones, which
-/// run the host-race guard.
+/// run the host-race guard. Every other workload takes kernels' parameters
+/// (`footprint=params`): the stand-in driver is no driver a toolkit's Compute Sanitizer
+/// library could attach to, and the bench times the launch path, not the engine.
 pub fn options(name: &str) -> &'static str {
-    if name.starts_with("races_") {
-        "exitcode=0"
-    } else if needs_sanitizer(name) {
+    if needs_sanitizer(name) {
         "footprint=learn"
+    } else if name.starts_with("races_") {
+        "exitcode=0 footprint=params"
     } else if name.ends_with("_guarded") {
-        "host_races=1"
+        "host_races=1 footprint=params"
     } else {
-        ""
+        "footprint=params"
     }
 }
 
