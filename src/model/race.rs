@@ -192,6 +192,9 @@ named_enum! {
         /// grid-dependency wait, and where it waits is not known: it is taken as ordered
         /// from its start.
         ProgrammaticLaunch = "programmatic-launch",
+        /// Memory another process exported was opened (subject: its base): that process's
+        /// work on it, and events it shares, are not seen.
+        IpcImport = "ipc-import",
     }
 }
 

@@ -196,6 +196,9 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             "{} was launched on {on} with programmatic stream serialization: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize), which streamsan does not see; it is taken as ordered from its start, so a read before that wait is not reported",
             kernel.unwrap_or("a kernel")
         ),
+        NoteKind::IpcImport => format!(
+            "{api} opened memory {subject:#x} that another process exported: that process's work on it, and the events it shares, are not seen (each process has a model of its own)"
+        ),
         NoteKind::GraphNotFollowed => {
             format!("graph {subject:#x} launched on {on} holds work streamsan cannot follow: its work is not checked")
         }

@@ -8,7 +8,7 @@ use crate::model::buffers::{Buffer, MemoryKind};
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
-use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
+use crate::model::race::{Action, BufferFacts, NoteKind, Race, RaceKind, Side};
 use crate::model::residue::DENSE;
 use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
@@ -28,6 +28,10 @@ impl Model {
                 self.issue_only(&stream)
             }
         };
+        if alloc.kind == MemoryKind::Imported {
+            // Each process has a model of its own: the exporter's work is not in this one.
+            self.notes.add(NoteKind::IpcImport, OpRecord::new(origin, None, epoch), alloc.base);
+        }
         self.register(alloc, 0, OpRecord::new(origin, None, epoch));
     }
 
