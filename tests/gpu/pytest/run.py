@@ -26,10 +26,12 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from result import Result  # noqa: E402
 
 PY = sys.executable
+# Each project's test files: its tests package, and the files in it (the ones found run; a
+# version may move or drop one).
 MODULES = {
-    "numba": ["numba.cuda.tests.cudapy.test_stream_api", "numba.cuda.tests.cudapy.test_events",
-              "numba.cuda.tests.cudapy.test_async_kernel"],
-    "warp": ["warp.tests.cuda.test_streams"],
+    "numba": ("numba.cuda.tests", ["cudadrv/test_events.py", "cudadrv/test_streams.py", "cudapy/test_stream_api.py",
+                                   "cudapy/test_events.py", "cudapy/test_async_kernel.py"]),
+    "warp": ("warp.tests", ["cuda/test_streams.py"]),
 }
 SUITES = {"numba": ("numba", []), "warp": ("warp", []),
           "numba-xdist": ("numba", ["-n", "2"]), "warp-xdist": ("warp", ["-n", "2"])}
@@ -62,12 +64,14 @@ def outcomes(junit):
     return found, texts
 
 
-def files(modules):
-    """The test modules' files (pytest is given files: `numba.cuda` may be a package that
-    numba-cuda installs under another name)."""
-    found = subprocess.run([PY, "-c", "import importlib.util, sys\nfor m in sys.argv[1:]: print(importlib.util.find_spec(m).origin)",
-                            *modules], capture_output=True, text=True)
-    return found.stdout.split() if found.returncode == 0 else None
+def files(package, names):
+    """The test files of `names` found in `package`'s folder (pytest is given files:
+    `numba.cuda` may be a package that numba-cuda installs under another name)."""
+    found = subprocess.run([PY, "-c", "import importlib.util, os, sys\n"
+                            "print(os.path.dirname(importlib.util.find_spec(sys.argv[1]).origin))", package],
+                           capture_output=True, text=True)
+    folder = found.stdout.strip()
+    return [p for p in (os.path.join(folder, n) for n in names) if found.returncode == 0 and os.path.isfile(p)]
 
 
 def pytest(args, junit, log):
@@ -120,7 +124,7 @@ def main():
         if extra and subprocess.run([PY, "-c", "import xdist"], capture_output=True).returncode != 0:
             result.case(suite, "run", "not run: pytest-xdist not installed", outcome="skip")
             continue
-        tests = files(MODULES[project])
+        tests = files(*MODULES[project])
         if not tests:
             result.case(suite, "run", f"not run: cannot find {MODULES[project]}", ok=False)
             continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Other projects' own test suites, natively and under streamsan: the pass/fail counts must
-be identical, and every race streamsan reports must be one that KNOWN_REPORTS explains (a real
+be identical, each test by name ending as natively, and every race streamsan reports must be one that KNOWN_REPORTS explains (a real
 race in that project's test; docs/validation.md says which): any other is a defect of
 streamsan's to fix, or a race to explain there first.
 
@@ -26,8 +26,8 @@ from result import Result  # noqa: E402
 PY = sys.executable
 SUITES = {
     "numba-cuda cudadrv": [PY, "-m", "numba.runtests", "-v", "numba.cuda.tests.cudadrv"],
-    "numba-cuda streams and events": [PY, "-m", "numba.runtests", "-v", "numba.cuda.tests.cudapy.test_stream_api",
-                                      "numba.cuda.tests.cudapy.test_events", "numba.cuda.tests.cudapy.test_async_kernel"],
+    "numba-cuda stream API and IPC": [PY, "-m", "numba.runtests", "-v", "numba.cuda.tests.cudapy.test_stream_api",
+                                      "numba.cuda.tests.cudapy.test_ipc"],
     "warp streams, graphs, mempool": [PY, "-m", "unittest", "-v", "warp.tests.cuda.test_streams",
                                       "warp.tests.cuda.test_mempool", "warp.tests.test_graph"],
 }
@@ -58,6 +58,21 @@ def counts(output):
             key, value = part.split("=")
             result[key] = int(value)
     return result
+
+
+OUTCOME = re.compile(r"(?:\.\.\. ?|^)(ok|FAIL|ERROR|skipped|expected failure|unexpected success)\b", re.M)
+
+
+def outcomes(output):
+    """{test id: outcome} from unittest's -v lines, 'name (module.Class.name) ... outcome' (a
+    test's own output may come between its name and its outcome)."""
+    found = {}
+    tests = list(re.finditer(r"^(\w+) \(([\w.]+)\)", output, re.M))
+    for test, after in zip(tests, tests[1:] + [None]):
+        outcome = OUTCOME.search(output, test.end(), after.start() if after else len(output))
+        if outcome:
+            found[test.group(2)] = outcome.group(1)
+    return found
 
 
 def counts_text(c):
@@ -102,20 +117,29 @@ def main():
                "streamsan": counts(under.stdout + under.stderr), "native_exit": native.returncode,
                "streamsan_exit": under.returncode, "races": races}
         row["same_counts"] = row["native"] == row["streamsan"]
+        # Test by test: the same tests end the same way.
+        native_tests, under_tests = outcomes(native.stdout + native.stderr), outcomes(under.stdout + under.stderr)
+        row["tests_otherwise"] = sorted(t for t in set(native_tests) | set(under_tests)
+                                        if native_tests.get(t) != under_tests.get(t))
         known, is_known = KNOWN_REPORTS.get(name, ("no report", lambda race: False))
         unexplained = [r for r in races if not is_known(r)]
         row["unexplained_races"] = len(unexplained)
         results.append(row)
-        print(f"{'same' if row['same_counts'] else 'DIFFERENT'} {name}: native {row['native']}, streamsan {row['streamsan']}, "
+        same = row["same_counts"] and not row["tests_otherwise"] and bool(native_tests)
+        print(f"{'same' if same else 'DIFFERENT'} {name}: native {row['native']}, streamsan {row['streamsan']}, "
+              f"{len(native_tests)} tests by name, {len(row['tests_otherwise'])} ended otherwise, "
               f"{len(races)} race(s) reported, {len(unexplained)} not explained", flush=True)
         for r in races:
             print(f"    {r['kind']} {r['hazard'] or ''} x{r['count']}: {r['first']} -> {r['second']}", flush=True)
-        observed = (("the same counts" if row["same_counts"] else "other counts") + f": {counts_text(row['streamsan'])}; "
+        observed = (("the same tests end the same way" if same else
+                     f"other endings: {row['tests_otherwise'][:5] if row['tests_otherwise'] else 'counts'}")
+                    + f": {counts_text(row['streamsan'])}; "
                     + (f"{len(races)} reports, {len(unexplained)} not explained" if races else "no report"))
         figure_counts = lambda c: {k: c.get(k) for k in ("ran", "failures", "errors", "skipped")}  # noqa: E731
-        result.case(name, f"the same counts as natively; {known}", observed,
-                    ok=row["same_counts"] and not unexplained,
-                    figures={"native": figure_counts(row["native"]), "streamsan": figure_counts(row["streamsan"]), "reports": len(races)},
+        result.case(name, f"each test ends as natively; {known}", observed,
+                    ok=same and not unexplained,
+                    figures={"native": figure_counts(row["native"]), "streamsan": figure_counts(row["streamsan"]),
+                             "tests": len(native_tests), "tests_otherwise": len(row["tests_otherwise"]), "reports": len(races)},
                     note="; ".join(f"{r['kind']} {r['first']} -> {r['second']}: {r['missing_wait']}" for r in unexplained[:3]) or None)
     with open(os.path.join(out, "suites.json"), "w") as f:
         json.dump({"provenance": provenance, "suites": results}, f, indent=1)
