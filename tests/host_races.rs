@@ -371,3 +371,30 @@ fn host_races_are_printed_suppressed_and_asserted_on_like_the_others() {
         Streamsan::with_shim(shim()).option("host_races", "1").unwrap().run(program).expect("run under streamsan");
     assert_eq!(harnessed.races().kind("host-race").at("host_races.c").count(), 1, "{}", harnessed.races().describe());
 }
+
+/// Managed memory: the host reading what a kernel writes before it synchronized with the
+/// kernel's stream (or only with another stream), writing what a kernel reads before a query
+/// said the kernel is done, reading what a memset writes.
+#[test]
+fn the_host_touching_managed_memory_a_kernel_or_memset_uses_races() {
+    for (scenario, hazard, api) in [
+        ("managed_kernel", "RAW", "cuLaunchKernel"),
+        ("managed_other_stream", "RAW", "cuLaunchKernel"),
+        ("managed_input", "WAR", "cuLaunchKernel"),
+        ("managed_memset", "RAW", "cuMemsetD8Async"),
+    ] {
+        let racy = check(scenario, hazard, scenario, api);
+        let race = racy.races_of("host-race").next().unwrap();
+        assert_eq!(race.buffer.kind, "managed", "{scenario}");
+        if api == "cuLaunchKernel" {
+            assert_eq!(race.first.kernel.as_deref(), Some("scale(float*, float const*, int)"), "{scenario}");
+        }
+    }
+}
+
+/// Pinned memory a kernel uses through its own address (zero-copy), as managed memory.
+#[test]
+fn the_host_reading_pinned_memory_a_kernel_writes_races() {
+    let racy = check("mapped_kernel", "RAW", "mapped_kernel", "cuLaunchKernel");
+    assert_eq!(racy.races_of("host-race").next().unwrap().buffer.kind, "pinned-host");
+}

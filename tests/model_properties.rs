@@ -615,7 +615,12 @@ fn run(steps: &[Step]) -> (Oracle, Vec<(usize, usize, RaceKind, usize)>) {
                 model.event_destroyed(0xe0 + event as u64);
             }
             Step::StreamSync { stream } => {
-                if let Some(&l) = oracle.last.get(&stream) {
+                // The legacy stream's synchronize is an action on it: it waits for the
+                // blocking streams first.
+                if is_legacy(stream) {
+                    let op = oracle.issue(stream, &[]);
+                    oracle.host_waits(op);
+                } else if let Some(&l) = oracle.last.get(&stream) {
                     oracle.host_waits(l);
                 }
                 model.stream_synchronized(stream_ref(stream));

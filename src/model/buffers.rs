@@ -72,6 +72,13 @@ impl MemoryKind {
     pub fn is_host(self) -> bool {
         matches!(self, MemoryKind::PinnedHost | MemoryKind::RegisteredHost)
     }
+
+    /// Whether the host's own loads and stores reach it while the device may use it: host
+    /// memory (mapped into the device's address space under unified addressing) and managed
+    /// memory.
+    pub fn host_reachable(self) -> bool {
+        self.is_host() || self == MemoryKind::Managed
+    }
 }
 
 /// A buffer's mutable state: the shadow first, which every access reads.
@@ -390,6 +397,10 @@ pub struct BufferMap {
     /// Lowest and highest byte ever registered: a cheap first test for a kernel's words.
     low: AtomicU64,
     high: AtomicU64,
+    /// The same for memory the host reaches ([`MemoryKind::host_reachable`]): the first test
+    /// of a launch's accesses for the host-race guard.
+    host_low: AtomicU64,
+    host_high: AtomicU64,
     /// Tells this map's entries in [`RECENT`] from another map's.
     id: u64,
     /// The next unused key of memory without an address ([`ARRAY_KEYS`]).
@@ -422,6 +433,8 @@ impl BufferMap {
             quarantine: Mutex::new(VecDeque::new()),
             low: AtomicU64::new(u64::MAX),
             high: AtomicU64::new(0),
+            host_low: AtomicU64::new(u64::MAX),
+            host_high: AtomicU64::new(0),
             id: NEXT_MAP.fetch_add(1, Ordering::Relaxed),
             next_key: AtomicU64::new(ARRAY_KEYS),
             generation: AtomicU64::new(0),
@@ -438,6 +451,12 @@ impl BufferMap {
     #[inline]
     pub fn range(&self) -> core::ops::Range<u64> {
         self.low.load(Ordering::Relaxed)..self.high.load(Ordering::Relaxed)
+    }
+
+    /// Where every buffer the host reaches lies, as [`Self::range`] for all.
+    #[inline]
+    pub fn host_range(&self) -> core::ops::Range<u64> {
+        self.host_low.load(Ordering::Relaxed)..self.host_high.load(Ordering::Relaxed)
     }
 
     /// Whether `addr` could belong to a buffer with an address.
@@ -487,6 +506,10 @@ impl BufferMap {
         }
         if base < ARRAY_KEYS {
             self.widen(base, end);
+            if buffer.kind.host_reachable() {
+                self.host_low.fetch_min(base, Ordering::Relaxed);
+                self.host_high.fetch_max(end, Ordering::Relaxed);
+            }
         }
         if over_live {
             self.changed();

@@ -1,5 +1,5 @@
-//! The model's side of host races: whether the host has joined a copy in flight, and the
-//! race when it touched the copy's bytes first. The host's loads and stores are not driver
+//! The model's side of host races: whether the host has joined a copy, memset or kernel in
+//! flight, and the race when it touched that operation's bytes first. The host's loads and stores are not driver
 //! calls: the shim's page guard (`shim/src/host_races`) catches them and asks here.
 
 use std::sync::atomic::Ordering;
@@ -25,10 +25,11 @@ pub struct HostAccess {
     pub hi: u64,
 }
 
-/// An asynchronous copy's host bytes: `[lo, hi)`, read (`Mode::Read`, the source of a
-/// host-to-device copy) or written (the destination of a device-to-host copy) by `op`.
+/// The bytes `[lo, hi)` the host reaches of an asynchronous operation `op`: a copy's pinned
+/// host side, managed or host memory a kernel or memset uses. Read (`Mode::Read`: the
+/// source of a host-to-device copy, what a kernel only reads) or written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CopyBytes {
+pub struct DeviceBytes {
     pub op: OpRecord,
     pub mode: Mode,
     pub lo: u64,
@@ -70,7 +71,7 @@ impl Model {
     /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
     /// host race (RAW: the host read what the device was writing; WAW: both wrote; WAR: the
     /// host wrote what the device was reading).
-    pub fn host_race(&self, copy: CopyBytes, access: HostAccess) {
+    pub fn host_race(&self, copy: DeviceBytes, access: HostAccess) {
         let buffer = match self.buffers.find(copy.lo) {
             Found::Live(buffer) | Found::Freed(buffer) => BufferFacts::of(&buffer),
             // Freed and forgotten since: the copy's own bytes stand for the buffer.
@@ -96,7 +97,7 @@ impl Model {
 
     /// The host touched other data on `page`, guarded for `copy`: not a race, but the
     /// guard was lifted from the page (a note, once per copy's call site).
-    pub fn host_guard_gave_up(&self, copy: CopyBytes, page: u64) {
+    pub fn host_guard_gave_up(&self, copy: DeviceBytes, page: u64) {
         self.notes.add(NoteKind::HostGuardGaveUp, copy.op, page);
     }
 }
@@ -137,6 +138,25 @@ mod tests {
         assert_ne!(model.host_version(), version);
     }
 
+    /// The legacy stream's synchronize waits, as any action on it, for the blocking streams'
+    /// work first; a non-blocking stream's work stays in flight.
+    #[test]
+    fn the_legacy_stream_s_synchronize_joins_the_blocking_streams_too() {
+        let model = Model::default();
+        model.stream_created(0x10, 1, false, &origin("cuStreamCreate"));
+        model.stream_created(0x20, 1, true, &origin("cuStreamCreate"));
+        let access = [Access::new(0x1000, 64, Mode::Write)];
+        let launch = |on: u64| {
+            let work =
+                Work { origin: origin("cuLaunchKernel"), kernel: None, accesses: &access, host: HostEffect::None };
+            model.work(StreamRef::Handle(on), work).expect("not captured")
+        };
+        let (blocking, non_blocking) = (launch(0x10), launch(0x20));
+        model.stream_synchronized(StreamRef::Legacy { ctx: 1 });
+        assert!(model.host_has_joined(blocking));
+        assert!(!model.host_has_joined(non_blocking));
+    }
+
     #[test]
     fn a_context_s_synchronize_joins_the_copies_on_its_streams_only() {
         let model = Model::default();
@@ -167,7 +187,7 @@ mod tests {
             Work { origin: origin("cuMemcpyDtoHAsync"), kernel: None, accesses: &access, host: HostEffect::None };
         let epoch = model.work(StreamRef::Legacy { ctx: 1 }, work).unwrap();
         let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, epoch);
-        let copy = CopyBytes { op, mode: Mode::Write, lo: 0x1000, hi: 0x1040 };
+        let copy = DeviceBytes { op, mode: Mode::Write, lo: 0x1000, hi: 0x1040 };
         model.host_race(copy, HostAccess { origin: origin("host"), mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
         let races = model.races();
         assert_eq!(races.len(), 1);
@@ -176,7 +196,7 @@ mod tests {
         assert_eq!((race.buffer.base, race.buffer.kind), (0x1000, MemoryKind::PinnedHost));
         assert_eq!(race.second.op.epoch.slot, HOST);
         assert_eq!(race.second.action, Action::Access { mode: Mode::Read, lo: 0x1008, hi: 0x1009 });
-        let source = CopyBytes { mode: Mode::Read, ..copy };
+        let source = DeviceBytes { mode: Mode::Read, ..copy };
         model.host_race(source, HostAccess { origin: origin("host"), mode: Mode::Write, lo: 0x1000, hi: 0x1010 });
         assert_eq!(model.races()[1].race.hazard, Some(Hazard::WriteAfterRead));
     }
@@ -185,7 +205,7 @@ mod tests {
     fn a_host_race_where_no_buffer_is_known_names_the_copy_s_bytes() {
         let model = Model::default();
         let op = OpRecord::new(&origin("cuMemcpyDtoHAsync"), None, Epoch::new(1, 1));
-        let copy = CopyBytes { op, mode: Mode::Write, lo: 0x5000, hi: 0x5040 };
+        let copy = DeviceBytes { op, mode: Mode::Write, lo: 0x5000, hi: 0x5040 };
         model.host_race(copy, HostAccess { origin: origin("host"), mode: Mode::Read, lo: 0x5010, hi: 0x5011 });
         let buffer = model.races()[0].race.buffer;
         assert_eq!((buffer.base, buffer.size, buffer.kind), (0x5000, 0x40, MemoryKind::PinnedHost));
@@ -196,7 +216,7 @@ mod tests {
     fn a_guard_given_up_is_a_note_once_per_call_site() {
         let model = Model::default();
         let op = OpRecord::new(&origin("cuMemcpyHtoDAsync"), None, Epoch::new(1, 1));
-        let copy = CopyBytes { op, mode: Mode::Read, lo: 0x5000, hi: 0x5040 };
+        let copy = DeviceBytes { op, mode: Mode::Read, lo: 0x5000, hi: 0x5040 };
         model.host_guard_gave_up(copy, 0x5000);
         model.host_guard_gave_up(copy, 0x5000);
         let notes = model.notes();

@@ -46,6 +46,21 @@ impl Model {
         self.buffers.range()
     }
 
+    /// Where buffers the host reaches may lie (managed and host memory): a launch with no
+    /// access there has nothing for the host-race guard.
+    #[inline]
+    pub fn host_reachable_range(&self) -> core::ops::Range<u64> {
+        self.buffers.host_range()
+    }
+
+    /// The live buffer at `addr` the host reaches, as `[base, end)`.
+    pub fn host_reachable_at(&self, addr: u64) -> Option<(u64, u64)> {
+        match self.buffers.find(addr) {
+            Found::Live(b) if b.kind.host_reachable() => Some((b.base, b.end())),
+            _ => None,
+        }
+    }
+
     /// The kind of live memory at `addr`.
     pub fn memory_kind(&self, addr: u64) -> Option<MemoryKind> {
         match self.buffers.find(addr) {

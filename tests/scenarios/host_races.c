@@ -1,5 +1,6 @@
-/* Host races: the host touching pinned memory that an asynchronous copy in flight
-   reads or writes. One scenario per case, each with a racy and a fixed twin.
+/* Host races: the host touching pinned or managed memory that an asynchronous copy, memset
+   or kernel in flight reads or writes. One scenario per case, each with a racy and a fixed
+   twin.
    Usage: host_races SCENARIO racy|fixed   (host_races list: each scenario and what its racy
    twin must be reported as: host-race, or none)
    Driver API only, linked with -lcuda: it runs against the stand-in driver (whose copies to
@@ -524,6 +525,81 @@ static void io_shared_page(void) {
     printf("read returned %zd, a %d b %d\n", n, load(a), load(b));
 }
 
+/* Kernels, memsets and copies on managed memory, and kernels on pinned memory through its
+   own address (zero-copy): `scale(out, in, n)` writes `out` and reads `in`. */
+static CUfunction scale;
+static void load_scale(void) {
+    CUmodule module;
+    CHECK(cuModuleLoadData(&module, SCALE_PTX));
+    CHECK(cuModuleGetFunction(&scale, module, SCALE_NAME));
+}
+static unsigned char *managed(size_t bytes) {
+    CUdeviceptr p;
+    CHECK(cuMemAllocManaged(&p, bytes, 1 /* CU_MEM_ATTACH_GLOBAL */));
+    memset((void *)p, 0, bytes);
+    return (unsigned char *)p;
+}
+
+/* A kernel writes managed memory; the host reads it before the synchronize (racy) or after. */
+static void managed_kernel(void) {
+    load_scale();
+    unsigned char *m = managed(N);
+    LAUNCH_SCALE(scale, s, (CUdeviceptr)m, d, N / 4);
+    unsigned char seen = racy ? load(m + 8) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(m + 8);
+    printf("read %d\n", seen);
+}
+
+/* The host synchronizes another stream than the kernel's (racy) or the kernel's (fixed). */
+static void managed_other_stream(void) {
+    load_scale();
+    CUstream other;
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    unsigned char *m = managed(N);
+    LAUNCH_SCALE(scale, s, (CUdeviceptr)m, d, N / 4);
+    CHECK(cuStreamSynchronize(racy ? other : s));
+    unsigned char seen = load(m);
+    CHECK(cuStreamSynchronize(s));
+    printf("read %d\n", seen);
+}
+
+/* The host refills a kernel's managed input while the kernel may still read it (racy), or
+   once a query said the kernel is done (fixed). */
+static void managed_input(void) {
+    load_scale();
+    unsigned char *m = managed(N);
+    LAUNCH_SCALE(scale, s, d, (CUdeviceptr)m, N / 4);
+    if (!racy)
+        while (cuStreamQuery(s) != CUDA_SUCCESS) {
+        }
+    store(m + 4, 9);
+    CHECK(cuStreamSynchronize(s));
+    printf("wrote %d\n", load(m + 4));
+}
+
+/* An asynchronous memset of managed memory, read before its synchronize (racy) or after. */
+static void managed_memset(void) {
+    unsigned char *m = managed(N);
+    CHECK(cuMemsetD8Async((CUdeviceptr)m, 3, N, s));
+    unsigned char seen = racy ? load(m + 1) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(m + 1);
+    printf("read %d\n", seen);
+}
+
+/* A kernel writes pinned memory through its own address (zero-copy), read before the
+   synchronize (racy) or after. */
+static void mapped_kernel(void) {
+    load_scale();
+    unsigned char *h = pinned(N);
+    LAUNCH_SCALE(scale, s, (CUdeviceptr)h, d, N / 4);
+    unsigned char seen = racy ? load(h + 16) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(h + 16);
+    printf("read %d\n", seen);
+}
+
 static const struct {
     const char *name;
     const char *kind;
@@ -552,6 +628,11 @@ static const struct {
     {"own_crash", "crash", own_crash},
     {"io_refill", "host-race", io_refill},
     {"io_shared_page", "none", io_shared_page},
+    {"managed_kernel", "host-race", managed_kernel},
+    {"managed_other_stream", "host-race", managed_other_stream},
+    {"managed_input", "host-race", managed_input},
+    {"managed_memset", "host-race", managed_memset},
+    {"mapped_kernel", "host-race", mapped_kernel},
 };
 
 int main(int argc, char **argv) {

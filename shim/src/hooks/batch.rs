@@ -29,7 +29,7 @@ const LIMIT: usize = 4 * CAPACITY;
 enum Queued {
     /// A launch, copy or memset: its `Work`, with its accesses in [`Queue::accesses`], the
     /// phase its model update is timed as, and for a copy the host-race guard guards, the
-    /// pending epoch it is guarded under ([`host_races::copy_queued`]).
+    /// pending epoch it is guarded under ([`host_races::work_queued`]).
     Work {
         on: StreamRef,
         origin: Origin,
@@ -116,7 +116,7 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
 }
 
 /// Queues a copy whose host bytes the host-race guard guards under the epoch `pending`
-/// until the model, told it, gives it its own ([`host_races::copy_told`]).
+/// until the model, told it, gives it its own ([`host_races::work_told`]).
 pub fn queue_guarded(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, pending: Epoch) {
     queue_work(model, on, work, phase, Some(pending));
 }
@@ -146,7 +146,7 @@ fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarde
 fn tell_work(model: &Model, on: StreamRef, work: Work<'_>, guarded: Option<Epoch>) {
     let told = model.work(on, work);
     if let Some(pending) = guarded {
-        host_races::copy_told(pending, told);
+        host_races::work_told(pending, told);
     }
 }
 

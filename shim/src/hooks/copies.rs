@@ -84,11 +84,11 @@ fn before_waiting(host: HostEffect) {
 /// How a copy reaches the model, with the host-race guard on.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Telling {
-    /// In its [`batch`], as without the guard: a copy without a side in pinned host memory
-    /// that the host does not wait for, or one it waits for with nothing guarded.
+    /// In its [`batch`], as without the guard: a copy without a side in memory the host
+    /// reaches that the host does not wait for, or one it waits for with nothing guarded.
     Queued,
-    /// In its batch, its pinned host bytes guarded now under a pending epoch
-    /// ([`host_races::copy_queued`]): a copy the host does not wait for.
+    /// In its batch, its bytes the host reaches guarded now under a pending epoch
+    /// ([`host_races::work_queued`]): a copy the host does not wait for.
     Guarded,
     /// At once: such a copy on a stream that may be capturing, whose epoch (or whether it
     /// runs at all) only the model, told, can give; and a copy the host waits for while
@@ -102,9 +102,7 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
         return Telling::Queued;
     }
     match host {
-        HostEffect::None
-            if reads.iter().chain(writes).any(|&(addr, len)| len > 0 && memory_at(addr) == Memory::PinnedHost) =>
-        {
+        HostEffect::None if reads.iter().chain(writes).any(|&(addr, len)| len > 0 && host_reaches(addr)) => {
             if driver::may_be_capturing(handle_of(on)) {
                 Telling::AtOnce
             } else {
@@ -115,6 +113,12 @@ fn telling(on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)], host: Hos
         _ if host_races::in_flight() => Telling::AtOnce,
         _ => Telling::Queued,
     }
+}
+
+/// Whether the host's loads and stores reach the memory at `addr` (pinned, registered or
+/// managed): a copy the host does not wait for is guarded there.
+fn host_reaches(addr: u64) -> bool {
+    unsettled().memory_kind(addr).is_some_and(|k| k.host_reachable())
 }
 
 /// Adds to `out` the accesses of a copy that reads `reads` and writes `writes`.
@@ -142,7 +146,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::Queued => batch::queue(unsettled(), on, work, Phase::CopyModel),
             Telling::Guarded => {
                 let model = unsettled();
-                match host_races::copy_queued(&origin, model.slot_of(on), reads, writes) {
+                match host_races::work_queued(&origin, None, model.slot_of(on), reads, writes) {
                     Some(pending) => batch::queue_guarded(model, on, work, Phase::CopyModel, pending),
                     None => batch::queue(model, on, work, Phase::CopyModel),
                 }
@@ -150,7 +154,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::AtOnce => {
                 let _timer = phases::start(Phase::CopyModel);
                 if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
-                    host_races::copy_issued(&origin, epoch, reads, writes);
+                    host_races::work_issued(&origin, None, epoch, reads, writes);
                 }
             }
         }

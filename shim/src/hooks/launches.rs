@@ -17,7 +17,7 @@ use streamsan_driver_api::*;
 use super::batch;
 use super::call::{handle_of, ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
-use super::{footprint, kernels};
+use super::{footprint, host_reach, kernels};
 use crate::host_races;
 use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
@@ -121,12 +121,13 @@ unsafe fn launched(
                 batch::settle(model);
                 let _timer = phases::start(Phase::Model);
                 let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
-                if !model.launch_pending(on, work, ticket, learn) {
-                    footprint::discard(ticket);
+                match model.launch_pending(on, work, ticket, learn) {
+                    Some(epoch) => host_reach::issued(model, on, &work, epoch),
+                    None => footprint::discard(ticket),
                 }
             }
             None if leaves_out(NO_QUEUE) => {}
-            None => batch::queue(model, on, work, Phase::Model),
+            None => host_reach::queue(model, on, work, Phase::Model),
         }
     });
 }

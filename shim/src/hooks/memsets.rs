@@ -1,16 +1,15 @@
 //! Memsets: the bytes they write. A synchronous memset of pinned host or managed memory
 //! makes the host wait for it; of device memory, it does not.
 
-use streamsan::model::buffers::MemoryKind;
 use streamsan::model::op::{Access, HostEffect, Mode};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::Work;
 use streamsan::phases::Phase;
 use streamsan_driver_api::*;
 
-use super::batch;
 use super::call::{default_stream, ok, origin, stream};
 use super::copies::MAX_ROWS;
+use super::host_reach;
 use super::model::{unsettled, with_accesses};
 use crate::intercept::variants::Call;
 
@@ -21,11 +20,11 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     }
     let origin = origin(call);
     let model = unsettled();
-    let host_memory = matches!(model.memory_kind(dst), Some(k) if k.is_host() || k == MemoryKind::Managed);
+    let host_memory = model.memory_kind(dst).is_some_and(|k| k.host_reachable());
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     with_accesses(|accesses| {
         push_set_accesses(accesses, dst, pitch, row_bytes, rows);
-        batch::queue(model, on, Work { origin, kernel: None, accesses, host }, Phase::MemsetModel);
+        host_reach::queue(model, on, Work { origin, kernel: None, accesses, host }, Phase::MemsetModel);
     });
     // A memset that orders the host completed what the host waited for: measured
     // footprints can be read (a phase of its own).

@@ -42,6 +42,7 @@ mod events;
 pub mod footprint;
 mod graph_nodes;
 mod graphs;
+mod host_reach;
 pub mod kernels;
 mod launches;
 mod load_gate;

@@ -7,7 +7,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 
-use streamsan::model::host_races::CopyBytes;
+use streamsan::model::host_races::DeviceBytes;
 use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 
@@ -30,9 +30,9 @@ const TAKEN: u8 = 3;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Inside `copy`'s bytes, conflicting: the host's access was `mode`.
-    Race { copy: CopyBytes, mode: Mode },
+    Race { copy: DeviceBytes, mode: Mode },
     /// On a guarded page, not a conflict: `copy` is one the page was guarded for.
-    Outside { copy: CopyBytes },
+    Outside { copy: DeviceBytes },
 }
 
 /// One fault, as the handler saw it, or one system call's bytes on guarded pages

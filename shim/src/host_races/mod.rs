@@ -1,8 +1,8 @@
-//! Host races: the host touching the pinned memory of an asynchronous copy it has not
-//! synchronized with, seen through page protection. A copy's pinned host bytes are guarded
-//! while it is in flight ([`table`]), a fault there is the host's access ([`fault`]), and
-//! after every driver call that moved the host's clock the joined copies are lifted
-//! ([`after_call`]).
+//! Host races: the host touching memory it reaches (pinned, registered, managed) that an
+//! asynchronous copy, memset or kernel it has not synchronized with still uses, seen
+//! through page protection. Such an operation's bytes are guarded while it is in flight
+//! ([`table`]), a fault there is the host's access ([`fault`]), and after every driver call
+//! that moved the host's clock the joined operations are lifted ([`after_call`]).
 
 mod actions;
 mod calls;
@@ -14,8 +14,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use streamsan::model::clock::{Epoch, Slot};
-use streamsan::model::host_races::{CopyBytes, HostAccess};
-use streamsan::model::op::{Mode, OpRecord, Origin};
+use streamsan::model::host_races::{DeviceBytes, HostAccess};
+use streamsan::model::op::{KernelId, Mode, OpRecord, Origin};
 use streamsan::model::Model;
 
 use crate::sites::{stack, thread};
@@ -37,9 +37,10 @@ fn model() -> &'static Model {
 
 /// At load, with `host_races=1`: the SIGSEGV handler, ahead of every other; `model` gives
 /// the process's model without telling it the work waiting in its batch (which every call
-/// would then pay for, while a copy is in flight), which the guard asks and reports to;
-/// `settled` gives it told first, for a race on a copy still waiting there ([`drain`]);
-/// `head_pages`: how many pages of a copy's start are guarded ([`table::parts`]).
+/// would then pay for, while an operation is in flight), which the guard asks and reports
+/// to; `settled` gives it told first, for a race on an operation still waiting there
+/// ([`drain`]); `head_pages`: how many pages of a range's start are guarded
+/// ([`table::parts`]).
 pub fn install(model: fn() -> &'static Model, settled: fn() -> &'static Model, head_pages: usize) {
     let _ = MODEL.set(model);
     let _ = SETTLED.set(settled);
@@ -56,42 +57,49 @@ pub fn install(model: fn() -> &'static Model, settled: fn() -> &'static Model, h
     }
 }
 
-/// Whether the guard is on: a copy the host does not wait for with a side in pinned host
-/// memory must then be guarded, as it waits in the model's batch ([`copy_queued`]) or told
-/// at once ([`copy_issued`]).
+/// Whether the guard is on: an operation the host does not wait for that reaches memory the
+/// host reaches must then be guarded, as it waits in the model's batch ([`work_queued`]) or
+/// told at once ([`work_issued`]).
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// The time of a queued copy's epoch until the model is told it and gives it one: at least
-/// this, above any time the model gives (a slot would need two billion operations), so that
-/// the host has joined no pending copy. Its low bits tell pending copies apart.
+/// The time of a queued operation's epoch until the model is told it and gives it one: at
+/// least this, above any time the model gives (a slot would need two billion operations),
+/// so that the host has joined no pending operation. Its low bits tell pending ones apart.
 const PENDING: u32 = 1 << 31;
 
-/// Pending copies told, by the low bits of their pending time: (pending time, time told),
+/// Pending operations told, by the low bits of their pending time: (pending time, time told),
 /// for a race on one found before the model was told it ([`resolve`]).
 static TOLD: [AtomicU64; 4096] = [const { AtomicU64::new(0) }; 4096];
 
-/// An asynchronous copy the host did not wait for, about to wait in the model's batch on
-/// the stream of slot `slot`: guards its pinned host bytes now, as [`copy_issued`] does,
-/// under a pending epoch of that slot, which [`copy_told`] replaces by the copy's own. None
-/// if nothing was guarded. The copy then costs its thread the batch's telling no more than
-/// a launch does: told at once, it would have the program's thread tell every launch queued
-/// before it.
+/// An asynchronous operation the host did not wait for (a copy, memset or launch), about to
+/// wait in the model's batch on the stream of slot `slot`: guards the bytes it reaches that
+/// the host reaches too now, as [`work_issued`] does, under a pending epoch of that slot,
+/// which [`work_told`] replaces by the operation's own. None if nothing was guarded. The
+/// operation then costs its thread the batch's telling no more than a launch does: told at
+/// once, it would have the program's thread tell every launch queued before it.
 ///
-/// What the guard asks of a pending copy's epoch: its slot, which a stream's or a context's
-/// synchronize compares ([`lift_joined`]); whether the host joined it, which it has not
-/// before the model is told it (a join told after it moves the host's clock after the time
-/// is given); and a race's operation, which [`drain`] tells the model first to find.
-pub fn copy_queued(origin: &Origin, slot: Slot, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> Option<Epoch> {
+/// What the guard asks of a pending operation's epoch: its slot, which a stream's or a
+/// context's synchronize compares ([`lift_joined`]); whether the host joined it, which it
+/// has not before the model is told it (a join told after it moves the host's clock after
+/// the time is given); and a race's operation, which [`drain`] tells the model first to
+/// find.
+pub fn work_queued(
+    origin: &Origin,
+    kernel: Option<KernelId>,
+    slot: Slot,
+    reads: &[(u64, u64)],
+    writes: &[(u64, u64)],
+) -> Option<Epoch> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let pending = Epoch::new(slot, PENDING | (NEXT.fetch_add(1, Ordering::Relaxed) & !PENDING));
-    copy_issued(origin, pending, reads, writes).then_some(pending)
+    work_issued(origin, kernel, pending, reads, writes).then_some(pending)
 }
 
-/// The model was told the copy guarded under `pending`: `told` is its epoch, or None if it
-/// was captured into a graph, not run (then its guard is lifted).
-pub fn copy_told(pending: Epoch, told: Option<Epoch>) {
+/// The model was told the operation guarded under `pending`: `told` is its epoch, or None if
+/// it was captured into a graph, not run (then its guard is lifted).
+pub fn work_told(pending: Epoch, told: Option<Epoch>) {
     if let Some(epoch) = told {
         TOLD[pending.time as usize % TOLD.len()]
             .store((pending.time as u64) << 32 | epoch.time as u64, Ordering::Release);
@@ -99,39 +107,46 @@ pub fn copy_told(pending: Epoch, told: Option<Epoch>) {
     table::told(pending, told);
 }
 
-/// A copy of a race or a note with the epoch the model gave it: a pending copy's is looked
-/// up once the batch is told (the fault may come before it is).
-fn resolve(mut copy: CopyBytes) -> CopyBytes {
-    let time = copy.op.epoch.time;
+/// An operation of a race or a note with the epoch the model gave it: a pending one's is
+/// looked up once the batch is told (the fault may come before it is).
+fn resolve(mut bytes: DeviceBytes) -> DeviceBytes {
+    let time = bytes.op.epoch.time;
     if time & PENDING == 0 {
-        return copy;
+        return bytes;
     }
     if let Some(settled) = SETTLED.get() {
         settled();
     }
     let found = TOLD[time as usize % TOLD.len()].load(Ordering::Acquire);
     if (found >> 32) as u32 == time {
-        copy.op.epoch.time = found as u32;
+        bytes.op.epoch.time = found as u32;
     }
-    copy
+    bytes
 }
 
-/// An asynchronous copy was issued as `epoch` and the host did not wait for it: guards
-/// the ranges of `reads` and `writes` that are in pinned host memory (of a long range, its
-/// first and last pages: [`table::parts`]). Returns whether any are guarded.
-pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: &[(u64, u64)]) -> bool {
+/// An asynchronous operation was issued as `epoch` (of `kernel`, for a launch) and the host
+/// did not wait for it: guards the ranges of `reads` and `writes` in memory the host
+/// reaches, pinned, registered or managed (of a long range, its first and last pages:
+/// [`table::parts`]). Returns whether any are guarded.
+pub fn work_issued(
+    origin: &Origin,
+    kernel: Option<KernelId>,
+    epoch: Epoch,
+    reads: &[(u64, u64)],
+    writes: &[(u64, u64)],
+) -> bool {
     if !ENABLED.load(Ordering::Relaxed) {
         return false;
     }
     let model = model();
-    let op = OpRecord::new(origin, None, epoch);
-    let pinned = |&&(addr, len): &&(u64, u64)| len > 0 && model.memory_kind(addr).is_some_and(|k| k.is_host());
-    let bytes = |mode: Mode| move |&(lo, len): &(u64, u64)| CopyBytes { op, mode, lo, hi: lo + len };
+    let op = OpRecord::new(origin, kernel, epoch);
+    let reached = |&&(addr, len): &&(u64, u64)| len > 0 && model.memory_kind(addr).is_some_and(|k| k.host_reachable());
+    let bytes = |mode: Mode| move |&(lo, len): &(u64, u64)| DeviceBytes { op, mode, lo, hi: lo + len };
     let ranges: Vec<table::Guarded> = reads
         .iter()
-        .filter(pinned)
+        .filter(reached)
         .map(bytes(Mode::Read))
-        .chain(writes.iter().filter(pinned).map(bytes(Mode::Write)))
+        .chain(writes.iter().filter(reached).map(bytes(Mode::Write)))
         .flat_map(table::parts)
         .collect();
     if ranges.is_empty() {
@@ -139,7 +154,7 @@ pub fn copy_issued(origin: &Origin, epoch: Epoch, reads: &[(u64, u64)], writes: 
     }
     start_watcher();
     table::add(&ranges);
-    // Another thread may have synchronized with the stream since the copy was issued:
+    // Another thread may have synchronized with the stream since the operation was issued:
     // the next look lifts it then.
     SEEN.store(u64::MAX, Ordering::Release);
     true
@@ -154,7 +169,7 @@ pub fn in_flight() -> bool {
 
 /// After a join that surely covers the copies `joined` says, before it is told to the model:
 /// lifts those. Returns whether any copy stays guarded.
-pub fn lift_joined(joined: impl Fn(&CopyBytes) -> bool) -> bool {
+pub fn lift_joined(joined: impl Fn(&DeviceBytes) -> bool) -> bool {
     table::lift(joined);
     in_flight()
 }

@@ -7,7 +7,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use streamsan::model::clock::Epoch;
-use streamsan::model::host_races::CopyBytes;
+use streamsan::model::host_races::DeviceBytes;
 use streamsan::model::op::Mode;
 
 /// The ranges in flight, as one published snapshot.
@@ -19,7 +19,7 @@ pub struct Table {
 /// A copy's bytes under guard, `[lo, hi)`: all of them, or one of a long copy's [`parts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Guarded {
-    pub copy: CopyBytes,
+    pub copy: DeviceBytes,
     pub lo: u64,
     pub hi: u64,
 }
@@ -61,7 +61,7 @@ pub fn span(lo: u64, hi: u64) -> (u64, u64) {
 /// last. Protection costs by the page, each way, while the host's usual ways into a buffer
 /// in flight meet its first or last page: a loader's refill, a conversion or a checksum
 /// start at its first byte, a printed tensor shows its first and last elements.
-pub fn parts(copy: CopyBytes) -> impl Iterator<Item = Guarded> {
+pub fn parts(copy: DeviceBytes) -> impl Iterator<Item = Guarded> {
     let (lo, hi) = (copy.lo, copy.hi);
     let head = HEAD_PAGES.load(Ordering::Relaxed) as u64;
     let (first, last) = (page_of(lo), page_of(hi.max(lo + 1) - 1));
@@ -197,7 +197,7 @@ pub fn add(ranges: &[Guarded]) -> usize {
 }
 
 /// Lifts every range of a copy `done` says is done: unprotected, then published.
-pub fn lift(done: impl Fn(&CopyBytes) -> bool) {
+pub fn lift(done: impl Fn(&DeviceBytes) -> bool) {
     lock();
     let table = current();
     let (lifted, kept): (Vec<Guarded>, Vec<Guarded>) = table.ranges.iter().partition(|r| done(&r.copy));
@@ -270,7 +270,7 @@ pub(super) mod tests {
     /// A guarded copy's bytes `[lo, hi)`, read or written (the fault tests use it too).
     pub fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
         let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
-        Guarded { copy: CopyBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
+        Guarded { copy: DeviceBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
     }
 
     #[test]

@@ -21,20 +21,26 @@ use crate::model::rules::work::Checked;
 impl Model {
     /// A kernel launch on `stream` whose footprint will be measured: it is issued now (its
     /// clock taken) and checked when [`Model::launch_measured`] gives its accesses. `work`'s
-    /// accesses are what its parameters say. Returns false when the stream captures: the
-    /// launch became a graph node with those accesses, and no footprint will come. `learn`:
-    /// what to learn its footprint under.
-    pub fn launch_pending(&self, stream: StreamRef, work: Work<'_>, ticket: u64, learn: Option<Learning>) -> bool {
+    /// accesses are what its parameters say; `learn`: what to learn its footprint under.
+    /// Returns the launch's epoch, or None when the stream captures: the launch became a
+    /// graph node with those accesses, and no footprint will come.
+    pub fn launch_pending(
+        &self,
+        stream: StreamRef,
+        work: Work<'_>,
+        ticket: u64,
+        learn: Option<Learning>,
+    ) -> Option<Epoch> {
         let stream = self.stream(stream);
         if self.capture_node(&stream, || NodeKind::Work { accesses: work.accesses.to_vec() }, &work.origin, work.kernel)
         {
-            return false;
+            return None;
         }
         let (state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
         self.pending.pend(ticket, op, state.clock.clone(), next_buffer, work.accesses.to_vec(), learn);
-        true
+        Some(epoch)
     }
 
     /// The tickets of pending launches the host is now ordered after (they completed): their
@@ -211,7 +217,7 @@ mod tests {
         let params = [Access::new(BUFFER, 8, mode)];
         let origin = Origin::test("cuLaunchKernel", at);
         let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
-        assert!(model.launch_pending(on, work, ticket, None));
+        assert!(model.launch_pending(on, work, ticket, None).is_some());
     }
 
     fn buffer() -> Alloc {
@@ -336,7 +342,7 @@ mod tests {
                 accesses: &params,
                 host: HostEffect::None,
             };
-            assert!(model.launch_pending(S1, work, 8, None));
+            assert!(model.launch_pending(S1, work, 8, None).is_some());
             let write = [Access::new(OTHER, 8, Mode::Write)];
             let origin = Origin::test("cuMemsetD8Async", 6);
             model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });

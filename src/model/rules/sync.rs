@@ -10,7 +10,7 @@ use crate::model::events::EventState;
 use crate::model::op::{Access, KernelId, Mode, OpRecord, Origin};
 use crate::model::race::NoteKind;
 use crate::model::rules::work::Checked;
-use crate::model::streams::StreamRef;
+use crate::model::streams::{StreamKind, StreamRef};
 use crate::model::Model;
 
 use super::issue::{return_scratch, scratch};
@@ -98,9 +98,14 @@ impl Model {
         self.events.remove(event);
     }
 
-    /// `cuStreamSynchronize(S)`, or `cuStreamQuery(S)` returning success: `H ⊔= C_S`.
+    /// `cuStreamSynchronize(S)`, or `cuStreamQuery(S)` returning success: `H ⊔= C_S`. The
+    /// legacy stream's synchronize is an action on it, which waits for every blocking stream
+    /// first: it is issued there as an operation touching nothing, then joined.
     pub fn stream_synchronized(&self, stream: StreamRef) {
         let stream = self.stream(stream);
+        if stream.kind == StreamKind::LegacyDefault {
+            self.issue_only(&stream);
+        }
         self.host_joins(&stream);
     }
 

@@ -1,9 +1,12 @@
 """Host races in CuPy: `ndarray.get(stream=s, out=pinned, blocking=False)` read
-before `s.synchronize()` (racy) or after it (fixed).
+before `s.synchronize()` (racy) or after it (fixed); an array in managed memory filled on a
+stream and read through a NumPy view of the same memory before the stream's synchronize
+(racy) or after (fixed).
 
 Usage: cupy_host_races.py SCENARIO racy|fixed   (list: each scenario and what its racy twin
 must be reported as)
 """
+import ctypes
 import sys
 
 import cupy as cp
@@ -29,7 +32,24 @@ def get_into_pinned(racy):
         print("first", first)
 
 
-SCENARIOS = {"get_into_pinned": ("host-race", get_into_pinned)}
+def managed_view(racy):
+    s = cp.cuda.Stream(non_blocking=True)
+    memory = cp.cuda.malloc_managed(N * 4)
+    x = cp.ndarray(N, cp.float32, memory)
+    view = np.ctypeslib.as_array(ctypes.cast(memory.ptr, ctypes.POINTER(ctypes.c_float)), (N,))
+    with s:
+        x.fill(5.0)
+    if racy:
+        first = float(view[0])
+        s.synchronize()
+        print("read before the synchronize")
+    else:
+        s.synchronize()
+        first = float(view[0])
+        print("first", first)
+
+
+SCENARIOS = {"get_into_pinned": ("host-race", get_into_pinned), "managed_view": ("host-race", managed_view)}
 
 
 def main():

@@ -1,5 +1,6 @@
 // Host races through the CUDA runtime: the host touching pinned memory that a
-// cudaMemcpyAsync in flight reads or writes. Each scenario has a racy and a fixed twin.
+// cudaMemcpyAsync in flight reads or writes, managed memory a kernel writes, zero-copy memory
+// a kernel writes. Each scenario has a racy and a fixed twin.
 // Usage: host_races SCENARIO racy|fixed   (host_races list: each scenario and what its racy
 // twin must be reported as)
 // A racy twin prints only what does not depend on timing (what it reads early is whatever
@@ -82,12 +83,69 @@ static void staging_refill() {
     else std::printf("total %.0f\n", first);
 }
 
+// A kernel fills managed memory on a non-blocking stream; the host sums it after
+// synchronizing the legacy default stream, which does not order a non-blocking stream (racy),
+// or the kernel's stream (fixed).
+static void managed_wrong_stream() {
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *m;
+    CHECK(cudaMallocManaged(&m, N * sizeof(float)));
+    fill<<<256, 256, 0, s>>>(m, 3.0f, N);
+    CHECK(cudaStreamSynchronize(racy ? 0 : s));
+    double sum = 0;
+    for (size_t i = 0; i < N; i += 4096) sum += m[i];
+    volatile double kept = sum;
+    (void)kept;
+    CHECK(cudaStreamSynchronize(s));
+    if (racy) std::printf("read after the wrong synchronize\n");
+    else std::printf("sum %.0f\n", sum);
+}
+
+// A kernel on a blocking stream fills managed memory; the host reads it with no
+// synchronization (racy), or after synchronizing the legacy default stream, which waits for
+// every blocking stream first (fixed).
+static void managed_legacy_sync() {
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    float *m;
+    CHECK(cudaMallocManaged(&m, N * sizeof(float)));
+    fill<<<256, 256, 0, s>>>(m, 5.0f, N);
+    if (!racy) CHECK(cudaStreamSynchronize(0));
+    float first = m[0];
+    volatile float kept = first;
+    (void)kept;
+    CHECK(cudaDeviceSynchronize());
+    if (racy) std::printf("read with no synchronize\n");
+    else std::printf("first %.0f\n", first);
+}
+
+// A kernel writes zero-copy pinned memory (cudaHostAllocMapped) through its device pointer;
+// the host polls the last element before the synchronize (racy) or after (fixed).
+static void mapped_kernel() {
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *h, *d;
+    CHECK(cudaHostAlloc(&h, N * sizeof(float), cudaHostAllocMapped));
+    CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&d), h, 0));
+    std::memset(h, 0, N * sizeof(float));
+    fill<<<256, 256, 0, s>>>(d, 7.0f, N);
+    if (!racy) CHECK(cudaStreamSynchronize(s));
+    float last = *static_cast<volatile float *>(&h[N - 1]);
+    CHECK(cudaStreamSynchronize(s));
+    if (racy) std::printf("polled before the synchronize\n");
+    else std::printf("last %.0f\n", last);
+}
+
 static const struct {
     const char *name, *kind;
     void (*run)();
 } SCENARIOS[] = {
     {"d2h_read", "host-race", d2h_read},
     {"staging_refill", "host-race", staging_refill},
+    {"managed_wrong_stream", "host-race", managed_wrong_stream},
+    {"managed_legacy_sync", "host-race", managed_legacy_sync},
+    {"mapped_kernel", "host-race", mapped_kernel},
 };
 
 int main(int argc, char **argv) {

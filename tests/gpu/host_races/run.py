@@ -6,8 +6,8 @@ Runs every scenario of the C++ program (host_races.cu), the stand-in's driver-AP
 (each lists its scenarios and what its racy twin must be reported as), both twins, natively
 and under `streamsan run`. A case passes when:
 - a racy twin listed `host-race` is reported as a host race whose second operation is the
-  host's own access at a line of the program's own file, and whose first is a copy
-  (`cuMemcpy...`), and nothing else is reported;
+  host's own access at a line of the program's own file, and whose first is a copy, memset
+  or kernel launch, and nothing else is reported;
 - a fixed twin, and both twins of a scenario listed `none`, are reported clean;
 - the exit status is the native one (66 with races), and a fixed twin prints what it prints
   natively.
@@ -66,8 +66,8 @@ def check(report_races, expected, program_file):
         if not in_program(second) and not in_program(first):
             failures.append(f"neither the host's access nor the copy is placed in {program_file}: "
                             f"{[(f.get('function'), f.get('file'), f.get('line')) for f in second['site'][:6]]}")
-        if not first["api"].startswith("cuMemcpy"):
-            failures.append(f"first operation {first['api']}, not a copy")
+        if not first["api"].startswith(("cuMemcpy", "cuMemset", "cuLaunch")):
+            failures.append(f"first operation {first['api']}, not a copy, memset or launch")
     return failures
 
 

@@ -206,7 +206,13 @@ pub unsafe fn mem_alloc_pitch(
     unsafe { device_alloc(dptr, row * height) }
 }
 pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, _flags: c_uint) -> CUresult {
-    unsafe { device_alloc(dptr, bytesize) }
+    if dptr.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    match state().alloc_managed(bytesize as u64) {
+        Some(addr) => unsafe { write(dptr, addr) },
+        None => 2,
+    }
 }
 pub unsafe fn mem_alloc_host(pp: *mut *mut c_void, bytesize: usize) -> CUresult {
     unsafe { host_alloc(pp, bytesize) }

@@ -24,6 +24,9 @@ const FIRST_HANDLE: usize = 0x5eed_0000_0000;
 pub enum MemoryKind {
     Device,
     Host,
+    /// Host memory the device reaches through its own view, as pinned memory: the host's
+    /// loads and stores reach it directly, as on a GPU.
+    Managed,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -198,8 +201,20 @@ impl State {
         Some(addr)
     }
 
+    /// Managed memory of `size` bytes.
+    pub fn alloc_managed(&mut self, size: u64) -> Option<u64> {
+        let p = crate::pinned::alloc(size)?;
+        self.allocations.insert(p, Allocation { size, kind: MemoryKind::Managed });
+        Some(p)
+    }
+
     pub fn free_device(&mut self, addr: u64) -> bool {
         match self.allocations.get(&addr) {
+            Some(&a) if a.kind == MemoryKind::Managed => {
+                self.allocations.remove(&addr);
+                crate::pinned::release(addr, a.size);
+                true
+            }
             Some(a) if a.kind == MemoryKind::Device => {
                 let rounded = a.size.max(1).div_ceil(ALIGN) * ALIGN;
                 self.allocations.remove(&addr);

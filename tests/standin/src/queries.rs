@@ -168,7 +168,7 @@ queries! {
     fn cuPointerGetAttribute(data: *mut c_void, attribute: u32, ptr: CUdeviceptr) {
         // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) is the one asked about.
         match (attribute, crate::behaviour::memory_kind(ptr)) {
-            (2, Some(MemoryKind::Device)) => put(data.cast::<u32>(), CU_MEMORYTYPE_DEVICE),
+            (2, Some(MemoryKind::Device | MemoryKind::Managed)) => put(data.cast::<u32>(), CU_MEMORYTYPE_DEVICE),
             (2, Some(MemoryKind::Host)) => put(data.cast::<u32>(), CU_MEMORYTYPE_HOST),
             _ => CUDA_ERROR_INVALID_VALUE,
         }

@@ -1,0 +1,63 @@
+//! Launches and memsets that reach memory the host reaches (managed, pinned, registered):
+//! queued with those bytes guarded by the host-race guard, so that the host touching them
+//! before it synchronizes with the operation is a host race.
+
+use streamsan::model::clock::Epoch;
+use streamsan::model::op::{HostEffect, Mode};
+use streamsan::model::streams::StreamRef;
+use streamsan::model::{Model, Work};
+use streamsan::phases::Phase;
+
+use super::batch;
+use super::call::handle_of;
+use crate::host_races;
+use crate::intercept::driver;
+
+/// Byte ranges `(address, length)` read and written.
+type Ranges = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+
+/// Queues `work` on `on` as [`batch::queue`] does, guarding first what it reaches of memory
+/// the host reaches.
+pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
+    let pending = reached(model, on, &work).and_then(|(reads, writes)| {
+        host_races::work_queued(&work.origin, work.kernel, model.slot_of(on), &reads, &writes)
+    });
+    match pending {
+        Some(pending) => batch::queue_guarded(model, on, work, phase, pending),
+        None => batch::queue(model, on, work, phase),
+    }
+}
+
+/// After `work` was told to the model at once as `epoch` (a launch being measured): guards
+/// what it reaches of memory the host reaches.
+pub fn issued(model: &Model, on: StreamRef, work: &Work<'_>, epoch: Epoch) {
+    if let Some((reads, writes)) = reached(model, on, work) {
+        host_races::work_issued(&work.origin, work.kernel, epoch, &reads, &writes);
+    }
+}
+
+/// What `work` reaches of memory the host reaches, when the guard is on and the host does
+/// not wait for it: None at once (one range test per access) for work that reaches none. A
+/// pointer from a kernel's parameters reaches to its buffer's end (the kernel may index it
+/// anywhere past it); a measured or learnt range is its own bytes. Work on a stream that
+/// may be capturing runs only with its graph, and is not guarded.
+fn reached(model: &Model, on: StreamRef, work: &Work<'_>) -> Option<Ranges> {
+    if !host_races::enabled() || work.host != HostEffect::None {
+        return None;
+    }
+    let range = model.host_reachable_range();
+    if !work.accesses.iter().any(|a| range.contains(&a.addr)) || driver::may_be_capturing(handle_of(on)) {
+        return None;
+    }
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    for access in work.accesses.iter().filter(|a| range.contains(&a.addr)) {
+        let Some((_, end)) = model.host_reachable_at(access.addr) else { continue };
+        let reach = if access.len <= 1 { end } else { (access.addr + access.len).min(end) };
+        let bytes = (access.addr, reach - access.addr);
+        match access.mode {
+            Mode::Read => reads.push(bytes),
+            _ => writes.push(bytes),
+        }
+    }
+    (!reads.is_empty() || !writes.is_empty()).then_some((reads, writes))
+}
