@@ -118,7 +118,7 @@ EXPECTED = {
 # GPU to synchronize across all executing CUDA streams", of the stream-ordered allocator; its
 # older "Implicit Synchronization" lists "a device memory allocation"), as a cost, not an order
 # the API reference gives a program.
-_ALLOCATION = ('CUDA Runtime API, "API synchronization behavior": "Any CUDA API call may block or '
+_ALLOCATION = ('CUDA Driver API, "API synchronization behavior": "Any CUDA API call may block or '
                'synchronize for various reasons such as contention for or unavailability of internal '
                'resources. Such behavior is subject to change and undocumented behavior should not be '
                'relied upon." The references of cudaMalloc and cudaMallocManaged promise no ordering '
