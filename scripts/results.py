@@ -35,13 +35,14 @@ SUITES = {
     "apps": "real programs of nine frameworks, clean and with one wait removed",
     "suites": "numba-cuda's and Warp's own test suites, natively and under streamsan",
     "pytest": "numba-cuda's and Warp's own tests under `pytest --streamsan`, from the wheel",
+    "cusan": "CuSan's runtime tests (no MPI), racy and fixed variants, under streamsan",
     "toggle": "the whole shim against every hook forwarded, inside one process",
     "perf": "real programs, native and streamsan processes alternated",
     "footprint-perf": "footprint=params, learn and exact against native",
     "steady": "a launch's cost on the program's thread, per part",
     "bench-count": "the bench's launch path counted under callgrind (no GPU)",
 }
-CORRECTNESS = ["scenarios", "host-races", "footprint", "footprint-twin", "apps", "suites", "pytest"]
+CORRECTNESS = ["scenarios", "host-races", "footprint", "footprint-twin", "apps", "suites", "pytest", "cusan"]
 PROGRAMS = {
     "gpt2": "GPT-2 training step",
     "resnet18_prefetch": "ResNet-18, side-stream prefetcher",
