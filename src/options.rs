@@ -102,9 +102,9 @@ options! {
     quiet: bool = false, Syntax::Switch, "--quiet",
         "print nothing on stderr but errors";
     host_races: bool = false, Syntax::Switch, "--host-races",
-        "guard the pinned host memory of copies in flight, to catch the host touching it (host races)";
+        "guard pinned and managed memory that copies, memsets and kernels in flight use, to catch the host touching it (host races)";
     host_race_pages: usize = 16, Syntax::Number { min: 0, max: u64::MAX }, "--host-race-pages",
-        "with --host-races, guard a copy's first N pages of pinned host memory and its last (0: every page)";
+        "with --host-races, guard the first N pages of an operation's range and its last (0: every page)";
     phase_times: bool = false, Syntax::Switch, "--phase-times",
         "print at exit the time spent in each phase of the intercepted calls, and what a launch carried (parameter words, accesses, shadow records met)";
     footprint: Footprint = Footprint::Learn, Syntax::Choice(Footprint::ALL_NAMES), "--footprint",
