@@ -256,6 +256,17 @@ fn a_free_issued_while_a_launch_is_pending_is_checked_against_its_footprint() {
     assert_eq!(races(&run_mode("free", "fixed", "exact", &[])), vec![]);
 }
 
+/// Two launches racing on a buffer that a synchronous free then frees, their footprints read
+/// only after it: the race stands (CuSan's 31 test on an H200).
+#[test]
+fn a_race_between_launches_read_after_their_buffer_is_freed_stands() {
+    for mode in ["exact", "learn"] {
+        let racy = races(&run_mode("freed_unread", "racy", mode, &[]));
+        assert!(racy.contains(&race("cross-stream-race", Some("WAW"), "write", "write")), "{mode}: {racy:?}");
+        assert_eq!(races(&run_mode("freed_unread", "fixed", mode, &[])), vec![], "{mode}");
+    }
+}
+
 #[test]
 fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     let (run, log) = run_rounds("interior", "racy", "learn", 3, &[]);

@@ -98,7 +98,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -223,6 +223,16 @@ int main(int argc, char **argv) {
             for (int i = 0; i < 4200; i++) launch_touch(a, x, 64, W);
             launch_touch(b, fixed ? y : x, 64, W);
             CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "freed_unread") == 0) {
+            /* A and B write a fresh buffer with no wait between them (racy) or with one
+               (fixed); then the buffer is freed with cuMemFree, nothing synchronized before
+               it: the launches' footprints are read only after the free (CuSan's 31 test). */
+            CUdeviceptr z;
+            CHECK(cuMemAlloc_v2(&z, N));
+            launch_touch(a, z, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_touch(b, z, 64, W);
+            CHECK(cuMemFree_v2(z));
         } else if (strcmp(scenario, "captured") == 0) {
             /* More launches to measure than the engine has tables, captured into a graph (none
                runs as measured: their tables go back); then B's launch, measured, writes x

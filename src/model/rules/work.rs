@@ -2,7 +2,7 @@
 //! allocation, history and free, then recorded (`docs/semantics.md#accesses-and-races`).
 
 use crate::hash::FastSet;
-use crate::model::buffers::{Found, MemoryKind};
+use crate::model::buffers::{Buffer, Found, MemoryKind};
 use crate::model::clock::{Epoch, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::op::{Access, HostEffect, OpRecord};
@@ -60,71 +60,32 @@ impl Model {
         for _ in 0..8 {
             let next = self.buffers.with(addr, |buffer_at| match buffer_at {
                 Found::Live(buffer) if checked.allocated_later(buffer.id) => buffer.end(),
-                Found::Live(buffer) => {
-                    let (lo, hi) = (addr, end.min(buffer.end()));
-                    let mut state = buffer.lock();
-                    // Host and managed memory may be written by the host, unseen: never fresh.
-                    let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
-                    let mode = self
-                        .directions
-                        .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
-                    let this = Side { op, action: Action::Access { mode, lo, hi } };
-                    let facts = || BufferFacts::of(buffer);
-                    if !buffer.alloc.epoch.happens_before(clock) {
-                        let alloc = Side { op: buffer.alloc, action: Action::Alloc };
-                        found.push(Race {
-                            kind: RaceKind::UseBeforeAlloc,
-                            hazard: None,
-                            buffer: facts(),
-                            first: alloc,
-                            second: this,
-                        });
-                    }
-                    phases::tally(Tally::ShadowRecords, state.shadow.records().len());
-                    phases::tally(Tally::RecordsCompared, state.shadow.compared(op.epoch));
-                    for earlier in state.shadow.conflicts(lo, hi, access.residues, mode, op.epoch, clock) {
-                        // Checked late, the launch meets what the log checks: skip it here.
-                        if checked.issued_later(&earlier.op.epoch) {
-                            continue;
-                        }
-                        let first = Side {
-                            op: earlier.op,
-                            action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi },
-                        };
-                        let hazard = Hazard::between(earlier.mode, mode);
-                        found.push(Race {
-                            kind: RaceKind::CrossStream,
-                            hazard: Some(hazard),
-                            buffer: facts(),
-                            first,
-                            second: this,
-                        });
-                    }
-                    // Checked late, it supersedes only what it is ordered after: never the
-                    // records of operations issued after it.
-                    state.shadow.record(lo, hi, access.residues, mode, op, clock);
-                    drop(state);
-                    if let Checked::Now = checked {
-                        self.pending.observe((lo, hi, access.residues), mode, buffer.id, None, op, clock);
-                    }
-                    hi
-                }
+                Found::Live(buffer) => self.access_in(buffer, addr, end, access, clock, op, checked, found),
                 Found::Freed(buffer) => {
-                    // A free issued after a launch checked late is in the log, checked there.
-                    let free = buffer.lock().freed.filter(|f| !checked.issued_later(&f.epoch));
-                    if let (true, Some(free)) = (access.exact, free) {
-                        let hi = end.min(buffer.end());
-                        let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
-                        let first = Side { op: free, action: Action::Free };
-                        found.push(Race {
-                            kind: RaceKind::UseAfterFree,
-                            hazard: None,
-                            buffer: BufferFacts::of(buffer),
-                            first,
-                            second: this,
-                        });
+                    let freed = buffer.lock().freed;
+                    match freed {
+                        // Checked late, a launch issued before the free met the buffer live:
+                        // checked against, and recorded beside, the other launches issued
+                        // before the free and read after it (a synchronous free, with no
+                        // synchronize before it, comes before their footprints are read).
+                        Some(free) if checked.issued_later(&free.epoch) && !checked.allocated_later(buffer.id) => {
+                            self.access_in(buffer, addr, end, access, clock, op, checked, found)
+                        }
+                        Some(free) if access.exact && !checked.issued_later(&free.epoch) => {
+                            let hi = end.min(buffer.end());
+                            let this = Side { op, action: Action::Access { mode: access.mode, lo: addr, hi } };
+                            let first = Side { op: free, action: Action::Free };
+                            found.push(Race {
+                                kind: RaceKind::UseAfterFree,
+                                hazard: None,
+                                buffer: BufferFacts::of(buffer),
+                                first,
+                                second: this,
+                            });
+                            buffer.end()
+                        }
+                        _ => buffer.end(),
                     }
-                    buffer.end()
                 }
                 Found::Nothing => end,
             });
@@ -133,6 +94,67 @@ impl Model {
             }
             addr = next;
         }
+    }
+
+    /// [`Model::access`] in one buffer, from `addr` to `end` or the buffer's end (returned):
+    /// checked against the buffer's allocation and history, then recorded.
+    #[allow(clippy::too_many_arguments)]
+    fn access_in(
+        &self,
+        buffer: &Buffer,
+        addr: u64,
+        end: u64,
+        access: &Access,
+        clock: &VectorClock,
+        op: OpRecord,
+        checked: Checked<'_>,
+        found: &mut Vec<Race>,
+    ) -> u64 {
+        let (lo, hi) = (addr, end.min(buffer.end()));
+        let mut state = buffer.lock();
+        // Host and managed memory may be written by the host, unseen: never fresh.
+        let device_only = !buffer.kind.is_host() && buffer.kind != MemoryKind::Managed;
+        let mode = self
+            .directions
+            .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
+        let this = Side { op, action: Action::Access { mode, lo, hi } };
+        let facts = || BufferFacts::of(buffer);
+        if !buffer.alloc.epoch.happens_before(clock) {
+            let alloc = Side { op: buffer.alloc, action: Action::Alloc };
+            found.push(Race {
+                kind: RaceKind::UseBeforeAlloc,
+                hazard: None,
+                buffer: facts(),
+                first: alloc,
+                second: this,
+            });
+        }
+        phases::tally(Tally::ShadowRecords, state.shadow.records().len());
+        phases::tally(Tally::RecordsCompared, state.shadow.compared(op.epoch));
+        for earlier in state.shadow.conflicts(lo, hi, access.residues, mode, op.epoch, clock) {
+            // Checked late, the launch meets what the log checks: skip it here.
+            if checked.issued_later(&earlier.op.epoch) {
+                continue;
+            }
+            let first =
+                Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
+            let hazard = Hazard::between(earlier.mode, mode);
+            found.push(Race {
+                kind: RaceKind::CrossStream,
+                hazard: Some(hazard),
+                buffer: facts(),
+                first,
+                second: this,
+            });
+        }
+        // Checked late, it supersedes only what it is ordered after: never the records of
+        // operations issued after it.
+        state.shadow.record(lo, hi, access.residues, mode, op, clock);
+        drop(state);
+        if let Checked::Now = checked {
+            self.pending.observe((lo, hi, access.residues), mode, buffer.id, None, op, clock);
+        }
+        hi
     }
 }
 
