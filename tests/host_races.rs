@@ -392,6 +392,21 @@ fn the_host_touching_managed_memory_a_kernel_or_memset_uses_races() {
     }
 }
 
+/// A kernel being measured (its first launch, told to the model at once) guards what it
+/// uses as one told in the batch does.
+#[test]
+fn a_measured_launch_guards_the_managed_memory_it_uses() {
+    let env = vec![
+        ("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string()),
+        ("STREAMSAN_FOOTPRINT_TRACE", "counters".to_string()),
+    ];
+    let run = run_twin_with("managed_kernel", "racy", env);
+    assert!(run.stderr().contains("1 launches measured"), "{}", run.stderr());
+    let report = run.report();
+    let race = report.races_of("host-race").next().unwrap_or_else(|| panic!("{:?}", races(&report)));
+    assert_eq!(race.first.api, "cuLaunchKernel");
+}
+
 /// Pinned memory a kernel uses through its own address (zero-copy), as managed memory.
 #[test]
 fn the_host_reading_pinned_memory_a_kernel_writes_races() {
