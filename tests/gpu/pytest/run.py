@@ -75,7 +75,9 @@ def files(package, names):
 
 
 def pytest(args, junit, log):
-    cmd = [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", *args]
+    # importlib: pytest's default puts the test file's package root on sys.path, where
+    # numba-cuda's tree (numba_cuda/numba/cuda) would shadow the `cuda` bindings package.
+    cmd = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib", "-q", f"--junitxml={junit}", *args]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1, min(TIMEOUT, DEADLINE - time.monotonic())))
         status, output = done.returncode, done.stdout + done.stderr
