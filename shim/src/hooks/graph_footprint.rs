@@ -38,7 +38,7 @@ unsafe impl Send for Copied {}
 
 impl Copied {
     /// A copy of `p`, a kernel node's parameters; None if its parameters' layout is not
-    /// known (or they come as an `extra` buffer).
+    /// known (the driver could not say, or they come as an `extra` buffer).
     ///
     /// # Safety
     /// `p` holds parameters the driver accepted.
@@ -48,7 +48,8 @@ impl Copied {
             return None;
         }
         let info = kernels::info(model(), function);
-        if p.kernel_params.is_null() && !info.params.is_empty() {
+        // No layout with parameters given: their sizes are unknown, the kernel may take some.
+        if info.params.is_empty() != p.kernel_params.is_null() {
             return None;
         }
         let values = info
