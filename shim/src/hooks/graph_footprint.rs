@@ -220,7 +220,7 @@ pub fn launch(exec: CUgraphExec, on: StreamRef, launch: impl Fn() -> CUresult) -
         taken
     });
     taken.sort_by_key(|c| wanted.iter().position(|&w| w == c.node as u64));
-    let status = measured(driver, exec, on, &taken, launch);
+    let status = measured(driver, exec, on, &mut taken, launch);
     execs(|e| {
         if let Some(nodes) = e.get_mut(&(exec as u64)) {
             nodes.extend(taken);
@@ -229,11 +229,14 @@ pub fn launch(exec: CUgraphExec, on: StreamRef, launch: impl Fn() -> CUresult) -
     status
 }
 
+/// Launches `exec` with `nodes` sent to their twins where they can be. A node whose kernel
+/// can have no twin (its module's state, or no code to load) leaves `nodes`: it is not asked
+/// for again.
 fn measured(
     driver: Driver,
     exec: CUgraphExec,
     on: StreamRef,
-    nodes: &[Copied],
+    nodes: &mut Vec<Copied>,
     launch: impl Fn() -> CUresult,
 ) -> (CUresult, Vec<(u64, u64)>) {
     if nodes.is_empty() {
@@ -264,15 +267,23 @@ fn measured(
             crate::intercept::diag::warn("a graph's kernel node could not be set back to its own function");
         }
     }
+    let never: Vec<bool> = armed
+        .nodes
+        .iter()
+        .map(|n| matches!(n, Err(engine::Unmeasured::NoTwin(engine::NoTwin::ModuleState | engine::NoTwin::NoCode))))
+        .collect();
     let tickets = armed.finish(ok(status));
     for why in unmeasured {
         footprint::note_unmeasured(why);
     }
+    let tickets = tickets.into_iter().map(|(i, ticket)| (nodes[i].node as u64, ticket.0)).collect();
+    let mut keep = never.iter().map(|&never| !never);
+    nodes.retain(|_| keep.next().unwrap_or(true));
     if !ok(status) && !sent.is_empty() {
         footprint::note_unmeasured(engine::Unmeasured::Refused);
         return (launch(), Vec::new());
     }
-    (status, tickets.into_iter().map(|(i, ticket)| (nodes[i].node as u64, ticket.0)).collect())
+    (status, tickets)
 }
 
 /// A graph launch the model took, `measured` its nodes' tickets: those that wait for no
