@@ -476,3 +476,64 @@ fn without_the_library_or_under_another_tool_the_shim_falls_back_to_parameters_w
     let report = taken.reports();
     assert!(report[0].notes[0].message.contains("compute-sanitizer"), "{}", report[0].notes[0].message);
 }
+
+#[test]
+fn kernels_on_two_branches_of_a_captured_graph_race_by_their_measured_footprints() {
+    // Captured once, launched every round: in learn the first launch runs both kernel nodes
+    // on their twins (footprint_args never launched outside the graph), the later ones the
+    // program's own code, each node standing on what its measurement showed.
+    let write_write = race("cross-stream-race", Some("WAW"), "write", "write");
+    let (run, log) = run_rounds("graph", "racy", "learn", 3, &[]);
+    assert_eq!(races(&run), vec![write_write.clone()], "{}", run.stderr());
+    assert_eq!(race_counts(&run), vec![(write_write.clone(), 3)]);
+    for kernel in ["footprint_args", "footprint_touch"] {
+        assert_eq!(logged(&log, "measured", kernel), 1, "{log:?}");
+        assert_eq!(logged(&log, "native", kernel), 2, "{log:?}");
+    }
+    assert_eq!(log.iter().filter(|l| l.starts_with("patched ")).count(), 0, "{log:?}");
+    assert_eq!(races(&run_rounds("graph", "fixed", "learn", 3, &[]).0), vec![]);
+    // Exact measures every launch; the parameters name two different bytes and miss it.
+    let (run, log) = run_rounds("graph", "racy", "exact", 2, &[]);
+    assert_eq!(races(&run), vec![write_write]);
+    assert_eq!(logged(&log, "measured", "footprint_args"), 2, "{log:?}");
+    assert_eq!(races(&run_rounds("graph", "fixed", "exact", 2, &[]).0), vec![]);
+    assert_eq!(races(&run_mode("graph", "racy", "params", &[])), vec![]);
+}
+
+#[test]
+fn a_kernel_in_two_nodes_of_a_built_graph_has_one_node_measured_a_launch() {
+    // One table binds to a twin's function: the first launch measures the first node while
+    // the second stands on its parameters (a pointer of unknown direction inside what the
+    // first wrote), the second launch measures the other node, and with both measured the
+    // race is found by the bytes both wrote.
+    let guessed = race("cross-stream-race", Some("RAW"), "write", "read-or-write");
+    let measured = race("cross-stream-race", Some("WAW"), "write", "write");
+    assert_eq!(races(&run_mode("built", "racy", "learn", &[])), vec![guessed.clone()]);
+    let (run, log) = run_rounds("built", "racy", "learn", 2, &[]);
+    assert_eq!(races(&run), vec![guessed, measured], "{}", run.stderr());
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
+    assert_eq!(logged(&log, "native", "footprint_touch"), 2, "{log:?}");
+    assert_eq!(races(&run_rounds("built", "fixed", "learn", 2, &[]).0), vec![]);
+}
+
+#[test]
+fn a_graph_node_whose_module_has_variables_runs_its_own_code_on_its_parameters() {
+    // The twin's copy of the variable could only be copied in and out around the whole
+    // graph: the node runs the program's code (which the program checks counted every
+    // launch), with a note, and the other node is measured.
+    let (run, log) = run_rounds("built_stateful", "racy", "learn", 2, &[]);
+    assert_eq!(logged(&log, "native", "footprint_counted"), 2, "{log:?}");
+    assert_eq!(logged(&log, "measured", "footprint_touch"), 1, "{log:?}");
+    assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
+}
+
+#[test]
+fn no_graph_node_is_measured_while_a_stream_captures_in_global_mode() {
+    // The first launch, while another stream captures, runs both nodes on the program's
+    // code; the second measures one, the third the other.
+    let (run, log) = run_rounds("built_capturing", "racy", "learn", 3, &[]);
+    let touches: Vec<&str> =
+        log.iter().filter(|l| l.ends_with(" footprint_touch")).map(|l| l.split(' ').next().unwrap_or("")).collect();
+    assert_eq!(touches, ["native", "native", "measured", "native", "native", "measured"], "{log:?}");
+    assert!(races(&run).contains(&race("cross-stream-race", Some("WAW"), "write", "write")));
+}

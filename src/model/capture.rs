@@ -2,12 +2,13 @@
 //! of a [`Definition`], each depending on its stream's frontier, and each stream that joins
 //! the capture is a lane of it (`docs/semantics.md#capture-and-graphs`).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::hash::FastMap;
 
 use super::clock::{Slot, VectorClock};
 use super::definition::{Definition, Graph, Node};
+use super::op::Access;
 
 /// A stream's part in a capture.
 pub struct CaptureLane {
@@ -94,12 +95,20 @@ pub struct Exec {
 pub struct ExecState {
     pub lane_slots: Vec<Slot>,
     pub end: VectorClock,
+    /// Launches so far.
+    pub launches: u64,
+    /// By node: the launch (counted as `launches`) that last measured it and what it
+    /// touched, which stands for its parameters' guess at its unmeasured launches (its
+    /// parameters are the executable graph's own: a change of them makes a new [`Exec`]).
+    pub measured: Vec<Option<(u64, Arc<[Access]>)>>,
 }
 
-/// Graph definitions and executable graphs by handle, and the graph of each node handle.
+/// Graph definitions and executable graphs by handle, the graph of each node handle, and
+/// the executable graph, node and launch of each node launch being measured, by ticket.
 #[derive(Default)]
 pub struct Graphs {
     pub graphs: FastMap<u64, Arc<Mutex<Definition>>>,
     pub node_graphs: FastMap<u64, u64>,
     pub execs: FastMap<u64, Arc<Exec>>,
+    pub measuring: FastMap<u64, (Weak<Exec>, usize, u64)>,
 }

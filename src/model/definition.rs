@@ -126,6 +126,33 @@ impl Definition {
         self.nodes.len() - 1
     }
 
+    /// Names the kernel nodes of this definition (not of its children) with the driver's
+    /// handles, `kernels` as the driver lists them (handle and kernel), in the order the
+    /// nodes were made: a capture's nodes have no handle the model saw. Only if both lists
+    /// agree, kernel by kernel (and on every handle the model knew): whether they did.
+    pub fn name_kernels(&mut self, kernels: &[(u64, Option<KernelId>)]) -> bool {
+        let ours: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| {
+                let d = &self.nodes[i];
+                !d.removed
+                    && d.child.is_none()
+                    && d.node.kernel.is_some()
+                    && matches!(d.node.kind, NodeKind::Work { .. })
+            })
+            .collect();
+        let agree = ours.len() == kernels.len()
+            && ours.iter().zip(kernels).all(|(&i, &(handle, kernel))| {
+                let node = &self.nodes[i].node;
+                node.kernel == kernel && (node.handle == 0 || node.handle == handle)
+            });
+        if agree {
+            for (&i, &(handle, _)) in ours.iter().zip(kernels) {
+                self.nodes[i].node.handle = handle;
+            }
+        }
+        agree
+    }
+
     /// The executable form: children flattened, nodes in topological order, lanes assigned.
     /// `None` if the model cannot follow it.
     pub fn executable(&self) -> Option<Graph> {

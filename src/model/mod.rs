@@ -22,6 +22,7 @@
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
 //! | `rules/footprint_late.rs` | a measured launch (`footprint=exact\|learn`), issued at once and checked when its footprint arrives, against what was issued before and after it |
+//! | `rules/graph_footprints.rs` | measured kernel nodes of graph launches: which a launch measures, what each node's last measurement showed |
 //! | `rules/footprint_learning.rs` | `footprint=learn`: a measured launch learnt from, learnt extents applied at issue to later launches with the same key |
 //! | [`host_races`] | host races: whether the host has joined a copy in flight, and the race when it touched the copy's bytes first |
 //! | `queries.rs` | what the shim and the report ask: kernel names, memory kinds, findings so far |

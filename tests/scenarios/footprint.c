@@ -56,6 +56,28 @@ static const char STATEFUL_PTX[] =
 
 static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted;
 
+/* The explicit graph API's kernel node, laid out as in cuda.h. */
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    void *kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+
+/* A kernel node of `kernel` (taking one triple) after `deps`. */
+static CUgraphNode triple_node(CUgraph g, CUfunction kernel, const CUgraphNode *deps, size_t n, CUdeviceptr p,
+                               unsigned long long len, unsigned long long flags) {
+    CUgraphNode node;
+    unsigned long long a = p, l = len, f = flags;
+    void *params[] = {&a, &l, &f};
+    CUDA_KERNEL_NODE_PARAMS k = {kernel, 1, 1, 1, 32, 1, 1, 0, params, NULL, NULL, NULL};
+    CHECK(cuGraphAddKernelNode_v2(&node, g, deps, n, &k));
+    return node;
+}
+
 static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     unsigned long long a = p, l = len, f_ = flags;
     void *params[] = {&a, &l, &f_};
@@ -98,7 +120,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -110,6 +132,7 @@ int main(int argc, char **argv) {
     CUstream a, b;
     CUevent done;
     CUdeviceptr x, y, index, big = 0;
+    CUgraphExec exec = NULL; /* "graph" and "built": made in the first round, launched in each */
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -353,6 +376,64 @@ int main(int argc, char **argv) {
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 32, 8, R);
             CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "graph") == 0) {
+            /* A graph captured from A, forked to B and joined back (as Warp's ScopedCapture
+               makes one): A's branch writes x's first 64 bytes through a pointer inside a
+               struct, B's writes 64 bytes from x + 32 through an interior pointer, unordered
+               (racy) or B's after A's (fixed). Their parameters name two different bytes.
+               footprint_args runs in the graph alone, never launched outside it. */
+            if (!exec) {
+                CUgraph graph;
+                CUevent fork, join;
+                CHECK(cuEventCreate(&fork, 0));
+                CHECK(cuEventCreate(&join, 0));
+                CHECK(cuStreamBeginCapture_v2(a, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+                CHECK(cuEventRecord(fork, a));
+                CHECK(cuStreamWaitEvent(b, fork, 0));
+                launch_args(a, x, 64, W);
+                if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+                launch_touch(b, x + 32, 64, W);
+                CHECK(cuEventRecord(join, b));
+                CHECK(cuStreamWaitEvent(a, join, 0));
+                CHECK(cuStreamEndCapture(a, &graph));
+                CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+            }
+            CHECK(cuGraphLaunch(exec, a));
+            CHECK(cuStreamSynchronize(a));
+        } else if (strncmp(scenario, "built", 5) == 0) {
+            /* A graph built node by node: footprint_touch writes x's first 64 bytes, and
+               again 64 bytes from x + 32 (an interior pointer), with no edge (racy) or after
+               the first (fixed). One kernel in two nodes. "built_stateful": the first node is
+               footprint_counted, of a module with a variable of its own, which must count
+               every launch in the program's copy. "built_capturing": the first round's
+               launch is made while another stream captures in global mode. */
+            int stateful_node = strcmp(scenario, "built_stateful") == 0;
+            CUstream c = NULL;
+            CUgraph captured;
+            if (!exec) {
+                CUgraph graph;
+                CHECK(cuGraphCreate(&graph, 0));
+                CUgraphNode first = triple_node(graph, stateful_node ? counted : touch, NULL, 0, x, 64, W);
+                triple_node(graph, touch, &first, fixed ? 1 : 0, x + 32, 64, W);
+                CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+                if (strcmp(scenario, "built_capturing") == 0) {
+                    CHECK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+                    CHECK(cuStreamBeginCapture_v2(c, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+                }
+            }
+            CHECK(cuGraphLaunch(exec, a));
+            if (c) CHECK(cuStreamEndCapture(c, &captured));
+            CHECK(cuStreamSynchronize(a));
+            if (stateful_node) {
+                CUdeviceptr count_at;
+                unsigned count = 0;
+                CHECK(cuModuleGetGlobal_v2(&count_at, NULL, stateful, "launches"));
+                CHECK(cuMemcpyDtoH_v2(&count, count_at, sizeof count));
+                if (count != (unsigned)round + 1) {
+                    fprintf(stderr, "footprint_counted counted %u launches in round %d\n", count, round);
+                    return 3;
+                }
+            }
         } else {
             fprintf(stderr, "unknown scenario %s\n", scenario);
             return 2;

@@ -42,19 +42,19 @@ struct Pool {
     stream: Option<Handle>,
 }
 
-struct Engine {
-    api: Api,
-    driver: Driver,
+pub(crate) struct Engine {
+    pub(crate) api: Api,
+    pub(crate) driver: Driver,
     pools: Mutex<HashMap<usize, Pool>>,
     /// Contexts the patch was added to.
     patched: Mutex<Vec<usize>>,
     /// Held around every call that adds the patch or patches a module: the API asks its
     /// callers to serialize them.
     patching: Mutex<()>,
-    twins: Mutex<Twins>,
+    pub(crate) twins: Mutex<Twins>,
     /// Held from binding a table to a twin's function to the launch's real call: the binding
     /// holds for every later launch of that function ([`arm`]).
-    measuring: Mutex<()>,
+    pub(crate) measuring: Mutex<()>,
     /// Ticket to (context, table).
     tickets: Mutex<HashMap<u64, (usize, usize)>>,
     next_ticket: AtomicU64,
@@ -63,10 +63,10 @@ struct Engine {
     measured: AtomicU64,
     unmeasured: AtomicU64,
     overflowed: AtomicU64,
-    refused: AtomicU64,
+    pub(crate) refused: AtomicU64,
     /// Nanoseconds spent loading twins and reading tables back (copies, resets and the wait
     /// for them).
-    twins_ns: AtomicU64,
+    pub(crate) twins_ns: AtomicU64,
     reading_ns: AtomicU64,
 }
 
@@ -74,7 +74,7 @@ struct Engine {
 unsafe impl Send for Engine {}
 unsafe impl Sync for Engine {}
 
-static ENGINE: OnceLock<Engine> = OnceLock::new();
+pub(crate) static ENGINE: OnceLock<Engine> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Why a launch to measure was not.
@@ -184,7 +184,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
 }
 
 impl Engine {
-    fn twins(&self) -> MutexGuard<'_, Twins> {
+    pub(crate) fn twins(&self) -> MutexGuard<'_, Twins> {
         self.twins.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -367,7 +367,7 @@ impl Engine {
 
     /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
     /// driver function: [`prepare`] filled the pool.
-    fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
+    pub(crate) fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
         let table =
             self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
@@ -401,7 +401,7 @@ impl Engine {
 /// Before a launch to be measured, outside any callback: makes sure `ctx` has the engine's
 /// stream and a free table, making them only if `may_allocate`. Ok(false): the engine's
 /// stream cannot be made; Err: every table is waiting to be read, or none may be made now.
-fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Result<bool, Unmeasured> {
+pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Result<bool, Unmeasured> {
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
     if !pool.free.is_empty() {

@@ -6,6 +6,7 @@
 mod api;
 mod engine;
 mod module_state;
+mod nodes;
 mod patch;
 pub mod table;
 mod twins;
@@ -13,6 +14,7 @@ mod twins;
 pub use engine::{
     arm, collect, counters, discard, outcome, start, Counters, Driver, Outcome, Ticket, Unavailable, Unmeasured,
 };
+pub use nodes::{arm_nodes, NodeArmed, NodesArmed};
 pub use table::{Measured, Range};
 pub use twins::{Driver as TwinDriver, NoTwin};
 

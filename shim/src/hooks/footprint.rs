@@ -185,22 +185,26 @@ pub fn launch(
         engine::Outcome::Measured(ticket) => (status, Some(ticket.0)),
         engine::Outcome::Skipped => (status, None),
         engine::Outcome::Unmeasured(why) => {
-            let note = match why {
-                engine::Unmeasured::NoTable => Some(FootprintUnmeasured::NoTable),
-                engine::Unmeasured::NoTwin(engine::NoTwin::ModuleState) => Some(FootprintUnmeasured::ModuleState),
-                engine::Unmeasured::NoTwin(engine::NoTwin::NoCode) => Some(FootprintUnmeasured::NoTwin),
-                engine::Unmeasured::NoTwin(engine::NoTwin::Busy) | engine::Unmeasured::NotNow => None,
-                engine::Unmeasured::Refused => Some(FootprintUnmeasured::Refused),
-            };
-            if let Some(why) = note {
-                model().footprint_note(NoteKind::FootprintUnmeasured, why as u64, None);
-            }
+            note_unmeasured(why);
             if why == engine::Unmeasured::Refused {
                 return (call(f), None);
             }
             (status, None)
         }
     }
+}
+
+/// Notes why a launch to measure was not, where the report should say it (not for a launch
+/// put off to a later one).
+pub fn note_unmeasured(why: engine::Unmeasured) {
+    let note = match why {
+        engine::Unmeasured::NoTable => FootprintUnmeasured::NoTable,
+        engine::Unmeasured::NoTwin(engine::NoTwin::ModuleState) => FootprintUnmeasured::ModuleState,
+        engine::Unmeasured::NoTwin(engine::NoTwin::NoCode) => FootprintUnmeasured::NoTwin,
+        engine::Unmeasured::NoTwin(engine::NoTwin::Busy) | engine::Unmeasured::NotNow => return,
+        engine::Unmeasured::Refused => FootprintUnmeasured::Refused,
+    };
+    model().footprint_note(NoteKind::FootprintUnmeasured, note as u64, None);
 }
 
 /// A kernel's identity for learnt footprints: its name's id, else its handle.

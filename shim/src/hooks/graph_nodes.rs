@@ -257,6 +257,10 @@ pub unsafe fn graph_exec_kernel_node_set_params(
     params: *const KernelNodeParams,
 ) -> CUresult {
     let status = unsafe { real(exec, node, params) };
+    if ok(status) {
+        // SAFETY: the parameters the driver accepted.
+        unsafe { super::graph_footprint::params_set(exec, node, params) };
+    }
     if let (true, Some((kind, kernel))) = (ok(status), unsafe { NodeParams::node(call, params) }) {
         model().exec_node_params(exec as u64, node as u64, kind, kernel);
     }
@@ -294,6 +298,7 @@ pub unsafe fn graph_exec_update(
 ) -> CUresult {
     let status = unsafe { real(exec, graph, result_info) };
     if ok(status) {
+        super::graph_footprint::forget(exec);
         model().exec_updated(exec as u64, graph as u64);
     }
     status
@@ -309,6 +314,7 @@ pub unsafe fn graph_exec_update_v1(
 ) -> CUresult {
     let status = unsafe { real(exec, graph, error_node, result) };
     if ok(status) {
+        super::graph_footprint::forget(exec);
         model().exec_updated(exec as u64, graph as u64);
     }
     status

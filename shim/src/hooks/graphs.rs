@@ -1,16 +1,21 @@
-//! Graphs: which executable graph comes from which captured graph, launches, destruction.
+//! Graphs: which executable graph comes from which captured graph, launches (their kernel
+//! nodes measured in [`graph_footprint`]), destruction.
 
 use core::ffi::c_char;
 
 use streamsan_driver_api::*;
 
-use super::call::{ok, origin, stream};
+use super::call::{ok, stream};
+use super::graph_footprint;
 use super::model::model;
 use crate::intercept::variants::{real, Call};
 
 fn instantiated(status: CUresult, exec: *mut CUgraphExec, graph: CUgraph) {
     if ok(status) && !exec.is_null() {
-        model().graph_instantiated(unsafe { *exec } as u64, graph as u64);
+        // SAFETY: the driver wrote the new executable graph's handle.
+        let exec = unsafe { *exec };
+        graph_footprint::instantiated(exec, graph);
+        model().graph_instantiated(exec as u64, graph as u64);
     }
 }
 
@@ -53,9 +58,10 @@ pub unsafe fn graph_instantiate_with_params(
 }
 
 pub unsafe fn graph_launch(call: &Call, real: real::graph_launch, exec: CUgraphExec, h_stream: CUstream) -> CUresult {
-    let status = unsafe { real(exec, h_stream) };
+    let on = stream(call, h_stream);
+    let (status, measured) = graph_footprint::launch(exec, on, || unsafe { real(exec, h_stream) });
     if ok(status) {
-        model().graph_launch(exec as u64, stream(call, h_stream), &origin(call));
+        graph_footprint::launched(call, exec, on, &measured);
     }
     status
 }
@@ -63,6 +69,7 @@ pub unsafe fn graph_launch(call: &Call, real: real::graph_launch, exec: CUgraphE
 pub unsafe fn graph_exec_destroy(_call: &Call, real: real::graph_exec_destroy, exec: CUgraphExec) -> CUresult {
     let status = unsafe { real(exec) };
     if ok(status) {
+        graph_footprint::forget(exec);
         model().exec_destroyed(exec as u64);
     }
     status

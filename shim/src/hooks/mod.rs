@@ -40,6 +40,7 @@ mod copies;
 mod entry_points;
 mod events;
 pub mod footprint;
+mod graph_footprint;
 mod graph_nodes;
 mod graphs;
 mod host_reach;

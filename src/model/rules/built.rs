@@ -147,7 +147,7 @@ impl Model {
     }
 
     fn replace_exec(&self, exec: u64, graph: Graph, end: crate::model::clock::VectorClock) {
-        let state = ExecState { lane_slots: Vec::new(), end };
+        let state = ExecState { lane_slots: Vec::new(), end, ..ExecState::default() };
         self.graphs.execs.insert(exec, Arc::new(Exec { graph: Arc::new(graph), state: Mutex::new(state) }));
     }
 }

@@ -86,6 +86,7 @@ impl Model {
             return;
         };
         let accesses = self.taken(&pending, measured);
+        self.node_measured(ticket, measured.is_some().then_some(&accesses[..]));
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             let _timer = phases::start(Phase::FootprintLearn);
             self.learn(learning, &pending.guess, measured, pending.op);

@@ -139,16 +139,31 @@ impl Model {
     /// other); work issued on S afterwards is ordered after every node. A graph streamsan
     /// did not follow runs unchecked, with a note.
     pub fn graph_launch(&self, exec: u64, stream: StreamRef, origin: &Origin) {
+        self.launch_exec(exec, stream, origin, &[]);
+    }
+
+    /// A graph launch, `measured`: the (node handle, ticket) of kernel nodes measured at this
+    /// launch, each issued as a measured launch is ([`Model::launch_pending`]). Returns the
+    /// tickets that wait for no footprint (the graph is not followed, or the launch became a
+    /// node of a capture): their tables go back unread.
+    pub(super) fn launch_exec(
+        &self,
+        exec: u64,
+        stream: StreamRef,
+        origin: &Origin,
+        measured: &[(u64, u64)],
+    ) -> Vec<u64> {
+        let unread = || measured.iter().map(|&(_, ticket)| ticket).collect();
         let stream = self.stream(stream);
         let exec_graph = self.graphs.execs.get(&exec).map(|e| e.clone());
         if self.capture_node(&stream, || NodeKind::Empty, origin, None) {
-            return;
+            return unread();
         }
         let (state, epoch) = self.issue(&stream);
         let Some(exec_graph) = exec_graph else {
             drop(state);
             self.notes.add(NoteKind::GraphNotFollowed, OpRecord::new(origin, None, epoch), exec);
-            return;
+            return unread();
         };
         let mut base = state.clock.clone();
         drop(state);
@@ -157,11 +172,13 @@ impl Model {
         if exec_state.lane_slots.is_empty() {
             exec_state.lane_slots = self.lane_slots(graph, exec, epoch, &base);
         }
+        exec_state.launches += 1;
         // One executable graph's launches are ordered after each other, whatever their
         // streams (`docs/semantics.md#deviations`).
         base.join(&exec_state.end);
         let mut found = Vec::new();
-        let end = self.run_nodes(graph, &exec_state.lane_slots, &base, &mut found);
+        let run = Run { exec: &exec_graph, measured };
+        let end = self.run_nodes(&run, &exec_state, &base, &mut found);
         exec_state.end.assign(&end);
         drop(exec_state);
         let mut state = stream.lock();
@@ -169,6 +186,7 @@ impl Model {
         stream.changed();
         drop(state);
         self.publish(found);
+        Vec::new()
     }
 
     /// One slot per lane of `graph`, allocated at the executable graph's first launch (the
@@ -185,13 +203,26 @@ impl Model {
     /// Runs the nodes of one launch in order (their order is topological), each checked
     /// like the operation it was captured from; returns the clock at the end of the launch,
     /// the join of every node's.
-    fn run_nodes(&self, graph: &Graph, lane_slots: &[Slot], base: &VectorClock, found: &mut Vec<Race>) -> VectorClock {
+    fn run_nodes(&self, run: &Run<'_>, state: &ExecState, base: &VectorClock, found: &mut Vec<Race>) -> VectorClock {
+        let graph = &run.exec.graph;
         let mut clocks: Vec<VectorClock> = Vec::with_capacity(graph.nodes.len());
         let mut end = base.clone();
-        for node in &graph.nodes {
+        for (i, node) in graph.nodes.iter().enumerate() {
             let mut clock = self.node_clock(node, base, &clocks);
-            let epoch = clock.tick(lane_slots[node.lane]);
-            self.run_node(node, OpRecord::new(&node.origin, node.kernel, epoch), &clock, found);
+            let epoch = clock.tick(state.lane_slots[node.lane]);
+            let op = OpRecord::new(&node.origin, node.kernel, epoch);
+            let ticket = run.measured.iter().find(|&&(h, _)| h == node.handle && h != 0).map(|&(_, t)| t);
+            match (ticket, &node.kind, state.measured.get(i).cloned().flatten()) {
+                (Some(ticket), NodeKind::Work { accesses }, _) => {
+                    self.pend_node(ticket, op, &clock, accesses, (run.exec, i, state.launches))
+                }
+                (None, NodeKind::Work { .. }, Some((_, measured))) => {
+                    for access in measured.iter() {
+                        self.access(access, &clock, op, Checked::Now, found);
+                    }
+                }
+                _ => self.run_node(node, op, &clock, found),
+            }
             end.join(&clock);
             clocks.push(clock);
         }
@@ -236,6 +267,13 @@ impl Model {
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
         }
     }
+}
+
+/// One launch of an executable graph: the graph, and the kernel nodes measured at it, each
+/// as (node handle, ticket).
+pub(super) struct Run<'a> {
+    pub(super) exec: &'a Arc<Exec>,
+    pub(super) measured: &'a [(u64, u64)],
 }
 
 /// A definition, locked.

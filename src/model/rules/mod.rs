@@ -6,6 +6,7 @@
 pub mod built;
 mod footprint_late;
 mod footprint_learning;
+mod graph_footprints;
 pub mod graphs;
 pub mod issue;
 pub mod lifetime;

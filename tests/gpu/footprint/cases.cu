@@ -10,8 +10,16 @@
 //   cases pair racy|fixed        a by-value struct holding two buffers, passed to a kernel on
 //                                each stream: both write the first (racy), or each its own
 //                                (fixed: CuSan's 13_struct_recursion)
-// "fixed" orders the second stream after the first with an event, but for strided and pair,
-// whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
+//   cases graph racy|fixed       a graph captured from stream A, forked to B and joined back
+//                                (as Warp's wp.ScopedCapture makes one): write_all writes p
+//                                on A's branch, fill_args a quarter of p from p + n/4 on B's
+//                                (a kernel launched in the graph alone); launched 3 times
+//   cases built racy|fixed       the same two kernels as nodes of a graph built with
+//                                cudaGraphAddKernelNode, no edge (racy) or one; launched 3 times
+//   cases graph_same racy|fixed  as graph, fill_args on both branches (one kernel in two
+//                                nodes: measured one node a launch); launched 3 times
+// "fixed" orders the second stream (or node) after the first, but for strided and pair, whose
+// fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdio>
 #include <cstring>
 #include <cuda_pipeline.h>
@@ -73,7 +81,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -119,6 +127,44 @@ int main(int argc, char** argv) {
         fill_pair<<<264, 256, 0, b>>>(Pair{p, q, n, fixed ? 1 : 0, 2.0f});
         CHECK(cudaMemcpyAsync(&host, fixed ? q : p, sizeof(float), cudaMemcpyDeviceToHost, b));
         CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "graph") == 0 || strcmp(argv[1], "graph_same") == 0) {
+        bool same = strcmp(argv[1], "graph_same") == 0;
+        cudaEvent_t fork, join;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+        CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+        CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+        CHECK(cudaEventRecord(fork, a));
+        CHECK(cudaStreamWaitEvent(b, fork, 0));
+        if (same) fill_args<<<264, 256, 0, a>>>(Args{p, n, 1.0f});
+        else write_all<<<264, 256, 0, a>>>(p, n);
+        if (fixed) { CHECK(cudaEventRecord(done, a)); CHECK(cudaStreamWaitEvent(b, done, 0)); }
+        fill_args<<<264, 256, 0, b>>>(Args{p + n / 4, n / 4, 2.0f});
+        CHECK(cudaEventRecord(join, b));
+        CHECK(cudaStreamWaitEvent(a, join, 0));
+        CHECK(cudaStreamEndCapture(a, &graph));
+        CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int i = 0; i < 3; i++) CHECK(cudaGraphLaunch(exec, a));
+        CHECK(cudaMemcpyAsync(&host, p + n / 4, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "built") == 0) {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        cudaGraphNode_t first, second;
+        int count = n;
+        Args args{p + n / 4, n / 4, 2.0f};
+        void* write_params[] = {&p, &count};
+        void* fill_params[] = {&args};
+        cudaKernelNodeParams w{(void*)write_all, dim3(264), dim3(256), 0, write_params, nullptr};
+        cudaKernelNodeParams f{(void*)fill_args, dim3(264), dim3(256), 0, fill_params, nullptr};
+        CHECK(cudaGraphCreate(&graph, 0));
+        CHECK(cudaGraphAddKernelNode(&first, graph, nullptr, 0, &w));
+        CHECK(cudaGraphAddKernelNode(&second, graph, fixed ? &first : nullptr, fixed ? 1 : 0, &f));
+        CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int i = 0; i < 3; i++) CHECK(cudaGraphLaunch(exec, a));
+        CHECK(cudaMemcpyAsync(&host, p + n / 4, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
     } else {
         printf("unknown case %s\n", argv[1]);
         return 2;

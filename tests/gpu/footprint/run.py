@@ -31,6 +31,11 @@ cases = [
     # params reports both twins of pair: a guess from the struct's words, which measured
     # footprints replace (docs/footprints.md), so it runs in the measured modes only.
     ("pair", [f"{build}/cases", "pair"], ("fill_pair", "fill_pair"), MEASURED, MEASURED),
+    # Kernel nodes of graphs, measured on twins at a graph launch; each graph launched 3 times.
+    # params sees neither: the pointers name two different bytes, of unknown direction.
+    ("graph", [f"{build}/cases", "graph"], ("write_all", "fill_args"), MEASURED),
+    ("built", [f"{build}/cases", "built"], ("write_all", "fill_args"), MEASURED),
+    ("graph_same", [f"{build}/cases", "graph_same"], ("fill_args", "fill_args"), MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),

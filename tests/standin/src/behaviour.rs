@@ -15,6 +15,7 @@ use streamsan_driver_api::*;
 use crate::device::{self, state, state_read, MemoryKind, Object};
 use crate::device_time;
 use crate::getproc;
+use crate::graphs;
 use crate::pinned;
 use crate::ptx;
 
@@ -952,13 +953,38 @@ unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void, shar
     } else {
         status
     };
-    if status == OK {
-        device_time::launched();
-        counted(f as usize);
-        // SAFETY: the caller's promise.
-        unsafe { crate::sanitizer::launched(f, stream, params) };
+    if status != OK {
+        return status;
     }
-    status
+    let node = KernelNodeParams {
+        func: f,
+        grid_dim: [1; 3],
+        block_dim: [1; 3],
+        shared_mem_bytes: shared,
+        kernel_params: params,
+        extra: core::ptr::null_mut(),
+        kern: core::ptr::null_mut(),
+        ctx: core::ptr::null_mut(),
+    };
+    // SAFETY: the caller's promise.
+    if unsafe { graphs::captured(stream, || state().new_handle(Object::GraphNode { graph: 0 }), &node) } {
+        return OK;
+    }
+    device_time::launched();
+    counted(f as usize);
+    // SAFETY: the caller's promise.
+    unsafe { crate::sanitizer::launched(f, stream, params) };
+    OK
+}
+
+/// A graph launch on `stream`: its kernel nodes run, in order, as launches on `stream`.
+fn run_graph(exec: CUgraphExec, stream: CUstream) {
+    for (f, mut values) in graphs::launch(exec) {
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        counted(f as usize);
+        // SAFETY: one pointer per parameter of `f`, each to its value.
+        unsafe { crate::sanitizer::launched(f, stream, params.as_mut_ptr()) };
+    }
 }
 
 /// What the kernel `footprint_counted` does to memory: adds one to its module's variable
@@ -1268,10 +1294,15 @@ pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint)
     if flags > 1 {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    match check_stream(stream) {
+    let status = match check_stream(stream) {
         OK => check(event, |o| matches!(o, Object::Event)),
         e => e,
+    };
+    // A wait on an event recorded in a capture joins the stream to it.
+    if status == OK && graphs::waited(stream, event) {
+        set_capturing(stream, true);
     }
+    status
 }
 fn set_capturing(stream: CUstream, on: bool) -> CUresult {
     match state().objects.get_mut(&(stream as usize)) {
@@ -1282,17 +1313,29 @@ fn set_capturing(stream: CUstream, on: bool) -> CUresult {
         _ => CUDA_ERROR_INVALID_HANDLE,
     }
 }
+fn begin_capture(stream: CUstream, into: Option<CUgraph>) -> CUresult {
+    let status = set_capturing(stream, true);
+    if status == OK {
+        graphs::capture_began(stream, into);
+    }
+    status
+}
 pub unsafe fn stream_begin_capture_v1(stream: CUstream) -> CUresult {
-    set_capturing(stream, true)
+    begin_capture(stream, None)
 }
 pub unsafe fn stream_begin_capture(stream: CUstream, _mode: u32) -> CUresult {
-    set_capturing(stream, true)
+    begin_capture(stream, None)
 }
 pub unsafe fn stream_end_capture(stream: CUstream, graph: *mut CUgraph) -> CUresult {
-    match set_capturing(stream, false) {
+    let status = match set_capturing(stream, false) {
         OK => new_object(graph, Object::Graph),
         e => e,
+    };
+    // SAFETY: written just now.
+    for member in graphs::capture_ended(stream, (status == OK).then(|| unsafe { *graph })) {
+        set_capturing(member as CUstream, false);
     }
+    status
 }
 pub unsafe fn stream_begin_capture_to_graph(
     stream: CUstream,
@@ -1303,7 +1346,7 @@ pub unsafe fn stream_begin_capture_to_graph(
     _mode: u32,
 ) -> CUresult {
     match is_graph(graph) {
-        OK => set_capturing(stream, true),
+        OK => begin_capture(stream, Some(graph)),
         e => e,
     }
 }
@@ -1404,10 +1447,14 @@ pub unsafe fn event_create(event: *mut CUevent, _flags: c_uint) -> CUresult {
     new_object(event, Object::Event)
 }
 pub unsafe fn event_record(event: CUevent, stream: CUstream) -> CUresult {
-    match check_stream(stream) {
+    let status = match check_stream(stream) {
         OK => check(event, |o| matches!(o, Object::Event)),
         e => e,
+    };
+    if status == OK {
+        graphs::recorded(event, stream);
     }
+    status
 }
 pub unsafe fn event_record_with_flags(event: CUevent, stream: CUstream, _flags: c_uint) -> CUresult {
     unsafe { event_record(event, stream) }
@@ -1430,10 +1477,15 @@ pub unsafe fn event_destroy(event: CUevent) -> CUresult {
 // ---- Graphs -----------------------------------------------------------------------------
 
 fn instantiate(exec: *mut CUgraphExec, graph: CUgraph) -> CUresult {
-    match check(graph, |o| matches!(o, Object::Graph)) {
+    let status = match check(graph, |o| matches!(o, Object::Graph)) {
         OK => new_object(exec, Object::GraphExec),
         e => e,
+    };
+    if status == OK {
+        // SAFETY: written just now.
+        graphs::instantiated(unsafe { *exec } as usize, graph);
     }
+    status
 }
 pub unsafe fn graph_instantiate(
     exec: *mut CUgraphExec,
@@ -1451,16 +1503,24 @@ pub unsafe fn graph_instantiate_with_params(exec: *mut CUgraphExec, graph: CUgra
     instantiate(exec, graph)
 }
 pub unsafe fn graph_launch(exec: CUgraphExec, stream: CUstream) -> CUresult {
-    match check(exec, |o| matches!(o, Object::GraphExec)) {
+    let status = match check(exec, |o| matches!(o, Object::GraphExec)) {
         OK => check_stream(stream),
         e => e,
+    };
+    if status == OK {
+        run_graph(exec, stream);
     }
+    status
 }
 pub unsafe fn graph_exec_destroy(exec: CUgraphExec) -> CUresult {
     check(exec, |o| matches!(o, Object::GraphExec))
 }
 pub unsafe fn graph_destroy(graph: CUgraph) -> CUresult {
     check(graph, |o| matches!(o, Object::Graph))
+}
+
+pub fn check_graph(graph: CUgraph) -> CUresult {
+    is_graph(graph)
 }
 
 fn is_graph(graph: CUgraph) -> CUresult {
@@ -1500,7 +1560,12 @@ unsafe fn add_node(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphN
             return e;
         }
     }
-    new_object(node, Object::GraphNode { graph: graph as usize })
+    let status = new_object(node, Object::GraphNode { graph: graph as usize });
+    if status == OK {
+        // SAFETY: written just now.
+        graphs::node_added(graph, unsafe { *node } as usize);
+    }
+    status
 }
 
 pub unsafe fn graph_create(graph: *mut CUgraph, _flags: c_uint) -> CUresult {
@@ -1522,7 +1587,11 @@ pub unsafe fn graph_add_kernel_node(
     // SAFETY: the caller's parameters.
     match unsafe { params.as_ref() } {
         Some(p) if check(p.func, |o| matches!(o, Object::Function { .. } | Object::Kernel { .. })) == OK => unsafe {
-            add_node(node, graph, deps, num_deps)
+            let status = add_node(node, graph, deps, num_deps);
+            if status == OK {
+                graphs::kernel_params(*node as usize, p);
+            }
+            status
         },
         Some(_) => CUDA_ERROR_INVALID_HANDLE,
         None => CUDA_ERROR_INVALID_VALUE,
@@ -1743,10 +1812,14 @@ pub unsafe fn graph_exec_kernel_node_set_params(
     params: *const KernelNodeParams,
 ) -> CUresult {
     if params.is_null() {
-        CUDA_ERROR_INVALID_VALUE
-    } else {
-        exec_node(exec, node)
+        return CUDA_ERROR_INVALID_VALUE;
     }
+    let status = exec_node(exec, node);
+    if status == OK {
+        // SAFETY: the caller's parameters.
+        unsafe { graphs::exec_params(exec, node, &*params) };
+    }
+    status
 }
 pub unsafe fn graph_exec_memcpy_node_set_params(
     exec: CUgraphExec,

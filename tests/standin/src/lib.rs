@@ -19,6 +19,7 @@ pub mod behaviour;
 pub mod device;
 pub mod device_time;
 pub mod getproc;
+pub mod graphs;
 pub mod log;
 pub mod pinned;
 pub mod ptx;

@@ -272,6 +272,21 @@ queries! {
         let capturing = matches!(state_read().objects.get(&(stream as usize)), Some(Object::Stream { capturing: true, .. }));
         put(status, capturing as u32)
     }
+    // A graph's nodes in the order they were made (the driver's order), and a kernel node's
+    // parameters ([`crate::graphs`]).
+    fn cuGraphGetNodes(graph: CUgraph, nodes: *mut CUgraphNode, count: *mut usize) {
+        if count.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        if crate::behaviour::check_graph(graph) != OK { return CUDA_ERROR_INVALID_HANDLE; }
+        let all = crate::graphs::nodes(graph);
+        if !nodes.is_null() {
+            for (i, &n) in all.iter().take(*count).enumerate() { *nodes.add(i) = n as CUgraphNode; }
+        }
+        put(count, if nodes.is_null() { all.len() } else { all.len().min(*count) })
+    }
+    fn cuGraphKernelNodeGetParams_v2(node: CUgraphNode, params: *mut KernelNodeParams) {
+        if params.is_null() { return CUDA_ERROR_INVALID_VALUE; }
+        if crate::graphs::get_params(node as usize, params) { OK } else { CUDA_ERROR_INVALID_VALUE }
+    }
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) { let _ = (start, end); put(ms, 0.0) }
     fn cuDeviceGetDefaultMemPool(pool: *mut CUmemoryPool, dev: CUdevice) {
         if dev < 0 || dev >= device::device_count() { return 101; }
