@@ -267,6 +267,31 @@ fn a_race_between_launches_read_after_their_buffer_is_freed_stands() {
     }
 }
 
+/// A kernel launched with programmatic stream serialization whose code never waits on its
+/// grid dependencies reads what the kernel ahead of it on its stream writes: a race on one
+/// stream, its fix the wait. One that waits is ordered, and noted (where it waits is not
+/// known). Without the engine (`params`) neither is known: both are noted, neither reported.
+#[test]
+fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
+    for mode in ["exact", "learn"] {
+        let racy = run_mode("programmatic", "racy", mode, &[]);
+        assert_eq!(races(&racy), vec![race("cross-stream-race", Some("RAW"), "write", "read")], "{mode}");
+        let report = &racy.reports()[0];
+        let race = &report.races[0];
+        assert_eq!(race.first.stream.label, race.second.stream.label, "one stream");
+        assert_eq!(race.missing_wait.action.to_string(), "grid-dependency-wait");
+        assert!(!notes(&racy).contains(&"programmatic-launch".to_string()), "{mode}");
+        let fixed = run_mode("programmatic", "fixed", mode, &[]);
+        assert_eq!(races(&fixed), vec![], "{mode}");
+        assert!(notes(&fixed).contains(&"programmatic-launch".to_string()), "{mode}");
+    }
+    for twin in ["racy", "fixed"] {
+        let run = run_mode("programmatic", twin, "params", &[]);
+        assert_eq!(races(&run), vec![], "params {twin}");
+        assert!(notes(&run).contains(&"programmatic-launch".to_string()), "params {twin}");
+    }
+}
+
 #[test]
 fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     let (run, log) = run_rounds("interior", "racy", "learn", 3, &[]);

@@ -233,6 +233,12 @@ pub struct StreamState {
     pub clock: VectorClock,
     /// Set while the stream takes part in a graph capture.
     pub capture: Option<CaptureLane>,
+    /// The time of the stream's last operation, if it was a kernel launch: the kernel a
+    /// programmatic launch after it may overlap.
+    pub last_kernel: Option<u32>,
+    /// The next launch on the stream overlaps the kernel before it
+    /// ([`crate::model::Model::overlap_next_launch`]).
+    pub overlap_next: bool,
 }
 
 pub struct Stream {
@@ -287,7 +293,12 @@ impl Stream {
             legacy,
             joined_by_legacy: AtomicU64::new(u64::MAX),
             blocking_changed: AtomicBool::new(false),
-            state: Lock::new(StreamState { clock: VectorClock::new(), capture: None }),
+            state: Lock::new(StreamState {
+                clock: VectorClock::new(),
+                capture: None,
+                last_kernel: None,
+                overlap_next: false,
+            }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),
             legacy_seen: AtomicU64::new(u64::MAX),

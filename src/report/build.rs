@@ -103,8 +103,20 @@ fn op(model: &Model, record: &OpRecord, action: Action, start: u64, symbols: &dy
 }
 
 /// The missing wait between the two operations of a race.
-fn fix(kind: RaceKind, first: &OpReport, second: &OpReport, second_slot: Slot) -> Fix {
+fn fix(kind: RaceKind, first: &OpReport, second: &OpReport, slots: (Slot, Slot)) -> Fix {
     let (s1, s2) = (&first.stream.label, &second.stream.label);
+    let (first_slot, second_slot) = slots;
+    // Two accesses on one stream race only when the second overlaps the first: a
+    // programmatic launch that never waits on its grid dependencies.
+    if kind == RaceKind::CrossStream && first_slot == second_slot && second_slot != HOST {
+        return Fix {
+            action: FixAction::GridDependencyWait,
+            record_on: s1.clone(),
+            after: Operation::First,
+            wait_on: s2.clone(),
+            before: Operation::Second,
+        };
+    }
     if kind == RaceKind::UseAfterFree {
         return Fix {
             action: FixAction::FreeAfterUse,
@@ -143,7 +155,7 @@ pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceRepo
     let side = |side: &Side| op(model, &side.op, side.action, start, symbols);
     let first = side(&race.first);
     let second = side(&race.second);
-    let missing_wait = fix(race.kind, &first, &second, race.second.op.epoch.slot);
+    let missing_wait = fix(race.kind, &first, &second, (race.first.op.epoch.slot, race.second.op.epoch.slot));
     RaceReport {
         kind: race.kind,
         hazard: race.hazard,

@@ -212,6 +212,9 @@ named_enum! {
         HostWaits = "host-waits",
         /// Move the free after the use.
         FreeAfterUse = "free-after-use",
+        /// Make `before`, a kernel launched with programmatic stream serialization on the
+        /// stream of `after`, wait on its grid dependencies before the access.
+        GridDependencyWait = "grid-dependency-wait",
     }
 }
 

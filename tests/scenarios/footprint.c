@@ -44,6 +44,9 @@ static const char PTX[] =
     TOUCH_ENTRY("footprint_fresh0") TOUCH_ENTRY("footprint_fresh1") TOUCH_ENTRY("footprint_fresh2")
     TOUCH_ENTRY("footprint_fresh3") TOUCH_ENTRY("footprint_fresh4") TOUCH_ENTRY("footprint_fresh5")
     TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7") TOUCH_ENTRY("footprint_beyond")
+    ".visible .entry footprint_waits(\n  .param .u64 footprint_waits_param_0,\n"
+    "  .param .u64 footprint_waits_param_1,\n  .param .u64 footprint_waits_param_2\n)\n{\n"
+    " griddepcontrol.wait;\n ret;\n}\n"
     ".visible .entry footprint_packed(\n"
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
@@ -54,7 +57,7 @@ static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
     TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted;
+static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits;
 
 /* The explicit graph API's kernel node, laid out as in cuda.h. */
 typedef struct CUgraphNode_st *CUgraphNode;
@@ -82,6 +85,20 @@ static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long
     unsigned long long a = p, l = len, f_ = flags;
     void *params[] = {&a, &l, &f_};
     CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+/* `f` (taking one triple) launched with programmatic stream serialization: it may start
+   before the kernel ahead of it on `s` completes. */
+static void launch_programmatic(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len,
+                                unsigned long long flags) {
+    unsigned long long a = p, l = len, f_ = flags;
+    void *params[] = {&a, &l, &f_};
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {1, 1, 1, 32, 1, 1, 0, s, &attr, 1};
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL));
 }
 
 static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
@@ -120,7 +137,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -144,6 +161,7 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
     CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
+    CHECK(cuModuleGetFunction(&waits, module, "footprint_waits"));
     for (int i = 0; i < FRESH; i++) {
         char name[32];
         snprintf(name, sizeof name, "footprint_fresh%d", i);
@@ -245,6 +263,13 @@ int main(int argc, char **argv) {
                writes x (racy twin) or y (fixed) with no wait. */
             for (int i = 0; i < 4200; i++) launch_touch(a, x, 64, W);
             launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "programmatic") == 0) {
+            /* A writes x; then, on A too, a kernel launched with programmatic stream
+               serialization reads x: footprint_touch never waits on its grid dependencies
+               (racy), footprint_waits does (fixed). */
+            launch_touch(a, x, 64, W);
+            launch_programmatic(fixed ? waits : touch, a, x, 64, R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "freed_unread") == 0) {
             /* A and B write a fresh buffer with no wait between them (racy) or with one

@@ -295,6 +295,14 @@ pub struct Counters {
     pub reading_us: u64,
 }
 
+/// Whether the program's function (or `CUkernel`) `function` waits on its grid dependencies
+/// somewhere in its code (`griddepcontrol.wait`): None when the engine is not running, or
+/// its module's code was not seen or cannot be read.
+pub fn waits_for_grid(function: *mut c_void) -> Option<bool> {
+    let engine = ENGINE.get()?;
+    twins::waits_for_grid(&engine.driver.twins, &engine.twins, function.cast())
+}
+
 /// What the engine did so far.
 pub fn counters() -> Counters {
     ENGINE.get().map_or(Counters::default(), |e| {

@@ -5,6 +5,7 @@
 
 mod api;
 mod engine;
+mod grid_waits;
 mod module_state;
 mod nodes;
 mod patch;
@@ -12,7 +13,8 @@ pub mod table;
 mod twins;
 
 pub use engine::{
-    arm, collect, counters, discard, outcome, start, Counters, Driver, Outcome, Ticket, Unavailable, Unmeasured,
+    arm, collect, counters, discard, outcome, start, waits_for_grid, Counters, Driver, Outcome, Ticket, Unavailable,
+    Unmeasured,
 };
 pub use nodes::{arm_nodes, NodeArmed, NodesArmed};
 pub use table::{Measured, Range};

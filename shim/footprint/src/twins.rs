@@ -9,6 +9,7 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use crate::api::Handle;
+use crate::grid_waits::{self, Waits};
 use crate::module_state::{self, State};
 
 /// Bytes of code kept at most for modules that have no twin yet: a module loaded past
@@ -83,6 +84,8 @@ pub struct Twins {
     modules: HashMap<usize, (usize, Twin)>,
     /// Each (program's function or kernel handle, context): its module and pair.
     functions: HashMap<(usize, usize), (usize, Result<Pair, NoTwin>)>,
+    /// Each module's context and which of its kernels wait on their grid dependencies.
+    grid_waits: HashMap<usize, (usize, Arc<Waits>)>,
     /// Twins of modules the program unloaded, to unload outside the driver's callbacks.
     pub retired: Vec<Handle>,
     /// Twins loaded (those whose module has variables, mirrored), and modules left without
@@ -101,6 +104,7 @@ impl Twins {
     /// for its twin.
     pub fn loaded(&mut self, context: Handle, module: Handle, code: &[u8]) {
         self.forget(module);
+        self.grid_waits.insert(module as usize, (context as usize, Arc::new(grid_waits::of(code))));
         if self.code_bytes + code.len() <= IMAGE_BUDGET {
             self.code_bytes += code.len();
             self.code.insert(module as usize, (context as usize, code.to_vec()));
@@ -116,6 +120,7 @@ impl Twins {
             self.retired.push(twin);
         }
         self.functions.retain(|_, (m, _)| *m != module as usize);
+        self.grid_waits.remove(&(module as usize));
     }
 
     /// `context` is destroyed, and its twins with it.
@@ -129,7 +134,26 @@ impl Twins {
         }
         self.modules.retain(|_, (c, _)| *c != ctx);
         self.functions.retain(|&(_, c), _| c != ctx);
+        self.grid_waits.retain(|_, (c, _)| *c != ctx);
     }
+}
+
+/// Whether the program's function (or `CUkernel`) `f` waits on its grid dependencies
+/// somewhere in its code: None when its module's code was not seen or cannot be read.
+/// Outside the driver's callbacks; calls the driver with `twins` unlocked.
+pub fn waits_for_grid(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handle) -> Option<bool> {
+    let (own, module) = own_function(driver, f)?;
+    let waits = twins.lock().unwrap_or_else(|e| e.into_inner()).grid_waits.get(&(module as usize))?.1.clone();
+    let Waits::In(waiting) = &*waits else { return None };
+    let mut name: *const c_char = core::ptr::null();
+    // SAFETY: a real driver function and a valid out-pointer; the name is the driver's,
+    // NUL-terminated, live while the module is.
+    if unsafe { (driver.func_get_name)(&mut name, own) } != 0 || name.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_str().ok()?;
+    Some(waiting.contains(name))
 }
 
 /// The twin of the program's function (or `CUkernel`) `f` in the current context `ctx`,

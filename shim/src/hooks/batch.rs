@@ -45,6 +45,8 @@ enum Queued {
     Wait { on: StreamRef, event: u64, origin: Origin },
     /// A synchronize, or a query that found the work done: the host joins what it waited for.
     Join(Join),
+    /// The next launch on the stream overlaps the kernel before it.
+    Overlap { on: StreamRef },
 }
 
 /// What the host waited for at a synchronize or a successful query.
@@ -161,6 +163,17 @@ pub fn record(model: &Model, event: u64, on: StreamRef, external: bool, origin: 
     push(model, |_| Queued::Record { event, on, external, origin });
 }
 
+/// Queues the mark that the next launch on `on` overlaps the kernel before it (a
+/// programmatic launch that never waits on its grid dependencies). With `halt_on_error=1`,
+/// tells the model at once.
+pub fn overlap_next(model: &Model, on: StreamRef) {
+    if options().halt_on_error {
+        model.overlap_next_launch(on);
+        return;
+    }
+    push(model, |_| Queued::Overlap { on });
+}
+
 /// Queues `on`'s wait for `event`. With `halt_on_error=1`, tells the model at once.
 pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
     if options().halt_on_error {
@@ -262,6 +275,7 @@ fn tell(model: &Model, batch: &mut Queue) -> usize {
                 model.stream_wait_event(on, event, &origin);
             }
             Queued::Join(join) => tell_join(model, join),
+            Queued::Overlap { on } => model.overlap_next_launch(on),
         }
     }
     accesses.clear();

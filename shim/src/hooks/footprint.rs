@@ -342,6 +342,15 @@ pub fn collect() {
     });
 }
 
+/// Whether the program's function `f` waits on its grid dependencies somewhere in its code:
+/// None where the engine does not run or could not read the code.
+pub fn waits_for_grid(f: *mut c_void) -> Option<bool> {
+    if !active() {
+        return None;
+    }
+    engine::waits_for_grid(f)
+}
+
 /// At exit: reads what completed, and lets the launches still pending stand on their
 /// parameters (their kernels may still run: their tables are not read).
 pub fn finish() {

@@ -19,6 +19,7 @@ use super::call::{handle_of, ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
 use super::{footprint, host_reach, kernels};
 use crate::host_races;
+use crate::intercept::driver;
 use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
 
@@ -193,24 +194,35 @@ pub unsafe fn launch_kernel_ex(
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
             let on = stream(call, config.stream);
+            // SAFETY: `num_attrs` attributes.
+            let attrs = (0..config.num_attrs as usize).map(|i| unsafe { &*config.attrs.add(i) });
+            let programmatic = attrs
+                .clone()
+                .any(|a| a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION && a.value[0] as u32 != 0);
+            let overlaps = programmatic && overlaps_its_predecessor(f, on);
+            if overlaps {
+                batch::overlap_next(unsettled(), on);
+            }
             unsafe { launched(call, on, f, kernel_params, extra, ticket) };
-            for i in 0..config.num_attrs as usize {
-                // SAFETY: `num_attrs` attributes.
-                let attr = unsafe { &*config.attrs.add(i) };
-                match attr.id {
-                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
-                        batch::record(unsettled(), attr.value[0], on, false, origin(call))
-                    }
-                    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION if attr.value[0] as u32 != 0 => {
-                        let kernel = kernels::info(unsettled(), f.cast()).id;
-                        model().programmatic_launch(on, kernel, &origin(call));
-                    }
-                    _ => {}
+            for attr in attrs {
+                if let CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = attr.id {
+                    batch::record(unsettled(), attr.value[0], on, false, origin(call));
                 }
+            }
+            if programmatic && !overlaps {
+                let kernel = kernels::info(unsettled(), f.cast()).id;
+                model().programmatic_launch(on, kernel, &origin(call));
             }
         }
     }
     status
+}
+
+/// Whether a launch with programmatic stream serialization overlaps the kernel before it on
+/// its stream: its code never waits on its grid dependencies (the footprint engine read
+/// it), and the stream is not capturing (a captured launch's edge is the graph's).
+fn overlaps_its_predecessor(f: CUfunction, on: StreamRef) -> bool {
+    footprint::waits_for_grid(f.cast()) == Some(false) && !driver::may_be_capturing(handle_of(on))
 }
 
 pub unsafe fn launch_cooperative_kernel(
@@ -331,6 +343,7 @@ pub unsafe fn stream_add_callback(
 #[cfg(all(test, feature = "experiments"))]
 mod tests {
     use super::*;
+    use crate::intercept::driver;
     use crate::intercept::experiments::{streamsan_experiment, SERIAL};
     use crate::intercept::variants::Variant;
 

@@ -36,10 +36,11 @@ impl Model {
         {
             return None;
         }
-        let (state, epoch) = self.issue(&stream);
+        let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
-        self.pending.pend(ticket, op, state.clock.clone(), next_buffer, work.accesses.to_vec(), learn);
+        let clock = self.overlapping(&mut state, stream.slot, epoch, true).unwrap_or_else(|| state.clock.clone());
+        self.pending.pend(ticket, op, clock, next_buffer, work.accesses.to_vec(), learn);
         Some(epoch)
     }
 

@@ -46,6 +46,12 @@ impl Model {
     /// A kernel launched on `stream` with programmatic stream serialization (`kernel`): it
     /// is ordered as any launch, after all that came before it on its stream, and noted,
     /// since it waits for the kernel ahead of it only from a point inside it that is not seen.
+    /// The next kernel launched on `stream` has programmatic stream serialization and never
+    /// waits on its grid dependencies: it overlaps the kernel before it ([`Model::overlapping`]).
+    pub fn overlap_next_launch(&self, stream: StreamRef) {
+        self.stream(stream).lock().overlap_next = true;
+    }
+
     pub fn programmatic_launch(&self, stream: StreamRef, kernel: Option<KernelId>, origin: &Origin) {
         let stream = self.stream(stream);
         let epoch = Epoch::new(stream.slot, stream.lock().clock.get(stream.slot));

@@ -3,11 +3,11 @@
 
 use crate::hash::FastSet;
 use crate::model::buffers::{Buffer, Found, MemoryKind};
-use crate::model::clock::{Epoch, VectorClock};
+use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
-use crate::model::streams::StreamRef;
+use crate::model::streams::{StreamRef, StreamState};
 use crate::model::{Model, Work};
 use crate::phases::{self, Tally};
 
@@ -30,10 +30,12 @@ impl Model {
             self.host_joins(&stream);
         }
         let mut found = Vec::new();
-        let (state, epoch) = self.issue(&stream);
+        let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
+        let overlapping = self.overlapping(&mut state, stream.slot, epoch, work.kernel.is_some());
+        let clock = overlapping.as_ref().unwrap_or(&state.clock);
         for access in work.accesses {
-            self.access(access, &state.clock, op, Checked::Now, &mut found);
+            self.access(access, clock, op, Checked::Now, &mut found);
         }
         drop(state);
         if work.host == HostEffect::WaitsForOperation {
@@ -41,6 +43,30 @@ impl Model {
         }
         self.publish(found);
         Some(epoch)
+    }
+
+    /// After `epoch` was issued on the stream of `slot` (`kernel`: a launch): the clock its
+    /// accesses are ordered by when it is a programmatic launch that never waits on its grid
+    /// dependencies and the operation just before it on the stream is a kernel: the stream's
+    /// clock but for that kernel, which it may run beside until the end
+    /// (`docs/semantics.md#programmatic-dependent-launch`). Everything before that kernel,
+    /// and whatever the host joined, stays ordered. None otherwise.
+    pub(in crate::model) fn overlapping(
+        &self,
+        state: &mut StreamState,
+        slot: Slot,
+        epoch: Epoch,
+        kernel: bool,
+    ) -> Option<VectorClock> {
+        let overlap = std::mem::take(&mut state.overlap_next) && kernel;
+        let before = std::mem::replace(&mut state.last_kernel, kernel.then_some(epoch.time));
+        let primary = epoch.time.checked_sub(1)?;
+        if !overlap || before != Some(primary) || self.host.get(slot) >= primary {
+            return None;
+        }
+        let mut clock = state.clock.clone();
+        clock.set(slot, primary - 1);
+        Some(clock)
     }
 
     /// Checks and records one access by `op`, whose clock is `clock`: as it is issued

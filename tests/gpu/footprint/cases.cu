@@ -37,6 +37,45 @@ extern "C" __global__ void sum_part(const float* part, int n, float* out) {
     atomicAdd(out, s);
 }
 
+// Dependents launched with programmatic stream serialization: sum_nowait never waits on its
+// grid dependencies, so it may read `in` while the kernel ahead of it still writes it;
+// sum_waits waits first; scale_waits reads weights the kernel ahead never writes, then waits.
+extern "C" __global__ void sum_nowait(const float* in, int n, float* out) {
+    float s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += in[i];
+    atomicAdd(out, s);
+}
+
+extern "C" __global__ void sum_waits(const float* in, int n, float* out) {
+    cudaGridDependencySynchronize();
+    float s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += in[i];
+    atomicAdd(out, s);
+}
+
+extern "C" __global__ void scale_waits(const float* weights, const float* in, int n, float* out) {
+    float w = weights[threadIdx.x];
+    cudaGridDependencySynchronize();
+    float s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += w * in[i];
+    atomicAdd(out, s);
+}
+
+// Launches `kernel` on `s` allowed to start before the kernel ahead of it completes.
+template <typename... Params, typename... Args>
+static cudaError_t launch_programmatic(void (*kernel)(Params...), cudaStream_t s, Args... args) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(264);
+    config.blockDim = dim3(256);
+    config.stream = s;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 struct Args {
     float* out;
     int n;
@@ -81,7 +120,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -164,6 +203,20 @@ int main(int argc, char** argv) {
         CHECK(cudaGraphInstantiate(&exec, graph, 0));
         for (int i = 0; i < 3; i++) CHECK(cudaGraphLaunch(exec, a));
         CHECK(cudaMemcpyAsync(&host, p + n / 4, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "programmatic") == 0) {
+        // One stream: write_all, then a dependent that reads what it writes.
+        write_all<<<264, 256, 0, a>>>(p, n);
+        CHECK(fixed ? launch_programmatic(sum_waits, a, (const float*)p, n, out)
+                    : launch_programmatic(sum_nowait, a, (const float*)p, n, out));
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "programmatic_weights") == 0) {
+        // The dependent reads weights (q) before its wait, the writer's output after it:
+        // correct in both twins.
+        write_all<<<264, 256, 0, a>>>(p, n);
+        CHECK(launch_programmatic(scale_waits, a, (const float*)q, (const float*)p, n, out));
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
         CHECK(cudaStreamSynchronize(a));
     } else {
         printf("unknown case %s\n", argv[1]);

@@ -36,6 +36,12 @@ cases = [
     ("graph", [f"{build}/cases", "graph"], ("write_all", "fill_args"), MEASURED),
     ("built", [f"{build}/cases", "built"], ("write_all", "fill_args"), MEASURED),
     ("graph_same", [f"{build}/cases", "graph_same"], ("fill_args", "fill_args"), MEASURED),
+    # Programmatic dependent launch on one stream: the dependent that never waits on its grid
+    # dependencies races with the kernel ahead of it where its code was read (the measured
+    # modes); params does not read code, and notes the launch. A dependent reading weights
+    # before its wait is clean everywhere (no racy twin: both run the same).
+    ("programmatic", [f"{build}/cases", "programmatic"], ("write_all", "sum_nowait"), MEASURED),
+    ("programmatic_weights", [f"{build}/cases", "programmatic_weights"], ("write_all", "scale_waits"), set()),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),

@@ -1,0 +1,175 @@
+//! Which kernels of a module wait on their grid dependencies (`cudaGridDependencySynchronize`,
+//! PTX `griddepcontrol.wait`), read from the code the driver loaded: a kernel launched with
+//! programmatic stream serialization that never waits overlaps the kernel before it.
+
+use std::collections::HashSet;
+
+/// What an image says of its kernels' grid-dependency waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// The kernels (by symbol) whose code holds a wait; every other kernel has none.
+    In(HashSet<String>),
+    /// Code this reader cannot tell: a fatbinary, a malformed image, or machine code of an
+    /// architecture whose encoding of the wait it does not know.
+    Unknown,
+}
+
+/// Reads `image`: an ELF cubin, or PTX text.
+pub fn of(image: &[u8]) -> Waits {
+    if image.starts_with(b"\x7fELF") {
+        cubin(image).unwrap_or(Waits::Unknown)
+    } else if std::str::from_utf8(image.split(|&b| b == 0).next().unwrap_or_default())
+        .is_ok_and(|t| t.contains(".entry"))
+    {
+        ptx(image)
+    } else {
+        Waits::Unknown
+    }
+}
+
+/// Hopper's (`sm_90`) encoding of `griddepcontrol.wait`, `ACQBULK`: an instruction with no
+/// operand whose first eight bytes are this, but for its predicate (bits 12 to 15). Read
+/// from `cuobjdump -sass` of nvcc 13's code on an H200.
+const ACQBULK: u64 = 0x082e;
+const PREDICATE: u64 = 0xf000;
+
+/// An ELF64 little-endian cubin for `sm_90`: the kernels whose `.text.<symbol>` section holds
+/// an `ACQBULK`. None for another architecture (its encoding may differ).
+fn cubin(image: &[u8]) -> Option<Waits> {
+    let u16_at = |at: usize| image.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
+    let u64_at = |at: usize| image.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
+    if image.get(4) != Some(&2) || image.get(5) != Some(&1) {
+        return None;
+    }
+    // The architecture: `e_flags` bits 8 to 15 in the ELF ABI of CUDA 12.8 and later, bits 0
+    // to 7 before it.
+    let flags = u32_at(0x30)?;
+    if (flags >> 8) & 0xff != 90 && flags & 0xff != 90 {
+        return None;
+    }
+    let shoff = u64_at(0x28)? as usize;
+    let shentsize = usize::from(u16_at(0x3a)?);
+    let shnum = usize::from(u16_at(0x3c)?);
+    let shstrndx = usize::from(u16_at(0x3e)?);
+    if shentsize < 64 {
+        return None;
+    }
+    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
+    let name_table = u64_at(header(shstrndx)? + 24)? as usize;
+    let mut waiting = HashSet::new();
+    for i in 0..shnum {
+        let at = header(i)?;
+        let start = name_table.checked_add(u32_at(at)? as usize)?;
+        let name = image.get(start..)?;
+        let name = std::str::from_utf8(&name[..name.iter().position(|&b| b == 0)?]).ok()?;
+        let Some(kernel) = name.strip_prefix(".text.") else { continue };
+        let (offset, size) = (u64_at(at + 24)? as usize, u64_at(at + 32)? as usize);
+        let code = image.get(offset..offset.checked_add(size)?)?;
+        let waits = code
+            .chunks_exact(16)
+            .any(|instruction| u64::from_le_bytes(instruction[..8].try_into().expect("8")) & !PREDICATE == ACQBULK);
+        if waits {
+            waiting.insert(kernel.to_string());
+        }
+    }
+    Some(Waits::In(waiting))
+}
+
+/// PTX text: the entries whose body holds `griddepcontrol.wait`.
+fn ptx(image: &[u8]) -> Waits {
+    let text = String::from_utf8_lossy(image.split(|&b| b == 0).next().unwrap_or_default());
+    let mut waiting = HashSet::new();
+    let (mut entry, mut depth) = (None::<String>, 0i32);
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        if depth == 0 {
+            if let Some(after) = code.split(".entry").nth(1) {
+                entry = after.split(['(', ' ', '\t']).find(|w| !w.is_empty()).map(str::to_string);
+            }
+        }
+        if depth > 0 && code.contains("griddepcontrol.wait") {
+            if let Some(name) = &entry {
+                waiting.insert(name.clone());
+            }
+        }
+        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+    }
+    Waits::In(waiting)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: &[&str]) -> Waits {
+        Waits::In(n.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn ptx_entries_that_wait_are_found() {
+        let ptx = ".version 8.0\n.target sm_90\n.visible .entry waits(\n .param .u64 p\n)\n{\n griddepcontrol.wait;\n ret;\n}\n\
+                   .visible .entry never(\n .param .u64 p\n)\n{\n // griddepcontrol.wait;\n ret;\n}\n";
+        assert_eq!(of(ptx.as_bytes()), names(&["waits"]));
+    }
+
+    /// A cubin with one `.text.<kernel>` section per kernel, each its instructions' first
+    /// eight bytes (the other eight zero), for the architecture `sm`.
+    fn cubin_image(sm: u32, kernels: &[(&str, &[u64])]) -> Vec<u8> {
+        let mut names = vec![0u8];
+        let mut offsets = Vec::new();
+        for (kernel, _) in kernels {
+            offsets.push(names.len() as u32);
+            names.extend_from_slice(format!(".text.{kernel}\0").as_bytes());
+        }
+        let shstrtab_name = names.len() as u32;
+        names.extend_from_slice(b".shstrtab\0");
+        let mut image = vec![0u8; 64];
+        image[..4].copy_from_slice(b"\x7fELF");
+        image[4] = 2;
+        image[5] = 1;
+        image[0x30..0x34].copy_from_slice(&(0x0600_0004 | sm << 8).to_le_bytes());
+        let names_at = image.len();
+        image.extend(&names);
+        let mut sections = vec![(0u32, 0u64, 0u64)];
+        for (i, (_, code)) in kernels.iter().enumerate() {
+            let at = image.len();
+            for word in *code {
+                image.extend(word.to_le_bytes());
+                image.extend([0u8; 8]);
+            }
+            sections.push((offsets[i], at as u64, (code.len() * 16) as u64));
+        }
+        sections.push((shstrtab_name, names_at as u64, names.len() as u64));
+        let shoff = image.len();
+        image[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+        image[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        image[0x3c..0x3e].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+        image[0x3e..0x40].copy_from_slice(&((sections.len() - 1) as u16).to_le_bytes());
+        for (name, offset, size) in sections {
+            let mut h = vec![0u8; 64];
+            h[..4].copy_from_slice(&name.to_le_bytes());
+            h[24..32].copy_from_slice(&offset.to_le_bytes());
+            h[32..40].copy_from_slice(&size.to_le_bytes());
+            image.extend(h);
+        }
+        image
+    }
+
+    #[test]
+    fn hopper_kernels_holding_acqbulk_wait() {
+        // ACQBULK as nvcc 13 encodes it (always: 0x782e), guarded by @P0 (0x082e), beside
+        // PREEXIT (launch_dependents, 0x782d) and other instructions.
+        let image = cubin_image(
+            90,
+            &[("waits", &[0x1234_5678_0000_7b82, 0x782e]), ("guarded", &[0x082e]), ("never", &[0x782d, 0x7b82])],
+        );
+        assert_eq!(of(&image), names(&["waits", "guarded"]));
+    }
+
+    #[test]
+    fn other_architectures_and_images_are_unknown() {
+        assert_eq!(of(&cubin_image(100, &[("waits", &[0x782e])])), Waits::Unknown);
+        assert_eq!(of(b"\x50\xed\x55\xba fatbinary"), Waits::Unknown);
+    }
+}
