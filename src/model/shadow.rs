@@ -56,8 +56,10 @@ impl Shadow {
         epoch: Epoch,
         clock: &'a VectorClock,
     ) -> impl Iterator<Item = &'a Record> + 'a {
-        // Earlier operations of the same slot are ordered before this one.
-        let records = if self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
+        // Earlier operations of the same slot are ordered before this one, unless its clock
+        // leaves some out (a programmatic launch overlapping the kernel before it).
+        let in_order = clock.get(epoch.slot) >= epoch.time;
+        let records = if in_order && self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
         records.iter().filter(move |r| {
             r.shares(lo, hi, residues) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
         })
@@ -86,15 +88,17 @@ impl Shadow {
             // In place: this runs on every write. A record straddling the write leaves a tail
             // (rare: it allocates only then).
             // (The same slot's earlier operations are ordered before it without a look at
-            // the clock. A measured launch recorded late may find later ones of its slot.)
+            // the clock, unless the clock leaves some out. A measured launch recorded late may
+            // find later ones of its slot.)
             let (slot, time) = (op.epoch.slot, op.epoch.time);
+            let in_order = clock.get(slot) >= time;
             let mut tails = Vec::new();
             self.records.retain_mut(|r| {
                 if !r.overlaps(lo, hi) {
                     return true;
                 }
                 let e = r.op.epoch;
-                if !((e.slot == slot && e.time <= time) || ordered_by(e, clock)) {
+                if !((in_order && e.slot == slot && e.time <= time) || ordered_by(e, clock)) {
                     return true;
                 }
                 // A strided write supersedes only records whose bytes it surely covers.

@@ -265,12 +265,15 @@ int main(int argc, char **argv) {
             launch_touch(b, fixed ? y : x, 64, W);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "programmatic") == 0) {
-            /* A writes x; then, on A too, a kernel launched with programmatic stream
-               serialization reads x: footprint_touch never waits on its grid dependencies
+            /* A writes z; then, on A too, a kernel launched with programmatic stream
+               serialization reads z: footprint_touch never waits on its grid dependencies
                (racy), footprint_waits does (fixed). */
-            launch_touch(a, x, 64, W);
-            launch_programmatic(fixed ? waits : touch, a, x, 64, R);
+            CUdeviceptr z; /* fresh: the writer's record is its only one (the GPU case) */
+            CHECK(cuMemAlloc_v2(&z, N));
+            launch_touch(a, z, 64, W);
+            launch_programmatic(fixed ? waits : touch, a, z, 64, R);
             CHECK(cuCtxSynchronize());
+            CHECK(cuMemFree_v2(z));
         } else if (strcmp(scenario, "freed_unread") == 0) {
             /* A and B write a fresh buffer with no wait between them (racy) or with one
                (fixed); then the buffer is freed with cuMemFree, nothing synchronized before

@@ -6,9 +6,10 @@ test) and be ones KNOWN_RACY explains; every race in the reports must name a tes
 with it. The `-xdist` suites do the same under pytest-xdist with two workers.
 
 Suites: numba-cuda's stream and event tests; Warp's stream tests (when Warp is installed),
-whose test_event_external races (tests/gpu/suites/run.py says how). Writes result-pytest.json
-(tests/gpu/result.py), pytest.json (each suite's outcomes) and pytest.log (every command's
-output).
+whose test_event_external races (tests/gpu/suites/run.py says how); this repository's own
+PyTorch tests (torch_streams_test.py: one racy, one fixed, one without GPU work). Writes
+result-pytest.json (tests/gpu/result.py), pytest.json (each suite's outcomes) and pytest.log
+(every command's output).
 Usage: run.py OUT_DIR [SUITE...]      (PYTEST_RUN_SECONDS: the runner's limit, 540)
 """
 import glob
@@ -32,12 +33,16 @@ MODULES = {
     "numba": ("numba.cuda.tests", ["cudadrv/test_events.py", "cudadrv/test_streams.py", "cudapy/test_stream_api.py",
                                    "cudapy/test_events.py", "cudapy/test_async_kernel.py"]),
     "warp": ("warp.tests", ["cuda/test_streams.py"]),
+    # This repository's own PyTorch tests, beside this runner (None: paths from here).
+    "torch": (None, ["torch_streams_test.py"]),
 }
-SUITES = {"numba": ("numba", []), "warp": ("warp", []),
-          "numba-xdist": ("numba", ["-n", "2"]), "warp-xdist": ("warp", ["-n", "2"])}
-REQUIRES = {"numba": "numba_cuda", "warp": "warp"}
-# The tests whose races are real races of the project's own (docs/validation.md).
-KNOWN_RACY = {"warp": ("test_event_external", lambda name: "test_event_external" in name)}
+SUITES = {"numba": ("numba", []), "warp": ("warp", []), "torch": ("torch", []),
+          "numba-xdist": ("numba", ["-n", "2"]), "warp-xdist": ("warp", ["-n", "2"]), "torch-xdist": ("torch", ["-n", "2"])}
+REQUIRES = {"numba": "numba_cuda", "warp": "warp", "torch": "torch"}
+# The tests whose races are real races (docs/validation.md), written before any run.
+KNOWN_RACY = {"warp": ("test_event_external", lambda name: "test_event_external" in name),
+              "torch": ("test_side_stream_result_read_without_a_wait",
+                        lambda name: name.endswith("test_side_stream_result_read_without_a_wait"))}
 TIMEOUT = 280
 # The runner's own limit (PYTEST_RUN_SECONDS): a suite is not started past it, and a pytest
 # process is stopped at it, so that the result is written within the device tool's call.
@@ -67,6 +72,8 @@ def outcomes(junit):
 def files(package, names):
     """The test files of `names` found in `package`'s folder (pytest is given files:
     `numba.cuda` may be a package that numba-cuda installs under another name)."""
+    if package is None:
+        return [p for p in (os.path.join(HERE, n) for n in names) if os.path.isfile(p)]
     found = subprocess.run([PY, "-c", "import importlib.util, os, sys\n"
                             "print(os.path.dirname(importlib.util.find_spec(sys.argv[1]).origin))", package],
                            capture_output=True, text=True)
