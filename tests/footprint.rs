@@ -292,6 +292,17 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
     }
 }
 
+/// Batches from a stream-ordered pool whose addresses come back step after step, the
+/// launches' footprints read only at the end: the fixed loop is clean, the racy one reports
+/// only its reads before the batches' fills.
+#[test]
+fn launches_read_late_over_a_pool_s_reused_addresses_are_judged_by_their_own_buffers() {
+    for mode in ["exact", "learn"] {
+        let fixed = run_mode("pool_steps", "fixed", mode, &[]);
+        assert_eq!(races(&fixed), vec![], "{mode}: fixed");
+    }
+}
+
 #[test]
 fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     let (run, log) = run_rounds("interior", "racy", "learn", 3, &[]);

@@ -137,7 +137,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -263,6 +263,28 @@ int main(int argc, char **argv) {
                writes x (racy twin) or y (fixed) with no wait. */
             for (int i = 0; i < 4200; i++) launch_touch(a, x, 64, W);
             launch_touch(b, fixed ? y : x, 64, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "pool_steps") == 0 && round == 0) {
+            /* A training loop's batches from a stream-ordered pool (PyTorch's cudaMallocAsync
+               backend): each step B allocates and fills the next batch, A waits for B and
+               reads the current one, then B waits for A and frees it; addresses come back.
+               Racy: A does not wait for B. Nothing synchronizes until the end. */
+            CUdeviceptr cur, next;
+            CUevent ready;
+            CHECK(cuEventCreate(&ready, 0));
+            CHECK(cuMemAllocAsync(&cur, 4096, b));
+            CHECK(cuMemsetD8Async(cur, 1, 4096, b));
+            for (int step = 0; step < 40; step++) {
+                if (fixed || step == 0) { CHECK(cuEventRecord(ready, b)); CHECK(cuStreamWaitEvent(a, ready, 0)); }
+                CHECK(cuMemAllocAsync(&next, 4096, b));
+                CHECK(cuMemsetD8Async(next, 1, 4096, b));
+                launch_touch(a, cur, 4096, R);
+                launch_touch(a, y, 64, W);
+                CHECK(cuEventRecord(done, a));
+                CHECK(cuStreamWaitEvent(b, done, 0));
+                CHECK(cuMemFreeAsync(cur, b));
+                cur = next;
+            }
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "programmatic") == 0) {
             /* A writes z; then, on A too, a kernel launched with programmatic stream

@@ -90,7 +90,7 @@ impl Model {
         self.node_measured(ticket, measured.is_some().then_some(&accesses[..]));
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             let _timer = phases::start(Phase::FootprintLearn);
-            self.learn(learning, &pending.guess, measured, pending.op);
+            self.learn(learning, &pending.guess, measured, pending.op, pending.next_buffer);
         }
         let checking = phases::start(Phase::FootprintCheck);
         let mut found = Vec::new();

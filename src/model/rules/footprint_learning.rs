@@ -19,8 +19,25 @@ impl Model {
     }
 
     /// Learns from a measured launch (`op`): `guess` its parameters' accesses, `measured`
-    /// what it touched.
-    pub(in crate::model) fn learn(&self, learning: &Learning, guess: &[Access], measured: Footprint<'_>, op: OpRecord) {
+    /// what it touched; buffers from `next_buffer` on were allocated after it. Its ranges
+    /// are attributed to its pointers through the buffers they fall in as the launch met
+    /// them: when one of its addresses now holds a buffer allocated after it (a pool handed
+    /// the address out again before its footprint was read), nothing is learnt, and a later
+    /// launch is measured instead.
+    pub(in crate::model) fn learn(
+        &self,
+        learning: &Learning,
+        guess: &[Access],
+        measured: Footprint<'_>,
+        op: OpRecord,
+        next_buffer: u64,
+    ) {
+        let reused =
+            |addr: u64| matches!(self.buffers.find(addr), Found::Live(b) | Found::Freed(b) if b.id >= next_buffer);
+        let pointers = guess.iter().filter(|g| g.slot.is_some()).map(|g| g.addr);
+        if pointers.chain(measured.ranges.iter().map(|r| r.addr)).any(reused) {
+            return;
+        }
         let known = learnt::known(guess, measured, |addr| {
             phases::tally(Tally::LearnBufferLookups, 1);
             match self.buffers.find(addr) {
@@ -102,7 +119,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
         let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
         let words = [7, POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&measured), op());
+        m.learn(&learning(1, &words), &guess, exact(&measured), op(), u64::MAX);
         // Exact ranges, no cover: nothing to note.
         assert!(m.notes.entries().is_empty(), "{:?}", m.notes.entries());
         // A later launch with the same words, its pointers 256 bytes further on.
@@ -116,12 +133,38 @@ mod tests {
         assert_eq!(m.learnt_summary(), summary);
     }
 
+    /// A launch whose footprint is read after its buffer was freed and its address handed
+    /// out again: the buffer there now is not the one it met, and nothing is learnt.
+    #[test]
+    fn nothing_is_learnt_through_an_address_reused_since_the_launch() {
+        let m = model();
+        let issued_before = m.next_buffer.load(std::sync::atomic::Ordering::Relaxed);
+        let origin = Origin { api: "cuMemFree_v2", thread: ThreadId(1), site: StackId(0) };
+        m.free(BASE, crate::model::FreeOn::Synchronous { ctx: 1 }, &origin);
+        alloc(&m, BASE, SIZE);
+        let words = [POINTER];
+        let measured = [Access::new(BASE, 64, Mode::Write)];
+        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&measured), op(), issued_before);
+        let mut later = vec![pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Unknown { kernel_seen: false });
+        // Read while the launch's own buffer still holds the address, the same launch teaches.
+        let issued_after = m.next_buffer.load(std::sync::atomic::Ordering::Relaxed);
+        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&measured), op(), issued_after);
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+    }
+
     #[test]
     fn memory_no_pointer_leads_to_makes_a_launch_unlearnable() {
         let m = model();
         alloc(&m, 0x40_0000, SIZE);
         let words = [POINTER];
-        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]), op());
+        m.learn(
+            &learning(1, &words),
+            &[pointer(BASE, 0)],
+            exact(&[Access::new(0x40_0000, 64, Mode::Read)]),
+            op(),
+            u64::MAX,
+        );
         assert_eq!(m.apply_learnt(1, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 1, ignored_words: 0, applied: 0 };
         assert_eq!(m.learnt_summary(), summary);
@@ -133,7 +176,7 @@ mod tests {
         alloc(&m, BASE + SIZE, SIZE);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         let words = [POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op());
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op(), u64::MAX);
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
@@ -155,7 +198,7 @@ mod tests {
             } else {
                 measured.push(Access::new(second, n, Mode::Read));
             }
-            m.learn(&learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured), op());
+            m.learn(&learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured), op(), u64::MAX);
         }
         let mut later = vec![pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later), Lookup::Applied);
@@ -174,7 +217,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + 2 * SIZE, 8)];
         let words = [POINTER, POINTER];
         let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
-        m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
+        m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op(), u64::MAX);
         let mut later = vec![pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
@@ -183,18 +226,24 @@ mod tests {
         assert_eq!(m.notes.entries()[0].kind, NoteKind::FootprintLearntCover);
         // An exact launch under the same key, in both buffers: the union is still a cover.
         let both = [Access::new(BASE + 16, 8, Mode::Read), Access::new(BASE + 2 * SIZE + 8, 8, Mode::Read)];
-        m.learn(&learning(1, &words), &guess, exact(&both), op());
+        m.learn(&learning(1, &words), &guess, exact(&both), op(), u64::MAX);
         assert_eq!(m.learnt_summary().covers, 1);
         // A cover ending where the second parameter's buffer starts: that parameter's pointer
         // was not followed, and is no access.
         let short = Access::new(BASE + 64, SIZE - 64, Mode::Write);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
-        m.learn(&learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) }, op());
+        m.learn(&learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) }, op(), u64::MAX);
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(3, &words, &mut later), Lookup::Applied);
         assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 64, SIZE - 64, Mode::Write)]);
         // A cover ending in a buffer no parameter points into: memory reached through memory.
-        m.learn(&learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) }, op());
+        m.learn(
+            &learning(2, &words),
+            &[pointer(BASE, 0)],
+            Footprint { ranges: &[], cover: Some(cover) },
+            op(),
+            u64::MAX,
+        );
         assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
     }
 
@@ -206,10 +255,10 @@ mod tests {
         // Words: the pointer, a size (64), a step count.
         for step in 0..u64::from(IGNORED_AFTER) {
             assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
-            m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op());
+            m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op(), u64::MAX);
         }
         // Step IGNORED_AFTER: a second change with the same footprint.
-        m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op());
+        m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op(), u64::MAX);
         let mut fresh = vec![pointer(BASE + 128, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
         assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
@@ -218,7 +267,7 @@ mod tests {
         assert_eq!(m.learnt_summary().ignored_words, 1);
         // A launch that differs from the last only in that word, measured with another
         // footprint: the word bears on it after all, and is back in the key for good.
-        m.learn(&learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]), op());
+        m.learn(&learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]), op(), u64::MAX);
         assert_eq!(m.learnt_summary().ignored_words, 0);
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 7], &mut fresh), Lookup::Applied);
@@ -238,7 +287,7 @@ mod tests {
             let guess = [pointer(input, 0), pointer(output, 8)];
             let mut measured = [Access::new(input, 64, Mode::Read), Access::new(output, 64, Mode::Write)];
             measured.sort_unstable_by_key(|a| a.addr);
-            m.learn(&learning(1, &[POINTER, POINTER, step]), &guess, exact(&measured), op());
+            m.learn(&learning(1, &[POINTER, POINTER, step]), &guess, exact(&measured), op(), u64::MAX);
         }
         // The offset left the key: a launch with a new one is given what was learnt.
         let mut later = vec![pointer(low + 128, 0), pointer(high + 256, 8)];
@@ -263,10 +312,11 @@ mod tests {
                 &guess,
                 Footprint { ranges: &[], cover: Some(cover) },
                 op(),
+                u64::MAX,
             );
         }
         for stale in 3..6 {
-            m.learn(&learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)), op());
+            m.learn(&learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)), op(), u64::MAX);
         }
         let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later), Lookup::Applied);
@@ -282,15 +332,33 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
         for (stale, input) in [(1, Mode::Read), (2, Mode::ReadWrite), (3, Mode::Read)] {
             let measured = [Access::new(BASE, 64, input), Access::new(BASE + SIZE / 2, 64, Mode::Write)];
-            m.learn(&learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured), op());
+            m.learn(&learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured), op(), u64::MAX);
         }
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::ReadWrite));
         // A read that a flag turns into a write is another footprint: the flag stays.
-        m.learn(&learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
-        m.learn(&learning(2, &[POINTER, POINTER, 1]), &guess, exact(&[Access::new(BASE, 64, Mode::Write)]), op());
-        m.learn(&learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
+        m.learn(
+            &learning(2, &[POINTER, POINTER, 0]),
+            &guess,
+            exact(&[Access::new(BASE, 64, Mode::Read)]),
+            op(),
+            u64::MAX,
+        );
+        m.learn(
+            &learning(2, &[POINTER, POINTER, 1]),
+            &guess,
+            exact(&[Access::new(BASE, 64, Mode::Write)]),
+            op(),
+            u64::MAX,
+        );
+        m.learn(
+            &learning(2, &[POINTER, POINTER, 0]),
+            &guess,
+            exact(&[Access::new(BASE, 64, Mode::Read)]),
+            op(),
+            u64::MAX,
+        );
         assert_eq!(m.apply_learnt(2, &[POINTER, POINTER, 1], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::Write));
     }
@@ -302,9 +370,9 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         let cover = Access::new(BASE, 64, Mode::Write);
-        m.learn(&learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) }, op());
+        m.learn(&learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) }, op(), u64::MAX);
         for stale in 2..5 {
-            m.learn(&learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)), op());
+            m.learn(&learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)), op(), u64::MAX);
         }
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
     }
@@ -318,8 +386,8 @@ mod tests {
         let guess = [pointer(BASE, 0)];
         let elsewhere = [Access::new(0x40_0000, 64, Mode::Read)];
         for _ in 0..3 {
-            m.learn(&learning(1, &[POINTER, 0]), &guess, exact(&elsewhere), op());
-            m.learn(&learning(1, &[POINTER, 1]), &guess, exact(&write(64)), op());
+            m.learn(&learning(1, &[POINTER, 0]), &guess, exact(&elsewhere), op(), u64::MAX);
+            m.learn(&learning(1, &[POINTER, 1]), &guess, exact(&write(64)), op(), u64::MAX);
         }
         assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
         assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
@@ -330,10 +398,10 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         // The size word changes with the footprint, then three launches of one size agree.
-        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
-        m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
+        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op(), u64::MAX);
+        m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op(), u64::MAX);
         for _ in 0..3 {
-            m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op());
+            m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op(), u64::MAX);
         }
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
@@ -348,12 +416,12 @@ mod tests {
         // A size, rounded up to 128 bytes: it moved the footprint from 64 to 128, then,
         // once the launch of 64 is no longer among the recent ones, changes within the
         // rounding.
-        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op());
+        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op(), u64::MAX);
         for _ in 0..=RECENT {
-            m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op());
+            m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op(), u64::MAX);
         }
         for n in [120, 100, 110] {
-            m.learn(&learning(1, &[POINTER, n]), &guess, exact(&write(128)), op());
+            m.learn(&learning(1, &[POINTER, n]), &guess, exact(&write(128)), op(), u64::MAX);
         }
         assert_eq!(m.learnt_summary().ignored_words, 0);
         let mut at = vec![pointer(BASE, 0)];
@@ -374,15 +442,15 @@ mod tests {
             learning(1, &words)
         };
         for w64 in 0..=u64::from(IGNORED_AFTER) {
-            m.learn(&words(w64, 0, 0), &guess, exact(&measured), op());
+            m.learn(&words(w64, 0, 0), &guess, exact(&measured), op(), u64::MAX);
         }
         assert_eq!(m.learnt_summary().ignored_words, 1);
         // Launches alike (compared with nothing) until only the last word 64 is recent.
         for _ in 0..RECENT {
-            m.learn(&words(u64::from(IGNORED_AFTER), 0, 0), &guess, exact(&measured), op());
+            m.learn(&words(u64::from(IGNORED_AFTER), 0, 0), &guess, exact(&measured), op(), u64::MAX);
         }
         for w in 1..=u64::from(IGNORED_AFTER) {
-            m.learn(&words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured), op());
+            m.learn(&words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured), op(), u64::MAX);
         }
         assert_eq!(m.learnt_summary().ignored_words, 3);
         let mut at = vec![pointer(BASE, 0)];
@@ -395,20 +463,20 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         let words = [POINTER, 1];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op());
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op());
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op(), u64::MAX);
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op(), u64::MAX);
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // A third, inside the hull of the two, leaves it whole.
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]), op());
+        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]), op(), u64::MAX);
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // Under another key, two extents past the pointer: their hull starts past it too.
         let words = [POINTER, 2];
         for at in [BASE + 16, BASE + 48] {
-            m.learn(&learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]), op());
+            m.learn(&learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]), op(), u64::MAX);
         }
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
@@ -444,6 +512,7 @@ mod tests {
                         &[pointer(BASE, 0)],
                         exact(&[Access::new(BASE, chunk(c), Mode::ReadWrite)]),
                         op(),
+                        u64::MAX,
                     );
                 }
             }
@@ -466,7 +535,7 @@ mod tests {
         let words = [POINTER, 64];
         let (guess, first, second) =
             ([pointer(BASE, 0)], [Access::new(BASE, 64, Mode::Write)], [Access::new(BASE + 4096, 64, Mode::Write)]);
-        m.learn(&learning(1, &words), &guess, exact(&first), op());
+        m.learn(&learning(1, &words), &guess, exact(&first), op(), u64::MAX);
         // Launches 2 to 16 of the key: the 4th, 8th and 16th are measured to check.
         let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec())).collect();
         let sampled: Vec<usize> =
@@ -475,9 +544,9 @@ mod tests {
         assert!(lookups.iter().all(|l| matches!(l, Lookup::Sample | Lookup::Applied)));
         // The 16th launch's footprint: it moved. What was learnt gives way, and the next
         // launch is measured again.
-        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
         assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
-        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
         let mut at = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
@@ -486,7 +555,7 @@ mod tests {
             m.apply_learnt(1, &words, &mut guess.to_vec());
         }
         assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
-        m.learn(&learning(1, &words), &guess, exact(&second), op());
+        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
         let mut at = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
@@ -541,7 +610,7 @@ mod tests {
                         assert!(a.mode == t.mode || a.mode == Mode::ReadWrite, "{t:?} as {a:?}");
                     }
                 } else {
-                    m.learn(&learning(kernel, &words), &guess, exact(&truth), op());
+                    m.learn(&learning(kernel, &words), &guess, exact(&truth), op(), u64::MAX);
                 }
             }
             assert!(applied > 10, "kernel {kernel}: learnt extents applied {applied} times in 60");
