@@ -29,12 +29,12 @@ BLOCK = re.compile(r"(<!-- results:([a-z0-9-]+) -->\n)(.*?)(<!-- /results:\2 -->
 # What each suite checks or measures, in the order the tables list them.
 SUITES = {
     "scenarios": "racy and fixed twins of every rule, driver and runtime API (and NCCL on two GPUs)",
-    "host-races": "host races: the host's own accesses against copies in flight",
+    "host-races": "host races: the host's own accesses against copies, memsets and kernels in flight",
     "footprint": "races that kernel parameters hide, under each footprint mode",
     "footprint-twin": "a patched twin of a module beside the program's own, unpatched",
     "apps": "real programs of nine frameworks, clean and with one wait removed",
     "suites": "numba-cuda's and Warp's own test suites, natively and under streamsan",
-    "pytest": "numba-cuda's and Warp's own tests under `pytest --streamsan`, from the wheel",
+    "pytest": "numba-cuda's, Warp's and our PyTorch tests under `pytest --streamsan`, from the wheel",
     "cusan": "CuSan's runtime tests (no MPI), racy and fixed variants, under streamsan",
     "toggle": "the whole shim against every hook forwarded, inside one process",
     "perf": "real programs, native and streamsan processes alternated",

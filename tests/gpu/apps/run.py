@@ -139,6 +139,10 @@ def own_files(cmd):
     return [os.path.basename(c) for c in cmd if c.endswith(".py")] or ["cudarc-app/src/main.rs"]
 
 
+# Frameworks whose wheels the GPU machine lacks, by the module that tells they are installed.
+CARRIED = {"warp": "warp", "nvmath-python": "nvmath"}
+
+
 def main():
     streamsan, cudarc_app, out = sys.argv[1:4]
     words = sys.argv[4:]
@@ -146,9 +150,16 @@ def main():
     # The reports in a folder of this run's own: two runs side by side (tests/gpu/all.sh
     # with WORK=) must not read or clear each other's.
     reports = tempfile.mkdtemp(prefix="real-apps.")
-    results = []
+    results, missing = [], []
     for index, (program, framework, allocator, cmd, extra, expected) in enumerate(cases(cudarc_app)):
         if words and not any(w in program or w in framework for w in words):
+            continue
+        # The wheels that travel apart (tests/gpu/wheels.sh): a run that carried none skips
+        # their programs.
+        module = CARRIED.get(framework)
+        if module and subprocess.run([PY, "-c", f"import {module}"], capture_output=True).returncode != 0:
+            print(f"skip {framework} {program}: {module} not installed", flush=True)
+            missing.append((framework, allocator, program, expected, module))
             continue
         env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
         # A case's own options go after the caller's (STREAMSAN_OPTIONS=host_races=1 sh
@@ -211,6 +222,8 @@ def main():
                     kinds_text(r["reported_kinds"], r["expected"]), ok=r["ok"],
                     figures={"native_s": r["native_s"], "streamsan_s": r["streamsan_s"]},
                     note="; ".join(r["failures"]) or None)
+    for framework, allocator, program, expected, module in missing:
+        result.case(f"{framework} / {allocator} / {program}", expected, f"not run: {module} not installed", outcome="skip")
     status = result.write(out, provenance)
     print(f"{sum(r['ok'] for r in results)} of {len(results)} programs as expected")
     return status

@@ -82,9 +82,12 @@ def files(package, names):
 
 
 def pytest(args, junit, log):
-    # importlib: pytest's default puts the test file's package root on sys.path, where
-    # numba-cuda's tree (numba_cuda/numba/cuda) would shadow the `cuda` bindings package.
-    cmd = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib", "-q", f"--junitxml={junit}", *args]
+    # numba-cuda's tests lie in numba_cuda/numba/cuda/tests, numba_cuda/numba a namespace
+    # package: pytest takes numba_cuda/numba as the package root and imports the tests'
+    # package as `cuda`, which hides the CUDA bindings (`cuda.bindings`) numba-cuda needs.
+    # Counting namespace packages makes the root site-packages, and the name numba_cuda....
+    cmd = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib", "-o",
+           "consider_namespace_packages=true", "-q", f"--junitxml={junit}", *args]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1, min(TIMEOUT, DEADLINE - time.monotonic())))
         status, output = done.returncode, done.stdout + done.stderr
@@ -154,6 +157,8 @@ def main():
                 named += [(race["kind"], race["second"].get("test")) for race in json.load(f)["races"]]
         label, known = KNOWN_RACY.get(project, ("no race", lambda name: False))
         problems = []
+        if not any(outcome == "passed" for outcome in native.values()):
+            problems.append("no test passed natively: the suite did not run (pytest.log says why)")
         if not under:
             problems.append(f"no test ran under --streamsan (exit {status})")
         if changed - raced:
