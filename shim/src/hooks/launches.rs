@@ -343,7 +343,6 @@ pub unsafe fn stream_add_callback(
 #[cfg(all(test, feature = "experiments"))]
 mod tests {
     use super::*;
-    use crate::intercept::driver;
     use crate::intercept::experiments::{streamsan_experiment, SERIAL};
     use crate::intercept::variants::Variant;
 
