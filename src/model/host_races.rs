@@ -68,37 +68,37 @@ impl Model {
         epoch.slot != HOST && self.stream(stream).slot == epoch.slot
     }
 
-    /// The host made `access` inside `copy`'s bytes before it synchronized with the copy: a
+    /// The host made `access` inside `work`'s bytes before it synchronized with that operation: a
     /// host race (RAW: the host read what the device was writing; WAW: both wrote; WAR: the
     /// host wrote what the device was reading).
-    pub fn host_race(&self, copy: DeviceBytes, access: HostAccess) {
-        let buffer = match self.buffers.find(copy.lo) {
+    pub fn host_race(&self, work: DeviceBytes, access: HostAccess) {
+        let buffer = match self.buffers.find(work.lo) {
             Found::Live(buffer) | Found::Freed(buffer) => BufferFacts::of(&buffer),
-            // Freed and forgotten since: the copy's own bytes stand for the buffer.
+            // Freed and forgotten since: the operation's own bytes stand for the buffer.
             Found::Nothing => BufferFacts {
                 id: 0,
-                base: copy.lo,
-                size: copy.hi - copy.lo,
+                base: work.lo,
+                size: work.hi - work.lo,
                 kind: MemoryKind::PinnedHost,
                 handle: 0,
-                alloc: copy.op,
+                alloc: work.op,
             },
         };
         let host = OpRecord::new(&access.origin, None, Epoch::new(HOST, self.host.get(HOST)));
         let race = Race {
             kind: RaceKind::HostRace,
-            hazard: Some(Hazard::between(copy.mode, access.mode)),
+            hazard: Some(Hazard::between(work.mode, access.mode)),
             buffer,
-            first: Side { op: copy.op, action: Action::Access { mode: copy.mode, lo: copy.lo, hi: copy.hi } },
+            first: Side { op: work.op, action: Action::Access { mode: work.mode, lo: work.lo, hi: work.hi } },
             second: Side { op: host, action: Action::Access { mode: access.mode, lo: access.lo, hi: access.hi } },
         };
         self.publish(vec![race]);
     }
 
-    /// The host touched other data on `page`, guarded for `copy`: not a race, but the
-    /// guard was lifted from the page (a note, once per copy's call site).
-    pub fn host_guard_gave_up(&self, copy: DeviceBytes, page: u64) {
-        self.notes.add(NoteKind::HostGuardGaveUp, copy.op, page);
+    /// The host touched other data on `page`, guarded for `work`: not a race, but the
+    /// guard was lifted from the page (a note, once per operation's call site).
+    pub fn host_guard_gave_up(&self, work: DeviceBytes, page: u64) {
+        self.notes.add(NoteKind::HostGuardGaveUp, work.op, page);
     }
 }
 

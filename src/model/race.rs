@@ -17,9 +17,9 @@ named_enum! {
         UseAfterFree = "use-after-free",
         /// Two accesses to the same bytes, at least one a write, neither ordered first.
         CrossStream = "cross-stream-race",
-        /// The host touched the bytes of an asynchronous copy it had not synchronized with: a
-        /// store into the source of a host-to-device copy, any access to the destination of a
-        /// device-to-host copy.
+        /// The host touched bytes an asynchronous copy, memset or kernel it had not synchronized
+        /// with uses: a store into what the operation reads (a host-to-device copy's source),
+        /// any access to what it writes (a device-to-host copy's destination, a kernel's output).
         HostRace = "host-race",
     }
 }

@@ -64,7 +64,7 @@ fn check_span(mode: Mode, lo: u64, hi: u64) {
             }
             let (alo, ahi) = (lo.max(r.lo), hi.min(r.hi));
             let verdict =
-                if alo < ahi { Verdict::Race { copy: r.copy, mode } } else { Verdict::Outside { copy: r.copy } };
+                if alo < ahi { Verdict::Race { work: r.work, mode } } else { Verdict::Outside { work: r.work } };
             let (addr, len) = if alo < ahi { (alo, ahi - alo) } else { (ulo.max(lo), 1) };
             fault::record(verdict, addr, len, None);
             // Their ordinary protection back, as after a fault there.
@@ -76,7 +76,7 @@ fn check_span(mode: Mode, lo: u64, hi: u64) {
 /// Whether the pages of `range` refuse an access in `mode`: a destination's pages refuse
 /// everything, a source's refuse writes.
 fn refuses(range: &Guarded, mode: Mode) -> bool {
-    mode == Mode::Write || range.copy.mode != Mode::Read
+    mode == Mode::Write || range.work.mode != Mode::Read
 }
 
 /// The bytes of an `iovec` array.

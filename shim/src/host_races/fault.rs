@@ -1,4 +1,4 @@
-//! The SIGSEGV handler: a fault on a guarded page is the host touching a copy in flight. It
+//! The SIGSEGV handler: a fault on a guarded page is the host touching an operation in flight. It
 //! allocates nothing and takes no lock: it records the fault in a preallocated [`Slot`], gives
 //! the page its ordinary protection, wakes the watcher and returns, and the instruction runs
 //! again unprotected.
@@ -29,10 +29,10 @@ const TAKEN: u8 = 3;
 /// What a fault was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Inside `copy`'s bytes, conflicting: the host's access was `mode`.
-    Race { copy: DeviceBytes, mode: Mode },
-    /// On a guarded page, not a conflict: `copy` is one the page was guarded for.
-    Outside { copy: DeviceBytes },
+    /// Inside `work`'s bytes, conflicting: the host's access was `mode`.
+    Race { work: DeviceBytes, mode: Mode },
+    /// On a guarded page, not a conflict: `work` is one the page was guarded for.
+    Outside { work: DeviceBytes },
 }
 
 /// One fault, as the handler saw it, or one system call's bytes on guarded pages
@@ -85,19 +85,19 @@ pub fn classify(ranges: &[Guarded], addr: u64, write: Option<bool>) -> Option<Ve
     };
     let first = ranges.iter().find(on_page)?;
     // Only stores fault on a page under sources alone.
-    let inaccessible = ranges.iter().filter(on_page).any(|r| r.copy.mode != Mode::Read);
+    let inaccessible = ranges.iter().filter(on_page).any(|r| r.work.mode != Mode::Read);
     let write = if inaccessible { write } else { Some(true) };
     let inside = |r: &&Guarded| r.lo <= addr && addr < r.hi.max(r.lo + 1);
-    if let Some(r) = ranges.iter().filter(on_page).filter(inside).find(|r| r.copy.mode != Mode::Read) {
+    if let Some(r) = ranges.iter().filter(on_page).filter(inside).find(|r| r.work.mode != Mode::Read) {
         let mode = if write == Some(true) { Mode::Write } else { Mode::Read };
-        return Some(Verdict::Race { copy: r.copy, mode });
+        return Some(Verdict::Race { work: r.work, mode });
     }
     if write == Some(true) {
         if let Some(r) = ranges.iter().filter(on_page).find(inside) {
-            return Some(Verdict::Race { copy: r.copy, mode: Mode::Write });
+            return Some(Verdict::Race { work: r.work, mode: Mode::Write });
         }
     }
-    Some(Verdict::Outside { copy: first.copy })
+    Some(Verdict::Outside { work: first.work })
 }
 
 /// Whether the processor says the fault was a store.
@@ -277,26 +277,26 @@ mod tests {
         assert_eq!(classify(&both, 0x5000, Some(false)), None, "no guarded page");
         assert_eq!(
             classify(&both, 0x1100, Some(false)),
-            Some(Verdict::Race { copy: destination.copy, mode: Mode::Read })
+            Some(Verdict::Race { work: destination.work, mode: Mode::Read })
         );
         assert_eq!(
             classify(&both, 0x11ff, Some(true)),
-            Some(Verdict::Race { copy: destination.copy, mode: Mode::Write })
+            Some(Verdict::Race { work: destination.work, mode: Mode::Write })
         );
         assert_eq!(
             classify(&both, 0x1200, Some(true)),
-            Some(Verdict::Outside { copy: destination.copy }),
+            Some(Verdict::Outside { work: destination.work }),
             "past the bytes"
         );
         // A load from a source on a page that a destination makes inaccessible: no conflict.
-        assert_eq!(classify(&both, 0x1800, Some(false)), Some(Verdict::Outside { copy: destination.copy }));
+        assert_eq!(classify(&both, 0x1800, Some(false)), Some(Verdict::Outside { work: destination.work }));
         assert_eq!(
             classify(&both, 0x1800, None),
-            Some(Verdict::Outside { copy: destination.copy }),
+            Some(Verdict::Outside { work: destination.work }),
             "unknown direction"
         );
-        assert_eq!(classify(&both, 0x1800, Some(true)), Some(Verdict::Race { copy: source.copy, mode: Mode::Write }));
+        assert_eq!(classify(&both, 0x1800, Some(true)), Some(Verdict::Race { work: source.work, mode: Mode::Write }));
         // Alone, a source's page is read-only: its faults are stores.
-        assert_eq!(classify(&[source], 0x1880, None), Some(Verdict::Race { copy: source.copy, mode: Mode::Write }));
+        assert_eq!(classify(&[source], 0x1880, None), Some(Verdict::Race { work: source.work, mode: Mode::Write }));
     }
 }

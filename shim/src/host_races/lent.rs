@@ -7,13 +7,13 @@ use core::cell::Cell;
 use super::table;
 
 thread_local! {
-    /// This thread is inside an intercepted call that it entered while copies were guarded.
+    /// This thread is inside an intercepted call that it entered while operations were guarded.
     static INSIDE: Cell<bool> = const { Cell::new(false) };
     /// The span of the pages lent during that call, `[lo, hi)`; empty when `lo >= hi`.
     static LENT: Cell<(u64, u64)> = const { Cell::new((u64::MAX, 0)) };
 }
 
-/// Before an intercepted call, while copies are guarded: the driver's faults on this thread
+/// Before an intercepted call, while operations are guarded: the driver's faults on this thread
 /// are its own until [`leave`]. Returns false if this thread was inside one already (the
 /// outer call leaves).
 pub fn enter() -> bool {

@@ -160,21 +160,21 @@ pub fn work_issued(
     true
 }
 
-/// Whether a copy is guarded now: a join (a synchronize, a successful query) must then lift
+/// Whether an operation is guarded now: a join (a synchronize, a successful query) must then lift
 /// what it surely joined ([`lift_joined`]) or be told before it returns ([`after_call`]).
 #[inline]
 pub fn in_flight() -> bool {
     table::IN_FLIGHT.load(Ordering::Relaxed) != 0
 }
 
-/// After a join that surely covers the copies `joined` says, before it is told to the model:
-/// lifts those. Returns whether any copy stays guarded.
+/// After a join that surely covers the operations `joined` says, before it is told to the model:
+/// lifts those. Returns whether any operation stays guarded.
 pub fn lift_joined(joined: impl Fn(&DeviceBytes) -> bool) -> bool {
     table::lift(joined);
     in_flight()
 }
 
-/// Before every intercepted call: while copies are guarded, the driver's own accesses to
+/// Before every intercepted call: while operations are guarded, the driver's own accesses to
 /// their pages during the call are the call's ([`lent`]). Returns whether the thread entered;
 /// nothing in flight: one load.
 #[inline]
@@ -183,7 +183,7 @@ pub fn before_call() -> bool {
 }
 
 /// After every driver call (`entered`: what [`before_call`] returned): gives back the pages
-/// lent to the driver, then lifts the guards of the copies the host has joined, if the
+/// lent to the driver, then lifts the guards of the operations the host has joined, if the
 /// host's clock moved. Nothing in flight: one load; in flight and no move: two more.
 #[inline]
 pub fn after_call(entered: bool) {
@@ -209,11 +209,11 @@ pub fn drain() {
         let thread = thread::of_tid(f.tid);
         let site = stack::intern_caught(&f.native[..f.native_len], &f.python[..f.python_len]);
         match f.verdict {
-            fault::Verdict::Race { copy, mode } => {
+            fault::Verdict::Race { work, mode } => {
                 let origin = Origin { api: "host", thread, site };
-                model().host_race(resolve(copy), HostAccess { origin, mode, lo: f.addr, hi: f.addr + f.len });
+                model().host_race(resolve(work), HostAccess { origin, mode, lo: f.addr, hi: f.addr + f.len });
             }
-            fault::Verdict::Outside { copy } => model().host_guard_gave_up(resolve(copy), table::page_of(f.addr)),
+            fault::Verdict::Outside { work } => model().host_guard_gave_up(resolve(work), table::page_of(f.addr)),
         }
     });
 }
@@ -255,7 +255,7 @@ extern "C" fn after_fork_in_parent() {
     table::unlock();
 }
 
-/// The child cannot synchronize with its parent's copies: it gets every page back and
+/// The child cannot synchronize with its parent's operations: it gets every page back and
 /// starts with nothing in flight (and, at its first guard, a watcher of its own).
 extern "C" fn after_fork_in_child() {
     table::forked_child();

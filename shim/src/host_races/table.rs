@@ -1,4 +1,4 @@
-//! The guarded ranges: the host bytes of the asynchronous copies in flight, and the page
+//! The guarded ranges: the bytes the host reaches of the operations in flight, and the page
 //! protection they call for (a source read-only, a destination inaccessible). The fault
 //! handler reads them without a lock: a page the shim has protected is always in the
 //! published table.
@@ -16,10 +16,11 @@ pub struct Table {
     pub ranges: Vec<Guarded>,
 }
 
-/// A copy's bytes under guard, `[lo, hi)`: all of them, or one of a long copy's [`parts`].
+/// An operation's bytes under guard, `[lo, hi)`: all of them, or one of a long range's
+/// [`parts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Guarded {
-    pub copy: DeviceBytes,
+    pub work: DeviceBytes,
     pub lo: u64,
     pub hi: u64,
 }
@@ -56,19 +57,19 @@ pub fn span(lo: u64, hi: u64) -> (u64, u64) {
     (page_of(lo), hi.max(lo + 1).div_ceil(page) * page)
 }
 
-/// The parts of a copy's bytes to guard: all of them, or, when they span more than
+/// The parts of an operation's bytes to guard: all of them, or, when they span more than
 /// [`HEAD_PAGES`] pages and one, the bytes on their first `HEAD_PAGES` pages and on their
 /// last. Protection costs by the page, each way, while the host's usual ways into a buffer
 /// in flight meet its first or last page: a loader's refill, a conversion or a checksum
 /// start at its first byte, a printed tensor shows its first and last elements.
-pub fn parts(copy: DeviceBytes) -> impl Iterator<Item = Guarded> {
-    let (lo, hi) = (copy.lo, copy.hi);
+pub fn parts(work: DeviceBytes) -> impl Iterator<Item = Guarded> {
+    let (lo, hi) = (work.lo, work.hi);
     let head = HEAD_PAGES.load(Ordering::Relaxed) as u64;
     let (first, last) = (page_of(lo), page_of(hi.max(lo + 1) - 1));
     let head_end = first.saturating_add(head.saturating_mul(page()));
     let (whole_or_head, tail) =
         if head != 0 && last > head_end { ((lo, head_end), Some((last, hi))) } else { ((lo, hi), None) };
-    core::iter::once(whole_or_head).chain(tail).map(move |(lo, hi)| Guarded { copy, lo, hi })
+    core::iter::once(whole_or_head).chain(tail).map(move |(lo, hi)| Guarded { work, lo, hi })
 }
 
 /// Reads the published table, without a lock: for the fault handler (no allocation, no
@@ -133,7 +134,7 @@ fn protection(ranges: &[Guarded], lo: u64, hi: u64) -> i32 {
     for r in ranges {
         let (a, b) = span(r.lo, r.hi);
         if a < hi && lo < b {
-            prot = match r.copy.mode {
+            prot = match r.work.mode {
                 Mode::Read => prot & libc::PROT_READ,
                 _ => libc::PROT_NONE,
             };
@@ -196,11 +197,11 @@ pub fn add(ranges: &[Guarded]) -> usize {
     refused
 }
 
-/// Lifts every range of a copy `done` says is done: unprotected, then published.
+/// Lifts every range of an operation `done` says is done: unprotected, then published.
 pub fn lift(done: impl Fn(&DeviceBytes) -> bool) {
     lock();
     let table = current();
-    let (lifted, kept): (Vec<Guarded>, Vec<Guarded>) = table.ranges.iter().partition(|r| done(&r.copy));
+    let (lifted, kept): (Vec<Guarded>, Vec<Guarded>) = table.ranges.iter().partition(|r| done(&r.work));
     if !lifted.is_empty() {
         let table = Table { ranges: kept };
         LIFTS.fetch_add(1, Ordering::SeqCst);
@@ -213,17 +214,17 @@ pub fn lift(done: impl Fn(&DeviceBytes) -> bool) {
     unlock();
 }
 
-/// Gives the ranges of the copy guarded under `pending` the epoch the model gave it, or, with
-/// none (the copy was captured, not run), lifts them.
+/// Gives the ranges of the operation guarded under `pending` the epoch the model gave it, or, with
+/// none (the operation was captured, not run), lifts them.
 pub fn told(pending: Epoch, told: Option<Epoch>) {
     match told {
-        None => lift(|copy| copy.op.epoch == pending),
+        None => lift(|work| work.op.epoch == pending),
         Some(epoch) => {
             lock();
             let mut table = current();
             let mut changed = false;
-            for r in table.ranges.iter_mut().filter(|r| r.copy.op.epoch == pending) {
-                r.copy.op.epoch = epoch;
+            for r in table.ranges.iter_mut().filter(|r| r.work.op.epoch == pending) {
+                r.work.op.epoch = epoch;
                 changed = true;
             }
             if changed {
@@ -267,10 +268,10 @@ pub(super) mod tests {
     use super::*;
     use streamsan::model::op::{OpRecord, Origin, StackId, ThreadId};
 
-    /// A guarded copy's bytes `[lo, hi)`, read or written (the fault tests use it too).
+    /// A guarded operation's bytes `[lo, hi)`, read or written (the fault tests use it too).
     pub fn bytes(mode: Mode, lo: u64, hi: u64) -> Guarded {
         let origin = Origin { api: "cuMemcpyAsync", thread: ThreadId(1), site: StackId(0) };
-        Guarded { copy: DeviceBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
+        Guarded { work: DeviceBytes { op: OpRecord::new(&origin, None, Epoch::new(1, 1)), mode, lo, hi }, lo, hi }
     }
 
     #[test]
@@ -290,8 +291,8 @@ pub(super) mod tests {
     fn a_long_range_is_guarded_on_its_first_pages_and_its_last() {
         HEAD_PAGES.store(2, Ordering::Relaxed);
         let parts = |lo, hi| {
-            let copy = bytes(Mode::Write, lo, hi).copy;
-            super::parts(copy).map(|g| (g.lo, g.hi)).collect::<Vec<_>>()
+            let work = bytes(Mode::Write, lo, hi).work;
+            super::parts(work).map(|g| (g.lo, g.hi)).collect::<Vec<_>>()
         };
         assert_eq!(parts(0x1010, 0x3ff0), [(0x1010, 0x3ff0)], "three pages: all guarded");
         assert_eq!(parts(0x1010, 0x4010), [(0x1010, 0x3000), (0x4000, 0x4010)], "four: the gap unguarded");
