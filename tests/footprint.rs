@@ -273,15 +273,17 @@ fn a_race_between_launches_read_after_their_buffer_is_freed_stands() {
 /// known). Without the engine (`params`) neither is known: both are noted, neither reported.
 #[test]
 fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
-    for mode in ["exact", "learn"] {
-        let racy = run_mode("programmatic", "racy", mode, &[]);
+    // Asked per launch (`cuLaunchKernelEx`) or per stream (`cuStreamSetAttribute`, then
+    // cleared: the pair after it is ordered).
+    for (scenario, mode) in [("programmatic", "exact"), ("programmatic", "learn"), ("programmatic_stream", "learn")] {
+        let racy = run_mode(scenario, "racy", mode, &[]);
         assert_eq!(races(&racy), vec![race("cross-stream-race", Some("RAW"), "write", "read")], "{mode}");
         let report = &racy.reports()[0];
         let race = &report.races[0];
         assert_eq!(race.first.stream.label, race.second.stream.label, "one stream");
         assert_eq!(race.missing_wait.action.to_string(), "grid-dependency-wait");
         assert!(!notes(&racy).contains(&"programmatic-launch".to_string()), "{mode}");
-        let fixed = run_mode("programmatic", "fixed", mode, &[]);
+        let fixed = run_mode(scenario, "fixed", mode, &[]);
         assert_eq!(races(&fixed), vec![], "{mode}");
         assert!(notes(&fixed).contains(&"programmatic-launch".to_string()), "{mode}");
     }

@@ -321,6 +321,7 @@ CUresult cuMemsetD2D8Async(CUdeviceptr, size_t, unsigned char, size_t, size_t, C
 CUresult cuMemsetD2D16Async(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
 CUresult cuMemsetD2D32Async(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream);
 CUresult cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuStreamSetAttribute(CUstream, int, const CUlaunchAttributeValue *);
 CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    CUstream, void **);
 CUresult cuStreamBatchMemOp_v2(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);

@@ -137,7 +137,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -286,6 +286,26 @@ int main(int argc, char **argv) {
                 cur = next;
             }
             CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "programmatic_stream") == 0) {
+            /* As "programmatic", the attribute set on the stream (cuStreamSetAttribute), the
+               dependent launched with cuLaunchKernel; then the attribute cleared, and the same
+               pair again, ordered. */
+            CUdeviceptr z, w;
+            CHECK(cuMemAlloc_v2(&z, N));
+            CHECK(cuMemAlloc_v2(&w, N));
+            CUlaunchAttributeValue value;
+            memset(&value, 0, sizeof value);
+            value.programmaticStreamSerializationAllowed = 1;
+            CHECK(cuStreamSetAttribute(a, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, &value));
+            launch_touch(a, z, 64, W);
+            launch_triple(fixed ? waits : touch, a, z, 64, R);
+            value.programmaticStreamSerializationAllowed = 0;
+            CHECK(cuStreamSetAttribute(a, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, &value));
+            launch_touch(a, w, 64, W);
+            launch_touch(a, w, 64, R);
+            CHECK(cuCtxSynchronize());
+            CHECK(cuMemFree_v2(z));
+            CHECK(cuMemFree_v2(w));
         } else if (strcmp(scenario, "programmatic") == 0) {
             /* A writes z; then, on A too, a kernel launched with programmatic stream
                serialization reads z: footprint_touch never waits on its grid dependencies

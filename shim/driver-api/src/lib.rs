@@ -583,6 +583,7 @@ macro_rules! driver_api {
             stream_destroy [cuStreamDestroy, cuStreamDestroy_v2] (stream: CUstream);
             stream_synchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (stream: CUstream);
             stream_query [cuStreamQuery, cuStreamQuery_ptsz] (stream: CUstream);
+            stream_set_attribute [cuStreamSetAttribute, cuStreamSetAttribute_ptsz] (stream: CUstream, attr: u32, value: *const c_void);
             stream_wait_event [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (stream: CUstream, event: CUevent, flags: c_uint);
             stream_begin_capture_v1 [cuStreamBeginCapture, cuStreamBeginCapture_ptsz] (stream: CUstream);
             stream_begin_capture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (stream: CUstream, mode: u32);

@@ -17,9 +17,8 @@ use streamsan_driver_api::*;
 use super::batch;
 use super::call::{handle_of, ok, origin, origin_with, stream};
 use super::model::{model, unsettled};
-use super::{footprint, host_reach, kernels};
+use super::{footprint, host_reach, kernels, programmatic};
 use crate::host_races;
-use crate::intercept::driver;
 use crate::intercept::experiments::{leaves_out, FORWARD_LAUNCHES, NO_CAPTURE, NO_QUEUE, NO_SCAN};
 use crate::intercept::variants::{real, Call};
 
@@ -160,7 +159,10 @@ pub unsafe fn launch_kernel(
     let on = handle_of(stream(call, h_stream)) as *mut c_void;
     let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, extra, ticket) };
+        let on = stream(call, h_stream);
+        let launch = programmatic::before_told(f, on, false);
+        unsafe { launched(call, on, f, kernel_params, extra, ticket) };
+        programmatic::noted(call, f, on, launch);
     }
     status
 }
@@ -196,33 +198,20 @@ pub unsafe fn launch_kernel_ex(
             let on = stream(call, config.stream);
             // SAFETY: `num_attrs` attributes.
             let attrs = (0..config.num_attrs as usize).map(|i| unsafe { &*config.attrs.add(i) });
-            let programmatic = attrs
+            let asked = attrs
                 .clone()
                 .any(|a| a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION && a.value[0] as u32 != 0);
-            let overlaps = programmatic && overlaps_its_predecessor(f, on);
-            if overlaps {
-                batch::overlap_next(unsettled(), on);
-            }
+            let launch = programmatic::before_told(f, on, asked);
             unsafe { launched(call, on, f, kernel_params, extra, ticket) };
             for attr in attrs {
                 if let CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = attr.id {
                     batch::record(unsettled(), attr.value[0], on, false, origin(call));
                 }
             }
-            if programmatic && !overlaps {
-                let kernel = kernels::info(unsettled(), f.cast()).id;
-                model().programmatic_launch(on, kernel, &origin(call));
-            }
+            programmatic::noted(call, f, on, launch);
         }
     }
     status
-}
-
-/// Whether a launch with programmatic stream serialization overlaps the kernel before it on
-/// its stream: its code never waits on its grid dependencies (the footprint engine read
-/// it), and the stream is not capturing (a captured launch's edge is the graph's).
-fn overlaps_its_predecessor(f: CUfunction, on: StreamRef) -> bool {
-    footprint::waits_for_grid(f.cast()) == Some(false) && !driver::may_be_capturing(handle_of(on))
 }
 
 pub unsafe fn launch_cooperative_kernel(
@@ -252,7 +241,10 @@ pub unsafe fn launch_cooperative_kernel(
     let on = handle_of(stream(call, h_stream)) as *mut c_void;
     let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
-        unsafe { launched(call, stream(call, h_stream), f, kernel_params, core::ptr::null_mut(), ticket) };
+        let on = stream(call, h_stream);
+        let launch = programmatic::before_told(f, on, false);
+        unsafe { launched(call, on, f, kernel_params, core::ptr::null_mut(), ticket) };
+        programmatic::noted(call, f, on, launch);
     }
     status
 }

@@ -51,6 +51,7 @@ mod memory;
 mod memsets;
 pub mod model;
 mod nccl;
+mod programmatic;
 mod streams;
 
 pub use arrays::{
@@ -95,9 +96,9 @@ pub use memsets::{
 };
 pub use streams::{
     signal_external_semaphores, stream_batch_mem_op, stream_begin_capture, stream_begin_capture_v1, stream_create,
-    stream_create_with_priority, stream_destroy, stream_end_capture, stream_query, stream_synchronize,
-    stream_wait_event, stream_wait_value_32, stream_wait_value_64, stream_write_value_32, stream_write_value_64,
-    wait_external_semaphores,
+    stream_create_with_priority, stream_destroy, stream_end_capture, stream_query, stream_set_attribute,
+    stream_synchronize, stream_wait_event, stream_wait_value_32, stream_wait_value_64, stream_write_value_32,
+    stream_write_value_64, wait_external_semaphores,
 };
 
 pub use crate::host_races::{after_call, before_call};

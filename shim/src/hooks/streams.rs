@@ -9,7 +9,7 @@ use super::batch::{self, Join};
 use streamsan::model::op::Origin;
 use streamsan::model::streams::StreamRef;
 
-use super::call::{ok, origin, stream};
+use super::call::{handle_of, ok, origin, stream};
 use super::model::{model, unsettled};
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
@@ -47,6 +47,25 @@ pub unsafe fn stream_destroy(call: &Call, real: real::stream_destroy, h_stream: 
     let status = unsafe { real(h_stream) };
     if ok(status) {
         model().stream_destroyed(h_stream as u64, &origin(call));
+        super::programmatic::stream_destroyed(h_stream as u64);
+    }
+    status
+}
+
+/// `cuStreamSetAttribute`: of its attributes, programmatic stream serialization bears on
+/// ordering (every later launch on the stream has it, [`super::programmatic`]).
+pub unsafe fn stream_set_attribute(
+    call: &Call,
+    real: real::stream_set_attribute,
+    h_stream: CUstream,
+    attr: u32,
+    value: *const c_void,
+) -> CUresult {
+    let status = unsafe { real(h_stream, attr, value) };
+    if ok(status) && attr == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION && !value.is_null() {
+        // SAFETY: the driver read the attribute's value, whose first member is this flag.
+        let on = unsafe { *(value as *const c_int) } != 0;
+        super::programmatic::stream_set(handle_of(stream(call, h_stream)), on);
     }
     status
 }

@@ -1285,6 +1285,12 @@ pub unsafe fn stream_synchronize(stream: CUstream) -> CUresult {
     synchronized();
     check_stream(stream)
 }
+pub unsafe fn stream_set_attribute(stream: CUstream, _attr: u32, value: *const c_void) -> CUresult {
+    if value.is_null() {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    check_stream(stream)
+}
 pub unsafe fn stream_query(stream: CUstream) -> CUresult {
     pinned::complete();
     check_stream(stream)

@@ -328,11 +328,6 @@ queries! {
         let _ = (ptr, length, flags);
         crate::behaviour::check_stream(stream)
     }
-    fn cuStreamSetAttribute(stream: CUstream, attribute: u32, value: *const c_void) {
-        let _ = attribute;
-        if value.is_null() { return CUDA_ERROR_INVALID_VALUE; }
-        crate::behaviour::check_stream(stream)
-    }
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) {
         let found = state_read().allocations.range(..=ptr).next_back().map(|(&b, a)| (b, a.size)).filter(|&(b, s)| ptr < b + s.max(1));
         match found {
