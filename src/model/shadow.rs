@@ -58,8 +58,8 @@ impl Shadow {
     ) -> impl Iterator<Item = &'a Record> + 'a {
         // Earlier operations of the same slot are ordered before this one, unless its clock
         // leaves some out (a programmatic launch overlapping the kernel before it).
-        let in_order = clock.get(epoch.slot) >= epoch.time;
-        let records = if in_order && self.sole == Some(epoch.slot) { &[][..] } else { &self.records[..] };
+        let ordered = self.sole == Some(epoch.slot) && clock.get(epoch.slot) >= epoch.time;
+        let records = if ordered { &[][..] } else { &self.records[..] };
         records.iter().filter(move |r| {
             r.shares(lo, hi, residues) && r.mode.conflicts_with(mode) && !r.op.epoch.happens_before(clock)
         })

@@ -192,9 +192,9 @@ impl Engine {
 /// Before the real call of a launch to measure, of `function` (the program's handle: a
 /// `CUfunction` or a `CUkernel`) on `stream`, outside any callback. Returns its twin's
 /// function with a table bound to it, to be launched instead with the same arguments, or
-/// `function` where it cannot be measured. `may_load`: the engine may load code and allocate now (no device work
-/// waits for the host, which a load waiting for the device to drain would deadlock on, and
-/// no capture forbids such calls). [`outcome`] must follow the real call.
+/// `function` where it cannot be measured. `may_load`: the engine may load code and allocate
+/// now (no device work waits for the host, which a load waiting for the device to drain would
+/// deadlock on, and no capture forbids such calls). [`outcome`] must follow the real call.
 pub fn arm(function: *mut c_void, stream: *mut c_void, may_load: bool) -> *mut c_void {
     let Some(engine) = ENGINE.get() else { return function };
     let retired = std::mem::take(&mut engine.twins().retired);

@@ -4,6 +4,8 @@
 
 use std::collections::HashSet;
 
+use crate::image;
+
 /// What an image says of its kernels' grid-dependency waits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Waits {
@@ -16,12 +18,10 @@ pub enum Waits {
 
 /// Reads `image`: an ELF cubin, or PTX text.
 pub fn of(image: &[u8]) -> Waits {
-    if image.starts_with(b"\x7fELF") {
-        cubin(image).unwrap_or(Waits::Unknown)
-    } else if std::str::from_utf8(image.split(|&b| b == 0).next().unwrap_or_default())
-        .is_ok_and(|t| t.contains(".entry"))
-    {
-        ptx(image)
+    if let Some((flags, sections)) = image::cubin(image) {
+        cubin(image, flags, &sections).unwrap_or(Waits::Unknown)
+    } else if let Some(lines) = image::ptx(image) {
+        ptx(&lines)
     } else {
         Waits::Unknown
     }
@@ -33,40 +33,19 @@ pub fn of(image: &[u8]) -> Waits {
 const ACQBULK: u64 = 0x082e;
 const PREDICATE: u64 = 0xf000;
 
-/// An ELF64 little-endian cubin for `sm_90`: the kernels whose `.text.<symbol>` section holds
-/// an `ACQBULK`. None for another architecture (its encoding may differ).
-fn cubin(image: &[u8]) -> Option<Waits> {
-    let u16_at = |at: usize| image.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
-    let u64_at = |at: usize| image.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
-    if image.get(4) != Some(&2) || image.get(5) != Some(&1) {
-        return None;
-    }
+/// A cubin for `sm_90` (`flags`, its `e_flags`): the kernels whose `.text.<symbol>` section
+/// holds an `ACQBULK`. None for another architecture (its encoding may differ).
+fn cubin(image: &[u8], flags: u32, sections: &[image::Section<'_>]) -> Option<Waits> {
     // The architecture: `e_flags` bits 8 to 15 in the ELF ABI of CUDA 12.8 and later, bits 0
     // to 7 before it.
-    let flags = u32_at(0x30)?;
     if (flags >> 8) & 0xff != 90 && flags & 0xff != 90 {
         return None;
     }
-    let shoff = u64_at(0x28)? as usize;
-    let shentsize = usize::from(u16_at(0x3a)?);
-    let shnum = usize::from(u16_at(0x3c)?);
-    let shstrndx = usize::from(u16_at(0x3e)?);
-    if shentsize < 64 {
-        return None;
-    }
-    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
-    let name_table = u64_at(header(shstrndx)? + 24)? as usize;
     let mut waiting = HashSet::new();
-    for i in 0..shnum {
-        let at = header(i)?;
-        let start = name_table.checked_add(u32_at(at)? as usize)?;
-        let name = image.get(start..)?;
-        let name = std::str::from_utf8(&name[..name.iter().position(|&b| b == 0)?]).ok()?;
-        let Some(kernel) = name.strip_prefix(".text.") else { continue };
-        let (offset, size) = (u64_at(at + 24)? as usize, u64_at(at + 32)? as usize);
-        let code = image.get(offset..offset.checked_add(size)?)?;
-        let waits = code
+    for section in sections {
+        let Some(kernel) = section.name.strip_prefix(".text.") else { continue };
+        let waits = section
+            .bytes(image)?
             .chunks_exact(16)
             .any(|instruction| u64::from_le_bytes(instruction[..8].try_into().expect("8")) & !PREDICATE == ACQBULK);
         if waits {
@@ -76,24 +55,18 @@ fn cubin(image: &[u8]) -> Option<Waits> {
     Some(Waits::In(waiting))
 }
 
-/// PTX text: the entries whose body holds `griddepcontrol.wait`.
-fn ptx(image: &[u8]) -> Waits {
-    let text = String::from_utf8_lossy(image.split(|&b| b == 0).next().unwrap_or_default());
+/// PTX: the entries whose body holds `griddepcontrol.wait`.
+fn ptx(lines: &[(i32, String)]) -> Waits {
     let mut waiting = HashSet::new();
-    let (mut entry, mut depth) = (None::<String>, 0i32);
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or_default();
-        if depth == 0 {
+    let mut entry = None::<&str>;
+    for (depth, code) in lines {
+        if *depth == 0 {
             if let Some(after) = code.split(".entry").nth(1) {
-                entry = after.split(['(', ' ', '\t']).find(|w| !w.is_empty()).map(str::to_string);
+                entry = after.split(['(', ' ', '\t']).find(|w| !w.is_empty());
             }
+        } else if code.contains("griddepcontrol.wait") {
+            waiting.extend(entry.map(str::to_string));
         }
-        if depth > 0 && code.contains("griddepcontrol.wait") {
-            if let Some(name) = &entry {
-                waiting.insert(name.clone());
-            }
-        }
-        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
     }
     Waits::In(waiting)
 }

@@ -6,6 +6,7 @@
 mod api;
 mod engine;
 mod grid_waits;
+mod image;
 mod module_state;
 mod nodes;
 mod patch;

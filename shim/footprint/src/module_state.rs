@@ -2,6 +2,8 @@
 //! variables), read from the code the driver loaded: a twin of the module has its own copy
 //! of each, which must hold the program's values while a launch runs on the twin.
 
+use crate::image;
+
 /// What an image says of its module-scope state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
@@ -22,18 +24,13 @@ pub struct Variable {
 
 /// Reads `image`: an ELF cubin, or PTX text.
 pub fn of(image: &[u8]) -> State {
-    if image.starts_with(b"\x7fELF") {
-        elf(image).unwrap_or(State::Unknown)
-    } else if is_text(image) {
-        ptx(image)
+    if let Some((_, sections)) = image::cubin(image) {
+        cubin(image, &sections).unwrap_or(State::Unknown)
+    } else if let Some(lines) = image::ptx(image) {
+        ptx(&lines)
     } else {
         State::Unknown
     }
-}
-
-fn is_text(image: &[u8]) -> bool {
-    let text = image.split(|&b| b == 0).next().unwrap_or_default();
-    std::str::from_utf8(text).is_ok_and(|t| t.contains(".version") || t.contains(".entry"))
 }
 
 /// Whether a section's symbols are module-scope variables, and writable ones: global memory
@@ -47,63 +44,27 @@ fn holds_variables(section: &str) -> Option<bool> {
     (!bank.is_empty() && bank.bytes().all(|b| b.is_ascii_digit())).then_some(false)
 }
 
-/// An ELF64 little-endian cubin: the object symbols of nonzero size in sections that hold
-/// variables. A global-memory section of nonzero size with no such symbol holds state with
-/// no name (`Unknown`).
-fn elf(image: &[u8]) -> Option<State> {
-    let u16_at = |at: usize| image.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
-    let u64_at = |at: usize| image.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
-    if image.get(4) != Some(&2) || image.get(5) != Some(&1) {
-        return None; // not ELF64 little-endian
-    }
-    let shoff = u64_at(0x28)? as usize;
-    let shentsize = usize::from(u16_at(0x3a)?);
-    let shnum = usize::from(u16_at(0x3c)?);
-    let shstrndx = usize::from(u16_at(0x3e)?);
-    if shentsize < 64 {
-        return None;
-    }
-    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
-    let name_table = u64_at(header(shstrndx)? + 24)? as usize;
-    let name_at = |offset: usize| -> Option<&str> {
-        let start = name_table.checked_add(offset)?;
-        let bytes = image.get(start..)?;
-        let end = bytes.iter().position(|&b| b == 0)?;
-        std::str::from_utf8(&bytes[..end]).ok()
-    };
-    let mut names = Vec::with_capacity(shnum);
-    let mut unnamed = Vec::new();
-    for i in 0..shnum {
-        let at = header(i)?;
-        let name = name_at(u32_at(at)? as usize)?;
-        if name.starts_with(".nv.global") && u64_at(at + 32)? > 0 {
-            unnamed.push(i);
-        }
-        names.push(name);
-    }
+/// A cubin: the object symbols of nonzero size in sections that hold variables. A
+/// global-memory section of nonzero size with no such symbol holds state with no name
+/// (`Unknown`).
+fn cubin(image: &[u8], sections: &[image::Section<'_>]) -> Option<State> {
     const SHT_SYMTAB: u32 = 2;
     const STT_OBJECT: u8 = 1;
+    let mut unnamed: Vec<usize> =
+        (0..sections.len()).filter(|&i| sections[i].name.starts_with(".nv.global") && sections[i].size > 0).collect();
     let mut variables = Vec::new();
-    for i in 0..shnum {
-        let at = header(i)?;
-        if u32_at(at + 4)? != SHT_SYMTAB {
-            continue;
-        }
-        let (offset, size) = (u64_at(at + 24)? as usize, u64_at(at + 32)? as usize);
-        let strings = u64_at(header(u32_at(at + 40)? as usize)? + 24)? as usize;
-        let symbols = image.get(offset..offset.checked_add(size)?)?;
-        for symbol in symbols.chunks_exact(24) {
+    for table in sections.iter().filter(|s| s.kind == SHT_SYMTAB) {
+        let strings = sections.get(table.link)?.offset;
+        for symbol in table.bytes(image)?.chunks_exact(24) {
             let kind = symbol[4] & 0xf;
             let section = usize::from(u16::from_le_bytes([symbol[6], symbol[7]]));
             let bytes = u64::from_le_bytes(symbol[16..24].try_into().expect("8"));
-            let Some(writable) = names.get(section).and_then(|n| holds_variables(n)) else { continue };
+            let Some(writable) = sections.get(section).and_then(|s| holds_variables(s.name)) else { continue };
             if kind != STT_OBJECT || bytes == 0 {
                 continue;
             }
-            let start = strings.checked_add(u32::from_le_bytes(symbol[..4].try_into().expect("4")) as usize)?;
-            let name = image.get(start..)?;
-            let name = std::str::from_utf8(&name[..name.iter().position(|&b| b == 0)?]).ok()?;
+            let name =
+                image::string_at(image, strings, u32::from_le_bytes(symbol[..4].try_into().expect("4")) as usize)?;
             if name.is_empty() {
                 return Some(State::Unknown);
             }
@@ -114,24 +75,18 @@ fn elf(image: &[u8]) -> Option<State> {
     Some(if unnamed.is_empty() { State::Variables(variables) } else { State::Unknown })
 }
 
-/// PTX text: the `.global` and `.const` variables declared outside every function.
-fn ptx(image: &[u8]) -> State {
-    let text = String::from_utf8_lossy(image.split(|&b| b == 0).next().unwrap_or_default());
-    let mut depth = 0i32;
+/// PTX: the `.global` and `.const` variables declared outside every function.
+fn ptx(lines: &[(i32, String)]) -> State {
     let mut variables = Vec::new();
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or_default();
+    for (_, code) in lines.iter().filter(|(depth, _)| *depth == 0) {
         let words: Vec<&str> = code.split_whitespace().collect();
-        let space = words.iter().find(|w| **w == ".global" || **w == ".const");
-        if let (0, Some(space)) = (depth, space) {
-            // `.visible .global .align 4 .u32 name[8] = {...};`: the word after the type.
-            let declared = code.split(['=', ';']).next().unwrap_or_default();
-            let Some(name) = declared.split_whitespace().last().map(|n| n.split('[').next().unwrap_or(n)) else {
-                return State::Unknown;
-            };
-            variables.push(Variable { name: name.to_string(), writable: *space == ".global" });
-        }
-        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+        let Some(space) = words.iter().find(|w| **w == ".global" || **w == ".const") else { continue };
+        // `.visible .global .align 4 .u32 name[8] = {...};`: the word after the type.
+        let declared = code.split(['=', ';']).next().unwrap_or_default();
+        let Some(name) = declared.split_whitespace().last().map(|n| n.split('[').next().unwrap_or(n)) else {
+            return State::Unknown;
+        };
+        variables.push(Variable { name: name.to_string(), writable: *space == ".global" });
     }
     State::Variables(variables)
 }

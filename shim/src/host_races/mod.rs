@@ -160,8 +160,9 @@ pub fn work_issued(
     true
 }
 
-/// Whether an operation is guarded now: a join (a synchronize, a successful query) must then lift
-/// what it surely joined ([`lift_joined`]) or be told before it returns ([`after_call`]).
+/// Whether an operation is guarded now: a join (a synchronize, a successful query) must then
+/// lift what it surely joined ([`lift_joined`]) or be told before it returns
+/// ([`after_call`]).
 #[inline]
 pub fn in_flight() -> bool {
     table::IN_FLIGHT.load(Ordering::Relaxed) != 0

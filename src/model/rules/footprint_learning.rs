@@ -103,6 +103,11 @@ mod tests {
         Learning { kernel, words: words.into() }
     }
 
+    /// Learns from a launch read while every buffer it met still holds its addresses.
+    fn learn(m: &Model, learning: &Learning, guess: &[Access], measured: Footprint<'_>) {
+        m.learn(learning, guess, measured, op(), u64::MAX);
+    }
+
     fn exact(ranges: &[Access]) -> Footprint<'_> {
         Footprint { ranges, cover: None }
     }
@@ -119,7 +124,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
         let measured = [Access::new(BASE, SIZE / 2, Mode::Write), Access::new(BASE + SIZE / 2, SIZE / 2, Mode::Read)];
         let words = [7, POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&measured), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&measured));
         // Exact ranges, no cover: nothing to note.
         assert!(m.notes.entries().is_empty(), "{:?}", m.notes.entries());
         // A later launch with the same words, its pointers 256 bytes further on.
@@ -158,13 +163,7 @@ mod tests {
         let m = model();
         alloc(&m, 0x40_0000, SIZE);
         let words = [POINTER];
-        m.learn(
-            &learning(1, &words),
-            &[pointer(BASE, 0)],
-            exact(&[Access::new(0x40_0000, 64, Mode::Read)]),
-            op(),
-            u64::MAX,
-        );
+        learn(&m, &learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]));
         assert_eq!(m.apply_learnt(1, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 1, ignored_words: 0, applied: 0 };
         assert_eq!(m.learnt_summary(), summary);
@@ -176,7 +175,7 @@ mod tests {
         alloc(&m, BASE + SIZE, SIZE);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         let words = [POINTER, POINTER];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]));
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
@@ -198,7 +197,7 @@ mod tests {
             } else {
                 measured.push(Access::new(second, n, Mode::Read));
             }
-            m.learn(&learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured));
         }
         let mut later = vec![pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later), Lookup::Applied);
@@ -217,7 +216,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + 2 * SIZE, 8)];
         let words = [POINTER, POINTER];
         let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
-        m.learn(&learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) }, op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
         let mut later = vec![pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
@@ -226,24 +225,18 @@ mod tests {
         assert_eq!(m.notes.entries()[0].kind, NoteKind::FootprintLearntCover);
         // An exact launch under the same key, in both buffers: the union is still a cover.
         let both = [Access::new(BASE + 16, 8, Mode::Read), Access::new(BASE + 2 * SIZE + 8, 8, Mode::Read)];
-        m.learn(&learning(1, &words), &guess, exact(&both), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&both));
         assert_eq!(m.learnt_summary().covers, 1);
         // A cover ending where the second parameter's buffer starts: that parameter's pointer
         // was not followed, and is no access.
         let short = Access::new(BASE + 64, SIZE - 64, Mode::Write);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
-        m.learn(&learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) }, op(), u64::MAX);
+        learn(&m, &learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) });
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(3, &words, &mut later), Lookup::Applied);
         assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 64, SIZE - 64, Mode::Write)]);
         // A cover ending in a buffer no parameter points into: memory reached through memory.
-        m.learn(
-            &learning(2, &words),
-            &[pointer(BASE, 0)],
-            Footprint { ranges: &[], cover: Some(cover) },
-            op(),
-            u64::MAX,
-        );
+        learn(&m, &learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) });
         assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
     }
 
@@ -255,10 +248,10 @@ mod tests {
         // Words: the pointer, a size (64), a step count.
         for step in 0..u64::from(IGNORED_AFTER) {
             assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
-            m.learn(&learning(1, &[POINTER, 64, step]), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, 64, step]), &guess, exact(&measured));
         }
         // Step IGNORED_AFTER: a second change with the same footprint.
-        m.learn(&learning(1, &[POINTER, 64, 99]), &guess, exact(&measured), op(), u64::MAX);
+        learn(&m, &learning(1, &[POINTER, 64, 99]), &guess, exact(&measured));
         let mut fresh = vec![pointer(BASE + 128, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
         assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
@@ -267,7 +260,7 @@ mod tests {
         assert_eq!(m.learnt_summary().ignored_words, 1);
         // A launch that differs from the last only in that word, measured with another
         // footprint: the word bears on it after all, and is back in the key for good.
-        m.learn(&learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]), op(), u64::MAX);
+        learn(&m, &learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]));
         assert_eq!(m.learnt_summary().ignored_words, 0);
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 7], &mut fresh), Lookup::Applied);
@@ -287,7 +280,7 @@ mod tests {
             let guess = [pointer(input, 0), pointer(output, 8)];
             let mut measured = [Access::new(input, 64, Mode::Read), Access::new(output, 64, Mode::Write)];
             measured.sort_unstable_by_key(|a| a.addr);
-            m.learn(&learning(1, &[POINTER, POINTER, step]), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, POINTER, step]), &guess, exact(&measured));
         }
         // The offset left the key: a launch with a new one is given what was learnt.
         let mut later = vec![pointer(low + 128, 0), pointer(high + 256, 8)];
@@ -307,16 +300,15 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         for (stale, reach) in [(1, 64), (2, 128)] {
             let cover = Access::new(BASE + SIZE - reach, 2 * reach, Mode::Write);
-            m.learn(
+            learn(
+                &m,
                 &learning(1, &[POINTER, POINTER, 4096, stale]),
                 &guess,
                 Footprint { ranges: &[], cover: Some(cover) },
-                op(),
-                u64::MAX,
             );
         }
         for stale in 3..6 {
-            m.learn(&learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)));
         }
         let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later), Lookup::Applied);
@@ -332,33 +324,15 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
         for (stale, input) in [(1, Mode::Read), (2, Mode::ReadWrite), (3, Mode::Read)] {
             let measured = [Access::new(BASE, 64, input), Access::new(BASE + SIZE / 2, 64, Mode::Write)];
-            m.learn(&learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured));
         }
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::ReadWrite));
         // A read that a flag turns into a write is another footprint: the flag stays.
-        m.learn(
-            &learning(2, &[POINTER, POINTER, 0]),
-            &guess,
-            exact(&[Access::new(BASE, 64, Mode::Read)]),
-            op(),
-            u64::MAX,
-        );
-        m.learn(
-            &learning(2, &[POINTER, POINTER, 1]),
-            &guess,
-            exact(&[Access::new(BASE, 64, Mode::Write)]),
-            op(),
-            u64::MAX,
-        );
-        m.learn(
-            &learning(2, &[POINTER, POINTER, 0]),
-            &guess,
-            exact(&[Access::new(BASE, 64, Mode::Read)]),
-            op(),
-            u64::MAX,
-        );
+        learn(&m, &learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
+        learn(&m, &learning(2, &[POINTER, POINTER, 1]), &guess, exact(&[Access::new(BASE, 64, Mode::Write)]));
+        learn(&m, &learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
         assert_eq!(m.apply_learnt(2, &[POINTER, POINTER, 1], &mut later), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::Write));
     }
@@ -370,9 +344,9 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         let cover = Access::new(BASE, 64, Mode::Write);
-        m.learn(&learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) }, op(), u64::MAX);
+        learn(&m, &learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) });
         for stale in 2..5 {
-            m.learn(&learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)));
         }
         assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
     }
@@ -386,8 +360,8 @@ mod tests {
         let guess = [pointer(BASE, 0)];
         let elsewhere = [Access::new(0x40_0000, 64, Mode::Read)];
         for _ in 0..3 {
-            m.learn(&learning(1, &[POINTER, 0]), &guess, exact(&elsewhere), op(), u64::MAX);
-            m.learn(&learning(1, &[POINTER, 1]), &guess, exact(&write(64)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, 0]), &guess, exact(&elsewhere));
+            learn(&m, &learning(1, &[POINTER, 1]), &guess, exact(&write(64)));
         }
         assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
         assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
@@ -398,10 +372,10 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         // The size word changes with the footprint, then three launches of one size agree.
-        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op(), u64::MAX);
-        m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op(), u64::MAX);
+        learn(&m, &learning(1, &[POINTER, 64]), &guess, exact(&write(64)));
+        learn(&m, &learning(1, &[POINTER, 128]), &guess, exact(&write(128)));
         for _ in 0..3 {
-            m.learn(&learning(1, &[POINTER, 256]), &guess, exact(&write(256)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, 256]), &guess, exact(&write(256)));
         }
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
@@ -416,12 +390,12 @@ mod tests {
         // A size, rounded up to 128 bytes: it moved the footprint from 64 to 128, then,
         // once the launch of 64 is no longer among the recent ones, changes within the
         // rounding.
-        m.learn(&learning(1, &[POINTER, 64]), &guess, exact(&write(64)), op(), u64::MAX);
+        learn(&m, &learning(1, &[POINTER, 64]), &guess, exact(&write(64)));
         for _ in 0..=RECENT {
-            m.learn(&learning(1, &[POINTER, 128]), &guess, exact(&write(128)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, 128]), &guess, exact(&write(128)));
         }
         for n in [120, 100, 110] {
-            m.learn(&learning(1, &[POINTER, n]), &guess, exact(&write(128)), op(), u64::MAX);
+            learn(&m, &learning(1, &[POINTER, n]), &guess, exact(&write(128)));
         }
         assert_eq!(m.learnt_summary().ignored_words, 0);
         let mut at = vec![pointer(BASE, 0)];
@@ -442,15 +416,15 @@ mod tests {
             learning(1, &words)
         };
         for w64 in 0..=u64::from(IGNORED_AFTER) {
-            m.learn(&words(w64, 0, 0), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &words(w64, 0, 0), &guess, exact(&measured));
         }
         assert_eq!(m.learnt_summary().ignored_words, 1);
         // Launches alike (compared with nothing) until only the last word 64 is recent.
         for _ in 0..RECENT {
-            m.learn(&words(u64::from(IGNORED_AFTER), 0, 0), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &words(u64::from(IGNORED_AFTER), 0, 0), &guess, exact(&measured));
         }
         for w in 1..=u64::from(IGNORED_AFTER) {
-            m.learn(&words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured), op(), u64::MAX);
+            learn(&m, &words(u64::from(IGNORED_AFTER), w, w), &guess, exact(&measured));
         }
         assert_eq!(m.learnt_summary().ignored_words, 3);
         let mut at = vec![pointer(BASE, 0)];
@@ -463,20 +437,20 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         let words = [POINTER, 1];
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]), op(), u64::MAX);
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
+        learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]));
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // A third, inside the hull of the two, leaves it whole.
-        m.learn(&learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]));
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // Under another key, two extents past the pointer: their hull starts past it too.
         let words = [POINTER, 2];
         for at in [BASE + 16, BASE + 48] {
-            m.learn(&learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]), op(), u64::MAX);
+            learn(&m, &learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]));
         }
         let mut at = vec![pointer(BASE, 0)];
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
@@ -507,12 +481,11 @@ mod tests {
                     } else {
                         measured += 1;
                     }
-                    m.learn(
+                    learn(
+                        &m,
                         &learning(1, &words),
                         &[pointer(BASE, 0)],
                         exact(&[Access::new(BASE, chunk(c), Mode::ReadWrite)]),
-                        op(),
-                        u64::MAX,
                     );
                 }
             }
@@ -535,7 +508,7 @@ mod tests {
         let words = [POINTER, 64];
         let (guess, first, second) =
             ([pointer(BASE, 0)], [Access::new(BASE, 64, Mode::Write)], [Access::new(BASE + 4096, 64, Mode::Write)]);
-        m.learn(&learning(1, &words), &guess, exact(&first), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&first));
         // Launches 2 to 16 of the key: the 4th, 8th and 16th are measured to check.
         let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec())).collect();
         let sampled: Vec<usize> =
@@ -544,9 +517,9 @@ mod tests {
         assert!(lookups.iter().all(|l| matches!(l, Lookup::Sample | Lookup::Applied)));
         // The 16th launch's footprint: it moved. What was learnt gives way, and the next
         // launch is measured again.
-        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&second));
         assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
-        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&second));
         let mut at = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
@@ -555,7 +528,7 @@ mod tests {
             m.apply_learnt(1, &words, &mut guess.to_vec());
         }
         assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
-        m.learn(&learning(1, &words), &guess, exact(&second), op(), u64::MAX);
+        learn(&m, &learning(1, &words), &guess, exact(&second));
         let mut at = guess.to_vec();
         assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
@@ -610,7 +583,7 @@ mod tests {
                         assert!(a.mode == t.mode || a.mode == Mode::ReadWrite, "{t:?} as {a:?}");
                     }
                 } else {
-                    m.learn(&learning(kernel, &words), &guess, exact(&truth), op(), u64::MAX);
+                    learn(&m, &learning(kernel, &words), &guess, exact(&truth));
                 }
             }
             assert!(applied > 10, "kernel {kernel}: learnt extents applied {applied} times in 60");

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use crate::model::capture::Exec;
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
-use crate::model::op::{Access, KernelId, OpRecord, Origin};
-use crate::model::streams::StreamRef;
+use crate::model::op::{Access, KernelId, OpRecord};
 use crate::model::Model;
 
 use super::graphs::lock_definition;
@@ -60,19 +59,6 @@ impl Model {
             .collect();
         nodes.sort_by_key(|&(last, _)| last);
         nodes.into_iter().map(|(_, handle)| handle).collect()
-    }
-
-    /// `cuGraphLaunch(G, S)` whose kernel nodes `measured` (node handle, ticket) run on
-    /// twins: as [`Model::graph_launch`], those nodes issued as measured launches. Returns
-    /// the tickets that wait for no footprint.
-    pub fn graph_launch_measured(
-        &self,
-        exec: u64,
-        stream: StreamRef,
-        origin: &Origin,
-        measured: &[(u64, u64)],
-    ) -> Vec<u64> {
-        self.launch_exec(exec, stream, origin, measured)
     }
 
     /// Issues a node, run as `op` with `clock`, as a measured launch pending as `ticket`;

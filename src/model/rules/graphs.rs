@@ -139,14 +139,14 @@ impl Model {
     /// other); work issued on S afterwards is ordered after every node. A graph streamsan
     /// did not follow runs unchecked, with a note.
     pub fn graph_launch(&self, exec: u64, stream: StreamRef, origin: &Origin) {
-        self.launch_exec(exec, stream, origin, &[]);
+        self.graph_launch_measured(exec, stream, origin, &[]);
     }
 
-    /// A graph launch, `measured`: the (node handle, ticket) of kernel nodes measured at this
-    /// launch, each issued as a measured launch is ([`Model::launch_pending`]). Returns the
+    /// [`Model::graph_launch`] whose kernel nodes `measured` (node handle, ticket) run on
+    /// twins, each issued as a measured launch is ([`Model::launch_pending`]). Returns the
     /// tickets that wait for no footprint (the graph is not followed, or the launch became a
     /// node of a capture): their tables go back unread.
-    pub(super) fn launch_exec(
+    pub fn graph_launch_measured(
         &self,
         exec: u64,
         stream: StreamRef,
