@@ -292,6 +292,16 @@ CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, unsigned, unsigned);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, CUgraph *);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
+/* The explicit graph API's kernel node, laid out as in cuda.h. */
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    void *kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphCreate(CUgraph *, unsigned);
 CUresult cuStreamDestroy_v2(CUstream);

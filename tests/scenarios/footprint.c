@@ -59,16 +59,6 @@ static const char STATEFUL_PTX[] =
 
 static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits;
 
-/* The explicit graph API's kernel node, laid out as in cuda.h. */
-typedef struct CUgraphNode_st *CUgraphNode;
-typedef struct {
-    CUfunction func;
-    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
-    void **kernelParams, **extra;
-    void *kern;
-    CUcontext ctx;
-} CUDA_KERNEL_NODE_PARAMS;
-CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
 
 /* A kernel node of `kernel` (taking one triple) after `deps`. */
 static CUgraphNode triple_node(CUgraph g, CUfunction kernel, const CUgraphNode *deps, size_t n, CUdeviceptr p,

@@ -10,22 +10,13 @@
 #include <string.h>
 #include "../cuda_min.h"
 
-typedef struct CUgraphNode_st *CUgraphNode;
-/* The explicit graph API's parameter blocks, laid out as in cuda.h. */
-typedef struct {
-    CUfunction func;
-    unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
-    void **kernelParams, **extra;
-    void *kern;
-    CUcontext ctx;
-} CUDA_KERNEL_NODE_PARAMS;
+/* The explicit graph API's other parameter blocks, laid out as in cuda.h. */
 typedef struct {
     CUcontext ctx;
     unsigned count;
     CUstreamBatchMemOpParams *paramArray;
     unsigned flags;
 } CUDA_BATCH_MEM_OP_NODE_PARAMS;
-CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
 CUresult cuGraphAddMemcpyNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
 CUresult cuGraphAddChildGraphNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
 CUresult cuGraphAddEventRecordNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
