@@ -4,10 +4,11 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::learnt::Learning;
 use crate::hash::FastSet;
+use crate::model::buffers::Buffer;
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::op::{Access, Mode, OpRecord};
 use crate::model::race::BufferFacts;
@@ -29,12 +30,28 @@ pub(in crate::model) struct Pending {
     pub(in crate::model) clock: VectorClock,
     /// Buffers numbered from here were allocated after it was issued.
     pub(in crate::model) next_buffer: u64,
+    /// The buffers its pointer parameters were in when it was issued: a pool may free one and
+    /// hand its addresses out again before the footprint is read, and the launch's bytes
+    /// were the first one's.
+    pub(in crate::model) met: Vec<Arc<Buffer>>,
     /// What its parameters say (what stands for memory reached without a patch point, such as
     /// Hopper's bulk tensor copies, which no measure sees).
     pub(in crate::model) guess: Vec<Access>,
     /// Its kernel and words, to learn its footprint from ([`super::learnt`]), in
     /// `footprint=learn`.
     pub(in crate::model) learn: Option<Learning>,
+}
+
+impl Pending {
+    /// The buffer at `addr` when the launch was issued, among those its pointers were in.
+    pub(in crate::model) fn met_at(&self, addr: u64) -> Option<&Arc<Buffer>> {
+        met_at(&self.met, addr)
+    }
+}
+
+/// The buffer of `met` that holds `addr`, if one does.
+pub(in crate::model) fn met_at(met: &[Arc<Buffer>], addr: u64) -> Option<&Arc<Buffer>> {
+    met.iter().find(|b| b.base <= addr && addr < b.end())
 }
 
 /// An access (or a free) issued while some launch was pending.
@@ -176,13 +193,14 @@ impl PendingLaunches {
         op: OpRecord,
         clock: VectorClock,
         next_buffer: u64,
+        met: Vec<Arc<Buffer>>,
         guess: Vec<Access>,
         learn: Option<Learning>,
     ) {
         let mut window = self.window();
         window.seq += 1;
         let seq = window.seq;
-        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, guess, learn });
+        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, met, guess, learn });
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -304,7 +322,7 @@ mod tests {
     fn pending(tickets: &[u64]) -> PendingLaunches {
         let launches = PendingLaunches::default();
         for (slot, &ticket) in (1..).zip(tickets) {
-            launches.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), None);
+            launches.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), Vec::new(), None);
         }
         launches
     }
@@ -338,12 +356,12 @@ mod tests {
     fn the_log_keeps_in_issue_order_what_pending_launches_need_and_only_that() {
         let launches = pending(&[7]);
         observe(&launches, 0);
-        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), Vec::new(), None);
         observe(&launches, 8);
         let (eight, later) = launches.take(8).expect("pending");
         assert_eq!(starts(&later.unordered), [8]);
         launches.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
-        launches.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), None);
+        launches.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), Vec::new(), None);
         let (seven, later) = launches.take(7).expect("pending");
         assert_eq!(starts(&later.unordered), [0, 0x100, 8]);
         let measured = &later.unordered[1];
@@ -374,7 +392,7 @@ mod tests {
         assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
         // A measured launch logged for an earlier one, all its ranges at once: the same bound.
         let launches = pending(&[7]);
-        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), None);
+        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), Vec::new(), None);
         for i in 0..MAX_LOGGED as u64 - 1 {
             observe(&launches, 0x1000 + i);
         }

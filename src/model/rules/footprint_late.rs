@@ -2,8 +2,9 @@
 //! what was issued before it (with its clock at issue) and after it (the log of [`crate::model::footprint::pending`]).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use crate::model::buffers::Found;
+use crate::model::buffers::{Buffer, Found};
 use crate::model::clock::Epoch;
 use crate::model::definition::NodeKind;
 use crate::model::footprint::learnt::Learning;
@@ -40,8 +41,22 @@ impl Model {
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
         let clock = self.overlapping(&mut state, stream.slot, epoch, true).unwrap_or_else(|| state.clock.clone());
-        self.pending.pend(ticket, op, clock, next_buffer, work.accesses.to_vec(), learn);
+        let met = self.met_buffers(work.accesses);
+        self.pending.pend(ticket, op, clock, next_buffer, met, work.accesses.to_vec(), learn);
         Some(epoch)
+    }
+
+    /// The live buffers a launch's parameters point into as it is issued (once each).
+    pub(in crate::model) fn met_buffers(&self, guess: &[Access]) -> Vec<Arc<Buffer>> {
+        let mut met: Vec<Arc<Buffer>> = Vec::new();
+        for pointer in guess {
+            if let Found::Live(b) = self.buffers.find(pointer.addr) {
+                if !met.iter().any(|m| m.id == b.id) {
+                    met.push(b);
+                }
+            }
+        }
+        met
     }
 
     /// The tickets of pending launches the host is now ordered after (they completed): their
@@ -90,12 +105,12 @@ impl Model {
         self.node_measured(ticket, measured.is_some().then_some(&accesses[..]));
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             let _timer = phases::start(Phase::FootprintLearn);
-            self.learn(learning, &pending.guess, measured, pending.op, pending.next_buffer);
+            self.learn(learning, &pending, measured);
         }
         let checking = phases::start(Phase::FootprintCheck);
         let mut found = Vec::new();
         for access in &accesses {
-            let checked = Checked::Late { next_buffer: pending.next_buffer, later: &later.ops };
+            let checked = Checked::Late { next_buffer: pending.next_buffer, met: &pending.met, later: &later.ops };
             self.access(access, &pending.clock, pending.op, checked, &mut found);
         }
         // What was issued after it, unordered with it.
@@ -136,9 +151,7 @@ impl Model {
         drop(checking);
         // Logged under its issue position for launches pending from before it; its bytes
         // were in a buffer allocated before it, whatever is there now.
-        self.pending.log_measured(&pending, &accesses, |addr| {
-            self.buffer_id(addr).filter(|&id| id < pending.next_buffer).unwrap_or(0)
-        });
+        self.pending.log_measured(&pending, &accesses, |addr| self.buffer_id_met(&pending, addr).unwrap_or(0));
         self.publish(found);
     }
 
@@ -153,7 +166,7 @@ impl Model {
         let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
         out.sort_unstable_by_key(|a| a.addr);
         // Each range's buffer, looked up once.
-        let ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id(a.addr)).collect();
+        let ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id_met(pending, a.addr)).collect();
         let mut compact: Vec<Access> = Vec::with_capacity(out.len());
         let mut i = 0;
         while i < out.len() {
@@ -169,11 +182,20 @@ impl Model {
         compact
     }
 
-    fn buffer_id(&self, addr: u64) -> Option<u64> {
-        match self.buffers.find(addr) {
-            Found::Live(b) | Found::Freed(b) => Some(b.id),
-            Found::Nothing => None,
+    /// The buffer `addr` was in when the pending launch was issued: one its pointers met,
+    /// else one allocated before it that is still known.
+    pub(in crate::model) fn buffer_met(&self, pending: &Pending, addr: u64) -> Option<Arc<Buffer>> {
+        if let Some(b) = pending.met_at(addr) {
+            return Some(b.clone());
         }
+        match self.buffers.find(addr) {
+            Found::Live(b) | Found::Freed(b) if b.id < pending.next_buffer => Some(b),
+            _ => None,
+        }
+    }
+
+    fn buffer_id_met(&self, pending: &Pending, addr: u64) -> Option<u64> {
+        self.buffer_met(pending, addr).map(|b| b.id)
     }
 }
 
@@ -294,6 +316,30 @@ mod tests {
         memset(&model, S2, 6);
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], cover: None }));
         assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// A pool's round: the second stream fills the buffer, a launch on the first reads it
+    /// with no wait (pending), the buffer is freed on the second stream after it waits for
+    /// the first, and its address handed out again before the footprint is read. The launch
+    /// met the first buffer: its race with the fill is found there, not lost with the address.
+    #[test]
+    fn a_late_footprint_races_in_the_buffer_its_pointer_met_though_the_address_was_reused() {
+        let model = Model::default();
+        for s in [0x10, 0x20] {
+            model.stream_created(s, 1, true, &Origin::test("cuStreamCreate", 1));
+        }
+        model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 2));
+        memset(&model, S2, 3);
+        model.stream_synchronized(S2);
+        memset(&model, S2, 4);
+        pend(&model, S1, 7, 5, Mode::Read);
+        model.event_record(0xe, S1, false, &Origin::test("cuEventRecord", 6));
+        model.stream_wait_event(S2, 0xe, &Origin::test("cuStreamWaitEvent", 7));
+        model.free(BUFFER, FreeOn::Stream(S2), &Origin::test("cuMemFreeAsync", 8));
+        model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 9));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Read)], cover: None }));
+        let races: Vec<(RaceKind, &str)> = model.races().iter().map(|r| (r.race.kind, r.race.first.op.api)).collect();
+        assert_eq!(races, [(RaceKind::CrossStream, "cuMemsetD8Async")]);
     }
 
     /// A measured launch that touched a buffer freed before it was issued: a use after free,

@@ -5,7 +5,8 @@
 use crate::model::buffers::Found;
 use crate::model::footprint::learnt::{self, Learning, LearntSummary, Lookup};
 use crate::model::footprint::measured::Footprint;
-use crate::model::op::{Access, OpRecord};
+use crate::model::footprint::pending::Pending;
+use crate::model::op::Access;
 use crate::model::race::NoteKind;
 use crate::model::Model;
 use crate::phases::{self, Tally};
@@ -18,35 +19,33 @@ impl Model {
         self.learnt.apply(kernel, words, accesses)
     }
 
-    /// Learns from a measured launch (`op`): `guess` its parameters' accesses, `measured`
-    /// what it touched; buffers from `next_buffer` on were allocated after it. Its ranges
-    /// are attributed to its pointers through the buffers they fall in as the launch met
-    /// them: when one of its addresses now holds a buffer allocated after it (a pool handed
-    /// the address out again before its footprint was read), nothing is learnt, and a later
-    /// launch is measured instead.
-    pub(in crate::model) fn learn(
-        &self,
-        learning: &Learning,
-        guess: &[Access],
-        measured: Footprint<'_>,
-        op: OpRecord,
-        next_buffer: u64,
-    ) {
-        let reused =
-            |addr: u64| matches!(self.buffers.find(addr), Found::Live(b) | Found::Freed(b) if b.id >= next_buffer);
+    /// Learns from a measured launch (`pending`): its ranges are attributed to its pointers
+    /// through the buffers they fall in as the launch met them (a pool may have handed an
+    /// address out again before the footprint was read). When one of its addresses now holds
+    /// a buffer allocated after it that none of its pointers met, nothing is learnt, and a
+    /// later launch is measured instead.
+    pub(in crate::model) fn learn(&self, learning: &Learning, pending: &Pending, measured: Footprint<'_>) {
+        let guess = &pending.guess;
+        let reused = |addr: u64| {
+            pending.met_at(addr).is_none()
+                && matches!(self.buffers.find(addr), Found::Live(b) | Found::Freed(b) if b.id >= pending.next_buffer)
+        };
         let pointers = guess.iter().filter(|g| g.slot.is_some()).map(|g| g.addr);
         if pointers.chain(measured.ranges.iter().map(|r| r.addr)).any(reused) {
             return;
         }
         let known = learnt::known(guess, measured, |addr| {
             phases::tally(Tally::LearnBufferLookups, 1);
+            if let Some(b) = pending.met_at(addr) {
+                return Some((b.base, b.end()));
+            }
             match self.buffers.find(addr) {
                 Found::Live(b) | Found::Freed(b) => Some((b.base, b.end())),
                 Found::Nothing => None,
             }
         });
         if known.has_cover() {
-            self.notes.add(NoteKind::FootprintLearntCover, op, learning.kernel);
+            self.notes.add(NoteKind::FootprintLearntCover, pending.op, learning.kernel);
         }
         self.learnt.learn(learning.kernel, learning.words.clone(), known);
     }
@@ -59,10 +58,13 @@ impl Model {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
-    use crate::model::buffers::MemoryKind;
+    use crate::model::buffers::{Buffer, MemoryKind};
+    use crate::model::clock::VectorClock;
     use crate::model::footprint::learnt::{IGNORED_AFTER, POINTER, RECENT};
-    use crate::model::op::Mode;
+    use crate::model::op::{Mode, OpRecord};
     use crate::model::op::{Origin, StackId, ThreadId};
     use crate::model::Alloc;
 
@@ -103,9 +105,16 @@ mod tests {
         Learning { kernel, words: words.into() }
     }
 
+    /// A measured launch of `guess`, issued before the buffer numbered `next_buffer` was
+    /// allocated, whose pointers were in `met`.
+    fn pending(guess: &[Access], next_buffer: u64, met: Vec<Arc<Buffer>>) -> Pending {
+        let clock = VectorClock::default();
+        Pending { ticket: 1, seq: 1, op: op(), clock, next_buffer, met, guess: guess.to_vec(), learn: None }
+    }
+
     /// Learns from a launch read while every buffer it met still holds its addresses.
     fn learn(m: &Model, learning: &Learning, guess: &[Access], measured: Footprint<'_>) {
-        m.learn(learning, guess, measured, op(), u64::MAX);
+        m.learn(learning, &pending(guess, u64::MAX, Vec::new()), measured);
     }
 
     fn exact(ranges: &[Access]) -> Footprint<'_> {
@@ -139,23 +148,24 @@ mod tests {
     }
 
     /// A launch whose footprint is read after its buffer was freed and its address handed
-    /// out again: the buffer there now is not the one it met, and nothing is learnt.
+    /// out again: learnt through the buffer its pointer met then, not the one there now;
+    /// when no pointer met the address (a table of pointers), nothing is learnt.
     #[test]
-    fn nothing_is_learnt_through_an_address_reused_since_the_launch() {
-        let m = model();
-        let issued_before = m.next_buffer.load(std::sync::atomic::Ordering::Relaxed);
-        let origin = Origin { api: "cuMemFree_v2", thread: ThreadId(1), site: StackId(0) };
-        m.free(BASE, crate::model::FreeOn::Synchronous { ctx: 1 }, &origin);
-        alloc(&m, BASE, SIZE);
+    fn a_reused_address_is_learnt_through_the_buffer_the_launch_met() {
         let words = [POINTER];
         let measured = [Access::new(BASE, 64, Mode::Write)];
-        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&measured), op(), issued_before);
-        let mut later = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Unknown { kernel_seen: false });
-        // Read while the launch's own buffer still holds the address, the same launch teaches.
-        let issued_after = m.next_buffer.load(std::sync::atomic::Ordering::Relaxed);
-        m.learn(&learning(1, &words), &[pointer(BASE, 0)], exact(&measured), op(), issued_after);
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        for met_it in [true, false] {
+            let m = model();
+            let issued_before = m.next_buffer.load(std::sync::atomic::Ordering::Relaxed);
+            let met = if met_it { m.met_buffers(&[pointer(BASE, 0)]) } else { Vec::new() };
+            let origin = Origin { api: "cuMemFree_v2", thread: ThreadId(1), site: StackId(0) };
+            m.free(BASE, crate::model::FreeOn::Synchronous { ctx: 1 }, &origin);
+            alloc(&m, BASE, SIZE);
+            m.learn(&learning(1, &words), &pending(&[pointer(BASE, 0)], issued_before, met), exact(&measured));
+            let mut later = vec![pointer(BASE, 0)];
+            let expected = if met_it { Lookup::Applied } else { Lookup::Unknown { kernel_seen: false } };
+            assert_eq!(m.apply_learnt(1, &words, &mut later), expected, "met: {met_it}");
+        }
     }
 
     #[test]

@@ -75,7 +75,8 @@ impl Model {
         let (exec, node, launch) = at;
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
         self.graphs.measuring.insert(ticket, (Arc::downgrade(exec), node, launch));
-        self.pending.pend(ticket, op, clock.clone(), next_buffer, guess.to_vec(), None);
+        let met = self.met_buffers(guess);
+        self.pending.pend(ticket, op, clock.clone(), next_buffer, met, guess.to_vec(), None);
     }
 
     /// The footprint of the measured launch `ticket` arrived (`accesses`, None: it could not

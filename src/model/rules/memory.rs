@@ -101,7 +101,11 @@ impl Model {
             found.push(Race { kind: RaceKind::FreeRace, hazard: None, buffer: facts, first, second: free });
         }
         buffer.mark_freed(&mut state, op);
-        state.shadow.clear();
+        // A measured launch pending from before the free may have met the buffer: its late
+        // check needs the history it met (kept until the buffer itself goes).
+        if !self.pending.any() {
+            state.shadow.clear();
+        }
         drop(state);
         self.pending.observe((buffer.base, buffer.end(), DENSE), Mode::Write, buffer.id, Some(facts), op, clock);
         if buffer.kind.is_host() {

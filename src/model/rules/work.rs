@@ -1,10 +1,13 @@
 //! Work: kernel launches, copies and memsets, each access checked against its buffer's
 //! allocation, history and free, then recorded (`docs/semantics.md#accesses-and-races`).
 
+use std::sync::Arc;
+
 use crate::hash::FastSet;
 use crate::model::buffers::{Buffer, Found, MemoryKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
+use crate::model::footprint::pending;
 use crate::model::op::{Access, HostEffect, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
 use crate::model::streams::{StreamRef, StreamState};
@@ -84,6 +87,15 @@ impl Model {
         let mut addr = access.addr;
         // An access may span adjacent buffers (a copy over two): take each in turn.
         for _ in 0..8 {
+            // Checked late, the buffer a pointer met at issue, freed and its address handed
+            // out again since or not: its history is what the launch met.
+            if let Some(buffer) = checked.met(addr) {
+                addr = self.access_in(buffer, addr, end, access, clock, op, checked, found);
+                if addr >= end {
+                    return;
+                }
+                continue;
+            }
             let next = self.buffers.with(addr, |buffer_at| match buffer_at {
                 Found::Live(buffer) if checked.allocated_later(buffer.id) => buffer.end(),
                 Found::Live(buffer) => self.access_in(buffer, addr, end, access, clock, op, checked, found),
@@ -189,12 +201,21 @@ impl Model {
 pub(in crate::model) enum Checked<'a> {
     /// As its operation is issued.
     Now,
-    /// Late, for a measured launch: buffers allocated from `next_buffer` on came after it, and
-    /// `later` holds the operations issued after it (the log checks those against it).
-    Late { next_buffer: u64, later: &'a FastSet<Epoch> },
+    /// Late, for a measured launch: buffers allocated from `next_buffer` on came after it,
+    /// `met` are those its pointers were in (wherever they are now), and `later` holds the
+    /// operations issued after it (the log checks those against it).
+    Late { next_buffer: u64, met: &'a [Arc<Buffer>], later: &'a FastSet<Epoch> },
 }
 
-impl Checked<'_> {
+impl<'a> Checked<'a> {
+    /// Checked late, the buffer at `addr` that one of the launch's pointers met at issue.
+    fn met(self, addr: u64) -> Option<&'a Arc<Buffer>> {
+        match self {
+            Checked::Late { met, .. } => pending::met_at(met, addr),
+            Checked::Now => None,
+        }
+    }
+
     fn allocated_later(self, buffer: u64) -> bool {
         matches!(self, Checked::Late { next_buffer, .. } if buffer >= next_buffer)
     }
