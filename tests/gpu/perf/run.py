@@ -162,8 +162,11 @@ def result_case(result, row, checked):
     and the other modes' ratios to native, over all steps and pooled at full speed)."""
     m = row["modes"]
     pooled = lambda mode: (m[mode]["full_speed_pooled_ms"] or {}).get("steps")  # noqa: E731
+    # A process's wall time holds its start and warm-up (the first launches, measured): the
+    # cost a short run sees, beside the steady step.
+    walls = lambda mode: spread(m[mode]["process_s"])  # noqa: E731
     figures = {"processes": len(m["native"]["exits"]), "native_step_ms": m["native"]["step_ms"],
-               "full_speed_steps": {mode: pooled(mode) for mode in checked}}
+               "native_process_s": walls("native"), "full_speed_steps": {mode: pooled(mode) for mode in checked}}
     for mode, v in m.items():
         if mode == "native":
             continue
@@ -173,6 +176,7 @@ def result_case(result, row, checked):
             figures[f"{prefix}_x"] = v.get("ratio")
             figures[f"{prefix}_pairs_x"] = v.get("pair_ratios")
             figures[f"{prefix}_full_speed_pooled_x"] = v.get("full_speed_pooled_ratio")
+            figures[f"{prefix}_process_s"] = walls(mode)
         else:
             figures[f"{prefix}_x"] = v.get("ratio") if all(e == 0 for e in v["exits"]) else ",".join(map(str, v["exits"]))
     ok = all(e == 0 for mode in checked for e in m[mode]["exits"])
