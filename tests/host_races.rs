@@ -407,6 +407,24 @@ fn a_measured_launch_guards_the_managed_memory_it_uses() {
     assert_eq!(race.first.api, "cuLaunchKernel");
 }
 
+/// A measured kernel that reaches managed memory only through a table of pointers in
+/// managed memory: the other managed buffers are guarded until its footprint is read, and
+/// the host's read of what it wrote is a race, its read of a buffer it never touched none.
+#[test]
+fn a_measured_launch_s_footprint_decides_the_host_s_accesses_beyond_its_parameters() {
+    let env = || vec![("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string())];
+    let racy = run_twin_with("managed_table", "racy", env()).report();
+    let found = races(&racy);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let race = racy.races_of("host-race").next().unwrap_or_else(|| panic!("{found:?}"));
+    assert!(race.hazard.is_some_and(|h| h == "RAW"), "{found:?}");
+    assert_eq!(race.buffer.kind, "managed");
+    assert_eq!(race.first.kernel.as_deref(), Some("footprint_indirect"));
+    assert!(describe_site(&race.second.site).ends_with("in managed_table"), "{}", describe_site(&race.second.site));
+    let fixed = run_twin_with("managed_table", "fixed", env()).report();
+    assert!(fixed.races.is_empty(), "{:#?}", fixed.races);
+}
+
 /// Pinned memory a kernel uses through its own address (zero-copy), as managed memory.
 #[test]
 fn the_host_reading_pinned_memory_a_kernel_writes_races() {

@@ -586,6 +586,22 @@ impl BufferMap {
         });
     }
 
+    /// Up to `limit` live buffers of `kind`, newest first, as `[base, end)`: a walk of the
+    /// whole map, for work that is rare (the host-race guard's measured launches).
+    pub fn live_of_kind(&self, kind: MemoryKind, limit: usize) -> Vec<(u64, u64)> {
+        let mut found: Vec<(u64, u64, u64)> = Vec::new();
+        for granule in self.granules.iter() {
+            for chunk in &granule.chunks {
+                for b in chunk.buffers.iter().filter(|b| b.kind == kind && !b.is_freed()) {
+                    found.push((b.id, b.base, b.end()));
+                }
+            }
+        }
+        found.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
+        found.dedup_by_key(|b| b.0);
+        found.into_iter().take(limit).map(|(_, base, end)| (base, end)).collect()
+    }
+
     /// The live buffer that starts at `base`, if any.
     pub fn live_at(&self, base: u64) -> Option<Arc<Buffer>> {
         match self.find(base) {

@@ -6,10 +6,14 @@ use std::sync::atomic::Ordering;
 
 use super::buffers::{Found, MemoryKind};
 use super::clock::{Epoch, Slot, HOST};
-use super::op::{Mode, OpRecord, Origin};
+use super::op::{Access, Mode, OpRecord, Origin};
 use super::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
+use super::residue::{self, DENSE};
 use super::streams::{SlotOwner, StreamRef};
 use super::Model;
+
+/// Host accesses waiting for a footprint at most; beyond, the oldest go.
+const MAX_UNSURE: usize = 1024;
 
 /// The `api` of a host's access: not a driver call.
 pub const HOST_API: &str = "host";
@@ -71,7 +75,19 @@ impl Model {
     /// The host made `access` inside `work`'s bytes before it synchronized with that operation: a
     /// host race (RAW: the host read what the device was writing; WAW: both wrote; WAR: the
     /// host wrote what the device was reading).
+    ///
+    /// Bytes guarded for a measured launch before its footprint is known (`work.mode`
+    /// [`Mode::Unknown`]: memory it may reach through pointers it loads) wait for the
+    /// footprint ([`Model::host_accesses_measured`]).
     pub fn host_race(&self, work: DeviceBytes, access: HostAccess) {
+        if work.mode == Mode::Unknown {
+            let mut unsure = self.host_unsure.lock().unwrap_or_else(|e| e.into_inner());
+            if unsure.len() >= MAX_UNSURE {
+                unsure.remove(0);
+            }
+            unsure.push((work, access));
+            return;
+        }
         let buffer = match self.buffers.find(work.lo) {
             Found::Live(buffer) | Found::Freed(buffer) => BufferFacts::of(&buffer),
             // Freed and forgotten since: the operation's own bytes stand for the buffer.
@@ -95,10 +111,46 @@ impl Model {
         self.publish(vec![race]);
     }
 
+    /// The footprint of the measured launch `op` was read (`accesses`; None: it could not
+    /// be): the host's accesses to bytes guarded for it while it was unknown are races where
+    /// the launch touched those bytes in a mode that conflicts.
+    pub(in crate::model) fn host_accesses_measured(&self, op: OpRecord, accesses: Option<&[Access]>) {
+        let waited: Vec<(DeviceBytes, HostAccess)> = {
+            let mut unsure = self.host_unsure.lock().unwrap_or_else(|e| e.into_inner());
+            if unsure.is_empty() {
+                return;
+            }
+            let (of_op, others) = unsure.drain(..).partition(|(work, _)| work.op.epoch == op.epoch);
+            *unsure = others;
+            of_op
+        };
+        let Some(accesses) = accesses else { return };
+        for (work, host) in waited {
+            let touched = |a: &&Access| {
+                let (lo, hi) = (a.addr.max(host.lo), (a.addr + a.len.max(1)).min(host.hi.max(host.lo + 1)));
+                lo < hi
+                    && residue::meet(a.residues, DENSE, lo, hi)
+                    && (host.mode == Mode::Write || a.mode != Mode::Read)
+            };
+            if let Some(a) = accesses.iter().find(touched) {
+                let mode = if a.mode == Mode::Read { Mode::Read } else { Mode::Write };
+                self.host_race(DeviceBytes { op: work.op, mode, lo: a.addr, hi: a.addr + a.len.max(1) }, host);
+            }
+        }
+    }
+
     /// The host touched other data on `page`, guarded for `work`: not a race, but the
-    /// guard was lifted from the page (a note, once per operation's call site).
+    /// guard was lifted from the page (a note, once per operation's call site). Bytes
+    /// guarded before a footprint was known are no operation's yet: no note.
     pub fn host_guard_gave_up(&self, work: DeviceBytes, page: u64) {
-        self.notes.add(NoteKind::HostGuardGaveUp, work.op, page);
+        if work.mode != Mode::Unknown {
+            self.notes.add(NoteKind::HostGuardGaveUp, work.op, page);
+        }
+    }
+
+    /// Up to `limit` live managed buffers, newest first, as `[base, end)`.
+    pub fn managed_buffers(&self, limit: usize) -> Vec<(u64, u64)> {
+        self.buffers.live_of_kind(MemoryKind::Managed, limit)
     }
 }
 
@@ -175,6 +227,40 @@ mod tests {
         model.context_synchronized(1);
         assert!(model.host_has_joined(in_one), "what the told synchronize says too");
         assert!(!model.host_has_joined(in_two));
+    }
+
+    /// The host read managed bytes guarded for a measured launch before its footprint was
+    /// known: a race when the footprint, read later, wrote them; none when it only read them
+    /// or touched other bytes.
+    #[test]
+    fn a_host_access_to_bytes_of_an_unknown_footprint_waits_for_it() {
+        use crate::model::footprint::measured::Footprint;
+        for (measured, races) in [(Mode::Write, 1), (Mode::Read, 0)] {
+            let model = Model::default();
+            model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+            let table = Alloc { base: 0x10_0000, size: 4096, kind: MemoryKind::Managed, ctx: 1 };
+            let data = Alloc { base: 0x20_0000, size: 4096, ..table };
+            for alloc in [table, data] {
+                model.alloc(alloc, None, &origin("cuMemAllocManaged"));
+            }
+            assert_eq!(model.managed_buffers(8), [(0x20_0000, 0x20_1000), (0x10_0000, 0x10_1000)]);
+            let params = [Access::new(0x10_0000, 16, Mode::Read)];
+            let work =
+                Work { origin: origin("cuLaunchKernel"), kernel: None, accesses: &params, host: HostEffect::None };
+            let epoch = model.launch_pending(StreamRef::Handle(0x10), work, 7, None).expect("not captured");
+            let op = OpRecord::new(&origin("cuLaunchKernel"), None, epoch);
+            let unsure = DeviceBytes { op, mode: Mode::Unknown, lo: 0x20_0000, hi: 0x20_1000 };
+            model.host_race(
+                unsure,
+                HostAccess { origin: origin("host"), mode: Mode::Read, lo: 0x20_0010, hi: 0x20_0011 },
+            );
+            assert!(model.races().is_empty(), "not before the footprint");
+            model.stream_synchronized(StreamRef::Handle(0x10));
+            let ranges = [params[0], Access::new(0x20_0000, 1024, measured)];
+            model.launch_measured(7, Some(Footprint { ranges: &ranges, cover: None }));
+            let found: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
+            assert_eq!(found, vec![RaceKind::HostRace; races], "the launch {measured:?} the bytes");
+        }
     }
 
     #[test]

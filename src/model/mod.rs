@@ -135,6 +135,9 @@ pub struct Model {
     learnt: footprint::learnt::Learnt,
     races: Races,
     notes: Notes,
+    /// The host's accesses to bytes guarded for a measured launch before its footprint was
+    /// known ([`host_races`]): races once the footprint says the launch touched them.
+    host_unsure: Mutex<Vec<(host_races::DeviceBytes, host_races::HostAccess)>>,
     next_buffer: AtomicU64,
     describe: Box<Describe>,
     sink: Option<Box<dyn Sink>>,
@@ -163,6 +166,7 @@ impl Model {
             learnt: footprint::learnt::Learnt::default(),
             races: Races::default(),
             notes: Notes::default(),
+            host_unsure: Mutex::new(Vec::new()),
             next_buffer: AtomicU64::new(1),
             describe,
             sink,

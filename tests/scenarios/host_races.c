@@ -600,6 +600,50 @@ static void mapped_kernel(void) {
     printf("read %d\n", seen);
 }
 
+/* footprint_indirect(u64 base, u64 table): reads (offset, length) at `table` and writes
+   `length` bytes of 1 at base + offset, from one thread. Real PTX, so that a GPU measures
+   the same footprint as the stand-in's sanitizer, which reads the table as the footprint
+   scenarios' kernel of that name does (flags: its third word). */
+static const char INDIRECT_PTX[] =
+    ".version 7.0\n.target sm_52\n.address_size 64\n"
+    ".visible .entry footprint_indirect(\n"
+    "  .param .u64 footprint_indirect_param_0,\n  .param .u64 footprint_indirect_param_1\n)\n{\n"
+    "  .reg .pred %p;\n  .reg .b16 %h;\n  .reg .b64 %rd<8>;\n"
+    "  ld.param.u64 %rd1, [footprint_indirect_param_0];\n"
+    "  ld.param.u64 %rd2, [footprint_indirect_param_1];\n"
+    "  cvta.to.global.u64 %rd2, %rd2;\n"
+    "  ld.global.u64 %rd3, [%rd2];\n  ld.global.u64 %rd4, [%rd2+8];\n"
+    "  add.u64 %rd5, %rd1, %rd3;\n  cvta.to.global.u64 %rd5, %rd5;\n  add.u64 %rd6, %rd5, %rd4;\n"
+    "  mov.u16 %h, 1;\n"
+    "LOOP:\n  setp.ge.u64 %p, %rd5, %rd6;\n  @%p bra DONE;\n"
+    "  st.global.u8 [%rd5], %h;\n  add.u64 %rd5, %rd5, 1;\n  bra LOOP;\n"
+    "DONE:\n  ret;\n}\n";
+
+/* A kernel given only a table in managed memory, which names the managed bytes it writes
+   (a table of pointers); the host reads those bytes before the synchronize (racy) or after,
+   and in both twins reads another managed buffer the kernel never touches (no race): at its
+   last page, over 64 KiB from the bytes the kernel touches (a measured footprint keeps one
+   range per 64 KiB of memory, which would span the two). */
+static void managed_table(void) {
+    CUmodule module;
+    CUfunction indirect;
+    CHECK(cuModuleLoadData(&module, INDIRECT_PTX));
+    CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
+    unsigned char *data = managed(N), *other = managed(1 << 17);
+    unsigned long long *table = (unsigned long long *)managed(3 * sizeof(unsigned long long));
+    table[0] = (unsigned long long)(size_t)data;
+    table[1] = N;
+    table[2] = 2; /* a write */
+    unsigned long long base = 0, at = (unsigned long long)(size_t)table;
+    void *params[] = {&base, &at};
+    CHECK(cuLaunchKernel(indirect, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    unsigned char seen = racy ? load(data + 8) : 0;
+    unsigned char untouched = load(other + (1 << 17) - 8);
+    CHECK(cuStreamSynchronize(s));
+    if (!racy) seen = load(data + 8);
+    printf("read %d %d\n", seen, untouched);
+}
+
 static const struct {
     const char *name;
     const char *kind;
@@ -633,6 +677,7 @@ static const struct {
     {"managed_input", "host-race", managed_input},
     {"managed_memset", "host-race", managed_memset},
     {"mapped_kernel", "host-race", mapped_kernel},
+    {"managed_table", "host-race", managed_table},
 };
 
 int main(int argc, char **argv) {

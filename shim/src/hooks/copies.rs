@@ -154,7 +154,7 @@ fn copied(call: &Call, on: StreamRef, reads: &[(u64, u64)], writes: &[(u64, u64)
             Telling::AtOnce => {
                 let _timer = phases::start(Phase::CopyModel);
                 if let (Some(epoch), HostEffect::None) = (model().work(on, work), host) {
-                    host_races::work_issued(&origin, None, epoch, reads, writes);
+                    host_races::work_issued(&origin, None, epoch, reads, writes, &[]);
                 }
             }
         }

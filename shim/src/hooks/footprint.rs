@@ -21,6 +21,7 @@ use streamsan::phases::{self, Phase};
 
 use super::kernels::{self, KernelInfo};
 use super::model::{model, unsettled};
+use crate::host_races;
 use crate::intercept::options::options;
 use crate::intercept::{diag, driver};
 
@@ -317,6 +318,11 @@ pub fn collect() {
     let tickets = model.completed_launches();
     if tickets.is_empty() {
         return;
+    }
+    // The host's faults in bytes guarded before these footprints were known, told first:
+    // the footprints decide which are races.
+    if host_races::enabled() {
+        host_races::drain();
     }
     let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
     let mut accesses = Vec::new();

@@ -28,11 +28,24 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
     }
 }
 
+/// Managed buffers guarded at most beside a measured launch's own ([`issued`]).
+const UNSURE_BUFFERS: usize = 64;
+
 /// After `work` was told to the model at once as `epoch` (a launch being measured): guards
-/// what it reaches of memory the host reaches.
+/// what it reaches of memory the host reaches. Its footprint is not known before it runs,
+/// and a kernel given managed memory may reach more of it through pointers it loads there
+/// (a table of managed pointers): the other managed buffers are guarded too, a fault there a
+/// race only where the footprint, once read, says the launch touched those bytes.
 pub fn issued(model: &Model, on: StreamRef, work: &Work<'_>, epoch: Epoch) {
     if let Some((reads, writes)) = reached(model, on, work) {
-        host_races::work_issued(&work.origin, work.kernel, epoch, &reads, &writes);
+        let own = |base: u64, end: u64| reads.iter().chain(&writes).any(|&(addr, _)| base <= addr && addr < end);
+        let unsure: Vec<(u64, u64)> = model
+            .managed_buffers(UNSURE_BUFFERS)
+            .into_iter()
+            .filter(|&(base, end)| !own(base, end))
+            .map(|(base, end)| (base, end - base))
+            .collect();
+        host_races::work_issued(&work.origin, work.kernel, epoch, &reads, &writes, &unsure);
     }
 }
 

@@ -94,7 +94,7 @@ pub fn work_queued(
 ) -> Option<Epoch> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let pending = Epoch::new(slot, PENDING | (NEXT.fetch_add(1, Ordering::Relaxed) & !PENDING));
-    work_issued(origin, kernel, pending, reads, writes).then_some(pending)
+    work_issued(origin, kernel, pending, reads, writes, &[]).then_some(pending)
 }
 
 /// The model was told the operation guarded under `pending`: `told` is its epoch, or None if
@@ -127,13 +127,16 @@ fn resolve(mut bytes: DeviceBytes) -> DeviceBytes {
 /// An asynchronous operation was issued as `epoch` (of `kernel`, for a launch) and the host
 /// did not wait for it: guards the ranges of `reads` and `writes` in memory the host
 /// reaches, pinned, registered or managed (of a long range, its first and last pages:
-/// [`table::parts`]). Returns whether any are guarded.
+/// [`table::parts`]), and those of `unsure`, which a measured launch may reach, its faults
+/// races only once its footprint says so (`Model::host_race`). Returns whether any are
+/// guarded.
 pub fn work_issued(
     origin: &Origin,
     kernel: Option<KernelId>,
     epoch: Epoch,
     reads: &[(u64, u64)],
     writes: &[(u64, u64)],
+    unsure: &[(u64, u64)],
 ) -> bool {
     if !ENABLED.load(Ordering::Relaxed) {
         return false;
@@ -147,6 +150,7 @@ pub fn work_issued(
         .filter(reached)
         .map(bytes(Mode::Read))
         .chain(writes.iter().filter(reached).map(bytes(Mode::Write)))
+        .chain(unsure.iter().filter(reached).map(bytes(Mode::Unknown)))
         .flat_map(table::parts)
         .collect();
     if ranges.is_empty() {

@@ -103,6 +103,7 @@ impl Model {
         };
         let accesses = self.taken(&pending, measured);
         self.node_measured(ticket, measured.is_some().then_some(&accesses[..]));
+        self.host_accesses_measured(pending.op, measured.is_some().then_some(&accesses[..]));
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
             let _timer = phases::start(Phase::FootprintLearn);
             self.learn(learning, &pending, measured);

@@ -132,11 +132,7 @@ DISAGREEMENTS = {
 
 # Cases streamsan is known to miss or to report wrongly, named in a failing case's note so that
 # a reader tells a known gap from a new one; a line goes when its gap is closed.
-KNOWN_GAPS = {
-    ("34_negative_array", "plain"): "known gap: the kernel reaches the managed buffer through a pointer it "
-                                    "loads from managed memory, which its parameters do not point into; the "
-                                    "host-race guard covers it only once a launch's footprint is learnt",
-}
+KNOWN_GAPS: dict = {}
 
 
 def variants_of(path):
