@@ -11,7 +11,7 @@ use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::Definition;
 use crate::model::definition::{Graph, Node, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{OpRecord, Origin};
+use crate::model::op::{GridWait, OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
 use crate::model::rules::work::Checked;
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
@@ -211,22 +211,67 @@ impl Model {
             let mut clock = self.node_clock(node, base, &clocks);
             let epoch = clock.tick(state.lane_slots[node.lane]);
             let op = OpRecord::new(&node.origin, node.kernel, epoch);
+            let overlapping = self.overlapping_node(graph, &state.lane_slots, i, op, base, &clocks);
+            let checked = overlapping.as_ref().unwrap_or(&clock);
             let ticket = run.measured.iter().find(|&&(h, _)| h == node.handle && h != 0).map(|&(_, t)| t);
             match (ticket, &node.kind, state.measured.get(i).cloned().flatten()) {
                 (Some(ticket), NodeKind::Work { accesses }, _) => {
-                    self.pend_node(ticket, op, &clock, accesses, (run.exec, i, state.launches))
+                    self.pend_node(ticket, op, checked, accesses, (run.exec, i, state.launches))
                 }
                 (None, NodeKind::Work { .. }, Some((_, measured))) => {
                     for access in measured.iter() {
-                        self.access(access, &clock, op, Checked::Now, found);
+                        self.access(access, checked, op, Checked::Now, found);
                     }
                 }
-                _ => self.run_node(node, op, &clock, found),
+                _ => self.run_node(node, op, checked, found),
             }
             end.join(&clock);
             clocks.push(clock);
         }
         end
+    }
+
+    /// For the kernel node `i` of `graph`, run as `op`, reached through programmatic edges
+    /// from kernel nodes (programmatic dependent launch): if its kernel never waits on its
+    /// grid dependencies, the clock its accesses are checked with, which takes from each of
+    /// those kernels only what that kernel was ordered after, since the node may run beside
+    /// it (`docs/semantics.md#programmatic-dependent-launch`); None where no such kernel is
+    /// left unordered (it is ordered another way). A node whose kernel's wait is not seen is
+    /// taken as ordered, and noted.
+    fn overlapping_node(
+        &self,
+        graph: &Graph,
+        lane_slots: &[Slot],
+        i: usize,
+        op: OpRecord,
+        base: &VectorClock,
+        clocks: &[VectorClock],
+    ) -> Option<VectorClock> {
+        let node = &graph.nodes[i];
+        let primaries: Vec<usize> = node.programmatic.iter().copied().filter(|&d| is_kernel(&graph.nodes[d])).collect();
+        if primaries.is_empty() || !is_kernel(node) {
+            return None;
+        }
+        if node.grid_wait == GridWait::Unseen {
+            self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
+            return None;
+        }
+        let mut clock = base.clone();
+        let mut left_out = Vec::with_capacity(primaries.len());
+        for &dep in &node.deps {
+            if !primaries.contains(&dep) {
+                clock.join(&clocks[dep]);
+                continue;
+            }
+            // The primary's clock before its own tick: what it was ordered after.
+            let slot = lane_slots[graph.nodes[dep].lane];
+            let time = clocks[dep].get(slot);
+            let mut start = clocks[dep].clone();
+            start.set(slot, time - 1);
+            clock.join(&start);
+            left_out.push((slot, time));
+        }
+        left_out.iter().any(|&(slot, time)| clock.get(slot) < time).then_some(clock)
     }
 
     /// The clock a node starts from: the launch's, joined with its predecessors' and, for a
@@ -269,6 +314,11 @@ impl Model {
     }
 }
 
+/// Whether a node launches a kernel.
+fn is_kernel(node: &Node) -> bool {
+    node.kernel.is_some() && matches!(node.kind, NodeKind::Work { .. })
+}
+
 /// One launch of an executable graph: the graph, and the kernel nodes measured at it, each
 /// as (node handle, ticket).
 pub(super) struct Run<'a> {
@@ -295,7 +345,8 @@ impl Member for Stream {
 #[cfg(test)]
 mod tests {
     use crate::model::buffers::MemoryKind;
-    use crate::model::op::{Access, HostEffect, Mode, Origin};
+    use crate::model::op::{Access, GridWait, HostEffect, Mode, Origin};
+    use crate::model::race::{NoteKind, RaceKind};
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, Model, Work};
 
@@ -326,6 +377,39 @@ mod tests {
         model.graph_instantiated(0x7000, 0x6000);
         model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 3));
         assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// A kernel writes a buffer, then a kernel launched programmatically reads it, captured
+    /// on one stream; `wait` is the reader's. Returns the races and the notes of one launch.
+    fn captured_programmatic(wait: GridWait) -> (Vec<RaceKind>, Vec<NoteKind>) {
+        let model = Model::default();
+        let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.capture_begin(STREAM);
+        let kernel = |name, mode, site| {
+            let access = [Access::new(0x1000, 64, mode)];
+            let origin = Origin::test("cuLaunchKernelEx", site);
+            let kernel = Some(model.kernel_id(name, name));
+            model.work(STREAM, Work { origin, kernel, accesses: &access, host: HostEffect::None });
+        };
+        kernel("primary", Mode::Write, 2);
+        model.programmatic_next_launch(STREAM, wait);
+        kernel("dependent", Mode::Read, 3);
+        // After the dependent, the stream orders what follows after both.
+        kernel("after", Mode::Write, 4);
+        model.capture_end(STREAM, Some(0x6000));
+        model.graph_instantiated(0x7000, 0x6000);
+        model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 5));
+        (model.races().iter().map(|r| r.race.kind).collect(), model.notes().iter().map(|n| n.kind).collect())
+    }
+
+    /// Captured, a programmatic launch whose kernel never waits overlaps the kernel node
+    /// before it; one whose wait is not seen is ordered, and noted at each launch.
+    #[test]
+    fn a_captured_programmatic_launch_overlaps_the_kernel_node_before_it_unless_it_may_wait() {
+        assert_eq!(captured_programmatic(GridWait::Never), (vec![RaceKind::CrossStream], vec![]));
+        assert_eq!(captured_programmatic(GridWait::Unseen), (vec![], vec![NoteKind::ProgrammaticLaunch]));
     }
 
     /// A host function captured into a graph runs at each launch, not once: the shim keeps it

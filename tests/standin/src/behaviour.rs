@@ -1347,7 +1347,7 @@ pub unsafe fn stream_begin_capture_to_graph(
     stream: CUstream,
     graph: CUgraph,
     _deps: *const CUgraphNode,
-    _data: *const c_void,
+    _data: *const GraphEdgeData,
     _n: usize,
     _mode: u32,
 ) -> CUresult {
@@ -1379,7 +1379,7 @@ pub unsafe fn stream_update_capture_dependencies(
 pub unsafe fn stream_update_capture_dependencies_v2(
     stream: CUstream,
     deps: *mut CUgraphNode,
-    _data: *const c_void,
+    _data: *const GraphEdgeData,
     num_deps: usize,
     _flags: c_uint,
 ) -> CUresult {
@@ -1723,7 +1723,7 @@ pub unsafe fn graph_add_node_v2(
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
-    _edges: *const c_void,
+    _edges: *const GraphEdgeData,
     num_deps: usize,
     params: *mut c_void,
 ) -> CUresult {
@@ -1757,10 +1757,26 @@ pub unsafe fn graph_add_dependencies_v2(
     graph: CUgraph,
     from: *const CUgraphNode,
     to: *const CUgraphNode,
-    _edges: *const c_void,
+    data: *const GraphEdgeData,
     num: usize,
 ) -> CUresult {
+    // SAFETY: null or the caller's array of `num` edges.
+    let data = (!data.is_null()).then(|| unsafe { core::slice::from_raw_parts(data, num) });
+    if !data.unwrap_or_default().iter().all(edge_data_valid) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     unsafe { edges(graph, from, to, num) }
+}
+/// Edge data as the driver documents it: no port into a node, reserved bytes zero, and a
+/// programmatic edge only from a kernel node's programmatic or launch-order port.
+fn edge_data_valid(edge: &GraphEdgeData) -> bool {
+    let port = edge.from_port <= CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;
+    let programmatic = match edge.type_ {
+        CU_GRAPH_DEPENDENCY_TYPE_DEFAULT => true,
+        CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC => edge.from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT,
+        _ => false,
+    };
+    port && programmatic && edge.to_port == 0 && edge.reserved == [0; 5]
 }
 pub unsafe fn graph_remove_dependencies(
     graph: CUgraph,
@@ -1774,7 +1790,7 @@ pub unsafe fn graph_remove_dependencies_v2(
     graph: CUgraph,
     from: *const CUgraphNode,
     to: *const CUgraphNode,
-    _edges: *const c_void,
+    _edges: *const GraphEdgeData,
     num: usize,
 ) -> CUresult {
     unsafe { edges(graph, from, to, num) }
