@@ -302,6 +302,15 @@ typedef struct {
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+/* An edge's annotation, laid out as in cuda.h: a programmatic edge from a kernel node's
+   programmatic port lets the downstream kernel start once the upstream one triggers it. */
+typedef struct {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
+#define CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC 1
+#define CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC 1
+#define CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER 2
+CUresult cuGraphAddDependencies_v2(CUgraph, const CUgraphNode *, const CUgraphNode *, const CUgraphEdgeData *, size_t);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphCreate(CUgraph *, unsigned);
 CUresult cuStreamDestroy_v2(CUstream);
