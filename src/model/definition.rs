@@ -52,6 +52,11 @@ pub struct AddedNode<'a> {
     pub grid_wait: GridWait,
 }
 
+/// The dependencies `deps` flagged in `programmatic` (by index; none where it is empty).
+pub fn flagged(deps: &[usize], programmatic: &[bool]) -> Vec<usize> {
+    deps.iter().zip(programmatic).filter(|(_, &p)| p).map(|(&d, _)| d).collect()
+}
+
 /// What a node does when the graph runs.
 #[derive(Clone)]
 pub enum NodeKind {

@@ -372,8 +372,8 @@ pub unsafe fn stream_begin_capture_to_graph(
     let status = unsafe { real(h_stream, graph, deps, dep_data, num_deps, mode) };
     if ok(status) {
         super::load_gate::capture_began(h_stream.cast(), mode);
-        let deps = unsafe { handles(deps, num_deps) };
-        model().capture_begin_into(stream(call, h_stream), graph as u64, &deps);
+        let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(dep_data, num_deps)) };
+        model().capture_begin_into(stream(call, h_stream), graph as u64, &deps, &programmatic);
     }
     status
 }
@@ -390,7 +390,7 @@ pub unsafe fn stream_update_capture_dependencies(
     let status = unsafe { real(h_stream, deps, num_deps, flags) };
     if ok(status) {
         let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
+        model().capture_dependencies(stream(call, h_stream), &deps, &[], flags & SET_CAPTURE_DEPENDENCIES != 0);
     }
     status
 }
@@ -406,8 +406,9 @@ pub unsafe fn stream_update_capture_dependencies_v2(
 ) -> CUresult {
     let status = unsafe { real(h_stream, deps, dep_data, num_deps, flags) };
     if ok(status) {
-        let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
+        let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(dep_data, num_deps)) };
+        let set = flags & SET_CAPTURE_DEPENDENCIES != 0;
+        model().capture_dependencies(stream(call, h_stream), &deps, &programmatic, set);
     }
     status
 }

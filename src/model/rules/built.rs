@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::model::capture::{Exec, ExecState};
-use crate::model::definition::{AddedNode, Definition, Graph, Node, NodeKind};
+use crate::model::definition::{flagged, AddedNode, Definition, Graph, Node, NodeKind};
 use crate::model::op::{GridWait, KernelId};
 use crate::model::Model;
 
@@ -47,7 +47,7 @@ impl Model {
             // buffer, which their launches find registered by this node.
             self.buffers.widen(base, base + size);
         }
-        let programmatic = deps.iter().zip(added.programmatic).filter(|(_, &p)| p).map(|(&d, _)| d).collect();
+        let programmatic = flagged(&deps, added.programmatic);
         let node = Node {
             handle: added.handle,
             lane: 0,

@@ -109,7 +109,8 @@ impl Model {
 
     /// If `stream` is capturing, appends a node for the operation and returns true. A
     /// programmatic launch's node is reached from the stream's last nodes through
-    /// programmatic edges, as stream capture makes them.
+    /// programmatic edges, as stream capture makes them; another node, through those the
+    /// program gave edge data for.
     pub(in crate::model) fn capture_node(
         &self,
         stream: &Stream,
@@ -125,10 +126,11 @@ impl Model {
         let Some(lane) = capture.as_mut() else { return false };
         let programmatic = programmatic_next.take().filter(|_| kernel.is_some());
         let deps = std::mem::take(&mut lane.frontier);
+        let edges = std::mem::take(&mut lane.programmatic);
         let node = Node {
             handle: 0,
             lane: lane.lane,
-            programmatic: if programmatic.is_some() { deps.clone() } else { Vec::new() },
+            programmatic: if programmatic.is_some() { deps.clone() } else { edges },
             deps,
             kind: kind(),
             origin: *origin,
