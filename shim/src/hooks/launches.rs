@@ -168,8 +168,8 @@ pub unsafe fn launch_kernel(
 
 /// `cuLaunchKernelEx`: the stream is in the configuration. A programmatic event or a
 /// launch-completion event attribute is taken as an event recorded after the kernel (which
-/// may hide a race, but never invents one); a programmatic launch is ordered as any, and
-/// noted.
+/// may hide a race, but never invents one); programmatic stream serialization is told to the
+/// model before the launch ([`programmatic`]).
 pub unsafe fn launch_kernel_ex(
     call: &Call,
     real: real::launch_kernel_ex,

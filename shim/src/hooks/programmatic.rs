@@ -1,7 +1,7 @@
 //! Programmatic dependent launch: launches allowed to start before the kernel ahead of them on
 //! their stream completes, asked per launch (`cuLaunchKernelEx`'s attribute) or per stream
-//! (`cuStreamSetAttribute`), and whether such a launch's kernel waits on its grid dependencies
-//! (`docs/semantics.md#programmatic-dependent-launch`).
+//! (`cuStreamSetAttribute`), and whether a kernel, launched so or in a graph's kernel node,
+//! waits on its grid dependencies (`docs/semantics.md#programmatic-dependent-launch`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
