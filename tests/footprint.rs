@@ -295,12 +295,12 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
 }
 
 /// The same pair in a graph, captured from the stream or built with a programmatic edge
-/// (`cuGraphAddDependencies_v2`): the dependent's node races with the writer's when its
+/// (`cuGraphAddDependencies_v2`, `cuGraphAddNode_v2`): the dependent's node races with the writer's when its
 /// kernel never waits, on one graph lane, its fix the wait; one that waits is ordered, and
 /// noted at the graph's launch; without the engine both are noted, neither reported.
 #[test]
 fn a_programmatic_kernel_node_that_never_waits_races_with_the_kernel_node_it_follows() {
-    for scenario in ["programmatic_captured", "programmatic_built"] {
+    for scenario in ["programmatic_captured", "programmatic_built", "programmatic_node"] {
         for mode in ["exact", "learn"] {
             let racy = run_mode(scenario, "racy", mode, &[]);
             let expected = vec![race("cross-stream-race", Some("RAW"), "write", "read")];

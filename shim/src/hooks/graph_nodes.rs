@@ -35,13 +35,13 @@ unsafe fn handles(nodes: *const CUgraphNode, n: usize) -> Vec<u64> {
     (0..n).map(|i| unsafe { *nodes.add(i) } as u64).collect()
 }
 
-/// A node the driver added: tells the model, with what it does.
+/// A node the driver added after `deps`, whose edges `edge_data` describes (null: ordinary
+/// ones): tells the model, with what it does.
 unsafe fn added(
     call: &Call,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
+    (deps, edge_data, num_deps): (*const CUgraphNode, *const GraphEdgeData, usize),
     what: Does,
     child: Option<CUgraph>,
 ) {
@@ -49,13 +49,13 @@ unsafe fn added(
     let Some(&handle) = (unsafe { node.as_ref() }) else {
         return;
     };
-    let deps = unsafe { handles(deps, num_deps) };
+    let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(edge_data, num_deps)) };
     let (kind, kernel, grid_wait) = what;
     let node = AddedNode {
         graph: graph as u64,
         handle: handle as u64,
         deps: &deps,
-        programmatic: &[],
+        programmatic: &programmatic,
         kind,
         origin: origin(call),
         kernel,
@@ -70,18 +70,25 @@ pub trait NodeParams {
 }
 
 impl NodeParams for KernelNodeParams {
-    /// The accesses of its parameters. The `_v2` parameters may name the kernel by `kern`
-    /// alone.
+    /// The `_v2` parameters may name the kernel by `kern` alone.
     unsafe fn node(call: &Call, params: *const Self) -> Option<Does> {
         // SAFETY: the parameters the driver accepted.
-        let p = unsafe { params.as_ref()? };
-        let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
-        let model = model();
-        let info = kernels::info(model, f);
-        let mut accesses = Vec::new();
-        unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
-        Some((NodeKind::Work { accesses }, info.id, programmatic::grid_wait(f)))
+        Some(unsafe { kernel_node(params.as_ref()?, call.name().contains("_v2")) })
     }
+}
+
+/// A kernel node with parameters `p`: the accesses of its parameters. `by_kern`: the
+/// parameters may name the kernel by `kern` alone (`_v2` and later).
+///
+/// # Safety
+/// `p` holds parameters the driver accepted.
+unsafe fn kernel_node(p: &KernelNodeParams, by_kern: bool) -> Does {
+    let f = if p.func.is_null() && by_kern { p.kern } else { p.func };
+    let model = model();
+    let info = kernels::info(model, f);
+    let mut accesses = Vec::new();
+    unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
+    (NodeKind::Work { accesses }, info.id, programmatic::grid_wait(f))
 }
 
 impl NodeParams for Memcpy3D {
@@ -138,7 +145,8 @@ macro_rules! add_nodes {
             let status = unsafe { real(node, graph, deps, num_deps, $($arg),*) };
             if ok(status) {
                 if let Some(what) = $what {
-                    unsafe { added($call, node, graph, deps, num_deps, what, add_nodes!(@child $($child)?)) };
+                    let deps = (deps, core::ptr::null(), num_deps);
+                    unsafe { added($call, node, graph, deps, what, add_nodes!(@child $($child)?)) };
                 }
             }
             status
@@ -167,18 +175,16 @@ add_nodes! {
     graph_add_mem_free_node(call, dptr: CUdeviceptr) => Some((NodeKind::Free { base: dptr }, None, GridWait::Unseen));
 }
 
-// One handler serves batch memory operation nodes and `cuGraphAddNode`: `P` is the parameters.
-pub use {add_opaque_node as graph_add_batch_mem_op_node, add_opaque_node as graph_add_node};
-
-/// A node whose parameters do not say what it touches: the model stops following the graph.
-pub unsafe fn add_opaque_node<P>(
+/// `cuGraphAddBatchMemOpNode`: its operations' addresses are not read, so the model stops
+/// following the graph.
+pub unsafe fn graph_add_batch_mem_op_node(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, P) -> CUresult,
+    real: real::graph_add_batch_mem_op_node,
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
     num_deps: usize,
-    params: P,
+    params: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, params) };
     if ok(status) {
@@ -187,21 +193,55 @@ pub unsafe fn add_opaque_node<P>(
     status
 }
 
+pub unsafe fn graph_add_node(
+    call: &Call,
+    real: real::graph_add_node,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    num_deps: usize,
+    params: *mut GraphNodeParams,
+) -> CUresult {
+    let status = unsafe { real(node, graph, deps, num_deps, params) };
+    if ok(status) {
+        unsafe { generic_added(call, node, graph, (deps, core::ptr::null(), num_deps), params) };
+    }
+    status
+}
+
 pub unsafe fn graph_add_node_v2(
-    _call: &Call,
+    call: &Call,
     real: real::graph_add_node_v2,
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
     edge_data: *const GraphEdgeData,
     num_deps: usize,
-    params: *mut CUgraphNodeParams,
+    params: *mut GraphNodeParams,
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, edge_data, num_deps, params) };
     if ok(status) {
-        model().graph_opaque_node_added(graph as u64);
+        unsafe { generic_added(call, node, graph, (deps, edge_data, num_deps), params) };
     }
     status
+}
+
+/// A node `cuGraphAddNode` added: a kernel node is told as `cuGraphAddKernelNode`'s; a node
+/// of another type (its parameters not read) makes the graph one the model does not follow.
+unsafe fn generic_added(
+    call: &Call,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: (*const CUgraphNode, *const GraphEdgeData, usize),
+    params: *const GraphNodeParams,
+) {
+    // SAFETY: the parameters the driver accepted.
+    match unsafe { params.as_ref() } {
+        Some(p) if p.type_ == CU_GRAPH_NODE_TYPE_KERNEL => unsafe {
+            added(call, node, graph, deps, kernel_node(&p.kernel, true), None)
+        },
+        _ => model().graph_opaque_node_added(graph as u64),
+    }
 }
 
 /// Whether each of `n` edges lets its downstream node start before its upstream one
