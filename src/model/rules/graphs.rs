@@ -244,10 +244,10 @@ impl Model {
     }
 
     /// For the kernel node `i` of `graph`, run as `op`, reached through programmatic edges
-    /// from kernel nodes (programmatic dependent launch): if its kernel never waits on its
-    /// grid dependencies, the clock its accesses are checked with, which takes from each of
-    /// those kernels only what that kernel was ordered after, since the node may run beside
-    /// it (`docs/semantics.md#programmatic-dependent-launch`); None where no such kernel is
+    /// (programmatic dependent launch): if its kernel never waits on its grid dependencies,
+    /// the clock its accesses are checked with, which takes from each kernel node at the
+    /// other end only what that kernel was ordered after, since the node may run beside it
+    /// (`docs/semantics.md#programmatic-dependent-launch`); None where no such kernel is
     /// left unordered (it is ordered another way). A node whose kernel's wait is not seen is
     /// taken as ordered, and noted.
     fn overlapping_node(
@@ -260,12 +260,15 @@ impl Model {
         clocks: &[VectorClock],
     ) -> Option<VectorClock> {
         let node = &graph.nodes[i];
-        let primaries: Vec<usize> = node.programmatic.iter().copied().filter(|&d| is_kernel(&graph.nodes[d])).collect();
-        if primaries.is_empty() || !is_kernel(node) {
+        if node.programmatic.is_empty() || !is_kernel(node) {
             return None;
         }
         if node.grid_wait == GridWait::Unseen {
             self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
+            return None;
+        }
+        let primaries: Vec<usize> = node.programmatic.iter().copied().filter(|&d| is_kernel(&graph.nodes[d])).collect();
+        if primaries.is_empty() {
             return None;
         }
         let mut clock = base.clone();
