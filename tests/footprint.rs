@@ -294,6 +294,33 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
     }
 }
 
+/// The same pair in a graph, captured from the stream or built with a programmatic edge
+/// (`cuGraphAddDependencies_v2`, `cuGraphAddNode_v2`): the dependent's node races with the writer's when its
+/// kernel never waits, on one graph lane, its fix the wait; one that waits is ordered, and
+/// noted at the graph's launch; without the engine both are noted, neither reported.
+#[test]
+fn a_programmatic_kernel_node_that_never_waits_races_with_the_kernel_node_it_follows() {
+    for scenario in ["programmatic_captured", "programmatic_built", "programmatic_node"] {
+        for mode in ["exact", "learn"] {
+            let racy = run_mode(scenario, "racy", mode, &[]);
+            let expected = vec![race("cross-stream-race", Some("RAW"), "write", "read")];
+            assert_eq!(races(&racy), expected, "{scenario} {mode}");
+            let race = &racy.reports()[0].races[0];
+            assert_eq!(race.first.stream.label, race.second.stream.label, "{scenario}: one lane");
+            assert_eq!(race.missing_wait.action.to_string(), "grid-dependency-wait", "{scenario}");
+            assert!(!notes(&racy).contains(&"programmatic-launch".to_string()), "{scenario} {mode}");
+            let fixed = run_mode(scenario, "fixed", mode, &[]);
+            assert_eq!(races(&fixed), vec![], "{scenario} {mode}");
+            assert!(notes(&fixed).contains(&"programmatic-launch".to_string()), "{scenario} {mode}");
+        }
+        for twin in ["racy", "fixed"] {
+            let run = run_mode(scenario, twin, "params", &[]);
+            assert_eq!(races(&run), vec![], "{scenario} params {twin}");
+            assert!(notes(&run).contains(&"programmatic-launch".to_string()), "{scenario} params {twin}");
+        }
+    }
+}
+
 /// Batches from a stream-ordered pool whose addresses come back step after step, the
 /// launches' footprints read only at the end: the fixed loop is clean, the racy one reports
 /// only its reads before the batches' fills.

@@ -14,8 +14,11 @@ use super::op::Access;
 pub struct CaptureLane {
     pub capture: Arc<Capture>,
     pub lane: usize,
-    /// The nodes the stream's next operation depends on.
+    /// The nodes the stream's next operation depends on...
     pub frontier: Vec<usize>,
+    /// ...and those of them it depends on through programmatic edges (edge data given with
+    /// the dependencies).
+    pub programmatic: Vec<usize>,
 }
 
 /// A stream taking part in a capture, as the capture sees it. The capture only needs to end

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::clock::VectorClock;
-use super::op::{Access, KernelId, Origin};
+use super::op::{Access, GridWait, KernelId, Origin};
 
 /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): when it runs, the host is
 /// ordered after the clock of the operation that enqueued it.
@@ -42,11 +42,19 @@ pub struct AddedNode<'a> {
     pub graph: u64,
     /// The driver's handle of the new node.
     pub handle: u64,
-    /// The handles of the nodes it depends on.
+    /// The handles of the nodes it depends on...
     pub deps: &'a [u64],
+    /// ...and, by dependency, whether through a programmatic edge (none where it is empty).
+    pub programmatic: &'a [bool],
     pub kind: NodeKind,
     pub origin: Origin,
     pub kernel: Option<KernelId>,
+    pub grid_wait: GridWait,
+}
+
+/// The dependencies `deps` flagged in `programmatic` (by index; none where it is empty).
+pub fn flagged(deps: &[usize], programmatic: &[bool]) -> Vec<usize> {
+    deps.iter().zip(programmatic).filter(|(_, &p)| p).map(|(&d, _)| d).collect()
 }
 
 /// What a node does when the graph runs.
@@ -85,9 +93,14 @@ pub struct Node {
     /// The chain of nodes it continues ([`Definition::executable`] assigns it).
     pub lane: usize,
     pub deps: Vec<usize>,
+    /// Those of `deps` it is reached from through a programmatic edge (programmatic
+    /// dependent launch): it may start before they complete.
+    pub programmatic: Vec<usize>,
     pub kind: NodeKind,
     pub origin: Origin,
     pub kernel: Option<KernelId>,
+    /// A kernel node: whether its kernel's code waits on its grid dependencies.
+    pub grid_wait: GridWait,
 }
 
 /// An executable graph's nodes, in topological order, in `lanes` chains.
@@ -178,7 +191,7 @@ impl Definition {
             if defined.removed {
                 continue;
             }
-            let node = Node { deps: Vec::new(), ..defined.node.clone() };
+            let node = Node { deps: Vec::new(), programmatic: Vec::new(), ..defined.node.clone() };
             match &defined.child {
                 None => {
                     flat.push(node);
@@ -201,8 +214,9 @@ impl Definition {
         }
         for (i, defined) in self.nodes.iter().enumerate() {
             if let Some((start, _)) = span[i] {
-                let deps = defined.node.deps.iter().filter_map(|&d| span.get(d).copied().flatten().map(|(_, end)| end));
-                flat[start].deps.extend(deps);
+                let end_of = |d: &usize| span.get(*d).copied().flatten().map(|(_, end)| end);
+                flat[start].deps.extend(defined.node.deps.iter().filter_map(end_of));
+                flat[start].programmatic.extend(defined.node.programmatic.iter().filter_map(end_of));
             }
         }
         true
@@ -248,6 +262,7 @@ fn ordered(nodes: Vec<Node>) -> Graph {
         node.deps = node.deps.iter().map(|&d| position[d]).collect();
         node.deps.sort_unstable();
         node.deps.dedup();
+        node.programmatic = node.programmatic.iter().map(|&d| position[d]).collect();
         let here = out.len();
         node.lane = match lane_tail.iter().position(|tail| node.deps.contains(tail)) {
             Some(lane) => lane,
@@ -272,9 +287,11 @@ mod tests {
             handle: 0,
             lane: 0,
             deps: deps.to_vec(),
+            programmatic: Vec::new(),
             kind: NodeKind::Empty,
             origin: Origin { api: "cuGraphAddEmptyNode", thread: Default::default(), site: Default::default() },
             kernel: None,
+            grid_wait: GridWait::Unseen,
         }
     }
 

@@ -14,6 +14,19 @@ pub struct ThreadId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelId(pub u32);
 
+/// Whether a kernel's code waits on its grid dependencies (`griddepcontrol.wait`), as far as
+/// it was read: a programmatic launch of a kernel that never waits overlaps the kernel it
+/// follows (`docs/semantics.md#programmatic-dependent-launch`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GridWait {
+    /// Its code holds no wait.
+    Never,
+    /// It waits somewhere, or its code is not known: where its accesses fall around the wait
+    /// is not seen.
+    #[default]
+    Unseen,
+}
+
 /// Who issued a call, and where from.
 #[derive(Clone, Copy, Debug)]
 pub struct Origin {

@@ -187,8 +187,9 @@ named_enum! {
         /// The host touched other data on a page guarded for a copy in flight: the page was
         /// unprotected, and host races on it go unseen until that copy is done.
         HostGuardGaveUp = "host-guard-gave-up",
-        /// A kernel launched with programmatic stream serialization: it may start before the
-        /// kernel ahead of it on its stream completes, ordered after it only from its
+        /// A kernel launched with programmatic stream serialization, or a kernel node reached
+        /// through a programmatic edge: it may start before the kernel ahead of it completes,
+        /// ordered after it only from its
         /// grid-dependency wait, and where it waits is not known: it is taken as ordered
         /// from its start.
         ProgrammaticLaunch = "programmatic-launch",

@@ -12,7 +12,7 @@ use crate::thread_cache::ThreadCache;
 use super::capture::CaptureLane;
 use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
 use super::lock::{Guard, Lock};
-use super::op::{StackId, ThreadId};
+use super::op::{GridWait, StackId, ThreadId};
 
 /// How the shim names a stream: a handle, or the default stream of an entry point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -236,9 +236,9 @@ pub struct StreamState {
     /// The time of the stream's last operation, if it was a kernel launch: the kernel a
     /// programmatic launch after it may overlap.
     pub last_kernel: Option<u32>,
-    /// The next launch on the stream overlaps the kernel before it
-    /// ([`crate::model::Model::overlap_next_launch`]).
-    pub overlap_next: bool,
+    /// The next launch on the stream is programmatic, its kernel's wait as given
+    /// ([`crate::model::Model::programmatic_next_launch`]).
+    pub programmatic_next: Option<GridWait>,
 }
 
 pub struct Stream {
@@ -297,7 +297,7 @@ impl Stream {
                 clock: VectorClock::new(),
                 capture: None,
                 last_kernel: None,
-                overlap_next: false,
+                programmatic_next: None,
             }),
             version: AtomicU64::new(0),
             host_seen: AtomicU64::new(u64::MAX),

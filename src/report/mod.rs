@@ -213,7 +213,8 @@ named_enum! {
         /// Move the free after the use.
         FreeAfterUse = "free-after-use",
         /// Make `before`, a kernel launched with programmatic stream serialization on the
-        /// stream of `after`, wait on its grid dependencies before the access.
+        /// stream of `after` (or a kernel node reached from it through a programmatic edge),
+        /// wait on its grid dependencies before the access.
         GridDependencyWait = "grid-dependency-wait",
     }
 }

@@ -158,7 +158,7 @@ pub fn missing_wait(race: &RaceReport) -> String {
         ),
         FixAction::RecordAndWait => format!("record an event on {record_on} after {after}; make {wait_on} wait on it before {before}"),
         FixAction::GridDependencyWait => format!(
-            "{before} was launched with programmatic stream serialization and may run beside {after}: call cudaGridDependencySynchronize (griddepcontrol.wait) in it before the access, or launch it without the attribute"
+            "{before} was launched with programmatic stream serialization, or reached through a programmatic graph edge, and may run beside {after}: call cudaGridDependencySynchronize (griddepcontrol.wait) in it before the access, or order it fully (launch it without the attribute; an ordinary edge)"
         ),
     }
 }
@@ -196,7 +196,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
         }
         NoteKind::ProgrammaticLaunch => format!(
-            "{} was launched on {on} with programmatic stream serialization: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize); its code waits at a place streamsan does not see, or could not be read, so it is taken as ordered from its start and an access before that wait is not reported",
+            "{} was launched on {on} with programmatic stream serialization, or reached through a programmatic graph edge: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize); its code waits at a place streamsan does not see, or could not be read, so it is taken as ordered from its start and an access before that wait is not reported",
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::IpcImport => format!(

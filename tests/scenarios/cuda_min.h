@@ -302,6 +302,28 @@ typedef struct {
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+/* An edge's annotation, laid out as in cuda.h: a programmatic edge from a kernel node's
+   programmatic port lets the downstream kernel start once the upstream one triggers it. */
+typedef struct {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
+#define CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC 1
+#define CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC 1
+#define CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER 2
+CUresult cuGraphAddDependencies_v2(CUgraph, const CUgraphNode *, const CUgraphNode *, const CUgraphEdgeData *, size_t);
+/* A node of any type, laid out as in cuda.h: its type, then a union of each type's parameters. */
+#define CU_GRAPH_NODE_TYPE_KERNEL 0
+typedef struct {
+    int type;
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        CUDA_KERNEL_NODE_PARAMS kernel;
+    };
+    long long reserved2;
+} CUgraphNodeParams;
+CUresult cuGraphAddNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t,
+                           CUgraphNodeParams *);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphCreate(CUgraph *, unsigned);
 CUresult cuStreamDestroy_v2(CUstream);

@@ -127,7 +127,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -304,6 +304,57 @@ int main(int argc, char **argv) {
             CHECK(cuMemAlloc_v2(&z, N));
             launch_touch(a, z, 64, W);
             launch_programmatic(fixed ? waits : touch, a, z, 64, R);
+            CHECK(cuCtxSynchronize());
+            CHECK(cuMemFree_v2(z));
+        } else if (strcmp(scenario, "programmatic_captured") == 0 && round == 0) {
+            /* As "programmatic", captured from A into a graph launched on A: the dependent's
+               node is reached from the writer's through a programmatic edge. The writer is
+               footprint_fresh0 (as footprint_touch): a launch measures one node per kernel. */
+            CUdeviceptr z;
+            CUgraph graph;
+            CHECK(cuMemAlloc_v2(&z, N));
+            CHECK(cuStreamBeginCapture_v2(a, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+            launch_triple(fresh[0], a, z, 64, W);
+            launch_programmatic(fixed ? waits : touch, a, z, 64, R);
+            CHECK(cuStreamEndCapture(a, &graph));
+            CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+            CHECK(cuGraphLaunch(exec, a));
+            CHECK(cuCtxSynchronize());
+            CHECK(cuMemFree_v2(z));
+        } else if ((strcmp(scenario, "programmatic_built") == 0 || strcmp(scenario, "programmatic_node") == 0)
+                   && round == 0) {
+            /* As "programmatic", in a graph built node by node: the writer's node, then the
+               dependent's, joined by a programmatic edge from the writer's programmatic port
+               (cuGraphAddDependencies_v2; "programmatic_node": the dependent added with its edge
+               by cuGraphAddNode_v2). The writer is footprint_fresh0, as captured. */
+            CUdeviceptr z;
+            CUgraph graph;
+            CUgraphNode writer, dependent;
+            CUgraphEdgeData edge;
+            CHECK(cuMemAlloc_v2(&z, N));
+            CHECK(cuGraphCreate(&graph, 0));
+            writer = triple_node(graph, fresh[0], NULL, 0, z, 64, W);
+            memset(&edge, 0, sizeof edge);
+            edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+            edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+            if (strcmp(scenario, "programmatic_node") == 0) {
+                unsigned long long a_ = z, l = 64, f = R;
+                void *params[] = {&a_, &l, &f};
+                CUgraphNodeParams node;
+                memset(&node, 0, sizeof node);
+                node.type = CU_GRAPH_NODE_TYPE_KERNEL;
+                node.kernel.func = fixed ? waits : touch;
+                node.kernel.gridDimX = node.kernel.gridDimY = node.kernel.gridDimZ = 1;
+                node.kernel.blockDimX = 32;
+                node.kernel.blockDimY = node.kernel.blockDimZ = 1;
+                node.kernel.kernelParams = params;
+                CHECK(cuGraphAddNode_v2(&dependent, graph, &writer, &edge, 1, &node));
+            } else {
+                dependent = triple_node(graph, fixed ? waits : touch, NULL, 0, z, 64, R);
+                CHECK(cuGraphAddDependencies_v2(graph, &writer, &dependent, &edge, 1));
+            }
+            CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+            CHECK(cuGraphLaunch(exec, a));
             CHECK(cuCtxSynchronize());
             CHECK(cuMemFree_v2(z));
         } else if (strcmp(scenario, "freed_unread") == 0) {

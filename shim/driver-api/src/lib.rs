@@ -68,6 +68,15 @@ pub const CU_LAUNCH_PARAM_BUFFER_SIZE: usize = 0x2;
 pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: u32 = 6;
 pub const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
 pub const CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
+/// `CUgraphNodeType` of a kernel node (`GraphNodeParams::type_`).
+pub const CU_GRAPH_NODE_TYPE_KERNEL: u32 = 0;
+/// `CUgraphDependencyType` values (`GraphEdgeData::type_`).
+pub const CU_GRAPH_DEPENDENCY_TYPE_DEFAULT: c_uchar = 0;
+pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: c_uchar = 1;
+/// A kernel node's outgoing ports (`GraphEdgeData::from_port`).
+pub const CU_GRAPH_KERNEL_NODE_PORT_DEFAULT: c_uchar = 0;
+pub const CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC: c_uchar = 1;
+pub const CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER: c_uchar = 2;
 /// `CUstreamBatchMemOpType` values.
 pub const CU_STREAM_MEM_OP_WAIT_VALUE_32: u32 = 1;
 pub const CU_STREAM_MEM_OP_WRITE_VALUE_32: u32 = 2;
@@ -336,6 +345,29 @@ pub struct MemAllocNodeParams {
     pub dptr: CUdeviceptr,
 }
 
+/// `CUgraphNodeParams`: a node's type, then its parameters in a 232-byte union, of which the
+/// shim reads a kernel node's (`CUDA_KERNEL_NODE_PARAMS_v3`, laid out as the `_v2` ones).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GraphNodeParams {
+    pub type_: u32,
+    pub reserved0: [c_int; 3],
+    pub kernel: KernelNodeParams,
+    pub rest_of_union: [u64; 20],
+    pub reserved2: i64,
+}
+
+/// `CUgraphEdgeData`: when an edge's upstream node lets the downstream one start (`from_port`)
+/// and how (`type_`); all zero is an ordinary edge, after the upstream node completes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GraphEdgeData {
+    pub from_port: c_uchar,
+    pub to_port: c_uchar,
+    pub type_: c_uchar,
+    pub reserved: [c_uchar; 5],
+}
+
 /// `CUipcMemHandle`: 64 opaque bytes, passed by value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -351,8 +383,6 @@ pub type CUmemAllocationProp = c_void;
 pub type CUmemcpyAttributes = c_void;
 pub type CUDA_HOST_NODE_PARAMS = c_void;
 pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = c_void;
-pub type CUgraphNodeParams = c_void;
-pub type CUgraphEdgeData = c_void;
 pub type CUgraphExecUpdateResultInfo = c_void;
 pub type CUmemPoolPtrExportData = c_void;
 pub type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = c_void;
@@ -377,6 +407,18 @@ mod layout_checks {
     const _: () = assert!(offset_of!(Memcpy3DBatchOp, extent) == offset_of!(cu::CUDA_MEMCPY3D_BATCH_OP, extent));
     const _: () = assert!(offset_of!(Memcpy3DBatchOp, flags) == offset_of!(cu::CUDA_MEMCPY3D_BATCH_OP, flags));
     const _: () = assert!(size_of::<IpcMemHandle>() == size_of::<cu::CUipcMemHandle>());
+    const _: () = assert!(size_of::<GraphNodeParams>() == size_of::<cu::CUgraphNodeParams>());
+    const _: () = assert!(offset_of!(GraphNodeParams, kernel) == offset_of!(cu::CUgraphNodeParams, __bindgen_anon_1));
+    const _: () = assert!(size_of::<KernelNodeParams>() == size_of::<cu::CUDA_KERNEL_NODE_PARAMS_v3>());
+    const _: () = assert!(CU_GRAPH_NODE_TYPE_KERNEL == cu::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL as u32);
+    const _: () = assert!(size_of::<GraphEdgeData>() == size_of::<cu::CUgraphEdgeData>());
+    const _: () = assert!(offset_of!(GraphEdgeData, type_) == offset_of!(cu::CUgraphEdgeData, type_));
+    const _: () = assert!(
+        CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u32
+            == cu::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u32
+    );
+    const _: () = assert!(CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u32 == cu::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+    const _: () = assert!(CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u32 == cu::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
     const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
     const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
     const _: () = assert!(offset_of!(LaunchConfig, num_attrs) == offset_of!(cu::CUlaunchConfig, numAttrs));
@@ -588,9 +630,9 @@ macro_rules! driver_api {
             stream_begin_capture_v1 [cuStreamBeginCapture, cuStreamBeginCapture_ptsz] (stream: CUstream);
             stream_begin_capture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (stream: CUstream, mode: u32);
             stream_end_capture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (stream: CUstream, graph: *mut CUgraph);
-            stream_begin_capture_to_graph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, dep_data: *const CUgraphEdgeData, num_deps: usize, mode: u32);
+            stream_begin_capture_to_graph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, dep_data: *const GraphEdgeData, num_deps: usize, mode: u32);
             stream_update_capture_dependencies [cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz] (stream: CUstream, deps: *mut CUgraphNode, num_deps: usize, flags: c_uint);
-            stream_update_capture_dependencies_v2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (stream: CUstream, deps: *mut CUgraphNode, dep_data: *const CUgraphEdgeData, num_deps: usize, flags: c_uint);
+            stream_update_capture_dependencies_v2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (stream: CUstream, deps: *mut CUgraphNode, dep_data: *const GraphEdgeData, num_deps: usize, flags: c_uint);
             stream_wait_value_32 [cuStreamWaitValue32, cuStreamWaitValue32_ptsz, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
             stream_wait_value_64 [cuStreamWaitValue64, cuStreamWaitValue64_ptsz, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u64, flags: c_uint);
             stream_write_value_32 [cuStreamWriteValue32, cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz] (stream: CUstream, addr: CUdeviceptr, value: u32, flags: c_uint);
@@ -627,12 +669,12 @@ macro_rules! driver_api {
             graph_add_mem_alloc_node [cuGraphAddMemAllocNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut MemAllocNodeParams);
             graph_add_mem_free_node [cuGraphAddMemFreeNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, dptr: CUdeviceptr);
             graph_add_batch_mem_op_node [cuGraphAddBatchMemOpNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *const CUDA_BATCH_MEM_OP_NODE_PARAMS);
-            graph_add_node [cuGraphAddNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut CUgraphNodeParams);
-            graph_add_node_v2 [cuGraphAddNode_v2] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num_deps: usize, params: *mut CUgraphNodeParams);
+            graph_add_node [cuGraphAddNode] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, num_deps: usize, params: *mut GraphNodeParams);
+            graph_add_node_v2 [cuGraphAddNode_v2] (node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edge_data: *const GraphEdgeData, num_deps: usize, params: *mut GraphNodeParams);
             graph_add_dependencies [cuGraphAddDependencies] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize);
-            graph_add_dependencies_v2 [cuGraphAddDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num: usize);
+            graph_add_dependencies_v2 [cuGraphAddDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const GraphEdgeData, num: usize);
             graph_remove_dependencies [cuGraphRemoveDependencies] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize);
-            graph_remove_dependencies_v2 [cuGraphRemoveDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const CUgraphEdgeData, num: usize);
+            graph_remove_dependencies_v2 [cuGraphRemoveDependencies_v2] (graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edge_data: *const GraphEdgeData, num: usize);
             graph_destroy_node [cuGraphDestroyNode] (node: CUgraphNode);
             graph_kernel_node_set_params [cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2] (node: CUgraphNode, params: *const KernelNodeParams);
             graph_memcpy_node_set_params [cuGraphMemcpyNodeSetParams] (node: CUgraphNode, copy: *const Memcpy3D);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use streamsan::model::clock::Epoch;
-use streamsan::model::op::{Access, HostEffect, KernelId, Origin};
+use streamsan::model::op::{Access, GridWait, HostEffect, KernelId, Origin};
 use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
@@ -45,8 +45,8 @@ enum Queued {
     Wait { on: StreamRef, event: u64, origin: Origin },
     /// A synchronize, or a query that found the work done: the host joins what it waited for.
     Join(Join),
-    /// The next launch on the stream overlaps the kernel before it.
-    Overlap { on: StreamRef },
+    /// The next launch on the stream is programmatic, its kernel's wait as given.
+    Programmatic { on: StreamRef, wait: GridWait },
 }
 
 /// What the host waited for at a synchronize or a successful query.
@@ -163,15 +163,14 @@ pub fn record(model: &Model, event: u64, on: StreamRef, external: bool, origin: 
     push(model, |_| Queued::Record { event, on, external, origin });
 }
 
-/// Queues the mark that the next launch on `on` overlaps the kernel before it (a
-/// programmatic launch that never waits on its grid dependencies). With `halt_on_error=1`,
-/// tells the model at once.
-pub fn overlap_next(model: &Model, on: StreamRef) {
+/// Queues the mark that the next launch on `on` is programmatic, its kernel's wait `wait`.
+/// With `halt_on_error=1`, tells the model at once.
+pub fn programmatic_next(model: &Model, on: StreamRef, wait: GridWait) {
     if options().halt_on_error {
-        model.overlap_next_launch(on);
+        model.programmatic_next_launch(on, wait);
         return;
     }
-    push(model, |_| Queued::Overlap { on });
+    push(model, |_| Queued::Programmatic { on, wait });
 }
 
 /// Queues `on`'s wait for `event`. With `halt_on_error=1`, tells the model at once.
@@ -275,7 +274,7 @@ fn tell(model: &Model, batch: &mut Queue) -> usize {
                 model.stream_wait_event(on, event, &origin);
             }
             Queued::Join(join) => tell_join(model, join),
-            Queued::Overlap { on } => model.overlap_next_launch(on),
+            Queued::Programmatic { on, wait } => model.programmatic_next_launch(on, wait),
         }
     }
     accesses.clear();

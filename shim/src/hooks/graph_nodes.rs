@@ -7,7 +7,7 @@ use core::ffi::c_uint;
 
 use streamsan::model::definition::AddedNode;
 use streamsan::model::definition::NodeKind;
-use streamsan::model::op::KernelId;
+use streamsan::model::op::{GridWait, KernelId};
 use streamsan_driver_api::*;
 
 use super::call::{ok, origin, stream};
@@ -15,11 +15,16 @@ use super::copies::copy_3d_accesses;
 use super::kernels;
 use super::memsets::push_set_accesses;
 use super::model::model;
+use super::programmatic;
 use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
 /// `CU_STREAM_SET_CAPTURE_DEPENDENCIES`.
 const SET_CAPTURE_DEPENDENCIES: c_uint = 0x1;
+
+/// What a node does: its kind, and for a kernel node its kernel and whether the kernel's
+/// code waits on its grid dependencies.
+pub type Does = (NodeKind, Option<KernelId>, GridWait);
 
 /// `n` node handles from the caller's array.
 unsafe fn handles(nodes: *const CUgraphNode, n: usize) -> Vec<u64> {
@@ -30,62 +35,77 @@ unsafe fn handles(nodes: *const CUgraphNode, n: usize) -> Vec<u64> {
     (0..n).map(|i| unsafe { *nodes.add(i) } as u64).collect()
 }
 
-/// A node the driver added: tells the model, with what it does.
+/// A node the driver added after `deps`, whose edges `edge_data` describes (null: ordinary
+/// ones): tells the model, with what it does.
 unsafe fn added(
     call: &Call,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    num_deps: usize,
-    what: (NodeKind, Option<KernelId>),
+    (deps, edge_data, num_deps): (*const CUgraphNode, *const GraphEdgeData, usize),
+    what: Does,
     child: Option<CUgraph>,
 ) {
     // SAFETY: the driver wrote the new node's handle.
     let Some(&handle) = (unsafe { node.as_ref() }) else {
         return;
     };
-    let deps = unsafe { handles(deps, num_deps) };
-    let (kind, kernel) = what;
-    let node =
-        AddedNode { graph: graph as u64, handle: handle as u64, deps: &deps, kind, origin: origin(call), kernel };
+    let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(edge_data, num_deps)) };
+    let (kind, kernel, grid_wait) = what;
+    let node = AddedNode {
+        graph: graph as u64,
+        handle: handle as u64,
+        deps: &deps,
+        programmatic: &programmatic,
+        kind,
+        origin: origin(call),
+        kernel,
+        grid_wait,
+    };
     model().graph_node_added(node, child.map(|c| c as u64));
 }
 
 /// The parameters of a node that does work: what the node does.
 pub trait NodeParams {
-    unsafe fn node(call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)>;
+    unsafe fn node(call: &Call, params: *const Self) -> Option<Does>;
 }
 
 impl NodeParams for KernelNodeParams {
-    /// The accesses of its parameters. The `_v2` parameters may name the kernel by `kern`
-    /// alone.
-    unsafe fn node(call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+    /// The `_v2` parameters may name the kernel by `kern` alone.
+    unsafe fn node(call: &Call, params: *const Self) -> Option<Does> {
         // SAFETY: the parameters the driver accepted.
-        let p = unsafe { params.as_ref()? };
-        let f = if p.func.is_null() && call.name().contains("_v2") { p.kern } else { p.func };
-        let model = model();
-        let info = kernels::info(model, f);
-        let mut accesses = Vec::new();
-        unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
-        Some((NodeKind::Work { accesses }, info.id))
+        Some(unsafe { kernel_node(params.as_ref()?, call.name().contains("_v2")) })
     }
 }
 
+/// A kernel node with parameters `p`: the accesses of its parameters. `by_kern`: the
+/// parameters may name the kernel by `kern` alone (`_v2` and later).
+///
+/// # Safety
+/// `p` holds parameters the driver accepted.
+unsafe fn kernel_node(p: &KernelNodeParams, by_kern: bool) -> Does {
+    let f = if p.func.is_null() && by_kern { p.kern } else { p.func };
+    let model = model();
+    let info = kernels::info(model, f);
+    let mut accesses = Vec::new();
+    unsafe { kernels::accesses(model, &info, p.kernel_params, p.extra, &mut accesses) };
+    (NodeKind::Work { accesses }, info.id, programmatic::grid_wait(f))
+}
+
 impl NodeParams for Memcpy3D {
-    unsafe fn node(_call: &Call, copy: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+    unsafe fn node(_call: &Call, copy: *const Self) -> Option<Does> {
         // SAFETY: the descriptor the driver accepted.
         let copy = unsafe { copy.as_ref()? };
-        Some((NodeKind::Work { accesses: copy_3d_accesses(copy) }, None))
+        Some((NodeKind::Work { accesses: copy_3d_accesses(copy) }, None, GridWait::Unseen))
     }
 }
 
 impl NodeParams for MemsetNodeParams {
-    unsafe fn node(_call: &Call, params: *const Self) -> Option<(NodeKind, Option<KernelId>)> {
+    unsafe fn node(_call: &Call, params: *const Self) -> Option<Does> {
         // SAFETY: the parameters the driver accepted.
         let p = unsafe { params.as_ref()? };
         let mut accesses = Vec::new();
         push_set_accesses(&mut accesses, p.dst, p.pitch, p.width * p.element_size as usize, p.height);
-        Some((NodeKind::Work { accesses }, None))
+        Some((NodeKind::Work { accesses }, None, GridWait::Unseen))
     }
 }
 
@@ -125,7 +145,8 @@ macro_rules! add_nodes {
             let status = unsafe { real(node, graph, deps, num_deps, $($arg),*) };
             if ok(status) {
                 if let Some(what) = $what {
-                    unsafe { added($call, node, graph, deps, num_deps, what, add_nodes!(@child $($child)?)) };
+                    let deps = (deps, core::ptr::null(), num_deps);
+                    unsafe { added($call, node, graph, deps, what, add_nodes!(@child $($child)?)) };
                 }
             }
             status
@@ -139,32 +160,31 @@ add_nodes! {
     graph_add_kernel_node(call, params: *const KernelNodeParams) => unsafe { NodeParams::node(call, params) };
     graph_add_memcpy_node(call, copy: *const Memcpy3D, ctx: CUcontext) => unsafe { NodeParams::node(call, copy) };
     graph_add_memset_node(call, set: *const MemsetNodeParams, ctx: CUcontext) => unsafe { NodeParams::node(call, set) };
-    graph_add_host_node(call, params: *const CUDA_HOST_NODE_PARAMS) => Some((NodeKind::Empty, None));
-    graph_add_empty_node(call) => Some((NodeKind::Empty, None));
-    graph_add_child_graph_node(call, child: CUgraph) => Some((NodeKind::Empty, None)), embeds child;
-    graph_add_event_record_node(call, event: CUevent) => Some((NodeKind::RecordEvent { event: event as u64 }, None));
-    graph_add_event_wait_node(call, event: CUevent) => Some((NodeKind::WaitEvent { event: event as u64 }, None));
+    graph_add_host_node(call, params: *const CUDA_HOST_NODE_PARAMS) => Some((NodeKind::Empty, None, GridWait::Unseen));
+    graph_add_empty_node(call) => Some((NodeKind::Empty, None, GridWait::Unseen));
+    graph_add_child_graph_node(call, child: CUgraph) => Some((NodeKind::Empty, None, GridWait::Unseen)), embeds child;
+    graph_add_event_record_node(call, event: CUevent) => Some((NodeKind::RecordEvent { event: event as u64 }, None, GridWait::Unseen));
+    graph_add_event_wait_node(call, event: CUevent) => Some((NodeKind::WaitEvent { event: event as u64 }, None, GridWait::Unseen));
     /// The driver chooses the address (in `params.dptr`) when the node is added; the memory is
     /// the graph's from then on, allocated by the node at each launch.
     // SAFETY: the parameters the driver filled in.
     graph_add_mem_alloc_node(call, params: *mut MemAllocNodeParams) => unsafe { params.as_ref() }.map(|p| {
-        (NodeKind::Alloc { base: p.dptr, size: p.bytesize as u64, ctx: driver::current_context() }, None)
+        let kind = NodeKind::Alloc { base: p.dptr, size: p.bytesize as u64, ctx: driver::current_context() };
+        (kind, None, GridWait::Unseen)
     });
-    graph_add_mem_free_node(call, dptr: CUdeviceptr) => Some((NodeKind::Free { base: dptr }, None));
+    graph_add_mem_free_node(call, dptr: CUdeviceptr) => Some((NodeKind::Free { base: dptr }, None, GridWait::Unseen));
 }
 
-// One handler serves batch memory operation nodes and `cuGraphAddNode`: `P` is the parameters.
-pub use {add_opaque_node as graph_add_batch_mem_op_node, add_opaque_node as graph_add_node};
-
-/// A node whose parameters do not say what it touches: the model stops following the graph.
-pub unsafe fn add_opaque_node<P>(
+/// `cuGraphAddBatchMemOpNode`: its operations' addresses are not read, so the model stops
+/// following the graph.
+pub unsafe fn graph_add_batch_mem_op_node(
     _call: &Call,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, P) -> CUresult,
+    real: real::graph_add_batch_mem_op_node,
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
     num_deps: usize,
-    params: P,
+    params: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
     let status = unsafe { real(node, graph, deps, num_deps, params) };
     if ok(status) {
@@ -173,26 +193,83 @@ pub unsafe fn add_opaque_node<P>(
     status
 }
 
-pub unsafe fn graph_add_node_v2(
-    _call: &Call,
-    real: real::graph_add_node_v2,
+pub unsafe fn graph_add_node(
+    call: &Call,
+    real: real::graph_add_node,
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
-    edge_data: *const CUgraphEdgeData,
     num_deps: usize,
-    params: *mut CUgraphNodeParams,
+    params: *mut GraphNodeParams,
 ) -> CUresult {
-    let status = unsafe { real(node, graph, deps, edge_data, num_deps, params) };
+    let status = unsafe { real(node, graph, deps, num_deps, params) };
     if ok(status) {
-        model().graph_opaque_node_added(graph as u64);
+        unsafe { generic_added(call, node, graph, (deps, core::ptr::null(), num_deps), params) };
     }
     status
 }
 
-unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize, add: bool) {
-    let (from, to) = unsafe { (handles(from, num), handles(to, num)) };
-    model().graph_edges(graph as u64, &from, &to, add);
+pub unsafe fn graph_add_node_v2(
+    call: &Call,
+    real: real::graph_add_node_v2,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    edge_data: *const GraphEdgeData,
+    num_deps: usize,
+    params: *mut GraphNodeParams,
+) -> CUresult {
+    let status = unsafe { real(node, graph, deps, edge_data, num_deps, params) };
+    if ok(status) {
+        unsafe { generic_added(call, node, graph, (deps, edge_data, num_deps), params) };
+    }
+    status
+}
+
+/// A node `cuGraphAddNode` added: a kernel node is told as `cuGraphAddKernelNode`'s; a node
+/// of another type (its parameters not read) makes the graph one the model does not follow.
+unsafe fn generic_added(
+    call: &Call,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: (*const CUgraphNode, *const GraphEdgeData, usize),
+    params: *const GraphNodeParams,
+) {
+    // SAFETY: the parameters the driver accepted.
+    match unsafe { params.as_ref() } {
+        Some(p) if p.type_ == CU_GRAPH_NODE_TYPE_KERNEL => unsafe {
+            added(call, node, graph, deps, kernel_node(&p.kernel, true), None)
+        },
+        _ => model().graph_opaque_node_added(graph as u64),
+    }
+}
+
+/// Whether each of `n` edges lets its downstream node start before its upstream one
+/// completes: of the programmatic type, or from a kernel node's port other than its
+/// completion (`docs/semantics.md#programmatic-dependent-launch`). None where `data` is null.
+unsafe fn programmatic(data: *const GraphEdgeData, n: usize) -> Vec<bool> {
+    if data.is_null() {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            // SAFETY: the caller's array of `n` edges, which the driver accepted.
+            let edge = unsafe { *data.add(i) };
+            edge.type_ == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC || edge.from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT
+        })
+        .collect()
+}
+
+unsafe fn edges(
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    data: *const GraphEdgeData,
+    num: usize,
+    add: bool,
+) {
+    let (from, to, programmatic) = unsafe { (handles(from, num), handles(to, num), programmatic(data, num)) };
+    model().graph_edges(graph as u64, &from, &to, &programmatic, add);
 }
 
 /// `cuGraphAddDependencies` and `cuGraphRemoveDependencies`, with edge data (`_v2`) or
@@ -205,16 +282,18 @@ macro_rules! dependencies {
             graph: CUgraph,
             from: *const CUgraphNode,
             to: *const CUgraphNode,
-            $($edge_data: *const CUgraphEdgeData,)?
+            $($edge_data: *const GraphEdgeData,)?
             num: usize,
         ) -> CUresult {
             let status = unsafe { real(graph, from, to, $($edge_data,)? num) };
             if ok(status) {
-                unsafe { edges(graph, from, to, num, $add) };
+                unsafe { edges(graph, from, to, dependencies!(@data $($edge_data)?), num, $add) };
             }
             status
         }
     };
+    (@data) => { core::ptr::null() };
+    (@data $edge_data:ident) => { $edge_data };
 }
 
 dependencies!(graph_add_dependencies, add: true);
@@ -243,8 +322,8 @@ pub unsafe fn node_set_params<P: NodeParams>(
     params: *const P,
 ) -> CUresult {
     let status = unsafe { real(node, params) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { P::node(call, params) }) {
-        model().graph_node_params(node as u64, kind, kernel);
+    if let (true, Some((kind, kernel, grid_wait))) = (ok(status), unsafe { P::node(call, params) }) {
+        model().graph_node_params(node as u64, kind, kernel, grid_wait);
     }
     status
 }
@@ -261,8 +340,8 @@ pub unsafe fn graph_exec_kernel_node_set_params(
         // SAFETY: the parameters the driver accepted.
         unsafe { super::graph_footprint::params_set(exec, node, params) };
     }
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { NodeParams::node(call, params) }) {
-        model().exec_node_params(exec as u64, node as u64, kind, kernel);
+    if let (true, Some((kind, kernel, grid_wait))) = (ok(status), unsafe { NodeParams::node(call, params) }) {
+        model().exec_node_params(exec as u64, node as u64, kind, kernel, grid_wait);
     }
     status
 }
@@ -283,8 +362,8 @@ pub unsafe fn exec_node_set_params_in_context<P: NodeParams>(
     ctx: CUcontext,
 ) -> CUresult {
     let status = unsafe { real(exec, node, params, ctx) };
-    if let (true, Some((kind, kernel))) = (ok(status), unsafe { P::node(call, params) }) {
-        model().exec_node_params(exec as u64, node as u64, kind, kernel);
+    if let (true, Some((kind, kernel, grid_wait))) = (ok(status), unsafe { P::node(call, params) }) {
+        model().exec_node_params(exec as u64, node as u64, kind, kernel, grid_wait);
     }
     status
 }
@@ -326,15 +405,15 @@ pub unsafe fn stream_begin_capture_to_graph(
     h_stream: CUstream,
     graph: CUgraph,
     deps: *const CUgraphNode,
-    dep_data: *const CUgraphEdgeData,
+    dep_data: *const GraphEdgeData,
     num_deps: usize,
     mode: u32,
 ) -> CUresult {
     let status = unsafe { real(h_stream, graph, deps, dep_data, num_deps, mode) };
     if ok(status) {
         super::load_gate::capture_began(h_stream.cast(), mode);
-        let deps = unsafe { handles(deps, num_deps) };
-        model().capture_begin_into(stream(call, h_stream), graph as u64, &deps);
+        let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(dep_data, num_deps)) };
+        model().capture_begin_into(stream(call, h_stream), graph as u64, &deps, &programmatic);
     }
     status
 }
@@ -351,7 +430,7 @@ pub unsafe fn stream_update_capture_dependencies(
     let status = unsafe { real(h_stream, deps, num_deps, flags) };
     if ok(status) {
         let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
+        model().capture_dependencies(stream(call, h_stream), &deps, &[], flags & SET_CAPTURE_DEPENDENCIES != 0);
     }
     status
 }
@@ -361,14 +440,15 @@ pub unsafe fn stream_update_capture_dependencies_v2(
     real: real::stream_update_capture_dependencies_v2,
     h_stream: CUstream,
     deps: *mut CUgraphNode,
-    dep_data: *const CUgraphEdgeData,
+    dep_data: *const GraphEdgeData,
     num_deps: usize,
     flags: c_uint,
 ) -> CUresult {
     let status = unsafe { real(h_stream, deps, dep_data, num_deps, flags) };
     if ok(status) {
-        let deps = unsafe { handles(deps, num_deps) };
-        model().capture_dependencies(stream(call, h_stream), &deps, flags & SET_CAPTURE_DEPENDENCIES != 0);
+        let (deps, programmatic) = unsafe { (handles(deps, num_deps), programmatic(dep_data, num_deps)) };
+        let set = flags & SET_CAPTURE_DEPENDENCIES != 0;
+        model().capture_dependencies(stream(call, h_stream), &deps, &programmatic, set);
     }
     status
 }

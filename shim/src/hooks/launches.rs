@@ -160,17 +160,16 @@ pub unsafe fn launch_kernel(
     let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
         let on = stream(call, h_stream);
-        let launch = programmatic::before_told(f, on, false);
+        programmatic::before_told(f, on, false);
         unsafe { launched(call, on, f, kernel_params, extra, ticket) };
-        programmatic::noted(call, f, on, launch);
     }
     status
 }
 
 /// `cuLaunchKernelEx`: the stream is in the configuration. A programmatic event or a
 /// launch-completion event attribute is taken as an event recorded after the kernel (which
-/// may hide a race, but never invents one); a programmatic launch is ordered as any, and
-/// noted.
+/// may hide a race, but never invents one); programmatic stream serialization is told to the
+/// model before the launch ([`programmatic`]).
 pub unsafe fn launch_kernel_ex(
     call: &Call,
     real: real::launch_kernel_ex,
@@ -201,14 +200,13 @@ pub unsafe fn launch_kernel_ex(
             let asked = attrs
                 .clone()
                 .any(|a| a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION && a.value[0] as u32 != 0);
-            let launch = programmatic::before_told(f, on, asked);
+            programmatic::before_told(f, on, asked);
             unsafe { launched(call, on, f, kernel_params, extra, ticket) };
             for attr in attrs {
                 if let CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = attr.id {
                     batch::record(unsettled(), attr.value[0], on, false, origin(call));
                 }
             }
-            programmatic::noted(call, f, on, launch);
         }
     }
     status
@@ -242,9 +240,8 @@ pub unsafe fn launch_cooperative_kernel(
     let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
     if ok(status) {
         let on = stream(call, h_stream);
-        let launch = programmatic::before_told(f, on, false);
+        programmatic::before_told(f, on, false);
         unsafe { launched(call, on, f, kernel_params, core::ptr::null_mut(), ticket) };
-        programmatic::noted(call, f, on, launch);
     }
     status
 }

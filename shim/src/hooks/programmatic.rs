@@ -1,21 +1,19 @@
 //! Programmatic dependent launch: launches allowed to start before the kernel ahead of them on
 //! their stream completes, asked per launch (`cuLaunchKernelEx`'s attribute) or per stream
-//! (`cuStreamSetAttribute`), and whether such a launch's kernel waits on its grid dependencies
-//! (`docs/semantics.md#programmatic-dependent-launch`).
+//! (`cuStreamSetAttribute`), and whether a kernel, launched so or in a graph's kernel node,
+//! waits on its grid dependencies (`docs/semantics.md#programmatic-dependent-launch`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use streamsan::model::op::GridWait;
 use streamsan::model::streams::StreamRef;
 use streamsan_driver_api::*;
 
 use super::batch;
-use super::call::{handle_of, origin};
+use super::call::handle_of;
 use super::footprint;
-use super::kernels;
-use super::model::{model, unsettled};
-use crate::intercept::driver;
-use crate::intercept::variants::Call;
+use super::model::unsettled;
 
 /// Streams whose every launch has programmatic stream serialization, by handle...
 static STREAMS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
@@ -39,38 +37,21 @@ pub fn stream_destroyed(handle: u64) {
     }
 }
 
-/// What a launch is, for programmatic dependent launch.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Launch {
-    /// Ordered after the kernel before it, as any launch.
-    Ordered,
-    /// Programmatic, its kernel's code never waits on its grid dependencies: it overlaps the
-    /// kernel before it (told to the model before the launch).
-    Overlaps,
-    /// Programmatic, its kernel waits somewhere or its code is not known: taken as ordered
-    /// from its start, and noted after it is told ([`noted`]).
-    Unseen,
-}
-
 /// Before the launch of `f` on `on` is told to the model: `asked` says whether the launch
-/// itself asked for programmatic stream serialization. Tells the model an overlap first.
-pub fn before_told(f: CUfunction, on: StreamRef, asked: bool) -> Launch {
-    let programmatic = asked || (ANY.load(Ordering::Acquire) && by_stream(handle_of(on)));
-    if !programmatic || driver::may_be_capturing(handle_of(on)) {
-        return Launch::Ordered;
+/// itself asked for programmatic stream serialization. Tells the model (in the launch's
+/// order) that a programmatic launch comes next, and whether its kernel waits: on a stream it
+/// may overlap the kernel before it; captured, its node has programmatic edges.
+pub fn before_told(f: CUfunction, on: StreamRef, asked: bool) {
+    if asked || (ANY.load(Ordering::Acquire) && by_stream(handle_of(on))) {
+        batch::programmatic_next(unsettled(), on, grid_wait(f));
     }
-    if footprint::waits_for_grid(f.cast()) == Some(false) {
-        batch::overlap_next(unsettled(), on);
-        return Launch::Overlaps;
-    }
-    Launch::Unseen
 }
 
-/// After the launch was told: notes one whose kernel's wait is not seen.
-pub fn noted(call: &Call, f: CUfunction, on: StreamRef, launch: Launch) {
-    if launch == Launch::Unseen {
-        let kernel = kernels::info(unsettled(), f.cast()).id;
-        model().programmatic_launch(on, kernel, &origin(call));
+/// Whether the code of `f` waits on its grid dependencies, as far as it was read.
+pub fn grid_wait(f: CUfunction) -> GridWait {
+    match footprint::waits_for_grid(f.cast()) {
+        Some(false) => GridWait::Never,
+        Some(true) | None => GridWait::Unseen,
     }
 }
 

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use crate::model::capture::{Exec, ExecState};
-use crate::model::definition::{AddedNode, Definition, Graph, Node, NodeKind};
-use crate::model::op::KernelId;
+use crate::model::definition::{flagged, AddedNode, Definition, Graph, Node, NodeKind};
+use crate::model::op::{GridWait, KernelId};
 use crate::model::Model;
 
 use super::graphs::lock_definition;
@@ -47,8 +47,17 @@ impl Model {
             // buffer, which their launches find registered by this node.
             self.buffers.widen(base, base + size);
         }
-        let node =
-            Node { handle: added.handle, lane: 0, deps, kind: added.kind, origin: added.origin, kernel: added.kernel };
+        let programmatic = flagged(&deps, added.programmatic);
+        let node = Node {
+            handle: added.handle,
+            lane: 0,
+            deps,
+            programmatic,
+            kind: added.kind,
+            origin: added.origin,
+            kernel: added.kernel,
+            grid_wait: added.grid_wait,
+        };
         definition.add(node, child);
         drop(definition);
         self.graphs.node_graphs.insert(added.handle, added.graph);
@@ -62,28 +71,33 @@ impl Model {
     }
 
     /// `cuGraphAddDependencies` (`add`) or `cuGraphRemoveDependencies`: `to[i]` depends on
-    /// `from[i]`, or no longer does.
-    pub fn graph_edges(&self, graph: u64, from: &[u64], to: &[u64], add: bool) {
+    /// `from[i]`, or no longer does; added, through a programmatic edge where
+    /// `programmatic[i]` (none where it is empty).
+    pub fn graph_edges(&self, graph: u64, from: &[u64], to: &[u64], programmatic: &[bool], add: bool) {
         let Some(definition) = self.definition(graph) else {
             return;
         };
         let mut definition = lock_definition(&definition);
-        for (&f, &t) in from.iter().zip(to) {
+        for (i, (&f, &t)) in from.iter().zip(to).enumerate() {
             let (Some(f), Some(t)) = (definition.index_of(f), definition.index_of(t)) else {
                 definition.opaque = true;
                 return;
             };
-            let deps = &mut definition.nodes[t].node.deps;
-            if add && !deps.contains(&f) {
-                deps.push(f);
+            let node = &mut definition.nodes[t].node;
+            if add && !node.deps.contains(&f) {
+                node.deps.push(f);
+                if programmatic.get(i) == Some(&true) {
+                    node.programmatic.push(f);
+                }
             } else if !add {
-                deps.retain(|&d| d != f);
+                node.deps.retain(|&d| d != f);
+                node.programmatic.retain(|&d| d != f);
             }
         }
     }
 
     /// `cuGraph*NodeSetParams`: the node does something else now.
-    pub fn graph_node_params(&self, handle: u64, kind: NodeKind, kernel: Option<KernelId>) {
+    pub fn graph_node_params(&self, handle: u64, kind: NodeKind, kernel: Option<KernelId>, grid_wait: GridWait) {
         let Some(graph) = self.graphs.node_graphs.get(&handle).map(|g| *g) else {
             return;
         };
@@ -93,8 +107,8 @@ impl Model {
         let mut definition = lock_definition(&definition);
         match definition.index_of(handle) {
             Some(i) => {
-                definition.nodes[i].node.kind = kind;
-                definition.nodes[i].node.kernel = kernel;
+                let node = &mut definition.nodes[i].node;
+                (node.kind, node.kernel, node.grid_wait) = (kind, kernel, grid_wait);
             }
             None => definition.opaque = true,
         }
@@ -127,16 +141,20 @@ impl Model {
     }
 
     /// `cuGraphExec*NodeSetParams`: one node of the executable graph does something else now.
-    pub fn exec_node_params(&self, exec: u64, handle: u64, kind: NodeKind, kernel: Option<KernelId>) {
+    pub fn exec_node_params(
+        &self,
+        exec: u64,
+        handle: u64,
+        kind: NodeKind,
+        kernel: Option<KernelId>,
+        grid_wait: GridWait,
+    ) {
         let Some(current) = self.graphs.execs.get(&exec).map(|e| e.clone()) else {
             return;
         };
         let mut nodes = current.graph.nodes.clone();
         match nodes.iter_mut().find(|n| n.handle == handle && handle != 0) {
-            Some(node) => {
-                node.kind = kind;
-                node.kernel = kernel;
-            }
+            Some(node) => (node.kind, node.kernel, node.grid_wait) = (kind, kernel, grid_wait),
             None => {
                 self.graphs.execs.remove(&exec);
                 return;
@@ -184,11 +202,16 @@ mod tests {
 
     /// Adds a node writing the whole buffer, after `deps`.
     fn writer(model: &Model, handle: u64, deps: &[u64]) {
-        let kind = NodeKind::Work { accesses: vec![Access::new(BUFFER, 256, Mode::Write)] };
-        model.graph_node_added(
-            AddedNode { graph: GRAPH, handle, deps, kind, origin: origin(handle as u32), kernel: None },
-            None,
-        );
+        add(model, handle, deps, Mode::Write, None, GridWait::Unseen);
+    }
+
+    /// Adds a node accessing the whole buffer, after `deps`: a kernel's if `kernel`.
+    fn add(model: &Model, handle: u64, deps: &[u64], mode: Mode, kernel: Option<&str>, grid_wait: GridWait) {
+        let kind = NodeKind::Work { accesses: vec![Access::new(BUFFER, 256, mode)] };
+        let kernel = kernel.map(|k| model.kernel_id(k, k));
+        let origin = origin(handle as u32);
+        let node = AddedNode { graph: GRAPH, handle, deps, programmatic: &[], kind, origin, kernel, grid_wait };
+        model.graph_node_added(node, None);
     }
 
     fn launch(model: &Model) -> (Vec<RaceKind>, usize) {
@@ -204,14 +227,35 @@ mod tests {
         let ordered = model();
         writer(&ordered, 1, &[]);
         writer(&ordered, 2, &[]);
-        ordered.graph_edges(GRAPH, &[1], &[2], true);
+        ordered.graph_edges(GRAPH, &[1], &[2], &[], true);
         assert_eq!(launch(&ordered), (vec![], 0));
 
         let unordered = model();
         writer(&unordered, 1, &[]);
         writer(&unordered, 2, &[1]);
-        unordered.graph_edges(GRAPH, &[1], &[2], false);
+        unordered.graph_edges(GRAPH, &[1], &[2], &[], false);
         assert_eq!(launch(&unordered), (vec![RaceKind::CrossStream], 0));
+    }
+
+    /// A kernel node reached from another through a programmatic edge overlaps it when its
+    /// kernel never waits on its grid dependencies; when its wait is not seen it is ordered,
+    /// and noted. A memset before both stays ordered before the dependent.
+    #[test]
+    fn a_programmatic_edge_lets_a_kernel_that_never_waits_overlap_its_primary() {
+        for (wait, expected) in [(GridWait::Never, (vec![RaceKind::CrossStream], 0)), (GridWait::Unseen, (vec![], 0))] {
+            let model = model();
+            writer(&model, 1, &[]);
+            add(&model, 2, &[1], Mode::Write, Some("primary"), GridWait::Unseen);
+            add(&model, 3, &[], Mode::Read, Some("dependent"), wait);
+            model.graph_edges(GRAPH, &[2], &[3], &[true], true);
+            assert_eq!(launch(&model), expected, "{wait:?}");
+            let noted = model.notes().iter().filter(|n| n.kind == NoteKind::ProgrammaticLaunch).count();
+            assert_eq!(noted, usize::from(wait == GridWait::Unseen), "{wait:?}");
+            let race = model.races();
+            if let Some(race) = race.first() {
+                assert_eq!(race.race.first.op.site.0, 2, "with the primary, not the memset before it");
+            }
+        }
     }
 
     #[test]
@@ -228,8 +272,16 @@ mod tests {
         let model = model();
         writer(&model, 1, &[]);
         writer(&model, 2, &[]);
-        let child =
-            AddedNode { graph: GRAPH, handle: 3, deps: &[], kind: NodeKind::Empty, origin: origin(3), kernel: None };
+        let child = AddedNode {
+            graph: GRAPH,
+            handle: 3,
+            deps: &[],
+            programmatic: &[],
+            kind: NodeKind::Empty,
+            origin: origin(3),
+            kernel: None,
+            grid_wait: GridWait::Unseen,
+        };
         model.graph_node_added(child, Some(0x9999));
         assert_eq!(launch(&model), (vec![], 1), "unchecked, and noted");
     }

@@ -40,7 +40,7 @@ impl Model {
         let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
-        let clock = self.overlapping(&mut state, stream.slot, epoch, true).unwrap_or_else(|| state.clock.clone());
+        let clock = self.overlapping(&mut state, stream.slot, op, true).unwrap_or_else(|| state.clock.clone());
         let met = self.met_buffers(work.accesses);
         self.pending.pend(ticket, op, clock, next_buffer, met, work.accesses.to_vec(), learn);
         Some(epoch)

@@ -97,7 +97,7 @@ mod tests {
     use crate::model::buffers::MemoryKind;
     use crate::model::definition::{AddedNode, NodeKind};
     use crate::model::footprint::measured::Footprint;
-    use crate::model::op::{Access, HostEffect, KernelId, Mode, Origin};
+    use crate::model::op::{Access, GridWait, HostEffect, KernelId, Mode, Origin};
     use crate::model::race::RaceKind;
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, Model, Work};
@@ -122,7 +122,9 @@ mod tests {
         let origin = Origin::test("cuGraphAddKernelNode", handle as u32 + 10);
         let kind = NodeKind::Work { accesses: Vec::new() };
         let kernel = Some(KernelId(handle as u32));
-        model.graph_node_added(AddedNode { graph: GRAPH, handle, deps, kind, origin, kernel }, None);
+        let grid_wait = GridWait::Unseen;
+        let node = AddedNode { graph: GRAPH, handle, deps, programmatic: &[], kind, origin, kernel, grid_wait };
+        model.graph_node_added(node, None);
     }
 
     /// Launches the graph with both kernel nodes measured, each found writing the buffer's

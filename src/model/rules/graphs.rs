@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex};
 use crate::model::buffers::MemoryKind;
 use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Member};
 use crate::model::clock::{Epoch, Slot, VectorClock};
-use crate::model::definition::Definition;
-use crate::model::definition::{Graph, Node, NodeKind};
+use crate::model::definition::{flagged, Definition, Graph, Node, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{OpRecord, Origin};
+use crate::model::op::{GridWait, OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
 use crate::model::rules::work::Checked;
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
@@ -20,13 +19,14 @@ use crate::model::{Alloc, Model};
 impl Model {
     /// `cuStreamBeginCapture(S)`: what S issues from now on is recorded, not executed.
     pub fn capture_begin(&self, stream: StreamRef) {
-        self.begin(stream, Capture::new(), Vec::new());
+        self.begin(stream, Capture::new(), Vec::new(), Vec::new());
     }
 
     /// `cuStreamBeginCaptureToGraph(S, G, deps)`: as a capture, whose nodes are added to G's
-    /// definition, the first ones after the nodes `deps`. A graph the model does not know, or
-    /// a dependency it cannot place, makes G a graph it does not follow.
-    pub fn capture_begin_into(&self, stream: StreamRef, graph: u64, deps: &[u64]) {
+    /// definition, the first ones after the nodes `deps`, through programmatic edges where
+    /// `programmatic` says (none where it is empty). A graph the model does not know, or a
+    /// dependency it cannot place, makes G a graph it does not follow.
+    pub fn capture_begin_into(&self, stream: StreamRef, graph: u64, deps: &[u64], programmatic: &[bool]) {
         let definition = self.graphs.graphs.get(&graph).map(|d| lock_definition(&d).clone());
         let mut definition = definition.unwrap_or(Definition { opaque: true, ..Definition::default() });
         let frontier = deps.iter().map(|&h| definition.index_of(h)).collect::<Option<Vec<usize>>>();
@@ -34,32 +34,43 @@ impl Model {
             definition.opaque = true;
             Vec::new()
         });
-        self.begin(stream, Capture::into(Some(graph), definition), frontier);
+        let programmatic = flagged(&frontier, programmatic);
+        self.begin(stream, Capture::into(Some(graph), definition), frontier, programmatic);
     }
 
-    fn begin(&self, stream: StreamRef, capture: Arc<Capture>, frontier: Vec<usize>) {
+    fn begin(&self, stream: StreamRef, capture: Arc<Capture>, frontier: Vec<usize>, programmatic: Vec<usize>) {
         let stream = self.stream(stream);
         let lane = capture.join(stream.clone());
-        stream.lock().capture = Some(CaptureLane { capture, lane, frontier });
+        stream.lock().capture = Some(CaptureLane { capture, lane, frontier, programmatic });
         stream.capturing.store(true, Ordering::Release);
     }
 
     /// `cuStreamUpdateCaptureDependencies(S, deps, flags)`: S's next node depends on `deps`
-    /// (`set`) or on them too. Nodes the model cannot place (the driver's handles of captured
-    /// nodes) are taken as every node captured so far: that can hide a race, never invent one.
-    pub fn capture_dependencies(&self, stream: StreamRef, deps: &[u64], set: bool) {
+    /// (`set`) or on them too, through programmatic edges where `programmatic` says (none
+    /// where it is empty). Nodes the model cannot place (the driver's handles of captured
+    /// nodes) are taken as every node captured so far, through ordinary edges: that can hide
+    /// a race, never invent one.
+    pub fn capture_dependencies(&self, stream: StreamRef, deps: &[u64], programmatic: &[bool], set: bool) {
         let stream = self.stream(stream);
         let mut state = stream.lock();
         let Some(lane) = state.capture.as_mut() else { return };
-        let nodes = lane.capture.indices_of(deps).unwrap_or_else(|| lane.capture.all_nodes());
+        let (nodes, programmatic) = match lane.capture.indices_of(deps) {
+            Some(nodes) => {
+                let programmatic = flagged(&nodes, programmatic);
+                (nodes, programmatic)
+            }
+            None => (lane.capture.all_nodes(), Vec::new()),
+        };
         if set {
             lane.frontier.clear();
+            lane.programmatic.clear();
         }
         for n in nodes {
             if !lane.frontier.contains(&n) {
                 lane.frontier.push(n);
             }
         }
+        lane.programmatic.extend(programmatic);
     }
 
     /// A stream waits on an event recorded in a capture: it joins that capture, or, already
@@ -77,7 +88,7 @@ impl Model {
             Some(_) => {}
             None => {
                 let lane = capture.join(stream.clone());
-                state.capture = Some(CaptureLane { capture, lane, frontier: nodes });
+                state.capture = Some(CaptureLane { capture, lane, frontier: nodes, programmatic: Vec::new() });
                 stream.capturing.store(true, Ordering::Release);
             }
         }
@@ -211,22 +222,70 @@ impl Model {
             let mut clock = self.node_clock(node, base, &clocks);
             let epoch = clock.tick(state.lane_slots[node.lane]);
             let op = OpRecord::new(&node.origin, node.kernel, epoch);
+            let overlapping = self.overlapping_node(graph, &state.lane_slots, i, op, base, &clocks);
+            let checked = overlapping.as_ref().unwrap_or(&clock);
             let ticket = run.measured.iter().find(|&&(h, _)| h == node.handle && h != 0).map(|&(_, t)| t);
             match (ticket, &node.kind, state.measured.get(i).cloned().flatten()) {
                 (Some(ticket), NodeKind::Work { accesses }, _) => {
-                    self.pend_node(ticket, op, &clock, accesses, (run.exec, i, state.launches))
+                    self.pend_node(ticket, op, checked, accesses, (run.exec, i, state.launches))
                 }
                 (None, NodeKind::Work { .. }, Some((_, measured))) => {
                     for access in measured.iter() {
-                        self.access(access, &clock, op, Checked::Now, found);
+                        self.access(access, checked, op, Checked::Now, found);
                     }
                 }
-                _ => self.run_node(node, op, &clock, found),
+                _ => self.run_node(node, op, checked, found),
             }
             end.join(&clock);
             clocks.push(clock);
         }
         end
+    }
+
+    /// For the kernel node `i` of `graph`, run as `op`, reached through programmatic edges
+    /// (programmatic dependent launch): if its kernel never waits on its grid dependencies,
+    /// the clock its accesses are checked with, which takes from each kernel node at the
+    /// other end only what that kernel was ordered after, since the node may run beside it
+    /// (`docs/semantics.md#programmatic-dependent-launch`); None where no such kernel is
+    /// left unordered (it is ordered another way). A node whose kernel's wait is not seen is
+    /// taken as ordered, and noted.
+    fn overlapping_node(
+        &self,
+        graph: &Graph,
+        lane_slots: &[Slot],
+        i: usize,
+        op: OpRecord,
+        base: &VectorClock,
+        clocks: &[VectorClock],
+    ) -> Option<VectorClock> {
+        let node = &graph.nodes[i];
+        if node.programmatic.is_empty() || !is_kernel(node) {
+            return None;
+        }
+        if node.grid_wait == GridWait::Unseen {
+            self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
+            return None;
+        }
+        let primaries: Vec<usize> = node.programmatic.iter().copied().filter(|&d| is_kernel(&graph.nodes[d])).collect();
+        if primaries.is_empty() {
+            return None;
+        }
+        let mut clock = base.clone();
+        let mut left_out = Vec::with_capacity(primaries.len());
+        for &dep in &node.deps {
+            if !primaries.contains(&dep) {
+                clock.join(&clocks[dep]);
+                continue;
+            }
+            // The primary's clock before its own tick: what it was ordered after.
+            let slot = lane_slots[graph.nodes[dep].lane];
+            let time = clocks[dep].get(slot);
+            let mut start = clocks[dep].clone();
+            start.set(slot, time - 1);
+            clock.join(&start);
+            left_out.push((slot, time));
+        }
+        left_out.iter().any(|&(slot, time)| clock.get(slot) < time).then_some(clock)
     }
 
     /// The clock a node starts from: the launch's, joined with its predecessors' and, for a
@@ -269,6 +328,11 @@ impl Model {
     }
 }
 
+/// Whether a node launches a kernel.
+fn is_kernel(node: &Node) -> bool {
+    node.kernel.is_some() && matches!(node.kind, NodeKind::Work { .. })
+}
+
 /// One launch of an executable graph: the graph, and the kernel nodes measured at it, each
 /// as (node handle, ticket).
 pub(super) struct Run<'a> {
@@ -295,7 +359,9 @@ impl Member for Stream {
 #[cfg(test)]
 mod tests {
     use crate::model::buffers::MemoryKind;
-    use crate::model::op::{Access, HostEffect, Mode, Origin};
+    use crate::model::definition::{AddedNode, NodeKind};
+    use crate::model::op::{Access, GridWait, HostEffect, Mode, Origin};
+    use crate::model::race::{NoteKind, RaceKind};
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, Model, Work};
 
@@ -318,14 +384,77 @@ mod tests {
         model.capture_begin(STREAM);
         // Two nodes depending on nothing, then one after "every node", writing both's bytes.
         write(&model, 0x1000, 8);
-        model.capture_dependencies(STREAM, &[], true);
+        model.capture_dependencies(STREAM, &[], &[], true);
         write(&model, 0x1008, 8);
-        model.capture_dependencies(STREAM, &[0xdead], true);
+        model.capture_dependencies(STREAM, &[0xdead], &[], true);
         write(&model, 0x1000, 16);
         model.capture_end(STREAM, Some(0x6000));
         model.graph_instantiated(0x7000, 0x6000);
         model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 3));
         assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// A kernel writes a buffer, then a kernel launched programmatically reads it, captured
+    /// on one stream; `wait` is the reader's. Returns the races and the notes of one launch.
+    fn captured_programmatic(wait: GridWait) -> (Vec<RaceKind>, Vec<NoteKind>) {
+        let model = Model::default();
+        let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.capture_begin(STREAM);
+        let kernel = |name, mode, site| {
+            let access = [Access::new(0x1000, 64, mode)];
+            let origin = Origin::test("cuLaunchKernelEx", site);
+            let kernel = Some(model.kernel_id(name, name));
+            model.work(STREAM, Work { origin, kernel, accesses: &access, host: HostEffect::None });
+        };
+        kernel("primary", Mode::Write, 2);
+        model.programmatic_next_launch(STREAM, wait);
+        kernel("dependent", Mode::Read, 3);
+        // After the dependent, the stream orders what follows after both.
+        kernel("after", Mode::Write, 4);
+        model.capture_end(STREAM, Some(0x6000));
+        model.graph_instantiated(0x7000, 0x6000);
+        model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 5));
+        (model.races().iter().map(|r| r.race.kind).collect(), model.notes().iter().map(|n| n.kind).collect())
+    }
+
+    /// Captured, a programmatic launch whose kernel never waits overlaps the kernel node
+    /// before it; one whose wait is not seen is ordered, and noted at each launch.
+    #[test]
+    fn a_captured_programmatic_launch_overlaps_the_kernel_node_before_it_unless_it_may_wait() {
+        assert_eq!(captured_programmatic(GridWait::Never), (vec![RaceKind::CrossStream], vec![]));
+        assert_eq!(captured_programmatic(GridWait::Unseen), (vec![], vec![NoteKind::ProgrammaticLaunch]));
+    }
+
+    /// Captured into a graph after its kernel node reached through a programmatic edge (edge
+    /// data of `cuStreamBeginCaptureToGraph`), a launch whose kernel's wait the shim did not
+    /// give (not launched programmatically) is ordered, and noted at each launch.
+    #[test]
+    fn a_launch_captured_after_a_programmatic_edge_is_noted() {
+        let model = Model::default();
+        let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
+        model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.graph_created(0x6000);
+        let kind = NodeKind::Work { accesses: vec![Access::new(0x1000, 64, Mode::Write)] };
+        let kernel = Some(model.kernel_id("primary", "primary"));
+        let origin = Origin::test("cuGraphAddKernelNode", 2);
+        let grid_wait = GridWait::Unseen;
+        let node =
+            AddedNode { graph: 0x6000, handle: 0x50, deps: &[], programmatic: &[], kind, origin, kernel, grid_wait };
+        model.graph_node_added(node, None);
+        model.capture_begin_into(STREAM, 0x6000, &[0x50], &[true]);
+        let access = [Access::new(0x1000, 64, Mode::Read)];
+        let kernel = Some(model.kernel_id("dependent", "dependent"));
+        let origin = Origin::test("cuLaunchKernel", 3);
+        model.work(STREAM, Work { origin, kernel, accesses: &access, host: HostEffect::None });
+        model.capture_end(STREAM, None);
+        model.graph_instantiated(0x7000, 0x6000);
+        model.graph_launch(0x7000, STREAM, &Origin::test("cuGraphLaunch", 4));
+        assert!(model.races().is_empty(), "{:?}", model.races());
+        let notes: Vec<_> = model.notes().iter().map(|n| n.kind).collect();
+        assert_eq!(notes, vec![NoteKind::ProgrammaticLaunch]);
     }
 
     /// A host function captured into a graph runs at each launch, not once: the shim keeps it

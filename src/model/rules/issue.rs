@@ -107,7 +107,10 @@ impl Model {
         return_scratch(clock);
     }
 
-    /// If `stream` is capturing, appends a node for the operation and returns true.
+    /// If `stream` is capturing, appends a node for the operation and returns true. A
+    /// programmatic launch's node is reached from the stream's last nodes through
+    /// programmatic edges, as stream capture makes them; another node, through those the
+    /// program gave edge data for.
     pub(in crate::model) fn capture_node(
         &self,
         stream: &Stream,
@@ -119,14 +122,20 @@ impl Model {
             return false;
         }
         let mut state = stream.lock();
-        let Some(lane) = state.capture.as_mut() else { return false };
+        let StreamState { capture, programmatic_next, .. } = &mut *state;
+        let Some(lane) = capture.as_mut() else { return false };
+        let programmatic = programmatic_next.take().filter(|_| kernel.is_some());
+        let deps = std::mem::take(&mut lane.frontier);
+        let edges = std::mem::take(&mut lane.programmatic);
         let node = Node {
             handle: 0,
             lane: lane.lane,
-            deps: std::mem::take(&mut lane.frontier),
+            programmatic: if programmatic.is_some() { deps.clone() } else { edges },
+            deps,
             kind: kind(),
             origin: *origin,
             kernel,
+            grid_wait: programmatic.unwrap_or_default(),
         };
         let id = lane.capture.push(node);
         lane.frontier = vec![id];

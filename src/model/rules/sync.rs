@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::model::clock::{Epoch, VectorClock};
+use crate::model::clock::VectorClock;
 use crate::model::definition::{HostCallback, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{Access, KernelId, Mode, OpRecord, Origin};
+use crate::model::op::{Access, Mode, OpRecord, Origin};
 use crate::model::race::NoteKind;
 use crate::model::rules::work::Checked;
 use crate::model::streams::{StreamKind, StreamRef};
@@ -43,21 +43,6 @@ impl Model {
     /// `cuStreamWaitEvent(S, E)`: `C_S ⊔= E.clock`; a no-op (and a note) if E was never
     /// recorded; in a capture, S joins the capture (fork) or merges E's nodes (join), and a
     /// wait on an event recorded outside the capture, or not yet, becomes a node.
-    /// A kernel launched on `stream` with programmatic stream serialization (`kernel`): it
-    /// is ordered as any launch, after all that came before it on its stream, and noted,
-    /// since it waits for the kernel ahead of it only from a point inside it that is not seen.
-    /// The next kernel launched on `stream` has programmatic stream serialization and never
-    /// waits on its grid dependencies: it overlaps the kernel before it ([`Model::overlapping`]).
-    pub fn overlap_next_launch(&self, stream: StreamRef) {
-        self.stream(stream).lock().overlap_next = true;
-    }
-
-    pub fn programmatic_launch(&self, stream: StreamRef, kernel: Option<KernelId>, origin: &Origin) {
-        let stream = self.stream(stream);
-        let epoch = Epoch::new(stream.slot, stream.lock().clock.get(stream.slot));
-        self.notes.add(NoteKind::ProgrammaticLaunch, OpRecord::new(origin, kernel, epoch), 0);
-    }
-
     pub fn stream_wait_event(&self, stream: StreamRef, event: u64, origin: &Origin) {
         let stream = self.stream(stream);
         // A recorded clock is copied into the thread's scratch clock (no allocation; the

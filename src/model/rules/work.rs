@@ -8,8 +8,8 @@ use crate::model::buffers::{Buffer, Found, MemoryKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::footprint::pending;
-use crate::model::op::{Access, HostEffect, OpRecord};
-use crate::model::race::{Action, BufferFacts, Hazard, Race, RaceKind, Side};
+use crate::model::op::{Access, GridWait, HostEffect, OpRecord};
+use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::{StreamRef, StreamState};
 use crate::model::{Model, Work};
 use crate::phases::{self, Tally};
@@ -35,7 +35,7 @@ impl Model {
         let mut found = Vec::new();
         let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
-        let overlapping = self.overlapping(&mut state, stream.slot, epoch, work.kernel.is_some());
+        let overlapping = self.overlapping(&mut state, stream.slot, op, work.kernel.is_some());
         let clock = overlapping.as_ref().unwrap_or(&state.clock);
         for access in work.accesses {
             self.access(access, clock, op, Checked::Now, &mut found);
@@ -48,23 +48,39 @@ impl Model {
         Some(epoch)
     }
 
-    /// After `epoch` was issued on the stream of `slot` (`kernel`: a launch): the clock its
+    /// The next kernel launched on `stream` is programmatic (asked per launch or per stream),
+    /// its kernel's wait `wait`: on the stream it may overlap the kernel before it
+    /// ([`Model::overlapping`]); captured, its node's edges from the stream's last nodes are
+    /// programmatic ([`Model::capture_node`]).
+    pub fn programmatic_next_launch(&self, stream: StreamRef, wait: GridWait) {
+        self.stream(stream).lock().programmatic_next = Some(wait);
+    }
+
+    /// After `op` was issued on the stream of `slot` (`kernel`: a launch): the clock its
     /// accesses are ordered by when it is a programmatic launch that never waits on its grid
     /// dependencies and the operation just before it on the stream is a kernel: the stream's
     /// clock but for that kernel, which it may run beside until the end
     /// (`docs/semantics.md#programmatic-dependent-launch`). Everything before that kernel,
-    /// and whatever the host joined, stays ordered. None otherwise.
+    /// and whatever the host joined, stays ordered. None otherwise; a programmatic launch
+    /// whose wait is not seen is noted.
     pub(in crate::model) fn overlapping(
         &self,
         state: &mut StreamState,
         slot: Slot,
-        epoch: Epoch,
+        op: OpRecord,
         kernel: bool,
     ) -> Option<VectorClock> {
-        let overlap = std::mem::take(&mut state.overlap_next) && kernel;
-        let before = std::mem::replace(&mut state.last_kernel, kernel.then_some(epoch.time));
-        let primary = epoch.time.checked_sub(1)?;
-        if !overlap || before != Some(primary) || self.host.get(slot) >= primary {
+        let programmatic = state.programmatic_next.take().filter(|_| kernel);
+        let before = std::mem::replace(&mut state.last_kernel, kernel.then_some(op.epoch.time));
+        match programmatic? {
+            GridWait::Never => {}
+            GridWait::Unseen => {
+                self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
+                return None;
+            }
+        }
+        let primary = op.epoch.time.checked_sub(1)?;
+        if before != Some(primary) || self.host.get(slot) >= primary {
             return None;
         }
         let mut clock = state.clock.clone();

@@ -18,6 +18,17 @@
 //                                cudaGraphAddKernelNode, no edge (racy) or one; launched 3 times
 //   cases graph_same racy|fixed  as graph, fill_args on both branches (one kernel in two
 //                                nodes: measured one node a launch); launched 3 times
+//   cases programmatic racy|fixed          one stream: write_all, then a dependent launched
+//                                with programmatic stream serialization reading p, which
+//                                never waits on its grid dependencies (racy) or waits first
+//   cases programmatic_weights racy|fixed  the dependent reads weights q before its wait, p
+//                                after it: clean in both twins
+//   cases programmatic_graph racy|fixed    programmatic captured from stream A into a graph
+//                                (capture joins the two kernel nodes by a programmatic edge)
+//   cases programmatic_graph_weights racy|fixed  programmatic_weights captured likewise
+//   cases programmatic_built racy|fixed    the two kernels as nodes of a graph built with
+//                                cudaGraphAddKernelNode, joined by a programmatic edge from
+//                                write_all's programmatic port
 // "fixed" orders the second stream (or node) after the first, but for strided and pair, whose
 // fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdio>
@@ -120,7 +131,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_graph|programmatic_graph_weights|programmatic_built racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -216,6 +227,50 @@ int main(int argc, char** argv) {
         // correct in both twins.
         write_all<<<264, 256, 0, a>>>(p, n);
         CHECK(launch_programmatic(scale_waits, a, (const float*)q, (const float*)p, n, out));
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "programmatic_graph") == 0 || strcmp(argv[1], "programmatic_graph_weights") == 0) {
+        // As programmatic (or programmatic_weights), captured from A: the dependent's node is
+        // joined to write_all's by a programmatic edge. Launched once: the sum accumulates.
+        bool weights = strcmp(argv[1], "programmatic_graph_weights") == 0;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+        write_all<<<264, 256, 0, a>>>(p, n);
+        if (weights) CHECK(launch_programmatic(scale_waits, a, (const float*)q, (const float*)p, n, out));
+        else CHECK(fixed ? launch_programmatic(sum_waits, a, (const float*)p, n, out)
+                         : launch_programmatic(sum_nowait, a, (const float*)p, n, out));
+        CHECK(cudaStreamEndCapture(a, &graph));
+        CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        CHECK(cudaGraphLaunch(exec, a));
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "programmatic_built") == 0) {
+        // write_all and the dependent as kernel nodes, the dependent reached through a
+        // programmatic edge from write_all's programmatic port (its completion, with
+        // cudaGridDependencySynchronize, in the fixed twin). Launched once.
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        cudaGraphNode_t first, second;
+        int count = n;
+        const float* in = p;
+        void* write_params[] = {&p, &count};
+        void* sum_params[] = {&in, &count, &out};
+        cudaKernelNodeParams w{(void*)write_all, dim3(264), dim3(256), 0, write_params, nullptr};
+        cudaKernelNodeParams d{fixed ? (void*)sum_waits : (void*)sum_nowait, dim3(264), dim3(256), 0, sum_params, nullptr};
+        cudaGraphEdgeData edge{};
+        edge.from_port = cudaGraphKernelNodePortProgrammatic;
+        edge.type = cudaGraphDependencyTypeProgrammatic;
+        CHECK(cudaGraphCreate(&graph, 0));
+        CHECK(cudaGraphAddKernelNode(&first, graph, nullptr, 0, &w));
+        CHECK(cudaGraphAddKernelNode(&second, graph, nullptr, 0, &d));
+#if CUDART_VERSION >= 13000
+        CHECK(cudaGraphAddDependencies(graph, &first, &second, &edge, 1));
+#else
+        CHECK(cudaGraphAddDependencies_v2(graph, &first, &second, &edge, 1));
+#endif
+        CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        CHECK(cudaGraphLaunch(exec, a));
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
         CHECK(cudaStreamSynchronize(a));
     } else {

@@ -42,6 +42,11 @@ cases = [
     # before its wait is clean everywhere (no racy twin: both run the same).
     ("programmatic", [f"{build}/cases", "programmatic"], ("write_all", "sum_nowait"), MEASURED),
     ("programmatic_weights", [f"{build}/cases", "programmatic_weights"], ("write_all", "scale_waits"), set()),
+    # The same in graphs: captured from the stream (capture joins the two kernel nodes by a
+    # programmatic edge), or built with a programmatic edge from write_all's programmatic port.
+    ("programmatic_graph", [f"{build}/cases", "programmatic_graph"], ("write_all", "sum_nowait"), MEASURED),
+    ("programmatic_graph_weights", [f"{build}/cases", "programmatic_graph_weights"], ("write_all", "scale_waits"), set()),
+    ("programmatic_built", [f"{build}/cases", "programmatic_built"], ("write_all", "sum_nowait"), MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),
@@ -71,12 +76,19 @@ for name, argv, kernels, seen_by, *runs in cases:
             # A racy twin's result is the race's: it may differ from one run to the next,
             # natively too; its exit status may not. A fixed twin's output is determined.
             same = r.returncode == native.returncode and (twin == "racy" or r.stdout == native.stdout)
-            if twin == "racy" and mode in seen_by:
+            seen = twin == "racy" and mode in seen_by
+            if seen:
                 expected = f"cross-stream-race: {kernels[0]} -> {kernels[1]}"
                 found = {k for k, _, _ in pairs} == {"cross-stream-race"} and (("cross-stream-race",) + kernels) in pairs
             else:
                 expected = "clean" if twin == "fixed" else f"clean ({mode} cannot see it)"
                 found = not races
+            # A programmatic dependent is noted wherever its wait is not seen to be absent:
+            # its kernel waits (fixed twins, the weights), or its code is not read (params).
+            if name.startswith("programmatic"):
+                noted = "programmatic-launch" in notes
+                expected += ", noted" if not seen else ", not noted"
+                found = found and noted != seen
             ok = same and found
             failed += not ok
             row = {"case": name, "twin": twin, "mode": mode, "races": races, "notes": notes, "status": r.returncode, "native_status": native.returncode, "same_output": same, "ok": ok}
@@ -84,6 +96,8 @@ for name, argv, kernels, seen_by, *runs in cases:
                 row["stdout"], row["native_stdout"], row["stderr"] = r.stdout[-500:], native.stdout[-500:], r.stderr[-1500:]
             results.append(row)
             observed = "; ".join(f"{k} {h or ''} {a} -> {b}".replace("  ", " ") for (k, h, _, _), (_, a, b) in zip(races, pairs)) or "clean"
+            if name.startswith("programmatic"):
+                observed += ", noted" if "programmatic-launch" in notes else ", not noted"
             result.case(f"{name}/{twin}/{mode}", expected, observed, ok=ok,
                         note=None if same else f"exit {r.returncode} (natively {native.returncode}), output {'the same' if r.stdout == native.stdout else 'differs'}")
             print(("ok  " if ok else "FAIL"), name, twin, mode, "races:", races, "notes:", notes, "" if same else f"DIFFERS native={native.returncode}:{native.stdout.strip()!r} run={r.returncode}:{r.stdout.strip()!r} {r.stderr[-800:]}", flush=True)

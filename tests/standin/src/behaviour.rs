@@ -1347,7 +1347,7 @@ pub unsafe fn stream_begin_capture_to_graph(
     stream: CUstream,
     graph: CUgraph,
     _deps: *const CUgraphNode,
-    _data: *const c_void,
+    _data: *const GraphEdgeData,
     _n: usize,
     _mode: u32,
 ) -> CUresult {
@@ -1379,7 +1379,7 @@ pub unsafe fn stream_update_capture_dependencies(
 pub unsafe fn stream_update_capture_dependencies_v2(
     stream: CUstream,
     deps: *mut CUgraphNode,
-    _data: *const c_void,
+    _data: *const GraphEdgeData,
     num_deps: usize,
     _flags: c_uint,
 ) -> CUresult {
@@ -1715,18 +1715,27 @@ pub unsafe fn graph_add_node(
     graph: CUgraph,
     deps: *const CUgraphNode,
     num_deps: usize,
-    params: *mut c_void,
+    params: *mut GraphNodeParams,
 ) -> CUresult {
-    unsafe { add_node_with(params.cast(), node, graph, deps, num_deps) }
+    // SAFETY: the caller's parameters.
+    match unsafe { params.as_ref() } {
+        Some(p) if p.type_ == CU_GRAPH_NODE_TYPE_KERNEL => unsafe {
+            graph_add_kernel_node(node, graph, deps, num_deps, &p.kernel)
+        },
+        _ => unsafe { add_node_with(params.cast_const().cast(), node, graph, deps, num_deps) },
+    }
 }
 pub unsafe fn graph_add_node_v2(
     node: *mut CUgraphNode,
     graph: CUgraph,
     deps: *const CUgraphNode,
-    _edges: *const c_void,
+    edges: *const GraphEdgeData,
     num_deps: usize,
-    params: *mut c_void,
+    params: *mut GraphNodeParams,
 ) -> CUresult {
+    if !unsafe { edges_valid(edges, num_deps) } {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     unsafe { graph_add_node(node, graph, deps, num_deps, params) }
 }
 unsafe fn edges(graph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, num: usize) -> CUresult {
@@ -1757,10 +1766,30 @@ pub unsafe fn graph_add_dependencies_v2(
     graph: CUgraph,
     from: *const CUgraphNode,
     to: *const CUgraphNode,
-    _edges: *const c_void,
+    data: *const GraphEdgeData,
     num: usize,
 ) -> CUresult {
+    if !unsafe { edges_valid(data, num) } {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     unsafe { edges(graph, from, to, num) }
+}
+/// Whether `n` edges' data (null: ordinary edges) is as the driver documents it: no port into
+/// a node, reserved bytes zero, and a programmatic edge only from a kernel node's programmatic
+/// or launch-order port.
+unsafe fn edges_valid(data: *const GraphEdgeData, n: usize) -> bool {
+    // SAFETY: null or the caller's array of `n` edges.
+    let data = (!data.is_null()).then(|| unsafe { core::slice::from_raw_parts(data, n) });
+    data.unwrap_or_default().iter().all(edge_valid)
+}
+fn edge_valid(edge: &GraphEdgeData) -> bool {
+    let port = edge.from_port <= CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;
+    let programmatic = match edge.type_ {
+        CU_GRAPH_DEPENDENCY_TYPE_DEFAULT => true,
+        CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC => edge.from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT,
+        _ => false,
+    };
+    port && programmatic && edge.to_port == 0 && edge.reserved == [0; 5]
 }
 pub unsafe fn graph_remove_dependencies(
     graph: CUgraph,
@@ -1774,7 +1803,7 @@ pub unsafe fn graph_remove_dependencies_v2(
     graph: CUgraph,
     from: *const CUgraphNode,
     to: *const CUgraphNode,
-    _edges: *const c_void,
+    _edges: *const GraphEdgeData,
     num: usize,
 ) -> CUresult {
     unsafe { edges(graph, from, to, num) }
