@@ -29,6 +29,9 @@ pub(in crate::model) struct Pending {
     pub(in crate::model) clock: VectorClock,
     /// Buffers numbered from here were allocated after it was issued.
     pub(in crate::model) next_buffer: u64,
+    /// When it was issued ([`crate::model::peers::now`]): what other processes sharing its
+    /// memory had waited for by then is no race with it.
+    pub(in crate::model) issued_at: u64,
     /// What its parameters say (what stands for memory reached without a patch point, such as
     /// Hopper's bulk tensor copies, which no measure sees).
     pub(in crate::model) guess: Vec<Access>,
@@ -182,7 +185,8 @@ impl PendingLaunches {
         let mut window = self.window();
         window.seq += 1;
         let seq = window.seq;
-        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, guess, learn });
+        let issued_at = crate::model::peers::now();
+        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, issued_at, guess, learn });
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
