@@ -1,0 +1,109 @@
+//! Races across processes that share memory and events through CUDA IPC
+//! (`docs/semantics.md#ipc`): `tests/scenarios/ipc.c`, a parent and the child it forked, each
+//! with its own report.
+
+use std::path::PathBuf;
+
+use streamsan::report::{RaceReport, Report};
+
+use super::common::*;
+
+fn ipc() -> PathBuf {
+    compile_c("ipc", &link_cuda().iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `ipc mode` under `streamsan run`: the run's reports, the parent's first.
+fn reports_of(mode: &str) -> (Run, Vec<Report>) {
+    let run = run(&ipc(), &[mode]);
+    run.assert_ran();
+    run.assert_reports_match_the_schema();
+    assert_eq!(run.stdout(), "done\n", "{}", run.stderr());
+    let mut reports = run.reports();
+    assert_eq!(reports.len(), 2, "a report per process: {}", run.stderr());
+    // The parent forked the child: the lower pid, but for a wrap of the pid counter.
+    let child_first = reports[1].pid < reports[0].pid && reports[0].pid - reports[1].pid < 1 << 20;
+    if reports[0].command == reports[1].command && child_first {
+        reports.swap(0, 1);
+    }
+    (run, reports)
+}
+
+/// The one race of `report`, and that the other report has none.
+fn the_race(report: &Report, other: &Report, stderr: &str) -> RaceReport {
+    assert_eq!(other.races.len(), 0, "{:?}\n{stderr}", other.races);
+    assert_eq!(report.races.len(), 1, "{stderr}");
+    report.races[0].clone()
+}
+
+fn in_function(race_side: &streamsan::report::OpReport, function: &str) -> bool {
+    race_side.site.iter().any(|f| f.function.as_deref() == Some(function))
+}
+
+/// The child reads what the parent wrote without waiting on the event the parent recorded
+/// after the write: the child reports it, naming both processes, streams and call sites.
+#[test]
+fn a_read_in_another_process_without_the_ipc_event_is_a_race_naming_both() {
+    let (run, reports) = reports_of("racy");
+    let (parent, child) = (&reports[0], &reports[1]);
+    let race = the_race(child, parent, &run.stderr());
+    assert_eq!((race.kind.as_str(), race.hazard.map(|h| h.to_string())), ("cross-stream-race", Some("RAW".into())));
+    assert_eq!((race.first.pid, race.second.pid), (Some(parent.pid), Some(child.pid)));
+    assert_eq!((race.first.api.as_str(), race.second.api.as_str()), ("cuMemsetD8Async", "cuMemcpyDtoDAsync_v2"));
+    assert!(in_function(&race.first, "producer"), "the parent's call site, resolved here: {:?}", race.first.site);
+    assert!(in_function(&race.second, "consumer"), "{:?}", race.second.site);
+    assert_eq!(race.first.stream.kind, "non-blocking");
+    assert_eq!(race.missing_wait.action.to_string(), "ipc-event");
+    let text = run.stderr();
+    let wait = format!("in process {} after cuMemsetD8Async at ipc.c:", parent.pid);
+    assert!(text.contains(&wait) && text.contains(&format!("in process {} before", child.pid)), "{text}");
+    assert!(!child.notes.iter().any(|n| n.kind == "ipc-import"), "the exporter ran under streamsan");
+}
+
+/// Waiting on the opened IPC event orders the read after the write.
+#[test]
+fn a_wait_on_the_opened_ipc_event_orders_the_read() {
+    let (run, reports) = reports_of("fixed");
+    assert!(reports.iter().all(|r| r.races.is_empty()), "{}", run.stderr());
+    assert!(reports.iter().all(|r| r.notes.iter().all(|n| n.kind != "ipc-import")), "{:?}", reports);
+}
+
+/// A parent that synchronized with its write before handing the handle on needs no event.
+#[test]
+fn a_write_the_exporter_synchronized_with_before_sending_needs_no_event() {
+    let (run, reports) = reports_of("synced");
+    assert!(reports.iter().all(|r| r.races.is_empty()), "{}", run.stderr());
+}
+
+/// The parent writes again while the child's read may still run: the parent completes the
+/// race, and reports it with the child's read first.
+#[test]
+fn a_write_after_another_process_s_read_without_waiting_is_reported_by_the_writer() {
+    let (run, reports) = reports_of("overwrite");
+    let (parent, child) = (&reports[0], &reports[1]);
+    let race = the_race(parent, child, &run.stderr());
+    assert_eq!(race.hazard.map(|h| h.to_string()), Some("WAR".into()));
+    assert_eq!((race.first.pid, race.second.pid), (Some(child.pid), Some(parent.pid)));
+    assert_eq!(race.first.api, "cuMemcpyDtoDAsync_v2");
+    assert!(in_function(&race.first, "consumer"), "{:?}", race.first.site);
+}
+
+/// The parent waits on the IPC event the child recorded after its read before it writes
+/// again: an event exported by the opening process orders the exporter.
+#[test]
+fn a_write_after_waiting_on_the_reader_s_ipc_event_is_ordered() {
+    let (run, reports) = reports_of("answered");
+    assert!(reports.iter().all(|r| r.races.is_empty()), "{}", run.stderr());
+}
+
+/// Handles no process of the run exported: each opening call site is noted once (counted),
+/// and the opened memory is a buffer as any other.
+#[test]
+fn handles_no_process_of_the_run_exported_are_noted_once_per_call_site() {
+    let run = run(&ipc(), &["unseen"]);
+    run.assert_ran();
+    let report = run.report();
+    let notes: Vec<_> = report.notes.iter().filter(|n| n.kind == "ipc-import").collect();
+    let apis: Vec<_> = notes.iter().map(|n| (n.api.as_str(), n.count)).collect();
+    assert_eq!(apis, [("cuIpcOpenMemHandle_v2", 2), ("cuIpcOpenEventHandle", 2)], "{:?}", report.notes);
+    assert!(report.races.is_empty());
+}
