@@ -47,6 +47,10 @@ def cases(cudarc_app):
         ("torch_graph", "pytorch", "native", [PY, f"{HERE}/torch_graph.py"], {}, "clean"),
         ("torch_graph", "pytorch", "cudaMallocAsync", [PY, f"{HERE}/torch_graph.py"], ASYNC, "clean"),
         ("torch_compile", "pytorch", "native", [PY, f"{HERE}/torch_compile_app.py"], {}, "clean"),
+        # A CUDA tensor sent to a spawned process through a queue (CUDA IPC): clean as PyTorch
+        # does it; racy when the producer writes it again on a side stream after sending.
+        ("torch_ipc clean", "pytorch", "native", [PY, f"{HERE}/torch_ipc.py", "clean"], {}, "clean"),
+        ("torch_ipc producer_writes_again", "pytorch", "native", [PY, f"{HERE}/torch_ipc.py", "producer_writes_again"], {}, "cross-stream-race"),
         ("cupy_app clean", "cupy", "default pool", c("default", "clean"), {}, "clean"),
         ("cupy_app missing_wait_event", "cupy", "default pool", c("default", "missing_wait_event"), {}, "cross-stream-race"),
         ("cupy_app free_without_wait", "cupy", "default pool", c("default", "free_without_wait"), {}, "cross-stream-race"),
