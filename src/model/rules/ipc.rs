@@ -119,6 +119,10 @@ impl Model {
         let size = size.min(buffer.end() - addr);
         let mut shared = Shared { key, start: addr, size, seen: 0 };
         let mut state = buffer.lock();
+        // Exported again (PyTorch exports a segment for each tensor it sends from it).
+        if state.shared.is_some_and(|known| known.key == key) {
+            return;
+        }
         let before: Vec<_> = state.shadow.records().iter().filter(|r| r.overlaps(addr, addr + size)).copied().collect();
         for record in before {
             let access = (record.lo, record.hi, record.mode);
@@ -155,5 +159,127 @@ impl Model {
             let (lo, hi) = (shared.start + theirs.lo, shared.start + theirs.hi);
             shadow.record(lo, hi, DENSE, theirs.mode, theirs.op, &own);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::model::buffers::MemoryKind;
+    use crate::model::clock::Epoch;
+    use crate::model::op::{Access, HostEffect, Mode, OpRecord, Origin, StackId, ThreadId};
+    use crate::model::peers::{Exchange, PeerStream, ShareKey, SharedAccess};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Model, Work};
+
+    /// Another process: no process has this id but the first.
+    const PEER: u32 = 1;
+
+    /// An exchange whose other process wrote `theirs`; what this process published is kept.
+    #[derive(Clone, Default)]
+    struct Scripted {
+        theirs: Arc<Mutex<Vec<SharedAccess>>>,
+        published: Arc<Mutex<Vec<SharedAccess>>>,
+    }
+
+    impl Exchange for Scripted {
+        fn access(&self, _: &Model, _: ShareKey, seen: &mut usize, access: &SharedAccess) -> Vec<SharedAccess> {
+            self.published.lock().unwrap().push(access.clone());
+            let theirs = self.theirs.lock().unwrap();
+            let new = theirs[*seen..].to_vec();
+            *seen = theirs.len();
+            new
+        }
+    }
+
+    fn origin(api: &'static str) -> Origin {
+        Origin::test(api, 1)
+    }
+
+    /// A model sharing its 64-byte buffer at 0x1000 with process [`PEER`], which wrote all of
+    /// it on its slot 3 at time 5.
+    fn shared_with_a_writer() -> (Model, Scripted) {
+        let model = Model::default();
+        let exchange = Scripted::default();
+        model.exchange_through(Box::new(exchange.clone()));
+        model.alloc(
+            Alloc { base: 0x1000, size: 64, kind: MemoryKind::Imported, ctx: 1 },
+            None,
+            &origin("cuIpcOpenMemHandle"),
+        );
+        model.stream_created(0x10, 1, true, &origin("cuStreamCreate"));
+        let stream = PeerStream {
+            pid: PEER,
+            slot: 3,
+            label: "stream 0x99".into(),
+            handle: 0x99,
+            kind: "non-blocking".into(),
+            ctx: 7,
+        };
+        let slot = model.peer_slot(PEER, 3, Some((&stream, 5)));
+        let op = OpRecord {
+            epoch: Epoch::new(slot, 5),
+            api: "cuMemsetD8Async",
+            kernel: None,
+            thread: ThreadId(1),
+            site: StackId(0),
+        };
+        exchange.theirs.lock().unwrap().push(SharedAccess {
+            lo: 0,
+            hi: 64,
+            mode: Mode::Write,
+            op,
+            knew: Vec::new(),
+            issued_at: 1,
+        });
+        model.share(0x1000, 64, ShareKey { pid: PEER, addr: 0x9000 });
+        (model, exchange)
+    }
+
+    fn read(model: &Model) {
+        let read = [Access::new(0x1000, 8, Mode::Read)];
+        let work =
+            Work { origin: origin("cuMemcpyDtoDAsync_v2"), kernel: None, accesses: &read, host: HostEffect::None };
+        model.work(StreamRef::Handle(0x10), work);
+    }
+
+    #[test]
+    fn a_read_unordered_with_another_process_s_write_races_with_it() {
+        let (model, _) = shared_with_a_writer();
+        read(&model);
+        let races = model.races();
+        assert_eq!(races.len(), 1);
+        assert_eq!(races[0].race.first.op.api, "cuMemsetD8Async");
+        assert!(
+            matches!(model.slot_owner(races[0].race.first.op.epoch), crate::model::streams::SlotOwner::Peer(p) if p.handle == 0x99)
+        );
+    }
+
+    #[test]
+    fn a_wait_on_the_opened_event_orders_the_read_and_is_published_with_it() {
+        let (model, exchange) = shared_with_a_writer();
+        model.event_recorded_by_peer(0xe, &[(PEER, 3, 5)]);
+        model.stream_wait_event(StreamRef::Handle(0x10), 0xe, &origin("cuStreamWaitEvent"));
+        read(&model);
+        assert!(model.races().is_empty());
+        let published = exchange.published.lock().unwrap();
+        assert_eq!(published.last().unwrap().knew, [(PEER, 3, 5)], "what the read knew of the writer");
+    }
+
+    #[test]
+    fn a_write_the_other_process_s_host_waited_for_before_the_read_is_no_race() {
+        let (model, _) = shared_with_a_writer();
+        model.completed_by_peer(&[(PEER, 3, 5)], 2);
+        read(&model);
+        assert!(model.races().is_empty());
+    }
+
+    #[test]
+    fn a_free_is_not_checked_against_other_processes() {
+        let (model, _) = shared_with_a_writer();
+        read(&model);
+        model.free(0x1000, crate::model::FreeOn::Synchronous { ctx: 1 }, &origin("cuIpcCloseMemHandle"));
+        assert_eq!(model.races().len(), 1, "the read's race only");
     }
 }

@@ -143,7 +143,7 @@ impl Model {
         let mode = self
             .directions
             .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
-        let shared = state.shared.is_some();
+        let is_shared = state.shared.is_some();
         if let BufferState { shared: Some(shared), shadow, .. } = &mut *state {
             self.exchange_access(shared, shadow, (lo, hi, mode), op, Some((clock, checked.issued_at())));
         }
@@ -175,7 +175,7 @@ impl Model {
             let mut second = this;
             // Another process's access issued after this one (this one's check came late, a
             // measured launch's): told in the order they were issued.
-            if shared && self.peers.issued_after(earlier.op.epoch, checked.issued_at()) {
+            if is_shared && self.peers.issued_after(earlier.op.epoch, checked.issued_at()) {
                 (first, second) = (second, first);
             }
             let hazard = Hazard::between(access_mode(&first), access_mode(&second));
