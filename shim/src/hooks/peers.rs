@@ -45,12 +45,11 @@ pub fn name_directory() {
     if std::env::var_os(ENV).is_some() {
         return;
     }
+    // SAFETY: geteuid cannot fail.
+    let user = unsafe { libc::geteuid() };
     let dir = match RunLog::from_env() {
         Some(run) => run.peers_dir(),
-        // SAFETY: geteuid cannot fail.
-        None => {
-            std::env::temp_dir().join(format!("streamsan-peers.{}.{}", unsafe { libc::geteuid() }, std::process::id()))
-        }
+        None => std::env::temp_dir().join(format!("streamsan-peers.{user}.{}", std::process::id())),
     };
     // At load, before the program's threads: nothing reads the environment at once.
     std::env::set_var(ENV, dir);
@@ -83,13 +82,22 @@ struct Published {
     mode: String,
     slot: u32,
     time: u32,
-    stream: (String, u64, String, u64),
+    stream: Stream,
     api: String,
     kernel: Option<(String, String)>,
     thread: u32,
     site: u32,
     knew: Vec<PeerEpoch>,
     issued_at: u64,
+}
+
+/// The stream of a published access, as its process names it.
+#[derive(Clone, Serialize, Deserialize)]
+struct Stream {
+    label: String,
+    handle: u64,
+    kind: String,
+    ctx: u64,
 }
 
 const MODES: [(Mode, &str); 5] =
@@ -235,7 +243,12 @@ impl Directory {
             mode: mode.into(),
             slot: op.epoch.slot,
             time: op.epoch.time,
-            stream: (stream.label, unhex(&stream.handle), stream.kind, unhex(&stream.context)),
+            stream: Stream {
+                label: stream.label,
+                handle: unhex(&stream.handle),
+                kind: stream.kind,
+                ctx: unhex(&stream.context),
+            },
             api: op.api.into(),
             kernel: op.kernel.map(|k| (model.kernel_name(k), model.kernel_symbol(k))),
             thread: op.thread.0,
@@ -248,7 +261,7 @@ impl Directory {
 
     /// Another process's access, in this process's terms.
     fn local(&self, model: &Model, pid: u32, theirs: &Published) -> SharedAccess {
-        let (label, handle, kind, ctx) = theirs.stream.clone();
+        let Stream { label, handle, kind, ctx } = theirs.stream.clone();
         let stream = PeerStream { pid, slot: theirs.slot, label, handle, kind, ctx };
         let slot = model.peer_slot(pid, theirs.slot, Some((&stream, theirs.time)));
         let op = OpRecord {
