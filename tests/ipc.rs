@@ -59,6 +59,16 @@ fn a_read_in_another_process_without_the_ipc_event_is_a_race_naming_both() {
     assert!(!child.notes.iter().any(|n| n.kind == "ipc-import"), "the exporter ran under streamsan");
 }
 
+/// A pool's allocation shared through its export data is shared memory as well.
+#[test]
+fn a_pool_pointer_imported_in_another_process_is_shared_memory() {
+    let (run, reports) = reports_of("pool");
+    let (parent, child) = (&reports[0], &reports[1]);
+    let race = the_race(child, parent, &run.stderr());
+    assert_eq!((race.first.pid, race.second.pid), (Some(parent.pid), Some(child.pid)));
+    assert_eq!(race.buffer.kind, "imported");
+}
+
 /// Waiting on the opened IPC event orders the read after the write.
 #[test]
 fn a_wait_on_the_opened_ipc_event_orders_the_read() {

@@ -11,6 +11,8 @@
                 without waiting for it
      answered   as overwrite, but the parent first waits on the IPC event the child recorded
                 after its read
+     pool       as racy, the buffer allocated from the parent's default pool and shared
+                with cuMemPoolExportPointer and cuMemPoolImportPointer
      unseen     one process opens, twice, handles no process of the run exported */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +62,22 @@ static void producer(const char *mode, int to_child, int from_child) {
     CUipcEventHandle answer;
     char told;
     CHECK(cuEventCreate(&done, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
-    CHECK(cuMemAlloc_v2(&buf, N));
+    int pool = !strcmp(mode, "pool");
+    if (pool) {
+        CUmemoryPool parents;
+        CHECK(cuDeviceGetDefaultMemPool(&parents, 0));
+        CHECK(cuMemAllocFromPoolAsync(&buf, N, parents, s));
+    } else {
+        CHECK(cuMemAlloc_v2(&buf, N));
+    }
     CHECK(cuMemsetD8Async(buf, 1, N, s));
     CHECK(cuEventRecord(done, s));
     if (!strcmp(mode, "synced")) CHECK(cuStreamSynchronize(s));
-    CHECK(cuIpcGetMemHandle(&handles.memory, buf));
+    if (pool) {
+        CHECK(cuMemPoolExportPointer(handles.memory.reserved, buf));
+    } else {
+        CHECK(cuIpcGetMemHandle(&handles.memory, buf));
+    }
     CHECK(cuIpcGetEventHandle(&handles.event, done));
     send_bytes(to_child, &handles, sizeof handles);
     receive_bytes(from_child, &answer, sizeof answer);
@@ -94,16 +107,23 @@ static void consumer(const char *mode, int from_parent, int to_parent) {
     CUstream s = stream();
     CHECK(cuEventCreate(&read, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
     CHECK(cuMemAlloc_v2(&y, N));
-    CHECK(cuIpcOpenMemHandle_v2(&x, handles.memory, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    int pool = !strcmp(mode, "pool");
+    if (pool) {
+        CUmemoryPool childs;
+        CHECK(cuDeviceGetDefaultMemPool(&childs, 0));
+        CHECK(cuMemPoolImportPointer(&x, childs, handles.memory.reserved));
+    } else {
+        CHECK(cuIpcOpenMemHandle_v2(&x, handles.memory, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    }
     CHECK(cuIpcOpenEventHandle(&done, handles.event));
-    if (strcmp(mode, "racy") && strcmp(mode, "synced")) CHECK(cuStreamWaitEvent(s, done, 0));
+    if (strcmp(mode, "racy") && strcmp(mode, "synced") && !pool) CHECK(cuStreamWaitEvent(s, done, 0));
     CHECK(cuMemcpyDtoDAsync_v2(y, x, N, s));
     CHECK(cuEventRecord(read, s));
     CHECK(cuIpcGetEventHandle(&answer, read));
     send_bytes(to_parent, &answer, sizeof answer);
     receive_bytes(from_parent, &go, 1);
     CHECK(cuStreamSynchronize(s));
-    CHECK(cuIpcCloseMemHandle(x));
+    CHECK(pool ? cuMemFree_v2(x) : cuIpcCloseMemHandle(x));
     send_bytes(to_parent, "c", 1);
 }
 
