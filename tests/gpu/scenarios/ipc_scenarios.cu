@@ -48,10 +48,10 @@ struct Handles {
 struct Pipes {
     int down[2], up[2];
 };
-static void send(int fd, const void *bytes, size_t n) {
+static void send_bytes(int fd, const void *bytes, size_t n) {
     if (write(fd, bytes, n) != (ssize_t)n) exit(5);
 }
-static void receive(int fd, void *bytes, size_t n) {
+static void receive_bytes(int fd, void *bytes, size_t n) {
     if (read(fd, bytes, n) != (ssize_t)n) exit(5);
 }
 
@@ -81,8 +81,8 @@ static void producer(const Pipes &p, bool again, bool fixed) {
     Handles mine, theirs;
     CHECK(cudaIpcGetMemHandle(&mine.memory, x));
     CHECK(cudaIpcGetEventHandle(&mine.event, written));
-    send(p.down[1], &mine, sizeof mine);
-    receive(p.up[0], &theirs, sizeof theirs);
+    send_bytes(p.down[1], &mine, sizeof mine);
+    receive_bytes(p.up[0], &theirs, sizeof theirs);
     if (again) {
         CHECK(cudaStreamWaitEvent(side, written, 0));  // after the first write, in this process
         if (fixed) {
@@ -92,8 +92,8 @@ static void producer(const Pipes &p, bool again, bool fixed) {
         LAUNCH(fill, side, x, 2.0f, N);
     }
     char c = 'g';
-    send(p.down[1], &c, 1);
-    receive(p.up[0], &c, 1);
+    send_bytes(p.down[1], &c, 1);
+    receive_bytes(p.up[0], &c, 1);
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaFree(x));
 }
@@ -104,7 +104,7 @@ static void producer(const Pipes &p, bool again, bool fixed) {
 // read and hands its handle back; synchronizes once the parent is done with x.
 static void consumer(const Pipes &p, int device, bool waits) {
     Handles theirs, mine;
-    receive(p.down[0], &theirs, sizeof theirs);
+    receive_bytes(p.down[0], &theirs, sizeof theirs);
     CHECK(cudaSetDevice(device));
     cudaStream_t s = nonblocking();
     cudaEvent_t written, read_done = interprocess_event();
@@ -117,17 +117,17 @@ static void consumer(const Pipes &p, int device, bool waits) {
     CHECK(cudaEventRecord(read_done, s));
     memset(&mine, 0, sizeof mine);
     CHECK(cudaIpcGetEventHandle(&mine.event, read_done));
-    send(p.up[1], &mine, sizeof mine);
+    send_bytes(p.up[1], &mine, sizeof mine);
     char c;
-    receive(p.down[0], &c, 1);
+    receive_bytes(p.down[0], &c, 1);
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaIpcCloseMemHandle(x));
     CHECK(cudaFree(y));
-    send(p.up[1], &c, 1);
+    send_bytes(p.up[1], &c, 1);
 }
 
 // Forks the child (the consumer) before CUDA is touched, runs the producer, waits.
-static void pair(int consumer_device, bool waits, bool again, bool fixed) {
+static void run_pair(int consumer_device, bool waits, bool again, bool fixed) {
     Pipes p;
     if (pipe(p.down) || pipe(p.up)) exit(5);
     fflush(stdout);
@@ -144,12 +144,12 @@ static void pair(int consumer_device, bool waits, bool again, bool fixed) {
 
 // The child reads what the parent wrote without waiting on the IPC event recorded after the
 // write (fixed: it waits).
-static void event_not_waited(bool fixed) { pair(0, fixed, false, fixed); }
+static void event_not_waited(bool fixed) { run_pair(0, fixed, false, fixed); }
 // The child waits and reads; the parent writes x again on a side stream while the read may
 // still run (fixed: its side stream waits on the event the child recorded after the read).
-static void producer_writes_again(bool fixed) { pair(0, true, true, fixed); }
+static void producer_writes_again(bool fixed) { run_pair(0, true, true, fixed); }
 // event_not_waited with the child on the second GPU, reaching x through peer access.
-static void peer_devices(bool fixed) { pair(1, fixed, false, fixed); }
+static void peer_devices(bool fixed) { run_pair(1, fixed, false, fixed); }
 
 struct Scenario {
     const char *name;
