@@ -166,7 +166,7 @@ impl Model {
             if checked.issued_later(&earlier.op.epoch) {
                 continue;
             }
-            // Another process's access issued after this one, or over before it.
+            // Another process's access that knew of this one, or was over before it.
             if self.peers.no_race(earlier.op.epoch, op.epoch, || checked.issued_at()) {
                 continue;
             }
