@@ -2,7 +2,9 @@
 //! (`docs/semantics.md#ipc`): `tests/scenarios/ipc.c`, a parent and the child it forked, each
 //! with its own report.
 
-use std::path::PathBuf;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use streamsan::report::{RaceReport, Report};
 
@@ -116,4 +118,69 @@ fn handles_no_process_of_the_run_exported_are_noted_once_per_call_site() {
     let apis: Vec<_> = notes.iter().map(|n| (n.api.as_str(), n.count)).collect();
     assert_eq!(apis, [("cuIpcOpenMemHandle_v2", 2), ("cuIpcOpenEventHandle", 2)], "{:?}", report.notes);
     assert!(report.races.is_empty());
+}
+
+/// `ipc mode` preloaded by hand (no `streamsan run`), its temporary directory `tmp`, with
+/// `env` besides; the reports go into `dir`.
+fn preloaded(mode: &str, dir: &Path, tmp: &Path, env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(ipc());
+    cmd.arg(mode)
+        .env("LD_PRELOAD", shim())
+        .env("LD_LIBRARY_PATH", driver_dir())
+        .env("STREAMSAN_OPTIONS", format!("log_path={}", dir.join("report.%p.json").display()))
+        .env("TMPDIR", tmp)
+        .env_remove("STREAMSAN_RUN")
+        .env_remove("STREAMSAN_PEERS");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    output_bounded(&mut cmd)
+}
+
+/// Without the wrapper, the first preloaded process names a directory for its tree: made
+/// 0700, each process's file 0600, and the child's race found through it.
+#[test]
+fn a_process_tree_preloaded_by_hand_shares_through_a_private_directory() {
+    let dir = scratch("ipc-preloaded");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = preloaded("racy", &dir, &tmp, &[]);
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    let races: usize = reports_in(&dir, "report.").iter().map(|(_, r)| r.races.len()).sum();
+    assert_eq!(races, 1, "{}", text(&out.stderr));
+    let peers: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(peers.len(), 1, "one directory for the tree: {peers:?}");
+    assert!(peers[0].file_name().unwrap().to_string_lossy().starts_with("streamsan-peers."));
+    assert_eq!(std::fs::metadata(&peers[0]).unwrap().permissions().mode() & 0o777, 0o700);
+    for file in std::fs::read_dir(&peers[0]).unwrap() {
+        assert_eq!(file.unwrap().metadata().unwrap().mode() & 0o777, 0o600);
+    }
+}
+
+/// A directory others may enter (another user's, or one made carelessly) is never used: the
+/// processes share nothing, and the child's opening is noted as from a process not seen.
+#[test]
+fn a_directory_others_can_enter_is_not_used() {
+    let dir = scratch("ipc-open-directory");
+    let peers = dir.join("peers");
+    std::fs::create_dir(&peers).unwrap();
+    std::fs::set_permissions(&peers, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = preloaded("racy", &dir, &dir, &[("STREAMSAN_PEERS", &peers)]);
+    assert_eq!(text(&out.stdout), "done\n", "{}", text(&out.stderr));
+    let reports = reports_in(&dir, "report.");
+    assert!(reports.iter().all(|(_, r)| r.races.is_empty()), "{}", text(&out.stderr));
+    let unseen = reports.iter().flat_map(|(_, r)| &r.notes).filter(|n| n.kind == "ipc-import").count();
+    assert_eq!(unseen, 2, "the child's memory and event, opened unseen");
+    assert_eq!(std::fs::read_dir(&peers).unwrap().count(), 0, "nothing written there");
+}
+
+/// Under `streamsan run` the directory lies beside the run's list, and goes with it.
+#[test]
+fn the_run_s_directory_is_removed_with_its_list() {
+    let tmp = scratch("ipc-run-tmp");
+    let env = vec![("TMPDIR", tmp.display().to_string())];
+    let run = run_with(&ipc(), &["racy"], RunOptions { env, ..Default::default() });
+    assert_eq!(run.output.status.code(), Some(66), "{}", run.stderr());
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "{left:?}");
 }
