@@ -120,7 +120,7 @@ impl Model {
         let mut shared = Shared { key, start: addr, size, seen: 0 };
         let mut state = buffer.lock();
         // Exported again (PyTorch exports a segment for each tensor it sends from it).
-        if state.shared.is_some_and(|known| known.key == key) {
+        if state.shared.as_ref().is_some_and(|known| known.key == key) {
             return;
         }
         let before: Vec<_> = state.shadow.records().iter().filter(|r| r.overlaps(addr, addr + size)).copied().collect();
@@ -128,7 +128,7 @@ impl Model {
             let access = (record.lo, record.hi, record.mode);
             self.exchange_access(&mut shared, &mut state.shadow, access, record.op, None);
         }
-        state.shared = Some(shared);
+        state.shared = Some(Box::new(shared));
     }
 
     /// Publishes this process's access to `lo..hi` of shared memory (`issued`: its
