@@ -111,10 +111,11 @@ struct Reader {
 }
 
 /// What this process knows of the run's directory.
-#[derive(Default)]
 struct Directory {
-    /// This process's own file, by the process that opened it (a forked child opens its own).
-    mine: Option<(u32, File)>,
+    /// The process this is of: a forked child starts afresh, with files of its own.
+    pid: u32,
+    /// This process's own file.
+    mine: Option<File>,
     published_sites: HashSet<u32>,
     others: HashMap<u32, Reader>,
     /// Memory the others exported, by handle: where it is shared, and its size.
@@ -136,8 +137,14 @@ struct Directory {
 
 static DIRECTORY: Mutex<Option<Directory>> = Mutex::new(None);
 
+/// This process's directory state (a forked child's parent's is dropped: the child would
+/// read through the parent's descriptors, moving their offsets under it).
 fn directory() -> MutexGuard<'static, Option<Directory>> {
-    DIRECTORY.lock().unwrap_or_else(|e| e.into_inner())
+    let mut guard = DIRECTORY.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.as_ref().is_some_and(|d| d.pid != std::process::id()) {
+        *guard = None;
+    }
+    guard
 }
 
 /// The run's directory, made (0700) if it is not there; None when it cannot be made, or is
@@ -156,21 +163,36 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl Directory {
+    fn new() -> Directory {
+        Directory {
+            pid: std::process::id(),
+            mine: None,
+            published_sites: HashSet::new(),
+            others: HashMap::new(),
+            memory: HashMap::new(),
+            events: HashMap::new(),
+            sites: HashMap::new(),
+            accesses: HashMap::new(),
+            joined: Vec::new(),
+            published_joined: Vec::new(),
+            exported_events: HashMap::new(),
+            opened_events: HashMap::new(),
+        }
+    }
+
     /// Appends `line` to this process's file, in one `write(2)`.
     fn write(&mut self, line: &Line) {
-        let pid = std::process::id();
-        if self.mine.as_ref().is_none_or(|(owner, _)| *owner != pid) {
+        if self.mine.is_none() {
             let Some(dir) = path() else { return };
             let file = OpenOptions::new()
                 .append(true)
                 .create(true)
                 .mode(0o600)
                 .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-                .open(dir.join(pid.to_string()));
-            self.mine = file.ok().map(|f| (pid, f));
-            self.published_sites.clear();
+                .open(dir.join(self.pid.to_string()));
+            self.mine = file.ok();
         }
-        let Some((_, file)) = &mut self.mine else { return };
+        let Some(file) = &mut self.mine else { return };
         let Ok(mut bytes) = serde_json::to_vec(line) else { return };
         bytes.push(b'\n');
         let _ = file.write_all(&bytes);
@@ -180,10 +202,9 @@ impl Directory {
     fn read_others(&mut self) {
         let Some(dir) = path() else { return };
         let Ok(entries) = std::fs::read_dir(&dir) else { return };
-        let me = std::process::id();
         for entry in entries.flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            if pid == me || self.others.contains_key(&pid) {
+            if pid == self.pid || self.others.contains_key(&pid) {
                 continue;
             }
             let file =
@@ -314,7 +335,7 @@ struct Files;
 impl Exchange for Files {
     fn access(&self, model: &Model, key: ShareKey, seen: &mut usize, access: &SharedAccess) -> Vec<SharedAccess> {
         let mut guard = directory();
-        let directory = guard.get_or_insert_with(Directory::default);
+        let directory = guard.get_or_insert_with(Directory::new);
         if access.lo < access.hi {
             directory.publish(model, key, access);
         }
@@ -343,7 +364,7 @@ fn start_sharing(model: &Model) {
 /// which become shared memory, this process's work on them so far published.
 pub fn exported_memory(model: &Model, handle: &[u8], addr: u64, size: u64) {
     start_sharing(model);
-    directory().get_or_insert_with(Directory::default).write(&Line::Memory { handle: hex(handle), addr, size });
+    directory().get_or_insert_with(Directory::new).write(&Line::Memory { handle: hex(handle), addr, size });
     model.share(addr, size, ShareKey { pid: std::process::id(), addr });
 }
 
@@ -352,7 +373,7 @@ pub fn exported_memory(model: &Model, handle: &[u8], addr: u64, size: u64) {
 pub fn opened_memory(model: &Model, handle: &[u8], base: u64) -> bool {
     let found = {
         let mut guard = directory();
-        let directory = guard.get_or_insert_with(Directory::default);
+        let directory = guard.get_or_insert_with(Directory::new);
         directory.read_others();
         directory.memory.get(&hex(handle)).copied()
     };
@@ -366,7 +387,7 @@ pub fn opened_memory(model: &Model, handle: &[u8], base: u64) -> bool {
 /// now (none yet: an empty clock, so that the handle is known as the run's).
 pub fn exported_event(model: &Model, handle: &[u8], event: u64) {
     start_sharing(model);
-    directory().get_or_insert_with(Directory::default).exported_events.insert(event, hex(handle));
+    directory().get_or_insert_with(Directory::new).exported_events.insert(event, hex(handle));
     recorded(model, event);
 }
 
@@ -390,7 +411,7 @@ pub fn host_joined(model: &Model) {
     }
     let clock = model.host_shared_clock();
     let mut guard = directory();
-    let directory = guard.get_or_insert_with(Directory::default);
+    let directory = guard.get_or_insert_with(Directory::new);
     if clock != directory.published_joined {
         directory.write(&Line::Joined { clock: clock.clone(), at: streamsan::model::peers::now() });
         directory.published_joined = clock;
@@ -403,7 +424,7 @@ pub fn opened_event(model: &Model, handle: &[u8], event: u64) -> bool {
     let handle = hex(handle);
     let known = {
         let mut guard = directory();
-        let directory = guard.get_or_insert_with(Directory::default);
+        let directory = guard.get_or_insert_with(Directory::new);
         directory.read_others();
         let known = directory.events.contains_key(&handle);
         if known {
