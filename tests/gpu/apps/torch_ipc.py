@@ -5,7 +5,9 @@
 # it ("clean"). Racy ("producer_writes_again"): after sending, the producer writes the tensor
 # again on a side stream (ordered after its own first write) while the consumer reads it: the
 # event the consumer waited on was recorded before that write.
-# Usage: torch_ipc.py clean|producer_writes_again
+# With a second argument, the consumer reads the tensor from another GPU (a peer copy to
+# cuda:1) instead of on the producer's.
+# Usage: torch_ipc.py clean|producer_writes_again [peer]
 import sys
 
 import torch
@@ -14,17 +16,18 @@ import torch.multiprocessing as mp
 N = 1 << 22
 
 
-def consumer(tensors, done):
+def consumer(tensors, done, peer):
     x = tensors.get()                  # opens the handles, waits on the IPC event
-    total = (x * 2).sum().item()       # reads x on the consumer's current stream
-    del x
+    read = x.to("cuda:1") if peer else x * 2   # reads x on the consumer's current stream
+    total = read.sum().item()
+    del x, read
     done.put(total)
 
 
-def main(mode):
+def main(mode, peer):
     ctx = mp.get_context("spawn")
     tensors, done = ctx.Queue(), ctx.Queue()
-    worker = ctx.Process(target=consumer, args=(tensors, done))
+    worker = ctx.Process(target=consumer, args=(tensors, done, peer))
     worker.start()
     x = torch.full((N,), 1.0, device="cuda")
     tensors.put(x)
@@ -37,8 +40,8 @@ def main(mode):
     done.get()                         # the consumer read and dropped the tensor
     worker.join()
     torch.cuda.synchronize()
-    print("torch_ipc:", mode, "done")
+    print("torch_ipc:", mode, "peer" if peer else "", "done")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:] == ["peer"])
