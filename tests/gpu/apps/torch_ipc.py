@@ -40,7 +40,7 @@ def main(mode, peer):
     done.get()                         # the consumer read and dropped the tensor
     worker.join()
     torch.cuda.synchronize()
-    print("torch_ipc:", mode, "peer" if peer else "", "done")
+    print("torch_ipc:", mode, *(["peer"] if peer else []), "done")
 
 
 if __name__ == "__main__":
