@@ -4,7 +4,8 @@
 # opened event on its own current stream before the tensor is used. Correct as PyTorch does
 # it ("clean"). Racy ("producer_writes_again"): after sending, the producer writes the tensor
 # again on a side stream (ordered after its own first write) while the consumer reads it: the
-# event the consumer waited on was recorded before that write.
+# event the consumer waits on was recorded on the producer's current stream, which knows
+# nothing of the side stream's write.
 # With a second argument, the consumer reads the tensor from another GPU (a peer copy to
 # cuda:1) instead of on the producer's.
 # Usage: torch_ipc.py clean|producer_writes_again [peer]
