@@ -73,7 +73,8 @@ struct PeerOp {
 }
 
 /// How the model talks to the other processes of the run. The shim implements it over a
-/// directory of files; the model calls it only for shared memory and IPC events.
+/// directory of files; the model calls it only at accesses to shared memory (the shim tells
+/// it of IPC events itself: [`Model::event_recorded_by_peer`]).
 pub trait Exchange: Send + Sync {
     /// Publishes this process's `access` to the shared memory `key`, and returns the
     /// accesses other processes published to it after the first `seen` (advanced), in this
