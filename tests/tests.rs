@@ -10,6 +10,7 @@ mod footprint;
 mod harness;
 mod host_races;
 mod interposition;
+mod ipc;
 mod kernels;
 mod lifecycle;
 mod model_properties;

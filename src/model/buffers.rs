@@ -88,6 +88,9 @@ pub struct BufferState {
     pub shadow: Shadow,
     /// The free, once freed.
     pub freed: Option<OpRecord>,
+    /// Its bytes shared with other processes through CUDA IPC, if they are (boxed: a word
+    /// beside the shadow, for the many buffers never shared).
+    pub shared: Option<Box<super::peers::Shared>>,
 }
 
 /// A buffer. Laid out in the order an access reads it (freed flag, kind and bounds, the

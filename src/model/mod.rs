@@ -21,6 +21,7 @@
 //! | `rules/lifetime.rs` | streams and contexts created and destroyed |
 //! | `rules/graphs.rs` | stream capture, and graph launches that replay the captured nodes |
 //! | `rules/built.rs` | graphs built with the explicit graph API: nodes, edges, parameters, updates |
+//! | `rules/ipc.rs` | memory and events shared with other processes through CUDA IPC: accesses exchanged, IPC events' records carried across |
 //! | `rules/footprint_late.rs` | a measured launch (`footprint=exact\|learn`), issued at once and checked when its footprint arrives, against what was issued before and after it |
 //! | `rules/graph_footprints.rs` | measured kernel nodes of graph launches: which a launch measures, what each node's last measurement showed |
 //! | `rules/footprint_learning.rs` | `footprint=learn`: a measured launch learnt from, learnt extents applied at issue to later launches with the same key |
@@ -36,6 +37,7 @@
 //! | [`footprint`] | measured footprints: what a launch touched, launches waiting for it, what was learnt |
 //! | [`buffers`], [`shadow`] | live and freed buffers by address, each one's access history |
 //! | [`events`] | what each event's last record captured |
+//! | [`peers`] | other processes sharing memory and events: their streams' slots, what their accesses knew, the exchange with them |
 //! | [`capture`] | captures in progress, executable graphs |
 //! | [`definition`] | graph definitions, captured or built with the explicit graph API |
 //! | [`direction`] | the parameter slots of untyped kernels learnt to be outputs |
@@ -56,6 +58,7 @@ pub mod footprint;
 pub mod host_races;
 pub mod lock;
 pub mod op;
+pub mod peers;
 mod queries;
 pub mod race;
 pub mod residue;
@@ -133,6 +136,8 @@ pub struct Model {
     pending: footprint::pending::PendingLaunches,
     /// Footprints learnt from measured launches ([`footprint::learnt`]).
     learnt: footprint::learnt::Learnt,
+    /// Other processes sharing memory and events through CUDA IPC ([`peers`]).
+    peers: peers::Peers,
     races: Races,
     notes: Notes,
     /// The host's accesses to bytes guarded for a measured launch before its footprint was
@@ -164,6 +169,7 @@ impl Model {
             directions: Directions::default(),
             pending: footprint::pending::PendingLaunches::default(),
             learnt: footprint::learnt::Learnt::default(),
+            peers: peers::Peers::default(),
             races: Races::default(),
             notes: Notes::default(),
             host_unsure: Mutex::new(Vec::new()),

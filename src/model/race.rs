@@ -193,8 +193,8 @@ named_enum! {
         /// grid-dependency wait, and where it waits is not known: it is taken as ordered
         /// from its start.
         ProgrammaticLaunch = "programmatic-launch",
-        /// Memory another process exported was opened (subject: its base): that process's
-        /// work on it, and events it shares, are not seen.
+        /// Memory or an event was opened from an IPC handle no process of the run exported
+        /// (subject: the memory's base, or the event): the exporter's work is not seen.
         IpcImport = "ipc-import",
     }
 }

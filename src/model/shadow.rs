@@ -22,7 +22,7 @@ pub struct Record {
 }
 
 impl Record {
-    fn overlaps(&self, lo: u64, hi: u64) -> bool {
+    pub fn overlaps(&self, lo: u64, hi: u64) -> bool {
         self.lo < hi && lo < self.hi
     }
 

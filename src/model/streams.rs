@@ -13,6 +13,7 @@ use super::capture::CaptureLane;
 use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
 use super::lock::{Guard, Lock};
 use super::op::{GridWait, StackId, ThreadId};
+use super::peers::PeerStream;
 
 /// How the shim names a stream: a handle, or the default stream of an entry point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +79,8 @@ pub enum SlotOwner {
     },
     /// An owner of a slot used by so many owners since that its name was forgotten.
     Forgotten,
+    /// A stream of another process sharing memory or events with this one.
+    Peer(PeerStream),
 }
 
 /// Owners remembered per slot, the latest ones: a report names the owner of an epoch of an
@@ -171,6 +174,26 @@ impl Slots {
                 (table.owners.len() - 1) as Slot
             }
         }
+    }
+
+    /// A slot for a stream of another process: never taken back.
+    pub fn allocate_peer(&self, owner: SlotOwner) -> Slot {
+        self.hand_out(owner, None)
+    }
+
+    /// Names `owner` the owner of `slot` from time `first` on, if it is not already: the
+    /// slot stands for another process's slot, whose owners that process names. An owner
+    /// heard of out of order (a measured launch published late) keeps the later one's name.
+    pub fn rename(&self, slot: Slot, first: u32, owner: SlotOwner) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let Some(history) = table.owners.get_mut(slot as usize) else { return };
+        if history.last().is_some_and(|(since, latest)| *latest == owner || *since >= first) {
+            return;
+        }
+        if history.len() == OWNERS_PER_SLOT {
+            history.remove(0);
+        }
+        history.push((first, owner));
     }
 
     /// Whether what any clock knows of `slot` is known, by the time the host waits for

@@ -55,6 +55,14 @@ pub fn stream(model: &Model, epoch: Epoch, symbols: &dyn Symbols) -> StreamRepor
             created_at: Vec::new(),
             graph: None,
         },
+        SlotOwner::Peer(peer) => StreamReport {
+            label: peer.label,
+            handle: hex(peer.handle),
+            kind: peer.kind,
+            context: hex(peer.ctx),
+            created_at: Vec::new(),
+            graph: None,
+        },
         SlotOwner::GraphLane { exec, launch } => {
             let launched = stream(model, launch, symbols);
             StreamReport {
@@ -86,6 +94,11 @@ fn op(model: &Model, record: &OpRecord, action: Action, start: u64, symbols: &dy
         }
     };
     let kernel = record.kernel.map(|k| model.kernel_name(k));
+    // Another process's operation: its thread is numbered there.
+    let peer = match model.slot_owner(record.epoch) {
+        SlotOwner::Peer(peer) => Some(peer.pid),
+        _ => None,
+    };
     OpReport {
         api: record.api.to_string(),
         kernel_symbol: record
@@ -96,9 +109,13 @@ fn op(model: &Model, record: &OpRecord, action: Action, start: u64, symbols: &dy
         access,
         range,
         stream: stream(model, record.epoch, symbols),
-        thread: ThreadReport { id: record.thread.0, tid: symbols.tid(record.thread) },
+        thread: ThreadReport {
+            id: record.thread.0,
+            tid: if peer.is_some() { None } else { symbols.tid(record.thread) },
+        },
         site: symbols.frames(record.site),
         test: symbols.test(record.site),
+        pid: peer,
     }
 }
 
@@ -124,6 +141,16 @@ fn fix(kind: RaceKind, first: &OpReport, second: &OpReport, slots: (Slot, Slot))
             after: Operation::Second,
             wait_on: s1.clone(),
             before: Operation::First,
+        };
+    }
+    // Across processes, only an IPC event orders the two.
+    if first.pid.is_some() || second.pid.is_some() {
+        return Fix {
+            action: FixAction::IpcEvent,
+            record_on: s1.clone(),
+            after: Operation::First,
+            wait_on: s2.clone(),
+            before: Operation::Second,
         };
     }
     if second_slot == HOST {
@@ -153,8 +180,14 @@ pub fn race(model: &Model, entry: &RaceEntry, symbols: &dyn Symbols) -> RaceRepo
         _ => (race.buffer.base, 0),
     };
     let side = |side: &Side| op(model, &side.op, side.action, start, symbols);
-    let first = side(&race.first);
-    let second = side(&race.second);
+    let mut first = side(&race.first);
+    let mut second = side(&race.second);
+    // A race across processes names the process of each side.
+    if first.pid.is_some() || second.pid.is_some() {
+        let me = std::process::id();
+        first.pid.get_or_insert(me);
+        second.pid.get_or_insert(me);
+    }
     let missing_wait = fix(race.kind, &first, &second, (race.first.op.epoch.slot, race.second.op.epoch.slot));
     RaceReport {
         kind: race.kind,

@@ -132,6 +132,10 @@ pub struct OpReport {
     /// the pytest plugin names each test by its id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
+    /// The process that made the call, in a race across processes (memory or events shared
+    /// through CUDA IPC); absent when both operations are the report's process's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +216,10 @@ named_enum! {
         HostWaits = "host-waits",
         /// Move the free after the use.
         FreeAfterUse = "free-after-use",
+        /// Record an IPC event (made with `CU_EVENT_INTERPROCESS`) on `record_on` after
+        /// `after` in the first operation's process, and make `wait_on` wait on the event
+        /// opened from its handle before `before` in the second's.
+        IpcEvent = "ipc-event",
         /// Make `before`, a kernel launched with programmatic stream serialization on the
         /// stream of `after` (or a kernel node reached from it through a programmatic edge),
         /// wait on its grid dependencies before the access.

@@ -161,8 +161,18 @@ impl RunLog {
         entries
     }
 
-    /// Removes the list, once read.
+    /// The directory where the run's processes that share memory and events through CUDA
+    /// IPC tell each other what they did (the shim's `hooks/peers.rs`): made by the first of
+    /// them, removed with the list.
+    pub fn peers_dir(&self) -> PathBuf {
+        let mut dir = self.path.clone().into_os_string();
+        dir.push(".peers");
+        dir.into()
+    }
+
+    /// Removes the list, once read, and the run's peers' directory.
     pub fn remove(self) {
+        let _ = std::fs::remove_dir_all(self.peers_dir());
         let _ = std::fs::remove_file(&self.path);
     }
 }

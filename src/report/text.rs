@@ -65,7 +65,8 @@ fn what(op: &OpReport) -> String {
         // A load or store of the host (a host race), not a driver call.
         return format!("{action} by the host, thread T{}{test}", op.thread.id);
     }
-    format!("{action} by {by} on {}, thread T{}{test}", op.stream.label, op.thread.id)
+    let process = op.pid.map(|pid| format!(" in process {pid}")).unwrap_or_default();
+    format!("{action} by {by} on {}{process}, thread T{}{test}", op.stream.label, op.thread.id)
 }
 
 fn lowercase_first(s: &str) -> String {
@@ -157,6 +158,13 @@ pub fn missing_wait(race: &RaceReport) -> String {
             "make the host wait for {record_on} after {after} (cuStreamSynchronize, or cuEventSynchronize on an event recorded after it) before {before}"
         ),
         FixAction::RecordAndWait => format!("record an event on {record_on} after {after}; make {wait_on} wait on it before {before}"),
+        FixAction::IpcEvent => {
+            let process = |op: &OpReport| op.pid.map_or_else(|| "this process".to_string(), |pid| format!("process {pid}"));
+            let (recorder, waiter) = (process(&race.first), process(&race.second));
+            format!(
+                "record the IPC event (cuEventCreate with CU_EVENT_INTERPROCESS, its handle from cuIpcGetEventHandle) on {record_on} in {recorder} after {after}; wait on the event opened from that handle (cuIpcOpenEventHandle) on {wait_on} in {waiter} before {before}"
+            )
+        }
         FixAction::GridDependencyWait => format!(
             "{before} was launched with programmatic stream serialization, or reached through a programmatic graph edge, and may run beside {after}: call cudaGridDependencySynchronize (griddepcontrol.wait) in it before the access, or order it fully (launch it without the attribute; an ordinary edge)"
         ),
@@ -200,7 +208,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::IpcImport => format!(
-            "{api} opened memory {subject:#x} that another process exported: that process's work on it, and the events it shares, are not seen (each process has a model of its own)"
+            "{api} opened {subject:#x} from an IPC handle that no process run under streamsan exported (or one of another run): what the exporting process does with it is not seen, and orders nothing here"
         ),
         NoteKind::GraphNotFollowed => {
             format!("graph {subject:#x} launched on {on} holds work streamsan cannot follow: its work is not checked")

@@ -277,6 +277,19 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
 CUresult cuMemcpyPeerAsync(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+/* CUDA IPC: 64 opaque bytes a process hands another. */
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle, CUipcEventHandle;
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+#define CU_EVENT_INTERPROCESS 0x4
+CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
+CUresult cuIpcCloseMemHandle(CUdeviceptr);
+CUresult cuIpcGetEventHandle(CUipcEventHandle *, CUevent);
+CUresult cuIpcOpenEventHandle(CUevent *, CUipcEventHandle);
+CUresult cuMemPoolExportPointer(void *, CUdeviceptr);
+CUresult cuMemPoolImportPointer(CUdeviceptr *, CUmemoryPool, void *);
 CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
 CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
 CUresult cuModuleLoadData(CUmodule *, const void *);

@@ -375,6 +375,9 @@ pub struct IpcMemHandle {
     pub reserved: [u8; 64],
 }
 
+/// `CUipcEventHandle`: the same 64 opaque bytes.
+pub type IpcEventHandle = IpcMemHandle;
+
 /// Opaque parameter blocks the shim never reads: only their addresses travel.
 pub type CUDA_GRAPH_INSTANTIATE_PARAMS = c_void;
 pub type CUctxCreateParams = c_void;
@@ -419,6 +422,7 @@ mod layout_checks {
     );
     const _: () = assert!(CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u32 == cu::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
     const _: () = assert!(CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u32 == cu::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
+    const _: () = assert!(size_of::<IpcEventHandle>() == size_of::<cu::CUipcEventHandle>());
     const _: () = assert!(size_of::<LaunchAttribute>() == size_of::<cu::CUlaunchAttribute>());
     const _: () = assert!(size_of::<LaunchConfig>() == size_of::<cu::CUlaunchConfig>());
     const _: () = assert!(offset_of!(LaunchConfig, num_attrs) == offset_of!(cu::CUlaunchConfig, numAttrs));
@@ -544,8 +548,10 @@ macro_rules! driver_api {
             mem_map [cuMemMap] (ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64);
             mem_unmap [cuMemUnmap] (ptr: CUdeviceptr, size: usize);
             mem_release [cuMemRelease] (handle: CUmemGenericAllocationHandle);
+            ipc_get_mem_handle [cuIpcGetMemHandle] (handle: *mut IpcMemHandle, dptr: CUdeviceptr);
             ipc_open_mem_handle [cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2] (pdptr: *mut CUdeviceptr, handle: IpcMemHandle, flags: c_uint);
             ipc_close_mem_handle [cuIpcCloseMemHandle] (dptr: CUdeviceptr);
+            mem_pool_export_pointer [cuMemPoolExportPointer] (share_data: *mut CUmemPoolPtrExportData, ptr: CUdeviceptr);
             mem_pool_import_pointer [cuMemPoolImportPointer] (ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, share_data: *mut CUmemPoolPtrExportData);
 
             // Arrays (memory with a handle and no address).
@@ -648,6 +654,8 @@ macro_rules! driver_api {
             event_synchronize [cuEventSynchronize] (event: CUevent);
             event_query [cuEventQuery] (event: CUevent);
             event_destroy [cuEventDestroy, cuEventDestroy_v2] (event: CUevent);
+            ipc_get_event_handle [cuIpcGetEventHandle] (handle: *mut IpcEventHandle, event: CUevent);
+            ipc_open_event_handle [cuIpcOpenEventHandle] (event: *mut CUevent, handle: IpcEventHandle);
 
             // Graphs.
             graph_instantiate [cuGraphInstantiate, cuGraphInstantiate_v2] (exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log_buffer: *mut c_char, buffer_size: usize);

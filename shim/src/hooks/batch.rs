@@ -15,6 +15,7 @@ use streamsan::model::streams::StreamRef;
 use streamsan::model::{Model, Work};
 use streamsan::phases::{self, Phase};
 
+use super::peers;
 use crate::host_races;
 use crate::intercept::options::options;
 
@@ -112,7 +113,7 @@ pub fn waiting() -> bool {
 }
 
 /// Queues `work` on `on` (a launch, memset or copy, the host waiting for it or not), whose
-/// model update is timed as `phase`. With `halt_on_error=1`, tells the model at once.
+/// model update is timed as `phase`. Told at once when [`at_once`].
 pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
     queue_work(model, on, work, phase, None);
 }
@@ -123,8 +124,24 @@ pub fn queue_guarded(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase,
     queue_work(model, on, work, phase, Some(pending));
 }
 
-fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarded: Option<Epoch>) {
+/// Whether work is told to the model as it is called, not queued: with `halt_on_error=1`
+/// (the first race stops the program), and in a process that shares memory or events with
+/// others through CUDA IPC, whose accesses and records must be published before the program
+/// can tell another process about them ([`peers`]); what was queued before is told first.
+#[inline]
+fn at_once(model: &Model) -> bool {
     if options().halt_on_error {
+        return true;
+    }
+    if peers::sharing() {
+        settle(model);
+        return true;
+    }
+    false
+}
+
+fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarded: Option<Epoch>) {
+    if at_once(model) {
         let _timer = phases::start(phase);
         tell_work(model, on, work, guarded);
         return;
@@ -146,16 +163,20 @@ fn queue_work(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, guarde
 }
 
 fn tell_work(model: &Model, on: StreamRef, work: Work<'_>, guarded: Option<Epoch>) {
+    let host = work.host;
     let told = model.work(on, work);
+    if host != HostEffect::None {
+        peers::host_joined(model);
+    }
     if let Some(pending) = guarded {
         host_races::work_told(pending, told);
     }
 }
 
-/// Queues the record of `event` on `on` (`external`: `CU_EVENT_RECORD_EXTERNAL`). With
-/// `halt_on_error=1`, tells the model at once.
+/// Queues the record of `event` on `on` (`external`: `CU_EVENT_RECORD_EXTERNAL`). Told at
+/// once when [`at_once`].
 pub fn record(model: &Model, event: u64, on: StreamRef, external: bool, origin: Origin) {
-    if options().halt_on_error {
+    if at_once(model) {
         let _timer = phases::start(Phase::EventModel);
         model.event_record(event, on, external, &origin);
         return;
@@ -164,18 +185,18 @@ pub fn record(model: &Model, event: u64, on: StreamRef, external: bool, origin: 
 }
 
 /// Queues the mark that the next launch on `on` is programmatic, its kernel's wait `wait`.
-/// With `halt_on_error=1`, tells the model at once.
+/// Told at once when [`at_once`].
 pub fn programmatic_next(model: &Model, on: StreamRef, wait: GridWait) {
-    if options().halt_on_error {
+    if at_once(model) {
         model.programmatic_next_launch(on, wait);
         return;
     }
     push(model, |_| Queued::Programmatic { on, wait });
 }
 
-/// Queues `on`'s wait for `event`. With `halt_on_error=1`, tells the model at once.
+/// Queues `on`'s wait for `event`. Told at once when [`at_once`].
 pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
-    if options().halt_on_error {
+    if at_once(model) {
         let _timer = phases::start(Phase::EventModel);
         model.stream_wait_event(on, event, &origin);
         return;
@@ -187,11 +208,12 @@ pub fn wait(model: &Model, on: StreamRef, event: u64, origin: Origin) {
 /// thread is asked to (it tells it within its nap, or is woken; this thread tells it if none
 /// answers), so that a race among the work the host waited for is on the disk moments after
 /// the wait, as a program that goes on to a long stretch of host code (or is killed)
-/// expects. With `halt_on_error=1`, tells the model at once; with a copy's host bytes
+/// expects. Told at once when [`at_once`]; with a copy's host bytes
 /// guarded, see [`guard_waits_for`].
 pub fn join(model: &Model, join: Join) {
-    if options().halt_on_error {
+    if at_once(model) {
         tell_join(model, join);
+        peers::host_joined(model);
         return;
     }
     push(model, |_| Queued::Join(join));

@@ -1,6 +1,6 @@
 //! Events: records, waits (in [`super::streams`]), host synchronization, destruction.
 //! Records, waits and the host's joins wait in the model's [`batch`] with the launches
-//! around them.
+//! around them; an IPC event's are also told to the other processes ([`peers`]).
 
 use core::ffi::c_uint;
 
@@ -9,12 +9,14 @@ use streamsan_driver_api::*;
 use super::batch::{self, Join};
 use super::call::{ok, origin, stream};
 use super::model::{model, unsettled};
+use super::peers;
 use crate::intercept::variants::{real, Call};
 
 pub unsafe fn event_record(call: &Call, real: real::event_record, event: CUevent, h_stream: CUstream) -> CUresult {
     let status = unsafe { real(event, h_stream) };
     if ok(status) {
         batch::record(unsettled(), event as u64, stream(call, h_stream), false, origin(call));
+        peers::recorded(unsettled(), event as u64);
     }
     status
 }
@@ -30,6 +32,7 @@ pub unsafe fn event_record_with_flags(
     if ok(status) {
         let external = flags & CU_EVENT_RECORD_EXTERNAL != 0;
         batch::record(unsettled(), event as u64, stream(call, h_stream), external, origin(call));
+        peers::recorded(unsettled(), event as u64);
     }
     status
 }
@@ -42,6 +45,7 @@ pub use event_synchronize as event_query;
 pub unsafe fn event_synchronize(_call: &Call, real: real::event_synchronize, event: CUevent) -> CUresult {
     let status = unsafe { real(event) };
     if ok(status) {
+        peers::refresh(unsettled(), event as u64);
         batch::join(unsettled(), Join::Event(event as u64));
         super::footprint::collect();
     }

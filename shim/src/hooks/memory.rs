@@ -13,7 +13,7 @@ use crate::intercept::driver;
 use crate::intercept::variants::{real, Call};
 
 /// A successful allocation of `size` bytes at `base`: synchronous, or ordered on `on`.
-fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<StreamRef>) {
+pub(super) fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<StreamRef>) {
     if base == 0 {
         return;
     }
@@ -22,18 +22,18 @@ fn allocated(call: &Call, base: u64, size: u64, kind: MemoryKind, on: Option<Str
 }
 
 /// A free, told to the model before the driver frees (see the module of handlers).
-fn freeing(call: &Call, base: u64, on: FreeOn) {
+pub(super) fn freeing(call: &Call, base: u64, on: FreeOn) {
     if base != 0 {
         model().free(base, on, &origin(call));
     }
 }
 
-fn synchronous() -> FreeOn {
+pub(super) fn synchronous() -> FreeOn {
     FreeOn::Synchronous { ctx: driver::current_context() }
 }
 
 /// Reads an out-parameter the driver wrote.
-unsafe fn out<T: Copy + Into<u64>>(p: *mut T) -> u64 {
+pub(super) unsafe fn out<T: Copy + Into<u64>>(p: *mut T) -> u64 {
     if p.is_null() {
         0
     } else {
@@ -205,47 +205,4 @@ pub unsafe fn mem_map(
 pub unsafe fn mem_unmap(call: &Call, real: real::mem_unmap, ptr: CUdeviceptr, size: usize) -> CUresult {
     freeing(call, ptr, synchronous());
     unsafe { real(ptr, size) }
-}
-
-/// A buffer another process exported (`cuIpcOpenMemHandle`, `cuMemPoolImportPointer`): the
-/// driver does not say its size, so it is asked (`cuMemGetAddressRange`).
-fn imported(call: &Call, base: u64) {
-    if let Some(size) = driver::allocation_size(base) {
-        allocated(call, base, size, MemoryKind::Imported, None);
-    }
-}
-
-pub unsafe fn ipc_open_mem_handle(
-    call: &Call,
-    real: real::ipc_open_mem_handle,
-    pdptr: *mut CUdeviceptr,
-    handle: IpcMemHandle,
-    flags: c_uint,
-) -> CUresult {
-    let status = unsafe { real(pdptr, handle, flags) };
-    if ok(status) {
-        imported(call, unsafe { out(pdptr) });
-    }
-    status
-}
-
-/// `cuIpcCloseMemHandle`: the mapping goes, like a synchronous free.
-pub unsafe fn ipc_close_mem_handle(call: &Call, real: real::ipc_close_mem_handle, dptr: CUdeviceptr) -> CUresult {
-    freeing(call, dptr, synchronous());
-    unsafe { real(dptr) }
-}
-
-/// `cuMemPoolImportPointer`: freed later with `cuMemFree` or `cuMemFreeAsync`, as usual.
-pub unsafe fn mem_pool_import_pointer(
-    call: &Call,
-    real: real::mem_pool_import_pointer,
-    ptr_out: *mut CUdeviceptr,
-    pool: CUmemoryPool,
-    share_data: *mut CUmemPoolPtrExportData,
-) -> CUresult {
-    let status = unsafe { real(ptr_out, pool, share_data) };
-    if ok(status) {
-        imported(call, unsafe { out(ptr_out) });
-    }
-    status
 }

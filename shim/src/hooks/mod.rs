@@ -44,6 +44,7 @@ mod graph_footprint;
 mod graph_nodes;
 mod graphs;
 mod host_reach;
+mod ipc;
 pub mod kernels;
 mod launches;
 mod load_gate;
@@ -51,6 +52,7 @@ mod memory;
 mod memsets;
 pub mod model;
 mod nccl;
+pub mod peers;
 mod programmatic;
 mod streams;
 
@@ -84,11 +86,15 @@ pub use graphs::{
     graph_destroy, graph_exec_destroy, graph_instantiate, graph_instantiate_with_flags, graph_instantiate_with_params,
     graph_launch,
 };
+pub use ipc::{
+    ipc_close_mem_handle, ipc_get_event_handle, ipc_get_mem_handle, ipc_open_event_handle, ipc_open_mem_handle,
+    mem_pool_export_pointer, mem_pool_import_pointer,
+};
 pub use launches::{launch_cooperative_kernel, launch_host_func, launch_kernel, launch_kernel_ex, stream_add_callback};
 pub use memory::{
-    ipc_close_mem_handle, ipc_open_mem_handle, mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host,
-    mem_alloc_managed, mem_alloc_pitch, mem_free, mem_free_async, mem_free_host, mem_host_alloc, mem_host_register,
-    mem_host_unregister, mem_map, mem_pool_import_pointer, mem_unmap,
+    mem_alloc, mem_alloc_async, mem_alloc_from_pool_async, mem_alloc_host, mem_alloc_managed, mem_alloc_pitch,
+    mem_free, mem_free_async, mem_free_host, mem_host_alloc, mem_host_register, mem_host_unregister, mem_map,
+    mem_unmap,
 };
 pub use memsets::{
     memset_d16, memset_d16_async, memset_d2d16, memset_d2d16_async, memset_d2d32, memset_d2d32_async, memset_d2d8,

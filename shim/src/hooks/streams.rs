@@ -94,6 +94,7 @@ pub unsafe fn stream_wait_event(
 ) -> CUresult {
     let status = unsafe { real(h_stream, event, flags) };
     if ok(status) {
+        super::peers::refresh(unsettled(), event as u64);
         batch::wait(unsettled(), stream(call, h_stream), event as u64, origin(call));
     }
     status

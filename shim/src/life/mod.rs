@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use streamsan::phases;
 use streamsan::report::run::Event;
 
-use crate::hooks::{batch, footprint, model};
+use crate::hooks::{batch, footprint, model, peers};
 use crate::host_races;
 use crate::intercept::options::options;
 use crate::intercept::{first_call, stats};
@@ -39,6 +39,7 @@ extern "C" fn on_load() {
         phases::enable();
     }
     exits::owned_by_this_process();
+    peers::name_directory();
     reports::note(Event::Loaded(std::process::id()));
     reports::install();
     // Before streamsan's own fatal-signal handlers, so that SIGSEGV actions installed after

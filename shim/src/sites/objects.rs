@@ -38,6 +38,42 @@ pub fn holding(addr: usize) -> Option<((u64, u64), String)> {
     Some((found.1?, path(&info)))
 }
 
+/// Where this process loaded the object at `path` (the base its offsets count from), if it
+/// did: another process's frame, named by module and offset, is resolved in this copy.
+pub fn base_of(path: &str) -> Option<u64> {
+    let main = std::env::current_exe().ok();
+    let mut found = (path, main, None::<u64>);
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> i32 {
+        // SAFETY: called by dl_iterate_phdr with valid pointers; `data` is `found`.
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut (&str, Option<std::path::PathBuf>, Option<u64>))) };
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a path the loader keeps.
+            unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
+        };
+        // The main executable has no name from the loader.
+        let same =
+            if name.is_empty() { found.1.as_deref() == Some(std::path::Path::new(found.0)) } else { name == found.0 };
+        if !same {
+            return 0;
+        }
+        // Where its ELF header is mapped, as `dladdr`'s `dli_fbase` says (a PIE's load bias,
+        // an executable built without PIE its first segment's address).
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phnum` headers.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD && ph.p_offset == 0 {
+                found.2 = Some(info.dlpi_addr.wrapping_add(ph.p_vaddr));
+            }
+        }
+        1
+    }
+    // SAFETY: the callback only reads the headers it is given.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut _ as *mut c_void) };
+    found.2
+}
+
 /// The path of the object `info` names; the main executable's has none from the loader.
 pub fn path(info: &libc::Dl_info) -> String {
     let name = if info.dli_fname.is_null() {

@@ -14,6 +14,7 @@ use streamsan::thread_cache::ThreadCache;
 use streamsan::model::op::StackId;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 use streamsan::phases::{self, Phase, Tally};
+use streamsan::report::frames::PYTHON_MODULE;
 use streamsan::report::Frame;
 
 use super::chain_cache::ChainTrie;
@@ -26,8 +27,14 @@ const PYTHON_FRAME: u64 = 0xffff_0000_0000_0000;
 /// Marks a depot entry that is the number of the test running ([`test`]), the last entry of
 /// a call site made in a test.
 const TEST: u64 = 0xfffe_0000_0000_0000;
+/// Marks a depot entry that stands for another process's call site, by its number in
+/// [`PEER_SITES`] ([`peer_site`]).
+const PEER: u64 = 0xfffd_0000_0000_0000;
 /// The bits that tell a marked entry apart.
 const MARK: u64 = 0xffff_0000_0000_0000;
+
+/// Other processes' call sites, as they published them ([`portable`]).
+static PEER_SITES: RwLock<Vec<Vec<Frame>>> = RwLock::new(Vec::new());
 
 /// The address range of the shim itself: frames in it are not the program's.
 pub fn shim_range() -> (u64, u64) {
@@ -275,6 +282,9 @@ pub fn frames(id: StackId) -> Vec<Frame> {
         let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
         stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
     };
+    if let Some(&peer) = entries.first().filter(|&&e| e & MARK == PEER) {
+        return peer_frames((peer & !MARK) as usize);
+    }
     let (python_ids, native): (Vec<u64>, Vec<u64>) =
         entries.into_iter().filter(|e| e & MARK != TEST).partition(|e| e & MARK == PYTHON_FRAME);
     let mut frames: Vec<Frame> = native.into_iter().flat_map(resolve).collect();
@@ -287,19 +297,78 @@ pub fn frames(id: StackId) -> Vec<Frame> {
     frames
 }
 
+/// A call site as another process sharing memory with this one can read it: native frames
+/// as their module and offset, unresolved (symbols cost this process time it may never need
+/// to spend; the reader resolves them in its own copy of the module), Python frames named.
+pub fn portable(id: StackId) -> Vec<Frame> {
+    let entries: Vec<u64> = {
+        let stacks = depot().stacks.read().unwrap_or_else(|e| e.into_inner());
+        stacks.get(id.0 as usize).map(|s| s.to_vec()).unwrap_or_default()
+    };
+    let frame = |entry: u64| match entry & MARK {
+        PYTHON_FRAME => Some(python::frame((entry & !MARK) as u32)),
+        TEST | PEER => None,
+        _ => {
+            let (address, module) = place(entry);
+            Some(Frame { address, module, ..Frame::default() })
+        }
+    };
+    entries.into_iter().filter_map(frame).collect()
+}
+
+/// Another process's call site ([`portable`]) as a site of this process.
+pub fn peer_site(frames: Vec<Frame>) -> StackId {
+    let mut sites = PEER_SITES.write().unwrap_or_else(|e| e.into_inner());
+    sites.push(frames);
+    let number = (sites.len() - 1) as u64;
+    drop(sites);
+    intern(&[PEER | number])
+}
+
+/// The frames of another process's call site: each native frame resolved where this process
+/// loaded its module too, and, as for a site of this process, the interpreter's given way to
+/// the Python frames.
+fn peer_frames(number: usize) -> Vec<Frame> {
+    let published = PEER_SITES.read().unwrap_or_else(|e| e.into_inner()).get(number).cloned().unwrap_or_default();
+    let (python, native): (Vec<Frame>, Vec<Frame>) =
+        published.into_iter().partition(|f| f.module.as_deref() == Some(PYTHON_MODULE));
+    let mut frames: Vec<Frame> = native
+        .into_iter()
+        .flat_map(|frame| {
+            let offset = frame.address.strip_prefix("+0x").and_then(|hex| u64::from_str_radix(hex, 16).ok());
+            match (offset, frame.module.as_deref().and_then(objects::base_of)) {
+                (Some(offset), Some(base)) => resolve(base + offset),
+                _ => vec![frame],
+            }
+        })
+        .collect();
+    if !python.is_empty() {
+        if let Some(cut) = frames.iter().position(python::is_interpreter) {
+            frames.truncate(cut);
+        }
+        frames.extend(python);
+    }
+    frames
+}
+
+/// Where a return address lies: `+offset` in its module and the module's path, or the
+/// address itself when no module holds it.
+fn place(ip: u64) -> (String, Option<String>) {
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables.
+    if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
+        return (format!("+{:#x}", ip - info.dli_fbase as u64), Some(objects::path(&info)));
+    }
+    (format!("{ip:#x}"), None)
+}
+
 /// The frames at a return address: one per function inlined there, innermost first.
 fn resolve(ip: u64) -> Vec<Frame> {
     static CACHE: Mutex<Option<HashMap<u64, Vec<Frame>>>> = Mutex::new(None);
     if let Some(frames) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).get(&ip) {
         return frames.clone();
     }
-    let (mut address, mut module) = (format!("{ip:#x}"), None);
-    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
-    // SAFETY: dladdr only reads the loader's tables.
-    if unsafe { libc::dladdr(ip as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
-        address = format!("+{:#x}", ip - info.dli_fbase as u64);
-        module = Some(objects::path(&info));
-    }
+    let (address, module) = place(ip);
     let mut frames = Vec::new();
     // A return address points after the call; `backtrace::resolve` itself looks up the byte
     // before the address it is given, so it finds the call: the address goes as it is.

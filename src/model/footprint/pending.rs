@@ -34,6 +34,9 @@ pub(in crate::model) struct Pending {
     /// hand its addresses out again before the footprint is read, and the launch's bytes
     /// were the first one's.
     pub(in crate::model) met: Vec<Arc<Buffer>>,
+    /// When it was issued ([`crate::model::peers::now`]): what other processes sharing its
+    /// memory had waited for by then is no race with it.
+    pub(in crate::model) issued_at: u64,
     /// What its parameters say (what stands for memory reached without a patch point, such as
     /// Hopper's bulk tensor copies, which no measure sees).
     pub(in crate::model) guess: Vec<Access>,
@@ -200,7 +203,8 @@ impl PendingLaunches {
         let mut window = self.window();
         window.seq += 1;
         let seq = window.seq;
-        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, met, guess, learn });
+        let issued_at = crate::model::peers::now();
+        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, met, issued_at, guess, learn });
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -111,7 +111,12 @@ impl Model {
         let checking = phases::start(Phase::FootprintCheck);
         let mut found = Vec::new();
         for access in &accesses {
-            let checked = Checked::Late { next_buffer: pending.next_buffer, met: &pending.met, later: &later.ops };
+            let checked = Checked::Late {
+                next_buffer: pending.next_buffer,
+                met: &pending.met,
+                later: &later.ops,
+                issued_at: pending.issued_at,
+            };
             self.access(access, &pending.clock, pending.op, checked, &mut found);
         }
         // What was issued after it, unordered with it.

@@ -109,7 +109,17 @@ mod tests {
     /// allocated, whose pointers were in `met`.
     fn pending(guess: &[Access], next_buffer: u64, met: Vec<Arc<Buffer>>) -> Pending {
         let clock = VectorClock::default();
-        Pending { ticket: 1, seq: 1, op: op(), clock, next_buffer, met, guess: guess.to_vec(), learn: None }
+        Pending {
+            ticket: 1,
+            seq: 1,
+            op: op(),
+            clock,
+            next_buffer,
+            met,
+            issued_at: 0,
+            guess: guess.to_vec(),
+            learn: None,
+        }
     }
 
     /// Learns from a launch read while every buffer it met still holds its addresses.

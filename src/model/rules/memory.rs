@@ -8,7 +8,7 @@ use crate::model::buffers::{Buffer, MemoryKind};
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
 use crate::model::op::{Mode, OpRecord, Origin};
-use crate::model::race::{Action, BufferFacts, NoteKind, Race, RaceKind, Side};
+use crate::model::race::{Action, BufferFacts, Race, RaceKind, Side};
 use crate::model::residue::DENSE;
 use crate::model::streams::StreamRef;
 use crate::model::{Alloc, FreeOn, Model};
@@ -28,10 +28,6 @@ impl Model {
                 self.issue_only(&stream)
             }
         };
-        if alloc.kind == MemoryKind::Imported {
-            // Each process has a model of its own: the exporter's work is not in this one.
-            self.notes.add(NoteKind::IpcImport, OpRecord::new(origin, None, epoch), alloc.base);
-        }
         self.register(alloc, 0, OpRecord::new(origin, None, epoch));
     }
 
@@ -95,7 +91,9 @@ impl Model {
             });
         }
         let mut state = buffer.lock();
-        for earlier in state.shadow.unordered(clock) {
+        // How a free in one process is ordered after another's work is not followed.
+        let peers = &self.peers;
+        for earlier in state.shadow.unordered(clock).filter(|r| !peers.is_peer(r.op.epoch.slot)) {
             let first =
                 Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
             found.push(Race { kind: RaceKind::FreeRace, hazard: None, buffer: facts, first, second: free });

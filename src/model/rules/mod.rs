@@ -8,6 +8,7 @@ mod footprint_late;
 mod footprint_learning;
 mod graph_footprints;
 pub mod graphs;
+mod ipc;
 pub mod issue;
 pub mod lifetime;
 pub mod memory;

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use crate::hash::FastSet;
-use crate::model::buffers::{Buffer, Found, MemoryKind};
+use crate::model::buffers::{Buffer, BufferState, Found, MemoryKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::footprint::pending;
-use crate::model::op::{Access, GridWait, HostEffect, OpRecord};
+use crate::model::op::{Access, GridWait, HostEffect, Mode, OpRecord};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::{StreamRef, StreamState};
 use crate::model::{Model, Work};
@@ -171,6 +171,10 @@ impl Model {
         let mode = self
             .directions
             .resolve(access.mode, op.kernel, access.slot, || device_only && state.shadow.untouched(lo, hi));
+        let is_shared = state.shared.is_some();
+        if let BufferState { shared: Some(shared), shadow, .. } = &mut *state {
+            self.exchange_access(shared, shadow, (lo, hi, mode), op, Some((clock, checked.issued_at())));
+        }
         let this = Side { op, action: Action::Access { mode, lo, hi } };
         let facts = || BufferFacts::of(buffer);
         if !buffer.alloc.epoch.happens_before(clock) {
@@ -190,16 +194,20 @@ impl Model {
             if checked.issued_later(&earlier.op.epoch) {
                 continue;
             }
-            let first =
+            // Another process's access that knew of this one, or was over before it.
+            if self.peers.no_race(earlier.op.epoch, op.epoch, || checked.issued_at()) {
+                continue;
+            }
+            let mut first =
                 Side { op: earlier.op, action: Action::Access { mode: earlier.mode, lo: earlier.lo, hi: earlier.hi } };
-            let hazard = Hazard::between(earlier.mode, mode);
-            found.push(Race {
-                kind: RaceKind::CrossStream,
-                hazard: Some(hazard),
-                buffer: facts(),
-                first,
-                second: this,
-            });
+            let mut second = this;
+            // Another process's access issued after this one (this one's check came late, a
+            // measured launch's): told in the order they were issued.
+            if is_shared && self.peers.issued_after(earlier.op.epoch, checked.issued_at()) {
+                (first, second) = (second, first);
+            }
+            let hazard = Hazard::between(access_mode(&first), access_mode(&second));
+            found.push(Race { kind: RaceKind::CrossStream, hazard: Some(hazard), buffer: facts(), first, second });
         }
         // Checked late, it supersedes only what it is ordered after: never the records of
         // operations issued after it.
@@ -212,15 +220,24 @@ impl Model {
     }
 }
 
+/// The mode of an access's side of a race.
+fn access_mode(side: &Side) -> Mode {
+    match side.action {
+        Action::Access { mode, .. } => mode,
+        Action::Alloc | Action::Free => Mode::Write,
+    }
+}
+
 /// When an access is checked.
 #[derive(Clone, Copy)]
 pub(in crate::model) enum Checked<'a> {
     /// As its operation is issued.
     Now,
     /// Late, for a measured launch: buffers allocated from `next_buffer` on came after it,
-    /// `met` are those its pointers were in (wherever they are now), and `later` holds the
-    /// operations issued after it (the log checks those against it).
-    Late { next_buffer: u64, met: &'a [Arc<Buffer>], later: &'a FastSet<Epoch> },
+    /// `met` are those its pointers were in (wherever they are now), `later` holds the
+    /// operations issued after it (the log checks those against it), and it was issued at
+    /// `issued_at` ([`crate::model::peers::now`]).
+    Late { next_buffer: u64, met: &'a [Arc<Buffer>], later: &'a FastSet<Epoch>, issued_at: u64 },
 }
 
 impl<'a> Checked<'a> {
@@ -234,6 +251,14 @@ impl<'a> Checked<'a> {
 
     fn allocated_later(self, buffer: u64) -> bool {
         matches!(self, Checked::Late { next_buffer, .. } if buffer >= next_buffer)
+    }
+
+    /// When the operation was issued: now, or the measured launch's issue.
+    fn issued_at(self) -> u64 {
+        match self {
+            Checked::Now => crate::model::peers::now(),
+            Checked::Late { issued_at, .. } => issued_at,
+        }
     }
 
     fn issued_later(self, epoch: &Epoch) -> bool {

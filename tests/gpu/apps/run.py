@@ -47,6 +47,10 @@ def cases(cudarc_app):
         ("torch_graph", "pytorch", "native", [PY, f"{HERE}/torch_graph.py"], {}, "clean"),
         ("torch_graph", "pytorch", "cudaMallocAsync", [PY, f"{HERE}/torch_graph.py"], ASYNC, "clean"),
         ("torch_compile", "pytorch", "native", [PY, f"{HERE}/torch_compile_app.py"], {}, "clean"),
+        # A CUDA tensor sent to a spawned process through a queue (CUDA IPC): clean as PyTorch
+        # does it; racy when the producer writes it again on a side stream after sending.
+        ("torch_ipc clean", "pytorch", "native", [PY, f"{HERE}/torch_ipc.py", "clean"], {}, "clean"),
+        ("torch_ipc producer_writes_again", "pytorch", "native", [PY, f"{HERE}/torch_ipc.py", "producer_writes_again"], {}, "cross-stream-race"),
         ("cupy_app clean", "cupy", "default pool", c("default", "clean"), {}, "clean"),
         ("cupy_app missing_wait_event", "cupy", "default pool", c("default", "missing_wait_event"), {}, "cross-stream-race"),
         ("cupy_app free_without_wait", "cupy", "default pool", c("default", "free_without_wait"), {}, "cross-stream-race"),
@@ -71,7 +75,7 @@ def cases(cudarc_app):
         ("warp_app copy_without_wait", "warp", "mempool", [PY, f"{HERE}/warp_app.py", "copy_without_wait"], {}, "use-before-alloc"),
         ("nvmath_app clean", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "clean"], {}, "clean"),
         ("nvmath_app stream_ordered_deallocation", "nvmath-python", "CuPy MemoryAsyncPool", [PY, f"{HERE}/nvmath_app.py", "stream_ordered_deallocation"], {}, "free-race"),
-    ] + ddp_cases(min(gpu_count(), 2)) + (warp_multi_gpu_cases() if gpu_count() >= 2 else [])
+    ] + ddp_cases(min(gpu_count(), 2)) + (warp_multi_gpu_cases() + torch_ipc_peer_cases() if gpu_count() >= 2 else [])
 
 
 def ddp_cases(ranks):
@@ -105,6 +109,15 @@ def warp_multi_gpu_cases():
         ("warp_multi_gpu clean", "warp", "mempool", w("clean"), {}, "clean"),
         ("warp_multi_gpu peer_copy_without_wait", "warp", "mempool", w("peer_copy_without_wait"), {}, "use-before-alloc"),
         ("warp_multi_gpu copy_without_source_sync", "warp", "mempool", w("copy_without_source_sync"), {}, "use-before-alloc,cross-stream-race"),
+    ]
+
+
+def torch_ipc_peer_cases():
+    """torch_ipc.py with the consumer reading the tensor from the second GPU (a peer copy)."""
+    i = lambda mode: [PY, f"{HERE}/torch_ipc.py", mode, "peer"]
+    return [
+        ("torch_ipc clean peer", "pytorch", "native", i("clean"), {}, "clean"),
+        ("torch_ipc producer_writes_again peer", "pytorch", "native", i("producer_writes_again"), {}, "cross-stream-race"),
     ]
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The scenario suite on a GPU machine, under streamsan.
 
-Three suites: the driver-API programs of tests/scenarios/semantics/ (the same ones the
-stand-in tests run), and the CUDA C++ runtime-API programs of runtime_scenarios.cu, built
-plain and with --default-stream per-thread. Where run.sh built them (two GPUs and an NCCL
+Four suites: the driver-API programs of tests/scenarios/semantics/ (the same ones the
+stand-in tests run), the CUDA C++ runtime-API programs of runtime_scenarios.cu, built
+plain and with --default-stream per-thread, and ipc_scenarios.cu's pairs of processes sharing
+memory and events through CUDA IPC (each case's reports are every process's). Where run.sh built them (two GPUs and an NCCL
 found), two more: the NCCL programs of tests/scenarios/nccl.c, linked with NCCL and opening it
 with dlopen. Every scenario runs as its racy and its fixed
 twin, natively and under `streamsan run`. A case passes when the racy twin is reported with
@@ -49,6 +50,7 @@ def main():
         ("driver-api", f"{build}/semantics", params),
         ("runtime", f"{build}/runtime_scenarios", []),
         ("runtime-per-thread", f"{build}/runtime_scenarios_ptds", []),
+        ("ipc", f"{build}/ipc_scenarios", []),
     ] + [(suite, exe, params) for suite, exe in (("nccl", f"{build}/nccl"), ("nccl-dlopen", f"{build}/nccl_dlopen"))
          if os.path.exists(exe)]
     only = os.environ.get("SCENARIO_SUITES")

@@ -12,6 +12,7 @@ sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
 STUBS="$(dirname "$(command -v nvcc)")/../lib64/stubs"
 nvcc -O2 -std=c++17 -o "$B/runtime_scenarios" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
 nvcc -O2 -std=c++17 --default-stream per-thread -o "$B/runtime_scenarios_ptds" tests/gpu/scenarios/runtime_scenarios.cu || exit 1
+nvcc -O2 -std=c++17 -o "$B/ipc_scenarios" tests/gpu/scenarios/ipc_scenarios.cu || exit 1
 cc -O1 -g -o "$B/semantics" tests/scenarios/semantics/*.c -L"$STUBS" -lcuda -lpthread -ldl || exit 1
 # NCCL's scenarios need two GPUs and an NCCL: the one PyTorch's wheels install.
 NCCL_LIB=$(python3 -c 'import glob, os, site; c = [p for d in site.getsitepackages() for p in glob.glob(os.path.join(d, "nvidia", "**", "libnccl.so.2"), recursive=True)]; print(c[0] if c else "")' 2>/dev/null)

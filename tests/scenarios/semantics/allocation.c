@@ -199,15 +199,6 @@ void mipmap_destroy_race(int fixed) { destroy_race(fixed, 1); }
 
 /* Memory another process exported. Stand-in only: a real driver refuses to open an IPC handle
    in the process that made it; the stand-in imports its own exports. */
-typedef struct {
-    char reserved[64];
-} CUipcMemHandle;
-CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
-CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
-CUresult cuIpcCloseMemHandle(CUdeviceptr);
-CUresult cuMemPoolExportPointer(void *, CUdeviceptr);
-CUresult cuMemPoolImportPointer(CUdeviceptr *, CUmemoryPool, void *);
-#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 
 /* Memory opened from an IPC handle is a buffer. */
 void ipc_memory(int fixed) {

@@ -287,9 +287,43 @@ pub unsafe fn mem_unmap(_ptr: CUdeviceptr, _size: usize) -> CUresult {
 pub unsafe fn mem_release(handle: CUmemGenericAllocationHandle) -> CUresult {
     check(handle as *mut c_void, |o| matches!(o, Object::MemHandle { .. }))
 }
-/// A buffer "imported" from another process: the stand-in has one process, so an imported
-/// handle names a size, and opening it makes a new allocation of that size (a real driver
-/// refuses to open a handle in the process that made it).
+/// What another process imports: the allocation's base, its size and this process's id
+/// (bytes 0, 8 and 16) in the 64-byte handle or export data, so that two processes (a fork
+/// keeps addresses) export different bytes, as with a real driver.
+unsafe fn export(out: *mut u8, ptr: CUdeviceptr) -> CUresult {
+    let found = state_read().allocations.get(&ptr).map(|a| a.size);
+    match (found, out.is_null()) {
+        (Some(size), false) => {
+            // SAFETY: the caller's 64-byte block.
+            unsafe { write_handle(out, [ptr, size]) };
+            OK
+        }
+        _ => CUDA_ERROR_INVALID_VALUE,
+    }
+}
+
+/// Writes `words` and this process's id into a 64-byte handle at `out`.
+unsafe fn write_handle(out: *mut u8, words: [u64; 2]) {
+    let pid = u64::from(std::process::id());
+    // SAFETY: the caller's 64-byte block.
+    unsafe {
+        core::ptr::write_bytes(out, 0, 64);
+        for (i, word) in words.into_iter().chain([pid]).enumerate() {
+            core::ptr::copy_nonoverlapping(word.to_le_bytes().as_ptr(), out.add(8 * i), 8);
+        }
+    }
+}
+
+pub unsafe fn ipc_get_mem_handle(handle: *mut IpcMemHandle, dptr: CUdeviceptr) -> CUresult {
+    unsafe { export(handle.cast(), dptr) }
+}
+pub unsafe fn mem_pool_export_pointer(share_data: *mut c_void, ptr: CUdeviceptr) -> CUresult {
+    unsafe { export(share_data.cast(), ptr) }
+}
+
+/// A buffer "imported" from another process: the stand-in shares no memory between
+/// processes, so an imported handle names a size, and opening it makes a new allocation of
+/// that size, in the exporter's process too (a real driver refuses that).
 unsafe fn import(ptr: *mut CUdeviceptr, exported: *const u8) -> CUresult {
     if exported.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
@@ -1472,6 +1506,22 @@ pub unsafe fn event_synchronize(event: CUevent) -> CUresult {
 pub unsafe fn event_query(event: CUevent) -> CUresult {
     pinned::complete();
     check(event, |o| matches!(o, Object::Event))
+}
+/// An event another process may open: its handle and this process's id in the IPC handle.
+pub unsafe fn ipc_get_event_handle(handle: *mut IpcEventHandle, event: CUevent) -> CUresult {
+    match check(event, |o| matches!(o, Object::Event)) {
+        OK if !handle.is_null() => {
+            // SAFETY: the caller's 64-byte handle.
+            unsafe { write_handle(handle.cast(), [event as u64, 0]) };
+            OK
+        }
+        OK => CUDA_ERROR_INVALID_VALUE,
+        e => e,
+    }
+}
+/// Opening another process's event makes an event of this process (nothing is shared).
+pub unsafe fn ipc_open_event_handle(event: *mut CUevent, _handle: IpcEventHandle) -> CUresult {
+    new_object(event.cast(), Object::Event)
 }
 pub unsafe fn event_destroy(event: CUevent) -> CUresult {
     match state().objects.remove(&(event as usize)) {

@@ -56,23 +56,6 @@ unsafe fn name_of(entry: Option<Entry>, out: *mut *const c_char) -> CUresult {
     unsafe { put(out, name.cast_const()) }
 }
 
-/// Writes `ptr`'s allocation base and size into 64 bytes at `out`.
-unsafe fn export(out: *mut u8, ptr: CUdeviceptr) -> CUresult {
-    let found = state_read().allocations.get(&ptr).map(|a| a.size);
-    match (found, out.is_null()) {
-        (Some(size), false) => {
-            // SAFETY: the caller's 64-byte block.
-            unsafe {
-                core::ptr::write_bytes(out, 0, 64);
-                core::ptr::copy_nonoverlapping(ptr.to_le_bytes().as_ptr(), out, 8);
-                core::ptr::copy_nonoverlapping(size.to_le_bytes().as_ptr(), out.add(8), 8);
-            }
-            OK
-        }
-        _ => CUDA_ERROR_INVALID_VALUE,
-    }
-}
-
 fn stream_property(stream: CUstream) -> Option<(usize, u32, i32)> {
     match state_read().objects.get(&(stream as usize)) {
         Some(Object::Stream { ctx, flags, priority, .. }) => Some((*ctx, *flags, *priority)),
@@ -339,11 +322,6 @@ queries! {
             None => 1, // CUDA_ERROR_INVALID_VALUE
         }
     }
-    // What another process would import: the stand-in writes the allocation's base and size
-    // (bytes 0 and 8) into the 64-byte handle or export data, and importing makes a new
-    // allocation of that size (`behaviour::ipc_open_mem_handle`).
-    fn cuIpcGetMemHandle(handle: *mut IpcMemHandle, ptr: CUdeviceptr) { export(handle.cast(), ptr) }
-    fn cuMemPoolExportPointer(data: *mut c_void, ptr: CUdeviceptr) { export(data.cast(), ptr) }
     fn cuImportExternalSemaphore(sem: *mut CUexternalSemaphore, desc: *const c_void) {
         if desc.is_null() { return CUDA_ERROR_INVALID_VALUE; }
         let handle = state().new_handle(Object::ExternalSemaphore);
