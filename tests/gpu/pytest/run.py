@@ -36,6 +36,9 @@ MODULES = {
     # This repository's own PyTorch tests, beside this runner (None: paths from here).
     "torch": (None, ["torch_streams_test.py"]),
 }
+# What a project's own conftest.py, at its repository's root and not in its wheel, gives its
+# tests: a plugin of this folder's.
+PLUGINS = {"numba": ["-p", "numba_cuda_fixtures"]}
 SUITES = {"numba": ("numba", []), "warp": ("warp", []), "torch": ("torch", []),
           "numba-xdist": ("numba", ["-n", "2"]), "warp-xdist": ("warp", ["-n", "2"]), "torch-xdist": ("torch", ["-n", "2"])}
 REQUIRES = {"numba": "numba_cuda", "warp": "warp", "torch": "torch"}
@@ -89,7 +92,9 @@ def pytest(args, junit, log):
     cmd = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib", "-o",
            "consider_namespace_packages=true", "-q", f"--junitxml={junit}", *args]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1, min(TIMEOUT, DEADLINE - time.monotonic())))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")])))
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                              timeout=max(1, min(TIMEOUT, DEADLINE - time.monotonic())))
         status, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as e:
         status, output = "timeout", f"{e.stdout or ''}{e.stderr or ''}"
@@ -140,6 +145,7 @@ def main():
         if not tests:
             result.case(suite, "run", f"not run: cannot find {MODULES[project]}", ok=False)
             continue
+        tests = PLUGINS.get(project, []) + tests
         folder = os.path.join(work, suite)
         os.makedirs(folder)
         if project not in native_of:
