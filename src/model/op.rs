@@ -44,8 +44,10 @@ impl Origin {
     }
 }
 
-/// How an operation touches memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How an operation touches memory (named in kebab case where it is written out: the
+/// accesses processes sharing memory publish to each other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     Read,
     Write,

@@ -79,7 +79,7 @@ struct Published {
     exported: u64,
     lo: u64,
     hi: u64,
-    mode: String,
+    mode: Mode,
     slot: u32,
     time: u32,
     stream: Stream,
@@ -99,9 +99,6 @@ struct Stream {
     kind: String,
     ctx: u64,
 }
-
-const MODES: [(Mode, &str); 5] =
-    [(Mode::Read, "r"), (Mode::Write, "w"), (Mode::ReadWrite, "rw"), (Mode::Unknown, "r?w"), (Mode::Atomic, "a")];
 
 /// Another process's file, read so far.
 struct Reader {
@@ -255,13 +252,12 @@ impl Directory {
             self.write(&Line::Site { site: op.site.0, frames: stack::portable(op.site) });
         }
         let stream = build::stream(model, op.epoch, &Unresolved);
-        let mode = MODES.iter().find(|(m, _)| *m == access.mode).map_or("r?w", |(_, name)| name);
         let published = Published {
             exporter: key.pid,
             exported: key.addr,
             lo: access.lo,
             hi: access.hi,
-            mode: mode.into(),
+            mode: access.mode,
             slot: op.epoch.slot,
             time: op.epoch.time,
             stream: Stream {
@@ -292,8 +288,14 @@ impl Directory {
             thread: ThreadId(theirs.thread),
             site: self.sites.get(&(pid, theirs.site)).copied().unwrap_or_default(),
         };
-        let mode = MODES.iter().find(|(_, name)| *name == theirs.mode).map_or(Mode::Unknown, |(m, _)| *m);
-        SharedAccess { lo: theirs.lo, hi: theirs.hi, mode, op, knew: theirs.knew.clone(), issued_at: theirs.issued_at }
+        SharedAccess {
+            lo: theirs.lo,
+            hi: theirs.hi,
+            mode: theirs.mode,
+            op,
+            knew: theirs.knew.clone(),
+            issued_at: theirs.issued_at,
+        }
     }
 }
 
