@@ -410,24 +410,29 @@ CUresult cuMemcpyAtoA_v2(CUarray, size_t, CUarray, size_t, size_t);
 CUresult cuMemcpyHtoAAsync_v2(CUarray, size_t, const void *, size_t, CUstream);
 CUresult cuMemcpyAtoHAsync_v2(void *, CUarray, size_t, size_t, CUstream);
 
-/* Launches `scale(out, in, n)` as one block of 64 threads on `stream`. A macro, so that the
-   launch's call site is the program's own line, not this header's. */
-/* The first device's primary context made current, `scale` loaded, and two non-blocking
-   streams: what most small test programs start with. */
-static inline void setup_scale_and_two_streams(CUfunction *scale, CUstream *s1, CUstream *s2) {
+/* The first device's primary context, made current. */
+static inline void primary_context(void) {
     CUdevice dev;
     CUcontext ctx;
-    CUmodule module;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK(cuCtxSetCurrent(ctx));
+}
+
+/* The first device's primary context made current, `scale` loaded, and two non-blocking
+   streams: what most small test programs start with. */
+static inline void setup_scale_and_two_streams(CUfunction *scale, CUstream *s1, CUstream *s2) {
+    CUmodule module;
+    primary_context();
     CHECK(cuModuleLoadData(&module, SCALE_PTX));
     CHECK(cuModuleGetFunction(scale, module, SCALE_NAME));
     CHECK(cuStreamCreate(s1, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(s2, CU_STREAM_NON_BLOCKING));
 }
 
+/* Launches `scale(out, in, n)` as one block of 64 threads on `stream`. A macro, so that the
+   launch's call site is the program's own line, not this header's. */
 #define LAUNCH_SCALE(scale, stream, out, in, n)                                     \
     do {                                                                            \
         CUdeviceptr out_ = (out), in_ = (in);                                       \

@@ -34,12 +34,7 @@ static CUdeviceptr d; /* device bytes, all 7 */
 static int racy;
 
 static void setup(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    primary_context();
     CHECK(cuMemAlloc_v2(&d, N));
     CHECK(cuMemsetD8_v2(d, 7, N));
     CHECK(cuCtxSynchronize());

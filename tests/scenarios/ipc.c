@@ -28,15 +28,6 @@ struct handles {
     CUipcEventHandle event;
 };
 
-static void init(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-}
-
 static CUstream stream(void) {
     CUstream s;
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -54,7 +45,7 @@ static void receive_bytes(int fd, void *bytes, size_t n) {
 /* The parent: writes, records, exports; in `overwrite`, writes again once the child's read
    was issued; lets the child finish only then. */
 static void producer(const char *mode, int to_child, int from_child) {
-    init();
+    primary_context();
     CUstream s = stream();
     CUevent done;
     CUdeviceptr buf;
@@ -103,7 +94,7 @@ static void consumer(const char *mode, int from_parent, int to_parent) {
     CUipcEventHandle answer;
     char go;
     receive_bytes(from_parent, &handles, sizeof handles);
-    init();
+    primary_context();
     CUstream s = stream();
     CHECK(cuEventCreate(&read, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
     CHECK(cuMemAlloc_v2(&y, N));
@@ -130,7 +121,7 @@ static void consumer(const char *mode, int from_parent, int to_parent) {
 /* Handles made up here, as if a process not run under streamsan had sent them (the
    stand-in's: base, size and exporting process in the first 24 bytes). */
 static void unseen(void) {
-    init();
+    primary_context();
     for (int i = 0; i < 2; i++) {
         CUipcMemHandle memory;
         CUipcEventHandle event;
