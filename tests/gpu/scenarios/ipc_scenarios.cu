@@ -13,14 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(x)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s failed: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(3);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "check.cuh"
 
 constexpr int N = 1 << 20;
 constexpr size_t BYTES = N * sizeof(float);
