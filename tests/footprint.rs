@@ -249,6 +249,24 @@ fn atomics_of_two_streams_are_no_race_but_an_atomic_and_a_read_are() {
 }
 
 #[test]
+fn an_input_and_an_output_in_one_granule_keep_their_own_kinds_of_access() {
+    // Two kernels read one array and write its neighbours in the same 64 KiB granule: no
+    // race unless they write the same one (a read-write hull over both would be a WAW).
+    assert_exact_twins("neighbours", race("cross-stream-race", Some("WAW"), "write", "write"));
+    let (fixed, _) = run_rounds("neighbours", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
+fn an_array_between_two_a_kernel_reads_in_one_granule_is_not_theirs() {
+    // A kernel reads two arrays of one granule; another writes the one between them: no race
+    // (a hull over both reads would hold it), unless it writes one the kernel reads.
+    assert_exact_twins("between", race("cross-stream-race", Some("WAR"), "read", "write"));
+    let (fixed, _) = run_rounds("between", "fixed", "learn", 3, &[]);
+    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+}
+
+#[test]
 fn a_free_issued_while_a_launch_is_pending_is_checked_against_its_footprint() {
     let racy = races(&run_mode("free", "racy", "exact", &[]));
     assert!(racy.contains(&race("free-race", None, "read", "free")), "{racy:?}");
@@ -511,7 +529,19 @@ fn without_cufuncgetmodule_no_launch_finds_its_twin_and_the_note_says_so() {
 fn learnt_footprints_find_every_race_exact_footprints_find() {
     // Each scenario, three rounds: learn measures some launches and applies what it learnt to
     // the others; every race exact mode finds, it finds as often, and its fixed twins are clean.
-    for scenario in ["interior", "struct", "later", "out-of-order", "strided", "atomics", "free", "overflow", "steps"] {
+    for scenario in [
+        "interior",
+        "struct",
+        "later",
+        "out-of-order",
+        "strided",
+        "atomics",
+        "neighbours",
+        "between",
+        "free",
+        "overflow",
+        "steps",
+    ] {
         let (exact, _) = run_rounds(scenario, "racy", "exact", 3, &[]);
         let (learn, _) = run_rounds(scenario, "racy", "learn", 3, &[]);
         let (exact, learn) = (race_counts(&exact), race_counts(&learn));

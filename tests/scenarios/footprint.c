@@ -20,7 +20,7 @@
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
    the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
    footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
-   footprint_pair: a by-value struct of a triple and a second buffer's address it never
+   footprint_two: two triples. footprint_pair: a by-value struct of a triple and a second buffer's address it never
    follows (CuSan's 13_struct_recursion: a struct of two buffers, each kernel using one).
    footprint_indirect(u64 base, u64 index): reads the triple (offset, length, flags) at index
    in device memory and touches `length` bytes at base + offset (a gather: its footprint
@@ -44,6 +44,9 @@ static const char PTX[] =
     TOUCH_ENTRY("footprint_fresh0") TOUCH_ENTRY("footprint_fresh1") TOUCH_ENTRY("footprint_fresh2")
     TOUCH_ENTRY("footprint_fresh3") TOUCH_ENTRY("footprint_fresh4") TOUCH_ENTRY("footprint_fresh5")
     TOUCH_ENTRY("footprint_fresh6") TOUCH_ENTRY("footprint_fresh7") TOUCH_ENTRY("footprint_beyond")
+    ".visible .entry footprint_two(\n  .param .u64 footprint_two_param_0,\n  .param .u64 footprint_two_param_1,\n"
+    "  .param .u64 footprint_two_param_2,\n  .param .u64 footprint_two_param_3,\n"
+    "  .param .u64 footprint_two_param_4,\n  .param .u64 footprint_two_param_5\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_waits(\n  .param .u64 footprint_waits_param_0,\n"
     "  .param .u64 footprint_waits_param_1,\n  .param .u64 footprint_waits_param_2\n)\n{\n"
     " griddepcontrol.wait;\n ret;\n}\n"
@@ -57,7 +60,7 @@ static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
     TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits;
+static CUfunction touch, two, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits;
 
 
 /* A kernel node of `kernel` (taking one triple) after `deps`. */
@@ -95,6 +98,14 @@ static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsi
     launch_triple(touch, s, p, len, flags);
 }
 
+/* footprint_two: (p, len, flags) and (q, len2, flags2). */
+static void launch_two(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags, CUdeviceptr q,
+                       unsigned long long len2, unsigned long long flags2) {
+    unsigned long long a = p, l = len, f = flags, b = q, l2 = len2, f2 = flags2;
+    void *params[] = {&a, &l, &f, &b, &l2, &f2};
+    CHECK(cuLaunchKernel(two, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 static void launch_step(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long n) {
     unsigned long long a = p, l = len, f = W, count = n;
     void *params[] = {&a, &l, &f, &count};
@@ -127,7 +138,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -146,6 +157,7 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuModuleLoadData(&module, PTX));
     CHECK(cuModuleGetFunction(&touch, module, "footprint_touch"));
+    CHECK(cuModuleGetFunction(&two, module, "footprint_two"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
     CHECK(cuModuleGetFunction(&pair, module, "footprint_pair"));
     CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
@@ -395,6 +407,21 @@ int main(int argc, char **argv) {
             /* Atomics on two streams on the same bytes are no race; a plain read is. */
             launch_touch(a, x, 64, A);
             launch_touch(b, x, 64, fixed ? A : R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "neighbours") == 0) {
+            /* Arrays side by side in one 64 KiB granule (as an allocator places small arrays):
+               A's kernel reads the first and writes the second; B's reads the first and
+               writes the third (fixed) or the second (racy), with no wait. */
+            CUdeviceptr g = (x + 0xffff) & ~0xffffull;
+            launch_two(a, g, 4096, R, g + 4096, 4096, W);
+            launch_two(b, g, 4096, R, g + (fixed ? 8192 : 4096), 4096, W);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "between") == 0) {
+            /* A's kernel reads the first and the third array of one granule; B's writes the
+               second, between them (fixed), or the third (racy), with no wait. */
+            CUdeviceptr g = (x + 0xffff) & ~0xffffull;
+            launch_two(a, g, 4096, R, g + 8192, 4096, R);
+            launch_touch(b, g + (fixed ? 4096 : 8192), 4096, W);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "free") == 0) {
             /* A's kernel reads y; y is freed on B without waiting (racy) or after (fixed). */

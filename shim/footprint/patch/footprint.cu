@@ -6,22 +6,22 @@
 // added from memory with sanitizerAddPatches; the host half is shim/footprint/src.
 //
 // Cost is what matters here: a patch runs for every thread of every memory instruction. So
-// the lanes of a warp that touch the same 64 KiB granule first agree on one [lo, hi) and one
-// set of flags and one residue mask (__match_any_sync and warp reductions), and one lane per
-// granule updates the
-// launch's table, reading before it writes so that the common case (bytes already covered)
-// is a load and no atomic. The reads are few trips to memory, each waited for in turn by the
-// whole warp: an entry is read in two loads issued together (its granule and what it holds), a
-// granule not at its first slot has its other slots read at once, and the atomics' results
-// are never waited for. A launch with no table (footprint=learn's learnt launches in a
-// patched module, graph kernel nodes) returns from an entry that saves almost nothing.
+// the lanes of a warp that touch the same 64 KiB granule in the same way first agree on one
+// [lo, hi), one residue mask and one block mask (__match_any_sync and warp reductions), and
+// one lane per (granule, kind of access) updates the launch's table, reading before it writes
+// so that the common case (bytes already covered) is a load and no atomic. The reads are few
+// trips to memory, each waited for in turn by the whole warp: an entry is read in two loads
+// issued together, a key not at its first slot has its other slots read at once, and the
+// atomics' results are never waited for. A launch with no table (footprint=learn's learnt
+// launches in a patched module, graph kernel nodes) returns from an entry that saves almost
+// nothing.
 //
 // The table (one per launch, chosen by the host with sanitizerSetLaunchCallbackData) is an
-// open-addressing hash of granules. Its layout is shared with the host reader
-// (shim/footprint/src/table.rs) and must change with it:
+// open-addressing hash of (granule, kind of access) keys. Its layout is shared with the host
+// reader (shim/footprint/src/table.rs) and must change with it:
 //
 //   struct Table {                 // FOOTPRINT_TABLE_BYTES in all
-//     u32 overflow;                // set when a granule found no entry
+//     u32 overflow;                // set when a key found no entry
 //     u32 cover_flags;             // flags of the overflowed accesses
 //     u64 cover_lo_inv;            // ~lo of the overflowed accesses (max of ~lo: min of lo)
 //     u64 cover_hi;                // their hi
@@ -29,20 +29,25 @@
 //     Entry entries[FOOTPRINT_ENTRIES];
 //   };
 //   struct Entry {                 // 32 bytes
-//     u32 granule;                 // (address >> 16) + 1; 0: free
-//     u32 flags;                   // READ 1, WRITE 2, ATOMIC 4
+//     u64 key;                     // ((address >> 16) + 1) | flags << KEY_FLAGS_SHIFT; 0: free
 //     u32 lo_inv;                  // ~(lowest offset in the granule): zero means none yet
 //     u32 hi;                      // highest end offset in the granule (may pass 65536)
 //     u64 residues;                // bit i: a byte b touched with (b % 256) / 4 == i
-//     u64 reserved;
+//     u64 blocks;                  // bit j: a warp's bytes met [j KiB, j+1 KiB) of the granule
 //   };
 //
+// The flags (READ 1, WRITE 2, ATOMIC 4) are part of the key, so a granule's reads, its
+// writes and its atomics each have an entry of their own: an input and an output that the
+// allocator put in one granule keep their own ranges, never one read-write hull over both.
 // The residues keep the gaps of strided access within [lo, hi): x[0::2] and x[1::2] of a
-// float array set disjoint bits, so the host can tell their bytes apart.
+// float array set disjoint bits, so the host can tell their bytes apart. The blocks keep the
+// gaps between arrays in one granule: two inputs with an output of another kernel between
+// them leave that output's blocks unset (each warp's instruction sets the blocks of its own
+// [lo, hi) in the granule, so a block is set only where some warp's bytes lay around it).
 //
-// The granule key is (address >> 16) + 1, which fits 32 bits for every address below 2^48
-// (all of a process's device memory): the host rebuilds each address exactly. Zeroed
-// memory is an empty table; the host zeroes a table after reading it.
+// The key's granule, (address >> 16) + 1, is at most 2^48 for any 64-bit address, below the
+// flags at bit 61: the host rebuilds each address exactly, whatever the address space.
+// Zeroed memory is an empty table; the host zeroes a table after reading it.
 
 #include <sanitizer_patching.h>
 #include <stdint.h>
@@ -50,16 +55,18 @@
 #define FOOTPRINT_ENTRIES 1024u
 #define FOOTPRINT_PROBES 16u
 #define GRANULE_SHIFT 16
-// Slots whose granules are read at once when a granule is not at its first.
+#define KEY_FLAGS_SHIFT 61
+// A block is 1 KiB: 64 of them, one bit each, span a granule.
+#define BLOCK_SHIFT 10
+// Slots whose keys are read at once when a key is not at its first.
 #define PROBE_BATCH 8u
 
 struct Entry {
-    uint32_t granule;
-    uint32_t flags;
+    unsigned long long key;
     uint32_t lo_inv;
     uint32_t hi;
     unsigned long long residues;
-    unsigned long long reserved;
+    unsigned long long blocks;
 };
 
 struct Table {
@@ -79,9 +86,10 @@ static __device__ __forceinline__ uint32_t flags_of(uint32_t sanitizer_flags) {
     return f;
 }
 
-// 16 aligned bytes of a table in one load: an entry (granule, flags, lo_inv, hi), or the
-// header's first half (overflow, cover_flags, cover_lo_inv). Every field only grows, so a
-// value read is never ahead of the truth: "covered" read is covered.
+// 16 aligned bytes of a table in one load: an entry's first half (key, lo_inv, hi) or its
+// second (residues, blocks), or the header's first half (overflow, cover_flags,
+// cover_lo_inv). Every field only grows, so a value read is never ahead of the truth:
+// "covered" read is covered.
 static __device__ __forceinline__ uint4 load16(const void* p) {
     uint4 v;
     asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -91,74 +99,90 @@ static __device__ __forceinline__ uint4 load16(const void* p) {
     return v;
 }
 
-static __device__ __forceinline__ unsigned long long load_residues(const Entry* e) {
-    return *(volatile const unsigned long long*)&e->residues;
+static __device__ __forceinline__ unsigned long long join(uint32_t lo, uint32_t hi) {
+    return (unsigned long long)hi << 32 | lo;
 }
 
-static __device__ __forceinline__ void update(Entry* e, uint4 seen, unsigned long long seen_residues, uint32_t lo,
-                                              uint32_t hi, uint32_t flags, unsigned long long residues) {
-    if ((seen.y & flags) != flags) atomicOr(&e->flags, flags);
-    if (seen.z < ~lo) atomicMax(&e->lo_inv, ~lo);
-    if (seen.w < hi) atomicMax(&e->hi, hi);
-    if ((seen_residues & residues) != residues) atomicOr(&e->residues, residues);
+// `head` and `masks` as read from `e` (both zero for an entry just claimed).
+static __device__ __forceinline__ void update(Entry* e, uint4 head, uint4 masks, uint32_t lo, uint32_t hi,
+                                              unsigned long long residues, unsigned long long blocks) {
+    if (head.z < ~lo) atomicMax(&e->lo_inv, ~lo);
+    if (head.w < hi) atomicMax(&e->hi, hi);
+    if ((join(masks.x, masks.y) & residues) != residues) atomicOr(&e->residues, residues);
+    if ((join(masks.z, masks.w) & blocks) != blocks) atomicOr(&e->blocks, blocks);
 }
 
-// Claims `e` for `granule` if it is free (`seen` its granule as read); returns whether it is
-// the granule's entry.
-static __device__ __forceinline__ bool claim(Entry* e, uint32_t seen, uint32_t granule) {
+// Claims `e` for `key` if it is free (`seen` its key as read); returns whether it is the
+// key's entry.
+static __device__ __forceinline__ bool claim(Entry* e, unsigned long long seen, unsigned long long key) {
     if (seen == 0) {
-        seen = atomicCAS(&e->granule, 0u, granule);
+        seen = atomicCAS(&e->key, 0ull, key);
         if (seen == 0) return true;
     }
-    return seen == granule;
+    return seen == key;
 }
 
-static __device__ __noinline__ void insert(Table* t, uint32_t granule, uint32_t lo, uint32_t hi, uint32_t flags,
-                                           unsigned long long residues, uint64_t addr_lo, uint64_t addr_hi) {
-    // Linear probing from the granule's hash, FOOTPRINT_PROBES slots (table.rs reads the same).
-    uint32_t h = (granule * 2654435761u) & (FOOTPRINT_ENTRIES - 1);
-    Entry* first = &t->entries[h];
-    uint4 seen = load16(first);
-    unsigned long long seen_residues = load_residues(first);
-    if (seen.x == granule || (seen.x == 0 && claim(first, 0, granule))) {
-        // A slot just claimed holds nothing yet (a zeroed table).
-        bool mine = seen.x == granule;
-        update(first, mine ? seen : make_uint4(granule, 0, 0, 0), mine ? seen_residues : 0, lo, hi, flags, residues);
-        return;
-    }
-    // The other slots' granules, read a batch at once rather than one trip each.
+// The key's slots after its first (`h`), FOOTPRINT_PROBES in all, then the launch's cover: a
+// function of its own, so that the registers its batch of keys takes are saved only when a
+// key is not at its first slot.
+static __device__ __noinline__ void probe(Table* t, uint32_t h, unsigned long long key, uint32_t lo, uint32_t hi,
+                                          unsigned long long residues, unsigned long long blocks) {
+    // The other slots' keys, read a batch at once rather than one trip each.
     for (uint32_t from = 1; from < FOOTPRINT_PROBES; from += PROBE_BATCH) {
-        uint32_t granules[PROBE_BATCH];
+        unsigned long long keys[PROBE_BATCH];
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
             uint32_t slot = (h + from + k) & (FOOTPRINT_ENTRIES - 1);
-            granules[k] = from + k < FOOTPRINT_PROBES ? *(volatile uint32_t*)&t->entries[slot].granule : granule;
+            keys[k] = from + k < FOOTPRINT_PROBES ? *(volatile unsigned long long*)&t->entries[slot].key : key;
         }
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
             if (from + k >= FOOTPRINT_PROBES) break;
             Entry* e = &t->entries[(h + from + k) & (FOOTPRINT_ENTRIES - 1)];
-            if (claim(e, granules[k], granule)) {
-                update(e, load16(e), load_residues(e), lo, hi, flags, residues);
+            if (claim(e, keys[k], key)) {
+                update(e, load16(e), load16(&e->residues), lo, hi, residues, blocks);
                 return;
             }
         }
     }
     // No entry: widen the launch's cover instead (the host reads it as touched, and says so;
     // a cover keeps no residues).
-    uint4 head = load16(t);
+    uint32_t flags = (uint32_t)(key >> KEY_FLAGS_SHIFT);
+    uint64_t base = ((key & ((1ull << KEY_FLAGS_SHIFT) - 1)) - 1) << GRANULE_SHIFT;
+    uint64_t addr_lo = base + lo, addr_hi = base + hi;
+    uint4 cover = load16(t);
     unsigned long long cover_hi = *(volatile unsigned long long*)&t->cover_hi;
-    unsigned long long cover_lo_inv = (unsigned long long)head.w << 32 | head.z;
-    if (head.x == 0) atomicExch(&t->overflow, 1u);
-    if ((head.y & flags) != flags) atomicOr(&t->cover_flags, flags);
-    if (cover_lo_inv < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
+    if (cover.x == 0) atomicExch(&t->overflow, 1u);
+    if ((cover.y & flags) != flags) atomicOr(&t->cover_flags, flags);
+    if (join(cover.z, cover.w) < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
     if (cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
+}
+
+static __device__ __noinline__ void insert(Table* t, unsigned long long key, uint32_t lo, uint32_t hi,
+                                           unsigned long long residues, unsigned long long blocks) {
+    // Linear probing from the key's hash (table.rs reads the same). Odd and even flags start
+    // half a table apart, so that the reads and the writes of the same granules (a kernel
+    // working in place) fill disjoint slots.
+    uint32_t h = ((uint32_t)key * 2654435761u + (uint32_t)(key >> KEY_FLAGS_SHIFT) * (FOOTPRINT_ENTRIES / 2)) &
+                 (FOOTPRINT_ENTRIES - 1);
+    Entry* first = &t->entries[h];
+    uint4 head = load16(first);
+    uint4 masks = load16(&first->residues);
+    unsigned long long seen = join(head.x, head.y);
+    if (seen == key || (seen == 0 && claim(first, 0, key))) {
+        // A slot just claimed holds nothing yet (a zeroed table).
+        bool mine = seen == key;
+        update(first, mine ? head : make_uint4(0, 0, 0, 0), mine ? masks : make_uint4(0, 0, 0, 0), lo, hi, residues,
+               blocks);
+        return;
+    }
+    probe(t, h, key, lo, hi, residues, blocks);
 }
 
 static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags);
 
 // The patch: a launch without a table returns at once; the work, and the registers it must
-// save, are in record(), and the table's update in insert(), called by one lane per granule
+// save, are in record(), and the table's update in insert(), called by one lane per group
 // (so that only that lane saves what the update needs).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
@@ -184,17 +208,21 @@ static __device__ __forceinline__ unsigned long long residues_of(uint64_t addr, 
     return at == 0 ? run : (run << at) | (run >> (64 - at));
 }
 
+// The block bits of offsets [lo, hi) of a granule (an end past the granule in its last block).
+static __device__ __forceinline__ unsigned long long blocks_of(uint32_t lo, uint32_t hi) {
+    uint32_t first = lo >> BLOCK_SHIFT, last = min((max(hi, lo + 1) - 1) >> BLOCK_SHIFT, 63u);
+    return ((2ull << (last - first)) - 1) << first;
+}
+
 static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags) {
     uint64_t addr = (uint64_t)ptr;
-    uint32_t granule = (uint32_t)((addr >> GRANULE_SHIFT) + 1);
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
     uint32_t hi = lo + size;
     uint32_t f = flags_of(flags);
     unsigned long long residues = residues_of(addr, size);
-    // The lanes of the warp here now, grouped by granule (and by flags, so that one group's
-    // reduction never mixes a read lane into a write's bytes).
+    // The lanes of the warp here now, grouped by granule and flags: a group is one entry's.
     uint32_t active = __activemask();
-    uint32_t peers = __match_any_sync(active, ((uint64_t)granule << 8) | f);
+    uint32_t peers = __match_any_sync(active, (addr >> GRANULE_SHIFT) << 3 | f);
     // (The redux instruction is not allowed in tools patches: shuffles instead. A whole warp
     // in one granule, the common case, takes five butterfly steps; other groups a step per
     // member.)
@@ -222,7 +250,7 @@ static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, u
     uint32_t lane;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     if ((uint32_t)(__ffs(peers) - 1) == lane) {
-        uint64_t base = addr & ~(uint64_t)((1u << GRANULE_SHIFT) - 1);
-        insert(t, granule, lo, hi, f, residues, base + lo, base + hi);
+        unsigned long long key = ((addr >> GRANULE_SHIFT) + 1) | (unsigned long long)f << KEY_FLAGS_SHIFT;
+        insert(t, key, lo, hi, residues, blocks_of(lo, hi));
     }
 }

@@ -3,11 +3,17 @@
 
 /// Bytes a granule spans (`GRANULE_SHIFT` in the patch).
 pub const GRANULE_SHIFT: u32 = 16;
+/// Where a key's flags start (`KEY_FLAGS_SHIFT`): above the granule of any 64-bit address.
+pub const KEY_FLAGS_SHIFT: u32 = 61;
+/// Bytes a block of a granule spans (`BLOCK_SHIFT`): 64 blocks, one bit each.
+pub const BLOCK_SHIFT: u32 = 10;
 /// Entries of a table (`FOOTPRINT_ENTRIES`).
 pub const ENTRIES: usize = 1024;
+/// Slots a key may take from its hash on (`FOOTPRINT_PROBES`).
+pub const PROBES: usize = 16;
 /// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved.
 pub const HEADER_BYTES: usize = 32;
-/// One entry: granule, flags, lo_inv, hi, residues, reserved.
+/// One entry: key, lo_inv, hi, residues, blocks.
 pub const ENTRY_BYTES: usize = 32;
 /// A whole table.
 pub const TABLE_BYTES: usize = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
@@ -19,6 +25,11 @@ pub const ATOMIC: u32 = 4;
 
 /// Residues of every byte: a range touched densely.
 pub const DENSE: u64 = u64::MAX;
+
+/// Runs of blocks an entry reads as apart at most: past that, the entry's accesses are
+/// strided (which its residues describe) and it reads as its hull, so that a launch's ranges
+/// stay a few per entry.
+pub const MAX_RUNS: usize = 4;
 
 /// Bytes `[lo, hi)` the launch accessed in the ways `flags` says; of them, only bytes `b`
 /// whose residue bit `(b % 256) / 4` is set in `residues`.
@@ -40,6 +51,34 @@ pub fn residues(addr: u64, size: u64) -> u64 {
     ((2u64 << (last - first)) - 1).rotate_left((first & 63) as u32)
 }
 
+/// The block bits of offsets `[lo, hi)` of a granule, an end past the granule in its last
+/// block (the patch's `blocks_of`).
+pub fn blocks(lo: u32, hi: u32) -> u64 {
+    let (first, last) = (lo >> BLOCK_SHIFT, ((hi.max(lo + 1) - 1) >> BLOCK_SHIFT).min(63));
+    // 2 << 63 wraps to 0, as in the patch: all 64 bits.
+    (2u64 << (last - first)).wrapping_sub(1) << first
+}
+
+/// The key of the entry for accesses at `addr` of kind `flags`: its granule and its flags.
+pub fn key(addr: u64, flags: u32) -> u64 {
+    ((addr >> GRANULE_SHIFT) + 1) | u64::from(flags) << KEY_FLAGS_SHIFT
+}
+
+/// The first address of a key's granule, and its flags; `None` for a key of no granule (a
+/// free entry's).
+pub fn unkey(key: u64) -> Option<(u64, u32)> {
+    let granule = key & ((1 << KEY_FLAGS_SHIFT) - 1);
+    (granule != 0).then(|| ((granule - 1) << GRANULE_SHIFT, (key >> KEY_FLAGS_SHIFT) as u32))
+}
+
+/// The slot a key's probing starts at (the patch's `insert`): odd and even flags half a
+/// table apart, so that a kernel that reads and writes the same granules (in place) finds
+/// them in disjoint slots.
+fn slot(key: u64) -> usize {
+    let (granule, flags) = (key as u32, (key >> KEY_FLAGS_SHIFT) as u32);
+    granule.wrapping_mul(2654435761).wrapping_add(flags * (ENTRIES as u32 / 2)) as usize & (ENTRIES - 1)
+}
+
 /// What a launch was seen to touch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Measured {
@@ -58,6 +97,28 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// Offsets `[lo, hi)` of a granule narrowed to the runs of set bits of `blocks`, into `out`
+/// (cleared first): the hull where they are more than [`MAX_RUNS`] (or none, an entry not yet
+/// updated).
+fn runs(lo: u32, hi: u32, blocks: u64, out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    let mut rest = blocks;
+    while rest != 0 && out.len() <= MAX_RUNS {
+        let first = rest.trailing_zeros();
+        let end = first + (rest >> first).trailing_ones();
+        rest &= u64::MAX.checked_shl(end).unwrap_or(0);
+        // The last block holds every end past it (an access running into the next granule).
+        let run = (lo.max(first << BLOCK_SHIFT), if end == 64 { hi } else { hi.min(end << BLOCK_SHIFT) });
+        if run.0 < run.1 {
+            out.push(run);
+        }
+    }
+    if out.is_empty() || out.len() > MAX_RUNS {
+        out.clear();
+        out.push((lo, hi));
+    }
+}
+
 /// Reads a table copied from the device (`TABLE_BYTES` bytes).
 pub fn read(table: &[u8]) -> Measured {
     assert_eq!(table.len(), TABLE_BYTES, "a whole table");
@@ -67,23 +128,25 @@ pub fn read(table: &[u8]) -> Measured {
         flags: u32_at(table, 4),
         residues: DENSE,
     });
-    let mut ranges: Vec<Range> = (0..ENTRIES)
-        .filter_map(|i| {
-            let at = HEADER_BYTES + i * ENTRY_BYTES;
-            let (granule, flags, lo_inv, hi) =
-                (u32_at(table, at), u32_at(table, at + 4), u32_at(table, at + 8), u32_at(table, at + 12));
-            // Residues not yet or-ed in (never so once the kernel completed) read as dense.
-            let residues = Some(u64_at(table, at + 16)).filter(|&r| r != 0).unwrap_or(DENSE);
-            // An entry claimed by a warp whose update other warps had not finished is still
-            // whole by the time the kernel completes; lo_inv 0 would be an entry never
-            // updated (not written by the patch), kept out rather than read as offset ~0.
-            if granule == 0 || lo_inv == 0 || flags == 0 {
-                return None;
-            }
-            let base = u64::from(granule - 1) << GRANULE_SHIFT;
-            Some(Range { lo: base + u64::from(!lo_inv), hi: base + u64::from(hi), flags, residues })
-        })
-        .collect();
+    let (mut ranges, mut parts) = (Vec::new(), Vec::with_capacity(MAX_RUNS + 1));
+    for at in (0..ENTRIES).map(|i| HEADER_BYTES + i * ENTRY_BYTES) {
+        let (key, lo_inv, hi) = (u64_at(table, at), u32_at(table, at + 8), u32_at(table, at + 12));
+        // An entry claimed by a warp whose update other warps had not finished is still whole
+        // by the time the kernel completes; lo_inv 0 would be an entry never updated (not
+        // written by the patch), kept out rather than read as offset ~0.
+        let Some((base, flags)) = unkey(key).filter(|&(_, flags)| flags != 0 && lo_inv != 0) else {
+            continue;
+        };
+        // Masks not yet or-ed in (never so once the kernel completed) read as every bit.
+        let residues = Some(u64_at(table, at + 16)).filter(|&r| r != 0).unwrap_or(DENSE);
+        runs(!lo_inv, hi, u64_at(table, at + 24), &mut parts);
+        ranges.extend(parts.iter().map(|&(lo, hi)| Range {
+            lo: base + u64::from(lo),
+            hi: base + u64::from(hi),
+            flags,
+            residues,
+        }));
+    }
     merge(&mut ranges);
     Measured { ranges, overflow }
 }
@@ -122,21 +185,21 @@ pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
         t[at..at + 8].copy_from_slice(&v.to_le_bytes());
     };
     for &(addr, size, flags) in accesses {
-        let granule = ((addr >> GRANULE_SHIFT) + 1) as u32;
+        let key = key(addr, flags);
         let lo = (addr & ((1 << GRANULE_SHIFT) - 1)) as u32;
         let hi = lo + size;
-        let h = granule.wrapping_mul(2654435761) as usize & (ENTRIES - 1);
-        let entry = (0..16).map(|probe| HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES).find(|&at| {
-            let k = u32_at(table, at);
-            k == 0 || k == granule
+        let h = slot(key);
+        let entry = (0..PROBES).map(|probe| HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES).find(|&at| {
+            let k = u64_at(table, at);
+            k == 0 || k == key
         });
         match entry {
             Some(at) => {
-                update32(table, at, &|_| granule);
-                update32(table, at + 4, &|v| v | flags);
+                update64(table, at, &|_| key);
                 update32(table, at + 8, &|v| v.max(!lo));
                 update32(table, at + 12, &|v| v.max(hi));
                 update64(table, at + 16, &|v| v | residues(addr, u64::from(size)));
+                update64(table, at + 24, &|v| v | blocks(lo, hi));
             }
             None => {
                 update32(table, 0, &|_| 1);
@@ -161,12 +224,17 @@ mod tests {
         table
     }
 
+    /// A dense range.
+    fn dense(lo: u64, hi: u64, flags: u32) -> Range {
+        Range { lo, hi, flags, residues: DENSE }
+    }
+
     #[test]
     fn a_streamed_buffer_reads_as_one_range() {
         // 1 MiB written in 128-byte warp steps: 16 granules, one range.
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
         let m = read(&fresh(&steps));
-        assert_eq!(m.ranges, vec![Range { lo: BASE, hi: BASE + (1 << 20), flags: WRITE, residues: DENSE }]);
+        assert_eq!(m.ranges, vec![dense(BASE, BASE + (1 << 20), WRITE)]);
         assert_eq!(m.overflow, None);
     }
 
@@ -185,14 +253,82 @@ mod tests {
     }
 
     #[test]
-    fn kinds_of_access_stay_apart_unless_one_granule_mixes_them() {
-        let m = read(&fresh(&[(BASE, 64, READ), (BASE + (1 << 16), 64, WRITE)]));
-        assert_eq!(m.ranges.len(), 2);
-        let m = read(&fresh(&[(BASE, 64, READ), (BASE + 64, 64, WRITE)]));
+    fn reads_writes_and_atomics_of_one_granule_keep_their_own_ranges() {
+        // An input, an output and a counter side by side in one granule (as an allocator
+        // places small arrays): a read hull never carries a write, nor a write hull a read.
+        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 4096, 4096, WRITE), (BASE + 8192, 4, ATOMIC)]));
         assert_eq!(
             m.ranges,
-            vec![Range { lo: BASE, hi: BASE + 128, flags: READ | WRITE, residues: residues(BASE, 128) }]
+            vec![
+                dense(BASE, BASE + 4096, READ),
+                dense(BASE + 4096, BASE + 8192, WRITE),
+                Range { lo: BASE + 8192, hi: BASE + 8196, flags: ATOMIC, residues: residues(0, 4) }
+            ]
         );
+        // A kernel that reads and writes the same bytes (in place) has both.
+        let m = read(&fresh(&[(BASE, 256, READ), (BASE, 256, WRITE)]));
+        assert_eq!(m.ranges, vec![dense(BASE, BASE + 256, READ), dense(BASE, BASE + 256, WRITE)]);
+    }
+
+    #[test]
+    fn the_key_holds_the_kind_of_access_apart_from_the_granule() {
+        for addr in [BASE, BASE + 0xffff, 1 << GRANULE_SHIFT] {
+            let keys: Vec<u64> = (1..8).map(|flags| key(addr, flags)).collect();
+            // One granule, seven kinds: seven keys, each giving back its granule and kind.
+            for (flags, &k) in (1..8).zip(&keys) {
+                assert_eq!(unkey(k), Some((addr & !0xffff, flags)));
+                assert_eq!(keys.iter().filter(|&&other| other == k).count(), 1);
+            }
+        }
+        // The key of a free entry is no granule's.
+        assert_eq!(unkey(0), None);
+    }
+
+    #[test]
+    fn the_key_rebuilds_every_address_exactly() {
+        // The top granule below 2^47 (x86-64's user space), below 2^48 (AArch64's), below
+        // 2^57 (five-level paging) and the highest granule a 64-bit address has: the granule
+        // stays below the flags' bits, and no read is taken for a write.
+        for top in [1u64 << 47, 1 << 48, 1 << 57, 0] {
+            let addr = top.wrapping_sub(1 << GRANULE_SHIFT) + 0x100;
+            assert!(((addr >> GRANULE_SHIFT) + 1) < 1 << KEY_FLAGS_SHIFT);
+            for flags in [READ, WRITE, ATOMIC | READ | WRITE] {
+                assert_eq!(unkey(key(addr, flags)), Some((addr & !0xffff, flags)));
+            }
+        }
+        let addr = (1u64 << 48) - (1 << GRANULE_SHIFT) + 0x100;
+        let m = read(&fresh(&[(addr, 8, READ), (addr + 8, 8, WRITE)]));
+        assert_eq!(
+            m.ranges,
+            vec![
+                Range { lo: addr, hi: addr + 8, flags: READ, residues: residues(addr, 8) },
+                Range { lo: addr + 8, hi: addr + 16, flags: WRITE, residues: residues(addr + 8, 8) }
+            ]
+        );
+    }
+
+    #[test]
+    fn arrays_a_block_apart_in_one_granule_read_apart() {
+        // Two inputs read with an output of another kernel between them: the output's
+        // blocks stay unset.
+        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 8192, 4096, READ)]));
+        assert_eq!(m.ranges, vec![dense(BASE, BASE + 4096, READ), dense(BASE + 8192, BASE + 12288, READ)]);
+        // Ends within a block are exact at the hull's ends only: [100, 200) and [3000, 3100)
+        // leave block 1 out, and read as [100, 1024) and [2048, 3100).
+        let m = read(&fresh(&[(BASE + 100, 100, READ), (BASE + 3000, 100, READ)]));
+        let both = residues(100, 100) | residues(3000, 100);
+        assert_eq!(
+            m.ranges,
+            vec![
+                Range { lo: BASE + 100, hi: BASE + 1024, flags: READ, residues: both },
+                Range { lo: BASE + 2048, hi: BASE + 3100, flags: READ, residues: both }
+            ]
+        );
+        // More runs than MAX_RUNS are a strided access: the hull, with its residues.
+        let steps: Vec<_> = (0..=MAX_RUNS as u64).map(|i| (BASE + 2048 * i, 4, WRITE)).collect();
+        let m = read(&fresh(&steps));
+        assert_eq!(m.ranges.len(), 1);
+        assert_eq!((m.ranges[0].lo, m.ranges[0].hi), (BASE, BASE + 2048 * MAX_RUNS as u64 + 4));
     }
 
     #[test]
@@ -212,25 +348,49 @@ mod tests {
     }
 
     #[test]
+    fn the_reads_and_writes_of_the_same_granules_fill_the_table_without_collisions() {
+        // Half a table of granules read and written in place: odd and even flags start half a
+        // table apart, so every key finds its first slot free.
+        let granules = (0..ENTRIES as u64 / 2).map(|i| BASE + (i << GRANULE_SHIFT));
+        let steps: Vec<_> = granules.flat_map(|addr| [(addr, 4, READ), (addr, 4, WRITE)]).collect();
+        let table = fresh(&steps);
+        let first =
+            |&(addr, _, flags): &(u64, u32, u32)| u64_at(&table, HEADER_BYTES + slot(key(addr, flags)) * ENTRY_BYTES);
+        assert!(steps.iter().all(|step| first(step) == key(step.0, step.2)));
+        let m = read(&table);
+        assert_eq!((m.ranges.len(), m.overflow), (ENTRIES, None));
+    }
+
+    #[test]
     fn an_empty_table_reads_as_nothing() {
         assert_eq!(read(&vec![0; TABLE_BYTES]), Measured::default());
     }
 
     #[test]
     fn the_layout_is_the_patchs() {
-        // The host reads what the device patch writes: its table's size, entries and granule
-        // are read from the patch's source, so that one changed without the other fails here.
+        // The host reads what the device patch writes: its table's size, entries, granule,
+        // key and blocks are read from the patch's source, so that one changed without the
+        // other fails here.
         let source = include_str!("../patch/footprint.cu");
         let define = |name: &str| -> u64 {
             let line = source.lines().find(|l| l.starts_with(&format!("#define {name} "))).expect(name);
             line.split_whitespace().nth(2).expect(name).trim_end_matches('u').parse().expect(name)
         };
         assert_eq!(define("FOOTPRINT_ENTRIES"), ENTRIES as u64);
+        assert_eq!(define("FOOTPRINT_PROBES"), PROBES as u64);
         assert_eq!(define("GRANULE_SHIFT"), u64::from(GRANULE_SHIFT));
+        assert_eq!(define("KEY_FLAGS_SHIFT"), u64::from(KEY_FLAGS_SHIFT));
+        assert_eq!(define("BLOCK_SHIFT"), u64::from(BLOCK_SHIFT));
+        // 64 blocks span a granule; the granule of any 64-bit address lies below the flags,
+        // which take the three bits above.
+        assert_eq!(blocks(0, 1 << GRANULE_SHIFT), u64::MAX);
+        assert_eq!(key(u64::MAX, 0) >> KEY_FLAGS_SHIFT, 0);
+        assert_eq!(unkey(key(u64::MAX, READ | WRITE | ATOMIC)), Some((!0xffff, 7)));
         // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved: 8
-        // each) and 32-byte entries (four u32, residues and reserved: 8 bytes each).
+        // each) and 32-byte entries (key: 8 bytes; lo_inv, hi: 4 each; residues, blocks: 8
+        // each).
         assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8);
-        assert_eq!(ENTRY_BYTES, 4 * 4 + 8 + 8);
+        assert_eq!(ENTRY_BYTES, 8 + 4 + 4 + 8 + 8);
         assert_eq!(TABLE_BYTES, 32 + 1024 * 32);
     }
 
@@ -238,21 +398,23 @@ mod tests {
     fn an_entry_claimed_but_not_yet_filled_is_no_range() {
         // A granule whose entry holds no lowest offset (lo_inv 0) or no kind of access reads
         // as nothing, not as a range from offset ~0: the patch claims an entry before it
-        // updates it.
-        let entry = |granule: u32, flags: u32, lo_inv: u32, hi: u32| {
+        // updates it. One not yet given its blocks reads as its hull.
+        let base = 4u64 << GRANULE_SHIFT;
+        let entry = |key: u64, lo_inv: u32, hi: u32| {
             let mut table = vec![0u8; TABLE_BYTES];
-            for (k, v) in [granule, flags, lo_inv, hi].into_iter().enumerate() {
-                table[HEADER_BYTES + 4 * k..HEADER_BYTES + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
-            }
-            table[HEADER_BYTES + 16..HEADER_BYTES + 24].copy_from_slice(&residues(8, 2).to_le_bytes());
+            let at = HEADER_BYTES;
+            table[at..at + 8].copy_from_slice(&key.to_le_bytes());
+            table[at + 8..at + 12].copy_from_slice(&lo_inv.to_le_bytes());
+            table[at + 12..at + 16].copy_from_slice(&hi.to_le_bytes());
+            table[at + 16..at + 24].copy_from_slice(&residues(8, 2).to_le_bytes());
             read(&table)
         };
-        assert_eq!(entry(5, READ, 0, 10), Measured::default());
-        assert_eq!(entry(5, 0, !8, 10), Measured::default());
-        let base = 4u64 << GRANULE_SHIFT;
+        assert_eq!(entry(key(base, READ), 0, 10), Measured::default());
+        assert_eq!(entry(key(base, 0), !8, 10), Measured::default());
+        assert_eq!(entry(1 << KEY_FLAGS_SHIFT, !8, 10), Measured::default());
         assert_eq!(
-            entry(5, READ, !8, 10).ranges,
-            vec![Range { lo: base + 8, hi: base + 10, flags: READ, residues: residues(8, 2) }]
+            entry(key(base, READ), !8, 3000).ranges,
+            vec![Range { lo: base + 8, hi: base + 3000, flags: READ, residues: residues(8, 2) }]
         );
     }
 

@@ -77,13 +77,12 @@ impl Known {
     }
 
     /// Whether both footprints touch the same bytes through each slot, in the same direction
-    /// or one of them read-write. The engine records a direction per 64 KiB granule, so an
-    /// input and an output that meet in one granule both read as read-write there, and where
-    /// tensors meet follows the allocator: a word that differs between such footprints does
-    /// not bear on them (and under one key their modes join). Read and write apart are
-    /// different footprints: a flag that turns a read into a write bears on it. Residues
-    /// are no part of it: a granule shared with a neighbouring tensor mixes in that tensor's
-    /// residues where the allocator put it (and under one key they join).
+    /// or one of them read-write: under one key their modes join, so what is applied holds
+    /// both, and a word that differs between such footprints does not bear on them. Read and
+    /// write apart are different footprints: a flag that turns a read into a write bears on
+    /// it. Residues are no part of it: a granule shared with a neighbouring tensor touched the
+    /// same way mixes in that tensor's residues where the allocator put it (and under one key
+    /// they join).
     fn same_bytes(&self, other: &Known) -> bool {
         let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
             return self == other;

@@ -336,10 +336,9 @@ mod tests {
     }
 
     #[test]
-    fn a_read_measured_as_read_write_where_an_output_meets_it_is_the_same_footprint() {
-        // An input and an output that meet in one 64 KiB granule both read as read-write
-        // there (the engine records a direction per granule): only a stale word differs, and
-        // it leaves the key; the key keeps the union of the modes.
+    fn a_read_measured_as_read_write_at_one_launch_is_the_same_footprint() {
+        // An input read at some launches and read and written at another: only a stale word
+        // differs, and it leaves the key; the key keeps the union of the modes.
         let m = model();
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE / 2, 8)];
         for (stale, input) in [(1, Mode::Read), (2, Mode::ReadWrite), (3, Mode::Read)] {

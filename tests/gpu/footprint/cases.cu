@@ -29,8 +29,15 @@
 //   cases programmatic_built racy|fixed    the two kernels as nodes of a graph built with
 //                                cudaGraphAddKernelNode, joined by a programmatic edge from
 //                                write_all's programmatic port
-// "fixed" orders the second stream (or node) after the first, but for strided and pair, whose
-// fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
+//   cases neighbours racy|fixed  three arrays of 4 KiB side by side in one 64 KiB granule:
+//                                stream A copies the first into the second, stream B the
+//                                first into the second (racy) or the third (fixed)
+//   cases between racy|fixed     stream A sums the first and third arrays of one granule,
+//                                stream B writes the third (racy) or the second, between
+//                                them (fixed)
+// "fixed" orders the second stream (or node) after the first, but for strided, pair,
+// neighbours and between, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <cuda_pipeline.h>
@@ -117,6 +124,16 @@ extern "C" __global__ void sum_async(const float* in, int n, float* out) {
     atomicAdd(out, s);
 }
 
+extern "C" __global__ void copy_plus(const float* in, float* out, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i] + 1.0f;
+}
+
+extern "C" __global__ void sum_two(const float* first, const float* second, int n, float* out) {
+    float s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += first[i] + second[i];
+    atomicAdd(out, s);
+}
+
 struct Pair {
     float* first;
     float* second;
@@ -131,7 +148,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_graph|programmatic_graph_weights|programmatic_built racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_graph|programmatic_graph_weights|programmatic_built|neighbours|between racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -273,6 +290,20 @@ int main(int argc, char** argv) {
         CHECK(cudaGraphLaunch(exec, a));
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
         CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "neighbours") == 0 || strcmp(argv[1], "between") == 0) {
+        // Arrays of 1024 floats from the first 64 KiB boundary in p: one granule.
+        const int len = 1024;
+        float* g = p + ((65536 - (uintptr_t)p % 65536) % 65536) / sizeof(float);
+        if (strcmp(argv[1], "neighbours") == 0) {
+            copy_plus<<<4, 256, 0, a>>>(g, g + len, len);
+            copy_plus<<<4, 256, 0, b>>>(g, g + (fixed ? 2 : 1) * len, len);
+            CHECK(cudaMemcpyAsync(&host, g + 2 * len, sizeof(float), cudaMemcpyDeviceToHost, b));
+        } else {
+            sum_two<<<4, 256, 0, a>>>(g, g + 2 * len, len, out);
+            write_all<<<4, 256, 0, b>>>(g + (fixed ? 1 : 2) * len, len);
+            CHECK(cudaMemcpyAsync(&host, g + len, sizeof(float), cudaMemcpyDeviceToHost, b));
+        }
+        CHECK(cudaStreamSynchronize(b));
     } else {
         printf("unknown case %s\n", argv[1]);
         return 2;

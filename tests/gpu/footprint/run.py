@@ -47,6 +47,12 @@ cases = [
     ("programmatic_graph", [f"{build}/cases", "programmatic_graph"], ("write_all", "sum_nowait"), MEASURED),
     ("programmatic_graph_weights", [f"{build}/cases", "programmatic_graph_weights"], ("write_all", "scale_waits"), set()),
     ("programmatic_built", [f"{build}/cases", "programmatic_built"], ("write_all", "sum_nowait"), MEASURED),
+    # Arrays side by side in one 64 KiB granule: an input beside an output is a read and a
+    # write, and the blocks between two arrays a kernel reads are not its own. The fixed
+    # twins touch other bytes with no wait, which params (one byte per pointer) sees as its
+    # guess allows, so they run in the measured modes only.
+    ("neighbours", [f"{build}/cases", "neighbours"], ("copy_plus", "copy_plus"), MEASURED, MEASURED),
+    ("between", [f"{build}/cases", "between"], ("sum_two", "write_all"), MEASURED, MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),
