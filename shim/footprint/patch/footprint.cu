@@ -190,6 +190,13 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_acce
     return SANITIZER_PATCH_SUCCESS;
 }
 
+// The floor of a measured launch's cost: the same patch points, recording nothing. Only the
+// shim built with `experiments` patches with it (STREAMSAN_FOOTPRINT_FLOOR, tests/gpu/perf).
+extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_nothing(
+    void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
+    return SANITIZER_PATCH_SUCCESS;
+}
+
 // cp.async (SANITIZER_INSTRUCTION_MEMCPY_ASYNC): a read of `size` global bytes at `src` into
 // shared memory, which the global-memory class does not report (`src` null: a copy of no
 // source bytes, which zero-fills).

@@ -20,7 +20,24 @@ pub const INSTRUCTIONS: &[(u32, &CStr)] = &[
 /// `module` is a module the driver reported loaded; the caller serializes patching calls.
 pub unsafe fn instruct(api: &api::Api, module: api::Handle) {
     for (instruction, function) in INSTRUCTIONS {
+        let function = floor(*instruction).unwrap_or(function);
         // SAFETY: the caller's promise; a NUL-terminated name in the added image.
         unsafe { (api.patch_instructions)(*instruction, module, function.as_ptr()) };
     }
+}
+
+/// With the `experiments` feature and `STREAMSAN_FOOTPRINT_FLOOR` set, the function global
+/// accesses call instead: one that records nothing, so that a run measures what patching
+/// alone costs a program (the floor `exact` is compared with).
+#[cfg(feature = "experiments")]
+fn floor(instruction: u32) -> Option<&'static CStr> {
+    (instruction == api::INSTRUCTION_GLOBAL_MEMORY_ACCESS && std::env::var_os("STREAMSAN_FOOTPRINT_FLOOR").is_some())
+        .then_some(c"streamsan_footprint_nothing")
+}
+
+/// Without the `experiments` feature: never.
+#[cfg(not(feature = "experiments"))]
+#[inline(always)]
+fn floor(_instruction: u32) -> Option<&'static CStr> {
+    None
 }

@@ -24,14 +24,17 @@ Usage: run.py STREAMSAN OUT_DIR [PROGRAM...]     (default: every program of prog
 Environment: PERF_ROUNDS (5), PERF_SLOW_ROUNDS (1), PERF_STEPS (20), PERF_WARMUP (5),
 PERF_SLOW ("memcheck,csan": which slow tools run; "" for none), PERF_SLOW_TIMEOUT (580: seconds
 a slow tool's process may run; one that runs longer is recorded as "timeout"), PERF_VARIANTS (more streamsan
-modes, "name=COMMAND ARGS;name2=...", each COMMAND a streamsan binary with its run options,
-e.g. "before=.device/before/streamsan;learn=.device/streamsan --footprint learn"),
+modes, "name=[VAR=VALUE...] COMMAND ARGS;name2=...", each COMMAND a streamsan binary with its
+run options, run with the variables given before it, e.g. "before=.device/before/streamsan;
+learn=.device/streamsan --footprint learn"; a variant named in PERF_SLOW runs SLOW_ROUNDS
+processes after the rounds, as the slow tools do),
 STREAMSAN_PERF_CPUS (a taskset list that pins every process).
 Writes overhead.json, overhead.log and result-perf.json (tests/gpu/result.py: a case a program
 with its figures) in OUT_DIR; exits 1 if a native or streamsan process did not exit 0 (the
 programs are correct, so a race makes streamsan's exit 66). The slow tools' exits and figures
 are recorded as they come.
 """
+import itertools
 import json
 import os
 import statistics
@@ -108,11 +111,14 @@ def main():
     steps, warmup = os.environ.get("PERF_STEPS", "20"), os.environ.get("PERF_WARMUP", "5")
     slow = [m for m in os.environ.get("PERF_SLOW", "memcheck,csan").split(",") if m]
     slow_timeout = int(os.environ.get("PERF_SLOW_TIMEOUT", "580"))
-    streamsan_modes = {"streamsan": [streamsan, "run"]}
+    streamsan_modes = {"streamsan": ([streamsan, "run"], {})}
     for variant in filter(None, os.environ.get("PERF_VARIANTS", "").split(";")):
         name, command = variant.split("=", 1)
         words = command.split()
-        streamsan_modes[name] = [words[0], "run"] + words[1:]
+        env = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: "=" in w, words))
+        words = words[len(env):]
+        streamsan_modes[name] = ([words[0], "run"] + words[1:], env)
+    alternating = [mode for mode in streamsan_modes if mode not in slow]
     os.makedirs("/tmp/perf-reports", exist_ok=True)
     log = open(os.path.join(out, "overhead.log"), "w")
     provenance = subprocess.run(["sh", os.path.join(HERE, "..", "provenance.sh")], capture_output=True, text=True).stdout
@@ -122,14 +128,14 @@ def main():
     for program in programs:
         script = [sys.executable, os.path.join(HERE, "programs.py"), program, steps, warmup]
         modes = {"native": (script, {})}
-        for name, prefix in streamsan_modes.items():
-            modes[name] = (prefix + ["--report", f"/tmp/perf-reports/{program}-{name}.%p.json", "--"] + script, {})
+        for name, (prefix, env) in streamsan_modes.items():
+            modes[name] = (prefix + ["--report", f"/tmp/perf-reports/{program}-{name}.%p.json", "--"] + script, env)
         modes["memcheck"] = (["compute-sanitizer", "--tool", "memcheck", "--track-stream-ordered-races", "all"] + script, {})
         modes["csan"] = (script, {"TORCH_CUDA_SANITIZER": "1"})
         pin = os.environ.get("STREAMSAN_PERF_CPUS")
         if pin:
             modes = {mode: (["taskset", "-c", pin] + cmd, extra) for mode, (cmd, extra) in modes.items()}
-        order = (["native"] + list(streamsan_modes)) * rounds + [m for m in slow for _ in range(slow_rounds)]
+        order = (["native"] + alternating) * rounds + [m for m in slow for _ in range(slow_rounds)]
         row = {"program": program, "modes": {}}
         for mode in order:
             cmd, extra = modes[mode]
@@ -143,12 +149,12 @@ def main():
             m["exits"].append(code)
             m["checksums"].append(step and step["checksum"])
             print(f"{program:18} {mode:10} step {step and step['median_step_ms']} ms, process {wall:.1f} s, exit {code}", flush=True)
-        summarize(row, streamsan_modes)
+        summarize(row, alternating)
         results.append(row)
         with open(os.path.join(out, "overhead.json"), "w") as f:
             json.dump({"provenance": provenance, "steps": int(steps), "warmup": int(warmup), "rounds": rounds,
                        "slow_rounds": slow_rounds, "programs": results}, f, indent=1)
-        result_case(result, row, ["native"] + list(streamsan_modes))
+        result_case(result, row, ["native"] + alternating)
         # Written after each program, so that a run stopped by its limit keeps what it measured.
         status = result.write(out, provenance)
     print(provenance)
