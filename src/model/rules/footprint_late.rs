@@ -161,15 +161,25 @@ impl Model {
         self.publish(found);
     }
 
-    /// What the launch is taken to have touched: its measured ranges and cover, joined per
-    /// buffer to at most [`MAX_RANGES_PER_BUFFER`]; of its parameters' accesses, only those
-    /// the measure is blind to (pointers inside tensor maps, which bulk copies follow). A
-    /// measurement replaces the guess: a pointer the kernel did not follow is no access.
+    /// What the launch is taken to have touched: its measured ranges and its cover's part in
+    /// each buffer its pointers met, joined per buffer to at most [`MAX_RANGES_PER_BUFFER`];
+    /// of its parameters' accesses, only those the measure is blind to (pointers inside
+    /// tensor maps, which bulk copies follow). A measurement replaces the guess: a pointer
+    /// the kernel did not follow is no access.
     fn taken(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
         let Some(measured) = measured else {
             return pending.guess.clone();
         };
-        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(measured.cover).collect();
+        // A cover spans everything between the bytes that found no entry: other tensors, a
+        // pinned staging buffer. Only its part in the buffers the launch was given pointers
+        // to is taken, as a learnt cover's is (docs/footprints.md#exact-every-launch-measured).
+        let cover = measured.cover.into_iter().flat_map(|c| {
+            pending.met.iter().filter_map(move |b| {
+                let (lo, hi) = (c.addr.max(b.base), (c.addr + c.len).min(b.end()));
+                (lo < hi).then(|| Access { addr: lo, len: hi - lo, ..c })
+            })
+        });
+        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(cover).collect();
         out.sort_unstable_by_key(|a| a.addr);
         // Each range's buffer, looked up once.
         let ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id_met(pending, a.addr)).collect();
@@ -271,6 +281,32 @@ mod tests {
         memset(&model, S2, 5);
         model.launch_measured(8, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Write)], cover: None }));
         assert!(model.races().is_empty(), "{:?}", model.races());
+    }
+
+    /// An overflowed table's cover is taken in the buffers the launch's pointers met only: a
+    /// write on another stream to a buffer between them (a pinned staging buffer) is no race
+    /// with it, a write to one of them is.
+    #[test]
+    fn a_cover_is_taken_in_the_buffers_the_launch_was_pointed_at() {
+        for (written, raced) in [(BUFFER + 0x1000, false), (BUFFER + 0x2000, true)] {
+            let model = Model::default();
+            for s in [0x10, 0x20] {
+                model.stream_created(s, 1, true, &Origin::test("cuStreamCreate", 1));
+            }
+            for base in [BUFFER, BUFFER + 0x1000, BUFFER + 0x2000] {
+                model.alloc(Alloc { base, ..buffer() }, None, &Origin::test("cuMemAlloc", 2));
+            }
+            let write = [Access::new(written, 8, Mode::Write)];
+            let origin = Origin::test("cuMemsetD8Async", 3);
+            model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
+            let params = [Access::new(BUFFER, 8, Mode::Read), Access::new(BUFFER + 0x2000, 8, Mode::Read)];
+            let origin = Origin::test("cuLaunchKernel", 4);
+            let work = Work { origin, kernel: Some(KernelId(1)), accesses: &params, host: HostEffect::None };
+            assert!(model.launch_pending(S1, work, 7, None).is_some());
+            let cover = Access::new(BUFFER, 0x2100, Mode::Read);
+            model.launch_measured(7, Some(Footprint { ranges: &[], cover: Some(cover) }));
+            assert_eq!(!model.races().is_empty(), raced, "{written:#x}: {:?}", model.races());
+        }
     }
 
     /// A measured launch's ranges in one buffer are joined to at most
