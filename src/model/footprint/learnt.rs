@@ -173,11 +173,13 @@ struct Entry {
     launches: AtomicU32,
     /// Launches measured to check it whose footprint is still to come.
     samples: AtomicU32,
+    /// Whether the last sample contradicted it.
+    contradicted: bool,
 }
 
 impl Entry {
     fn new(words: Arc<[u64]>, known: Known) -> Entry {
-        Entry { words, known, launches: AtomicU32::new(1), samples: AtomicU32::new(0) }
+        Entry { words, known, launches: AtomicU32::new(1), samples: AtomicU32::new(0), contradicted: false }
     }
 
     /// Whether a measured launch's footprint `measured` is what was learnt: the same extents,
@@ -246,15 +248,24 @@ impl Kernel {
     }
 
     /// Checks a launch measured as a sample of its key against what the key had learnt: a
-    /// footprint that contradicts it replaces it, and the key's next launches are measured
-    /// again. Returns false if the launch was not a sample.
+    /// footprint that contradicts it replaces it, and the key's next launch is measured again
+    /// unless the sample before contradicted it too. A key whose footprint changes at every
+    /// launch (a gather by an index tensor, an overflowed table's cover that reaches as far as
+    /// the allocator put its buffers) is then sampled as often as one that holds, not at every
+    /// launch. Returns false if the launch was not a sample.
     fn check_sample(&mut self, words: &[u64], known: &Known) -> bool {
         let key = self.key(words);
         let Some(e) = self.keys.get_mut(&key) else { return false };
         let sampled = e.samples.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
-        if sampled && !e.agrees(known) {
-            e.known = known.clone();
-            e.launches.store(3, Ordering::Relaxed);
+        if sampled {
+            let agrees = e.agrees(known);
+            if !agrees {
+                e.known = known.clone();
+                if !e.contradicted {
+                    e.launches.store(3, Ordering::Relaxed);
+                }
+            }
+            e.contradicted = !agrees;
         }
         sampled
     }

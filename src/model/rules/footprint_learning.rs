@@ -554,6 +554,27 @@ mod tests {
         assert_eq!(m.learnt_summary().keys, 1);
     }
 
+    #[test]
+    fn a_footprint_that_moves_at_every_sample_is_not_measured_at_every_launch() {
+        // A gather whose bytes move at each launch: the first contradiction has the next launch
+        // measured again, the second in a row leaves the schedule as it was (powers of two).
+        let m = model();
+        let words = [POINTER, 64];
+        let guess = [pointer(BASE, 0)];
+        let at = |k: u64| [Access::new(BASE + 4096 * (k % 8), 64, Mode::Write)];
+        learn(&m, &learning(1, &words), &guess, exact(&at(0)));
+        let mut sampled = Vec::new();
+        for n in 2..=64u64 {
+            if m.apply_learnt(1, &words, &mut guess.to_vec()) == Lookup::Sample {
+                sampled.push(n);
+                learn(&m, &learning(1, &words), &guess, exact(&at(n)));
+            }
+        }
+        // The 4th contradicts: the count starts again at 3, and the 5th (its 4th) is measured.
+        // It contradicts too: the count goes on, its 8th, 16th and 32nd are measured.
+        assert_eq!(sampled, [4, 5, 9, 17, 33]);
+    }
+
     /// A small deterministic generator for the property test below.
     struct XorShift(u64);
 
