@@ -431,3 +431,18 @@ fn the_host_reading_pinned_memory_a_kernel_writes_races() {
     let racy = check("mapped_kernel", "RAW", "mapped_kernel", "cuLaunchKernel");
     assert_eq!(racy.races_of("host-race").next().unwrap().buffer.kind, "pinned-host");
 }
+
+/// A kernel polls a flag in pinned memory through a volatile load (XLA's `DelayKernel`) and
+/// the host sets it while the kernel runs: that is how they talk, no race. The host writing
+/// what a kernel reads with a plain load is one. Both kernels are `extern "C"`: their PTX
+/// alone tells the loads apart.
+#[test]
+fn a_flag_a_kernel_polls_is_no_race_a_buffer_it_reads_plainly_is() {
+    check("polled_flag", "WAW", "polled_flag", "cuLaunchKernel");
+    // Measured (a first launch, told to the model at once), the same.
+    let env = || vec![("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string())];
+    let racy = run_twin_with("polled_flag", "racy", env()).report();
+    assert_eq!(racy.races_of("host-race").count(), 1, "{:?}", races(&racy));
+    let fixed = run_twin_with("polled_flag", "fixed", env()).report();
+    assert!(fixed.races.is_empty(), "{:?}", races(&fixed));
+}

@@ -595,6 +595,40 @@ static void mapped_kernel(void) {
     printf("read %d\n", seen);
 }
 
+/* Two extern "C" kernels, whose code alone says how they read: poll_flag(u32 *flag) spins
+   until a volatile load of *flag finds it nonzero (XLA's DelayKernel, a GPU timer's hold);
+   read_once(u32 *in, u32 *out) copies *in to *out with plain loads and stores. */
+static const char FLAG_PTX[] =
+    ".version 7.0\n.target sm_52\n.address_size 64\n"
+    ".visible .entry poll_flag(\n  .param .u64 poll_flag_param_0\n)\n{\n"
+    "  .reg .pred %p;\n  .reg .b32 %r;\n  .reg .b64 %rd<3>;\n"
+    "  ld.param.u64 %rd1, [poll_flag_param_0];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+    "POLL:\n  ld.volatile.global.u32 %r, [%rd2];\n  setp.eq.u32 %p, %r, 0;\n  @%p bra POLL;\n"
+    "  ret;\n}\n"
+    ".visible .entry read_once(\n  .param .u64 read_once_param_0,\n  .param .u64 read_once_param_1\n)\n{\n"
+    "  .reg .b32 %r;\n  .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [read_once_param_0];\n  ld.param.u64 %rd2, [read_once_param_1];\n"
+    "  cvta.to.global.u64 %rd3, %rd1;\n  cvta.to.global.u64 %rd4, %rd2;\n"
+    "  ld.global.u32 %r, [%rd3];\n  st.global.u32 [%rd4], %r;\n  ret;\n}\n";
+
+/* The host sets a flag in pinned memory while a kernel polls it through a volatile load:
+   how the two talk while the kernel runs, no race (fixed; without the store the kernel never
+   ends). The host writes the same bytes while a kernel reads them with a plain load: a race
+   (racy). */
+static void polled_flag(void) {
+    CUmodule module;
+    CUfunction kernel;
+    CHECK(cuModuleLoadData(&module, FLAG_PTX));
+    CHECK(cuModuleGetFunction(&kernel, module, racy ? "read_once" : "poll_flag"));
+    unsigned char *flag = pinned(N);
+    CUdeviceptr at = (CUdeviceptr)flag;
+    void *params[] = {&at, &d};
+    CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    store(flag, 1);
+    CHECK(cuStreamSynchronize(s));
+    printf("flag %d\n", load(flag));
+}
+
 /* footprint_indirect(u64 base, u64 table): reads (offset, length) at `table` and writes
    `length` bytes of 1 at base + offset, from one thread. Real PTX, so that a GPU measures
    the same footprint as the stand-in's sanitizer, which reads the table as the footprint
@@ -673,6 +707,7 @@ static const struct {
     {"managed_memset", "host-race", managed_memset},
     {"mapped_kernel", "host-race", mapped_kernel},
     {"managed_table", "host-race", managed_table},
+    {"polled_flag", "host-race", polled_flag},
 };
 
 int main(int argc, char **argv) {
