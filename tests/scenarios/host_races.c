@@ -673,6 +673,45 @@ static void managed_table(void) {
     printf("read %d %d\n", seen, untouched);
 }
 
+/* CuSan's 34_negative_array: small managed allocations share a page, a table of pointers
+   and the buffer it names. The kernel (footprint_indirect, given a pointer to the table's
+   second entry) reads the table and writes the buffer; the host reads the table's first
+   entry `loops` + 1 times, bytes the kernel does not use (no race), then the buffer through
+   it: before the synchronize when `early`, else after it. */
+static void shared_managed_page(int loops, int early) {
+    CUmodule module;
+    CUfunction indirect;
+    CHECK(cuModuleLoadData(&module, INDIRECT_PTX));
+    CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
+    unsigned long long *table = (unsigned long long *)managed(4 * sizeof(unsigned long long));
+    unsigned char *data = managed(N);
+    if (((uintptr_t)table >> 12) != ((uintptr_t)data >> 12)) {
+        fprintf(stderr, "the table and the buffer do not share a page\n");
+        exit(3);
+    }
+    table[0] = (unsigned long long)(size_t)data;
+    table[1] = table[0]; /* the kernel's triple: offset (from base 0), length, a write */
+    table[2] = N;
+    table[3] = 2;
+    unsigned long long base = 0, at = (unsigned long long)(size_t)(table + 1);
+    void *params[] = {&base, &at};
+    CHECK(cuLaunchKernel(indirect, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    int same = 1;
+    for (int i = 0; i < loops; i++) same &= *(volatile unsigned long long *)table == (size_t)data;
+    unsigned char *buffer = (unsigned char *)(size_t)*(volatile unsigned long long *)table;
+    unsigned char seen = early ? load(buffer + 8) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!early) seen = load(buffer + 8);
+    printf("read %d, table %s\n", seen, same ? "unchanged" : "changed");
+}
+
+/* The buffer read before the synchronize (racy) or after it (fixed). */
+static void managed_shared_page(void) { shared_managed_page(0, racy); }
+
+/* The table read a thousand times while the kernel runs (racy) or once (fixed), the buffer
+   after the synchronize: no race. */
+static void managed_table_loop(void) { shared_managed_page(racy ? 1000 : 0, 0); }
+
 static const struct {
     const char *name;
     const char *kind;
@@ -708,6 +747,8 @@ static const struct {
     {"mapped_kernel", "host-race", mapped_kernel},
     {"managed_table", "host-race", managed_table},
     {"polled_flag", "host-race", polled_flag},
+    {"managed_shared_page", "host-race", managed_shared_page},
+    {"managed_table_loop", "none", managed_table_loop},
 };
 
 int main(int argc, char **argv) {
