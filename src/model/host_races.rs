@@ -139,8 +139,9 @@ impl Model {
         }
     }
 
-    /// The host touched other data on `page`, guarded for `work`: not a race, but the
-    /// guard was lifted from the page (a note, once per operation's call site). Bytes
+    /// The host touched other data on `page`, guarded for `work`, and the shim left the page
+    /// unprotected (a system call into it, or accesses there over and over): not a race, but
+    /// the guard was lifted from the page (a note, once per operation's call site). Bytes
     /// guarded before a footprint was known are no operation's yet: no note.
     pub fn host_guard_gave_up(&self, work: DeviceBytes, page: u64) {
         if work.mode != Mode::Unknown {

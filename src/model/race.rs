@@ -184,8 +184,9 @@ named_enum! {
         /// that overflowed: later launches take the cover's part in each buffer a pointer
         /// parameter points into.
         FootprintLearntCover = "footprint-learnt-cover",
-        /// The host touched other data on a page guarded for a copy in flight: the page was
-        /// unprotected, and host races on it go unseen until that copy is done.
+        /// The host touched other data on a page guarded for an operation in flight, through a
+        /// system call or more often than the page is guarded again after such an access: the
+        /// page was unprotected, and host races on it go unseen until that operation is done.
         HostGuardGaveUp = "host-guard-gave-up",
         /// A kernel launched with programmatic stream serialization, or a kernel node reached
         /// through a programmatic edge: it may start before the kernel ahead of it completes,

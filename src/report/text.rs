@@ -251,7 +251,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::HostGuardGaveUp => format!(
-            "the host touched other data on page {subject:#x}, which holds bytes of {api} on {on} in flight: host races on that page went unchecked until the copy was done"
+            "the host touched other data on page {subject:#x}, which holds bytes of {api} on {on} in flight, through a system call or over and over: host races on that page went unchecked until it was done"
         ),
     }
 }

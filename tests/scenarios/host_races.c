@@ -595,6 +595,40 @@ static void mapped_kernel(void) {
     printf("read %d\n", seen);
 }
 
+/* Two extern "C" kernels, whose code alone says how they read: poll_flag(u32 *flag) spins
+   until a volatile load of *flag finds it nonzero (XLA's DelayKernel, a GPU timer's hold);
+   read_once(u32 *in, u32 *out) copies *in to *out with plain loads and stores. */
+static const char FLAG_PTX[] =
+    ".version 7.0\n.target sm_52\n.address_size 64\n"
+    ".visible .entry poll_flag(\n  .param .u64 poll_flag_param_0\n)\n{\n"
+    "  .reg .pred %p;\n  .reg .b32 %r;\n  .reg .b64 %rd<3>;\n"
+    "  ld.param.u64 %rd1, [poll_flag_param_0];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+    "POLL:\n  ld.volatile.global.u32 %r, [%rd2];\n  setp.eq.u32 %p, %r, 0;\n  @%p bra POLL;\n"
+    "  ret;\n}\n"
+    ".visible .entry read_once(\n  .param .u64 read_once_param_0,\n  .param .u64 read_once_param_1\n)\n{\n"
+    "  .reg .b32 %r;\n  .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [read_once_param_0];\n  ld.param.u64 %rd2, [read_once_param_1];\n"
+    "  cvta.to.global.u64 %rd3, %rd1;\n  cvta.to.global.u64 %rd4, %rd2;\n"
+    "  ld.global.u32 %r, [%rd3];\n  st.global.u32 [%rd4], %r;\n  ret;\n}\n";
+
+/* The host sets a flag in pinned memory while a kernel polls it through a volatile load:
+   how the two talk while the kernel runs, no race (fixed; without the store the kernel never
+   ends). The host writes the same bytes while a kernel reads them with a plain load: a race
+   (racy). */
+static void polled_flag(void) {
+    CUmodule module;
+    CUfunction kernel;
+    CHECK(cuModuleLoadData(&module, FLAG_PTX));
+    CHECK(cuModuleGetFunction(&kernel, module, racy ? "read_once" : "poll_flag"));
+    unsigned char *flag = pinned(N);
+    CUdeviceptr at = (CUdeviceptr)flag;
+    void *params[] = {&at, &d};
+    CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    store(flag, 1);
+    CHECK(cuStreamSynchronize(s));
+    printf("flag %d\n", load(flag));
+}
+
 /* footprint_indirect(u64 base, u64 table): reads (offset, length) at `table` and writes
    `length` bytes of 1 at base + offset, from one thread. Real PTX, so that a GPU measures
    the same footprint as the stand-in's sanitizer, which reads the table as the footprint
@@ -639,6 +673,45 @@ static void managed_table(void) {
     printf("read %d %d\n", seen, untouched);
 }
 
+/* CuSan's 34_negative_array: small managed allocations share a page, a table of pointers
+   and the buffer it names. The kernel (footprint_indirect, given a pointer to the table's
+   second entry) reads the table and writes the buffer; the host reads the table's first
+   entry `loops` + 1 times, bytes the kernel does not use (no race), then the buffer through
+   it: before the synchronize when `early`, else after it. */
+static void shared_managed_page(int loops, int early) {
+    CUmodule module;
+    CUfunction indirect;
+    CHECK(cuModuleLoadData(&module, INDIRECT_PTX));
+    CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
+    unsigned long long *table = (unsigned long long *)managed(4 * sizeof(unsigned long long));
+    unsigned char *data = managed(N);
+    if (((uintptr_t)table >> 12) != ((uintptr_t)data >> 12)) {
+        fprintf(stderr, "the table and the buffer do not share a page\n");
+        exit(3);
+    }
+    table[0] = (unsigned long long)(size_t)data;
+    table[1] = table[0]; /* the kernel's triple: offset (from base 0), length, a write */
+    table[2] = N;
+    table[3] = 2;
+    unsigned long long base = 0, at = (unsigned long long)(size_t)(table + 1);
+    void *params[] = {&base, &at};
+    CHECK(cuLaunchKernel(indirect, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    int same = 1;
+    for (int i = 0; i < loops; i++) same &= *(volatile unsigned long long *)table == (size_t)data;
+    unsigned char *buffer = (unsigned char *)(size_t)*(volatile unsigned long long *)table;
+    unsigned char seen = early ? load(buffer + 8) : 0;
+    CHECK(cuStreamSynchronize(s));
+    if (!early) seen = load(buffer + 8);
+    printf("read %d, table %s\n", seen, same ? "unchanged" : "changed");
+}
+
+/* The buffer read before the synchronize (racy) or after it (fixed). */
+static void managed_shared_page(void) { shared_managed_page(0, racy); }
+
+/* The table read a thousand times while the kernel runs (racy) or once (fixed), the buffer
+   after the synchronize: no race. */
+static void managed_table_loop(void) { shared_managed_page(racy ? 1000 : 0, 0); }
+
 static const struct {
     const char *name;
     const char *kind;
@@ -673,6 +746,9 @@ static const struct {
     {"managed_memset", "host-race", managed_memset},
     {"mapped_kernel", "host-race", mapped_kernel},
     {"managed_table", "host-race", managed_table},
+    {"polled_flag", "host-race", polled_flag},
+    {"managed_shared_page", "host-race", managed_shared_page},
+    {"managed_table_loop", "none", managed_table_loop},
 };
 
 int main(int argc, char **argv) {

@@ -1,9 +1,11 @@
 //! The footprint engine: which bytes each kernel launch read, wrote and accessed atomically,
 //! measured by a device patch on every global-memory instruction of a twin of the kernel's
 //! module ([`twins`]), through NVIDIA's Compute Sanitizer API loaded at run time ([`api`]).
-//! It knows nothing of the model or the shim: it hands out plain ranges.
+//! It knows nothing of the model or the shim: it hands out plain ranges. Beside it, [`channels`]
+//! reads a PTX image for the parameters through which its kernels talk to the host.
 
 mod api;
+pub mod channels;
 mod engine;
 mod grid_waits;
 mod image;

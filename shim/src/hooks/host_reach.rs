@@ -1,6 +1,8 @@
 //! Launches and memsets that reach memory the host reaches (managed, pinned, registered):
 //! queued with those bytes guarded by the host-race guard, so that the host touching them
-//! before it synchronizes with the operation is a host race.
+//! before it synchronizes with the operation is a host race. A buffer a kernel's channel
+//! parameter points into (a flag it polls) is how the kernel and the host talk while it
+//! runs: not guarded for that launch.
 
 use streamsan::model::clock::Epoch;
 use streamsan::model::op::{HostEffect, Mode};
@@ -17,9 +19,9 @@ use crate::intercept::driver;
 type Ranges = (Vec<(u64, u64)>, Vec<(u64, u64)>);
 
 /// Queues `work` on `on` as [`batch::queue`] does, guarding first what it reaches of memory
-/// the host reaches.
-pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
-    let pending = reached(model, on, &work).and_then(|(reads, writes)| {
+/// the host reaches, but for the buffers of `channels` (a launch's channel pointers).
+pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase, channels: &[u64]) {
+    let pending = reached(model, on, &work, channels).and_then(|(reads, writes)| {
         host_races::work_queued(&work.origin, work.kernel, model.slot_of(on), &reads, &writes)
     });
     match pending {
@@ -32,13 +34,17 @@ pub fn queue(model: &Model, on: StreamRef, work: Work<'_>, phase: Phase) {
 const UNSURE_BUFFERS: usize = 64;
 
 /// After `work` was told to the model at once as `epoch` (a launch being measured): guards
-/// what it reaches of memory the host reaches. Its footprint is not known before it runs,
-/// and a kernel given managed memory may reach more of it through pointers it loads there
-/// (a table of managed pointers): the other managed buffers are guarded too, a fault there a
-/// race only where the footprint, once read, says the launch touched those bytes.
-pub fn issued(model: &Model, on: StreamRef, work: &Work<'_>, epoch: Epoch) {
-    if let Some((reads, writes)) = reached(model, on, work) {
-        let own = |base: u64, end: u64| reads.iter().chain(&writes).any(|&(addr, _)| base <= addr && addr < end);
+/// what it reaches of memory the host reaches, but for the buffers of `channels`. Its
+/// footprint is not known before it runs, and a kernel given managed memory may reach more
+/// of it through pointers it loads there (a table of managed pointers): the other managed
+/// buffers are guarded too, a fault there a race only where the footprint, once read, says
+/// the launch touched those bytes.
+pub fn issued(model: &Model, on: StreamRef, work: &Work<'_>, epoch: Epoch, channels: &[u64]) {
+    if let Some((reads, writes)) = reached(model, on, work, channels) {
+        let own = |base: u64, end: u64| {
+            let addrs = reads.iter().chain(&writes).map(|&(addr, _)| addr);
+            addrs.chain(channels.iter().copied()).any(|addr| base <= addr && addr < end)
+        };
         let unsure: Vec<(u64, u64)> = model
             .managed_buffers(UNSURE_BUFFERS)
             .into_iter()
@@ -49,12 +55,13 @@ pub fn issued(model: &Model, on: StreamRef, work: &Work<'_>, epoch: Epoch) {
     }
 }
 
-/// What `work` reaches of memory the host reaches, when the guard is on and the host does
-/// not wait for it: None at once (one range test per access) for work that reaches none. A
-/// pointer from a kernel's parameters reaches to its buffer's end (the kernel may index it
-/// anywhere past it); a measured or learnt range is its own bytes. Work on a stream that
-/// may be capturing runs only with its graph, and is not guarded.
-fn reached(model: &Model, on: StreamRef, work: &Work<'_>) -> Option<Ranges> {
+/// What `work` reaches of memory the host reaches, outside the buffers of `channels`, when
+/// the guard is on and the host does not wait for it: None at once (one range test per
+/// access) for work that reaches none. A pointer from a kernel's parameters reaches to its
+/// buffer's end (the kernel may index it anywhere past it); a measured or learnt range is
+/// its own bytes. Work on a stream that may be capturing runs only with its graph, and is
+/// not guarded.
+fn reached(model: &Model, on: StreamRef, work: &Work<'_>, channels: &[u64]) -> Option<Ranges> {
     if !host_races::enabled() || work.host != HostEffect::None {
         return None;
     }
@@ -62,9 +69,13 @@ fn reached(model: &Model, on: StreamRef, work: &Work<'_>) -> Option<Ranges> {
     if !work.accesses.iter().any(|a| range.contains(&a.addr)) || driver::may_be_capturing(handle_of(on)) {
         return None;
     }
+    let talked_through: Vec<(u64, u64)> = channels.iter().filter_map(|&c| model.host_reachable_at(c)).collect();
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     for access in work.accesses.iter().filter(|a| range.contains(&a.addr)) {
-        let Some((_, end)) = model.host_reachable_at(access.addr) else { continue };
+        let Some((base, end)) = model.host_reachable_at(access.addr) else { continue };
+        if talked_through.contains(&(base, end)) {
+            continue;
+        }
         let reach = if access.len <= 1 { end } else { (access.addr + access.len).min(end) };
         let bytes = (access.addr, reach - access.addr);
         match access.mode {

@@ -1,10 +1,13 @@
 //! Kernels: what a launch's parameters say about the memory it touches. Every 8-byte-aligned
 //! word of the parameters that falls where buffers live is an access of the byte it points
 //! at, its direction from the parameter's type in the kernel's demangled name; a word of a
-//! by-value structure that once held data is not read as a pointer again ([`StaleWords`]).
+//! by-value structure that once held data is not read as a pointer again ([`StaleWords`]). A
+//! pointer the kernel talks to the host through (declared `volatile`, or used by volatile or
+//! system-scoped accesses in its PTX) is a channel, which the host guard leaves alone.
 
 use core::ffi::{c_char, c_void, CStr};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -29,6 +32,9 @@ pub struct Param {
     pub typed: bool,
     /// Declared as a pointer to const.
     pub read_only: bool,
+    /// A pointer the kernel and the host talk through while it runs: declared as a pointer to
+    /// volatile, or reaching volatile or system-scoped accesses in the kernel's PTX.
+    pub channel: bool,
 }
 
 impl Param {
@@ -52,13 +58,27 @@ pub struct KernelInfo {
     /// The parameters lie one after another in their order, as the ABI lays them out: a
     /// parameter buffer's words are then read a parameter at a time ([`accesses`]).
     in_order: bool,
+    /// Some parameter is a channel ([`Param::channel`]).
+    has_channels: bool,
 }
 
 impl KernelInfo {
     fn new(id: Option<KernelId>, params: Vec<Param>) -> KernelInfo {
         let data_words = StaleWords::for_params(&params);
         let in_order = params.windows(2).all(|p| p[0].offset + p[0].size <= p[1].offset);
-        KernelInfo { id, params, data_words, in_order }
+        let has_channels = params.iter().any(|p| p.channel);
+        KernelInfo { id, params, data_words, in_order, has_channels }
+    }
+
+    /// The addresses that a launch's `accesses`, as [`accesses`] read them, take through
+    /// channel parameters, into `out` (emptied first).
+    pub fn channels(&self, accesses: &[Access], out: &mut Vec<u64>) {
+        out.clear();
+        if !self.has_channels {
+            return;
+        }
+        let channel = |slot: u32| self.params.iter().any(|p| p.channel && p.offset == slot as usize);
+        out.extend(accesses.iter().filter(|a| a.slot.is_some_and(channel)).map(|a| a.addr));
     }
 }
 
@@ -118,6 +138,14 @@ fn named() -> &'static FastMap<usize, Named> {
 fn infos() -> &'static FastMap<usize, Arc<KernelInfo>> {
     static INFO: OnceLock<FastMap<usize, Arc<KernelInfo>>> = OnceLock::new();
     INFO.get_or_init(fast_map)
+}
+
+/// Kernels' channel parameters by symbol, of each module or library loaded from PTX.
+type Channels = Arc<HashMap<String, Vec<usize>>>;
+
+fn code_channels() -> &'static FastMap<usize, Channels> {
+    static CHANNELS: OnceLock<FastMap<usize, Channels>> = OnceLock::new();
+    CHANNELS.get_or_init(fast_map)
 }
 
 streamsan::hot! {
@@ -205,12 +233,32 @@ fn learn_function_of_kernel(function: *mut c_void, kernel: *mut c_void) {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
+/// The driver loaded the module or library `owner` from `image`, with the host guard on:
+/// the channels its PTX shows are kept for its kernels' first launches. A cubin or a
+/// fatbinary shows none.
+pub fn code_loaded(owner: *mut c_void, image: &[u8]) {
+    match streamsan_footprint::channels::of(image) {
+        Some(channels) if !channels.is_empty() => {
+            code_channels().insert(owner as usize, Arc::new(channels));
+        }
+        _ => {
+            code_channels().remove(&(owner as usize));
+        }
+    }
+}
+
 /// A module or library was unloaded (`owner`), or every one of a context (None): handles
 /// from it may come back for other kernels. Layouts are cheap to learn again, so all go.
 pub fn code_unloaded(owner: Option<*mut c_void>) {
     match owner {
-        Some(owner) => named().retain(|_, n| n.owner != owner as usize),
-        None => named().clear(),
+        Some(owner) => {
+            named().retain(|_, n| n.owner != owner as usize);
+            code_channels().remove(&(owner as usize));
+        }
+        None => {
+            named().clear();
+            code_channels().clear();
+        }
     }
     infos().clear();
     GENERATION.fetch_add(1, Ordering::AcqRel);
@@ -228,7 +276,7 @@ pub fn info(model: &Model, f: *mut c_void) -> Arc<KernelInfo> {
 
 fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     let queries = driver::queries();
-    let known = named().get(&(f as usize)).map(|n| (n.name.clone(), n.kind));
+    let known = named().get(&(f as usize)).map(|n| (n.name.clone(), n.kind, n.owner));
     let kind_hint = known.as_ref().map(|k| k.1);
     // The layout: ask as a CUfunction unless the handle is known to be a CUkernel, and fall
     // back to the CUkernel query on INVALID_HANDLE.
@@ -244,19 +292,30 @@ fn learn(model: &Model, f: *mut c_void) -> KernelInfo {
     if kind == HandleKind::Kernel {
         layout = param_layout(queries.kernel_get_param_info, f).unwrap_or_default();
     }
+    let owner = known.as_ref().map(|k| k.2);
     let mangled = known.map(|k| k.0).or_else(|| {
         query_name(if kind == HandleKind::Kernel { queries.kernel_get_name } else { queries.func_get_name }, f)
     });
     let demangled = mangled.as_ref().map(|m| backtrace::SymbolName::new(m.as_bytes()).to_string());
-    let read_only = demangled.as_deref().and_then(read_only_params).filter(|r| r.len() == layout.len());
+    let declared = demangled.as_deref().and_then(declared_params).filter(|d| d.len() == layout.len());
+    let in_code = owner
+        .and_then(|owner| code_channels().get(&owner).map(|c| c.clone()))
+        .zip(mangled.as_ref())
+        .and_then(|(channels, symbol)| channels.get(symbol).cloned())
+        .unwrap_or_default();
     let params: Vec<Param> = layout
         .into_iter()
         .enumerate()
-        .map(|(i, (offset, size))| Param {
-            offset,
-            size,
-            typed: read_only.is_some(),
-            read_only: read_only.as_ref().is_some_and(|r| r[i]),
+        .map(|(i, (offset, size))| {
+            let declared = declared.as_ref().map(|d| d[i]);
+            Param {
+                offset,
+                size,
+                typed: declared.is_some(),
+                read_only: declared.is_some_and(|d| d.read_only),
+                // Only a whole pointer: a structure's words are not told apart.
+                channel: size == 8 && (declared.is_some_and(|d| d.volatile) || in_code.contains(&i)),
+            }
         })
         .collect();
     let id = mangled.zip(demangled).map(|(symbol, name)| model.kernel_id(&name, &symbol));
@@ -293,10 +352,19 @@ fn query_name(
     (status == CUDA_SUCCESS && !name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
 }
 
-/// For each parameter of a demangled signature, whether it is a pointer to const:
-/// `scale(float*, float const*, int)` gives `[false, true, false]`. None without a
-/// parameter list (an `extern "C"` kernel).
-pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
+/// What a demangled signature declares of a pointer parameter's pointee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// `const`: the kernel only reads through it.
+    pub read_only: bool,
+    /// `volatile`: the kernel reads memory that changes under it (a flag the host sets).
+    pub volatile: bool,
+}
+
+/// What each parameter of a demangled signature points to: `scale(float*, float const*, int)`
+/// gives a read-only second parameter, `poll(unsigned int volatile*)` a volatile one. None
+/// without a parameter list (an `extern "C"` kernel).
+pub fn declared_params(demangled: &str) -> Option<Vec<Declared>> {
     let s = demangled.trim_end();
     if !s.ends_with(')') {
         return None;
@@ -340,7 +408,8 @@ pub fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
             .into_iter()
             .map(|p| {
                 let p = p.trim().trim_end_matches("__restrict__").trim_end_matches("restrict").trim_end();
-                p.ends_with("const*") || p.ends_with("const *")
+                let to = |qualifier: &str| p.strip_suffix('*').is_some_and(|p| p.trim_end().ends_with(qualifier));
+                Declared { read_only: to("const"), volatile: to("volatile") }
             })
             .collect(),
     )
@@ -516,6 +585,14 @@ impl Scan<'_> {
 mod tests {
     use super::*;
 
+    fn read_only_params(demangled: &str) -> Option<Vec<bool>> {
+        declared_params(demangled).map(|d| d.iter().map(|d| d.read_only).collect())
+    }
+
+    fn volatile_params(demangled: &str) -> Option<Vec<bool>> {
+        declared_params(demangled).map(|d| d.iter().map(|d| d.volatile).collect())
+    }
+
     #[test]
     fn const_pointer_parameters_are_read_only() {
         assert_eq!(read_only_params("scale(float*, float const*, int)"), Some(vec![false, true, false]));
@@ -525,6 +602,43 @@ mod tests {
         );
         assert_eq!(read_only_params("empty()"), Some(vec![]));
         assert_eq!(read_only_params("extern_c_kernel"), None);
+    }
+
+    #[test]
+    fn volatile_pointer_parameters_are_channels() {
+        assert_eq!(
+            volatile_params("k(unsigned int volatile*, int const volatile* __restrict__, int* volatile, int*)"),
+            Some(vec![true, true, false, false])
+        );
+        assert_eq!(read_only_params("k(int const volatile*)"), Some(vec![false]), "read, and written by another");
+    }
+
+    /// XLA's `DelayKernel`: its semaphore is a pointer to volatile.
+    #[test]
+    fn a_delay_kernel_s_semaphore_is_a_channel() {
+        let symbol = b"_ZN15stream_executor3gpu12_GLOBAL__N_111DelayKernelEPVNS_17GpuSemaphoreStateES2_";
+        let demangled = backtrace::SymbolName::new(symbol).to_string();
+        assert_eq!(
+            demangled,
+            "stream_executor::gpu::(anonymous namespace)::DelayKernel(stream_executor::GpuSemaphoreState volatile*, \
+             stream_executor::GpuSemaphoreState)"
+        );
+        assert_eq!(volatile_params(&demangled), Some(vec![true, false]));
+    }
+
+    /// A launch's channels: the accesses through its channel pointer parameters only.
+    #[test]
+    fn a_launch_s_channels_are_its_accesses_through_channel_parameters() {
+        let (model, base) = model_with_a_buffer();
+        let mut info = kernel(false, 16, 16);
+        info.params[0].channel = true;
+        let info = KernelInfo::new(None, info.params);
+        let accesses = in_a_buffer(&model, &info, &mut [base, 3, base + 8, base + 16]);
+        let mut channels = vec![1];
+        info.channels(&accesses, &mut channels);
+        assert_eq!(channels, [base]);
+        kernel(false, 16, 16).channels(&accesses, &mut channels);
+        assert!(channels.is_empty(), "none without channel parameters");
     }
 
     /// A thread that was told a kernel's function before does not ask the shared maps
@@ -554,9 +668,9 @@ mod tests {
     /// as the driver and the kernel's name would give it.
     fn kernel(read_only: bool, offset: usize, size: usize) -> KernelInfo {
         let params = vec![
-            Param { offset: 0, size: 8, typed: true, read_only },
-            Param { offset: 8, size: 4, typed: true, read_only: false },
-            Param { offset, size, typed: false, read_only: false },
+            Param { offset: 0, size: 8, typed: true, read_only, channel: false },
+            Param { offset: 8, size: 4, typed: true, read_only: false, channel: false },
+            Param { offset, size, typed: false, read_only: false, channel: false },
         ];
         KernelInfo::new(None, params)
     }
@@ -687,7 +801,10 @@ mod tests {
     fn a_structure_of_many_words_is_read_across_its_chunks() {
         let (model, base) = model_with_a_buffer();
         // `k(Big)`, `Big` 1024 bytes (128 words).
-        let info = KernelInfo::new(None, vec![Param { offset: 0, size: 1024, typed: false, read_only: false }]);
+        let info = KernelInfo::new(
+            None,
+            vec![Param { offset: 0, size: 1024, typed: false, read_only: false, channel: false }],
+        );
         let launch = |fields: &[(usize, u64)]| {
             let mut structure = [0u64; 128];
             for &(word, value) in fields {
@@ -715,8 +832,8 @@ mod tests {
         let info = KernelInfo::new(
             None,
             vec![
-                Param { offset: 8, size: 16, typed: true, read_only: false },
-                Param { offset: 0, size: 8, typed: true, read_only: true },
+                Param { offset: 8, size: 16, typed: true, read_only: false, channel: false },
+                Param { offset: 0, size: 8, typed: true, read_only: true, channel: false },
             ],
         );
         assert!(!info.in_order);
@@ -729,5 +846,8 @@ mod tests {
         let demangled = backtrace::SymbolName::new(b"_Z5scalePfPKfi").to_string();
         assert_eq!(demangled, "scale(float*, float const*, int)");
         assert_eq!(read_only_params(&demangled), Some(vec![false, true, false]));
+        let polled = backtrace::SymbolName::new(b"_Z9poll_flagPVj").to_string();
+        assert_eq!(polled, "poll_flag(unsigned int volatile*)");
+        assert_eq!(volatile_params(&polled), Some(vec![true]));
     }
 }

@@ -27,6 +27,9 @@ use crate::intercept::variants::{real, Call};
 #[derive(Default)]
 struct Launcher {
     accesses: Vec<Access>,
+    /// The addresses its channel parameters hold ([`kernels::KernelInfo::channels`]), read
+    /// with its parameters, before a learnt footprint replaces them.
+    channels: Vec<u64>,
     kernels: kernels::Recent,
     /// The kernel of the launch being made.
     kernel: Option<KernelId>,
@@ -73,6 +76,7 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         phases::time(Phase::ParamScan, || unsafe {
             kernels::accesses(model, info, params, extra, &mut launcher.accesses)
         });
+        info.channels(&launcher.accesses, &mut launcher.channels);
         launcher.kernel = info.id;
         // SAFETY: likewise.
         let Launcher { accesses, words, .. } = launcher;
@@ -101,6 +105,7 @@ unsafe fn launched(
         let planned = std::mem::take(&mut launcher.planned);
         if leaves_out(NO_SCAN) {
             launcher.accesses.clear();
+            launcher.channels.clear();
             launcher.kernel = None;
             launcher.learn = None;
         } else if !planned {
@@ -110,6 +115,7 @@ unsafe fn launched(
             phases::time(Phase::ParamScan, || unsafe {
                 kernels::accesses(model, info, params, extra, &mut launcher.accesses)
             });
+            info.channels(&launcher.accesses, &mut launcher.channels);
             launcher.kernel = info.id;
             launcher.learn = None;
         }
@@ -122,12 +128,12 @@ unsafe fn launched(
                 let _timer = phases::start(Phase::Model);
                 let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
                 match model.launch_pending(on, work, ticket, learn) {
-                    Some(epoch) => host_reach::issued(model, on, &work, epoch),
+                    Some(epoch) => host_reach::issued(model, on, &work, epoch, &launcher.channels),
                     None => footprint::discard(ticket),
                 }
             }
             None if leaves_out(NO_QUEUE) => {}
-            None => host_reach::queue(model, on, work, Phase::Model),
+            None => host_reach::queue(model, on, work, Phase::Model, &launcher.channels),
         }
     });
 }

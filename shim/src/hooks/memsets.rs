@@ -24,7 +24,7 @@ fn set(call: &Call, on: StreamRef, dst: u64, pitch: usize, row_bytes: usize, row
     let host = if synchronous && host_memory { HostEffect::WaitsForOperation } else { HostEffect::None };
     with_accesses(|accesses| {
         push_set_accesses(accesses, dst, pitch, row_bytes, rows);
-        host_reach::queue(model, on, Work { origin, kernel: None, accesses, host }, Phase::MemsetModel);
+        host_reach::queue(model, on, Work { origin, kernel: None, accesses, host }, Phase::MemsetModel, &[]);
     });
     // A memset that orders the host completed what the host waited for: measured
     // footprints can be read (a phase of its own).

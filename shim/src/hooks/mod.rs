@@ -60,7 +60,10 @@ pub use arrays::{
     array_3d_create, array_create, array_destroy, mipmapped_array_create, mipmapped_array_destroy,
     mipmapped_array_get_level,
 };
-pub use code::{kernel_get_function, library_get_kernel, library_unload, module_get_function, module_unload};
+pub use code::{
+    kernel_get_function, library_get_kernel, library_load_data, library_unload, module_get_function, module_load_data,
+    module_load_data_ex, module_unload,
+};
 pub use contexts::{ctx_destroy, ctx_synchronize, ctx_synchronize_v2, primary_ctx_reset, primary_ctx_retain};
 pub use copies::{
     memcpy, memcpy_2d, memcpy_2d_async, memcpy_3d, memcpy_3d_async, memcpy_3d_batch_async, memcpy_3d_batch_async_v2,

@@ -1,27 +1,44 @@
-//! SIGSEGV stays the guard's: the program's own `sigaction`/`signal` for SIGSEGV is recorded,
-//! not installed, and the guard's handler chains to it for every fault that is not the
-//! guard's ([`chain`]), so the program sees what it would without streamsan.
+//! SIGSEGV and SIGTRAP stay the guard's: the program's own `sigaction`/`signal` for either is
+//! recorded, not installed, and the guard's handler chains to it for every fault or trap
+//! that is not the guard's ([`chain`]), so the program sees what it would without streamsan.
 
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-/// Whether the guard's handler is installed: until then, and with `host_races=0`, the
-/// interposers only pass calls on.
-static INSTALLED: AtomicBool = AtomicBool::new(false);
-
-/// The program's SIGSEGV action, behind a spin lock (sigaction may be called in signal
-/// handlers, and the guard's handler reads it).
+/// The program's action for a signal the guard handles, behind a spin lock (sigaction may be
+/// called in signal handlers, and the guard's handler reads it).
 struct ProgramAction {
+    /// Whether the guard's handler is installed: until then, and with `host_races=0`, the
+    /// interposers only pass calls on.
+    installed: AtomicBool,
     busy: AtomicBool,
     action: core::cell::UnsafeCell<core::mem::MaybeUninit<libc::sigaction>>,
 }
 // SAFETY: `action` is only touched with `busy` held.
 unsafe impl Sync for ProgramAction {}
 
-static PROGRAM: ProgramAction = ProgramAction {
-    busy: AtomicBool::new(false),
-    action: core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()),
-};
+impl ProgramAction {
+    const fn new() -> ProgramAction {
+        ProgramAction {
+            installed: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            action: core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()),
+        }
+    }
+}
+
+static SEGV: ProgramAction = ProgramAction::new();
+static TRAP: ProgramAction = ProgramAction::new();
+
+/// The program's action for `signal`, if the guard handles it and its handler is installed.
+fn program(signal: c_int) -> Option<&'static ProgramAction> {
+    let action = match signal {
+        libc::SIGSEGV => &SEGV,
+        libc::SIGTRAP => &TRAP,
+        _ => return None,
+    };
+    action.installed.load(Ordering::Acquire).then_some(action)
+}
 
 impl ProgramAction {
     /// Replaces the action with `new` (if any) and returns the one before.
@@ -48,9 +65,14 @@ extern "C" {
     fn bsd_signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
 }
 
-/// Installs `handler` as the real SIGSEGV action, keeping the one in place as the
-/// program's; from now on the program's calls change only the recorded one.
-pub fn install(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) -> bool {
+/// Installs `handler` as the real action for `signal` (SIGSEGV or SIGTRAP), keeping the one
+/// in place as the program's; from now on the program's calls change only the recorded one.
+pub fn install(signal: c_int, handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ffi::c_void)) -> bool {
+    let program = match signal {
+        libc::SIGSEGV => &SEGV,
+        libc::SIGTRAP => &TRAP,
+        _ => return false,
+    };
     // SAFETY: a zeroed, filled-in action; `old` is written by the C library.
     unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
@@ -58,21 +80,23 @@ pub fn install(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut core::ff
         action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigemptyset(&mut action.sa_mask);
         let mut old: libc::sigaction = core::mem::zeroed();
-        if __sigaction(libc::SIGSEGV, &action, &mut old) != 0 {
+        if __sigaction(signal, &action, &mut old) != 0 {
             return false;
         }
-        PROGRAM.swap(Some(old));
+        program.swap(Some(old));
     }
-    INSTALLED.store(true, Ordering::Release);
+    program.installed.store(true, Ordering::Release);
     true
 }
 
-/// Lets a fault that is not the guard's take its course: the program's handler runs (with
-/// its mask, and reset first if it asked for SA_RESETHAND); with no handler, the default
-/// action is put in place so that the faulting instruction, executed again, ends the
-/// process as it would have without streamsan (a sent signal is sent again).
+/// Lets a fault or trap that is not the guard's take its course: the program's handler runs
+/// (with its mask, and reset first if it asked for SA_RESETHAND); with no handler, the
+/// default action is put in place so that the faulting instruction, executed again, ends the
+/// process as it would have without streamsan. A sent signal, and a trap (which running on
+/// does not raise again), are raised again.
 pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi::c_void) {
-    let action = PROGRAM.swap(None);
+    let Some(program) = program(signal) else { return };
+    let action = program.swap(None);
     // SAFETY: the kernel's siginfo.
     let sent = unsafe { (*info).si_code } <= 0;
     match action.sa_sigaction {
@@ -83,7 +107,7 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
                 let mut default: libc::sigaction = core::mem::zeroed();
                 default.sa_sigaction = libc::SIG_DFL;
                 __sigaction(signal, &default, core::ptr::null_mut());
-                if sent {
+                if sent || signal == libc::SIGTRAP {
                     libc::raise(signal);
                 }
             }
@@ -91,7 +115,7 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
         handler => {
             if action.sa_flags & libc::SA_RESETHAND != 0 {
                 // SAFETY: a zeroed action is SIG_DFL.
-                PROGRAM.swap(Some(unsafe { core::mem::zeroed() }));
+                program.swap(Some(unsafe { core::mem::zeroed() }));
             }
             // SAFETY: the program's own handler, called as the kernel would: with its mask
             // added (and the signal itself let through for SA_NODEFER).
@@ -121,12 +145,12 @@ pub fn chain(signal: c_int, info: *mut libc::siginfo_t, context: *mut core::ffi:
 /// `sigaction(2)` as the program calls it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sigaction(signal: c_int, action: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
-    if signal != libc::SIGSEGV || !INSTALLED.load(Ordering::Acquire) {
+    let Some(program) = program(signal) else {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { __sigaction(signal, action, old) };
-    }
+    };
     // SAFETY: the caller's pointers, read and written as sigaction(2) does.
-    let before = PROGRAM.swap(unsafe { action.as_ref() }.copied());
+    let before = program.swap(unsafe { action.as_ref() }.copied());
     if let Some(old) = unsafe { old.as_mut() } {
         *old = before;
     }
@@ -137,13 +161,13 @@ pub unsafe extern "C" fn sigaction(signal: c_int, action: *const libc::sigaction
 /// blocked while its handler runs).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    if signal != libc::SIGSEGV || !INSTALLED.load(Ordering::Acquire) || handler == libc::SIG_ERR {
+    let Some(program) = program(signal).filter(|_| handler != libc::SIG_ERR) else {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { bsd_signal(signal, handler) };
-    }
+    };
     // SAFETY: a zeroed action, filled in.
     let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
     action.sa_sigaction = handler;
     action.sa_flags = libc::SA_RESTART;
-    PROGRAM.swap(Some(action)).sa_sigaction
+    program.swap(Some(action)).sa_sigaction
 }

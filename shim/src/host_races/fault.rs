@@ -1,7 +1,8 @@
 //! The SIGSEGV handler: a fault on a guarded page is the host touching an operation in flight. It
 //! allocates nothing and takes no lock: it records the fault in a preallocated [`Slot`], gives
 //! the page its ordinary protection, wakes the watcher and returns, and the instruction runs
-//! again unprotected.
+//! again unprotected. A fault beside the guarded bytes on x86-64 is let through for that one
+//! instruction, and the page guarded again ([`super::step`]).
 
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_int;
@@ -11,6 +12,8 @@ use streamsan::model::host_races::DeviceBytes;
 use streamsan::model::op::Mode;
 use streamsan::options::MAX_BACKTRACE_DEPTH;
 
+#[cfg(target_arch = "x86_64")]
+use super::step;
 use super::table::{self, Guarded};
 use super::{actions, lent};
 use crate::sites::{python, stack};
@@ -71,7 +74,7 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 pub static WAKE: AtomicI32 = AtomicI32::new(-1);
 
 thread_local! {
-    /// The lift count at this thread's last retry (see [`on_segv`]).
+    /// The change count at this thread's last retry (see [`on_segv`]).
     static RETRIED_AT: Cell<u64> = const { Cell::new(u64::MAX) };
 }
 
@@ -139,16 +142,23 @@ pub extern "C" fn on_segv(signal: c_int, info: *mut libc::siginfo_t, context: *m
             // The driver's own access, inside a call: the call's, not the host's.
             Some(_) if lent::lend(table::page_of(addr)) => return,
             Some(verdict) => {
-                record(verdict, addr, 1, Some(fault_ip(context)));
                 let page = table::page_of(addr);
+                // Other data on the page: the page is guarded again once the access ran.
+                #[cfg(target_arch = "x86_64")]
+                match verdict {
+                    Verdict::Outside { .. } if step::let_through(page, context) => return,
+                    Verdict::Outside { .. } => {}
+                    Verdict::Race { .. } => step::leave_open(page),
+                }
+                record(verdict, addr, 1, Some(fault_ip(context)));
                 table::unprotect(page, page + table::page());
                 return;
             }
             None => {
                 // A lift may have unprotected the page and published between the fault and
                 // this look: run the instruction once more before calling it the program's.
-                let lifts = table::LIFTS.load(Ordering::SeqCst);
-                if RETRIED_AT.try_with(|r| r.replace(lifts) != lifts).unwrap_or(false) {
+                let changes = table::CHANGES.load(Ordering::SeqCst);
+                if RETRIED_AT.try_with(|r| r.replace(changes) != changes).unwrap_or(false) {
                     return;
                 }
             }

@@ -8,6 +8,8 @@ mod actions;
 mod calls;
 mod fault;
 mod lent;
+#[cfg(target_arch = "x86_64")]
+mod step;
 mod table;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -50,7 +52,9 @@ pub fn install(model: fn() -> &'static Model, settled: fn() -> &'static Model, h
     if page > 0 {
         table::PAGE.store(page as usize, Ordering::Relaxed);
     }
-    if actions::install(fault::on_segv) {
+    if actions::install(libc::SIGSEGV, fault::on_segv) {
+        #[cfg(target_arch = "x86_64")]
+        step::install();
         ENABLED.store(true, Ordering::Release);
         // SAFETY: plain extern "C" functions.
         unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };

@@ -32,9 +32,12 @@ streamsan::hot! {
     /// Ranges in the published table: zero on the common path, where nothing is in flight.
     pub static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 }
-/// Counts lifts: a handler that finds a fault on no guarded page retries once if a lift may
-/// have raced with the fault ([`super::fault`]).
-pub static LIFTS: AtomicU64 = AtomicU64::new(0);
+/// Counts the changes of the guarded pages, twice each: odd while one is under way (its
+/// pages protected and its table published). A handler that finds a fault on no guarded
+/// page retries once if a change may have raced with the fault ([`super::fault`]); one that
+/// guards a page again reads the table until no change came between its read and its
+/// protection ([`super::step`]).
+pub static CHANGES: AtomicU64 = AtomicU64::new(0);
 
 /// The page size, set once at install.
 pub static PAGE: AtomicUsize = AtomicUsize::new(4096);
@@ -129,7 +132,8 @@ fn publish(table: Table) {
 }
 
 /// The protection `ranges` call for on `[lo, hi)` (a run of pages all under the same ranges).
-fn protection(ranges: &[Guarded], lo: u64, hi: u64) -> i32 {
+/// No allocation: for the signal handlers too.
+pub fn protection(ranges: &[Guarded], lo: u64, hi: u64) -> i32 {
     let mut prot = libc::PROT_READ | libc::PROT_WRITE;
     for r in ranges {
         let (a, b) = span(r.lo, r.hi);
@@ -185,6 +189,7 @@ pub fn add(ranges: &[Guarded]) -> usize {
     lock();
     let mut table = current();
     table.ranges.extend_from_slice(ranges);
+    CHANGES.fetch_add(1, Ordering::SeqCst);
     publish(table.clone());
     let refused = ranges
         .iter()
@@ -193,6 +198,7 @@ pub fn add(ranges: &[Guarded]) -> usize {
             !apply(&table, lo, hi)
         })
         .count();
+    CHANGES.fetch_add(1, Ordering::SeqCst);
     unlock();
     refused
 }
@@ -204,12 +210,13 @@ pub fn lift(done: impl Fn(&DeviceBytes) -> bool) {
     let (lifted, kept): (Vec<Guarded>, Vec<Guarded>) = table.ranges.iter().partition(|r| done(&r.work));
     if !lifted.is_empty() {
         let table = Table { ranges: kept };
-        LIFTS.fetch_add(1, Ordering::SeqCst);
+        CHANGES.fetch_add(1, Ordering::SeqCst);
         for r in &lifted {
             let (lo, hi) = span(r.lo, r.hi);
             apply(&table, lo, hi);
         }
         publish(table);
+        CHANGES.fetch_add(1, Ordering::SeqCst);
     }
     unlock();
 }

@@ -132,11 +132,7 @@ DISAGREEMENTS = {
 
 # Cases streamsan is known to miss or to report wrongly, named in a failing case's note so that
 # a reader tells a known gap from a new one; a line goes when its gap is closed.
-KNOWN_GAPS = {
-    ("34_negative_array", "plain"): "known gap: the pointer table and the buffers share one managed page; the "
-                                    "host's read of the table, outside the bytes guarded for the kernel, lifts "
-                                    "the page's guard before it reads the buffer the kernel writes",
-}
+KNOWN_GAPS = {}
 
 
 def variants_of(path):
