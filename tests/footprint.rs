@@ -312,6 +312,56 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
     }
 }
 
+/// A dependent launched with programmatic stream serialization whose kernel waits on its grid
+/// dependencies, its first wait found in its sm_90 code (`footprint_early`): what it reads
+/// before the wait races with the kernel ahead of it on its stream, what it reads after it
+/// does not, and weights written before both are no race; the split known, nothing is noted.
+/// Measured (`exact`), and learnt then predicted (`learn`: the first round measured, the
+/// others given what was learnt, their split with it).
+#[test]
+fn a_programmatic_launch_races_with_the_kernel_ahead_of_it_before_its_wait_only() {
+    let early_read = race("cross-stream-race", Some("RAW"), "write", "read");
+    for (mode, rounds) in [("exact", 2), ("learn", 3)] {
+        let (racy, _) = run_rounds("programmatic_early", "racy", mode, rounds, &[]);
+        assert_eq!(race_counts(&racy), vec![(early_read.clone(), u64::from(rounds))], "{mode}");
+        let race = &racy.reports()[0].races[0];
+        assert_eq!(race.first.stream.label, race.second.stream.label, "{mode}: one stream");
+        assert_eq!(race.missing_wait.action.to_string(), "grid-dependency-wait", "{mode}");
+        assert_eq!(race.second.kernel.as_deref(), Some("footprint_early"), "{mode}");
+        assert!(!notes(&racy).contains(&"programmatic-launch".to_string()), "{mode}");
+        let (fixed, _) = run_rounds("programmatic_early", "fixed", mode, rounds, &[]);
+        assert_eq!(races(&fixed), vec![], "{mode}");
+        assert!(!notes(&fixed).contains(&"programmatic-launch".to_string()), "{mode}");
+    }
+    // Where the split is not known (no engine; the engine not told where the function starts)
+    // the dependent is ordered from its start, and noted.
+    let no_start = [("STANDIN_SANITIZER_FAIL", "sanitizerGetFunctionPcAndSize".to_string())];
+    for (mode, extra) in [("params", &[][..]), ("exact", &no_start[..])] {
+        let run = run_mode("programmatic_early", "racy", mode, extra);
+        assert_eq!(races(&run), vec![], "{mode} {extra:?}");
+        assert!(notes(&run).contains(&"programmatic-launch".to_string()), "{mode} {extra:?}");
+    }
+}
+
+/// The same dependent as a graph's kernel node reached through a programmatic edge: measured
+/// at the graph's first launch, standing on that measurement at the second (`learn`), split
+/// at both.
+#[test]
+fn a_programmatic_kernel_node_races_with_the_kernel_node_it_follows_before_its_wait_only() {
+    for mode in ["exact", "learn"] {
+        let (racy, _) = run_rounds("programmatic_early_captured", "racy", mode, 2, &[]);
+        let early_read = race("cross-stream-race", Some("RAW"), "write", "read");
+        assert_eq!(race_counts(&racy), vec![(early_read, 2)], "{mode}");
+        let race = &racy.reports()[0].races[0];
+        assert_eq!(race.first.stream.label, race.second.stream.label, "{mode}: one lane");
+        assert_eq!(race.missing_wait.action.to_string(), "grid-dependency-wait", "{mode}");
+        assert!(!notes(&racy).contains(&"programmatic-launch".to_string()), "{mode}");
+        let (fixed, _) = run_rounds("programmatic_early_captured", "fixed", mode, 2, &[]);
+        assert_eq!(races(&fixed), vec![], "{mode}");
+        assert!(!notes(&fixed).contains(&"programmatic-launch".to_string()), "{mode}");
+    }
+}
+
 /// The same pair in a graph, captured from the stream or built with a programmatic edge
 /// (`cuGraphAddDependencies_v2`, `cuGraphAddNode_v2`): the dependent's node races with the writer's when its
 /// kernel never waits, on one graph lane, its fix the wait; one that waits is ordered, and

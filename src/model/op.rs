@@ -16,15 +16,31 @@ pub struct KernelId(pub u32);
 
 /// Whether a kernel's code waits on its grid dependencies (`griddepcontrol.wait`), as far as
 /// it was read: a programmatic launch of a kernel that never waits overlaps the kernel it
-/// follows (`docs/semantics.md#programmatic-dependent-launch`).
+/// follows; one of a kernel that waits overlaps it with its accesses before the wait
+/// (`docs/semantics.md#programmatic-dependent-launch`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GridWait {
     /// Its code holds no wait.
     Never,
-    /// It waits somewhere, or its code is not known: where its accesses fall around the wait
-    /// is not seen.
+    /// It waits somewhere, or its code is not known: its accesses measured before its first
+    /// wait ([`WaitPlace::Before`]) overlap the kernel it follows, the others are ordered
+    /// after it, and a launch with an access whose place is not known is noted.
     #[default]
     Unseen,
+}
+
+/// Where a kernel's access lies around its first grid-dependency wait, in its code: what the
+/// footprint patch saw, where it was told where the wait is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WaitPlace {
+    /// Not known: not measured (a parameter's pointer, a copy), or measured in code whose
+    /// wait was not found.
+    #[default]
+    Unknown,
+    /// Made by an instruction of the kernel before its first wait.
+    Before,
+    /// Made by an instruction after it, or in a function the kernel calls.
+    After,
 }
 
 /// Who issued a call, and where from.
@@ -96,11 +112,22 @@ pub struct Access {
     /// what a bulk tensor copy reaches through it, the footprint patch cannot see, so a
     /// measured launch keeps this guess.
     pub blind: bool,
+    /// Where it lies around its kernel's first grid-dependency wait.
+    pub place: WaitPlace,
 }
 
 impl Access {
     pub fn new(addr: u64, len: u64, mode: Mode) -> Access {
-        Access { addr, len, mode, exact: true, slot: None, residues: super::residue::DENSE, blind: false }
+        Access {
+            addr,
+            len,
+            mode,
+            exact: true,
+            slot: None,
+            residues: super::residue::DENSE,
+            blind: false,
+            place: WaitPlace::Unknown,
+        }
     }
 }
 

@@ -190,9 +190,8 @@ named_enum! {
         HostGuardGaveUp = "host-guard-gave-up",
         /// A kernel launched with programmatic stream serialization, or a kernel node reached
         /// through a programmatic edge: it may start before the kernel ahead of it completes,
-        /// ordered after it only from its
-        /// grid-dependency wait, and where it waits is not known: it is taken as ordered
-        /// from its start.
+        /// ordered after it only from its grid-dependency wait, and which of its accesses
+        /// come before that wait is not known: they are taken as ordered from its start.
         ProgrammaticLaunch = "programmatic-launch",
         /// Memory or an event was opened from an IPC handle no process of the run exported
         /// (subject: the memory's base, or the event): the exporter's work is not seen.

@@ -204,7 +204,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             format!("{api} on {on} waits on event {subject:#x}, which was never recorded: the wait orders nothing")
         }
         NoteKind::ProgrammaticLaunch => format!(
-            "{} was launched on {on} with programmatic stream serialization, or reached through a programmatic graph edge: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize); its code waits at a place streamsan does not see, or could not be read, so it is taken as ordered from its start and an access before that wait is not reported",
+            "{} was launched on {on} with programmatic stream serialization, or reached through a programmatic graph edge: it may start before the kernel ahead of it completes and is ordered after it only from its grid-dependency wait (cudaGridDependencySynchronize); which of its accesses come before that wait is not known (its code could not be read, or where it waits could not be given to the measurement, or it was not measured), so they are taken as ordered from its start and an access before that wait is not reported",
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::IpcImport => format!(

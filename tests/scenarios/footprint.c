@@ -1,8 +1,9 @@
 /* Footprints: races that kernels' parameters hide, for the stand-in driver with the stand-in
    Compute Sanitizer library (tests/standin-sanitizer), which plays the device for kernels
    named footprint_*: each touches what its parameters list as (address, length, flags)
-   triples (flags: 1 read, 2 write, 4 atomic; bits 8-15 the log2 of a strided triple's
-   spacing). Usage: footprint SCENARIO racy|fixed [ROUNDS]
+   triples (flags: 1 read, 2 write, 4 atomic, 8 touched before the kernel's first
+   grid-dependency wait; bits 8-15 the log2 of a strided triple's spacing).
+   Usage: footprint SCENARIO racy|fixed [ROUNDS]
    "fixed" orders the second stream after the first with an event. Exit 0 when it ran. */
 #include <string.h>
 #include "cuda_min.h"
@@ -11,6 +12,7 @@
 #define R 1
 #define W 2
 #define A 4
+#define BEFORE 8
 #define STRIDED(count, len) ((1ull << 63) | ((unsigned long long)(count) << 32) | (len))
 #define SPACED(shift) ((unsigned long long)(shift) << 8)
 #define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
@@ -60,7 +62,61 @@ static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
     TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, two, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits;
+static CUfunction touch, two, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits, early;
+
+/* footprint_early: two triples, in an sm_90 cubin whose machine code waits on its grid
+   dependencies (ACQBULK, griddepcontrol.wait) at its third instruction, byte 32: what the
+   footprint engine reads. The stand-in runs no machine code: it takes the cubin's kernels
+   from the PTX it carries in a section `.standin.ptx`. */
+static const char EARLY_PTX[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry footprint_early(\n  .param .u64 footprint_early_param_0,\n"
+    "  .param .u64 footprint_early_param_1,\n  .param .u64 footprint_early_param_2,\n"
+    "  .param .u64 footprint_early_param_3,\n  .param .u64 footprint_early_param_4,\n"
+    "  .param .u64 footprint_early_param_5\n)\n{\n griddepcontrol.wait;\n ret;\n}\n";
+static unsigned char early_cubin[4096];
+
+static void put(unsigned char *at, unsigned long long value, int bytes) {
+    for (int i = 0; i < bytes; i++) at[i] = (unsigned char)(value >> (8 * i));
+}
+
+/* The ELF64 cubin of footprint_early into early_cubin: a header, the kernel's code, its PTX,
+   the section names, then the section headers. */
+static void make_early_cubin(void) {
+    static const char names[] = "\0.text.footprint_early\0.standin.ptx\0.shstrtab";
+    /* NOP, NOP, ACQBULK, EXIT: each instruction's first 8 bytes as sm_90 encodes them. */
+    static const unsigned long long code[] = {0x7918, 0x7918, 0x782e, 0x794d};
+    unsigned char *e = early_cubin;
+    size_t text = 64, ptx = text + sizeof code * 2, strtab = ptx + sizeof EARLY_PTX - 1;
+    size_t shoff = (strtab + sizeof names + 7) & ~(size_t)7;
+    memset(e, 0, sizeof early_cubin);
+    memcpy(e, "\x7f" "ELF", 4);
+    e[4] = 2; /* 64-bit */
+    e[5] = 1; /* little-endian */
+    e[6] = 1;
+    put(e + 0x10, 2, 2);         /* an executable */
+    put(e + 0x12, 190, 2);       /* EM_CUDA */
+    put(e + 0x14, 1, 4);
+    put(e + 0x28, shoff, 8);
+    put(e + 0x30, 90 << 8, 4);   /* sm_90, as CUDA 12.8's ELF ABI says it */
+    put(e + 0x34, 64, 2);
+    put(e + 0x3a, 64, 2);
+    put(e + 0x3c, 4, 2);
+    put(e + 0x3e, 3, 2);
+    for (size_t i = 0; i < sizeof code / sizeof code[0]; i++) put(e + text + 16 * i, code[i], 8);
+    memcpy(e + ptx, EARLY_PTX, sizeof EARLY_PTX - 1);
+    memcpy(e + strtab, names, sizeof names);
+    /* (name, type, offset, size) of each section after the null one. */
+    const unsigned long long sections[3][4] = {
+        {1, 1, text, sizeof code * 2}, {23, 1, ptx, sizeof EARLY_PTX - 1}, {36, 3, strtab, sizeof names}};
+    for (int i = 0; i < 3; i++) {
+        unsigned char *h = e + shoff + 64 * (i + 1);
+        put(h, sections[i][0], 4);
+        put(h + 4, sections[i][1], 4);
+        put(h + 24, sections[i][2], 8);
+        put(h + 32, sections[i][3], 8);
+    }
+}
 
 
 /* A kernel node of `kernel` (taking one triple) after `deps`. */
@@ -96,6 +152,20 @@ static void launch_programmatic(CUfunction f, CUstream s, CUdeviceptr p, unsigne
 
 static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
     launch_triple(touch, s, p, len, flags);
+}
+
+/* footprint_early, launched with programmatic stream serialization on `s`: (p, len, flags)
+   and (q, len2, flags2). */
+static void launch_early(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags, CUdeviceptr q,
+                         unsigned long long len2, unsigned long long flags2) {
+    unsigned long long a = p, l = len, f = flags, b = q, l2 = len2, f2 = flags2;
+    void *params[] = {&a, &l, &f, &b, &l2, &f2};
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {1, 1, 1, 32, 1, 1, 0, s, &attr, 1};
+    CHECK(cuLaunchKernelEx(&config, early, params, NULL));
 }
 
 /* footprint_two: (p, len, flags) and (q, len2, flags2). */
@@ -138,7 +208,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -146,7 +216,7 @@ int main(int argc, char **argv) {
     int rounds = argc > 3 ? atoi(argv[3]) : 1;
     CUdevice dev;
     CUcontext ctx;
-    CUmodule module, stateful;
+    CUmodule module, stateful, early_module;
     CUstream a, b;
     CUevent done;
     CUdeviceptr x, y, index, big = 0;
@@ -172,6 +242,9 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&beyond, module, "footprint_beyond"));
     CHECK(cuModuleLoadData(&stateful, STATEFUL_PTX));
     CHECK(cuModuleGetFunction(&counted, stateful, "footprint_counted"));
+    make_early_cubin();
+    CHECK(cuModuleLoadData(&early_module, early_cubin));
+    CHECK(cuModuleGetFunction(&early, early_module, "footprint_early"));
     CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&done, 0));
@@ -318,6 +391,30 @@ int main(int argc, char **argv) {
             launch_programmatic(fixed ? waits : touch, a, z, 64, R);
             CHECK(cuCtxSynchronize());
             CHECK(cuMemFree_v2(z));
+        } else if (strcmp(scenario, "programmatic_early") == 0) {
+            /* A writes z; then, on A too, footprint_early, launched with programmatic stream
+               serialization, reads x (weights, written and synchronized before) before its
+               grid-dependency wait, and z before it (racy) or after it (fixed). */
+            CUdeviceptr z; /* fresh: the writer's record is its only one */
+            CHECK(cuMemAlloc_v2(&z, N));
+            launch_touch(a, z, 64, W);
+            launch_early(a, x, 64, R | BEFORE, z, 64, fixed ? R : R | BEFORE);
+            CHECK(cuCtxSynchronize());
+            CHECK(cuMemFree_v2(z));
+        } else if (strcmp(scenario, "programmatic_early_captured") == 0) {
+            /* As "programmatic_early", captured from A into a graph made in the first round and
+               launched in each: footprint_fresh0 writes y, the dependent's node, reached
+               through a programmatic edge, reads y before its wait (racy) or after it. */
+            if (!exec) {
+                CUgraph graph;
+                CHECK(cuStreamBeginCapture_v2(a, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+                launch_triple(fresh[0], a, y, 64, W);
+                launch_early(a, x, 64, R | BEFORE, y, 64, fixed ? R : R | BEFORE);
+                CHECK(cuStreamEndCapture(a, &graph));
+                CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+            }
+            CHECK(cuGraphLaunch(exec, a));
+            CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "programmatic_captured") == 0 && round == 0) {
             /* As "programmatic", captured from A into a graph launched on A: the dependent's
                node is reached from the writer's through a programmatic edge. The writer is

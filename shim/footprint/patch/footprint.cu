@@ -26,6 +26,7 @@
 //     u64 cover_lo_inv;            // ~lo of the overflowed accesses (max of ~lo: min of lo)
 //     u64 cover_hi;                // their hi
 //     u64 reserved;
+//     u64 early_lo, early_hi;      // pcs of the kernel's code before its first grid wait
 //     Entry entries[FOOTPRINT_ENTRIES];
 //   };
 //   struct Entry {                 // 32 bytes
@@ -36,9 +37,10 @@
 //     u64 blocks;                  // bit j: a warp's bytes met [j KiB, j+1 KiB) of the granule
 //   };
 //
-// The flags (READ 1, WRITE 2, ATOMIC 4) are part of the key, so a granule's reads, its
-// writes and its atomics each have an entry of their own: an input and an output that the
-// allocator put in one granule keep their own ranges, never one read-write hull over both.
+// The flags (READ 1, WRITE 2, ATOMIC 4; EARLY 8, below) are part of the key, so a granule's
+// reads, its writes and its atomics each have an entry of their own: an input and an output
+// that the allocator put in one granule keep their own ranges, never one read-write hull over
+// both.
 // The residues keep the gaps of strided access within [lo, hi): x[0::2] and x[1::2] of a
 // float array set disjoint bits, so the host can tell their bytes apart. The blocks keep the
 // gaps between arrays in one granule: two inputs with an output of another kernel between
@@ -46,8 +48,16 @@
 // [lo, hi) in the granule, so a block is set only where some warp's bytes lay around it).
 //
 // The key's granule, (address >> 16) + 1, is at most 2^48 for any 64-bit address, below the
-// flags at bit 61: the host rebuilds each address exactly, whatever the address space.
+// flags at bit 60: the host rebuilds each address exactly, whatever the address space.
 // Zeroed memory is an empty table; the host zeroes a table after reading it.
+//
+// A kernel launched with programmatic stream serialization may run beside the kernel ahead of
+// it until its first grid-dependency wait (griddepcontrol.wait). Where the host knows where
+// that wait lies in the kernel's code, it writes [early_lo, early_hi) into the header, the pcs
+// from the kernel's first instruction to the wait, and sets bit 0 of the table pointer
+// (EARLY_TAG); an access made at a pc in that range carries the flag EARLY, so that the
+// kernel's accesses before its wait (in code order) have entries of their own. A launch
+// without the tag never reads the header: the common case pays one test.
 
 #include <sanitizer_patching.h>
 #include <stdint.h>
@@ -55,7 +65,11 @@
 #define FOOTPRINT_ENTRIES 1024u
 #define FOOTPRINT_PROBES 16u
 #define GRANULE_SHIFT 16
-#define KEY_FLAGS_SHIFT 61
+#define KEY_FLAGS_SHIFT 60
+// Flags beside READ 1, WRITE 2, ATOMIC 4: made before the kernel's first grid-dependency wait.
+#define EARLY 8u
+// Set in a table pointer whose header holds the early range.
+#define EARLY_TAG 1u
 // A block is 1 KiB: 64 of them, one bit each, span a granule.
 #define BLOCK_SHIFT 10
 // Slots whose keys are read at once when a key is not at its first.
@@ -75,6 +89,8 @@ struct Table {
     unsigned long long cover_lo_inv;
     unsigned long long cover_hi;
     unsigned long long reserved;
+    unsigned long long early_lo;
+    unsigned long long early_hi;
     Entry entries[FOOTPRINT_ENTRIES];
 };
 
@@ -179,14 +195,14 @@ static __device__ __noinline__ void insert(Table* t, unsigned long long key, uin
     probe(t, h, key, lo, hi, residues, blocks);
 }
 
-static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags);
+static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags);
 
 // The patch: a launch without a table returns at once; the work, and the registers it must
 // save, are in record(), and the table's update in insert(), called by one lane per group
 // (so that only that lane saves what the update needs).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
-    if (userdata != nullptr) record((Table*)userdata, ptr, size, flags);
+    if (userdata != nullptr) record(userdata, pc, ptr, size, flags);
     return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -202,7 +218,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_noth
 // source bytes, which zero-fills).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_memcpy_async(
     void* userdata, uint64_t pc, void* src, uint32_t dst, uint32_t size) {
-    if (userdata != nullptr && src != nullptr) record((Table*)userdata, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
+    if (userdata != nullptr && src != nullptr) record(userdata, pc, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
     return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -221,15 +237,22 @@ static __device__ __forceinline__ unsigned long long blocks_of(uint32_t lo, uint
     return ((2ull << (last - first)) - 1) << first;
 }
 
-static __device__ __noinline__ void record(Table* t, void* ptr, uint32_t size, uint32_t flags) {
+static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags) {
+    Table* t = (Table*)((uint64_t)userdata & ~(uint64_t)EARLY_TAG);
     uint64_t addr = (uint64_t)ptr;
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
     uint32_t hi = lo + size;
     uint32_t f = flags_of(flags);
+    // The pc is the patched instruction's, the same for every lane here: a call into another
+    // function (a pc outside the range) is not early.
+    if ((uint64_t)userdata & EARLY_TAG) {
+        ulonglong2 early = *(const ulonglong2*)&t->early_lo;
+        if (early.x <= pc && pc < early.y) f |= EARLY;
+    }
     unsigned long long residues = residues_of(addr, size);
     // The lanes of the warp here now, grouped by granule and flags: a group is one entry's.
     uint32_t active = __activemask();
-    uint32_t peers = __match_any_sync(active, (addr >> GRANULE_SHIFT) << 3 | f);
+    uint32_t peers = __match_any_sync(active, (addr >> GRANULE_SHIFT) << 4 | f);
     // (The redux instruction is not allowed in tools patches: shuffles instead. A whole warp
     // in one granule, the common case, takes five butterfly steps; other groups a step per
     // member.)

@@ -74,9 +74,11 @@ api! {
     set_callback_data: "sanitizerSetCallbackData" fn(Handle, *const c_void);
     alloc: "sanitizerAlloc" fn(Handle, *mut *mut c_void, usize);
     memcpy_device_to_host: "sanitizerMemcpyDeviceToHost" fn(*mut c_void, *mut c_void, usize, Handle);
+    memcpy_host_to_device_async: "sanitizerMemcpyHostToDeviceAsync" fn(*mut c_void, *mut c_void, usize, Handle);
     memset: "sanitizerMemset" fn(*mut c_void, i32, usize, Handle);
     stream_synchronize: "sanitizerStreamSynchronize" fn(Handle);
     get_stream_handle: "sanitizerGetStreamHandle" fn(Handle, Handle, *mut Handle);
+    get_function_pc_and_size: "sanitizerGetFunctionPcAndSize" fn(Handle, *const c_char, *mut u64, *mut u64);
 }
 
 /// glibc's `dlsym` (the shim's own `dlsym` is interposed: the caller passes the real one).

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use crate::api::{self, Api, Handle};
 use crate::patch;
-use crate::table::{self, Measured, TABLE_BYTES};
-use crate::twins::{self, NoTwin, Pair, Twins};
+use crate::table::{self, Measured, EARLY_AT, EARLY_TAG, TABLE_BYTES};
+use crate::twins::{self, FirstWait, NoTwin, Pair, Twins};
 
 /// Tables allocated at once, per context.
 const TABLES_PER_CHUNK: usize = 128;
@@ -55,8 +55,8 @@ pub(crate) struct Engine {
     /// Held from binding a table to a twin's function to the launch's real call: the binding
     /// holds for every later launch of that function ([`arm`]).
     pub(crate) measuring: Mutex<()>,
-    /// Ticket to (context, table).
-    tickets: Mutex<HashMap<u64, (usize, usize)>>,
+    /// Ticket to (context, table, whether its header holds the early range).
+    tickets: Mutex<HashMap<u64, (usize, usize, bool)>>,
     next_ticket: AtomicU64,
     /// Launches given a table; those that found none free; tables whose patch found no
     /// entry for some granule; twin launches the driver refused.
@@ -247,8 +247,7 @@ fn measure(
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
     }
-    // SAFETY: the twin's function and a table of its context.
-    unsafe { (engine.api.set_callback_data)(pair.twin, table as *const c_void) };
+    engine.bind(ctx, &pair, ticket, table);
     Ok(Some(Armed { ticket, function, ctx, stream, pair, _measuring: measuring }))
 }
 
@@ -347,7 +346,7 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             let ctx = data.context as usize;
             engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
             engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
-            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| *c != ctx);
+            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _, _)| *c != ctx);
             engine.twins().context_destroyed(data.context);
         }
         _ => {}
@@ -380,8 +379,59 @@ impl Engine {
             self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
         let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
         self.measured.fetch_add(1, Ordering::Relaxed);
-        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table));
+        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table, false));
         Some((ticket, table))
+    }
+
+    /// Binds `table` (`ticket`'s, of `ctx`) to the twin's function of `pair`, for its next
+    /// launch. Where the kernel's first grid-dependency wait is known, the table's header is
+    /// first given the program counters before it, and the pointer bound carries
+    /// [`EARLY_TAG`]: the patch marks what those instructions touch as early.
+    pub(crate) fn bind(&self, ctx: Handle, pair: &Pair, ticket: Ticket, table: usize) {
+        let early = pair.first_wait.as_ref().and_then(|wait| self.early_range(wait));
+        let tagged = early.is_some_and(|(lo, hi)| self.write_early(ctx, table, lo, hi));
+        if tagged {
+            if let Some(held) = self.tickets.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ticket.0) {
+                held.2 = true;
+            }
+        }
+        let data = if tagged { table | EARLY_TAG } else { table };
+        // SAFETY: the twin's function and a table of its context.
+        unsafe { (self.api.set_callback_data)(pair.twin, data as *const c_void) };
+    }
+
+    /// `[first instruction, first wait)` of the twin's function `wait` names, in the program
+    /// counters the patch is given: the API's start of the function plus the wait's offset
+    /// in the code (patching leaves the function's own instructions where they are). None
+    /// where the API does not find the function, or the offset lies past its end.
+    fn early_range(&self, wait: &FirstWait) -> Option<(u64, u64)> {
+        let (mut start, mut size) = (0u64, 0u64);
+        // SAFETY: a module the engine loaded and holds, a NUL-terminated name, valid
+        // out-pointers.
+        let found =
+            unsafe { (self.api.get_function_pc_and_size)(wait.module, wait.name.as_ptr(), &mut start, &mut size) };
+        let offset = u64::from(wait.offset);
+        (found == api::SANITIZER_SUCCESS && start != 0 && offset < size).then_some((start, start + offset))
+    }
+
+    /// Writes the early range `[lo, hi)` into the header of `table` (of `ctx`), and waits for
+    /// the copy on the engine's own stream (it holds only that), so that the launch that
+    /// follows on the program's stream finds it. Whether it was written.
+    fn write_early(&self, ctx: Handle, table: usize, lo: u64, hi: u64) -> bool {
+        let stream = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&(ctx as usize)).and_then(|p| p.stream);
+        let Some(stream) = stream else { return false };
+        let mut header = table::early_header(lo, hi);
+        // SAFETY: the API's functions, on the engine's own stream, into a table of its
+        // context; the copy is waited for while `header` lives.
+        unsafe {
+            (self.api.memcpy_host_to_device_async)(
+                (table + EARLY_AT) as *mut c_void,
+                header.as_mut_ptr().cast(),
+                header.len(),
+                stream,
+            ) == api::SANITIZER_SUCCESS
+                && (self.api.stream_synchronize)(stream) == api::SANITIZER_SUCCESS
+        }
     }
 
     /// Allocates a chunk of zeroed tables. The zeroing is ordered before their first use by
@@ -444,7 +494,7 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
 pub fn discard(ticket: Ticket) {
     let Some(engine) = ENGINE.get() else { return };
     let taken = engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).remove(&ticket.0);
-    if let Some((ctx, table)) = taken {
+    if let Some((ctx, table, _)) = taken {
         if let Some(pool) = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ctx) {
             pool.free.push(table);
         }
@@ -458,9 +508,12 @@ pub fn discard(ticket: Ticket) {
 /// already by another thread, or its context destroyed) is skipped.
 pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
     let Some(engine) = ENGINE.get() else { return };
-    let mut taken: Vec<(usize, usize, Ticket)> = {
+    let mut taken: Vec<(usize, usize, Ticket, bool)> = {
         let mut map = engine.tickets.lock().unwrap_or_else(|e| e.into_inner());
-        tickets.iter().filter_map(|&t| map.remove(&t.0).map(|(ctx, table)| (ctx, table, t))).collect()
+        tickets
+            .iter()
+            .filter_map(|&t| map.remove(&t.0).map(|(ctx, table, wait_known)| (ctx, table, t, wait_known)))
+            .collect()
     };
     // Adjacent tables of one context are read and zeroed with one copy and one memset.
     taken.sort_unstable();
@@ -470,7 +523,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     let mut i = 0;
     let mut host = Vec::new();
     while i < taken.len() {
-        let (ctx, first, _) = taken[i];
+        let (ctx, first, _, _) = taken[i];
         let mut j = i + 1;
         while j < taken.len() && taken[j].0 == ctx && taken[j].1 == taken[j - 1].1 + TABLE_BYTES {
             j += 1;
@@ -485,8 +538,8 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
                 == api::SANITIZER_SUCCESS
                 && (engine.api.memset)(first as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
         });
-        for (k, &(_, table, ticket)) in run.iter().enumerate() {
-            let measured = read.then(|| table::read(&host[k * TABLE_BYTES..(k + 1) * TABLE_BYTES]));
+        for (k, &(_, table, ticket, wait_known)) in run.iter().enumerate() {
+            let measured = read.then(|| table::read(&host[k * TABLE_BYTES..(k + 1) * TABLE_BYTES], wait_known));
             if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
             }

@@ -1,16 +1,20 @@
 //! Which kernels of a module wait on their grid dependencies (`cudaGridDependencySynchronize`,
-//! PTX `griddepcontrol.wait`), read from the code the driver loaded: a kernel launched with
-//! programmatic stream serialization that never waits overlaps the kernel before it.
+//! PTX `griddepcontrol.wait`), and where the first wait lies in Hopper code, read from the code
+//! the driver loaded: a kernel launched with programmatic stream serialization that never waits
+//! overlaps the kernel before it, and one that waits overlaps it with what comes before its
+//! wait.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use crate::image;
 
 /// What an image says of its kernels' grid-dependency waits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Waits {
-    /// The kernels (by symbol) whose code holds a wait; every other kernel has none.
-    In(HashSet<String>),
+    /// The kernels (by symbol) whose code holds a wait, each with the byte offset of its
+    /// first wait in its code where the code is machine code (None for PTX); every other
+    /// kernel has none.
+    In(HashMap<String, Option<u32>>),
     /// Code this reader cannot tell: a fatbinary, a malformed image, or machine code of an
     /// architecture whose encoding of the wait it does not know.
     Unknown,
@@ -34,30 +38,31 @@ const ACQBULK: u64 = 0x082e;
 const PREDICATE: u64 = 0xf000;
 
 /// A cubin for `sm_90` (`flags`, its `e_flags`): the kernels whose `.text.<symbol>` section
-/// holds an `ACQBULK`. None for another architecture (its encoding may differ).
+/// holds an `ACQBULK`, each with the offset of the first from the section's start (the
+/// kernel's first instruction). None for another architecture (its encoding may differ).
 fn cubin(image: &[u8], flags: u32, sections: &[image::Section<'_>]) -> Option<Waits> {
     // The architecture: `e_flags` bits 8 to 15 in the ELF ABI of CUDA 12.8 and later, bits 0
     // to 7 before it.
     if (flags >> 8) & 0xff != 90 && flags & 0xff != 90 {
         return None;
     }
-    let mut waiting = HashSet::new();
+    let mut waiting = HashMap::new();
     for section in sections {
         let Some(kernel) = section.name.strip_prefix(".text.") else { continue };
-        let waits = section
-            .bytes(image)?
-            .chunks_exact(16)
-            .any(|instruction| u64::from_le_bytes(instruction[..8].try_into().expect("8")) & !PREDICATE == ACQBULK);
-        if waits {
-            waiting.insert(kernel.to_string());
+        let first = section.bytes(image)?.chunks_exact(16).position(|instruction| {
+            u64::from_le_bytes(instruction[..8].try_into().expect("8")) & !PREDICATE == ACQBULK
+        });
+        if let Some(at) = first {
+            waiting.insert(kernel.to_string(), Some(u32::try_from(at * 16).ok()?));
         }
     }
     Some(Waits::In(waiting))
 }
 
-/// PTX: the entries whose body holds `griddepcontrol.wait`.
+/// PTX: the entries whose body holds `griddepcontrol.wait` (where the wait lands in the code
+/// the driver compiles from it is not known).
 fn ptx(lines: &[(i32, String)]) -> Waits {
-    let mut waiting = HashSet::new();
+    let mut waiting = HashMap::new();
     let mut entry = None::<&str>;
     for (depth, code) in lines {
         if *depth == 0 {
@@ -65,7 +70,7 @@ fn ptx(lines: &[(i32, String)]) -> Waits {
                 entry = after.split(['(', ' ', '\t']).find(|w| !w.is_empty());
             }
         } else if code.contains("griddepcontrol.wait") {
-            waiting.extend(entry.map(str::to_string));
+            waiting.extend(entry.map(|e| (e.to_string(), None)));
         }
     }
     Waits::In(waiting)
@@ -75,15 +80,15 @@ fn ptx(lines: &[(i32, String)]) -> Waits {
 mod tests {
     use super::*;
 
-    fn names(n: &[&str]) -> Waits {
-        Waits::In(n.iter().map(|s| s.to_string()).collect())
+    fn names(n: &[(&str, Option<u32>)]) -> Waits {
+        Waits::In(n.iter().map(|&(s, at)| (s.to_string(), at)).collect())
     }
 
     #[test]
     fn ptx_entries_that_wait_are_found() {
         let ptx = ".version 8.0\n.target sm_90\n.visible .entry waits(\n .param .u64 p\n)\n{\n griddepcontrol.wait;\n ret;\n}\n\
                    .visible .entry never(\n .param .u64 p\n)\n{\n // griddepcontrol.wait;\n ret;\n}\n";
-        assert_eq!(of(ptx.as_bytes()), names(&["waits"]));
+        assert_eq!(of(ptx.as_bytes()), names(&[("waits", None)]));
     }
 
     /// A cubin with one `.text.<kernel>` section per kernel, each its instructions' first
@@ -130,14 +135,20 @@ mod tests {
     }
 
     #[test]
-    fn hopper_kernels_holding_acqbulk_wait() {
+    fn hopper_kernels_holding_acqbulk_wait_at_their_first_one() {
         // ACQBULK as nvcc 13 encodes it (always: 0x782e), guarded by @P0 (0x082e), beside
-        // PREEXIT (launch_dependents, 0x782d) and other instructions.
+        // PREEXIT (launch_dependents, 0x782d) and other instructions; the offset is the
+        // first wait's, 16 bytes an instruction.
         let image = cubin_image(
             90,
-            &[("waits", &[0x1234_5678_0000_7b82, 0x782e]), ("guarded", &[0x082e]), ("never", &[0x782d, 0x7b82])],
+            &[
+                ("waits", &[0x1234_5678_0000_7b82, 0x782e]),
+                ("guarded", &[0x082e]),
+                ("twice", &[0x7b82, 0x7b82, 0x782e, 0x7b82, 0x782e]),
+                ("never", &[0x782d, 0x7b82]),
+            ],
         );
-        assert_eq!(of(&image), names(&["waits", "guarded"]));
+        assert_eq!(of(&image), names(&[("waits", Some(16)), ("guarded", Some(0)), ("twice", Some(32))]));
     }
 
     #[test]

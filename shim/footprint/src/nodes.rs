@@ -89,8 +89,7 @@ fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, ma
                 return Err(Unmeasured::NotNow);
             }
             let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
-            // SAFETY: the twin's function and a table of its context.
-            unsafe { (engine.api.set_callback_data)(pair.twin, table as *const c_void) };
+            engine.bind(ctx, &pair, ticket, table);
             bound.push(pair.twin);
             own.push(pair.own);
             Ok(NodeArmed { twin: pair.twin, ticket })

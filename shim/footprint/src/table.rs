@@ -4,15 +4,23 @@
 /// Bytes a granule spans (`GRANULE_SHIFT` in the patch).
 pub const GRANULE_SHIFT: u32 = 16;
 /// Where a key's flags start (`KEY_FLAGS_SHIFT`): above the granule of any 64-bit address.
-pub const KEY_FLAGS_SHIFT: u32 = 61;
+pub const KEY_FLAGS_SHIFT: u32 = 60;
 /// Bytes a block of a granule spans (`BLOCK_SHIFT`): 64 blocks, one bit each.
 pub const BLOCK_SHIFT: u32 = 10;
 /// Entries of a table (`FOOTPRINT_ENTRIES`).
 pub const ENTRIES: usize = 1024;
 /// Slots a key may take from its hash on (`FOOTPRINT_PROBES`).
 pub const PROBES: usize = 16;
-/// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved.
-pub const HEADER_BYTES: usize = 32;
+/// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved,
+/// early_lo, early_hi.
+pub const HEADER_BYTES: usize = 48;
+/// Where the header holds `[early_lo, early_hi)`: the program counters of the kernel's
+/// instructions before its first grid-dependency wait, written by the host before a launch
+/// whose table pointer carries [`EARLY_TAG`].
+pub const EARLY_AT: usize = 32;
+/// Set in a launch's table pointer (its callback data) when its header holds the early range:
+/// the patch reads the header only then.
+pub const EARLY_TAG: usize = 1;
 /// One entry: key, lo_inv, hi, residues, blocks.
 pub const ENTRY_BYTES: usize = 32;
 /// A whole table.
@@ -22,6 +30,9 @@ pub const TABLE_BYTES: usize = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
 pub const READ: u32 = 1;
 pub const WRITE: u32 = 2;
 pub const ATOMIC: u32 = 4;
+/// With a kind: made by an instruction in the early range, before the kernel's first
+/// grid-dependency wait (in code order).
+pub const EARLY: u32 = 8;
 
 /// Residues of every byte: a range touched densely.
 pub const DENSE: u64 = u64::MAX;
@@ -85,8 +96,28 @@ pub struct Measured {
     /// Sorted by `lo`; ranges of equal flags neither overlap nor touch.
     pub ranges: Vec<Range>,
     /// The table was full: every access that found no entry lies in this range (which may
-    /// span memory the launch never touched).
+    /// span memory the launch never touched). Never [`EARLY`]: it may hold accesses of both
+    /// sides of the wait.
     pub overflow: Option<Range>,
+    /// The patch was given the launch's early range: ranges flagged [`EARLY`] were touched
+    /// before the kernel's first grid-dependency wait, the others after it. Otherwise no
+    /// range is early, and where each lies around a wait is not known.
+    pub wait_known: bool,
+}
+
+/// The header bytes at [`EARLY_AT`] that give the patch the early range `[lo, hi)`.
+pub fn early_header(lo: u64, hi: u64) -> [u8; 16] {
+    let mut bytes = [0; 16];
+    bytes[..8].copy_from_slice(&lo.to_le_bytes());
+    bytes[8..].copy_from_slice(&hi.to_le_bytes());
+    bytes
+}
+
+/// Whether the patch takes an access at program counter `pc` as early, in a launch whose
+/// table is `table` and whose table pointer carries [`EARLY_TAG`] where `tagged` (the patch's
+/// rule, for the stand-in engine of tests).
+pub fn is_early(table: &[u8], tagged: bool, pc: u64) -> bool {
+    tagged && u64_at(table, EARLY_AT) <= pc && pc < u64_at(table, EARLY_AT + 8)
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
@@ -119,13 +150,14 @@ fn runs(lo: u32, hi: u32, blocks: u64, out: &mut Vec<(u32, u32)>) {
     }
 }
 
-/// Reads a table copied from the device (`TABLE_BYTES` bytes).
-pub fn read(table: &[u8]) -> Measured {
+/// Reads a table copied from the device (`TABLE_BYTES` bytes); `wait_known`: the launch's
+/// table pointer carried [`EARLY_TAG`].
+pub fn read(table: &[u8], wait_known: bool) -> Measured {
     assert_eq!(table.len(), TABLE_BYTES, "a whole table");
     let overflow = (u32_at(table, 0) != 0).then(|| Range {
         lo: !u64_at(table, 8),
         hi: u64_at(table, 16),
-        flags: u32_at(table, 4),
+        flags: u32_at(table, 4) & !EARLY,
         residues: DENSE,
     });
     let (mut ranges, mut parts) = (Vec::new(), Vec::with_capacity(MAX_RUNS + 1));
@@ -148,7 +180,7 @@ pub fn read(table: &[u8]) -> Measured {
         }));
     }
     merge(&mut ranges);
-    Measured { ranges, overflow }
+    Measured { ranges, overflow, wait_known }
 }
 
 /// Sorts `ranges` and joins those of equal flags that overlap or touch (with the residues of
@@ -233,7 +265,7 @@ mod tests {
     fn a_streamed_buffer_reads_as_one_range() {
         // 1 MiB written in 128-byte warp steps: 16 granules, one range.
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
-        let m = read(&fresh(&steps));
+        let m = read(&fresh(&steps), false);
         assert_eq!(m.ranges, vec![dense(BASE, BASE + (1 << 20), WRITE)]);
         assert_eq!(m.overflow, None);
     }
@@ -241,7 +273,7 @@ mod tests {
     #[test]
     fn an_interior_range_keeps_its_exact_ends() {
         let lo = BASE + 0x1_2344;
-        let m = read(&fresh(&[(lo, 4, READ), (lo + 0x2_0000, 4, READ)]));
+        let m = read(&fresh(&[(lo, 4, READ), (lo + 0x2_0000, 4, READ)]), false);
         // Two granules apart: two ranges, each byte-exact.
         assert_eq!(
             m.ranges,
@@ -256,7 +288,7 @@ mod tests {
     fn reads_writes_and_atomics_of_one_granule_keep_their_own_ranges() {
         // An input, an output and a counter side by side in one granule (as an allocator
         // places small arrays): a read hull never carries a write, nor a write hull a read.
-        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 4096, 4096, WRITE), (BASE + 8192, 4, ATOMIC)]));
+        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 4096, 4096, WRITE), (BASE + 8192, 4, ATOMIC)]), false);
         assert_eq!(
             m.ranges,
             vec![
@@ -266,16 +298,17 @@ mod tests {
             ]
         );
         // A kernel that reads and writes the same bytes (in place) has both.
-        let m = read(&fresh(&[(BASE, 256, READ), (BASE, 256, WRITE)]));
+        let m = read(&fresh(&[(BASE, 256, READ), (BASE, 256, WRITE)]), false);
         assert_eq!(m.ranges, vec![dense(BASE, BASE + 256, READ), dense(BASE, BASE + 256, WRITE)]);
     }
 
     #[test]
     fn the_key_holds_the_kind_of_access_apart_from_the_granule() {
         for addr in [BASE, BASE + 0xffff, 1 << GRANULE_SHIFT] {
-            let keys: Vec<u64> = (1..8).map(|flags| key(addr, flags)).collect();
-            // One granule, seven kinds: seven keys, each giving back its granule and kind.
-            for (flags, &k) in (1..8).zip(&keys) {
+            let keys: Vec<u64> = (1..16).map(|flags| key(addr, flags)).collect();
+            // One granule, fifteen kinds (early or not): fifteen keys, each giving back its
+            // granule and kind.
+            for (flags, &k) in (1..16).zip(&keys) {
                 assert_eq!(unkey(k), Some((addr & !0xffff, flags)));
                 assert_eq!(keys.iter().filter(|&&other| other == k).count(), 1);
             }
@@ -292,12 +325,12 @@ mod tests {
         for top in [1u64 << 47, 1 << 48, 1 << 57, 0] {
             let addr = top.wrapping_sub(1 << GRANULE_SHIFT) + 0x100;
             assert!(((addr >> GRANULE_SHIFT) + 1) < 1 << KEY_FLAGS_SHIFT);
-            for flags in [READ, WRITE, ATOMIC | READ | WRITE] {
+            for flags in [READ, WRITE, ATOMIC | READ | WRITE, EARLY | ATOMIC | READ | WRITE] {
                 assert_eq!(unkey(key(addr, flags)), Some((addr & !0xffff, flags)));
             }
         }
         let addr = (1u64 << 48) - (1 << GRANULE_SHIFT) + 0x100;
-        let m = read(&fresh(&[(addr, 8, READ), (addr + 8, 8, WRITE)]));
+        let m = read(&fresh(&[(addr, 8, READ), (addr + 8, 8, WRITE)]), false);
         assert_eq!(
             m.ranges,
             vec![
@@ -311,11 +344,11 @@ mod tests {
     fn arrays_a_block_apart_in_one_granule_read_apart() {
         // Two inputs read with an output of another kernel between them: the output's
         // blocks stay unset.
-        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 8192, 4096, READ)]));
+        let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 8192, 4096, READ)]), false);
         assert_eq!(m.ranges, vec![dense(BASE, BASE + 4096, READ), dense(BASE + 8192, BASE + 12288, READ)]);
         // Ends within a block are exact at the hull's ends only: [100, 200) and [3000, 3100)
         // leave block 1 out, and read as [100, 1024) and [2048, 3100).
-        let m = read(&fresh(&[(BASE + 100, 100, READ), (BASE + 3000, 100, READ)]));
+        let m = read(&fresh(&[(BASE + 100, 100, READ), (BASE + 3000, 100, READ)]), false);
         let both = residues(100, 100) | residues(3000, 100);
         assert_eq!(
             m.ranges,
@@ -326,7 +359,7 @@ mod tests {
         );
         // More runs than MAX_RUNS are a strided access: the hull, with its residues.
         let steps: Vec<_> = (0..=MAX_RUNS as u64).map(|i| (BASE + 2048 * i, 4, WRITE)).collect();
-        let m = read(&fresh(&steps));
+        let m = read(&fresh(&steps), false);
         assert_eq!(m.ranges.len(), 1);
         assert_eq!((m.ranges[0].lo, m.ranges[0].hi), (BASE, BASE + 2048 * MAX_RUNS as u64 + 4));
     }
@@ -335,7 +368,7 @@ mod tests {
     fn a_full_table_widens_the_cover_and_says_so() {
         // More granules than entries (and probes): the rest go to the cover.
         let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
-        let m = read(&fresh(&steps));
+        let m = read(&fresh(&steps), false);
         let cover = m.overflow.expect("overflowed");
         assert_eq!(cover.flags, WRITE);
         let total = m.ranges.len() as u64;
@@ -357,13 +390,30 @@ mod tests {
         let first =
             |&(addr, _, flags): &(u64, u32, u32)| u64_at(&table, HEADER_BYTES + slot(key(addr, flags)) * ENTRY_BYTES);
         assert!(steps.iter().all(|step| first(step) == key(step.0, step.2)));
-        let m = read(&table);
+        let m = read(&table, false);
         assert_eq!((m.ranges.len(), m.overflow), (ENTRIES, None));
     }
 
     #[test]
+    fn accesses_before_the_wait_keep_their_own_ranges_and_a_cover_is_never_early() {
+        // The patch's rule: early only in a tagged launch, for a pc in [early_lo, early_hi).
+        let mut table = vec![0; TABLE_BYTES];
+        table[EARLY_AT..EARLY_AT + 16].copy_from_slice(&early_header(0x1000, 0x1040));
+        let early = |pc| is_early(&table, true, pc);
+        assert_eq!((early(0xfff), early(0x1000), early(0x1030), early(0x1040)), (false, true, true, false));
+        assert!(!is_early(&table, false, 0x1000), "a pointer without the tag: the header is not read");
+        // One granule read before the wait and after it: two ranges, apart.
+        let m = read(&fresh(&[(BASE, 256, READ | EARLY), (BASE + 128, 256, READ)]), true);
+        assert_eq!(m.ranges, vec![dense(BASE, BASE + 256, READ | EARLY), dense(BASE + 128, BASE + 384, READ)]);
+        assert!(m.wait_known);
+        // A full table's cover holds accesses of both sides: it is not early.
+        let steps: Vec<_> = (0..(ENTRIES as u64 + 64)).map(|i| (BASE + (i << 20), 4, WRITE | EARLY)).collect();
+        assert_eq!(read(&fresh(&steps), true).overflow.map(|c| c.flags), Some(WRITE));
+    }
+
+    #[test]
     fn an_empty_table_reads_as_nothing() {
-        assert_eq!(read(&vec![0; TABLE_BYTES]), Measured::default());
+        assert_eq!(read(&vec![0; TABLE_BYTES], false), Measured::default());
     }
 
     #[test]
@@ -381,17 +431,21 @@ mod tests {
         assert_eq!(define("GRANULE_SHIFT"), u64::from(GRANULE_SHIFT));
         assert_eq!(define("KEY_FLAGS_SHIFT"), u64::from(KEY_FLAGS_SHIFT));
         assert_eq!(define("BLOCK_SHIFT"), u64::from(BLOCK_SHIFT));
+        assert_eq!(define("EARLY"), u64::from(EARLY));
+        assert_eq!(define("EARLY_TAG"), EARLY_TAG as u64);
         // 64 blocks span a granule; the granule of any 64-bit address lies below the flags,
-        // which take the three bits above.
+        // which take the four bits above.
         assert_eq!(blocks(0, 1 << GRANULE_SHIFT), u64::MAX);
         assert_eq!(key(u64::MAX, 0) >> KEY_FLAGS_SHIFT, 0);
-        assert_eq!(unkey(key(u64::MAX, READ | WRITE | ATOMIC)), Some((!0xffff, 7)));
-        // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved: 8
-        // each) and 32-byte entries (key: 8 bytes; lo_inv, hi: 4 each; residues, blocks: 8
-        // each).
-        assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8);
+        assert_eq!(unkey(key(u64::MAX, EARLY | READ | WRITE | ATOMIC)), Some((!0xffff, 15)));
+        // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved,
+        // early_lo, early_hi: 8 each) and 32-byte entries (key: 8 bytes; lo_inv, hi: 4 each;
+        // residues, blocks: 8 each); entries 16-byte aligned, for the patch's 16-byte loads.
+        assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8 + 8 + 8);
+        assert_eq!(EARLY_AT, 4 + 4 + 8 + 8 + 8);
         assert_eq!(ENTRY_BYTES, 8 + 4 + 4 + 8 + 8);
-        assert_eq!(TABLE_BYTES, 32 + 1024 * 32);
+        assert_eq!(TABLE_BYTES, 48 + 1024 * 32);
+        assert_eq!((HEADER_BYTES % 16, EARLY_AT % 16, TABLE_BYTES % 16), (0, 0, 0));
     }
 
     #[test]
@@ -407,7 +461,7 @@ mod tests {
             table[at + 8..at + 12].copy_from_slice(&lo_inv.to_le_bytes());
             table[at + 12..at + 16].copy_from_slice(&hi.to_le_bytes());
             table[at + 16..at + 24].copy_from_slice(&residues(8, 2).to_le_bytes());
-            read(&table)
+            read(&table, false)
         };
         assert_eq!(entry(key(base, READ), 0, 10), Measured::default());
         assert_eq!(entry(key(base, 0), !8, 10), Measured::default());
@@ -423,7 +477,7 @@ mod tests {
         // Floats x[0::2] and x[1::2] over 1 KiB: one hull each, disjoint residues.
         let even: Vec<_> = (0..128u64).map(|i| (BASE + 8 * i, 4, WRITE)).collect();
         let odd: Vec<_> = (0..128u64).map(|i| (BASE + 8 * i + 4, 4, WRITE)).collect();
-        let (even, odd) = (read(&fresh(&even)).ranges, read(&fresh(&odd)).ranges);
+        let (even, odd) = (read(&fresh(&even), false).ranges, read(&fresh(&odd), false).ranges);
         assert_eq!((even[0].lo, even[0].hi, even[0].residues), (BASE, BASE + 1020, 0x5555_5555_5555_5555));
         assert_eq!((odd[0].lo, odd[0].hi, odd[0].residues), (BASE + 4, BASE + 1024, !0x5555_5555_5555_5555));
     }

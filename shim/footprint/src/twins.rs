@@ -3,7 +3,7 @@
 //! function of the same name (same parameters, grid and stream); every other launch runs
 //! the program's own code, unpatched, at native speed.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_void, CStr};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Arc;
@@ -54,6 +54,18 @@ pub struct Pair {
     pub launched: bool,
     /// The module's variables, each in the program's module and in the twin.
     pub variables: Arc<[Mirrored]>,
+    /// Where its kernel first waits on its grid dependencies, where its code says so.
+    pub first_wait: Option<FirstWait>,
+}
+
+/// Where a twin's function first waits on its grid dependencies: its module and name (what
+/// the Compute Sanitizer API finds its first instruction by) and the wait's byte offset from
+/// its first instruction, read from the program's code, which the twin is a copy of.
+#[derive(Clone, Debug)]
+pub struct FirstWait {
+    pub module: Handle,
+    pub name: Arc<CStr>,
+    pub offset: u32,
 }
 
 /// A variable of a module and the twin's copy of it: before a launch on the twin, the
@@ -152,8 +164,8 @@ pub fn waits_for_grid(driver: &Driver, twins: &std::sync::Mutex<Twins>, f: Handl
         return None;
     }
     // SAFETY: as above.
-    let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_str().ok()?;
-    Some(waiting.contains(name))
+    let name = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
+    Some(waiting.contains_key(name))
 }
 
 /// The twin of the program's function (or `CUkernel`) `f` in the current context `ctx`,
@@ -232,11 +244,21 @@ pub fn pair(
                 && !name.is_null()
                 && (driver.module_get_function)(&mut twin_function, twin, name) == 0
         };
-        if found {
-            Ok(Pair { own, twin: twin_function, launched: false, variables })
-        } else {
-            Err(NoTwin::NoCode)
+        if !found {
+            return Err(NoTwin::NoCode);
         }
+        // SAFETY: as above.
+        let name = unsafe { CStr::from_ptr(name) };
+        let waits = lock().grid_waits.get(&(module as usize)).map(|(_, w)| w.clone());
+        let first_wait = match (waits.as_deref(), name.to_str()) {
+            (Some(Waits::In(waiting)), Ok(kernel)) => waiting.get(kernel).copied().flatten().map(|offset| FirstWait {
+                module: twin,
+                name: name.into(),
+                offset,
+            }),
+            _ => None,
+        };
+        Ok(Pair { own, twin: twin_function, launched: false, variables, first_wait })
     });
     lock().functions.insert((f as usize, ctx as usize), (module as usize, pair.clone()));
     pair

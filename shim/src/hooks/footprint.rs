@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use streamsan::model::footprint::learnt::{Lookup, POINTER};
-use streamsan::model::footprint::measured::{measured_mode, Footprint as MeasuredFootprint};
-use streamsan::model::op::Access;
+use streamsan::model::footprint::measured::{measured_mode, measured_place, Footprint as MeasuredFootprint};
+use streamsan::model::op::{Access, WaitPlace};
 use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
 use streamsan::options::Footprint;
@@ -326,22 +326,27 @@ pub fn collect() {
     }
     let tickets: Vec<engine::Ticket> = tickets.into_iter().map(engine::Ticket).collect();
     let mut accesses = Vec::new();
-    let access =
-        |r: &engine::Range| Access { residues: r.residues, ..Access::new(r.lo, r.hi - r.lo, measured_mode(r.flags)) };
     engine::collect(&tickets, |ticket, measured| match measured {
         Some(measured) => {
             if trace() {
                 eprintln!(
-                    "streamsan: footprint of launch {}: {:x?} overflow {:x?}",
-                    ticket.0, measured.ranges, measured.overflow
+                    "streamsan: footprint of launch {}: {:x?} overflow {:x?} wait known {}",
+                    ticket.0, measured.ranges, measured.overflow, measured.wait_known
                 );
             }
+            let access = |r: &engine::Range| Access {
+                residues: r.residues,
+                place: measured_place(r.flags, measured.wait_known),
+                ..Access::new(r.lo, r.hi - r.lo, measured_mode(r.flags))
+            };
             accesses.clear();
             accesses.extend(measured.ranges.iter().map(access));
             if measured.overflow.is_some() {
                 model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
             }
-            let footprint = MeasuredFootprint { ranges: &accesses, cover: measured.overflow.as_ref().map(access) };
+            // The cover may hold accesses of both sides of a wait: its place is not known.
+            let cover = measured.overflow.as_ref().map(|r| Access { place: WaitPlace::Unknown, ..access(r) });
+            let footprint = MeasuredFootprint { ranges: &accesses, cover };
             model.launch_measured(ticket.0, Some(footprint));
         }
         None => model.launch_measured(ticket.0, None),

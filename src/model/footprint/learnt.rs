@@ -13,7 +13,7 @@ use crate::hash::{fast_map, FastHasher, FastMap};
 use crate::phases::{self, Tally};
 
 use super::measured::Footprint;
-use crate::model::op::{Access, Mode};
+use crate::model::op::{Access, Mode, WaitPlace};
 use crate::model::residue;
 
 /// A pointer into a buffer, in a launch's words: the footprint is relative to it, so its
@@ -45,7 +45,8 @@ pub struct Learning {
     pub words: Arc<[u64]>,
 }
 
-/// What one pointer parameter's launch touched, relative to the pointer.
+/// What one pointer parameter's launch touched on one side of its kernel's first
+/// grid-dependency wait, relative to the pointer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Extent {
     slot: u32,
@@ -57,6 +58,9 @@ pub struct Extent {
     residues: u64,
     /// Part of an overflowed table's cover: bytes that may not all have been touched.
     cover: bool,
+    /// Where it was touched around the kernel's first grid-dependency wait: a programmatic
+    /// launch given it overlaps the kernel ahead of it there only.
+    place: WaitPlace,
 }
 
 /// What was learnt of one key: the extents of its pointer parameters, or that its launches
@@ -68,11 +72,12 @@ pub enum Known {
 }
 
 impl Known {
-    /// The footprint of these extents (one per slot), in slot order: the same bytes measured
-    /// in buffers laid out in another order are the same footprint, and must compare equal
-    /// (a caching allocator hands a kernel's buffers out in a new order at every step).
+    /// The footprint of these extents (one per slot and place), in slot order: the same
+    /// bytes measured in buffers laid out in another order are the same footprint, and must
+    /// compare equal (a caching allocator hands a kernel's buffers out in a new order at every
+    /// step).
     fn extents(mut extents: Vec<Extent>) -> Known {
-        extents.sort_unstable_by_key(|e| e.slot);
+        extents.sort_unstable_by_key(|e| (e.slot, e.place));
         Known::Extents(extents.into())
     }
 
@@ -90,7 +95,8 @@ impl Known {
         let compatible = |x: Mode, y: Mode| x == y || x == Mode::ReadWrite || y == Mode::ReadWrite;
         a.len() == b.len()
             && a.iter().zip(b.iter()).all(|(x, y)| {
-                (x.slot, x.lo, x.len, x.cover) == (y.slot, y.lo, y.len, y.cover) && compatible(x.mode, y.mode)
+                (x.slot, x.place, x.lo, x.len, x.cover) == (y.slot, y.place, y.lo, y.len, y.cover)
+                    && compatible(x.mode, y.mode)
             })
     }
 
@@ -99,7 +105,7 @@ impl Known {
         matches!(self, Known::Extents(extents) if extents.iter().any(|e| e.cover))
     }
 
-    /// Both footprints at once: per slot, the hull of the two extents.
+    /// Both footprints at once: per slot and place, the hull of the two extents.
     fn union(&self, other: &Known) -> Known {
         let (Known::Extents(a), Known::Extents(b)) = (self, other) else {
             return Known::Unlearnable;
@@ -112,9 +118,9 @@ impl Known {
     }
 }
 
-/// Adds `e` to `extents`, joined with the extent of its slot if there is one.
+/// Adds `e` to `extents`, joined with the extent of its slot and place if there is one.
 fn add_extent(extents: &mut Vec<Extent>, e: Extent) {
-    match extents.iter_mut().find(|x| x.slot == e.slot) {
+    match extents.iter_mut().find(|x| (x.slot, x.place) == (e.slot, e.place)) {
         Some(x) => {
             let (lo, hi) = (x.lo.min(e.lo), (x.lo + x.len as i64).max(e.lo + e.len as i64));
             *x = Extent {
@@ -124,6 +130,7 @@ fn add_extent(extents: &mut Vec<Extent>, e: Extent) {
                 len: (hi - lo) as u64,
                 residues: x.residues | e.residues,
                 cover: x.cover || e.cover,
+                place: e.place,
             };
         }
         None => extents.push(e),
@@ -192,7 +199,7 @@ impl Entry {
         };
         learnt.len() == now.len()
             && learnt.iter().zip(now.iter()).all(|(l, m)| {
-                (l.slot, l.lo, l.len, l.cover) == (m.slot, m.lo, m.len, m.cover)
+                (l.slot, l.place, l.lo, l.len, l.cover) == (m.slot, m.place, m.lo, m.len, m.cover)
                     && (l.mode == m.mode || l.mode == Mode::ReadWrite)
                     && residue::within(m.residues, l.residues)
             })
@@ -400,9 +407,10 @@ pub struct LearntSummary {
 
 impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for its kernel and words, if anything was. A pointer that no extent was learnt
-    /// for was not followed: it goes, unless the measure is blind to it. A launch to measure as
-    /// a sample keeps its parameters' accesses (what its measure is learnt from) and is given
+    /// learnt for its kernel and words, if anything was: an access per extent of its slot
+    /// (one per place around the kernel's wait). A pointer that no extent was learnt for was
+    /// not followed: it goes, unless the measure is blind to it. A launch to measure as a
+    /// sample keeps its parameters' accesses (what its measure is learnt from) and is given
     /// the learnt ones beside, without a slot: what it stands on if it cannot be measured (a
     /// measured launch keeps none of them).
     pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
@@ -430,24 +438,44 @@ impl Learnt {
             mode: e.mode,
             exact: true,
             residues: residue::moved(e.residues, (access.addr % 256) as i64),
+            place: e.place,
             ..*access
         };
-        let extent = |access: &Access| access.slot.and_then(|s| extents.iter().find(|e| e.slot == s));
+        let of = |access: &Access| {
+            let slot = access.slot;
+            extents.iter().filter(move |e| slot == Some(e.slot))
+        };
         if sample {
             let beside: Vec<Access> = accesses
                 .iter()
-                .filter_map(|a| Some(Access { slot: None, blind: false, ..learnt(a, extent(a)?) }))
+                .flat_map(|a| of(a).map(|e| Access { slot: None, blind: false, ..learnt(a, e) }))
                 .collect();
             accesses.extend(beside);
             return Lookup::Sample;
         }
-        accesses.retain_mut(|access| match extent(access) {
-            Some(e) => {
-                *access = learnt(access, e);
-                true
+        // In place, with no allocation on the launch path: each access becomes its slot's
+        // first extent, kept at the front; a slot's further extents go to the end.
+        let given = accesses.len();
+        let mut kept = 0;
+        for i in 0..given {
+            let access = accesses[i];
+            let mut mine = of(&access);
+            match mine.next() {
+                Some(e) => {
+                    accesses[kept] = learnt(&access, e);
+                    kept += 1;
+                    for e in mine {
+                        accesses.push(learnt(&access, e));
+                    }
+                }
+                None if access.blind => {
+                    accesses[kept] = access;
+                    kept += 1;
+                }
+                None => {}
             }
-            None => access.blind,
-        });
+        }
+        accesses.drain(kept..given);
         self.applied.fetch_add(1, Ordering::Relaxed);
         Lookup::Applied
     }
@@ -502,11 +530,12 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
     };
     // The first pointer into `buffer` above `addr`.
     let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|g| g.addr).filter(|&a| a > addr).min();
-    let extent = |p: &Access, lo: u64, hi: u64, mode: Mode, residues: u64, cover: bool| {
+    let extent = |p: &Access, (lo, hi): (u64, u64), m: &Access, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
         // Relative to the pointer: exact where it is 4-byte aligned, else dense.
-        let residues = residue::moved(residues, -((p.addr % 256) as i64));
-        Extent { slot: p.slot.expect("a pointer"), mode, lo: from, len: hi - lo, residues, cover }
+        let residues = if cover { residue::DENSE } else { residue::moved(m.residues, -((p.addr % 256) as i64)) };
+        let (slot, mode, place) = (p.slot.expect("a pointer"), m.mode, m.place);
+        Extent { slot, mode, lo: from, len: hi - lo, residues, cover, place }
     };
     let mut extents: Vec<Extent> = Vec::new();
     for m in measured.ranges {
@@ -520,7 +549,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
                 return Known::Unlearnable;
             };
             let end = hi.min(buffer.1).min(next_pointer(buffer, lo).unwrap_or(u64::MAX));
-            add_extent(&mut extents, extent(&p, lo, end, m.mode, m.residues, false));
+            add_extent(&mut extents, extent(&p, (lo, end), m, false));
             lo = end;
         }
     }
@@ -540,7 +569,7 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
             let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
             if plo < phi {
                 let p = pointer(buffer, plo).expect("a pointer into the buffer");
-                add_extent(&mut extents, extent(&p, plo, phi, cover.mode, residue::DENSE, true));
+                add_extent(&mut extents, extent(&p, (plo, phi), &cover, true));
             }
         }
     }
@@ -552,7 +581,7 @@ mod tests {
     use super::*;
 
     fn extent(lo: i64, len: u64, mode: Mode) -> Extent {
-        Extent { slot: 8, mode, lo, len, residues: residue::DENSE, cover: false }
+        Extent { slot: 8, mode, lo, len, residues: residue::DENSE, cover: false, place: WaitPlace::Unknown }
     }
 
     #[test]
@@ -563,5 +592,15 @@ mod tests {
         let joined = first.union(&second);
         assert_eq!(joined, Known::Extents(vec![extent(-16, 116, union(Mode::Write, Mode::Read))].into()));
         assert_eq!(Known::Unlearnable.union(&first), Known::Unlearnable);
+    }
+
+    #[test]
+    fn extents_on_two_sides_of_the_wait_are_two_footprints_and_their_union_keeps_both() {
+        let at = |place| Extent { place, ..extent(0, 64, Mode::Read) };
+        let (before, after) = (at(WaitPlace::Before), at(WaitPlace::After));
+        let (early, late) = (Known::Extents(vec![before].into()), Known::Extents(vec![after].into()));
+        assert!(!early.same_bytes(&late), "a read moved across the wait");
+        assert!(early.same_bytes(&early.clone()));
+        assert_eq!(early.union(&late), Known::Extents(vec![before, after].into()));
     }
 }

@@ -10,8 +10,9 @@ use super::learnt::Learning;
 use crate::hash::FastSet;
 use crate::model::buffers::Buffer;
 use crate::model::clock::{Epoch, Slot, VectorClock};
-use crate::model::op::{Access, Mode, OpRecord};
+use crate::model::op::{Access, Mode, OpRecord, WaitPlace};
 use crate::model::race::BufferFacts;
+use crate::model::rules::work::Overlap;
 
 /// Accesses kept in the log at most; beyond, the oldest go (and races with them may be
 /// missed, counted).
@@ -28,6 +29,9 @@ pub(in crate::model) struct Pending {
     pub(in crate::model) seq: u64,
     pub(in crate::model) op: OpRecord,
     pub(in crate::model) clock: VectorClock,
+    /// How it is ordered after the kernel ahead of it (a programmatic launch): its accesses
+    /// that may overlap that kernel are checked with another clock than `clock`.
+    pub(in crate::model) overlap: Overlap,
     /// Buffers numbered from here were allocated after it was issued.
     pub(in crate::model) next_buffer: u64,
     /// The buffers its pointer parameters were in when it was issued: a pool may free one and
@@ -49,6 +53,11 @@ impl Pending {
     /// The buffer at `addr` when the launch was issued, among those its pointers were in.
     pub(in crate::model) fn met_at(&self, addr: u64) -> Option<&Arc<Buffer>> {
         met_at(&self.met, addr)
+    }
+
+    /// The clock its access `access` is checked with.
+    pub(in crate::model) fn clock_of(&self, access: &Access) -> &VectorClock {
+        self.overlap.clock(access, &self.clock)
     }
 }
 
@@ -194,7 +203,7 @@ impl PendingLaunches {
         &self,
         ticket: u64,
         op: OpRecord,
-        clock: VectorClock,
+        (clock, overlap): (VectorClock, Overlap),
         next_buffer: u64,
         met: Vec<Arc<Buffer>>,
         guess: Vec<Access>,
@@ -204,7 +213,7 @@ impl PendingLaunches {
         window.seq += 1;
         let seq = window.seq;
         let issued_at = crate::model::peers::now();
-        window.pending.push(Pending { ticket, seq, op, clock, next_buffer, met, issued_at, guess, learn });
+        window.pending.push(Pending { ticket, seq, op, clock, overlap, next_buffer, met, issued_at, guess, learn });
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -268,26 +277,29 @@ impl PendingLaunches {
         // Only a launch pending from before it reads these entries (one from after it found
         // it pending and checked it); footprints mostly come in issue order, and then none is.
         if window.pending.iter().any(|p| p.seq < pending.seq) {
-            let knew = window.knew(&pending.clock);
-            let entries = accesses.iter().map(|a| Logged {
-                seq: pending.seq,
-                lo: a.addr,
-                hi: a.addr + a.len.max(1),
-                residues: a.residues,
-                mode: a.mode,
-                freed: None,
-                buffer: buffer(a.addr),
-                op: pending.op,
-                knew: knew.clone(),
-            });
-            window.push_all(entries.collect(), &self.dropped);
+            let entries: Vec<Logged> = accesses
+                .iter()
+                .map(|a| Logged {
+                    seq: pending.seq,
+                    lo: a.addr,
+                    hi: a.addr + a.len.max(1),
+                    residues: a.residues,
+                    mode: a.mode,
+                    freed: None,
+                    buffer: buffer(a.addr),
+                    op: pending.op,
+                    knew: window.knew(pending.clock_of(a)),
+                })
+                .collect();
+            window.push_all(entries, &self.dropped);
         }
         window.prune();
     }
 }
 
 /// `ranges` (sorted, of one buffer) joined across their smallest gaps until at most `cap`
-/// remain per mode; a joined range takes the union of the modes it covers.
+/// remain; a joined range takes the union of the modes it covers, and a place around the
+/// wait only where its parts agree.
 pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Access> {
     let mut out: Vec<Access> = ranges.to_vec();
     while out.len() > cap {
@@ -300,7 +312,8 @@ pub(in crate::model) fn join_closest(ranges: &[Access], cap: usize) -> Vec<Acces
         let hi = (a.addr + a.len).max(b.addr + b.len);
         let mode = if a.mode == b.mode { a.mode } else { Mode::ReadWrite };
         let exact = a.exact && b.exact;
-        out[i] = Access { exact, residues: a.residues | b.residues, ..Access::new(a.addr, hi - a.addr, mode) };
+        let place = if a.place == b.place { a.place } else { WaitPlace::Unknown };
+        out[i] = Access { exact, place, residues: a.residues | b.residues, ..Access::new(a.addr, hi - a.addr, mode) };
         out.remove(i + 1);
     }
     out
@@ -326,7 +339,7 @@ mod tests {
     fn pending(tickets: &[u64]) -> PendingLaunches {
         let launches = PendingLaunches::default();
         for (slot, &ticket) in (1..).zip(tickets) {
-            launches.pend(ticket, op(slot, 1), clock(slot, 1), 1, Vec::new(), Vec::new(), None);
+            launches.pend(ticket, op(slot, 1), (clock(slot, 1), Overlap::None), 1, Vec::new(), Vec::new(), None);
         }
         launches
     }
@@ -360,12 +373,12 @@ mod tests {
     fn the_log_keeps_in_issue_order_what_pending_launches_need_and_only_that() {
         let launches = pending(&[7]);
         observe(&launches, 0);
-        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), Vec::new(), None);
+        launches.pend(8, op(2, 1), (clock(2, 1), Overlap::None), 1, Vec::new(), Vec::new(), None);
         observe(&launches, 8);
         let (eight, later) = launches.take(8).expect("pending");
         assert_eq!(starts(&later.unordered), [8]);
         launches.log_measured(&eight, &[Access::new(0x100, 16, Mode::Read)], |_| 5);
-        launches.pend(9, op(3, 1), clock(3, 1), 1, Vec::new(), Vec::new(), None);
+        launches.pend(9, op(3, 1), (clock(3, 1), Overlap::None), 1, Vec::new(), Vec::new(), None);
         let (seven, later) = launches.take(7).expect("pending");
         assert_eq!(starts(&later.unordered), [0, 0x100, 8]);
         let measured = &later.unordered[1];
@@ -396,7 +409,7 @@ mod tests {
         assert_eq!((later[0].lo, later[MAX_LOGGED - 1].lo), (2, MAX_LOGGED as u64 + 1));
         // A measured launch logged for an earlier one, all its ranges at once: the same bound.
         let launches = pending(&[7]);
-        launches.pend(8, op(2, 1), clock(2, 1), 1, Vec::new(), Vec::new(), None);
+        launches.pend(8, op(2, 1), (clock(2, 1), Overlap::None), 1, Vec::new(), Vec::new(), None);
         for i in 0..MAX_LOGGED as u64 - 1 {
             observe(&launches, 0x1000 + i);
         }

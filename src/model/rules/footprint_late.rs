@@ -10,7 +10,7 @@ use crate::model::definition::NodeKind;
 use crate::model::footprint::learnt::Learning;
 use crate::model::footprint::measured::Footprint;
 use crate::model::footprint::pending::{join_closest, Pending, MAX_RANGES_PER_BUFFER};
-use crate::model::op::{Access, OpRecord, StackId, ThreadId};
+use crate::model::op::{Access, OpRecord, StackId, ThreadId, WaitPlace};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::residue;
 use crate::model::streams::StreamRef;
@@ -40,9 +40,9 @@ impl Model {
         let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
-        let clock = self.overlapping(&mut state, stream.slot, op, true).unwrap_or_else(|| state.clock.clone());
+        let overlap = self.overlapping(&mut state, stream.slot, op, true);
         let met = self.met_buffers(work.accesses);
-        self.pending.pend(ticket, op, clock, next_buffer, met, work.accesses.to_vec(), learn);
+        self.pending.pend(ticket, op, (state.clock.clone(), overlap), next_buffer, met, work.accesses.to_vec(), learn);
         Some(epoch)
     }
 
@@ -102,6 +102,7 @@ impl Model {
             return;
         };
         let accesses = self.taken(&pending, measured);
+        self.note_unplaced(&pending.overlap, &accesses, pending.op);
         self.node_measured(ticket, measured.is_some().then_some(&accesses[..]));
         self.host_accesses_measured(pending.op, measured.is_some().then_some(&accesses[..]));
         if let (Some(learning), Some(measured)) = (&pending.learn, measured) {
@@ -117,7 +118,7 @@ impl Model {
                 later: &later.ops,
                 issued_at: pending.issued_at,
             };
-            self.access(access, &pending.clock, pending.op, checked, &mut found);
+            self.access(access, pending.clock_of(access), pending.op, checked, &mut found);
         }
         // What was issued after it, unordered with it.
         for entry in &later.unordered {
@@ -162,10 +163,11 @@ impl Model {
     }
 
     /// What the launch is taken to have touched: its measured ranges and its cover's part in
-    /// each buffer its pointers met, joined per buffer to at most [`MAX_RANGES_PER_BUFFER`];
-    /// of its parameters' accesses, only those the measure is blind to (pointers inside
-    /// tensor maps, which bulk copies follow). A measurement replaces the guess: a pointer
-    /// the kernel did not follow is no access.
+    /// each buffer its pointers met, joined per buffer and place around its kernel's
+    /// grid-dependency wait to at most [`MAX_RANGES_PER_BUFFER`]; of its parameters'
+    /// accesses, only those the measure is blind to (pointers inside tensor maps, which bulk
+    /// copies follow). A measurement replaces the guess: a pointer the kernel did not follow
+    /// is no access.
     fn taken(&self, pending: &Pending, measured: Option<Footprint<'_>>) -> Vec<Access> {
         let Some(measured) = measured else {
             return pending.guess.clone();
@@ -191,7 +193,15 @@ impl Model {
             while j < out.len() && ids[j] == id {
                 j += 1;
             }
-            compact.extend(join_closest(&out[i..j], if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX }));
+            let cap = if id.is_some() { MAX_RANGES_PER_BUFFER } else { usize::MAX };
+            // Joined only with ranges of their own side of the wait: a range over both would
+            // be taken as ordered, and what the kernel touched before its wait unchecked.
+            for place in [WaitPlace::Unknown, WaitPlace::Before, WaitPlace::After] {
+                let side: Vec<Access> = out[i..j].iter().filter(|a| a.place == place).copied().collect();
+                if !side.is_empty() {
+                    compact.extend(join_closest(&side, cap));
+                }
+            }
             i = j;
         }
         compact.extend(pending.guess.iter().filter(|g| g.blind));
@@ -219,8 +229,7 @@ impl Model {
 mod tests {
     use super::*;
     use crate::model::buffers::MemoryKind;
-    use crate::model::op::Mode;
-    use crate::model::op::{HostEffect, KernelId, Origin};
+    use crate::model::op::{GridWait, HostEffect, KernelId, Mode, Origin};
     use crate::model::{Alloc, FreeOn};
 
     fn read(addr: u64, len: u64) -> Access {
@@ -412,6 +421,59 @@ mod tests {
         model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], cover: None }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::FreeRace]);
+    }
+
+    /// A kernel writes the buffer's first 8 bytes on the first stream; then a programmatic
+    /// launch there of a kernel that waits on its grid dependencies is pending as ticket 8.
+    fn a_programmatic_dependent() -> Model {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 2));
+        let write = [Access::new(BUFFER, 8, Mode::Write)];
+        let origin = Origin::test("cuLaunchKernel", 3);
+        model.work(S1, Work { origin, kernel: Some(KernelId(1)), accesses: &write, host: HostEffect::None });
+        model.programmatic_next_launch(S1, GridWait::Unseen);
+        pend(&model, S1, 8, 4, Mode::Read);
+        model
+    }
+
+    fn kinds(model: &Model) -> (Vec<RaceKind>, usize) {
+        let races = model.races().iter().map(|r| r.race.kind).collect();
+        (races, model.notes().iter().filter(|n| n.kind == NoteKind::ProgrammaticLaunch).count())
+    }
+
+    /// Measured, a programmatic launch whose kernel waits races with the kernel ahead of it
+    /// through what it read before its wait only; measured where the wait's place was not
+    /// known (or not measured at all), it is ordered, and noted.
+    #[test]
+    fn a_pending_programmatic_launch_overlaps_the_kernel_ahead_with_its_accesses_before_its_wait() {
+        for (place, expected) in [
+            (WaitPlace::Before, (vec![RaceKind::CrossStream], 0)),
+            (WaitPlace::After, (vec![], 0)),
+            (WaitPlace::Unknown, (vec![], 1)),
+        ] {
+            let model = a_programmatic_dependent();
+            let read = [Access { place, ..Access::new(BUFFER, 8, Mode::Read) }];
+            model.launch_measured(8, Some(Footprint { ranges: &read, cover: None }));
+            assert_eq!(kinds(&model), expected, "{place:?}");
+        }
+        let model = a_programmatic_dependent();
+        model.launch_measured(8, None);
+        assert_eq!(kinds(&model), (vec![], 1), "its parameters' guess");
+    }
+
+    /// A measured launch's ranges in one buffer beyond the cap are joined on each side of
+    /// the wait apart: a range over both sides would hide what was read before the wait.
+    #[test]
+    fn ranges_before_and_after_the_wait_are_joined_apart() {
+        let model = a_programmatic_dependent();
+        let n = MAX_RANGES_PER_BUFFER as u64 + 1;
+        let at = |k: u64, place| Access { place, ..Access::new(BUFFER + 16 * k, 8, Mode::Read) };
+        let ranges: Vec<Access> = (0..n)
+            .flat_map(|k| [at(k, WaitPlace::Before), Access { addr: BUFFER + 16 * k + 8, ..at(k, WaitPlace::After) }])
+            .collect();
+        model.launch_measured(8, Some(Footprint { ranges: &ranges, cover: None }));
+        assert_eq!(kinds(&model), (vec![RaceKind::CrossStream], 0));
     }
 
     /// A measurement replaces the guess: a pointer into a buffer the kernel never touched is

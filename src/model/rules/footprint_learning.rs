@@ -64,8 +64,9 @@ mod tests {
     use crate::model::buffers::{Buffer, MemoryKind};
     use crate::model::clock::VectorClock;
     use crate::model::footprint::learnt::{IGNORED_AFTER, POINTER, RECENT};
-    use crate::model::op::{Mode, OpRecord};
+    use crate::model::op::{Mode, OpRecord, WaitPlace};
     use crate::model::op::{Origin, StackId, ThreadId};
+    use crate::model::rules::work::Overlap;
     use crate::model::Alloc;
 
     const BASE: u64 = 0x10_0000;
@@ -114,6 +115,7 @@ mod tests {
             seq: 1,
             op: op(),
             clock,
+            overlap: Overlap::None,
             next_buffer,
             met,
             issued_at: 0,
@@ -155,6 +157,31 @@ mod tests {
         assert_eq!(m.apply_learnt(2, &words, &mut later), Lookup::Unknown { kernel_seen: false });
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 0, ignored_words: 0, applied: 1 };
         assert_eq!(m.learnt_summary(), summary);
+    }
+
+    /// What a pointer's kernel touched before its first grid-dependency wait and after it
+    /// are learnt apart, each keeping its place: a later launch is given both, so that a
+    /// programmatic launch of it overlaps the kernel ahead with the first alone.
+    #[test]
+    fn extents_before_and_after_the_wait_are_learnt_apart() {
+        let m = model();
+        let placed = |lo: u64, len, place| Access { place, ..Access::new(BASE + lo, len, Mode::Read) };
+        let measured = [placed(0, 64, WaitPlace::Before), placed(32, 96, WaitPlace::After)];
+        let words = [POINTER];
+        learn(&m, &learning(1, &words), &[pointer(BASE, 0)], exact(&measured));
+        let mut later = vec![pointer(BASE + 256, 0)];
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        let given: Vec<_> = later.iter().map(|a| (a.addr, a.len, a.place)).collect();
+        assert_eq!(given, [(BASE + 256, 64, WaitPlace::Before), (BASE + 288, 96, WaitPlace::After)]);
+        // A blind pointer beside it stays, after both of the first pointer's extents.
+        let blind = Access { blind: true, ..pointer(BASE + 0x1000, 8) };
+        let mut later = vec![pointer(BASE + 256, 0), blind];
+        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        let given: Vec<_> = later.iter().map(|a| (a.addr, a.place)).collect();
+        assert_eq!(
+            given,
+            [(BASE + 256, WaitPlace::Before), (BASE + 0x1000, WaitPlace::Unknown), (BASE + 288, WaitPlace::After)]
+        );
     }
 
     /// A launch whose footprint is read after its buffer was freed and its address handed

@@ -12,6 +12,8 @@ use crate::model::definition::NodeKind;
 use crate::model::op::{Access, KernelId, OpRecord};
 use crate::model::Model;
 
+use super::work::Overlap;
+
 use super::graphs::lock_definition;
 
 impl Model {
@@ -61,14 +63,15 @@ impl Model {
         nodes.into_iter().map(|(_, handle)| handle).collect()
     }
 
-    /// Issues a node, run as `op` with `clock`, as a measured launch pending as `ticket`;
-    /// `guess`: what its parameters say; `at`: its executable graph, its index there and
-    /// the graph's launch (counted).
+    /// Issues a node, run as `op` with `clock` (`overlap`: how it is ordered after the kernel
+    /// nodes its programmatic edges come from), as a measured launch pending as `ticket`;
+    /// `guess`: what its parameters say; `at`: its executable graph, its index there and the
+    /// graph's launch (counted).
     pub(super) fn pend_node(
         &self,
         ticket: u64,
         op: OpRecord,
-        clock: &VectorClock,
+        (clock, overlap): (&VectorClock, Overlap),
         guess: &[Access],
         at: (&Arc<Exec>, usize, u64),
     ) {
@@ -76,7 +79,7 @@ impl Model {
         let next_buffer = self.next_buffer.load(Ordering::Relaxed);
         self.graphs.measuring.insert(ticket, (Arc::downgrade(exec), node, launch));
         let met = self.met_buffers(guess);
-        self.pending.pend(ticket, op, clock.clone(), next_buffer, met, guess.to_vec(), None);
+        self.pending.pend(ticket, op, (clock.clone(), overlap), next_buffer, met, guess.to_vec(), None);
     }
 
     /// The footprint of the measured launch `ticket` arrived (`accesses`, None: it could not

@@ -10,9 +10,9 @@ use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Member};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::{flagged, Definition, Graph, Node, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{GridWait, OpRecord, Origin};
+use crate::model::op::{Access, GridWait, OpRecord, Origin};
 use crate::model::race::{NoteKind, Race};
-use crate::model::rules::work::Checked;
+use crate::model::rules::work::{Checked, Overlap};
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
 use crate::model::{Alloc, Model};
 
@@ -222,19 +222,16 @@ impl Model {
             let mut clock = self.node_clock(node, base, &clocks);
             let epoch = clock.tick(state.lane_slots[node.lane]);
             let op = OpRecord::new(&node.origin, node.kernel, epoch);
-            let overlapping = self.overlapping_node(graph, &state.lane_slots, i, op, base, &clocks);
-            let checked = overlapping.as_ref().unwrap_or(&clock);
+            let overlap = self.overlapping_node(graph, &state.lane_slots, i, (base, &clock), &clocks);
             let ticket = run.measured.iter().find(|&&(h, _)| h == node.handle && h != 0).map(|&(_, t)| t);
             match (ticket, &node.kind, state.measured.get(i).cloned().flatten()) {
                 (Some(ticket), NodeKind::Work { accesses }, _) => {
-                    self.pend_node(ticket, op, checked, accesses, (run.exec, i, state.launches))
+                    self.pend_node(ticket, op, (&clock, overlap), accesses, (run.exec, i, state.launches))
                 }
                 (None, NodeKind::Work { .. }, Some((_, measured))) => {
-                    for access in measured.iter() {
-                        self.access(access, checked, op, Checked::Now, found);
-                    }
+                    self.work_node(&measured, op, &clock, &overlap, found)
                 }
-                _ => self.run_node(node, op, checked, found),
+                _ => self.run_node(node, op, &clock, &overlap, found),
             }
             end.join(&clock);
             clocks.push(clock);
@@ -242,30 +239,44 @@ impl Model {
         end
     }
 
-    /// For the kernel node `i` of `graph`, run as `op`, reached through programmatic edges
-    /// (programmatic dependent launch): if its kernel never waits on its grid dependencies,
-    /// the clock its accesses are checked with, which takes from each kernel node at the
-    /// other end only what that kernel was ordered after, since the node may run beside it
-    /// (`docs/semantics.md#programmatic-dependent-launch`); None where no such kernel is
-    /// left unordered (it is ordered another way). A node whose kernel's wait is not seen is
-    /// taken as ordered, and noted.
+    /// For the kernel node `i` of `graph`, run as `op` with `clock` (`base` the launch's),
+    /// how it is ordered after the kernel nodes its programmatic edges come from
+    /// (programmatic dependent launch, `docs/semantics.md#programmatic-dependent-launch`):
+    /// where such a kernel is not ordered before it another way, the node may run beside it,
+    /// until the end if its kernel never waits on its grid dependencies, until its first wait
+    /// if it waits. Its overlapping accesses take from each such kernel only what that kernel
+    /// was ordered after.
     fn overlapping_node(
         &self,
         graph: &Graph,
         lane_slots: &[Slot],
         i: usize,
-        op: OpRecord,
+        (base, clock): (&VectorClock, &VectorClock),
+        clocks: &[VectorClock],
+    ) -> Overlap {
+        let node = &graph.nodes[i];
+        if node.programmatic.is_empty() || !is_kernel(node) {
+            return Overlap::None;
+        }
+        match (node.grid_wait, self.beside_primaries(graph, lane_slots, i, base, clocks)) {
+            (GridWait::Never, Some(beside)) => Overlap::Whole(beside),
+            (GridWait::Never, None) => Overlap::None,
+            (GridWait::Unseen, beside) => Overlap::BeforeWait(beside.unwrap_or_else(|| clock.clone())),
+        }
+    }
+
+    /// The clock of node `i` of `graph` but for the kernel nodes its programmatic edges come
+    /// from, which it may run beside: from each such kernel only what it was ordered after.
+    /// None where no such kernel is left unordered (it is ordered another way).
+    fn beside_primaries(
+        &self,
+        graph: &Graph,
+        lane_slots: &[Slot],
+        i: usize,
         base: &VectorClock,
         clocks: &[VectorClock],
     ) -> Option<VectorClock> {
         let node = &graph.nodes[i];
-        if node.programmatic.is_empty() || !is_kernel(node) {
-            return None;
-        }
-        if node.grid_wait == GridWait::Unseen {
-            self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
-            return None;
-        }
         let primaries: Vec<usize> = node.programmatic.iter().copied().filter(|&d| is_kernel(&graph.nodes[d])).collect();
         if primaries.is_empty() {
             return None;
@@ -305,15 +316,12 @@ impl Model {
         clock
     }
 
-    /// What a node does when it runs as `op`, with clock `clock`: the rule of the operation
-    /// it was captured from.
-    fn run_node(&self, node: &Node, op: OpRecord, clock: &VectorClock, found: &mut Vec<Race>) {
+    /// What a node does when it runs as `op`, with clock `clock` (`overlap`: a kernel node's
+    /// order after the kernel nodes its programmatic edges come from): the rule of the
+    /// operation it was captured from.
+    fn run_node(&self, node: &Node, op: OpRecord, clock: &VectorClock, overlap: &Overlap, found: &mut Vec<Race>) {
         match &node.kind {
-            NodeKind::Work { accesses } => {
-                for access in accesses {
-                    self.access(access, clock, op, Checked::Now, found);
-                }
-            }
+            NodeKind::Work { accesses } => self.work_node(accesses, op, clock, overlap, found),
             NodeKind::Alloc { base, size, ctx } => {
                 let alloc = Alloc { base: *base, size: *size, kind: MemoryKind::GraphOwned, ctx: *ctx };
                 self.register(alloc, 0, op);
@@ -324,6 +332,22 @@ impl Model {
             }
             NodeKind::HostFunc(callback) => callback.set(clock),
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
+        }
+    }
+
+    /// A work node's `accesses` as it runs as `op` with `clock`, each checked with the clock
+    /// `overlap` gives it.
+    fn work_node(
+        &self,
+        accesses: &[Access],
+        op: OpRecord,
+        clock: &VectorClock,
+        overlap: &Overlap,
+        found: &mut Vec<Race>,
+    ) {
+        self.note_unplaced(overlap, accesses, op);
+        for access in accesses {
+            self.access(access, overlap.clock(access, clock), op, Checked::Now, found);
         }
     }
 }
@@ -360,7 +384,7 @@ impl Member for Stream {
 mod tests {
     use crate::model::buffers::MemoryKind;
     use crate::model::definition::{AddedNode, NodeKind};
-    use crate::model::op::{Access, GridWait, HostEffect, Mode, Origin};
+    use crate::model::op::{Access, GridWait, HostEffect, Mode, Origin, WaitPlace};
     use crate::model::race::{NoteKind, RaceKind};
     use crate::model::streams::StreamRef;
     use crate::model::{Alloc, Model, Work};
@@ -395,15 +419,16 @@ mod tests {
     }
 
     /// A kernel writes a buffer, then a kernel launched programmatically reads it, captured
-    /// on one stream; `wait` is the reader's. Returns the races and the notes of one launch.
-    fn captured_programmatic(wait: GridWait) -> (Vec<RaceKind>, Vec<NoteKind>) {
+    /// on one stream; `wait` is the reader's, and `place` its read's around its wait.
+    /// Returns the races and the notes of one launch.
+    fn captured_programmatic(wait: GridWait, place: WaitPlace) -> (Vec<RaceKind>, Vec<NoteKind>) {
         let model = Model::default();
         let alloc = Alloc { base: 0x1000, size: 64, kind: MemoryKind::Device, ctx: 1 };
         model.alloc(alloc, None, &Origin::test("cuMemAlloc_v2", 1));
         model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
         model.capture_begin(STREAM);
         let kernel = |name, mode, site| {
-            let access = [Access::new(0x1000, 64, mode)];
+            let access = [Access { place, ..Access::new(0x1000, 64, mode) }];
             let origin = Origin::test("cuLaunchKernelEx", site);
             let kernel = Some(model.kernel_id(name, name));
             model.work(STREAM, Work { origin, kernel, accesses: &access, host: HostEffect::None });
@@ -420,11 +445,16 @@ mod tests {
     }
 
     /// Captured, a programmatic launch whose kernel never waits overlaps the kernel node
-    /// before it; one whose wait is not seen is ordered, and noted at each launch.
+    /// before it; one whose kernel waits overlaps it with what it touches before its wait;
+    /// one whose accesses' places around the wait are not known is ordered, and noted at each
+    /// launch.
     #[test]
-    fn a_captured_programmatic_launch_overlaps_the_kernel_node_before_it_unless_it_may_wait() {
-        assert_eq!(captured_programmatic(GridWait::Never), (vec![RaceKind::CrossStream], vec![]));
-        assert_eq!(captured_programmatic(GridWait::Unseen), (vec![], vec![NoteKind::ProgrammaticLaunch]));
+    fn a_captured_programmatic_launch_overlaps_the_kernel_node_before_it_until_its_wait() {
+        let noted = vec![NoteKind::ProgrammaticLaunch];
+        assert_eq!(captured_programmatic(GridWait::Never, WaitPlace::Unknown), (vec![RaceKind::CrossStream], vec![]));
+        assert_eq!(captured_programmatic(GridWait::Unseen, WaitPlace::Unknown), (vec![], noted));
+        assert_eq!(captured_programmatic(GridWait::Unseen, WaitPlace::Before), (vec![RaceKind::CrossStream], vec![]));
+        assert_eq!(captured_programmatic(GridWait::Unseen, WaitPlace::After), (vec![], vec![]));
     }
 
     /// Captured into a graph after its kernel node reached through a programmatic edge (edge

@@ -8,7 +8,7 @@ use crate::model::buffers::{Buffer, BufferState, Found, MemoryKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::footprint::pending;
-use crate::model::op::{Access, GridWait, HostEffect, Mode, OpRecord};
+use crate::model::op::{Access, GridWait, HostEffect, Mode, OpRecord, WaitPlace};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::{StreamRef, StreamState};
 use crate::model::{Model, Work};
@@ -35,10 +35,10 @@ impl Model {
         let mut found = Vec::new();
         let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
-        let overlapping = self.overlapping(&mut state, stream.slot, op, work.kernel.is_some());
-        let clock = overlapping.as_ref().unwrap_or(&state.clock);
+        let overlap = self.overlapping(&mut state, stream.slot, op, work.kernel.is_some());
+        self.note_unplaced(&overlap, work.accesses, op);
         for access in work.accesses {
-            self.access(access, clock, op, Checked::Now, &mut found);
+            self.access(access, overlap.clock(access, &state.clock), op, Checked::Now, &mut found);
         }
         drop(state);
         if work.host == HostEffect::WaitsForOperation {
@@ -56,36 +56,43 @@ impl Model {
         self.stream(stream).lock().programmatic_next = Some(wait);
     }
 
-    /// After `op` was issued on the stream of `slot` (`kernel`: a launch): the clock its
-    /// accesses are ordered by when it is a programmatic launch that never waits on its grid
-    /// dependencies and the operation just before it on the stream is a kernel: the stream's
-    /// clock but for that kernel, which it may run beside until the end
-    /// (`docs/semantics.md#programmatic-dependent-launch`). Everything before that kernel,
-    /// and whatever the host joined, stays ordered. None otherwise; a programmatic launch
-    /// whose wait is not seen is noted.
+    /// After `op` was issued on the stream of `slot` (`kernel`: a launch): how its accesses
+    /// are ordered after the kernel just before it on the stream, when it is a programmatic
+    /// launch (`docs/semantics.md#programmatic-dependent-launch`). Where that kernel is not
+    /// otherwise ordered before it (the host joined it), it may run beside it: until the end
+    /// if its kernel never waits on its grid dependencies, until its first wait if it waits.
+    /// Its overlapping accesses are checked with the stream's clock but for that kernel;
+    /// everything before that kernel stays ordered.
     pub(in crate::model) fn overlapping(
         &self,
         state: &mut StreamState,
         slot: Slot,
         op: OpRecord,
         kernel: bool,
-    ) -> Option<VectorClock> {
+    ) -> Overlap {
         let programmatic = state.programmatic_next.take().filter(|_| kernel);
         let before = std::mem::replace(&mut state.last_kernel, kernel.then_some(op.epoch.time));
-        match programmatic? {
-            GridWait::Never => {}
-            GridWait::Unseen => {
-                self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
-                return None;
-            }
+        let Some(wait) = programmatic else { return Overlap::None };
+        let primary = op.epoch.time.checked_sub(1).filter(|&p| before == Some(p) && self.host.get(slot) < p);
+        let beside = primary.map(|primary| {
+            let mut clock = state.clock.clone();
+            clock.set(slot, primary - 1);
+            clock
+        });
+        match (wait, beside) {
+            (GridWait::Never, Some(clock)) => Overlap::Whole(clock),
+            (GridWait::Never, None) => Overlap::None,
+            (GridWait::Unseen, beside) => Overlap::BeforeWait(beside.unwrap_or_else(|| state.clock.clone())),
         }
-        let primary = op.epoch.time.checked_sub(1)?;
-        if before != Some(primary) || self.host.get(slot) >= primary {
-            return None;
+    }
+
+    /// Notes `op`, a programmatic launch of a kernel that waits on its grid dependencies,
+    /// when one of its accesses has no place around the wait: it is taken as ordered, and a
+    /// race of it before the wait would go unseen.
+    pub(in crate::model) fn note_unplaced(&self, overlap: &Overlap, accesses: &[Access], op: OpRecord) {
+        if matches!(overlap, Overlap::BeforeWait(_)) && accesses.iter().any(|a| a.place == WaitPlace::Unknown) {
+            self.notes.add(NoteKind::ProgrammaticLaunch, op, 0);
         }
-        let mut clock = state.clock.clone();
-        clock.set(slot, primary - 1);
-        Some(clock)
     }
 
     /// Checks and records one access by `op`, whose clock is `clock`: as it is issued
@@ -220,6 +227,31 @@ impl Model {
     }
 }
 
+/// How a launch's accesses are ordered after the kernel ahead of it
+/// ([`Model::overlapping`]).
+#[derive(Clone, Debug)]
+pub(in crate::model) enum Overlap {
+    /// Not a programmatic launch, or one of a kernel that never waits ordered after that
+    /// kernel anyway: every access with its own clock.
+    None,
+    /// A programmatic launch of a kernel that never waits: every access with this clock.
+    Whole(VectorClock),
+    /// A programmatic launch of a kernel that waits: its accesses before the wait with this
+    /// clock, the others with its own.
+    BeforeWait(VectorClock),
+}
+
+impl Overlap {
+    /// The clock `access` is checked with, `ordered` the launch's own.
+    pub(in crate::model) fn clock<'a>(&'a self, access: &Access, ordered: &'a VectorClock) -> &'a VectorClock {
+        match self {
+            Overlap::Whole(clock) => clock,
+            Overlap::BeforeWait(clock) if access.place == WaitPlace::Before => clock,
+            _ => ordered,
+        }
+    }
+}
+
 /// The mode of an access's side of a race.
 fn access_mode(side: &Side) -> Mode {
     match side.action {
@@ -263,5 +295,59 @@ impl<'a> Checked<'a> {
 
     fn issued_later(self, epoch: &Epoch) -> bool {
         matches!(self, Checked::Late { later, .. } if later.contains(epoch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::buffers::MemoryKind;
+    use crate::model::op::{Access, GridWait, HostEffect, Mode, Origin, WaitPlace};
+    use crate::model::race::{NoteKind, RaceKind};
+    use crate::model::streams::StreamRef;
+    use crate::model::{Alloc, Model, Work};
+
+    const BUFFER: u64 = 0x10_0000;
+    const STREAM: StreamRef = StreamRef::Handle(0x10);
+
+    /// A kernel writes a buffer on a stream; then the next kernel on the stream reads it, its
+    /// access placed `place` around its kernel's first grid-dependency wait, launched
+    /// programmatically (its kernel waiting somewhere) where `programmatic`, after the host
+    /// synchronized with the stream where `joined`. The races and notes found.
+    fn dependent(place: WaitPlace, programmatic: bool, joined: bool) -> (Vec<RaceKind>, Vec<NoteKind>) {
+        let model = Model::default();
+        model.stream_created(0x10, 1, true, &Origin::test("cuStreamCreate", 1));
+        model.alloc(
+            Alloc { base: BUFFER, size: 256, kind: MemoryKind::Device, ctx: 1 },
+            None,
+            &Origin::test("cuMemAlloc", 2),
+        );
+        let kernel = |name, access: Access, site| {
+            let kernel = Some(model.kernel_id(name, name));
+            let origin = Origin::test("cuLaunchKernelEx", site);
+            model.work(STREAM, Work { origin, kernel, accesses: &[access], host: HostEffect::None });
+        };
+        kernel("primary", Access::new(BUFFER, 64, Mode::Write), 3);
+        if joined {
+            model.stream_synchronized(STREAM);
+        }
+        if programmatic {
+            model.programmatic_next_launch(STREAM, GridWait::Unseen);
+        }
+        kernel("dependent", Access { place, ..Access::new(BUFFER, 64, Mode::Read) }, 4);
+        (model.races().iter().map(|r| r.race.kind).collect(), model.notes().iter().map(|n| n.kind).collect())
+    }
+
+    /// A programmatic launch of a kernel that waits on its grid dependencies overlaps the
+    /// kernel ahead of it with what it touches before its wait, and with nothing else; an
+    /// access whose place is not known is ordered, and the launch noted. A launch that is not
+    /// programmatic, or whose primary the host joined, is ordered whatever its marks say.
+    #[test]
+    fn a_programmatic_launch_overlaps_the_kernel_ahead_with_its_accesses_before_its_wait() {
+        let noted = vec![NoteKind::ProgrammaticLaunch];
+        assert_eq!(dependent(WaitPlace::Before, true, false), (vec![RaceKind::CrossStream], vec![]));
+        assert_eq!(dependent(WaitPlace::After, true, false), (vec![], vec![]));
+        assert_eq!(dependent(WaitPlace::Unknown, true, false), (vec![], noted));
+        assert_eq!(dependent(WaitPlace::Before, false, false), (vec![], vec![]));
+        assert_eq!(dependent(WaitPlace::Before, true, true), (vec![], vec![]));
     }
 }

@@ -23,6 +23,9 @@
 //                                never waits on its grid dependencies (racy) or waits first
 //   cases programmatic_weights racy|fixed  the dependent reads weights q before its wait, p
 //                                after it: clean in both twins
+//   cases programmatic_early racy|fixed    as programmatic, the dependent waiting on its grid
+//                                dependencies: it reads p before its wait (racy) or only
+//                                after it (fixed)
 //   cases programmatic_graph racy|fixed    programmatic captured from stream A into a graph
 //                                (capture joins the two kernel nodes by a programmatic edge)
 //   cases programmatic_graph_weights racy|fixed  programmatic_weights captured likewise
@@ -57,7 +60,8 @@ extern "C" __global__ void sum_part(const float* part, int n, float* out) {
 
 // Dependents launched with programmatic stream serialization: sum_nowait never waits on its
 // grid dependencies, so it may read `in` while the kernel ahead of it still writes it;
-// sum_waits waits first; scale_waits reads weights the kernel ahead never writes, then waits.
+// sum_waits waits first; scale_waits reads weights the kernel ahead never writes, then waits;
+// read_then_wait reads its first element of `in` before it waits, the rest after.
 extern "C" __global__ void sum_nowait(const float* in, int n, float* out) {
     float s = 0;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += in[i];
@@ -76,6 +80,14 @@ extern "C" __global__ void scale_waits(const float* weights, const float* in, in
     cudaGridDependencySynchronize();
     float s = 0;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += w * in[i];
+    atomicAdd(out, s);
+}
+
+extern "C" __global__ void read_then_wait(const float* in, int n, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = i < n ? in[i] : 0.0f;
+    cudaGridDependencySynchronize();
+    for (i += gridDim.x * blockDim.x; i < n; i += gridDim.x * blockDim.x) s += in[i];
     atomicAdd(out, s);
 }
 
@@ -148,7 +160,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_graph|programmatic_graph_weights|programmatic_built|neighbours|between racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|neighbours|between racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -244,6 +256,14 @@ int main(int argc, char** argv) {
         // correct in both twins.
         write_all<<<264, 256, 0, a>>>(p, n);
         CHECK(launch_programmatic(scale_waits, a, (const float*)q, (const float*)p, n, out));
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
+        CHECK(cudaStreamSynchronize(a));
+    } else if (strcmp(argv[1], "programmatic_early") == 0) {
+        // One stream: write_all, then a dependent that waits, reading p before its wait
+        // (racy) or only after it (fixed).
+        write_all<<<264, 256, 0, a>>>(p, n);
+        CHECK(fixed ? launch_programmatic(sum_waits, a, (const float*)p, n, out)
+                    : launch_programmatic(read_then_wait, a, (const float*)p, n, out));
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
         CHECK(cudaStreamSynchronize(a));
     } else if (strcmp(argv[1], "programmatic_graph") == 0 || strcmp(argv[1], "programmatic_graph_weights") == 0) {

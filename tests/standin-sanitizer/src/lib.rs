@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use streamsan_footprint::table::{emulate, TABLE_BYTES};
+use streamsan_footprint::table::{emulate, is_early, EARLY, EARLY_TAG, TABLE_BYTES};
 
 type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
 type Handle = *mut c_void;
@@ -21,6 +21,12 @@ static CALLBACK: AtomicUsize = AtomicUsize::new(0);
 static PATCHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// Each function's callback data (`sanitizerSetCallbackData`): the table its launches write.
 static CALLBACK_DATA: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+/// Each function's first program counter, by module and name, given out by
+/// `sanitizerGetFunctionPcAndSize` ([`FUNCTION_BYTES`] apart).
+static FUNCTIONS: Mutex<Option<HashMap<(usize, String), u64>>> = Mutex::new(None);
+/// The code of every function, in bytes: an access made after its kernel's first wait is at
+/// its last instruction, one before it at its first.
+const FUNCTION_BYTES: u64 = 0x1000;
 
 /// Appends `line` to `STANDIN_SANITIZER_LOG`, if set: for each launch, `measured NAME` (a
 /// patched module's, given a table), `patched NAME` (a patched module's, given none) or
@@ -136,6 +142,50 @@ pub unsafe extern "C" fn sanitizerMemcpyDeviceToHost(
     OK
 }
 
+/// `sanitizerMemcpyHostToDeviceAsync`.
+///
+/// # Safety
+/// `dst` and `src` hold `count` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerMemcpyHostToDeviceAsync(
+    dst: *mut c_void,
+    src: *mut c_void,
+    count: usize,
+    _stream: Handle,
+) -> u32 {
+    if fails("sanitizerMemcpyHostToDeviceAsync") {
+        return ERROR_UNKNOWN;
+    }
+    // SAFETY: the caller's promise; the stand-in's device memory is the process's own.
+    unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, count) };
+    OK
+}
+
+/// `sanitizerGetFunctionPcAndSize`: each function of each module gets code of its own.
+///
+/// # Safety
+/// `name` is NUL-terminated; `pc` and `size` are valid out-pointers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sanitizerGetFunctionPcAndSize(
+    module: Handle,
+    name: *const c_char,
+    pc: *mut u64,
+    size: *mut u64,
+) -> u32 {
+    if fails("sanitizerGetFunctionPcAndSize") {
+        return ERROR_UNKNOWN;
+    }
+    // SAFETY: the caller's promise.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    let mut functions = FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+    let functions = functions.get_or_insert_with(HashMap::new);
+    let next = FUNCTION_BYTES * (functions.len() as u64 + 1);
+    let start = *functions.entry((module as usize, name)).or_insert(0x7000_0000_0000 + next);
+    // SAFETY: the caller's promise.
+    unsafe { (*pc, *size) = (start, FUNCTION_BYTES) };
+    OK
+}
+
 /// `sanitizerMemset`.
 ///
 /// # Safety
@@ -203,9 +253,11 @@ unsafe extern "C" fn module(context: Handle, module: Handle, code: *const u8, by
 /// The stand-in driver accepted a launch of `function` in `module`. If the module is patched
 /// and the function has a table (as on a GPU: `sanitizerSetCallbackData` binds it to every
 /// later launch), the "device" adds to the table what the patch would (`emulate`, which like
-/// the patch never clears what is there). A kernel named `footprint_*` touches what its
-/// parameters list as (address, length, flags) triples of u64 ([`accesses`]), a word left
-/// over being a scalar that touches nothing; `footprint_beyond*` touches, for each triple,
+/// the patch never clears what is there), each access marked early by the patch's rule
+/// (`is_early`) at its program counter: a triple flagged [`BEFORE_WAIT`] is touched by the
+/// function's first instruction, any other by its last. A kernel named `footprint_*` touches
+/// what its parameters list as (address, length, flags) triples of u64 ([`accesses`]), a word
+/// left over being a scalar that touches nothing; `footprint_beyond*` touches, for each triple,
 /// the `length` bytes just after it (a footprint its parameters cannot tell from
 /// `footprint_touch`'s); `footprint_packed(u32 length, u8 junk, u64 address, u64 flags)`
 /// touches its one triple; `footprint_indirect(u64 base, u64 index)` reads the triple
@@ -225,12 +277,13 @@ unsafe extern "C" fn launched(
         log(&format!("native {name}"));
         return;
     }
-    let table = CALLBACK_DATA
+    let data = CALLBACK_DATA
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .and_then(|d| d.get(&(function as usize)).copied())
-        .unwrap_or(0) as *mut c_void;
+        .unwrap_or(0);
+    let (table, tagged) = ((data & !EARLY_TAG) as *mut c_void, data & EARLY_TAG != 0);
     if table.is_null() {
         log(&format!("patched {name}"));
         return;
@@ -264,14 +317,38 @@ unsafe extern "C" fn launched(
     }
     // SAFETY: the table the engine gave this launch, TABLE_BYTES of host memory here.
     let table = unsafe { core::slice::from_raw_parts_mut(table as *mut u8, TABLE_BYTES) };
-    emulate(table, &accesses(&words));
+    let start = FUNCTIONS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|f| f.get(&(module as usize, name)).copied());
+    let early = |before: bool| {
+        let pc = start.map(|start| if before { start } else { start + FUNCTION_BYTES - 16 });
+        if pc.is_some_and(|pc| is_early(table, tagged, pc)) {
+            EARLY
+        } else {
+            0
+        }
+    };
+    let (before, after) = (early(true), early(false));
+    let steps: Vec<(u64, u32, u32)> = accesses(&words)
+        .into_iter()
+        .map(|(addr, size, flags)| {
+            let place = if flags & BEFORE_WAIT != 0 { before } else { after };
+            (addr, size, flags & !BEFORE_WAIT | place)
+        })
+        .collect();
+    emulate(table, &steps);
 }
+
+/// A triple's flag: its bytes are touched before the kernel's first grid-dependency wait.
+const BEFORE_WAIT: u32 = 8;
 
 /// The accesses a `footprint_*` kernel makes, as warp steps of at most 128 bytes within one
 /// granule: for each (address, length, flags) triple (flags: the patch's READ 1, WRITE 2,
-/// ATOMIC 4), `length` bytes from `address`; a length with bit 63 set is `count << 32 | len`
-/// of a strided triple: `count` accesses of `len` bytes, `1 << shift` bytes apart, the shift
-/// in bits 8 to 15 of the flags (0: 4 KiB).
+/// ATOMIC 4, and [`BEFORE_WAIT`]), `length` bytes from `address`; a length with bit 63 set
+/// is `count << 32 | len` of a strided triple: `count` accesses of `len` bytes, `1 << shift`
+/// bytes apart, the shift in bits 8 to 15 of the flags (0: 4 KiB).
 fn accesses(words: &[u64]) -> Vec<(u64, u32, u32)> {
     let mut steps = Vec::new();
     for t in words.chunks_exact(3) {

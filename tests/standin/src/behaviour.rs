@@ -1164,6 +1164,31 @@ unsafe fn text_at(p: *const c_void) -> Option<String> {
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
 }
 
+/// Code as the stand-in loads it: the PTX that declares its kernels, and the image as given
+/// (what a Compute Sanitizer library is told the module's code is).
+type Code = (String, Vec<u8>);
+
+fn text(ptx: Option<String>) -> Option<Code> {
+    ptx.map(|ptx| (ptx.clone(), ptx.into_bytes()))
+}
+
+/// The image at `p`: an ELF cubin carrying its kernels' PTX ([`ptx::cubin`]), or PTX text.
+unsafe fn image_at(p: *const c_void) -> Option<Code> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: an image has a first byte; one of 0x7f (never text's) is an ELF header's first,
+    // of 64 bytes.
+    let elf = unsafe { *p.cast::<u8>() } == 0x7f;
+    // SAFETY: as above.
+    let head = if elf { unsafe { core::slice::from_raw_parts(p.cast::<u8>(), 64) } } else { &[][..] };
+    // SAFETY: any other image is NUL-terminated PTX text.
+    let Some(size) = ptx::cubin_size(head) else { return text(unsafe { text_at(p) }) };
+    // SAFETY: a cubin holds its section headers, which end at `size`.
+    let image = unsafe { core::slice::from_raw_parts(p.cast::<u8>(), size) }.to_vec();
+    Some((ptx::cubin(&image)?, image))
+}
+
 unsafe fn file_text(path: *const c_char) -> Option<String> {
     let path = unsafe { text_at(path.cast())? };
     std::fs::read_to_string(path).ok()
@@ -1173,18 +1198,18 @@ fn entries_by_name(ptx: &str) -> HashMap<String, ptx::Entry> {
     ptx::entries(ptx).into_iter().map(|e| (e.name.clone(), e)).collect()
 }
 
-/// A module or library loaded from `ptx` as `object` (given its kernels and its PTX), told
-/// to an attached Compute Sanitizer library with its code.
+/// A module or library loaded from `code` as `object` (given its kernels and its PTX), told
+/// to an attached Compute Sanitizer library with its image.
 unsafe fn load_code(
     out: *mut *mut c_void,
-    ptx: Option<String>,
+    code: Option<Code>,
     object: fn(HashMap<String, ptx::Entry>, &str) -> Object,
 ) -> CUresult {
-    let Some(ptx) = ptx else { return 218 }; // CUDA_ERROR_INVALID_PTX
+    let Some((ptx, image)) = code else { return 218 }; // CUDA_ERROR_INVALID_PTX
     let status = new_object(out, object(entries_by_name(&ptx), &ptx));
     if status == OK {
         // SAFETY: the handle was just written.
-        crate::sanitizer::module(unsafe { *out } as usize, Some(&ptx));
+        crate::sanitizer::module(unsafe { *out } as usize, Some(&image));
     }
     status
 }
@@ -1203,19 +1228,19 @@ fn variables(ptx: &str) -> HashMap<String, (u64, usize)> {
         .collect()
 }
 
-unsafe fn load_module(module: *mut CUmodule, ptx: Option<String>) -> CUresult {
-    unsafe { load_code(module.cast(), ptx, |functions, ptx| Object::Module { functions, variables: variables(ptx) }) }
+unsafe fn load_module(module: *mut CUmodule, code: Option<Code>) -> CUresult {
+    unsafe { load_code(module.cast(), code, |functions, ptx| Object::Module { functions, variables: variables(ptx) }) }
 }
 
 unsafe fn load_library(library: *mut CUlibrary, ptx: Option<String>) -> CUresult {
-    unsafe { load_code(library.cast(), ptx, |kernels, _| Object::Library { kernels }) }
+    unsafe { load_code(library.cast(), text(ptx), |kernels, _| Object::Library { kernels }) }
 }
 
 pub unsafe fn module_load(module: *mut CUmodule, fname: *const c_char) -> CUresult {
-    unsafe { load_module(module, file_text(fname)) }
+    unsafe { load_module(module, text(file_text(fname))) }
 }
 pub unsafe fn module_load_data(module: *mut CUmodule, image: *const c_void) -> CUresult {
-    unsafe { load_module(module, text_at(image)) }
+    unsafe { load_module(module, image_at(image)) }
 }
 pub unsafe fn module_load_data_ex(
     module: *mut CUmodule,
@@ -1224,10 +1249,10 @@ pub unsafe fn module_load_data_ex(
     _o: *mut u32,
     _v: *mut *mut c_void,
 ) -> CUresult {
-    unsafe { load_module(module, text_at(image)) }
+    unsafe { load_module(module, image_at(image)) }
 }
 pub unsafe fn module_load_fat_binary(module: *mut CUmodule, fat_cubin: *const c_void) -> CUresult {
-    unsafe { load_module(module, text_at(fat_cubin)) }
+    unsafe { load_module(module, text(text_at(fat_cubin))) }
 }
 pub unsafe fn module_get_function(hfunc: *mut CUfunction, module: CUmodule, name: *const c_char) -> CUresult {
     let Some(name) = (unsafe { text_at(name.cast()) }) else { return CUDA_ERROR_INVALID_VALUE };

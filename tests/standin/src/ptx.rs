@@ -2,7 +2,9 @@
 //!
 //! A module image is read as PTX text; each `.entry name( .param ... )` declares a kernel
 //! whose parameter layout follows the PTX rules the real driver applies (each parameter
-//! aligned to its `.align` or natural size). Nothing is compiled or run.
+//! aligned to its `.align` or natural size). Nothing is compiled or run: an ELF cubin (whose
+//! machine code a Compute Sanitizer library reads) declares its kernels in PTX carried in a
+//! section of its own, `.standin.ptx` ([`cubin`]).
 
 /// One kernel parameter: its byte offset and size in the parameter buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +98,37 @@ pub fn variables(ptx: &str) -> Vec<(String, usize)> {
         depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
     }
     found
+}
+
+/// The size of the ELF64 cubin at the start of `head` (its first 64 bytes at least), its
+/// section headers last: None for anything else.
+pub fn cubin_size(head: &[u8]) -> Option<usize> {
+    if !head.starts_with(b"\x7fELF") || head.len() < 64 || head[4] != 2 {
+        return None;
+    }
+    let shoff = u64::from_le_bytes(head[0x28..0x30].try_into().ok()?) as usize;
+    let shentsize = usize::from(u16::from_le_bytes(head[0x3a..0x3c].try_into().ok()?));
+    let shnum = usize::from(u16::from_le_bytes(head[0x3c..0x3e].try_into().ok()?));
+    shoff.checked_add(shentsize.checked_mul(shnum)?)
+}
+
+/// The PTX an ELF64 cubin `image` carries in its section `.standin.ptx`.
+pub fn cubin(image: &[u8]) -> Option<String> {
+    let at = |offset: usize, len: usize| image.get(offset..offset.checked_add(len)?);
+    let u64_at = |offset: usize| Some(u64::from_le_bytes(at(offset, 8)?.try_into().ok()?) as usize);
+    let u16_at = |offset: usize| Some(usize::from(u16::from_le_bytes(at(offset, 2)?.try_into().ok()?)));
+    let (shoff, shentsize, shnum, shstrndx) = (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?, u16_at(0x3e)?);
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 24)?;
+    (0..shnum).find_map(|i| {
+        let name_at = names + u32::from_le_bytes(at(header(i), 4)?.try_into().ok()?) as usize;
+        let name = image.get(name_at..)?.split(|&b| b == 0).next()?;
+        if name != b".standin.ptx" {
+            return None;
+        }
+        let bytes = at(u64_at(header(i) + 24)?, u64_at(header(i) + 32)?)?;
+        String::from_utf8(bytes.to_vec()).ok()
+    })
 }
 
 fn scalar_size(ty: &str) -> usize {

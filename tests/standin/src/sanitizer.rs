@@ -32,7 +32,7 @@ pub extern "C" fn standin_attach_sanitizer(hook: LaunchHook, module: ModuleHook)
 
 /// The module (or library) `handle` was loaded from `code` (or, None, is to be unloaded):
 /// told to the attached library, if any.
-pub fn module(handle: usize, code: Option<&str>) {
+pub fn module(handle: usize, code: Option<&[u8]>) {
     let hook = MODULE_HOOK.load(Ordering::Acquire);
     if hook == 0 {
         return;
