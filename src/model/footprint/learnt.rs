@@ -93,11 +93,30 @@ impl Known {
             return self == other;
         };
         let compatible = |x: Mode, y: Mode| x == y || x == Mode::ReadWrite || y == Mode::ReadWrite;
+        // Two covers' parts in one buffer reach as far as the warps that found the table full
+        // ran: where they end does not bear on the words.
+        let reach = |x: &Extent, y: &Extent| (x.cover && y.cover) || (x.lo, x.len) == (y.lo, y.len);
         a.len() == b.len()
             && a.iter().zip(b.iter()).all(|(x, y)| {
-                (x.slot, x.place, x.lo, x.len, x.cover) == (y.slot, y.place, y.lo, y.len, y.cover)
-                    && compatible(x.mode, y.mode)
+                (x.slot, x.place, x.cover) == (y.slot, y.place, y.cover) && reach(x, y) && compatible(x.mode, y.mode)
             })
+    }
+
+    /// Whether every extent of `inner` lies within this footprint's extent of its slot and
+    /// place, in a direction it holds.
+    fn holds(&self, inner: &Known) -> bool {
+        let (Known::Extents(outer), Known::Extents(inner)) = (self, inner) else {
+            return self == inner;
+        };
+        inner.iter().all(|i| {
+            outer.iter().any(|o| {
+                (o.slot, o.place) == (i.slot, i.place)
+                    && o.lo <= i.lo
+                    && i.lo + i.len as i64 <= o.lo + o.len as i64
+                    && (o.mode == i.mode || o.mode == Mode::ReadWrite)
+                    && residue::within(i.residues, o.residues)
+            })
+        })
     }
 
     /// Whether an extent is part of an overflowed table's cover.
@@ -194,6 +213,10 @@ impl Entry {
     /// and not measured are no contradiction: a granule shared with a neighbour mixes its
     /// residues in where the allocator put it.)
     fn agrees(&self, measured: &Known) -> bool {
+        if self.known.has_cover() {
+            // Learnt from covers: a launch whose cover lies within what was learnt agrees.
+            return self.known.holds(measured);
+        }
         let (Known::Extents(learnt), Known::Extents(now)) = (&self.known, measured) else {
             return self.known == *measured;
         };
@@ -267,7 +290,9 @@ impl Kernel {
         if sampled {
             let agrees = e.agrees(known);
             if !agrees {
-                e.known = known.clone();
+                // A cover is no exact footprint to replace another with: the next launch's
+                // may reach further. Covers join what was learnt.
+                e.known = if known.has_cover() || e.known.has_cover() { e.known.union(known) } else { known.clone() };
                 if !e.contradicted {
                     e.launches.store(3, Ordering::Relaxed);
                 }

@@ -363,6 +363,27 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_that_always_overflows_is_predicted_between_samples() {
+        // An optimizer's foreach kernel: every launch overflows its table, its cover's ends
+        // fall where the warps that found the table full ran, and a step counter changes at
+        // every launch. The counter leaves the key and later launches are predicted.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        let mut measured = 0;
+        for step in 0..64u64 {
+            let words = [POINTER, POINTER, 4096, step];
+            if m.apply_learnt(1, &words, &mut guess.to_vec()) != Lookup::Applied {
+                measured += 1;
+                let (lo, hi) = (BASE + 64 * (step * 37 % 61), BASE + 2 * SIZE - 64 * (step * 53 % 59));
+                let cover = Access::new(lo, hi - lo, Mode::ReadWrite);
+                learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
+            }
+        }
+        assert!(measured <= 12, "{measured} of 64 launches measured");
+    }
+
+    #[test]
     fn a_read_measured_as_read_write_at_one_launch_is_the_same_footprint() {
         // An input read at some launches and read and written at another: only a stale word
         // differs, and it leaves the key; the key keeps the union of the modes.
