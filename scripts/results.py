@@ -367,19 +367,24 @@ def perf(results):
     for r in of_suite(results, "perf"):
         for c in r["cases"]:
             f = c["figures"]
-            steps, native, pairs = f["full_speed_steps"], f["native_step_ms"], f["streamsan_pairs_x"]
+            # A hand-run check has no rounds: one process, native where one ran beside it.
+            steps, native, pairs = f.get("full_speed_steps", {}), f.get("native_step_ms"), f.get("streamsan_pairs_x")
             pooled = (f"{x(f['streamsan_full_speed_pooled_x'])} ({steps['native']} native, {steps['streamsan']} "
                       "streamsan steps)" if f.get("streamsan_full_speed_pooled_x") else "—")
             # Other streamsan modes of the run (PERF_VARIANTS): name, ratio and round pairs.
-            variants = [m for m in steps if m not in ("native", "streamsan")]
-            others = "; ".join(f"{m}: {x(f.get(m.replace('-', '_') + '_x'))}" + (
-                f" ({f[m.replace('-', '_') + '_pairs_x']['min']:.2f}-{f[m.replace('-', '_') + '_pairs_x']['max']:.2f})"
-                if f.get(m.replace("-", "_") + "_pairs_x") else "") for m in variants)
+            variants = [k[:-2] for k in f if k.endswith("_x") and not k.endswith(("_pairs_x", "_pooled_x"))
+                        and k[:-2] not in ("streamsan", "memcheck", "csan")]
+            others = "; ".join(f"{m}: {x(f.get(m + '_x'))}" + (
+                f" ({f[m + '_pairs_x']['min']:.2f}-{f[m + '_pairs_x']['max']:.2f})"
+                if f.get(m + "_pairs_x") else "") for m in variants)
             wall = (f"{spread(f['native_process_s'], ' s')} native, {spread(f['streamsan_process_s'], ' s')} streamsan"
                     if f.get("native_process_s") and f.get("streamsan_process_s") else "—")
-            rows.append([PROGRAMS.get(c["name"], c["name"]), f"{r['gpu']}, {r['date'][:10]}, shim {shim(r)}", f["processes"],
-                         f"{native['median']:.1f} ms ({native['min']:.1f}-{native['max']:.1f})",
-                         f"{x(f['streamsan_x'])} ({pairs['min']:.2f}-{pairs['max']:.2f})", pooled, others or "—", wall,
+            ratio = (f"{x(f['streamsan_x'])} ({pairs['min']:.2f}-{pairs['max']:.2f})" if pairs else
+                     x(f["streamsan_x"]) if "streamsan_x" in f else f"{f['streamsan_step_ms']['median']:.1f} ms")
+            rows.append([PROGRAMS.get(c["name"], c["name"]), f"{r['gpu']}, {r['date'][:10]}, shim {shim(r)}",
+                         f.get("processes", 1),
+                         f"{native['median']:.1f} ms ({native['min']:.1f}-{native['max']:.1f})" if native else "—",
+                         ratio, pooled, others or "—", wall,
                          x(f["memcheck_x"], 1) if "memcheck_x" in f else "", x(f["csan_x"], 1) if "csan_x" in f else ""])
     return table(["program", "run", "processes a mode", "native step: median (lowest-highest process)",
                   "streamsan: ratio of medians (round pairs)", "at full speed, pooled", "other modes (round pairs)",
