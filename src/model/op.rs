@@ -1,6 +1,6 @@
 //! The vocabulary in which the shim describes an intercepted call to the model.
 
-use super::clock::Epoch;
+use super::clock::{Epoch, VectorClock};
 
 /// A call site: an index into the shim's stack depot (0: unknown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,6 +41,31 @@ pub enum WaitPlace {
     Before,
     /// Made by an instruction after it, or in a function the kernel calls.
     After,
+}
+
+/// How a launch's accesses are ordered after the kernel ahead of it
+/// (`Model::overlapping`).
+#[derive(Clone, Debug)]
+pub(in crate::model) enum Overlap {
+    /// Not a programmatic launch, or one of a kernel that never waits ordered after that
+    /// kernel anyway: every access with its own clock.
+    None,
+    /// A programmatic launch of a kernel that never waits: every access with this clock.
+    Whole(VectorClock),
+    /// A programmatic launch of a kernel that waits: its accesses before the wait with this
+    /// clock, the others with its own.
+    BeforeWait(VectorClock),
+}
+
+impl Overlap {
+    /// The clock `access` is checked with, `ordered` the launch's own.
+    pub(in crate::model) fn clock<'a>(&'a self, access: &Access, ordered: &'a VectorClock) -> &'a VectorClock {
+        match self {
+            Overlap::Whole(clock) => clock,
+            Overlap::BeforeWait(clock) if access.place == WaitPlace::Before => clock,
+            _ => ordered,
+        }
+    }
 }
 
 /// Who issued a call, and where from.

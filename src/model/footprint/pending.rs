@@ -10,9 +10,8 @@ use super::learnt::Learning;
 use crate::hash::FastSet;
 use crate::model::buffers::Buffer;
 use crate::model::clock::{Epoch, Slot, VectorClock};
-use crate::model::op::{Access, Mode, OpRecord, WaitPlace};
+use crate::model::op::{Access, Mode, OpRecord, Overlap, WaitPlace};
 use crate::model::race::BufferFacts;
-use crate::model::rules::work::Overlap;
 
 /// Accesses kept in the log at most; beyond, the oldest go (and races with them may be
 /// missed, counted).

@@ -64,9 +64,8 @@ mod tests {
     use crate::model::buffers::{Buffer, MemoryKind};
     use crate::model::clock::VectorClock;
     use crate::model::footprint::learnt::{IGNORED_AFTER, POINTER, RECENT};
-    use crate::model::op::{Mode, OpRecord, WaitPlace};
+    use crate::model::op::{Mode, OpRecord, Overlap, WaitPlace};
     use crate::model::op::{Origin, StackId, ThreadId};
-    use crate::model::rules::work::Overlap;
     use crate::model::Alloc;
 
     const BASE: u64 = 0x10_0000;

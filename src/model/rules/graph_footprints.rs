@@ -9,10 +9,8 @@ use std::sync::Arc;
 use crate::model::capture::Exec;
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
-use crate::model::op::{Access, KernelId, OpRecord};
+use crate::model::op::{Access, KernelId, OpRecord, Overlap};
 use crate::model::Model;
-
-use super::work::Overlap;
 
 use super::graphs::lock_definition;
 

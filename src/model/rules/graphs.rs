@@ -10,9 +10,9 @@ use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Member};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::{flagged, Definition, Graph, Node, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{Access, GridWait, OpRecord, Origin};
+use crate::model::op::{Access, GridWait, OpRecord, Origin, Overlap};
 use crate::model::race::{NoteKind, Race};
-use crate::model::rules::work::{Checked, Overlap};
+use crate::model::rules::work::Checked;
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
 use crate::model::{Alloc, Model};
 

@@ -8,7 +8,7 @@ use crate::model::buffers::{Buffer, BufferState, Found, MemoryKind};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::NodeKind;
 use crate::model::footprint::pending;
-use crate::model::op::{Access, GridWait, HostEffect, Mode, OpRecord, WaitPlace};
+use crate::model::op::{Access, GridWait, HostEffect, Mode, OpRecord, Overlap, WaitPlace};
 use crate::model::race::{Action, BufferFacts, Hazard, NoteKind, Race, RaceKind, Side};
 use crate::model::streams::{StreamRef, StreamState};
 use crate::model::{Model, Work};
@@ -224,31 +224,6 @@ impl Model {
             self.pending.observe((lo, hi, access.residues), mode, buffer.id, None, op, clock);
         }
         hi
-    }
-}
-
-/// How a launch's accesses are ordered after the kernel ahead of it
-/// ([`Model::overlapping`]).
-#[derive(Clone, Debug)]
-pub(in crate::model) enum Overlap {
-    /// Not a programmatic launch, or one of a kernel that never waits ordered after that
-    /// kernel anyway: every access with its own clock.
-    None,
-    /// A programmatic launch of a kernel that never waits: every access with this clock.
-    Whole(VectorClock),
-    /// A programmatic launch of a kernel that waits: its accesses before the wait with this
-    /// clock, the others with its own.
-    BeforeWait(VectorClock),
-}
-
-impl Overlap {
-    /// The clock `access` is checked with, `ordered` the launch's own.
-    pub(in crate::model) fn clock<'a>(&'a self, access: &Access, ordered: &'a VectorClock) -> &'a VectorClock {
-        match self {
-            Overlap::Whole(clock) => clock,
-            Overlap::BeforeWait(clock) if access.place == WaitPlace::Before => clock,
-            _ => ordered,
-        }
     }
 }
 
