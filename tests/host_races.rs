@@ -57,6 +57,19 @@ fn races(report: &Report) -> Vec<(String, Option<String>, String)> {
     report.races.iter().map(|r| (r.kind.to_string(), r.hazard.map(|h| h.to_string()), missing_wait(r))).collect()
 }
 
+/// `report` holds one race: the host's read, in the scenario function `function`, of managed
+/// memory that the measured kernel `footprint_indirect` wrote.
+fn assert_read_after_footprint_indirect(report: &Report, function: &str) {
+    let found = races(report);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let race = report.races_of("host-race").next().unwrap_or_else(|| panic!("{found:?}"));
+    assert!(race.hazard.is_some_and(|h| h == "RAW"), "{found:?}");
+    assert_eq!(race.buffer.kind, "managed");
+    assert_eq!(race.first.kernel.as_deref(), Some("footprint_indirect"));
+    let site = describe_site(&race.second.site);
+    assert!(site.ends_with(&format!("in {function}")), "{site}");
+}
+
 /// Runs both twins: the racy one must report a host race with `hazard`, its host access in
 /// `function` of the program, its copy by `copy_api`; the fixed one nothing.
 fn check(scenario: &str, hazard: &str, function: &str, copy_api: &str) -> Report {
@@ -271,14 +284,7 @@ fn other_data_on_a_guarded_page_leaves_the_page_guarded() {
     let env = || vec![("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string())];
     assert_eq!(listed_kind("managed_shared_page"), "host-race");
     let racy = run_twin_with("managed_shared_page", "racy", env()).report();
-    let found = races(&racy);
-    assert_eq!(found.len(), 1, "{found:?}");
-    let race = racy.races_of("host-race").next().unwrap_or_else(|| panic!("{found:?}"));
-    assert!(race.hazard.is_some_and(|h| h == "RAW"), "{found:?}");
-    assert_eq!(race.buffer.kind, "managed");
-    assert_eq!(race.first.kernel.as_deref(), Some("footprint_indirect"));
-    let site = describe_site(&race.second.site);
-    assert!(site.ends_with("in shared_managed_page"), "{site}");
+    assert_read_after_footprint_indirect(&racy, "shared_managed_page");
     assert!(no_notes_but_footprints(&racy), "nothing given up: {:?}", racy.notes);
     let fixed = run_twin_with("managed_shared_page", "fixed", env()).report();
     assert!(fixed.races.is_empty(), "{:?}", races(&fixed));
@@ -453,13 +459,7 @@ fn a_measured_launch_guards_the_managed_memory_it_uses() {
 fn a_measured_launch_s_footprint_decides_the_host_s_accesses_beyond_its_parameters() {
     let env = || vec![("STREAMSAN_SANITIZER_LIB", standin_sanitizer().display().to_string())];
     let racy = run_twin_with("managed_table", "racy", env()).report();
-    let found = races(&racy);
-    assert_eq!(found.len(), 1, "{found:?}");
-    let race = racy.races_of("host-race").next().unwrap_or_else(|| panic!("{found:?}"));
-    assert!(race.hazard.is_some_and(|h| h == "RAW"), "{found:?}");
-    assert_eq!(race.buffer.kind, "managed");
-    assert_eq!(race.first.kernel.as_deref(), Some("footprint_indirect"));
-    assert!(describe_site(&race.second.site).ends_with("in managed_table"), "{}", describe_site(&race.second.site));
+    assert_read_after_footprint_indirect(&racy, "managed_table");
     let fixed = run_twin_with("managed_table", "fixed", env()).report();
     assert!(fixed.races.is_empty(), "{:#?}", fixed.races);
 }
