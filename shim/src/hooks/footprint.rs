@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use streamsan::model::footprint::learnt::{Lookup, POINTER};
 use streamsan::model::footprint::measured::{measured_mode, measured_place, Footprint as MeasuredFootprint};
-use streamsan::model::op::{Access, WaitPlace};
+use streamsan::model::op::{Access, Mode, WaitPlace};
 use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
 use streamsan::options::Footprint;
@@ -121,8 +121,9 @@ pub fn active() -> bool {
 /// In `footprint=learn`, before a launch's real call, its parameters' `accesses` read: a
 /// launch whose footprint was learnt gets the learnt accesses instead and is not measured,
 /// unless it is one that checks what was learnt ([`Lookup::Sample`]); the others are to be
-/// measured, and the kernel to learn under is returned, its words left in `words`
-/// ([`streamsan::model::footprint::learnt`]). The launch then goes through [`launch`].
+/// measured, and the kernel to learn under is returned, its words left in `words` and its
+/// anchors in `anchors` ([`streamsan::model::footprint::learnt`]). The launch then goes
+/// through [`launch`].
 ///
 /// # Safety
 /// `params` and `extra` are the launch's own arguments, valid as the driver requires.
@@ -136,12 +137,14 @@ pub unsafe fn plan(
     shape: [u32; 6],
     accesses: &mut Vec<Access>,
     words: &mut Vec<u64>,
+    anchors: &mut Vec<Access>,
 ) -> Option<u64> {
     let _timer = phases::start(Phase::FootprintPlan);
     // SAFETY: the caller's promise.
     unsafe { launch_words(info, params, extra, shape, accesses, words) };
+    anchor_words(model.buffer_range(), words, anchors);
     let kernel = kernel_key(info, f);
-    let applied = matches!(model.apply_learnt(kernel, words, accesses), Lookup::Applied);
+    let applied = matches!(model.apply_learnt(kernel, words, accesses, anchors), Lookup::Applied);
     if trace() && !applied {
         let name = info.id.map(|id| model.kernel_name(id)).unwrap_or_default();
         eprintln!("streamsan: footprint plan: measure {name} words {words:x?}");
@@ -271,6 +274,23 @@ unsafe fn launch_words(
     split_shared_words(info, words);
 }
 
+/// The words of a launch's parameters that point where buffers lie though the parameter
+/// scan left them out (a field of a by-value structure once seen holding data, such as a
+/// tensor list's entry that held a stale host address): as [`POINTER`] in `words`, and each
+/// in `anchors`. No access of the launch, but what its measured ranges are attributed to
+/// and its learnt extents given through, so that its key does not hold addresses that move
+/// from step to step.
+fn anchor_words(range: core::ops::Range<u64>, words: &mut [u64], anchors: &mut Vec<Access>) {
+    anchors.clear();
+    for (i, word) in words.iter_mut().enumerate().skip(SHAPE_WORDS) {
+        if *word != POINTER && range.contains(word) {
+            let slot = ((i - SHAPE_WORDS) * 8) as u32;
+            anchors.push(Access { exact: false, slot: Some(slot), ..Access::new(*word, 1, Mode::Unknown) });
+            *word = POINTER;
+        }
+    }
+}
+
 /// Each parameter of fewer than 8 bytes that shares its 8-byte word with another parameter,
 /// moved out of that word to one of its own at the end of `words`. Why: a byte the program
 /// never writes (the one byte of an empty lambda beside a 4-byte size, in PyTorch's
@@ -386,5 +406,22 @@ pub fn finish() {
     }
     for ticket in model.pending_launches() {
         model.launch_measured(ticket, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_word_pointing_where_buffers_lie_that_no_access_holds_becomes_an_anchor() {
+        let range = 0x7f00_0000_0000..0x7f10_0000_0000;
+        // The shape, a pointer the scan took, a stale field pointing into a buffer, a size.
+        let mut words = vec![1, 1, 1, POINTER, 0x7f00_0000_4000, 64];
+        let mut anchors = Vec::new();
+        anchor_words(range, &mut words, &mut anchors);
+        assert_eq!(words, [1, 1, 1, POINTER, POINTER, 64]);
+        let anchored: Vec<_> = anchors.iter().map(|a| (a.addr, a.slot)).collect();
+        assert_eq!(anchored, [(0x7f00_0000_4000, Some(8))]);
     }
 }

@@ -35,8 +35,9 @@ struct Launcher {
     kernel: Option<KernelId>,
     /// Its kernel for learnt footprints, if it is to be measured (`footprint=learn`)...
     learn: Option<u64>,
-    /// ...and its words ([`footprint::plan`]).
+    /// ...and its words and anchors ([`footprint::plan`]).
     words: Vec<u64>,
+    anchors: Vec<Access>,
     /// Its parameters were read before the real call ([`plan`]).
     planned: bool,
 }
@@ -79,8 +80,8 @@ unsafe fn plan(f: CUfunction, params: *mut *mut c_void, extra: *mut *mut c_void,
         info.channels(&launcher.accesses, &mut launcher.channels);
         launcher.kernel = info.id;
         // SAFETY: likewise.
-        let Launcher { accesses, words, .. } = launcher;
-        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses, words) };
+        let Launcher { accesses, words, anchors, .. } = launcher;
+        launcher.learn = unsafe { footprint::plan(model, info, f, params, extra, shape, accesses, words, anchors) };
         launcher.planned = true;
         measure = launcher.learn.is_some();
     });
@@ -126,7 +127,11 @@ unsafe fn launched(
             Some(ticket) => {
                 batch::settle(model);
                 let _timer = phases::start(Phase::Model);
-                let learn = launcher.learn.map(|kernel| Learning { kernel, words: launcher.words.as_slice().into() });
+                let learn = launcher.learn.map(|kernel| Learning {
+                    kernel,
+                    words: launcher.words.as_slice().into(),
+                    anchors: launcher.anchors.as_slice().into(),
+                });
                 match model.launch_pending(on, work, ticket, learn) {
                     Some(epoch) => host_reach::issued(model, on, &work, epoch, &launcher.channels),
                     None => footprint::discard(ticket),

@@ -38,11 +38,13 @@ pub const FOOTPRINTS: usize = 1024;
 /// A measured launch to learn from: its kernel and its words, the launch shape then the
 /// parameter block in 8-byte words, each pointer into a buffer replaced by [`POINTER`] (a
 /// parameter of fewer than 8 bytes that shares its word with another is a word of its own, at
-/// the end).
+/// the end). `anchors`: its pointers that are no access of the launch (fields the parameter
+/// scan left out), each with its slot: its ranges are attributed to them as to the others.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Learning {
     pub kernel: u64,
     pub words: Arc<[u64]>,
+    pub anchors: Arc<[Access]>,
 }
 
 /// What one pointer parameter's launch touched on one side of its kernel's first
@@ -100,6 +102,24 @@ impl Known {
             && a.iter().zip(b.iter()).all(|(x, y)| {
                 (x.slot, x.place, x.cover) == (y.slot, y.place, y.cover) && reach(x, y) && compatible(x.mode, y.mode)
             })
+    }
+
+    /// A hash equal for footprints of the same bytes ([`Known::same_bytes`]): of each
+    /// extent's slot and place, and its bytes unless it is a cover's.
+    fn bytes_hash(&self) -> u64 {
+        let mut h = FastHasher::default();
+        match self {
+            Known::Unlearnable => h.write_u8(0),
+            Known::Extents(extents) => {
+                for e in extents.iter() {
+                    (e.slot, e.place, e.cover).hash(&mut h);
+                    if !e.cover {
+                        (e.lo, e.len).hash(&mut h);
+                    }
+                }
+            }
+        }
+        h.finish()
     }
 
     /// Whether every extent of `inner` lies within this footprint's extent of its slot and
@@ -236,16 +256,20 @@ struct Kernel {
     ignored: Words,
     /// Words found to bear on the footprint: never left out.
     relevant: Words,
+    /// Words seen equal in two launches compared. One never seen so (a counter, stale
+    /// bytes of a structure's unused entries) differs at every launch: in the key it would
+    /// make every launch a new key, so it is never taken to bear on the footprint.
+    repeats: Words,
     /// Per word: its points toward leaving the key.
     points: HashMap<usize, u32, BuildHasherDefault<FastHasher>>,
     keys: HashMap<u64, Entry, BuildHasherDefault<FastHasher>>,
     /// The last measured launches, oldest first.
     recent: VecDeque<(Arc<[u64]>, Known)>,
-    /// Per footprint (its hash), the last measured launch that had it. A kernel that runs
-    /// many footprints in turn (PyTorch's foreach kernels, one launch per chunk of a tensor
-    /// list, with a step's bias correction among the words) meets its own footprint again
-    /// only after more than [`RECENT`] others: without this, a word that changes at every
-    /// step would never be compared across launches that touched the same bytes.
+    /// Per footprint ([`Known::bytes_hash`]), the last measured launch that had it. A kernel
+    /// that runs many footprints in turn (PyTorch's foreach kernels, one launch per chunk of
+    /// a tensor list, with a step's bias correction among the words) meets its own footprint
+    /// again only after more than [`RECENT`] others: without this, a word that changes at
+    /// every step would never be compared across launches that touched the same bytes.
     same_footprint: HashMap<u64, (Arc<[u64]>, Known), BuildHasherDefault<FastHasher>>,
 }
 
@@ -309,18 +333,19 @@ impl Kernel {
         }
         let mut changed = false;
         let mut pointed: Vec<usize> = Vec::new();
-        let footprint_hash = {
-            let mut h = FastHasher::default();
-            known.hash(&mut h);
-            h.finish()
-        };
-        let last_same = self.same_footprint.get(&footprint_hash).filter(|(_, k)| *k == known);
+        let footprint_hash = known.bytes_hash();
+        let last_same = self.same_footprint.get(&footprint_hash).filter(|(_, k)| k.same_bytes(&known));
         for (other, footprint) in self.recent.iter().chain(last_same) {
             if other.len() != words.len() {
                 continue;
             }
             phases::tally(Tally::LearnWordsCompared, words.len());
             let differ: Vec<usize> = (0..words.len()).filter(|&i| words[i] != other[i]).collect();
+            for i in 0..words.len() {
+                if words[i] == other[i] {
+                    self.repeats.set(i, true);
+                }
+            }
             if differ.is_empty() {
                 continue;
             }
@@ -335,18 +360,19 @@ impl Kernel {
             } else if !footprint.has_cover() && !known.has_cover() {
                 // The footprint moved: with the one word of the key that differed, that word
                 // bears on it; with none, the words left out that differed may (or the kernel
-                // is data-dependent): they go back into the key for good. Not from a cover,
-                // whose reach follows where the allocator put the buffers it spans: a stale
-                // byte beside it would stay in every key of the kernel, measured every time.
+                // is data-dependent): they go back into the key for good. Never a word that
+                // differs at every launch ([`Kernel::repeats`]), and not from a cover, whose
+                // reach follows where the allocator put the buffers it spans: either would
+                // stay in every key of the kernel, measured every time.
                 let kept: Vec<usize> = differ.iter().copied().filter(|&i| !self.ignored.has(i)).collect();
                 match kept[..] {
-                    [i] => self.relevant.set(i, true),
+                    [i] if self.repeats.has(i) => self.relevant.set(i, true),
                     [] => {
-                        for &i in &differ {
+                        for &i in differ.iter().filter(|&&i| self.repeats.has(i)) {
                             self.relevant.set(i, true);
                             self.ignored.set(i, false);
+                            changed = true;
                         }
-                        changed = true;
                     }
                     _ => {}
                 }
@@ -433,12 +459,13 @@ pub struct LearntSummary {
 impl Learnt {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
     /// learnt for its kernel and words, if anything was: an access per extent of its slot
-    /// (one per place around the kernel's wait). A pointer that no extent was learnt for was
-    /// not followed: it goes, unless the measure is blind to it. A launch to measure as a
-    /// sample keeps its parameters' accesses (what its measure is learnt from) and is given
-    /// the learnt ones beside, without a slot: what it stands on if it cannot be measured (a
-    /// measured launch keeps none of them).
-    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
+    /// (one per place around the kernel's wait), and likewise through its `anchors`
+    /// ([`Learning::anchors`]). A pointer that no extent was learnt for was not followed: it
+    /// goes, unless the measure is blind to it. A launch to measure as a sample keeps its
+    /// parameters' accesses (what its measure is learnt from) and is given the learnt ones
+    /// beside, without a slot: what it stands on if it cannot be measured (a measured launch
+    /// keeps none of them).
+    pub fn apply(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>, anchors: &[Access]) -> Lookup {
         let (extents, sample) = {
             let Some(k) = self.kernels.get(&kernel) else {
                 return Lookup::Unknown { kernel_seen: false };
@@ -473,6 +500,7 @@ impl Learnt {
         if sample {
             let beside: Vec<Access> = accesses
                 .iter()
+                .chain(anchors)
                 .flat_map(|a| of(a).map(|e| Access { slot: None, blind: false, ..learnt(a, e) }))
                 .collect();
             accesses.extend(beside);
@@ -499,6 +527,9 @@ impl Learnt {
                 }
                 None => {}
             }
+        }
+        for anchor in anchors {
+            accesses.extend(of(anchor).map(|e| learnt(anchor, e)));
         }
         accesses.drain(kept..given);
         self.applied.fetch_add(1, Ordering::Relaxed);
@@ -540,21 +571,32 @@ impl Learnt {
 }
 
 /// What a measured launch touched through each pointer parameter: `guess` its parameters'
-/// accesses, `measured` what it touched, `bounds` the buffer (its first and end byte) an
-/// address is in.
-pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> Option<(u64, u64)>) -> Known {
-    // Each pointer parameter and the buffer it points into, looked up once, not once per
-    // range: a launch may have hundreds of ranges.
-    let pointers: Vec<(Access, (u64, u64))> =
-        guess.iter().filter(|g| g.slot.is_some()).filter_map(|g| Some((*g, bounds(g.addr)?))).collect();
-    let into = |buffer: (u64, u64)| pointers.iter().filter(move |(_, b)| *b == buffer).map(|(g, _)| g);
+/// accesses, `anchors` its other pointers ([`Learning::anchors`]), `measured` what it
+/// touched, `bounds` the buffer (its first and end byte) an address is in.
+pub fn known(
+    guess: &[Access],
+    anchors: &[Access],
+    measured: Footprint<'_>,
+    bounds: impl Fn(u64) -> Option<(u64, u64)>,
+) -> Known {
+    // Each pointer and the buffer it points into, looked up once, not once per range: a
+    // launch may have hundreds of ranges. Of two pointers at one address, a parameter's is
+    // taken before an anchor's (which may be a stale field).
+    let pointers: Vec<(Access, (u64, u64), bool)> = guess
+        .iter()
+        .map(|g| (g, false))
+        .chain(anchors.iter().map(|a| (a, true)))
+        .filter(|(g, _)| g.slot.is_some())
+        .filter_map(|(g, anchor)| Some((*g, bounds(g.addr)?, anchor)))
+        .collect();
+    let into = |buffer: (u64, u64)| pointers.iter().filter(move |(_, b, _)| *b == buffer).map(|(g, _, a)| (g, *a));
     // The pointer into `buffer` at or nearest below `addr`, else the lowest.
     let pointer = |buffer: (u64, u64), addr: u64| {
-        let below = into(buffer).filter(|g| g.addr <= addr).max_by_key(|g| g.addr);
-        below.or_else(|| into(buffer).min_by_key(|g| g.addr)).copied()
+        let below = into(buffer).filter(|(g, _)| g.addr <= addr).max_by_key(|(g, anchor)| (g.addr, !anchor));
+        below.or_else(|| into(buffer).min_by_key(|(g, anchor)| (g.addr, *anchor))).map(|(g, _)| *g)
     };
     // The first pointer into `buffer` above `addr`.
-    let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|g| g.addr).filter(|&a| a > addr).min();
+    let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|(g, _)| g.addr).filter(|&a| a > addr).min();
     let extent = |p: &Access, (lo, hi): (u64, u64), m: &Access, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
         // Relative to the pointer: exact where it is 4-byte aligned, else dense.
@@ -587,7 +629,11 @@ pub fn known(guess: &[Access], measured: Footprint<'_>, bounds: impl Fn(u64) -> 
                 return Known::Unlearnable;
             }
         }
-        let mut buffers: Vec<(u64, u64)> = pointers.iter().map(|(_, b)| *b).collect();
+        // Spread over the buffers the parameters point into, and those of anchors where a
+        // range was measured: an anchor may be a stale field pointing anywhere.
+        let ranged = |b: &(u64, u64)| measured.ranges.iter().any(|r| b.0 <= r.addr && r.addr < b.1);
+        let mut buffers: Vec<(u64, u64)> =
+            pointers.iter().filter(|(_, b, anchor)| !anchor || ranged(b)).map(|(_, b, _)| *b).collect();
         buffers.sort_unstable();
         buffers.dedup();
         for buffer in buffers {

@@ -13,10 +13,11 @@ use crate::phases::{self, Tally};
 
 impl Model {
     /// Replaces a launch's parameter accesses (`accesses`, each with its slot) by what was
-    /// learnt for its kernel and words, if anything was: a pointer it was not seen to follow
-    /// is no access, unless the measure is blind to it ([`Access::blind`]).
-    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>) -> Lookup {
-        self.learnt.apply(kernel, words, accesses)
+    /// learnt for its kernel and words, if anything was, given through them and its
+    /// `anchors`: a pointer it was not seen to follow is no access, unless the measure is
+    /// blind to it ([`Access::blind`]).
+    pub fn apply_learnt(&self, kernel: u64, words: &[u64], accesses: &mut Vec<Access>, anchors: &[Access]) -> Lookup {
+        self.learnt.apply(kernel, words, accesses, anchors)
     }
 
     /// Learns from a measured launch (`pending`): its ranges are attributed to its pointers
@@ -30,11 +31,11 @@ impl Model {
             pending.met_at(addr).is_none()
                 && matches!(self.buffers.find(addr), Found::Live(b) | Found::Freed(b) if b.id >= pending.next_buffer)
         };
-        let pointers = guess.iter().filter(|g| g.slot.is_some()).map(|g| g.addr);
+        let pointers = guess.iter().chain(learning.anchors.iter()).filter(|g| g.slot.is_some()).map(|g| g.addr);
         if pointers.chain(measured.ranges.iter().map(|r| r.addr)).any(reused) {
             return;
         }
-        let known = learnt::known(guess, measured, |addr| {
+        let known = learnt::known(guess, &learning.anchors, measured, |addr| {
             phases::tally(Tally::LearnBufferLookups, 1);
             if let Some(b) = pending.met_at(addr) {
                 return Some((b.base, b.end()));
@@ -102,7 +103,7 @@ mod tests {
     }
 
     fn learning(kernel: u64, words: &[u64]) -> Learning {
-        Learning { kernel, words: words.into() }
+        Learning { kernel, words: words.into(), anchors: Arc::from([]) }
     }
 
     /// A measured launch of `guess`, issued before the buffer numbered `next_buffer` was
@@ -149,13 +150,60 @@ mod tests {
         assert!(m.notes.entries().is_empty(), "{:?}", m.notes.entries());
         // A later launch with the same words, its pointers 256 bytes further on.
         let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + 256 + SIZE / 4, 8)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 256, SIZE / 2, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + 256 + SIZE / 4, SIZE / 2, Mode::Read));
-        assert_eq!(m.apply_learnt(1, &[8, POINTER, POINTER], &mut later), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.apply_learnt(2, &words, &mut later), Lookup::Unknown { kernel_seen: false });
+        assert_eq!(m.apply_learnt(1, &[8, POINTER, POINTER], &mut later, &[]), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(2, &words, &mut later, &[]), Lookup::Unknown { kernel_seen: false });
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 0, ignored_words: 0, applied: 1 };
         assert_eq!(m.learnt_summary(), summary);
+    }
+
+    #[test]
+    fn a_buffer_reached_through_an_anchor_is_learnt_through_it() {
+        // A tensor list's second entry once held a stale host address: the scan reads it as
+        // data, so its pointer is an anchor, no access. The write through it is learnt
+        // relative to it, not to the first entry's pointer into the same buffer, and a later
+        // launch whose entry points elsewhere is given the write there.
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let anchored = Learning {
+            kernel: 1,
+            words: Arc::from([POINTER, POINTER, 64]),
+            anchors: Arc::from([pointer(BASE + 4096, 8)]),
+        };
+        let measured = [Access::new(BASE, 64, Mode::Read), Access::new(BASE + 4096, 64, Mode::Write)];
+        learn(&m, &anchored, &guess, exact(&measured));
+        let mut later = vec![pointer(BASE + 256, 0)];
+        let anchors = [pointer(BASE + 8192, 8)];
+        assert_eq!(m.apply_learnt(1, &anchored.words, &mut later, &anchors), Lookup::Applied);
+        let spans: Vec<_> = later.iter().map(span).collect();
+        assert_eq!(spans, [(BASE + 256, 64, Mode::Read), (BASE + 8192, 64, Mode::Write)]);
+    }
+
+    #[test]
+    fn a_cover_reaches_an_anchors_buffer_only_where_a_range_was_measured_in_it() {
+        // An optimizer's overflowed launch: its cover spans from the first buffer to the
+        // third, and a stale field points into the second (a prefetcher's pinned staging
+        // buffer), where nothing was measured. Nothing is learnt through that anchor; an
+        // anchor into the third, where a range was measured, keeps its part of the cover.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        alloc(&m, BASE + 2 * SIZE, SIZE);
+        let learning = Learning {
+            kernel: 1,
+            words: Arc::from([POINTER, POINTER, POINTER]),
+            anchors: Arc::from([pointer(BASE + SIZE, 8), pointer(BASE + 2 * SIZE, 16)]),
+        };
+        let ranges = [Access::new(BASE + 2 * SIZE, 64, Mode::Write)];
+        let cover = Access::new(BASE + 128, 2 * SIZE, Mode::ReadWrite);
+        learn(&m, &learning, &[pointer(BASE, 0)], Footprint { ranges: &ranges, cover: Some(cover) });
+        let mut later = vec![pointer(BASE, 0)];
+        let anchors = [pointer(BASE + SIZE + 512, 8), pointer(BASE + 2 * SIZE, 16)];
+        assert_eq!(m.apply_learnt(1, &learning.words, &mut later, &anchors), Lookup::Applied);
+        let in_second = |a: &Access| a.addr < BASE + 2 * SIZE && a.addr + a.len > BASE + SIZE;
+        assert!(!later.iter().any(in_second), "{later:?}");
+        assert!(later.iter().any(|a| a.addr == BASE + 2 * SIZE && a.mode == Mode::ReadWrite), "{later:?}");
     }
 
     /// What a pointer's kernel touched before its first grid-dependency wait and after it
@@ -169,13 +217,13 @@ mod tests {
         let words = [POINTER];
         learn(&m, &learning(1, &words), &[pointer(BASE, 0)], exact(&measured));
         let mut later = vec![pointer(BASE + 256, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         let given: Vec<_> = later.iter().map(|a| (a.addr, a.len, a.place)).collect();
         assert_eq!(given, [(BASE + 256, 64, WaitPlace::Before), (BASE + 288, 96, WaitPlace::After)]);
         // A blind pointer beside it stays, after both of the first pointer's extents.
         let blind = Access { blind: true, ..pointer(BASE + 0x1000, 8) };
         let mut later = vec![pointer(BASE + 256, 0), blind];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         let given: Vec<_> = later.iter().map(|a| (a.addr, a.place)).collect();
         assert_eq!(
             given,
@@ -200,7 +248,7 @@ mod tests {
             m.learn(&learning(1, &words), &pending(&[pointer(BASE, 0)], issued_before, met), exact(&measured));
             let mut later = vec![pointer(BASE, 0)];
             let expected = if met_it { Lookup::Applied } else { Lookup::Unknown { kernel_seen: false } };
-            assert_eq!(m.apply_learnt(1, &words, &mut later), expected, "met: {met_it}");
+            assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), expected, "met: {met_it}");
         }
     }
 
@@ -210,7 +258,7 @@ mod tests {
         alloc(&m, 0x40_0000, SIZE);
         let words = [POINTER];
         learn(&m, &learning(1, &words), &[pointer(BASE, 0)], exact(&[Access::new(0x40_0000, 64, Mode::Read)]));
-        assert_eq!(m.apply_learnt(1, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(1, &words, &mut vec![pointer(BASE, 0)], &[]), Lookup::Unlearnable);
         let summary = LearntSummary { kernels: 1, keys: 1, covers: 0, unlearnable: 1, ignored_words: 0, applied: 0 };
         assert_eq!(m.learnt_summary(), summary);
     }
@@ -223,7 +271,7 @@ mod tests {
         let words = [POINTER, POINTER];
         learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 16, SIZE, Mode::Write)]));
         let mut later = guess.to_vec();
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 16, SIZE - 16, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + SIZE, 16, Mode::Write));
     }
@@ -246,7 +294,7 @@ mod tests {
             learn(&m, &learning(1, &[POINTER, POINTER, POINTER, step]), &guess, exact(&measured));
         }
         let mut later = vec![pointer(BASE + 8 * n, 0), pointer(BASE + 9 * n, 8), pointer(out, 16)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, POINTER, 99], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 8 * n, n, Mode::Read));
         assert_eq!(span(&later[1]), (BASE + 9 * n, n, Mode::Read));
         assert_eq!(span(&later[2]), (out, n, Mode::Write));
@@ -264,7 +312,7 @@ mod tests {
         let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
         learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
         let mut later = vec![pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
-        assert_eq!(m.apply_learnt(1, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
         assert_eq!(span(&later[1]), (BASE + 0x200_0000, 64, Mode::Write));
         assert_eq!(m.learnt_summary().covers, 1);
@@ -279,11 +327,11 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
         learn(&m, &learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) });
         let mut later = guess.to_vec();
-        assert_eq!(m.apply_learnt(3, &words, &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(3, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 64, SIZE - 64, Mode::Write)]);
         // A cover ending in a buffer no parameter points into: memory reached through memory.
         learn(&m, &learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) });
-        assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)], &[]), Lookup::Unlearnable);
     }
 
     #[test]
@@ -293,24 +341,46 @@ mod tests {
         let measured = [Access::new(BASE, 64, Mode::Write)];
         // Words: the pointer, a size (64), a step count.
         for step in 0..u64::from(IGNORED_AFTER) {
-            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
+            assert_ne!(m.apply_learnt(1, &[POINTER, 64, step + 1], &mut vec![pointer(BASE, 0)], &[]), Lookup::Applied);
             learn(&m, &learning(1, &[POINTER, 64, step]), &guess, exact(&measured));
         }
         // Step IGNORED_AFTER: a second change with the same footprint.
         learn(&m, &learning(1, &[POINTER, 64, 99]), &guess, exact(&measured));
         let mut fresh = vec![pointer(BASE + 128, 0)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh, &[]), Lookup::Applied);
         assert_eq!(span(&fresh[0]), (BASE + 128, 64, Mode::Write));
         // The size still makes a key of its own.
-        assert_eq!(m.apply_learnt(1, &[POINTER, 128, 7], &mut fresh), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(1, &[POINTER, 128, 7], &mut fresh, &[]), Lookup::Unknown { kernel_seen: true });
         assert_eq!(m.learnt_summary().ignored_words, 1);
         // A launch that differs from the last only in that word, measured with another
-        // footprint: the word bears on it after all, and is back in the key for good.
+        // footprint: a word that differed at every launch stays out of the key (in it, every
+        // launch would be a new key), and the key's footprint holds both.
         learn(&m, &learning(1, &[POINTER, 64, 7]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]));
-        assert_eq!(m.learnt_summary().ignored_words, 0);
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 7], &mut fresh), Lookup::Applied);
+        assert_eq!(m.learnt_summary().ignored_words, 1);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 12345], &mut fresh, &[]), Lookup::Applied);
         assert_eq!(span(&fresh[0]), (BASE + 128, 128, Mode::Write));
+    }
+
+    #[test]
+    fn a_word_left_out_that_repeats_goes_back_into_the_key_when_the_footprint_moves_with_it() {
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let small = [Access::new(BASE, 64, Mode::Write)];
+        // A flag that takes its values again, with the same footprint: it leaves the key.
+        for flag in [0, 1, 0] {
+            learn(&m, &learning(1, &[POINTER, 64, flag]), &guess, exact(&small));
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 1);
+        // A launch that differs only in that flag, with another footprint: it bears on it.
+        learn(&m, &learning(1, &[POINTER, 64, 2]), &guess, exact(&[Access::new(BASE, 128, Mode::Write)]));
+        assert_eq!(m.learnt_summary().ignored_words, 0);
+        let mut later = vec![pointer(BASE + 128, 0)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 0], &mut later, &[]), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 128, 64, Mode::Write));
+        assert_eq!(
+            m.apply_learnt(1, &[POINTER, 64, 5], &mut vec![pointer(BASE, 0)], &[]),
+            Lookup::Unknown { kernel_seen: true }
+        );
     }
 
     #[test]
@@ -330,7 +400,7 @@ mod tests {
         }
         // The offset left the key: a launch with a new one is given what was learnt.
         let mut later = vec![pointer(low + 128, 0), pointer(high + 256, 8)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 1000], &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 1000], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (low + 128, 64, Mode::Read));
         assert_eq!(span(&later[1]), (high + 256, 64, Mode::Write));
         assert_eq!(m.learnt_summary().ignored_words, 1);
@@ -357,7 +427,7 @@ mod tests {
             learn(&m, &learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)));
         }
         let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 256, 64, Mode::Write));
     }
 
@@ -372,7 +442,7 @@ mod tests {
         let mut measured = 0;
         for step in 0..64u64 {
             let words = [POINTER, POINTER, 4096, step];
-            if m.apply_learnt(1, &words, &mut guess.to_vec()) != Lookup::Applied {
+            if m.apply_learnt(1, &words, &mut guess.to_vec(), &[]) != Lookup::Applied {
                 measured += 1;
                 let (lo, hi) = (BASE + 64 * (step * 37 % 61), BASE + 2 * SIZE - 64 * (step * 53 % 59));
                 let cover = Access::new(lo, hi - lo, Mode::ReadWrite);
@@ -393,13 +463,13 @@ mod tests {
             learn(&m, &learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured));
         }
         let mut later = guess.to_vec();
-        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::ReadWrite));
         // A read that a flag turns into a write is another footprint: the flag stays.
         learn(&m, &learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
         learn(&m, &learning(2, &[POINTER, POINTER, 1]), &guess, exact(&[Access::new(BASE, 64, Mode::Write)]));
         learn(&m, &learning(2, &[POINTER, POINTER, 0]), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
-        assert_eq!(m.apply_learnt(2, &[POINTER, POINTER, 1], &mut later), Lookup::Applied);
+        assert_eq!(m.apply_learnt(2, &[POINTER, POINTER, 1], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE, 64, Mode::Write));
     }
 
@@ -414,7 +484,7 @@ mod tests {
         for stale in 2..5 {
             learn(&m, &learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)));
         }
-        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 64, 99], &mut vec![pointer(BASE, 0)], &[]), Lookup::Applied);
     }
 
     #[test]
@@ -429,8 +499,8 @@ mod tests {
             learn(&m, &learning(1, &[POINTER, 0]), &guess, exact(&elsewhere));
             learn(&m, &learning(1, &[POINTER, 1]), &guess, exact(&write(64)));
         }
-        assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut vec![pointer(BASE, 0)]), Lookup::Applied);
-        assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut vec![pointer(BASE, 0)]), Lookup::Unlearnable);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 1], &mut vec![pointer(BASE, 0)], &[]), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 0], &mut vec![pointer(BASE, 0)], &[]), Lookup::Unlearnable);
     }
 
     #[test]
@@ -444,8 +514,8 @@ mod tests {
             learn(&m, &learning(1, &[POINTER, 256]), &guess, exact(&write(256)));
         }
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at), Lookup::Unknown { kernel_seen: true });
-        assert_eq!(m.apply_learnt(1, &[POINTER, 128], &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &[POINTER, 512], &mut at, &[]), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(1, &[POINTER, 128], &mut at, &[]), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 128, Mode::Write));
     }
 
@@ -465,7 +535,7 @@ mod tests {
         }
         assert_eq!(m.learnt_summary().ignored_words, 0);
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &[POINTER, 4096], &mut at), Lookup::Unknown { kernel_seen: true });
+        assert_eq!(m.apply_learnt(1, &[POINTER, 4096], &mut at, &[]), Lookup::Unknown { kernel_seen: true });
     }
 
     #[test]
@@ -494,7 +564,7 @@ mod tests {
         }
         assert_eq!(m.learnt_summary().ignored_words, 3);
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words(77, 77, 77).words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words(77, 77, 77).words, &mut at, &[]), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 64, Mode::Write));
     }
 
@@ -506,12 +576,12 @@ mod tests {
         learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE, 64, Mode::Read)]));
         learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 32, 64, Mode::Write)]));
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut at, &[]), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // A third, inside the hull of the two, leaves it whole.
         learn(&m, &learning(1, &words), &guess, exact(&[Access::new(BASE + 8, 8, Mode::Read)]));
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut at, &[]), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE, 96, Mode::ReadWrite));
         // Under another key, two extents past the pointer: their hull starts past it too.
         let words = [POINTER, 2];
@@ -519,7 +589,7 @@ mod tests {
             learn(&m, &learning(1, &words), &guess, exact(&[Access::new(at, 16, Mode::Write)]));
         }
         let mut at = vec![pointer(BASE, 0)];
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut at, &[]), Lookup::Applied);
         assert_eq!(span(&at[0]), (BASE + 16, 48, Mode::Write));
     }
 
@@ -538,7 +608,7 @@ mod tests {
             for c in 0..12 {
                 let words = [POINTER, chunk(c), bias_correction];
                 let mut at = vec![pointer(BASE, 0)];
-                let lookup = m.apply_learnt(1, &words, &mut at);
+                let lookup = m.apply_learnt(1, &words, &mut at, &[]);
                 if lookup == Lookup::Applied {
                     assert_eq!(span(&at[0]), (BASE, chunk(c), Mode::ReadWrite));
                 } else {
@@ -568,6 +638,34 @@ mod tests {
     }
 
     #[test]
+    fn a_step_word_leaves_the_key_of_chunks_whose_covers_reach_differently_at_every_step() {
+        // The same foreach kernel, each launch's table overflowing in its second buffer: the
+        // chunk's bytes in the first are exact, the cover in the second reaches as far as the
+        // warps ran before the table was full, never twice the same. A chunk's footprint a
+        // step later is the same bytes all the same, so the step's word leaves the key.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let chunk = |c: u64| 64 * (c + 1);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        let mut measured_per_step = Vec::new();
+        for step in 0..6u64 {
+            let mut measured = 0;
+            for c in 0..12 {
+                let words = [POINTER, POINTER, chunk(c), 0x3f80_0000 + step * 977];
+                let lookup = m.apply_learnt(1, &words, &mut guess.to_vec(), &[]);
+                if lookup != Lookup::Applied {
+                    measured += usize::from(matches!(lookup, Lookup::Unknown { .. }));
+                    let cover = Access::new(BASE + SIZE, 64 * (1 + (step * 7 + c) % 13), Mode::Write);
+                    let ranges = [Access::new(BASE, chunk(c), Mode::ReadWrite)];
+                    learn(&m, &learning(1, &words), &guess, Footprint { ranges: &ranges, cover: Some(cover) });
+                }
+            }
+            measured_per_step.push(measured);
+        }
+        assert_eq!(measured_per_step[3..], [0, 0, 0], "{measured_per_step:?}");
+    }
+
+    #[test]
     fn a_sample_that_contradicts_what_was_learnt_replaces_it() {
         // A gather: its words never change, the bytes it writes follow an index buffer.
         let m = model();
@@ -576,7 +674,7 @@ mod tests {
             ([pointer(BASE, 0)], [Access::new(BASE, 64, Mode::Write)], [Access::new(BASE + 4096, 64, Mode::Write)]);
         learn(&m, &learning(1, &words), &guess, exact(&first));
         // Launches 2 to 16 of the key: the 4th, 8th and 16th are measured to check.
-        let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec())).collect();
+        let lookups: Vec<Lookup> = (2..=16).map(|_| m.apply_learnt(1, &words, &mut guess.to_vec(), &[])).collect();
         let sampled: Vec<usize> =
             (2..=16).zip(&lookups).filter(|(_, l)| **l == Lookup::Sample).map(|(n, _)| n).collect();
         assert_eq!(sampled, [4, 8, 16]);
@@ -584,19 +682,19 @@ mod tests {
         // The 16th launch's footprint: it moved. What was learnt gives way, and the next
         // launch is measured again.
         learn(&m, &learning(1, &words), &guess, exact(&second));
-        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec(), &[]), Lookup::Sample);
         learn(&m, &learning(1, &words), &guess, exact(&second));
         let mut at = guess.to_vec();
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut at, &[]), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
         // Launches 6 and 7 applied, the 8th a sample that agrees: it changes nothing.
         for _ in 6..8 {
-            m.apply_learnt(1, &words, &mut guess.to_vec());
+            m.apply_learnt(1, &words, &mut guess.to_vec(), &[]);
         }
-        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec()), Lookup::Sample);
+        assert_eq!(m.apply_learnt(1, &words, &mut guess.to_vec(), &[]), Lookup::Sample);
         learn(&m, &learning(1, &words), &guess, exact(&second));
         let mut at = guess.to_vec();
-        assert_eq!(m.apply_learnt(1, &words, &mut at), Lookup::Applied);
+        assert_eq!(m.apply_learnt(1, &words, &mut at, &[]), Lookup::Applied);
         assert_eq!(at.iter().map(span).collect::<Vec<_>>(), [(BASE + 4096, 64, Mode::Write)]);
         assert_eq!(m.learnt_summary().keys, 1);
     }
@@ -612,7 +710,7 @@ mod tests {
         learn(&m, &learning(1, &words), &guess, exact(&at(0)));
         let mut sampled = Vec::new();
         for n in 2..=64u64 {
-            if m.apply_learnt(1, &words, &mut guess.to_vec()) == Lookup::Sample {
+            if m.apply_learnt(1, &words, &mut guess.to_vec(), &[]) == Lookup::Sample {
                 sampled.push(n);
                 learn(&m, &learning(1, &words), &guess, exact(&at(n)));
             }
@@ -663,7 +761,7 @@ mod tests {
                 };
                 let truth = [Access::new(p, n + extra, mode), Access::new(q + 16, n / 2, Mode::Write)];
                 let mut at = guess.to_vec();
-                if m.apply_learnt(kernel, &words, &mut at) == Lookup::Applied {
+                if m.apply_learnt(kernel, &words, &mut at, &[]) == Lookup::Applied {
                     applied += 1;
                     for (t, a) in truth.iter().zip(&at) {
                         assert!(a.addr <= t.addr && t.addr + t.len <= a.addr + a.len, "{t:?} in {a:?}");
