@@ -32,6 +32,8 @@
 //   cases programmatic_built racy|fixed    the two kernels as nodes of a graph built with
 //                                cudaGraphAddKernelNode, joined by a programmatic edge from
 //                                write_all's programmatic port
+//   cases programmatic_node racy|fixed     as programmatic_built, the nodes added with
+//                                cudaGraphAddNode, the edge given as the dependent is added
 //   cases neighbours racy|fixed  three arrays of 4 KiB side by side in one 64 KiB granule:
 //                                stream A copies the first into the second, stream B the
 //                                first into the second (racy) or the third (fixed)
@@ -160,7 +162,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|neighbours|between racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -282,7 +284,7 @@ int main(int argc, char** argv) {
         CHECK(cudaGraphLaunch(exec, a));
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));
         CHECK(cudaStreamSynchronize(a));
-    } else if (strcmp(argv[1], "programmatic_built") == 0) {
+    } else if (strcmp(argv[1], "programmatic_built") == 0 || strcmp(argv[1], "programmatic_node") == 0) {
         // write_all and the dependent as kernel nodes, the dependent reached through a
         // programmatic edge from write_all's programmatic port (its completion, with
         // cudaGridDependencySynchronize, in the fixed twin). Launched once.
@@ -299,13 +301,31 @@ int main(int argc, char** argv) {
         edge.from_port = cudaGraphKernelNodePortProgrammatic;
         edge.type = cudaGraphDependencyTypeProgrammatic;
         CHECK(cudaGraphCreate(&graph, 0));
-        CHECK(cudaGraphAddKernelNode(&first, graph, nullptr, 0, &w));
-        CHECK(cudaGraphAddKernelNode(&second, graph, nullptr, 0, &d));
+        if (strcmp(argv[1], "programmatic_node") == 0) {
+            cudaGraphNodeParams wn{}, dn{};
+            wn.type = dn.type = cudaGraphNodeTypeKernel;
+            wn.kernel.func = w.func;
+            dn.kernel.func = d.func;
+            wn.kernel.gridDim = dn.kernel.gridDim = dim3(264);
+            wn.kernel.blockDim = dn.kernel.blockDim = dim3(256);
+            wn.kernel.kernelParams = write_params;
+            dn.kernel.kernelParams = sum_params;
 #if CUDART_VERSION >= 13000
-        CHECK(cudaGraphAddDependencies(graph, &first, &second, &edge, 1));
+            CHECK(cudaGraphAddNode(&first, graph, nullptr, nullptr, 0, &wn));
+            CHECK(cudaGraphAddNode(&second, graph, &first, &edge, 1, &dn));
 #else
-        CHECK(cudaGraphAddDependencies_v2(graph, &first, &second, &edge, 1));
+            CHECK(cudaGraphAddNode_v2(&first, graph, nullptr, nullptr, 0, &wn));
+            CHECK(cudaGraphAddNode_v2(&second, graph, &first, &edge, 1, &dn));
 #endif
+        } else {
+            CHECK(cudaGraphAddKernelNode(&first, graph, nullptr, 0, &w));
+            CHECK(cudaGraphAddKernelNode(&second, graph, nullptr, 0, &d));
+#if CUDART_VERSION >= 13000
+            CHECK(cudaGraphAddDependencies(graph, &first, &second, &edge, 1));
+#else
+            CHECK(cudaGraphAddDependencies_v2(graph, &first, &second, &edge, 1));
+#endif
+        }
         CHECK(cudaGraphInstantiate(&exec, graph, 0));
         CHECK(cudaGraphLaunch(exec, a));
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, a));

@@ -45,10 +45,12 @@ cases = [
     ("programmatic_weights", [f"{build}/cases", "programmatic_weights"], ("write_all", "scale_waits"), set()),
     ("programmatic_early", [f"{build}/cases", "programmatic_early"], ("write_all", "read_then_wait"), MEASURED),
     # The same in graphs: captured from the stream (capture joins the two kernel nodes by a
-    # programmatic edge), or built with a programmatic edge from write_all's programmatic port.
+    # programmatic edge), or built with a programmatic edge from write_all's programmatic port
+    # (by cudaGraphAddKernelNode and cudaGraphAddDependencies, or by cudaGraphAddNode).
     ("programmatic_graph", [f"{build}/cases", "programmatic_graph"], ("write_all", "sum_nowait"), MEASURED),
     ("programmatic_graph_weights", [f"{build}/cases", "programmatic_graph_weights"], ("write_all", "scale_waits"), set()),
     ("programmatic_built", [f"{build}/cases", "programmatic_built"], ("write_all", "sum_nowait"), MEASURED),
+    ("programmatic_node", [f"{build}/cases", "programmatic_node"], ("write_all", "sum_nowait"), MEASURED),
     # Arrays side by side in one 64 KiB granule: an input beside an output is a read and a
     # write, and the blocks between two arrays a kernel reads are not its own. The fixed
     # twins touch other bytes with no wait, which params (one byte per pointer) sees as its
