@@ -58,6 +58,19 @@ pub(in crate::model) enum Overlap {
 }
 
 impl Overlap {
+    /// How a programmatic launch of a kernel with `wait` is ordered after the kernels ahead
+    /// of it: `beside` is its clock but for those kernels where they are not ordered before
+    /// it another way (None: they are), `ordered` its own. A kernel that never waits runs
+    /// beside them until the end; one that waits, until its wait (and with no kernel beside,
+    /// its accesses of unknown place are still noted).
+    pub(in crate::model) fn of(wait: GridWait, beside: Option<VectorClock>, ordered: &VectorClock) -> Overlap {
+        match (wait, beside) {
+            (GridWait::Never, Some(beside)) => Overlap::Whole(beside),
+            (GridWait::Never, None) => Overlap::None,
+            (GridWait::Unseen, beside) => Overlap::BeforeWait(beside.unwrap_or_else(|| ordered.clone())),
+        }
+    }
+
     /// The clock `access` is checked with, `ordered` the launch's own.
     pub(in crate::model) fn clock<'a>(&'a self, access: &Access, ordered: &'a VectorClock) -> &'a VectorClock {
         match self {

@@ -136,18 +136,23 @@ static void launch_triple(CUfunction f, CUstream s, CUdeviceptr p, unsigned long
     CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
-/* `f` (taking one triple) launched with programmatic stream serialization: it may start
-   before the kernel ahead of it on `s` completes. */
-static void launch_programmatic(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len,
-                                unsigned long long flags) {
-    unsigned long long a = p, l = len, f_ = flags;
-    void *params[] = {&a, &l, &f_};
+/* `f` with `params`, launched with programmatic stream serialization: it may start before
+   the kernel ahead of it on `s` completes. */
+static void launch_ex_programmatic(CUfunction f, CUstream s, void **params) {
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;
     CUlaunchConfig config = {1, 1, 1, 32, 1, 1, 0, s, &attr, 1};
     CHECK(cuLaunchKernelEx(&config, f, params, NULL));
+}
+
+/* `f` (taking one triple) launched with programmatic stream serialization. */
+static void launch_programmatic(CUfunction f, CUstream s, CUdeviceptr p, unsigned long long len,
+                                unsigned long long flags) {
+    unsigned long long a = p, l = len, f_ = flags;
+    void *params[] = {&a, &l, &f_};
+    launch_ex_programmatic(f, s, params);
 }
 
 static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags) {
@@ -160,12 +165,7 @@ static void launch_early(CUstream s, CUdeviceptr p, unsigned long long len, unsi
                          unsigned long long len2, unsigned long long flags2) {
     unsigned long long a = p, l = len, f = flags, b = q, l2 = len2, f2 = flags2;
     void *params[] = {&a, &l, &f, &b, &l2, &f2};
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config = {1, 1, 1, 32, 1, 1, 0, s, &attr, 1};
-    CHECK(cuLaunchKernelEx(&config, early, params, NULL));
+    launch_ex_programmatic(early, s, params);
 }
 
 /* footprint_two: (p, len, flags) and (q, len2, flags2). */

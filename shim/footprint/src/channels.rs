@@ -24,11 +24,10 @@ pub fn of(image: &[u8]) -> Option<HashMap<String, Vec<usize>>> {
     let mut at = 0;
     while at < lines.len() {
         let (depth, code) = &lines[at];
-        let Some(after) = code.split(".entry").nth(1).filter(|_| *depth == 0) else {
+        let Some(name) = image::ptx_entry(code).filter(|_| *depth == 0) else {
             at += 1;
             continue;
         };
-        let Some(name) = after.split(['(', ' ', '\t']).find(|w| !w.is_empty()) else { break };
         // The header, up to the body's brace; then the body, every line inside it.
         let mut header = String::new();
         while at < lines.len() && lines[at].0 == 0 {

@@ -66,8 +66,8 @@ fn ptx(lines: &[(i32, String)]) -> Waits {
     let mut entry = None::<&str>;
     for (depth, code) in lines {
         if *depth == 0 {
-            if let Some(after) = code.split(".entry").nth(1) {
-                entry = after.split(['(', ' ', '\t']).find(|w| !w.is_empty());
+            if let Some(name) = image::ptx_entry(code) {
+                entry = Some(name);
             }
         } else if code.contains("griddepcontrol.wait") {
             waiting.extend(entry.map(|e| (e.to_string(), None)));

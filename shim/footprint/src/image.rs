@@ -76,6 +76,12 @@ pub fn ptx(image: &[u8]) -> Option<Vec<(i32, String)>> {
     Some(lines)
 }
 
+/// The symbol of the kernel a PTX line outside every function (depth 0) declares with
+/// `.entry`, if it declares one.
+pub fn ptx_entry(code: &str) -> Option<&str> {
+    code.split(".entry").nth(1)?.split(['(', ' ', '\t']).find(|w| !w.is_empty())
+}
+
 fn u32_at(image: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(image.get(at..at + 4)?.try_into().ok()?))
 }

@@ -493,9 +493,12 @@ impl Learnt {
             place: e.place,
             ..*access
         };
+        // A pointer's extents, found by halving: a tensor list's kernel has a hundred
+        // pointers, each looked up (the extents are in slot order, [`Known::extents`]).
         let of = |access: &Access| {
             let slot = access.slot;
-            extents.iter().filter(move |e| slot == Some(e.slot))
+            let from = slot.map_or(extents.len(), |slot| extents.partition_point(|e| e.slot < slot));
+            extents[from..].iter().take_while(move |e| slot == Some(e.slot))
         };
         if sample {
             let beside: Vec<Access> = accesses

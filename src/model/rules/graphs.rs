@@ -10,9 +10,8 @@ use crate::model::capture::{Capture, CaptureLane, Exec, ExecState, Member};
 use crate::model::clock::{Epoch, Slot, VectorClock};
 use crate::model::definition::{flagged, Definition, Graph, Node, NodeKind};
 use crate::model::events::EventState;
-use crate::model::op::{Access, GridWait, OpRecord, Origin, Overlap};
+use crate::model::op::{OpRecord, Origin, Overlap};
 use crate::model::race::{NoteKind, Race};
-use crate::model::rules::work::Checked;
 use crate::model::streams::{SlotOwner, Stream, StreamRef};
 use crate::model::{Alloc, Model};
 
@@ -229,7 +228,7 @@ impl Model {
                     self.pend_node(ticket, op, (&clock, overlap), accesses, (run.exec, i, state.launches))
                 }
                 (None, NodeKind::Work { .. }, Some((_, measured))) => {
-                    self.work_node(&measured, op, &clock, &overlap, found)
+                    self.accesses_now(&measured, op, &clock, &overlap, found)
                 }
                 _ => self.run_node(node, op, &clock, &overlap, found),
             }
@@ -258,11 +257,7 @@ impl Model {
         if node.programmatic.is_empty() || !is_kernel(node) {
             return Overlap::None;
         }
-        match (node.grid_wait, self.beside_primaries(graph, lane_slots, i, base, clocks)) {
-            (GridWait::Never, Some(beside)) => Overlap::Whole(beside),
-            (GridWait::Never, None) => Overlap::None,
-            (GridWait::Unseen, beside) => Overlap::BeforeWait(beside.unwrap_or_else(|| clock.clone())),
-        }
+        Overlap::of(node.grid_wait, self.beside_primaries(graph, lane_slots, i, base, clocks), clock)
     }
 
     /// The clock of node `i` of `graph` but for the kernel nodes its programmatic edges come
@@ -321,7 +316,7 @@ impl Model {
     /// operation it was captured from.
     fn run_node(&self, node: &Node, op: OpRecord, clock: &VectorClock, overlap: &Overlap, found: &mut Vec<Race>) {
         match &node.kind {
-            NodeKind::Work { accesses } => self.work_node(accesses, op, clock, overlap, found),
+            NodeKind::Work { accesses } => self.accesses_now(accesses, op, clock, overlap, found),
             NodeKind::Alloc { base, size, ctx } => {
                 let alloc = Alloc { base: *base, size: *size, kind: MemoryKind::GraphOwned, ctx: *ctx };
                 self.register(alloc, 0, op);
@@ -332,22 +327,6 @@ impl Model {
             }
             NodeKind::HostFunc(callback) => callback.set(clock),
             NodeKind::WaitEvent { .. } | NodeKind::Empty => {}
-        }
-    }
-
-    /// A work node's `accesses` as it runs as `op` with `clock`, each checked with the clock
-    /// `overlap` gives it.
-    fn work_node(
-        &self,
-        accesses: &[Access],
-        op: OpRecord,
-        clock: &VectorClock,
-        overlap: &Overlap,
-        found: &mut Vec<Race>,
-    ) {
-        self.note_unplaced(overlap, accesses, op);
-        for access in accesses {
-            self.access(access, overlap.clock(access, clock), op, Checked::Now, found);
         }
     }
 }

@@ -36,10 +36,7 @@ impl Model {
         let (mut state, epoch) = self.issue(&stream);
         let op = OpRecord::new(&work.origin, work.kernel, epoch);
         let overlap = self.overlapping(&mut state, stream.slot, op, work.kernel.is_some());
-        self.note_unplaced(&overlap, work.accesses, op);
-        for access in work.accesses {
-            self.access(access, overlap.clock(access, &state.clock), op, Checked::Now, &mut found);
-        }
+        self.accesses_now(work.accesses, op, &state.clock, &overlap, &mut found);
         drop(state);
         if work.host == HostEffect::WaitsForOperation {
             self.host_joins(&stream);
@@ -79,10 +76,23 @@ impl Model {
             clock.set(slot, primary - 1);
             clock
         });
-        match (wait, beside) {
-            (GridWait::Never, Some(clock)) => Overlap::Whole(clock),
-            (GridWait::Never, None) => Overlap::None,
-            (GridWait::Unseen, beside) => Overlap::BeforeWait(beside.unwrap_or_else(|| state.clock.clone())),
+        Overlap::of(wait, beside, &state.clock)
+    }
+
+    /// Checks and records `accesses` of `op` as it is issued, each with the clock `overlap`
+    /// gives it (`ordered`: the operation's own), noting a programmatic launch whose accesses
+    /// have no place around its wait.
+    pub(in crate::model) fn accesses_now(
+        &self,
+        accesses: &[Access],
+        op: OpRecord,
+        ordered: &VectorClock,
+        overlap: &Overlap,
+        found: &mut Vec<Race>,
+    ) {
+        self.note_unplaced(overlap, accesses, op);
+        for access in accesses {
+            self.access(access, overlap.clock(access, ordered), op, Checked::Now, found);
         }
     }
 
