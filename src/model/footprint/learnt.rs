@@ -632,11 +632,12 @@ pub fn known(
                 return Known::Unlearnable;
             }
         }
-        // Spread over the buffers the parameters point into, and those of anchors where a
-        // range was measured: an anchor may be a stale field pointing anywhere.
+        // Spread over the buffers whole pointer parameters point into, and those of fields
+        // and anchors where a range was measured: a field may be stale, pointing anywhere.
         let ranged = |b: &(u64, u64)| measured.ranges.iter().any(|r| b.0 <= r.addr && r.addr < b.1);
+        let whole = |p: &Access, anchor: bool| !anchor && p.exact;
         let mut buffers: Vec<(u64, u64)> =
-            pointers.iter().filter(|(_, b, anchor)| !anchor || ranged(b)).map(|(_, b, _)| *b).collect();
+            pointers.iter().filter(|(p, b, anchor)| whole(p, *anchor) || ranged(b)).map(|(_, b, _)| *b).collect();
         buffers.sort_unstable();
         buffers.dedup();
         for buffer in buffers {

@@ -98,8 +98,9 @@ mod tests {
         }
     }
 
+    /// A whole pointer parameter at `slot`, as the parameter scan gives it.
     fn pointer(addr: u64, slot: u32) -> Access {
-        Access { exact: false, slot: Some(slot), ..Access::new(addr, 1, Mode::Unknown) }
+        Access { slot: Some(slot), ..Access::new(addr, 1, Mode::Unknown) }
     }
 
     fn learning(kernel: u64, words: &[u64]) -> Learning {
@@ -204,6 +205,28 @@ mod tests {
         let in_second = |a: &Access| a.addr < BASE + 2 * SIZE && a.addr + a.len > BASE + SIZE;
         assert!(!later.iter().any(in_second), "{later:?}");
         assert!(later.iter().any(|a| a.addr == BASE + 2 * SIZE && a.mode == Mode::ReadWrite), "{later:?}");
+    }
+
+    #[test]
+    fn a_cover_reaches_a_fields_buffer_only_where_a_range_was_measured_in_it() {
+        // As above, the stale pointer a field of a by-value parameter: the scan gave it as a
+        // guess, not an anchor. A whole pointer parameter's buffer takes its part of the cover.
+        for (field, ranged) in [(false, false), (true, false), (true, true)] {
+            let m = model();
+            alloc(&m, BASE + SIZE, SIZE);
+            let second = Access { exact: !field, ..pointer(BASE + SIZE, 8) };
+            let learning = Learning { kernel: 1, words: Arc::from([POINTER, POINTER]), anchors: Arc::from([]) };
+            let ranges: Vec<Access> =
+                ranged.then(|| Access::new(BASE + SIZE + 64, 8, Mode::Read)).into_iter().collect();
+            let cover = Access::new(BASE + 128, SIZE, Mode::ReadWrite);
+            learn(&m, &learning, &[pointer(BASE, 0), second], Footprint { ranges: &ranges, cover: Some(cover) });
+            let mut later = vec![pointer(BASE, 0), Access { addr: BASE + SIZE, ..second }];
+            assert_eq!(m.apply_learnt(1, &learning.words, &mut later, &[]), Lookup::Applied);
+            let in_second = later
+                .iter()
+                .any(|a| a.addr < BASE + 2 * SIZE && a.addr + a.len > BASE + SIZE && a.mode == Mode::ReadWrite);
+            assert_eq!(in_second, !field || ranged, "field {field}, ranged {ranged}: {later:?}");
+        }
     }
 
     /// What a pointer's kernel touched before its first grid-dependency wait and after it
