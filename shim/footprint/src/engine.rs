@@ -68,6 +68,11 @@ pub(crate) struct Engine {
     /// for them).
     pub(crate) twins_ns: AtomicU64,
     reading_ns: AtomicU64,
+    /// Nanoseconds arming launches (twin, table, attributes, variables, binding); of them
+    /// and after the launches, copying variables; the copies made.
+    arming_ns: AtomicU64,
+    mirroring_ns: AtomicU64,
+    variable_copies: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -178,6 +183,9 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         refused: AtomicU64::new(0),
         twins_ns: AtomicU64::new(0),
         reading_ns: AtomicU64::new(0),
+        arming_ns: AtomicU64::new(0),
+        mirroring_ns: AtomicU64::new(0),
+        variable_copies: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -186,6 +194,15 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
 impl Engine {
     pub(crate) fn twins(&self) -> MutexGuard<'_, Twins> {
         self.twins.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`twins::mirror`], counted.
+    fn mirror(&self, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
+        let started = Instant::now();
+        let copies = twins::mirror(&self.driver.twins, pair, stream, into_twin);
+        self.mirroring_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.variable_copies.fetch_add(copies.unwrap_or(0), Ordering::Relaxed);
+        copies.is_some()
     }
 }
 
@@ -201,7 +218,10 @@ pub fn arm(function: *mut c_void, stream: *mut c_void, may_load: bool) -> *mut c
     if !retired.is_empty() {
         twins::unload(&engine.driver.twins, retired);
     }
-    let (launch, last) = match measure(engine, function, stream, may_load) {
+    let started = Instant::now();
+    let measured = measure(engine, function, stream, may_load);
+    engine.arming_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let (launch, last) = match measured {
         Ok(Some(armed)) => {
             let twin = armed.pair.twin;
             let _ = ARMED.try_with(|a| *a.borrow_mut() = Some(armed));
@@ -243,7 +263,7 @@ fn measure(
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
     let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
-    if !twins::mirror(&engine.driver.twins, &pair, stream, true) {
+    if !engine.mirror(&pair, stream, true) {
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
     }
@@ -261,7 +281,7 @@ pub fn outcome(accepted: bool) -> Outcome {
     let Armed { ticket, function, ctx, stream, pair, _measuring } = armed;
     let Some(engine) = ENGINE.get() else { return Outcome::Skipped };
     if accepted {
-        twins::mirror(&engine.driver.twins, &pair, stream, false);
+        engine.mirror(&pair, stream, false);
         drop(_measuring);
         twins::launched(&mut engine.twins(), function, ctx);
         return Outcome::Measured(ticket);
@@ -292,6 +312,11 @@ pub struct Counters {
     /// Time spent making twins and reading tables back, in microseconds.
     pub twins_us: u64,
     pub reading_us: u64,
+    /// Time arming launches, and of it and after launches copying module variables, in
+    /// microseconds; the variable copies made.
+    pub arming_us: u64,
+    pub mirroring_us: u64,
+    pub variable_copies: u64,
 }
 
 /// Whether the program's function (or `CUkernel`) `function` waits on its grid dependencies
@@ -318,6 +343,9 @@ pub fn counters() -> Counters {
             without_code: t.without_code,
             twins_us: c(&e.twins_ns) / 1000,
             reading_us: c(&e.reading_ns) / 1000,
+            arming_us: c(&e.arming_ns) / 1000,
+            mirroring_us: c(&e.mirroring_ns) / 1000,
+            variable_copies: c(&e.variable_copies),
         }
     })
 }

@@ -351,14 +351,19 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<[Mi
 }
 
 /// Copies each variable of `pair` into the twin (`into_twin`) or, those kernels may write,
-/// back to the program's module, on `stream` (the launch's, so ordered with it). Whether
-/// every copy was accepted.
-pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> bool {
-    pair.variables.iter().filter(|v| into_twin || v.writable).all(|v| {
+/// back to the program's module, on `stream` (the launch's, so ordered with it). The copies
+/// made, or None where one was refused.
+pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> Option<u64> {
+    let mut copies = 0;
+    for v in pair.variables.iter().filter(|v| into_twin || v.writable) {
         let (to, from) = if into_twin { (v.twin, v.own) } else { (v.own, v.twin) };
         // SAFETY: a real driver function; both variables are live, of `bytes` each.
-        unsafe { (driver.memcpy_dtod_async)(to, from, v.bytes, stream) == 0 }
-    })
+        if unsafe { (driver.memcpy_dtod_async)(to, from, v.bytes, stream) } != 0 {
+            return None;
+        }
+        copies += 1;
+    }
+    Some(copies)
 }
 
 /// Function attributes a program may set at run time that a launch depends on (dynamic
