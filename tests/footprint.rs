@@ -510,6 +510,8 @@ fn a_twin_holds_its_modules_variables_as_the_program_left_them() {
     assert_eq!(logged(&log, "measured", "footprint_counted"), 1, "{log:?}");
     assert_eq!(logged(&log, "native", "footprint_counted"), 2, "{log:?}");
     assert_eq!(counter(&run, " with their module's variables mirrored"), 1, "{}", run.stderr());
+    // Both variables copied into the twin in one call, the writable one back in another.
+    assert_eq!((counter(&run, " variables in"), counter(&run, " calls")), (3, 2), "{}", run.stderr());
     assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
     assert_eq!(races(&run_rounds("stateful", "fixed", "learn", 3, &[]).0), vec![]);
 }

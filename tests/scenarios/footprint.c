@@ -56,10 +56,11 @@ static const char PTX[] =
     "  .param .u32 footprint_packed_param_0,\n  .param .u8 footprint_packed_param_1,\n"
     "  .param .u64 footprint_packed_param_2,\n  .param .u64 footprint_packed_param_3\n)\n{\n ret;\n}\n";
 /* A module with a variable of its own, which footprint_counted adds one to (the stand-in
-   plays that kernel's effect): its twin must hold the program's value while a launch runs
-   on it, and give it back. */
+   plays that kernel's effect), and a constant: its twin must hold the program's values while
+   a launch runs on it, and give the variable back. */
 static const char STATEFUL_PTX[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n.visible .global .align 4 .u32 launches;\n"
+    ".visible .const .align 4 .u32 limit;\n"
     TOUCH_ENTRY("footprint_counted");
 
 static CUfunction touch, two, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits, early;

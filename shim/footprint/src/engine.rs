@@ -69,10 +69,11 @@ pub(crate) struct Engine {
     pub(crate) twins_ns: AtomicU64,
     reading_ns: AtomicU64,
     /// Nanoseconds arming launches (twin, table, attributes, variables, binding); of them
-    /// and after the launches, copying variables; the copies made.
+    /// and after the launches, copying variables; the variables copied, in how many calls.
     arming_ns: AtomicU64,
     mirroring_ns: AtomicU64,
     variable_copies: AtomicU64,
+    copy_calls: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -186,6 +187,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         arming_ns: AtomicU64::new(0),
         mirroring_ns: AtomicU64::new(0),
         variable_copies: AtomicU64::new(0),
+        copy_calls: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -199,10 +201,12 @@ impl Engine {
     /// [`twins::mirror`], counted.
     fn mirror(&self, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
         let started = Instant::now();
-        let copies = twins::mirror(&self.driver.twins, pair, stream, into_twin);
+        let copied = twins::mirror(&self.driver.twins, pair, stream, into_twin);
         self.mirroring_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        self.variable_copies.fetch_add(copies.unwrap_or(0), Ordering::Relaxed);
-        copies.is_some()
+        let (copies, calls) = copied.unwrap_or_default();
+        self.variable_copies.fetch_add(copies, Ordering::Relaxed);
+        self.copy_calls.fetch_add(calls, Ordering::Relaxed);
+        copied.is_some()
     }
 }
 
@@ -313,10 +317,11 @@ pub struct Counters {
     pub twins_us: u64,
     pub reading_us: u64,
     /// Time arming launches, and of it and after launches copying module variables, in
-    /// microseconds; the variable copies made.
+    /// microseconds; the variables copied, in how many driver calls.
     pub arming_us: u64,
     pub mirroring_us: u64,
     pub variable_copies: u64,
+    pub copy_calls: u64,
 }
 
 /// Whether the program's function (or `CUkernel`) `function` waits on its grid dependencies
@@ -346,6 +351,7 @@ pub fn counters() -> Counters {
             arming_us: c(&e.arming_ns) / 1000,
             mirroring_us: c(&e.mirroring_ns) / 1000,
             variable_copies: c(&e.variable_copies),
+            copy_calls: c(&e.copy_calls),
         }
     })
 }

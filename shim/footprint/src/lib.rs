@@ -21,7 +21,7 @@ pub use engine::{
 };
 pub use nodes::{arm_nodes, NodeArmed, NodesArmed};
 pub use table::{Measured, Range};
-pub use twins::{Driver as TwinDriver, NoTwin};
+pub use twins::{BatchCopy, Driver as TwinDriver, NoTwin};
 
 #[cfg(test)]
 mod tests {

@@ -29,7 +29,57 @@ pub struct Driver {
     pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
     pub module_get_global: unsafe extern "C" fn(*mut u64, *mut usize, Handle, *const c_char) -> u32,
     pub memcpy_dtod_async: unsafe extern "C" fn(u64, u64, usize, Handle) -> u32,
+    /// Where the driver has one (CUDA 12.8 and later): a module's variables are copied in
+    /// one call, not one each.
+    pub memcpy_batch_async: Option<BatchCopy>,
 }
+
+/// `cuMemcpyBatchAsync_v2` (CUDA 13), or `cuMemcpyBatchAsync` as CUDA 12.8 declared it
+/// (with a failure index).
+#[derive(Clone, Copy)]
+pub enum BatchCopy {
+    V2(
+        unsafe extern "C" fn(
+            *mut u64,
+            *mut u64,
+            *mut usize,
+            usize,
+            *mut CopyAttributes,
+            *mut usize,
+            usize,
+            Handle,
+        ) -> u32,
+    ),
+    V1(
+        unsafe extern "C" fn(
+            *mut u64,
+            *mut u64,
+            *mut usize,
+            usize,
+            *mut CopyAttributes,
+            *mut usize,
+            usize,
+            *mut usize,
+            Handle,
+        ) -> u32,
+    ),
+}
+
+/// `CUmemcpyAttributes`: how a batch's copies read their sources. Its location hints are
+/// ignored for memory that is not managed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CopyAttributes {
+    src_access_order: u32,
+    src_location_hint: [i32; 2],
+    dst_location_hint: [i32; 2],
+    flags: u32,
+}
+
+/// `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`: the sources are read in stream order, after the
+/// launches ahead on the stream (which may write a variable).
+const IN_STREAM_ORDER: CopyAttributes =
+    CopyAttributes { src_access_order: 1, src_location_hint: [0; 2], dst_location_hint: [0; 2], flags: 0 };
 
 /// Why a launch cannot run on a twin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +103,7 @@ pub struct Pair {
     /// Whether the twin was launched before (its first launch loads and patches its code).
     pub launched: bool,
     /// The module's variables, each in the program's module and in the twin.
-    pub variables: Arc<[Mirrored]>,
+    pub variables: Arc<Variables>,
     /// Where its kernel first waits on its grid dependencies, where its code says so.
     pub first_wait: Option<FirstWait>,
 }
@@ -68,20 +118,40 @@ pub struct FirstWait {
     pub offset: u32,
 }
 
-/// A variable of a module and the twin's copy of it: before a launch on the twin, the
-/// twin's takes the program's value, and after it, if kernels may write it, gives it back.
-#[derive(Clone, Copy, Debug)]
-pub struct Mirrored {
-    pub own: u64,
-    pub twin: u64,
-    pub bytes: usize,
-    pub writable: bool,
+/// A module's variables and the twin's copies of them: before a launch on the twin, the
+/// twin's take the program's values, and after it, those kernels may write give theirs back.
+#[derive(Debug, Default)]
+pub struct Variables {
+    into_twin: Copies,
+    back: Copies,
+}
+
+impl Variables {
+    pub fn is_empty(&self) -> bool {
+        self.into_twin.bytes.is_empty()
+    }
+}
+
+/// Copies as a batch takes them: each one's destination, source and size.
+#[derive(Debug, Default)]
+struct Copies {
+    to: Vec<u64>,
+    from: Vec<u64>,
+    bytes: Vec<usize>,
+}
+
+impl Copies {
+    fn push(&mut self, to: u64, from: u64, bytes: usize) {
+        self.to.push(to);
+        self.from.push(from);
+        self.bytes.push(bytes);
+    }
 }
 
 /// A module's twin, or why it has none (`Loading` while a thread loads it).
 #[derive(Clone)]
 enum Twin {
-    Loaded(Handle, Arc<[Mirrored]>),
+    Loaded(Handle, Arc<Variables>),
     Loading,
     None(NoTwin),
 }
@@ -303,7 +373,7 @@ pub fn loading_twin() -> bool {
 
 /// Loads a twin of `module` from `code` (patched by the load's callback), with each of the
 /// module's variables found in both.
-fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<[Mirrored]>), NoTwin> {
+fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<Variables>), NoTwin> {
     let variables = match module_state::of(code) {
         State::Variables(variables) => variables,
         State::Unknown => return Err(NoTwin::ModuleState),
@@ -332,16 +402,22 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<[Mi
         let found = unsafe { (driver.module_get_global)(&mut address, &mut bytes, module, name.as_ptr()) } == 0;
         found.then_some((address, bytes))
     };
-    let mirrored: Option<Vec<Mirrored>> = variables
-        .iter()
-        .map(|v| {
-            let name = CString::new(v.name.as_str()).ok()?;
-            let ((own, bytes), (twin_address, twin_bytes)) = (find(module, &name)?, find(twin, &name)?);
-            (bytes == twin_bytes).then_some(Mirrored { own, twin: twin_address, bytes, writable: v.writable })
-        })
-        .collect();
+    let mut mirrored = Some(Variables::default());
+    for v in &variables {
+        let found =
+            CString::new(v.name.as_str()).ok().and_then(|name| Some((find(module, &name)?, find(twin, &name)?)));
+        match (found, mirrored.as_mut()) {
+            (Some(((own, bytes), (twin_address, twin_bytes))), Some(m)) if bytes == twin_bytes => {
+                m.into_twin.push(twin_address, own, bytes);
+                if v.writable {
+                    m.back.push(own, twin_address, bytes);
+                }
+            }
+            _ => mirrored = None,
+        }
+    }
     match mirrored {
-        Some(mirrored) => Ok((twin, mirrored.into())),
+        Some(mirrored) => Ok((twin, Arc::new(mirrored))),
         None => {
             // SAFETY: the twin just loaded, used by nothing.
             unsafe { (driver.module_unload)(twin) };
@@ -351,19 +427,37 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<[Mi
 }
 
 /// Copies each variable of `pair` into the twin (`into_twin`) or, those kernels may write,
-/// back to the program's module, on `stream` (the launch's, so ordered with it). The copies
-/// made, or None where one was refused.
-pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> Option<u64> {
-    let mut copies = 0;
-    for v in pair.variables.iter().filter(|v| into_twin || v.writable) {
-        let (to, from) = if into_twin { (v.twin, v.own) } else { (v.own, v.twin) };
+/// back to the program's module, on `stream` (the launch's, so ordered with it). The
+/// variables copied and the driver calls made, or None where a copy was refused.
+pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> Option<(u64, u64)> {
+    let copies = if into_twin { &pair.variables.into_twin } else { &pair.variables.back };
+    let count = copies.bytes.len();
+    // The legacy NULL stream takes no batch.
+    let legacy = stream.is_null() || stream as usize == 1;
+    if let (Some(batch), false, 1..) = (driver.memcpy_batch_async, legacy, count) {
+        let (mut attributes, mut first, mut failed) = (IN_STREAM_ORDER, 0usize, 0usize);
+        let (to, from, bytes) =
+            (copies.to.as_ptr().cast_mut(), copies.from.as_ptr().cast_mut(), copies.bytes.as_ptr().cast_mut());
+        // SAFETY: a real driver function; three arrays of `count` entries, which the driver
+        // only reads, one attribute for them all, first applying to copy 0; every variable
+        // is live, of its size in both modules.
+        let status = unsafe {
+            match batch {
+                BatchCopy::V2(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, stream),
+                BatchCopy::V1(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, &mut failed, stream),
+            }
+        };
+        if status == 0 {
+            return Some((count as u64, 1));
+        }
+    }
+    for i in 0..count {
         // SAFETY: a real driver function; both variables are live, of `bytes` each.
-        if unsafe { (driver.memcpy_dtod_async)(to, from, v.bytes, stream) } != 0 {
+        if unsafe { (driver.memcpy_dtod_async)(copies.to[i], copies.from[i], copies.bytes[i], stream) } != 0 {
             return None;
         }
-        copies += 1;
     }
-    Some(copies)
+    Some((count as u64, count as u64))
 }
 
 /// Function attributes a program may set at run time that a launch depends on (dynamic

@@ -89,6 +89,9 @@ fn real_driver() -> Option<engine::Driver> {
             func_set_attribute: find(c"cuFuncSetAttribute")?,
             module_get_global: find(c"cuModuleGetGlobal_v2")?,
             memcpy_dtod_async: find(c"cuMemcpyDtoDAsync_v2")?,
+            memcpy_batch_async: find(c"cuMemcpyBatchAsync_v2")
+                .map(engine::BatchCopy::V2)
+                .or_else(|| find(c"cuMemcpyBatchAsync").map(engine::BatchCopy::V1)),
         },
     })
 }
@@ -393,9 +396,9 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them making {} variable copies",
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables in {} calls",
             c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us,
-            c.arming_us, c.mirroring_us, c.variable_copies
+            c.arming_us, c.mirroring_us, c.variable_copies, c.copy_calls
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();

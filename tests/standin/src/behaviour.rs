@@ -613,17 +613,27 @@ pub unsafe fn memcpy_3d_peer(copy: *const Memcpy3DPeer) -> CUresult {
 pub unsafe fn memcpy_3d_peer_async(copy: *const Memcpy3DPeer, stream: CUstream) -> CUresult {
     copy_3d!(copy, Some(stream))
 }
+/// `cuMemcpyBatchAsync`: refused on the legacy NULL stream, and unless each attribute
+/// (`CUmemcpyAttributes`, 24 bytes, its source access order first) names an order and the
+/// first applies to copy 0; then each copy made on `stream`.
 unsafe fn batch(
-    dsts: *mut CUdeviceptr,
-    srcs: *mut CUdeviceptr,
-    sizes: *mut usize,
-    count: usize,
+    (dsts, srcs, sizes, count): (*mut CUdeviceptr, *mut CUdeviceptr, *mut usize, usize),
+    (attrs, attrs_idxs, num_attrs): (*mut c_void, *mut usize, usize),
     stream: CUstream,
 ) -> CUresult {
+    if stream.is_null() || stream as usize == 1 {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if let e @ 1.. = check_stream(stream) {
         return e;
     }
-    if dsts.is_null() || srcs.is_null() || sizes.is_null() {
+    if dsts.is_null() || srcs.is_null() || sizes.is_null() || attrs.is_null() || attrs_idxs.is_null() || num_attrs == 0
+    {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller's arrays of `num_attrs` entries.
+    let orders = (0..num_attrs).map(|i| unsafe { *(attrs.cast::<u8>().add(24 * i) as *const u32) });
+    if unsafe { *attrs_idxs } != 0 || orders.into_iter().any(|o| !(1..=3).contains(&o)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     for i in 0..count {
@@ -637,28 +647,27 @@ pub unsafe fn memcpy_batch_async(
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,
     count: usize,
-    _a: *mut c_void,
-    _ai: *mut usize,
-    _na: usize,
+    attrs: *mut c_void,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
     _fail: *mut usize,
     stream: CUstream,
 ) -> CUresult {
-    unsafe { batch(dsts, srcs, sizes, count, stream) }
+    unsafe { batch((dsts, srcs, sizes, count), (attrs, attrs_idxs, num_attrs), stream) }
 }
 pub unsafe fn memcpy_batch_async_v2(
     dsts: *mut CUdeviceptr,
     srcs: *mut CUdeviceptr,
     sizes: *mut usize,
     count: usize,
-    _a: *mut c_void,
-    _ai: *mut usize,
-    _na: usize,
+    attrs: *mut c_void,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
     stream: CUstream,
 ) -> CUresult {
-    unsafe { batch(dsts, srcs, sizes, count, stream) }
+    unsafe { batch((dsts, srcs, sizes, count), (attrs, attrs_idxs, num_attrs), stream) }
 }
 
-/// The bytes per element of a batched 3D copy: an array operand's, one between pointers.
 fn batch_element(op: &Memcpy3DBatchOp) -> usize {
     for operand in [&op.src, &op.dst] {
         if operand.operand_type == CU_MEMCPY_OPERAND_TYPE_ARRAY {

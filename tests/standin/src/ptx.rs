@@ -77,13 +77,13 @@ fn layout(list: &str) -> Vec<Param> {
     params
 }
 
-/// Every variable declared `.global` outside the functions (`.visible .global .align 4 .u32
-/// name[8];`), with its size in bytes.
+/// Every variable declared `.global` or `.const` outside the functions (`.visible .global
+/// .align 4 .u32 name[8];`), with its size in bytes.
 pub fn variables(ptx: &str) -> Vec<(String, usize)> {
     let mut found = Vec::new();
     let mut depth = 0i32;
     for line in ptx.lines() {
-        if depth == 0 && line.split_whitespace().any(|w| w == ".global") {
+        if depth == 0 && line.split_whitespace().any(|w| w == ".global" || w == ".const") {
             let declared = line.split(['=', ';']).next().unwrap_or_default();
             let words: Vec<&str> = declared.split_whitespace().collect();
             let element = words.iter().rev().skip(1).find(|w| w.starts_with('.')).map_or(4, |ty| scalar_size(ty));
