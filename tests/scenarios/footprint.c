@@ -209,7 +209,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -559,14 +559,16 @@ int main(int argc, char **argv) {
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, y, 8, R);
             CHECK(cuCtxSynchronize());
-        } else if (strcmp(scenario, "stateful") == 0) {
+        } else if (strcmp(scenario, "stateful") == 0 || strcmp(scenario, "stateful_legacy") == 0) {
             /* The interior race, its writer in a module with a variable of its own, which
                counts its launches; every round's launches must have counted in the
-               program's copy of the variable. */
+               program's copy of the variable. "stateful_legacy": the writer on the legacy
+               NULL stream, where the driver takes no batch of copies. */
+            CUstream on = strcmp(scenario, "stateful") == 0 ? a : CU_STREAM_LEGACY;
             CUdeviceptr count_at;
             unsigned count = 0;
-            launch_triple(counted, a, x, 64, W);
-            if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
+            launch_triple(counted, on, x, 64, W);
+            if (fixed) { CHECK(cuEventRecord(done, on)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 32, 8, R);
             CHECK(cuCtxSynchronize());
             CHECK(cuModuleGetGlobal_v2(&count_at, NULL, stateful, "launches"));

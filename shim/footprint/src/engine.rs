@@ -25,6 +25,7 @@ pub struct Driver {
     pub dlsym: api::Dlsym,
     pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
     pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
+    pub event_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
     pub stream_is_capturing: unsafe extern "C" fn(Handle, *mut u32) -> u32,
     pub twins: twins::Driver,
 }
@@ -40,6 +41,8 @@ struct Pool {
     allocated: usize,
     /// The engine's own stream (`CU_STREAM_NON_BLOCKING`) and its sanitizer handle.
     stream: Option<Handle>,
+    /// That stream and an event, for copies that cannot run on a launch's stream.
+    detour: Option<twins::Detour>,
 }
 
 pub(crate) struct Engine {
@@ -198,10 +201,11 @@ impl Engine {
         self.twins.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// [`twins::mirror`], counted.
-    fn mirror(&self, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
+    /// [`twins::mirror`] for a launch in `ctx`, counted.
+    fn mirror(&self, ctx: Handle, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
         let started = Instant::now();
-        let copied = twins::mirror(&self.driver.twins, pair, stream, into_twin);
+        let detour = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&(ctx as usize)).and_then(|p| p.detour);
+        let copied = twins::mirror(&self.driver.twins, pair, stream, into_twin, detour);
         self.mirroring_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let (copies, calls) = copied.unwrap_or_default();
         self.variable_copies.fetch_add(copies, Ordering::Relaxed);
@@ -267,7 +271,7 @@ fn measure(
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
     let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
-    if !engine.mirror(&pair, stream, true) {
+    if !engine.mirror(ctx, &pair, stream, true) {
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
     }
@@ -285,7 +289,7 @@ pub fn outcome(accepted: bool) -> Outcome {
     let Armed { ticket, function, ctx, stream, pair, _measuring } = armed;
     let Some(engine) = ENGINE.get() else { return Outcome::Skipped };
     if accepted {
-        engine.mirror(&pair, stream, false);
+        engine.mirror(ctx, &pair, stream, false);
         drop(_measuring);
         twins::launched(&mut engine.twins(), function, ctx);
         return Outcome::Measured(ticket);
@@ -512,6 +516,11 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
             return Ok(false);
         }
         pool.stream = Some(handle);
+        let mut event: Handle = core::ptr::null_mut();
+        // SAFETY: a real driver function; CU_EVENT_DISABLE_TIMING: only waited on.
+        if unsafe { (engine.driver.event_create)(&mut event, 2) } == 0 {
+            pool.detour = Some(twins::Detour { stream, event });
+        }
     }
     if pool.allocated < MAX_TABLES {
         engine.grow(ctx, pool);

@@ -29,6 +29,8 @@ pub struct Driver {
     pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
     pub module_get_global: unsafe extern "C" fn(*mut u64, *mut usize, Handle, *const c_char) -> u32,
     pub memcpy_dtod_async: unsafe extern "C" fn(u64, u64, usize, Handle) -> u32,
+    pub event_record: unsafe extern "C" fn(Handle, Handle) -> u32,
+    pub stream_wait_event: unsafe extern "C" fn(Handle, Handle, u32) -> u32,
     /// Where the driver has one (CUDA 12.8 and later): a module's variables are copied in
     /// one call, not one each.
     pub memcpy_batch_async: Option<BatchCopy>,
@@ -74,6 +76,15 @@ pub struct CopyAttributes {
     src_location_hint: [i32; 2],
     dst_location_hint: [i32; 2],
     flags: u32,
+}
+
+/// The engine's own stream in a launch's context and an event of it: a batch for a launch on
+/// the legacy NULL stream, which takes none, runs there, after what the launch's stream did
+/// so far and before what it does next.
+#[derive(Clone, Copy, Debug)]
+pub struct Detour {
+    pub stream: Handle,
+    pub event: Handle,
 }
 
 /// `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`: the sources are read in stream order, after the
@@ -427,27 +438,37 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<Var
 }
 
 /// Copies each variable of `pair` into the twin (`into_twin`) or, those kernels may write,
-/// back to the program's module, on `stream` (the launch's, so ordered with it). The
-/// variables copied and the driver calls made, or None where a copy was refused.
-pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> Option<(u64, u64)> {
+/// back to the program's module, on `stream` (the launch's, so ordered with it), in one
+/// batch where the driver has them (by `detour` on the legacy NULL stream). The variables
+/// copied and the driver calls that copied them, or None where a copy was refused.
+pub fn mirror(
+    driver: &Driver,
+    pair: &Pair,
+    stream: Handle,
+    into_twin: bool,
+    detour: Option<Detour>,
+) -> Option<(u64, u64)> {
     let copies = if into_twin { &pair.variables.into_twin } else { &pair.variables.back };
     let count = copies.bytes.len();
-    // The legacy NULL stream takes no batch.
-    let legacy = stream.is_null() || stream as usize == 1;
-    if let (Some(batch), false, 1..) = (driver.memcpy_batch_async, legacy, count) {
-        let (mut attributes, mut first, mut failed) = (IN_STREAM_ORDER, 0usize, 0usize);
-        let (to, from, bytes) =
-            (copies.to.as_ptr().cast_mut(), copies.from.as_ptr().cast_mut(), copies.bytes.as_ptr().cast_mut());
-        // SAFETY: a real driver function; three arrays of `count` entries, which the driver
-        // only reads, one attribute for them all, first applying to copy 0; every variable
-        // is live, of its size in both modules.
-        let status = unsafe {
-            match batch {
-                BatchCopy::V2(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, stream),
-                BatchCopy::V1(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, &mut failed, stream),
-            }
+    if count == 0 {
+        return Some((0, 0));
+    }
+    if let Some(batch) = driver.memcpy_batch_async {
+        let legacy = stream.is_null() || stream as usize == 1;
+        let batched = match (legacy, detour) {
+            (false, _) => batch_copy(batch, copies, stream),
+            // SAFETY: real driver functions on the launch's stream and the detour's stream
+            // and event, all of the launch's context.
+            (true, Some(d)) => unsafe {
+                (driver.event_record)(d.event, stream) == 0
+                    && (driver.stream_wait_event)(d.stream, d.event, 0) == 0
+                    && batch_copy(batch, copies, d.stream)
+                    && (driver.event_record)(d.event, d.stream) == 0
+                    && (driver.stream_wait_event)(stream, d.event, 0) == 0
+            },
+            (true, None) => false,
         };
-        if status == 0 {
+        if batched {
             return Some((count as u64, 1));
         }
     }
@@ -458,6 +479,24 @@ pub fn mirror(driver: &Driver, pair: &Pair, stream: Handle, into_twin: bool) -> 
         }
     }
     Some((count as u64, count as u64))
+}
+
+/// `copies` in one call on `stream`: whether the driver accepted them.
+fn batch_copy(batch: BatchCopy, copies: &Copies, stream: Handle) -> bool {
+    let count = copies.bytes.len();
+    let (mut attributes, mut first, mut failed) = (IN_STREAM_ORDER, 0usize, 0usize);
+    let (to, from, bytes) =
+        (copies.to.as_ptr().cast_mut(), copies.from.as_ptr().cast_mut(), copies.bytes.as_ptr().cast_mut());
+    // SAFETY: a real driver function; three arrays of `count` entries, which the driver only
+    // reads, one attribute for them all, first applying to copy 0; every variable is live,
+    // of its size in both modules.
+    let status = unsafe {
+        match batch {
+            BatchCopy::V2(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, stream),
+            BatchCopy::V1(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, &mut failed, stream),
+        }
+    };
+    status == 0
 }
 
 /// Function attributes a program may set at run time that a launch depends on (dynamic

@@ -77,6 +77,7 @@ fn real_driver() -> Option<engine::Driver> {
         dlsym: driver::real_dlsym()?,
         ctx_get_current: find(c"cuCtxGetCurrent")?,
         stream_create: find(c"cuStreamCreate")?,
+        event_create: find(c"cuEventCreate")?,
         stream_is_capturing: find(c"cuStreamIsCapturing")?,
         twins: engine::TwinDriver {
             func_get_module: find(c"cuFuncGetModule")?,
@@ -89,6 +90,8 @@ fn real_driver() -> Option<engine::Driver> {
             func_set_attribute: find(c"cuFuncSetAttribute")?,
             module_get_global: find(c"cuModuleGetGlobal_v2")?,
             memcpy_dtod_async: find(c"cuMemcpyDtoDAsync_v2")?,
+            event_record: find(c"cuEventRecord")?,
+            stream_wait_event: find(c"cuStreamWaitEvent")?,
             memcpy_batch_async: find(c"cuMemcpyBatchAsync_v2")
                 .map(engine::BatchCopy::V2)
                 .or_else(|| find(c"cuMemcpyBatchAsync").map(engine::BatchCopy::V1)),
