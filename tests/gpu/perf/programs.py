@@ -6,9 +6,11 @@ step of a TransformerEncoder on one rank, and two synthetic loops (2000 small el
 launches; bf16 matmuls).
 
 Usage: programs.py NAME [STEPS] [WARMUP]. Prints one JSON line: {"program", "step_ms" (each
-timed step, synchronized), "probe_ms" (the core's speed before and after each step:
-probe()), "median_step_ms", "checksum"} — the checksum is a loss or sum, printed to show the
-work was done; bf16 and atomics make it differ slightly between runs.
+timed step, synchronized), "host_ms" (each step's part before the synchronize: where the host's
+launches, not the device's work, set the pace, it is the whole step), "probe_ms" (the core's
+speed before and after each step: probe()), "median_step_ms", "checksum"} — the checksum is a
+loss or sum, printed to show the work was done; bf16 and atomics make it differ slightly
+between runs.
 
 STREAMSAN_TOGGLE="0,1,14" (under a shim built with the `experiments` feature): before each
 timed step, the parts of the shim that step leaves out (shim/src/intercept/experiments.rs's
@@ -224,7 +226,7 @@ def main():
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
-    times, probes = [], []
+    times, host, probes = [], [], []
     modes, leave_out = toggled_modes(steps)
     for i in range(steps):
         if leave_out:
@@ -232,10 +234,13 @@ def main():
         before = probe()
         start = time.perf_counter()
         result = step()
+        # The host's part: the step's launches made, its device work perhaps still running.
+        host.append((time.perf_counter() - start) * 1e3)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
         probes.append([before, probe()])
-    print(json.dumps({"program": name, "step_ms": [round(t, 4) for t in times], "probe_ms": probes,
+    print(json.dumps({"program": name, "step_ms": [round(t, 4) for t in times],
+                      "host_ms": [round(t, 4) for t in host], "probe_ms": probes,
                       "median_step_ms": round(statistics.median(times), 4), "checksum": round(float(result), 3),
                       **({"modes": modes} if modes else {})}))
 
