@@ -43,9 +43,12 @@ pub enum Phase {
     Report,
     /// Waiting for a stream's, buffer's or event's lock held by another thread.
     LockWait,
-    /// `footprint=exact|learn`: before a launch's real call, its learnt footprint looked up
-    /// and the engine armed (or not); after it, the launch's table taken.
+    /// `footprint=learn`: before a launch's real call, its words read and its learnt
+    /// footprint looked up (every launch).
     FootprintPlan,
+    /// `footprint=exact|learn`: a launch to measure sent to its twin (twin, table, module
+    /// variables copied in) before its real call, and its variables copied back after it.
+    FootprintArm,
     /// `footprint=exact|learn`: at a synchronizing call, the footprints of the launches it
     /// completed read and checked.
     FootprintCollect,
@@ -56,7 +59,7 @@ pub enum Phase {
     FootprintLearn,
 }
 
-const PHASES: usize = 18;
+const PHASES: usize = 19;
 const ALL: [Phase; PHASES] = [
     Phase::CallSite,
     Phase::PythonFrames,
@@ -73,6 +76,7 @@ const ALL: [Phase; PHASES] = [
     Phase::Report,
     Phase::LockWait,
     Phase::FootprintPlan,
+    Phase::FootprintArm,
     Phase::FootprintCollect,
     Phase::FootprintCheck,
     Phase::FootprintLearn,
@@ -95,7 +99,8 @@ impl Phase {
             Phase::ProgramSettle => "batch told on program threads",
             Phase::Report => "race reports (in updates)",
             Phase::LockWait => "lock waits (in updates)",
-            Phase::FootprintPlan => "footprint: plan/arm",
+            Phase::FootprintPlan => "footprint: plan",
+            Phase::FootprintArm => "footprint: arm",
             Phase::FootprintCollect => "footprint: collect",
             Phase::FootprintCheck => "  of which checks before and after",
             Phase::FootprintLearn => "  of which learning",

@@ -189,9 +189,9 @@ pub fn launch(
         return (call(f), None);
     }
     let may_load = super::load_gate::open();
-    let sent = phases::time(Phase::FootprintPlan, || engine::arm(f, stream, may_load));
+    let sent = phases::time(Phase::FootprintArm, || engine::arm(f, stream, may_load));
     let status = call(sent);
-    match phases::time(Phase::FootprintPlan, || engine::outcome(status == 0)) {
+    match phases::time(Phase::FootprintArm, || engine::outcome(status == 0)) {
         engine::Outcome::Measured(ticket) => (status, Some(ticket.0)),
         engine::Outcome::Skipped => (status, None),
         engine::Outcome::Unmeasured(why) => {
