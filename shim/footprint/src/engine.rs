@@ -41,7 +41,9 @@ struct Pool {
     allocated: usize,
     /// The engine's own stream (`CU_STREAM_NON_BLOCKING`) and its sanitizer handle.
     stream: Option<Handle>,
-    /// That stream and an event, for copies that cannot run on a launch's stream.
+    /// A stream and an event of the engine's for copies that cannot run on a launch's
+    /// stream. Not the stream above: that one's tables are read with the host waiting, and
+    /// the detour waits for a program's stream, which may wait for the host.
     detour: Option<twins::Detour>,
 }
 
@@ -516,10 +518,13 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
             return Ok(false);
         }
         pool.stream = Some(handle);
-        let mut event: Handle = core::ptr::null_mut();
-        // SAFETY: a real driver function; CU_EVENT_DISABLE_TIMING: only waited on.
-        if unsafe { (engine.driver.event_create)(&mut event, 2) } == 0 {
-            pool.detour = Some(twins::Detour { stream, event });
+        let (mut detour, mut event): (Handle, Handle) = (core::ptr::null_mut(), core::ptr::null_mut());
+        // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING, CU_EVENT_DISABLE_TIMING (the
+        // event is only waited on).
+        if unsafe { (engine.driver.stream_create)(&mut detour, 1) } == 0
+            && unsafe { (engine.driver.event_create)(&mut event, 2) } == 0
+        {
+            pool.detour = Some(twins::Detour { stream: detour, event });
         }
     }
     if pool.allocated < MAX_TABLES {

@@ -78,9 +78,9 @@ pub struct CopyAttributes {
     flags: u32,
 }
 
-/// The engine's own stream in a launch's context and an event of it: a batch for a launch on
-/// the legacy NULL stream, which takes none, runs there, after what the launch's stream did
-/// so far and before what it does next.
+/// A stream of the engine's in a launch's context and an event: a batch for a launch on the
+/// legacy NULL stream, which takes none, runs there, after what the launch's stream did so
+/// far and before what it does next.
 #[derive(Clone, Copy, Debug)]
 pub struct Detour {
     pub stream: Handle,
