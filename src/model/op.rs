@@ -167,6 +167,13 @@ impl Access {
             place: WaitPlace::Unknown,
         }
     }
+
+    /// A word of a by-value parameter, at byte `slot` of the parameters, that points where
+    /// buffers lie: of unknown direction, and no certain use of freed memory (a field may be
+    /// stale).
+    pub fn field(addr: u64, slot: u32) -> Access {
+        Access { exact: false, slot: Some(slot), ..Access::new(addr, 1, Mode::Unknown) }
+    }
 }
 
 /// What the model keeps of an operation so that a report can name it. The epoch first: the

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use streamsan::model::footprint::learnt::{Lookup, POINTER};
 use streamsan::model::footprint::measured::{measured_mode, measured_place, Footprint as MeasuredFootprint};
-use streamsan::model::op::{Access, Mode, WaitPlace};
+use streamsan::model::op::{Access, WaitPlace};
 use streamsan::model::race::{FootprintUnavailable, FootprintUnmeasured, NoteKind};
 use streamsan::model::Model;
 use streamsan::options::Footprint;
@@ -291,7 +291,7 @@ fn anchor_words(range: core::ops::Range<u64>, words: &mut [u64], anchors: &mut V
     for (i, word) in words.iter_mut().enumerate().skip(SHAPE_WORDS) {
         if *word != POINTER && range.contains(word) {
             let slot = ((i - SHAPE_WORDS) * 8) as u32;
-            anchors.push(Access { exact: false, slot: Some(slot), ..Access::new(*word, 1, Mode::Unknown) });
+            anchors.push(Access::field(*word, slot));
             *word = POINTER;
         }
     }

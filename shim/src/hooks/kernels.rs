@@ -572,7 +572,7 @@ impl Scan<'_> {
     fn judge_field(&mut self, addr: u64, slot: usize) {
         if self.range.contains(&addr) {
             let blind = self.params.iter().any(|p| p.is_tensor_map() && (p.offset..p.offset + p.size).contains(&slot));
-            let access = Access { exact: false, slot: Some(slot as u32), blind, ..Access::new(addr, 1, Mode::Unknown) };
+            let access = Access { blind, ..Access::field(addr, slot as u32) };
             self.out.push(access);
         } else if addr != 0 {
             let word = slot / 8;

@@ -340,10 +340,12 @@ impl Kernel {
                 continue;
             }
             phases::tally(Tally::LearnWordsCompared, words.len());
-            let differ: Vec<usize> = (0..words.len()).filter(|&i| words[i] != other[i]).collect();
+            let mut differ: Vec<usize> = Vec::new();
             for i in 0..words.len() {
                 if words[i] == other[i] {
                     self.repeats.set(i, true);
+                } else {
+                    differ.push(i);
                 }
             }
             if differ.is_empty() {
@@ -632,12 +634,12 @@ pub fn known(
                 return Known::Unlearnable;
             }
         }
-        // Spread over the buffers whole pointer parameters point into, and those of fields
-        // and anchors where a range was measured: a field may be stale, pointing anywhere.
-        let ranged = |b: &(u64, u64)| measured.ranges.iter().any(|r| b.0 <= r.addr && r.addr < b.1);
-        let whole = |p: &Access, anchor: bool| !anchor && p.exact;
-        let mut buffers: Vec<(u64, u64)> =
-            pointers.iter().filter(|(p, b, anchor)| whole(p, *anchor) || ranged(b)).map(|(_, b, _)| *b).collect();
+        // Spread over the buffers it reaches ([`Footprint::cover_reaches`]).
+        let mut buffers: Vec<(u64, u64)> = pointers
+            .iter()
+            .filter(|(p, b, anchor)| measured.cover_reaches(*b, !anchor && p.exact))
+            .map(|(_, b, _)| *b)
+            .collect();
         buffers.sort_unstable();
         buffers.dedup();
         for buffer in buffers {

@@ -11,6 +11,16 @@ pub struct Footprint<'a> {
     pub cover: Option<Access>,
 }
 
+impl Footprint<'_> {
+    /// Whether the cover reaches into the buffer `[base, end)`: where a whole pointer
+    /// parameter points into it (`whole_pointer`), or where a measured range lies in it. A
+    /// field of a by-value structure may be stale, pointing at a buffer the kernel never
+    /// reaches (a tensor list's unused entry holding a staging buffer's address).
+    pub fn cover_reaches(&self, (base, end): (u64, u64), whole_pointer: bool) -> bool {
+        whole_pointer || self.ranges.iter().any(|r| base <= r.addr && r.addr < end)
+    }
+}
+
 /// The engine's flag of a range touched before its kernel's first grid-dependency wait,
 /// beside READ 1, WRITE 2, ATOMIC 4.
 const EARLY: u32 = 8;

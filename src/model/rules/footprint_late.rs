@@ -173,16 +173,12 @@ impl Model {
             return pending.guess.clone();
         };
         // A cover spans everything between the bytes that found no entry: other tensors, a
-        // pinned staging buffer. Only its part in the buffers the launch was given pointers
-        // to is taken, as a learnt cover's is (docs/footprints.md#exact-every-launch-measured):
-        // a whole pointer parameter's buffer, or a field's where a range was measured (a
-        // field may be stale, pointing at a buffer the kernel never reaches).
-        let reached = |b: &Buffer| {
-            let holds = |addr: u64| b.base <= addr && addr < b.end();
-            pending.guess.iter().any(|g| g.exact && holds(g.addr)) || measured.ranges.iter().any(|r| holds(r.addr))
-        };
+        // pinned staging buffer. Only its part in the buffers it reaches is taken, as a learnt
+        // cover's is (docs/footprints.md#exact-every-launch-measured).
+        let whole_pointer = |b: &Buffer| pending.guess.iter().any(|g| g.exact && b.base <= g.addr && g.addr < b.end());
         let cover = measured.cover.into_iter().flat_map(|c| {
-            pending.met.iter().filter(|b| reached(b)).filter_map(move |b| {
+            let reached = pending.met.iter().filter(|b| measured.cover_reaches((b.base, b.end()), whole_pointer(b)));
+            reached.filter_map(move |b| {
                 let (lo, hi) = (c.addr.max(b.base), (c.addr + c.len).min(b.end()));
                 (lo < hi).then(|| Access { addr: lo, len: hi - lo, ..c })
             })
@@ -304,12 +300,16 @@ mod tests {
     /// the cover only where a range was measured in it.
     #[test]
     fn a_cover_is_taken_in_the_buffers_the_launch_was_pointed_at() {
-        let field = |addr| Access { exact: false, slot: Some(8), ..Access::new(addr, 1, Mode::Unknown) };
         let cases = [
             (BUFFER + 0x1000, Access::new(BUFFER + 0x2000, 8, Mode::Read), None, false),
             (BUFFER + 0x2000, Access::new(BUFFER + 0x2000, 8, Mode::Read), None, true),
-            (BUFFER + 0x2000, field(BUFFER + 0x2000), None, false),
-            (BUFFER + 0x2000, field(BUFFER + 0x2000), Some(Access::new(BUFFER + 0x2080, 8, Mode::Read)), true),
+            (BUFFER + 0x2000, Access::field(BUFFER + 0x2000, 8), None, false),
+            (
+                BUFFER + 0x2000,
+                Access::field(BUFFER + 0x2000, 8),
+                Some(Access::new(BUFFER + 0x2080, 8, Mode::Read)),
+                true,
+            ),
         ];
         for (written, second, range, raced) in cases {
             let model = Model::default();
