@@ -12,7 +12,8 @@ use std::time::Instant;
 use crate::api::{self, Api, Handle};
 use crate::patch;
 use crate::table::{self, Measured, EARLY_AT, EARLY_TAG, TABLE_BYTES};
-use crate::twins::{self, FirstWait, NoTwin, Pair, Twins};
+use crate::twins::{self, FirstWait, Loading, NoTwin, Pair, Twins};
+use crate::variables;
 
 /// Tables allocated at once, per context.
 const TABLES_PER_CHUNK: usize = 128;
@@ -24,8 +25,6 @@ const MAX_TABLES: usize = 4096;
 pub struct Driver {
     pub dlsym: api::Dlsym,
     pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
-    pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
-    pub event_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
     pub stream_is_capturing: unsafe extern "C" fn(Handle, *mut u32) -> u32,
     pub twins: twins::Driver,
 }
@@ -41,10 +40,8 @@ struct Pool {
     allocated: usize,
     /// The engine's own stream (`CU_STREAM_NON_BLOCKING`) and its sanitizer handle.
     stream: Option<Handle>,
-    /// A stream and an event of the engine's for copies that cannot run on a launch's
-    /// stream. Not the stream above: that one's tables are read with the host waiting, and
-    /// the detour waits for a program's stream, which may wait for the host.
-    detour: Option<twins::Detour>,
+    /// The kernel that copies module variables into and out of twins ([`variables`]).
+    copier: Option<Handle>,
 }
 
 pub(crate) struct Engine {
@@ -74,11 +71,13 @@ pub(crate) struct Engine {
     pub(crate) twins_ns: AtomicU64,
     reading_ns: AtomicU64,
     /// Nanoseconds arming launches (twin, table, attributes, variables, binding); of them
-    /// and after the launches, copying variables; the variables copied, in how many calls.
+    /// and after the launches, copying variables; the variables copied, the copier's
+    /// launches and the driver's copies that copied them.
     arming_ns: AtomicU64,
     mirroring_ns: AtomicU64,
     variable_copies: AtomicU64,
-    copy_calls: AtomicU64,
+    copier_launches: AtomicU64,
+    driver_copies: AtomicU64,
 }
 
 // SAFETY: the handles are the driver's, valid on any thread.
@@ -192,7 +191,8 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         arming_ns: AtomicU64::new(0),
         mirroring_ns: AtomicU64::new(0),
         variable_copies: AtomicU64::new(0),
-        copy_calls: AtomicU64::new(0),
+        copier_launches: AtomicU64::new(0),
+        driver_copies: AtomicU64::new(0),
     };
     let _ = ENGINE.set(engine);
     Ok(())
@@ -203,15 +203,19 @@ impl Engine {
         self.twins.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// [`twins::mirror`] for a launch in `ctx`, counted.
+    /// [`variables::copy`] for a launch in `ctx`, counted: whether every variable was copied.
     fn mirror(&self, ctx: Handle, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
+        if pair.variables.is_empty() {
+            return true;
+        }
         let started = Instant::now();
-        let detour = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&(ctx as usize)).and_then(|p| p.detour);
-        let copied = twins::mirror(&self.driver.twins, pair, stream, into_twin, detour);
+        let copier = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&(ctx as usize)).and_then(|p| p.copier);
+        let copied = variables::copy(&self.driver.twins, copier, &pair.variables, stream, into_twin);
         self.mirroring_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        let (copies, calls) = copied.unwrap_or_default();
-        self.variable_copies.fetch_add(copies, Ordering::Relaxed);
-        self.copy_calls.fetch_add(calls, Ordering::Relaxed);
+        let c = copied.unwrap_or_default();
+        self.variable_copies.fetch_add(c.variables, Ordering::Relaxed);
+        self.copier_launches.fetch_add(c.launches, Ordering::Relaxed);
+        self.driver_copies.fetch_add(c.driver_copies, Ordering::Relaxed);
         copied.is_some()
     }
 }
@@ -323,11 +327,13 @@ pub struct Counters {
     pub twins_us: u64,
     pub reading_us: u64,
     /// Time arming launches, and of it and after launches copying module variables, in
-    /// microseconds; the variables copied, in how many driver calls.
+    /// microseconds; the variables copied, by how many launches of the copier and copies
+    /// of the driver's.
     pub arming_us: u64,
     pub mirroring_us: u64,
     pub variable_copies: u64,
-    pub copy_calls: u64,
+    pub copier_launches: u64,
+    pub driver_copies: u64,
 }
 
 /// Whether the program's function (or `CUkernel`) `function` waits on its grid dependencies
@@ -357,7 +363,8 @@ pub fn counters() -> Counters {
             arming_us: c(&e.arming_ns) / 1000,
             mirroring_us: c(&e.mirroring_ns) / 1000,
             variable_copies: c(&e.variable_copies),
-            copy_calls: c(&e.copy_calls),
+            copier_launches: c(&e.copier_launches),
+            driver_copies: c(&e.driver_copies),
         }
     })
 }
@@ -368,13 +375,16 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
             // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            if twins::loading_twin() {
-                engine.patch_twin(data.context, data.module);
-            } else if !data.cubin.is_null() {
-                // SAFETY: the driver's code of the module, `cubin_size` bytes, live during
-                // the callback.
-                let code = unsafe { core::slice::from_raw_parts(data.cubin.cast::<u8>(), data.cubin_size) };
-                engine.twins().loaded(data.context, data.module, code);
+            match twins::loading() {
+                Loading::Twin => engine.patch_twin(data.context, data.module),
+                Loading::Copier => {}
+                Loading::Program if !data.cubin.is_null() => {
+                    // SAFETY: the driver's code of the module, `cubin_size` bytes, live during
+                    // the callback.
+                    let code = unsafe { core::slice::from_raw_parts(data.cubin.cast::<u8>(), data.cubin_size) };
+                    engine.twins().loaded(data.context, data.module, code);
+                }
+                Loading::Program => {}
             }
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_UNLOAD_STARTING) => {
@@ -512,20 +522,13 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
         let mut stream: Handle = core::ptr::null_mut();
         let mut handle: Handle = core::ptr::null_mut();
         // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING: it waits on no stream.
-        if unsafe { (engine.driver.stream_create)(&mut stream, 1) } != 0
+        if unsafe { (engine.driver.twins.stream_create)(&mut stream, 1) } != 0
             || unsafe { (engine.api.get_stream_handle)(ctx, stream, &mut handle) } != api::SANITIZER_SUCCESS
         {
             return Ok(false);
         }
         pool.stream = Some(handle);
-        let (mut detour, mut event): (Handle, Handle) = (core::ptr::null_mut(), core::ptr::null_mut());
-        // SAFETY: real driver functions; CU_STREAM_NON_BLOCKING, CU_EVENT_DISABLE_TIMING (the
-        // event is only waited on).
-        if unsafe { (engine.driver.stream_create)(&mut detour, 1) } == 0
-            && unsafe { (engine.driver.event_create)(&mut event, 2) } == 0
-        {
-            pool.detour = Some(twins::Detour { stream: detour, event });
-        }
+        pool.copier = variables::load_copier(&engine.driver.twins);
     }
     if pool.allocated < MAX_TABLES {
         engine.grow(ctx, pool);

@@ -14,6 +14,7 @@ mod nodes;
 mod patch;
 pub mod table;
 mod twins;
+mod variables;
 
 pub use engine::{
     arm, collect, counters, discard, outcome, start, waits_for_grid, Counters, Driver, Outcome, Ticket, Unavailable,
@@ -21,7 +22,7 @@ pub use engine::{
 };
 pub use nodes::{arm_nodes, NodeArmed, NodesArmed};
 pub use table::{Measured, Range};
-pub use twins::{BatchCopy, Driver as TwinDriver, NoTwin};
+pub use twins::{Driver as TwinDriver, NoTwin};
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,8 @@
 //! Twins: each module the program loads is loaded a second time, from the code the driver
 //! loaded, and only that twin is patched. A launch to measure is sent to the twin's
 //! function of the same name (same parameters, grid and stream); every other launch runs
-//! the program's own code, unpatched, at native speed.
+//! the program's own code, unpatched, at native speed. A module's variables are copied
+//! around a launch on its twin ([`crate::variables`]).
 
 use core::ffi::{c_char, c_void, CStr};
 use std::collections::HashMap;
@@ -11,12 +12,13 @@ use std::sync::Arc;
 use crate::api::Handle;
 use crate::grid_waits::{self, Waits};
 use crate::module_state::{self, State};
+use crate::variables::{self, Variable, Variables};
 
 /// Bytes of code kept at most for modules that have no twin yet: a module loaded past
 /// that gets none (the driver holds the code; this is a copy).
 const IMAGE_BUDGET: usize = 1 << 30;
 
-/// The driver's functions twins are made with (the real ones, never the shim's hooks).
+/// The driver's functions twins are made and run with (the real ones, never the shim's hooks).
 #[derive(Clone, Copy)]
 pub struct Driver {
     pub func_get_module: unsafe extern "C" fn(*mut Handle, Handle) -> u32,
@@ -29,68 +31,26 @@ pub struct Driver {
     pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
     pub module_get_global: unsafe extern "C" fn(*mut u64, *mut usize, Handle, *const c_char) -> u32,
     pub memcpy_dtod_async: unsafe extern "C" fn(u64, u64, usize, Handle) -> u32,
-    pub event_record: unsafe extern "C" fn(Handle, Handle) -> u32,
-    pub stream_wait_event: unsafe extern "C" fn(Handle, Handle, u32) -> u32,
-    /// Where the driver has one (CUDA 12.8 and later): a module's variables are copied in
-    /// one call, not one each.
-    pub memcpy_batch_async: Option<BatchCopy>,
+    pub mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> u32,
+    pub mem_free: unsafe extern "C" fn(u64) -> u32,
+    pub memset_d8_async: unsafe extern "C" fn(u64, u8, usize, Handle) -> u32,
+    pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
+    pub stream_synchronize: unsafe extern "C" fn(Handle) -> u32,
+    pub stream_destroy: unsafe extern "C" fn(Handle) -> u32,
+    pub launch_kernel: unsafe extern "C" fn(
+        Handle,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        Handle,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> u32,
 }
-
-/// `cuMemcpyBatchAsync_v2` (CUDA 13), or `cuMemcpyBatchAsync` as CUDA 12.8 declared it
-/// (with a failure index).
-#[derive(Clone, Copy)]
-pub enum BatchCopy {
-    V2(
-        unsafe extern "C" fn(
-            *mut u64,
-            *mut u64,
-            *mut usize,
-            usize,
-            *mut CopyAttributes,
-            *mut usize,
-            usize,
-            Handle,
-        ) -> u32,
-    ),
-    V1(
-        unsafe extern "C" fn(
-            *mut u64,
-            *mut u64,
-            *mut usize,
-            usize,
-            *mut CopyAttributes,
-            *mut usize,
-            usize,
-            *mut usize,
-            Handle,
-        ) -> u32,
-    ),
-}
-
-/// `CUmemcpyAttributes`: how a batch's copies read their sources. Its location hints are
-/// ignored for memory that is not managed.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct CopyAttributes {
-    src_access_order: u32,
-    src_location_hint: [i32; 2],
-    dst_location_hint: [i32; 2],
-    flags: u32,
-}
-
-/// A stream of the engine's in a launch's context and an event: a batch for a launch on the
-/// legacy NULL stream, which takes none, runs there, after what the launch's stream did so
-/// far and before what it does next.
-#[derive(Clone, Copy, Debug)]
-pub struct Detour {
-    pub stream: Handle,
-    pub event: Handle,
-}
-
-/// `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`: the sources are read in stream order, after the
-/// launches ahead on the stream (which may write a variable).
-const IN_STREAM_ORDER: CopyAttributes =
-    CopyAttributes { src_access_order: 1, src_location_hint: [0; 2], dst_location_hint: [0; 2], flags: 0 };
 
 /// Why a launch cannot run on a twin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,36 +89,6 @@ pub struct FirstWait {
     pub offset: u32,
 }
 
-/// A module's variables and the twin's copies of them: before a launch on the twin, the
-/// twin's take the program's values, and after it, those kernels may write give theirs back.
-#[derive(Debug, Default)]
-pub struct Variables {
-    into_twin: Copies,
-    back: Copies,
-}
-
-impl Variables {
-    pub fn is_empty(&self) -> bool {
-        self.into_twin.bytes.is_empty()
-    }
-}
-
-/// Copies as a batch takes them: each one's destination, source and size.
-#[derive(Debug, Default)]
-struct Copies {
-    to: Vec<u64>,
-    from: Vec<u64>,
-    bytes: Vec<usize>,
-}
-
-impl Copies {
-    fn push(&mut self, to: u64, from: u64, bytes: usize) {
-        self.to.push(to);
-        self.from.push(from);
-        self.bytes.push(bytes);
-    }
-}
-
 /// A module's twin, or why it has none (`Loading` while a thread loads it).
 #[derive(Clone)]
 enum Twin {
@@ -179,8 +109,9 @@ pub struct Twins {
     functions: HashMap<(usize, usize), (usize, Result<Pair, NoTwin>)>,
     /// Each module's context and which of its kernels wait on their grid dependencies.
     grid_waits: HashMap<usize, (usize, Arc<Waits>)>,
-    /// Twins of modules the program unloaded, to unload outside the driver's callbacks.
-    pub retired: Vec<Handle>,
+    /// Twins of modules the program unloaded, with their variables' snapshots, to unload and
+    /// free outside the driver's callbacks.
+    pub retired: Vec<(Handle, u64)>,
     /// Twins loaded (those whose module has variables, mirrored), and modules left without
     /// one, by reason.
     pub loaded: u64,
@@ -209,8 +140,8 @@ impl Twins {
         if let Some((_, code)) = self.code.remove(&(module as usize)) {
             self.code_bytes -= code.len();
         }
-        if let Some((_, Twin::Loaded(twin, _))) = self.modules.remove(&(module as usize)) {
-            self.retired.push(twin);
+        if let Some((_, Twin::Loaded(twin, variables))) = self.modules.remove(&(module as usize)) {
+            self.retired.push((twin, variables.snapshot));
         }
         self.functions.retain(|_, (m, _)| *m != module as usize);
         self.grid_waits.remove(&(module as usize));
@@ -304,8 +235,8 @@ pub fn pair(
                             };
                         }
                         _ => {
-                            if let Ok((twin, _)) = made {
-                                t.retired.push(twin);
+                            if let Ok((twin, variables)) = made {
+                                t.retired.push((twin, variables.snapshot));
                             }
                             return Err(NoTwin::Busy);
                         }
@@ -365,9 +296,25 @@ fn own_function(driver: &Driver, f: Handle) -> Option<(Handle, Handle)> {
     module_of(function).map(|module| (function, module))
 }
 
+/// What the engine is loading on this thread, if anything: the driver's load callback
+/// patches a twin, and keeps the code of a module of the program's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loading {
+    Program,
+    Twin,
+    Copier,
+}
+
 thread_local! {
-    /// Whether this thread is loading a twin: the driver's load callback patches it.
-    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static LOADING: std::cell::Cell<Loading> = const { std::cell::Cell::new(Loading::Program) };
+}
+
+/// Runs `load` (a load of the engine's own code) with the callback told what it loads.
+pub fn while_loading<T>(what: Loading, load: impl FnOnce() -> T) -> T {
+    let _ = LOADING.try_with(|l| l.set(what));
+    let result = load();
+    let _ = LOADING.try_with(|l| l.set(Loading::Program));
+    result
 }
 
 /// The twin of `f` in `ctx` was launched: later launches load nothing.
@@ -377,9 +324,9 @@ pub fn launched(twins: &mut Twins, f: Handle, ctx: Handle) {
     }
 }
 
-/// Whether the module the driver reports loaded on this thread is a twin.
-pub fn loading_twin() -> bool {
-    LOADING.try_with(std::cell::Cell::get).unwrap_or(false)
+/// What the module the driver reports loaded on this thread is.
+pub fn loading() -> Loading {
+    LOADING.try_with(std::cell::Cell::get).unwrap_or(Loading::Program)
 }
 
 /// Loads a twin of `module` from `code` (patched by the load's callback), with each of the
@@ -399,11 +346,10 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<Var
         &owned[..]
     };
     let mut twin: Handle = core::ptr::null_mut();
-    let _ = LOADING.try_with(|l| l.set(true));
     // SAFETY: a real driver function, a valid out-pointer and an image that lives across the
     // call.
-    let status = unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) };
-    let _ = LOADING.try_with(|l| l.set(false));
+    let status =
+        while_loading(Loading::Twin, || unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) });
     if status != 0 || twin.is_null() {
         return Err(NoTwin::NoCode);
     }
@@ -413,90 +359,25 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<Var
         let found = unsafe { (driver.module_get_global)(&mut address, &mut bytes, module, name.as_ptr()) } == 0;
         found.then_some((address, bytes))
     };
-    let mut mirrored = Some(Variables::default());
-    for v in &variables {
-        let found =
-            CString::new(v.name.as_str()).ok().and_then(|name| Some((find(module, &name)?, find(twin, &name)?)));
-        match (found, mirrored.as_mut()) {
-            (Some(((own, bytes), (twin_address, twin_bytes))), Some(m)) if bytes == twin_bytes => {
-                m.into_twin.push(twin_address, own, bytes);
-                if v.writable {
-                    m.back.push(own, twin_address, bytes);
-                }
-            }
-            _ => mirrored = None,
-        }
-    }
+    let mirrored: Option<Vec<Variable>> = variables
+        .iter()
+        .map(|v| {
+            let name = CString::new(v.name.as_str()).ok()?;
+            let ((own, bytes), (twin_address, twin_bytes)) = (find(module, &name)?, find(twin, &name)?);
+            (bytes == twin_bytes).then_some(Variable { own, twin: twin_address, bytes, writable: v.writable })
+        })
+        .collect();
     match mirrored {
-        Some(mirrored) => Ok((twin, Arc::new(mirrored))),
+        Some(mirrored) => {
+            let snapshot = variables::snapshot(driver, &mirrored);
+            Ok((twin, Arc::new(Variables::new(mirrored, snapshot))))
+        }
         None => {
             // SAFETY: the twin just loaded, used by nothing.
             unsafe { (driver.module_unload)(twin) };
             Err(NoTwin::ModuleState)
         }
     }
-}
-
-/// Copies each variable of `pair` into the twin (`into_twin`) or, those kernels may write,
-/// back to the program's module, on `stream` (the launch's, so ordered with it), in one
-/// batch where the driver has them (by `detour` on the legacy NULL stream). The variables
-/// copied and the driver calls that copied them, or None where a copy was refused.
-pub fn mirror(
-    driver: &Driver,
-    pair: &Pair,
-    stream: Handle,
-    into_twin: bool,
-    detour: Option<Detour>,
-) -> Option<(u64, u64)> {
-    let copies = if into_twin { &pair.variables.into_twin } else { &pair.variables.back };
-    let count = copies.bytes.len();
-    if count == 0 {
-        return Some((0, 0));
-    }
-    if let Some(batch) = driver.memcpy_batch_async {
-        let legacy = stream.is_null() || stream as usize == 1;
-        let batched = match (legacy, detour) {
-            (false, _) => batch_copy(batch, copies, stream),
-            // SAFETY: real driver functions on the launch's stream and the detour's stream
-            // and event, all of the launch's context.
-            (true, Some(d)) => unsafe {
-                (driver.event_record)(d.event, stream) == 0
-                    && (driver.stream_wait_event)(d.stream, d.event, 0) == 0
-                    && batch_copy(batch, copies, d.stream)
-                    && (driver.event_record)(d.event, d.stream) == 0
-                    && (driver.stream_wait_event)(stream, d.event, 0) == 0
-            },
-            (true, None) => false,
-        };
-        if batched {
-            return Some((count as u64, 1));
-        }
-    }
-    for i in 0..count {
-        // SAFETY: a real driver function; both variables are live, of `bytes` each.
-        if unsafe { (driver.memcpy_dtod_async)(copies.to[i], copies.from[i], copies.bytes[i], stream) } != 0 {
-            return None;
-        }
-    }
-    Some((count as u64, count as u64))
-}
-
-/// `copies` in one call on `stream`: whether the driver accepted them.
-fn batch_copy(batch: BatchCopy, copies: &Copies, stream: Handle) -> bool {
-    let count = copies.bytes.len();
-    let (mut attributes, mut first, mut failed) = (IN_STREAM_ORDER, 0usize, 0usize);
-    let (to, from, bytes) =
-        (copies.to.as_ptr().cast_mut(), copies.from.as_ptr().cast_mut(), copies.bytes.as_ptr().cast_mut());
-    // SAFETY: a real driver function; three arrays of `count` entries, which the driver only
-    // reads, one attribute for them all, first applying to copy 0; every variable is live,
-    // of its size in both modules.
-    let status = unsafe {
-        match batch {
-            BatchCopy::V2(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, stream),
-            BatchCopy::V1(f) => f(to, from, bytes, count, &mut attributes, &mut first, 1, &mut failed, stream),
-        }
-    };
-    status == 0
 }
 
 /// Function attributes a program may set at run time that a launch depends on (dynamic
@@ -525,10 +406,15 @@ pub fn copy_attributes(driver: &Driver, pair: &Pair) {
     }
 }
 
-/// Unloads the twins of modules the program unloaded.
-pub fn unload(driver: &Driver, retired: Vec<Handle>) {
-    for twin in retired {
-        // SAFETY: a twin this engine loaded, unloaded once.
-        unsafe { (driver.module_unload)(twin) };
+/// Unloads the twins of modules the program unloaded, and frees their snapshots.
+pub fn unload(driver: &Driver, retired: Vec<(Handle, u64)>) {
+    for (twin, snapshot) in retired {
+        // SAFETY: a twin this engine loaded and its snapshot, each given back once.
+        unsafe {
+            (driver.module_unload)(twin);
+            if snapshot != 0 {
+                (driver.mem_free)(snapshot);
+            }
+        }
     }
 }

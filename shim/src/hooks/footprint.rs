@@ -76,8 +76,6 @@ fn real_driver() -> Option<engine::Driver> {
     Some(engine::Driver {
         dlsym: driver::real_dlsym()?,
         ctx_get_current: find(c"cuCtxGetCurrent")?,
-        stream_create: find(c"cuStreamCreate")?,
-        event_create: find(c"cuEventCreate")?,
         stream_is_capturing: find(c"cuStreamIsCapturing")?,
         twins: engine::TwinDriver {
             func_get_module: find(c"cuFuncGetModule")?,
@@ -90,11 +88,13 @@ fn real_driver() -> Option<engine::Driver> {
             func_set_attribute: find(c"cuFuncSetAttribute")?,
             module_get_global: find(c"cuModuleGetGlobal_v2")?,
             memcpy_dtod_async: find(c"cuMemcpyDtoDAsync_v2")?,
-            event_record: find(c"cuEventRecord")?,
-            stream_wait_event: find(c"cuStreamWaitEvent")?,
-            memcpy_batch_async: find(c"cuMemcpyBatchAsync_v2")
-                .map(engine::BatchCopy::V2)
-                .or_else(|| find(c"cuMemcpyBatchAsync").map(engine::BatchCopy::V1)),
+            mem_alloc: find(c"cuMemAlloc_v2")?,
+            mem_free: find(c"cuMemFree_v2")?,
+            memset_d8_async: find(c"cuMemsetD8Async")?,
+            stream_create: find(c"cuStreamCreate")?,
+            stream_synchronize: find(c"cuStreamSynchronize")?,
+            stream_destroy: find(c"cuStreamDestroy_v2")?,
+            launch_kernel: find(c"cuLaunchKernel")?,
         },
     })
 }
@@ -399,9 +399,9 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables in {} calls",
+            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables by {} launches of the copier and {} copies by the driver",
             c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us,
-            c.arming_us, c.mirroring_us, c.variable_copies, c.copy_calls
+            c.arming_us, c.mirroring_us, c.variable_copies, c.copier_launches, c.driver_copies
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();

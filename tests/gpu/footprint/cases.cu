@@ -40,6 +40,8 @@
 //   cases between racy|fixed     stream A sums the first and third arrays of one granule,
 //                                stream B writes the third (racy) or the second, between
 //                                them (fixed)
+//   cases stateful racy|fixed    three rounds of interior, the writer in a module with
+//                                variables (stateful.cu): its count of launches must be 3
 // "fixed" orders the second stream (or node) after the first, but for strided, pair,
 // neighbours and between, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdint>
@@ -148,6 +150,9 @@ extern "C" __global__ void sum_two(const float* first, const float* second, int 
     atomicAdd(out, s);
 }
 
+cudaError_t stateful(float* p, int n, float* out, cudaStream_t a, cudaStream_t b, cudaEvent_t done, bool fixed,
+                     float* host, unsigned* counted);
+
 struct Pair {
     float* first;
     float* second;
@@ -162,7 +167,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|stateful racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -344,6 +349,10 @@ int main(int argc, char** argv) {
             CHECK(cudaMemcpyAsync(&host, g + len, sizeof(float), cudaMemcpyDeviceToHost, b));
         }
         CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "stateful") == 0) {
+        unsigned counted = 0;
+        CHECK(stateful(p, n, out, a, b, done, fixed, &host, &counted));
+        if (counted != 3) { printf("counted_write counted %u launches, not 3\n", counted); return 3; }
     } else {
         printf("unknown case %s\n", argv[1]);
         return 2;

@@ -57,6 +57,9 @@ cases = [
     # guess allows, so they run in the measured modes only.
     ("neighbours", [f"{build}/cases", "neighbours"], ("copy_plus", "copy_plus"), MEASURED, MEASURED),
     ("between", [f"{build}/cases", "between"], ("sum_two", "write_all"), MEASURED, MEASURED),
+    # The writer's module has variables of its own (a count of launches, a constant, CCCL's
+    # tags): measured on a twin that must give the count back (the case checks it).
+    ("stateful", [f"{build}/cases", "stateful"], ("counted_write", "sum_written"), MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),

@@ -9,5 +9,5 @@ export STREAMSAN_RESULT_VIA="${STREAMSAN_RESULT_VIA:-$(env | grep -E '^(STREAMSA
 # would rebuild one program while the other runs it ("Text file busy").
 B=$(mktemp -d /tmp/streamsan-footprint.XXXXXX)
 sh tests/gpu/provenance.sh | tee "${OUT:-/tmp}/provenance.txt"
-nvcc -O2 -std=c++17 -arch=sm_90 -o "$B/cases" tests/gpu/footprint/cases.cu || exit 1
+nvcc -O2 -std=c++17 -arch=sm_90 -o "$B/cases" tests/gpu/footprint/cases.cu tests/gpu/footprint/stateful.cu || exit 1
 python3 tests/gpu/footprint/run.py "$PWD/.device/streamsan" "$B" "${OUT:-/tmp}" "$@"

@@ -1016,7 +1016,10 @@ unsafe fn launch(f: CUfunction, stream: CUstream, params: *mut *mut c_void, shar
     device_time::launched();
     counted(f as usize);
     // SAFETY: the caller's promise.
-    unsafe { crate::sanitizer::launched(f, stream, params) };
+    unsafe {
+        copies_variables(f as usize, params);
+        crate::sanitizer::launched(f, stream, params);
+    }
     OK
 }
 
@@ -1044,6 +1047,44 @@ fn counted(f: usize) {
             unsafe {
                 let count = pinned::device_view(address) as *mut u32;
                 count.write_unaligned(count.read_unaligned() + 1);
+            }
+        }
+    }
+}
+
+/// What the footprint engine's kernel `streamsan_copy_variables(count, back, entries)` does
+/// to memory (`shim/footprint/src/copy_variables.ptx`): for each of its `count` entries {the
+/// program's address, the twin's, a snapshot's, bytes}, copies the program's bytes that
+/// differ from the snapshot to the twin's variable or, with `back`, the twin's back, the
+/// snapshot taking each byte copied.
+///
+/// # Safety
+/// `params` as for [`launch`].
+unsafe fn copies_variables(f: usize, params: *mut *mut c_void) {
+    let is_copier = matches!(state_read().objects.get(&f), Some(Object::Function { entry, .. }) if entry.name == "streamsan_copy_variables");
+    if !is_copier || params.is_null() {
+        return;
+    }
+    // SAFETY: the copier's three parameters, as its PTX declares them.
+    let (count, back, entries) =
+        unsafe { (*(*params as *const u32), *(*params.add(1) as *const u32), *params.add(2) as *const [u64; 4]) };
+    for i in 0..count as usize {
+        // SAFETY: `count` entries; the variables and the snapshot stand-in memory of `bytes`
+        // each.
+        unsafe {
+            let [own, twin, snapshot, bytes] = entries.add(i).read_unaligned();
+            let (from, to) = if back != 0 { (twin, own) } else { (own, twin) };
+            let (from, to, snapshot) = (
+                pinned::device_view(from) as *const u8,
+                pinned::device_view(to) as *mut u8,
+                pinned::device_view(snapshot) as *mut u8,
+            );
+            for b in 0..bytes as usize {
+                let value = *from.add(b);
+                if value != *snapshot.add(b) {
+                    *to.add(b) = value;
+                    *snapshot.add(b) = value;
+                }
             }
         }
     }
