@@ -260,6 +260,9 @@ struct Kernel {
     /// bytes of a structure's unused entries) differs at every launch: in the key it would
     /// make every launch a new key, so it is never taken to bear on the footprint.
     repeats: Words,
+    /// Words that earned a point from two exact footprints, not only from two covers (whose
+    /// reach says little: a size word may differ under two covers that compare the same).
+    exact_points: Words,
     /// Per word: its points toward leaving the key.
     points: HashMap<usize, u32, BuildHasherDefault<FastHasher>>,
     keys: HashMap<u64, Entry, BuildHasherDefault<FastHasher>>,
@@ -352,8 +355,12 @@ impl Kernel {
                 continue;
             }
             if footprint.same_bytes(&known) {
+                let exact = !footprint.has_cover() && !known.has_cover();
                 if !differ.iter().any(|&i| self.relevant.has(i)) {
                     for i in differ {
+                        if exact {
+                            self.exact_points.set(i, true);
+                        }
                         if !pointed.contains(&i) {
                             pointed.push(i);
                         }
@@ -362,15 +369,20 @@ impl Kernel {
             } else if !footprint.has_cover() && !known.has_cover() {
                 // The footprint moved: with the one word of the key that differed, that word
                 // bears on it; with none, the words left out that differed may (or the kernel
-                // is data-dependent): they go back into the key for good. Never a word that
-                // differs at every launch ([`Kernel::repeats`]), and not from a cover, whose
-                // reach follows where the allocator put the buffers it spans: either would
-                // stay in every key of the kernel, measured every time.
+                // is data-dependent): they go back into the key for good, those left out on
+                // covers' word alone if any differed (a size word, beside stale bytes that
+                // exact footprints showed to bear on nothing). Never a word that differs at
+                // every launch ([`Kernel::repeats`]), and not from a cover, whose reach
+                // follows where the allocator put the buffers it spans: either would stay in
+                // every key of the kernel, measured every time.
                 let kept: Vec<usize> = differ.iter().copied().filter(|&i| !self.ignored.has(i)).collect();
                 match kept[..] {
                     [i] if self.repeats.has(i) => self.relevant.set(i, true),
                     [] => {
-                        for &i in differ.iter().filter(|&&i| self.repeats.has(i)) {
+                        let back: Vec<usize> = differ.iter().copied().filter(|&i| self.repeats.has(i)).collect();
+                        let on_covers: Vec<usize> =
+                            back.iter().copied().filter(|&i| !self.exact_points.has(i)).collect();
+                        for i in if on_covers.is_empty() { back } else { on_covers } {
                             self.relevant.set(i, true);
                             self.ignored.set(i, false);
                             changed = true;
@@ -595,13 +607,23 @@ pub fn known(
         .filter_map(|(g, anchor)| Some((*g, bounds(g.addr)?, anchor)))
         .collect();
     let into = |buffer: (u64, u64)| pointers.iter().filter(move |(_, b, _)| *b == buffer).map(|(g, _, a)| (g, *a));
-    // The pointer into `buffer` at or nearest below `addr`, else the lowest.
+    // The pointer into `buffer` at or nearest below `addr`, else the lowest; of two at one
+    // address, the one in the lower slot (a stale field repeating a parameter's pointer lies
+    // after it: CatArrayBatchedCopy's unused entries hold its output's), so that the
+    // footprint is the same at every launch whatever order the pointers come in.
     let pointer = |buffer: (u64, u64), addr: u64| {
-        let below = into(buffer).filter(|(g, _)| g.addr <= addr).max_by_key(|(g, anchor)| (g.addr, !anchor));
-        below.or_else(|| into(buffer).min_by_key(|(g, anchor)| (g.addr, *anchor))).map(|(g, _)| *g)
+        let rank = |g: &Access, anchor: bool| (anchor, g.slot);
+        let below = into(buffer)
+            .filter(|(g, _)| g.addr <= addr)
+            .max_by(|(a, x), (b, y)| a.addr.cmp(&b.addr).then(rank(b, *y).cmp(&rank(a, *x))));
+        below.or_else(|| into(buffer).min_by_key(|(g, anchor)| (g.addr, *anchor, g.slot))).map(|(g, _)| *g)
     };
-    // The first pointer into `buffer` above `addr`.
-    let next_pointer = |buffer: (u64, u64), addr: u64| into(buffer).map(|(g, _)| g.addr).filter(|&a| a > addr).min();
+    // The first parameter's pointer into `buffer` above `addr`. An anchor splits no range: a
+    // stale field left pointing inside what a parameter's range covers (CatArrayBatchedCopy's
+    // unused entries, into its output) would move the footprint at every launch.
+    let next_pointer = |buffer: (u64, u64), addr: u64| {
+        into(buffer).filter(|(_, a)| !a).map(|(g, _)| g.addr).filter(|&a| a > addr).min()
+    };
     let extent = |p: &Access, (lo, hi): (u64, u64), m: &Access, cover: bool| {
         let from = lo.wrapping_sub(p.addr) as i64;
         // Relative to the pointer: exact where it is 4-byte aligned, else dense.

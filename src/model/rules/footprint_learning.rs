@@ -183,6 +183,46 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_field_repeating_a_parameters_pointer_takes_none_of_its_range() {
+        // A concatenation's unused entries (after its output parameter) hold stale pointers,
+        // some launches its output's own: the output's range stays the lower slot's, so the
+        // footprint does not move as the stale entry comes and goes, and a stale word that
+        // differs between the launches leaves the key.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let measured = [Access::new(BASE, SIZE, Mode::Write)];
+        for (stale, field) in [(1, BASE), (2, BASE + SIZE), (3, BASE), (4, BASE + SIZE)] {
+            let guess = [pointer(BASE, 0), pointer(field, 2456)];
+            learn(&m, &learning(1, &[POINTER, POINTER, stale]), &guess, exact(&measured));
+        }
+        let mut later = vec![pointer(BASE + SIZE, 0), pointer(BASE + SIZE, 2456)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later, &[]), Lookup::Applied);
+        assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + SIZE, SIZE, Mode::Write)]);
+    }
+
+    #[test]
+    fn a_stale_anchor_inside_a_parameters_range_takes_none_of_it() {
+        // A concatenation's unused entries hold stale pointers into its output, at another
+        // place each launch: the output's one range stays its parameter's, so the footprint
+        // does not move with them and a launch with the stale pointer elsewhere is predicted.
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let measured = [Access::new(BASE, SIZE, Mode::Write)];
+        for (stale, at) in [(1, 4096), (2, 8192), (3, 512)] {
+            let learning = Learning {
+                kernel: 1,
+                words: Arc::from([POINTER, POINTER, stale]),
+                anchors: Arc::from([pointer(BASE + at, 8)]),
+            };
+            learn(&m, &learning, &guess, exact(&measured));
+        }
+        let mut later = vec![pointer(BASE, 0)];
+        let anchors = [pointer(BASE + 64, 8)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 99], &mut later, &anchors), Lookup::Applied);
+        assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE, SIZE, Mode::Write)]);
+    }
+
+    #[test]
     fn a_cover_reaches_an_anchors_buffer_only_where_a_range_was_measured_in_it() {
         // An optimizer's overflowed launch: its cover spans from the first buffer to the
         // third, and a stale field points into the second (a prefetcher's pinned staging
@@ -452,6 +492,37 @@ mod tests {
         let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
         assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 256, 64, Mode::Write));
+    }
+
+    #[test]
+    fn a_size_word_left_out_on_covers_goes_back_alone_when_the_footprint_moves() {
+        // A copy kernel: its large launches overflow (their covers compare the same whatever
+        // the size), its small ones are exact. Stale bytes beside the size (a structure's
+        // padding) differ between exact launches of the same footprint. When a small launch
+        // of another size moves the footprint, the size goes back into the key and the stale
+        // word stays out of it.
+        let m = model();
+        alloc(&m, BASE + SIZE, SIZE);
+        let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
+        for (size, stale) in [(4096, 1), (8192, 1), (4096 * 3, 1)] {
+            let cover = Access::new(BASE + SIZE - 64, 128, Mode::Write);
+            let words = [POINTER, POINTER, size, stale];
+            learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
+        }
+        for stale in [2, 3, 2] {
+            learn(&m, &learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)));
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 2, "the size on covers, the stale word on exact launches");
+        learn(&m, &learning(1, &[POINTER, POINTER, 128, 3]), &guess, exact(&write(128)));
+        assert_eq!(m.learnt_summary().ignored_words, 1);
+        // Keys merged while the size was out of them are one key again: a size is learnt anew
+        // once, and then predicted whatever its stale bytes.
+        learn(&m, &learning(1, &[POINTER, POINTER, 64, 5]), &guess, exact(&write(64)));
+        let mut later = vec![pointer(BASE + 256, 0), pointer(BASE + SIZE, 8)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 64, 99], &mut later, &[]), Lookup::Applied);
+        assert_eq!(span(&later[0]), (BASE + 256, 64, Mode::Write));
+        let unknown = m.apply_learnt(1, &[POINTER, POINTER, 256, 99], &mut vec![pointer(BASE, 0)], &[]);
+        assert_eq!(unknown, Lookup::Unknown { kernel_seen: true }, "the size is in the key");
     }
 
     #[test]
