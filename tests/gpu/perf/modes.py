@@ -17,6 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from result import Result  # noqa: E402
 
 out, program, steps, window = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+# The command a result names: this one, the output folder by its variable's name.
+variant = os.environ.get("STREAMSAN_RESULT_VARIANT")
+os.environ.setdefault("STREAMSAN_RESULT_VIA", (f"STREAMSAN_RESULT_VARIANT={variant} " if variant else "")
+                      + "python3 tests/gpu/perf/modes.py $OUT " + " ".join(sys.argv[2:]))
 modes = sys.argv[5:] or ["params", "learn"]
 result = Result("footprint-perf")
 native_median = None
