@@ -10,9 +10,10 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use crate::api::{self, Api, Handle};
+use crate::loads::{self, Load};
 use crate::patch;
 use crate::table::{self, Measured, EARLY_AT, EARLY_TAG, TABLE_BYTES};
-use crate::twins::{self, FirstWait, Loading, NoTwin, Pair, Twins};
+use crate::twins::{self, FirstWait, NoTwin, Pair, Twins};
 use crate::variables;
 
 /// Tables allocated at once, per context.
@@ -26,7 +27,7 @@ pub struct Driver {
     pub dlsym: api::Dlsym,
     pub ctx_get_current: unsafe extern "C" fn(*mut Handle) -> u32,
     pub stream_is_capturing: unsafe extern "C" fn(Handle, *mut u32) -> u32,
-    pub twins: twins::Driver,
+    pub twins: crate::driver::Driver,
 }
 
 /// A measured launch, to be read once it completed.
@@ -375,16 +376,16 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_LOADED) => {
             // SAFETY: the data of this callback.
             let data = unsafe { &*(data as *const api::ModuleData) };
-            match twins::loading() {
-                Loading::Twin => engine.patch_twin(data.context, data.module),
-                Loading::Copier => {}
-                Loading::Program if !data.cubin.is_null() => {
+            match loads::current() {
+                Load::Twin => engine.patch_twin(data.context, data.module),
+                Load::Copier => {}
+                Load::Program if !data.cubin.is_null() => {
                     // SAFETY: the driver's code of the module, `cubin_size` bytes, live during
                     // the callback.
                     let code = unsafe { core::slice::from_raw_parts(data.cubin.cast::<u8>(), data.cubin_size) };
                     engine.twins().loaded(data.context, data.module, code);
                 }
-                Loading::Program => {}
+                Load::Program => {}
             }
         }
         (api::DOMAIN_RESOURCE, api::CBID_RESOURCE_MODULE_UNLOAD_STARTING) => {

@@ -6,9 +6,11 @@
 
 mod api;
 pub mod channels;
+mod driver;
 mod engine;
 mod grid_waits;
 mod image;
+mod loads;
 mod module_state;
 mod nodes;
 mod patch;
@@ -16,13 +18,14 @@ pub mod table;
 mod twins;
 mod variables;
 
+pub use driver::Driver as TwinDriver;
 pub use engine::{
     arm, collect, counters, discard, outcome, start, waits_for_grid, Counters, Driver, Outcome, Ticket, Unavailable,
     Unmeasured,
 };
 pub use nodes::{arm_nodes, NodeArmed, NodesArmed};
 pub use table::{Measured, Range};
-pub use twins::{Driver as TwinDriver, NoTwin};
+pub use twins::NoTwin;
 
 #[cfg(test)]
 mod tests {

@@ -4,53 +4,21 @@
 //! the program's own code, unpatched, at native speed. A module's variables are copied
 //! around a launch on its twin ([`crate::variables`]).
 
-use core::ffi::{c_char, c_void, CStr};
+use core::ffi::{c_char, CStr};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Arc;
 
 use crate::api::Handle;
+use crate::driver::Driver;
 use crate::grid_waits::{self, Waits};
+use crate::loads::{self, Load};
 use crate::module_state::{self, State};
 use crate::variables::{self, Variable, Variables};
 
 /// Bytes of code kept at most for modules that have no twin yet: a module loaded past
 /// that gets none (the driver holds the code; this is a copy).
 const IMAGE_BUDGET: usize = 1 << 30;
-
-/// The driver's functions twins are made and run with (the real ones, never the shim's hooks).
-#[derive(Clone, Copy)]
-pub struct Driver {
-    pub func_get_module: unsafe extern "C" fn(*mut Handle, Handle) -> u32,
-    pub kernel_get_function: Option<unsafe extern "C" fn(*mut Handle, Handle) -> u32>,
-    pub func_get_name: unsafe extern "C" fn(*mut *const c_char, Handle) -> u32,
-    pub module_load_data: unsafe extern "C" fn(*mut Handle, *const c_void) -> u32,
-    pub module_get_function: unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> u32,
-    pub module_unload: unsafe extern "C" fn(Handle) -> u32,
-    pub func_get_attribute: unsafe extern "C" fn(*mut i32, u32, Handle) -> u32,
-    pub func_set_attribute: unsafe extern "C" fn(Handle, u32, i32) -> u32,
-    pub module_get_global: unsafe extern "C" fn(*mut u64, *mut usize, Handle, *const c_char) -> u32,
-    pub memcpy_dtod_async: unsafe extern "C" fn(u64, u64, usize, Handle) -> u32,
-    pub mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> u32,
-    pub mem_free: unsafe extern "C" fn(u64) -> u32,
-    pub memset_d8_async: unsafe extern "C" fn(u64, u8, usize, Handle) -> u32,
-    pub stream_create: unsafe extern "C" fn(*mut Handle, u32) -> u32,
-    pub stream_synchronize: unsafe extern "C" fn(Handle) -> u32,
-    pub stream_destroy: unsafe extern "C" fn(Handle) -> u32,
-    pub launch_kernel: unsafe extern "C" fn(
-        Handle,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        Handle,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> u32,
-}
 
 /// Why a launch cannot run on a twin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,37 +264,11 @@ fn own_function(driver: &Driver, f: Handle) -> Option<(Handle, Handle)> {
     module_of(function).map(|module| (function, module))
 }
 
-/// What the engine is loading on this thread, if anything: the driver's load callback
-/// patches a twin, and keeps the code of a module of the program's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loading {
-    Program,
-    Twin,
-    Copier,
-}
-
-thread_local! {
-    static LOADING: std::cell::Cell<Loading> = const { std::cell::Cell::new(Loading::Program) };
-}
-
-/// Runs `load` (a load of the engine's own code) with the callback told what it loads.
-pub fn while_loading<T>(what: Loading, load: impl FnOnce() -> T) -> T {
-    let _ = LOADING.try_with(|l| l.set(what));
-    let result = load();
-    let _ = LOADING.try_with(|l| l.set(Loading::Program));
-    result
-}
-
 /// The twin of `f` in `ctx` was launched: later launches load nothing.
 pub fn launched(twins: &mut Twins, f: Handle, ctx: Handle) {
     if let Some((_, Ok(pair))) = twins.functions.get_mut(&(f as usize, ctx as usize)) {
         pair.launched = true;
     }
-}
-
-/// What the module the driver reports loaded on this thread is.
-pub fn loading() -> Loading {
-    LOADING.try_with(std::cell::Cell::get).unwrap_or(Loading::Program)
 }
 
 /// Loads a twin of `module` from `code` (patched by the load's callback), with each of the
@@ -348,8 +290,7 @@ fn load(driver: &Driver, code: &[u8], module: Handle) -> Result<(Handle, Arc<Var
     let mut twin: Handle = core::ptr::null_mut();
     // SAFETY: a real driver function, a valid out-pointer and an image that lives across the
     // call.
-    let status =
-        while_loading(Loading::Twin, || unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) });
+    let status = loads::during(Load::Twin, || unsafe { (driver.module_load_data)(&mut twin, image.as_ptr().cast()) });
     if status != 0 || twin.is_null() {
         return Err(NoTwin::NoCode);
     }

@@ -12,7 +12,8 @@
 use core::ffi::c_void;
 
 use crate::api::Handle;
-use crate::twins::{self, Driver, Loading};
+use crate::driver::Driver;
+use crate::loads::{self, Load};
 
 /// The copier's code, NUL-terminated as the driver takes PTX text.
 const COPIER: &str = concat!(include_str!("copy_variables.ptx"), "\0");
@@ -140,9 +141,8 @@ pub fn load_copier(driver: &Driver) -> Option<Handle> {
     let mut module: Handle = core::ptr::null_mut();
     // SAFETY: a real driver function, a valid out-pointer, NUL-terminated PTX text that lives
     // for the process.
-    let loaded = twins::while_loading(Loading::Copier, || unsafe {
-        (driver.module_load_data)(&mut module, COPIER.as_ptr().cast())
-    }) == 0;
+    let loaded =
+        loads::during(Load::Copier, || unsafe { (driver.module_load_data)(&mut module, COPIER.as_ptr().cast()) }) == 0;
     if !loaded || module.is_null() {
         return None;
     }
