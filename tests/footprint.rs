@@ -526,6 +526,23 @@ fn a_twin_holds_its_modules_variables_as_the_program_left_them() {
 }
 
 #[test]
+fn without_the_copier_the_driver_copies_every_variable_both_ways() {
+    // The copier's code is the fifth module loaded (the program's three, then the writer's
+    // twin): where the driver refuses it (PTX compilation turned off), the driver copies the
+    // writable variable into the twin and back, and the program's count still holds.
+    let fail = [("STANDIN_FAIL", "cuModuleLoadData:5:218".to_string())];
+    let (run, log) = run_rounds("stateful", "racy", "learn", 3, &fail);
+    assert_eq!(logged(&log, "measured", "footprint_counted"), 1, "{log:?}");
+    let copied = (
+        counter(&run, " variables by"),
+        counter(&run, " launches of the copier"),
+        counter(&run, " copies by the driver"),
+    );
+    assert_eq!(copied, (3, 0, 3), "{}", run.stderr());
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+}
+
+#[test]
 fn no_twin_is_loaded_while_device_work_may_wait_for_the_host() {
     // Loading code may wait for the device to drain, which a stream waiting for the host
     // would never do: the writer launched behind a wait runs unmeasured, and the same write
