@@ -53,6 +53,12 @@ fn counter(run: &Run, after: &str) -> u64 {
     before[before.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1)..].parse().expect("a count")
 }
 
+/// The engine's counters of module variables copied: the variables, the copier's launches
+/// and the driver's copies.
+fn variables_copied(run: &Run) -> (u64, u64, u64) {
+    (counter(run, " variables by"), counter(run, " launches of the copier"), counter(run, " copies by the driver"))
+}
+
 /// Each race's (kind, hazard, first access, second access) and how often it was found.
 fn race_counts(run: &Run) -> Vec<(RaceShape, u64)> {
     run.reports()
@@ -514,12 +520,7 @@ fn a_twin_holds_its_modules_variables_as_the_program_left_them() {
         assert_eq!(counter(&run, " with their module's variables mirrored"), 1, "{}", run.stderr());
         // The writable variable copied into the twin and back by the engine's copier, the
         // constant into the twin by the driver.
-        let copied = (
-            counter(&run, " variables by"),
-            counter(&run, " launches of the copier"),
-            counter(&run, " copies by the driver"),
-        );
-        assert_eq!(copied, (3, 2, 1), "{}", run.stderr());
+        assert_eq!(variables_copied(&run), (3, 2, 1), "{}", run.stderr());
         assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
         assert_eq!(races(&run_rounds(scenario, "fixed", "learn", 3, &[]).0), vec![]);
     }
@@ -533,12 +534,7 @@ fn without_the_copier_the_driver_copies_every_variable_both_ways() {
     let fail = [("STANDIN_FAIL", "cuModuleLoadData:5:218".to_string())];
     let (run, log) = run_rounds("stateful", "racy", "learn", 3, &fail);
     assert_eq!(logged(&log, "measured", "footprint_counted"), 1, "{log:?}");
-    let copied = (
-        counter(&run, " variables by"),
-        counter(&run, " launches of the copier"),
-        counter(&run, " copies by the driver"),
-    );
-    assert_eq!(copied, (3, 0, 3), "{}", run.stderr());
+    assert_eq!(variables_copied(&run), (3, 0, 3), "{}", run.stderr());
     assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
 }
 

@@ -563,7 +563,7 @@ int main(int argc, char **argv) {
             /* The interior race, its writer in a module with a variable of its own, which
                counts its launches; every round's launches must have counted in the
                program's copy of the variable. "stateful_legacy": the writer on the legacy
-               NULL stream, where the driver takes no batch of copies. */
+               NULL stream, which the copies of the variables share. */
             CUstream on = strcmp(scenario, "stateful") == 0 ? a : CU_STREAM_LEGACY;
             CUdeviceptr count_at;
             unsigned count = 0;

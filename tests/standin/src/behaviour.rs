@@ -668,6 +668,7 @@ pub unsafe fn memcpy_batch_async_v2(
     unsafe { batch((dsts, srcs, sizes, count), (attrs, attrs_idxs, num_attrs), stream) }
 }
 
+/// The bytes per element of a batched 3D copy: an array operand's, one between pointers.
 fn batch_element(op: &Memcpy3DBatchOp) -> usize {
     for operand in [&op.src, &op.dst] {
         if operand.operand_type == CU_MEMCPY_OPERAND_TYPE_ARRAY {
