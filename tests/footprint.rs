@@ -451,6 +451,18 @@ fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race()
 }
 
 #[test]
+fn a_kernel_that_filled_its_table_is_measured_in_a_wide_one() {
+    // Round 1's writer fills its table; the kernel's later launches (the reader's too: one
+    // kernel) take wide tables, hold every granule, and overflow no more.
+    let (exact, _) = run_rounds("overflow", "racy", "exact", 3, &[]);
+    assert_eq!(counter(&exact, " overflowed"), 1, "{}", exact.stderr());
+    assert_eq!(counter(&exact, " in wide tables"), 4, "{}", exact.stderr());
+    assert_eq!(race_counts(&exact), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    let (fixed, _) = run_rounds("overflow", "fixed", "exact", 3, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
 fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
     // at every launch: a key per size once the step is seen not to move the footprint (kept in

@@ -17,17 +17,19 @@
 // nothing.
 //
 // The table (one per launch, chosen by the host with sanitizerSetLaunchCallbackData) is an
-// open-addressing hash of (granule, kind of access) keys. Its layout is shared with the host
-// reader (shim/footprint/src/table.rs) and must change with it:
+// open-addressing hash of (granule, kind of access) keys: FOOTPRINT_ENTRIES entries, or
+// WIDE_ENTRIES where the table pointer carries WIDE_TAG (the host gives a wide table to a
+// kernel whose launch filled a table before). Its layout is shared with the host reader
+// (shim/footprint/src/table.rs) and must change with it:
 //
-//   struct Table {                 // FOOTPRINT_TABLE_BYTES in all
+//   struct Table {
 //     u32 overflow;                // set when a key found no entry
 //     u32 cover_flags;             // flags of the overflowed accesses
 //     u64 cover_lo_inv;            // ~lo of the overflowed accesses (max of ~lo: min of lo)
 //     u64 cover_hi;                // their hi
 //     u64 reserved;
 //     u64 early_lo, early_hi;      // pcs of the kernel's code before its first grid wait
-//     Entry entries[FOOTPRINT_ENTRIES];
+//     Entry entries[];             // FOOTPRINT_ENTRIES or WIDE_ENTRIES
 //   };
 //   struct Entry {                 // 32 bytes
 //     u64 key;                     // ((address >> 16) + 1) | flags << KEY_FLAGS_SHIFT; 0: free
@@ -63,6 +65,7 @@
 #include <stdint.h>
 
 #define FOOTPRINT_ENTRIES 1024u
+#define WIDE_ENTRIES 16384u
 #define FOOTPRINT_PROBES 16u
 #define GRANULE_SHIFT 16
 #define KEY_FLAGS_SHIFT 60
@@ -70,6 +73,8 @@
 #define EARLY 8u
 // Set in a table pointer whose header holds the early range.
 #define EARLY_TAG 1u
+// Set in a table pointer to a table of WIDE_ENTRIES entries.
+#define WIDE_TAG 2u
 // A block is 1 KiB: 64 of them, one bit each, span a granule.
 #define BLOCK_SHIFT 10
 // Slots whose keys are read at once when a key is not at its first.
@@ -91,8 +96,12 @@ struct Table {
     unsigned long long reserved;
     unsigned long long early_lo;
     unsigned long long early_hi;
-    Entry entries[FOOTPRINT_ENTRIES];
 };
+
+static_assert(sizeof(Table) == 48, "the header table.rs reads");
+
+// The entries follow the header.
+static __device__ __forceinline__ Entry* entries_of(Table* t) { return (Entry*)(t + 1); }
 
 static __device__ __forceinline__ uint32_t flags_of(uint32_t sanitizer_flags) {
     // An atomic instruction reports READ|WRITE (and ATOMSYS at system scope): record it as
@@ -141,20 +150,21 @@ static __device__ __forceinline__ bool claim(Entry* e, unsigned long long seen, 
 // The key's slots after its first (`h`), FOOTPRINT_PROBES in all, then the launch's cover: a
 // function of its own, so that the registers its batch of keys takes are saved only when a
 // key is not at its first slot.
-static __device__ __noinline__ void probe(Table* t, uint32_t h, unsigned long long key, uint32_t lo, uint32_t hi,
-                                          unsigned long long residues, unsigned long long blocks) {
+static __device__ __noinline__ void probe(Table* t, uint32_t mask, uint32_t h, unsigned long long key, uint32_t lo,
+                                          uint32_t hi, unsigned long long residues, unsigned long long blocks) {
+    Entry* entries = entries_of(t);
     // The other slots' keys, read a batch at once rather than one trip each.
     for (uint32_t from = 1; from < FOOTPRINT_PROBES; from += PROBE_BATCH) {
         unsigned long long keys[PROBE_BATCH];
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
-            uint32_t slot = (h + from + k) & (FOOTPRINT_ENTRIES - 1);
-            keys[k] = from + k < FOOTPRINT_PROBES ? *(volatile unsigned long long*)&t->entries[slot].key : key;
+            uint32_t slot = (h + from + k) & mask;
+            keys[k] = from + k < FOOTPRINT_PROBES ? *(volatile unsigned long long*)&entries[slot].key : key;
         }
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
             if (from + k >= FOOTPRINT_PROBES) break;
-            Entry* e = &t->entries[(h + from + k) & (FOOTPRINT_ENTRIES - 1)];
+            Entry* e = &entries[(h + from + k) & mask];
             if (claim(e, keys[k], key)) {
                 update(e, load16(e), load16(&e->residues), lo, hi, residues, blocks);
                 return;
@@ -174,14 +184,14 @@ static __device__ __noinline__ void probe(Table* t, uint32_t h, unsigned long lo
     if (cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
 }
 
-static __device__ __noinline__ void insert(Table* t, unsigned long long key, uint32_t lo, uint32_t hi,
+// `mask`: the table's entries less one.
+static __device__ __noinline__ void insert(Table* t, uint32_t mask, unsigned long long key, uint32_t lo, uint32_t hi,
                                            unsigned long long residues, unsigned long long blocks) {
     // Linear probing from the key's hash (table.rs reads the same). Odd and even flags start
     // half a table apart, so that the reads and the writes of the same granules (a kernel
     // working in place) fill disjoint slots.
-    uint32_t h = ((uint32_t)key * 2654435761u + (uint32_t)(key >> KEY_FLAGS_SHIFT) * (FOOTPRINT_ENTRIES / 2)) &
-                 (FOOTPRINT_ENTRIES - 1);
-    Entry* first = &t->entries[h];
+    uint32_t h = ((uint32_t)key * 2654435761u + (uint32_t)(key >> KEY_FLAGS_SHIFT) * ((mask + 1) / 2)) & mask;
+    Entry* first = &entries_of(t)[h];
     uint4 head = load16(first);
     uint4 masks = load16(&first->residues);
     unsigned long long seen = join(head.x, head.y);
@@ -192,7 +202,7 @@ static __device__ __noinline__ void insert(Table* t, unsigned long long key, uin
                blocks);
         return;
     }
-    probe(t, h, key, lo, hi, residues, blocks);
+    probe(t, mask, h, key, lo, hi, residues, blocks);
 }
 
 static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags);
@@ -238,7 +248,7 @@ static __device__ __forceinline__ unsigned long long blocks_of(uint32_t lo, uint
 }
 
 static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags) {
-    Table* t = (Table*)((uint64_t)userdata & ~(uint64_t)EARLY_TAG);
+    Table* t = (Table*)((uint64_t)userdata & ~(uint64_t)(EARLY_TAG | WIDE_TAG));
     uint64_t addr = (uint64_t)ptr;
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
     uint32_t hi = lo + size;
@@ -281,6 +291,7 @@ static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* pt
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     if ((uint32_t)(__ffs(peers) - 1) == lane) {
         unsigned long long key = ((addr >> GRANULE_SHIFT) + 1) | (unsigned long long)f << KEY_FLAGS_SHIFT;
-        insert(t, key, lo, hi, residues, blocks_of(lo, hi));
+        uint32_t mask = ((uint64_t)userdata & WIDE_TAG ? WIDE_ENTRIES : FOOTPRINT_ENTRIES) - 1;
+        insert(t, mask, key, lo, hi, residues, blocks_of(lo, hi));
     }
 }

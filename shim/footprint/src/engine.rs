@@ -4,7 +4,7 @@
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::api::{self, Api, Handle};
 use crate::loads::{self, Load};
 use crate::patch;
-use crate::table::{self, Measured, EARLY_AT, EARLY_TAG, TABLE_BYTES};
+use crate::table::{self, Measured, EARLY_AT, EARLY_TAG, TABLE_BYTES, WIDE_TABLE_BYTES, WIDE_TAG};
 use crate::twins::{self, FirstWait, NoTwin, Pair, Twins};
 use crate::variables;
 
@@ -20,6 +20,10 @@ use crate::variables;
 const TABLES_PER_CHUNK: usize = 128;
 /// Tables at most per context: when all are waiting to be read, launches go unmeasured.
 const MAX_TABLES: usize = 4096;
+/// Wide tables ([`table::WIDE_ENTRIES`]) allocated at once, and at most, per context: when
+/// none is free, a launch that would take one takes a table of the common size.
+const WIDE_PER_CHUNK: usize = 8;
+const MAX_WIDE_TABLES: usize = 64;
 
 /// Real driver functions the engine calls for itself, never the shim's hooks.
 #[derive(Clone, Copy)]
@@ -34,11 +38,30 @@ pub struct Driver {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(pub u64);
 
+/// A measured launch's table: its context, where it lies, whether it is wide, whether its
+/// header holds the early range, and the twin's function it was bound to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Held {
+    ctx: usize,
+    table: usize,
+    wide: bool,
+    wait_known: bool,
+    twin: usize,
+}
+
+impl Held {
+    fn bytes(&self) -> usize {
+        table::table_bytes(self.wide)
+    }
+}
+
 /// The tables of one context.
 #[derive(Default)]
 struct Pool {
     free: Vec<usize>,
     allocated: usize,
+    wide_free: Vec<usize>,
+    wide_allocated: usize,
     /// The engine's own stream (`CU_STREAM_NON_BLOCKING`) and its sanitizer handle.
     stream: Option<Handle>,
     /// The kernel that copies module variables into and out of twins ([`variables`]).
@@ -58,12 +81,15 @@ pub(crate) struct Engine {
     /// Held from binding a table to a twin's function to the launch's real call: the binding
     /// holds for every later launch of that function ([`arm`]).
     pub(crate) measuring: Mutex<()>,
-    /// Ticket to (context, table, whether its header holds the early range).
-    tickets: Mutex<HashMap<u64, (usize, usize, bool)>>,
+    /// Measured launches by ticket, until their tables are read.
+    tickets: Mutex<HashMap<u64, Held>>,
+    /// Twins' functions whose launch filled its table: their launches take wide tables.
+    wide: Mutex<HashSet<usize>>,
     next_ticket: AtomicU64,
-    /// Launches given a table; those that found none free; tables whose patch found no
-    /// entry for some granule; twin launches the driver refused.
+    /// Launches given a table, of them given a wide one; those that found none free; tables
+    /// whose patch found no entry for some granule; twin launches the driver refused.
     measured: AtomicU64,
+    measured_wide: AtomicU64,
     unmeasured: AtomicU64,
     overflowed: AtomicU64,
     pub(crate) refused: AtomicU64,
@@ -86,6 +112,17 @@ unsafe impl Send for Engine {}
 unsafe impl Sync for Engine {}
 
 pub(crate) static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+impl Pool {
+    /// Frees a table once read (or never written).
+    fn give_back(&mut self, held: &Held) {
+        if held.wide {
+            self.wide_free.push(held.table);
+        } else {
+            self.free.push(held.table);
+        }
+    }
+}
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Why a launch to measure was not.
@@ -182,8 +219,10 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         twins: Mutex::new(Twins::default()),
         measuring: Mutex::new(()),
         tickets: Mutex::new(HashMap::new()),
+        wide: Mutex::new(HashSet::new()),
         next_ticket: AtomicU64::new(1),
         measured: AtomicU64::new(0),
+        measured_wide: AtomicU64::new(0),
         unmeasured: AtomicU64::new(0),
         overflowed: AtomicU64::new(0),
         refused: AtomicU64::new(0),
@@ -273,16 +312,16 @@ fn measure(
     engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let pair = pair?;
     twins::copy_attributes(&engine.driver.twins, &pair);
-    if !prepare(engine, ctx, may_load)? {
+    if !prepare(engine, ctx, &pair, may_load)? {
         return Err(Unmeasured::NoTable);
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
-    let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
+    let ticket = engine.launch_table(ctx, &pair).ok_or(Unmeasured::NoTable)?;
     if !engine.mirror(ctx, &pair, stream, true) {
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
     }
-    engine.bind(ctx, &pair, ticket, table);
+    engine.bind(&pair, ticket);
     Ok(Some(Armed { ticket, function, ctx, stream, pair, _measuring: measuring }))
 }
 
@@ -310,8 +349,10 @@ pub fn outcome(accepted: bool) -> Outcome {
 /// What the engine did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Launches given a table.
+    /// Launches given a table, and of them given a wide one (their kernel's launch filled
+    /// a table before).
     pub measured: u64,
+    pub wide: u64,
     /// Launches to measure that found no table free.
     pub no_table: u64,
     /// Tables that overflowed.
@@ -352,6 +393,7 @@ pub fn counters() -> Counters {
         let t = e.twins();
         Counters {
             measured: c(&e.measured),
+            wide: c(&e.measured_wide),
             no_table: c(&e.unmeasured),
             overflowed: c(&e.overflowed),
             refused: c(&e.refused),
@@ -397,7 +439,7 @@ unsafe extern "C" fn callback(_: *mut c_void, domain: u32, cbid: u32, data: *con
             let ctx = data.context as usize;
             engine.pools.lock().unwrap_or_else(|e| e.into_inner()).remove(&ctx);
             engine.patched.lock().unwrap_or_else(|e| e.into_inner()).retain(|&c| c != ctx);
-            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _, _)| *c != ctx);
+            engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, held| held.ctx != ctx);
             engine.twins().context_destroyed(data.context);
         }
         _ => {}
@@ -423,30 +465,52 @@ impl Engine {
         }
     }
 
-    /// A free table of `ctx` for a launch, and its ticket; None when none is free. Calls no
-    /// driver function: [`prepare`] filled the pool.
-    pub(crate) fn launch_table(&self, ctx: Handle) -> Option<(Ticket, usize)> {
-        let table =
-            self.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&(ctx as usize)).and_then(|p| p.free.pop())?;
-        let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
-        self.measured.fetch_add(1, Ordering::Relaxed);
-        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, (ctx as usize, table, false));
-        Some((ticket, table))
+    /// Whether launches of the twin's function of `pair` take wide tables: one of its
+    /// launches filled a table.
+    fn wants_wide(&self, pair: &Pair) -> bool {
+        self.wide.lock().unwrap_or_else(|e| e.into_inner()).contains(&(pair.twin as usize))
     }
 
-    /// Binds `table` (`ticket`'s, of `ctx`) to the twin's function of `pair`, for its next
-    /// launch. Where the kernel's first grid-dependency wait is known, the table's header is
-    /// first given the program counters before it, and the pointer bound carries
-    /// [`EARLY_TAG`]: the patch marks what those instructions touch as early.
-    pub(crate) fn bind(&self, ctx: Handle, pair: &Pair, ticket: Ticket, table: usize) {
+    /// A free table of `ctx` for a launch of `pair`'s twin (wide if it wants one and one is
+    /// free), and its ticket; None when none is free. Calls no driver function: [`prepare`]
+    /// filled the pool.
+    pub(crate) fn launch_table(&self, ctx: Handle, pair: &Pair) -> Option<Ticket> {
+        let want_wide = self.wants_wide(pair);
+        let (table, wide) = {
+            let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
+            let pool = pools.get_mut(&(ctx as usize))?;
+            match want_wide.then(|| pool.wide_free.pop()).flatten() {
+                Some(table) => (table, true),
+                None => (pool.free.pop()?, false),
+            }
+        };
+        let ticket = Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed));
+        self.measured.fetch_add(1, Ordering::Relaxed);
+        if wide {
+            self.measured_wide.fetch_add(1, Ordering::Relaxed);
+        }
+        let held = Held { ctx: ctx as usize, table, wide, wait_known: false, twin: pair.twin as usize };
+        self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, held);
+        Some(ticket)
+    }
+
+    /// Binds `ticket`'s table to the twin's function of `pair`, for its next launch. Where
+    /// the kernel's first grid-dependency wait is known, the table's header is first given
+    /// the program counters before it, and the pointer bound carries [`EARLY_TAG`]: the patch
+    /// marks what those instructions touch as early. A wide table's pointer carries
+    /// [`WIDE_TAG`].
+    pub(crate) fn bind(&self, pair: &Pair, ticket: Ticket) {
+        let Some(held) = self.tickets.lock().unwrap_or_else(|e| e.into_inner()).get(&ticket.0).copied() else {
+            return;
+        };
         let early = pair.first_wait.as_ref().and_then(|wait| self.early_range(wait));
-        let tagged = early.is_some_and(|(lo, hi)| self.write_early(ctx, table, lo, hi));
+        let tagged = early.is_some_and(|(lo, hi)| self.write_early(held.ctx as Handle, held.table, lo, hi));
         if tagged {
             if let Some(held) = self.tickets.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ticket.0) {
-                held.2 = true;
+                held.wait_known = true;
             }
         }
-        let data = if tagged { table | EARLY_TAG } else { table };
+        let data = held.table | if tagged { EARLY_TAG } else { 0 } | if held.wide { WIDE_TAG } else { 0 };
         // SAFETY: the twin's function and a table of its context.
         unsafe { (self.api.set_callback_data)(pair.twin, data as *const c_void) };
     }
@@ -485,11 +549,12 @@ impl Engine {
         }
     }
 
-    /// Allocates a chunk of zeroed tables. The zeroing is ordered before their first use by
-    /// a synchronization of the engine's own stream (it holds only this memset).
-    fn grow(&self, ctx: Handle, pool: &mut Pool) {
+    /// Allocates a chunk of zeroed tables, wide or not. The zeroing is ordered before their
+    /// first use by a synchronization of the engine's own stream (it holds only this memset).
+    fn grow(&self, ctx: Handle, pool: &mut Pool, wide: bool) {
         let Some(stream) = pool.stream else { return };
-        let bytes = TABLES_PER_CHUNK * TABLE_BYTES;
+        let (count, size) = if wide { (WIDE_PER_CHUNK, WIDE_TABLE_BYTES) } else { (TABLES_PER_CHUNK, TABLE_BYTES) };
+        let bytes = count * size;
         let mut chunk: *mut c_void = core::ptr::null_mut();
         // SAFETY: the API's functions, on the engine's own stream and memory.
         unsafe {
@@ -502,18 +567,29 @@ impl Engine {
                 return;
             }
         }
-        pool.allocated += TABLES_PER_CHUNK;
-        pool.free.extend((0..TABLES_PER_CHUNK).rev().map(|i| chunk as usize + i * TABLE_BYTES));
+        let tables = (0..count).rev().map(|i| chunk as usize + i * size);
+        if wide {
+            pool.wide_allocated += count;
+            pool.wide_free.extend(tables);
+        } else {
+            pool.allocated += count;
+            pool.free.extend(tables);
+        }
     }
 }
 
-/// Before a launch to be measured, outside any callback: makes sure `ctx` has the engine's
-/// stream and a free table, making them only if `may_allocate`. Ok(false): the engine's
-/// stream cannot be made; Err: every table is waiting to be read, or none may be made now.
-pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Result<bool, Unmeasured> {
+/// Before a launch of `pair`'s twin to be measured, outside any callback: makes sure `ctx`
+/// has the engine's stream and a free table (and a wide one if the twin wants it and more
+/// may be made), making them only if `may_allocate`. Ok(false): the engine's stream cannot
+/// be made; Err: every table is waiting to be read, or none may be made now.
+pub(crate) fn prepare(engine: &Engine, ctx: Handle, pair: &Pair, may_allocate: bool) -> Result<bool, Unmeasured> {
+    let wants_wide = engine.wants_wide(pair);
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
-    if !pool.free.is_empty() {
+    if may_allocate && wants_wide && pool.wide_free.is_empty() && pool.wide_allocated < MAX_WIDE_TABLES {
+        engine.grow(ctx, pool, true);
+    }
+    if !pool.free.is_empty() || !pool.wide_free.is_empty() && wants_wide {
         return Ok(true);
     }
     if !may_allocate {
@@ -532,7 +608,7 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
         pool.copier = variables::load_copier(&engine.driver.twins);
     }
     if pool.allocated < MAX_TABLES {
-        engine.grow(ctx, pool);
+        engine.grow(ctx, pool, false);
     }
     if pool.free.is_empty() {
         engine.unmeasured.fetch_add(1, Ordering::Relaxed);
@@ -546,9 +622,9 @@ pub(crate) fn prepare(engine: &Engine, ctx: Handle, may_allocate: bool) -> Resul
 pub fn discard(ticket: Ticket) {
     let Some(engine) = ENGINE.get() else { return };
     let taken = engine.tickets.lock().unwrap_or_else(|e| e.into_inner()).remove(&ticket.0);
-    if let Some((ctx, table, _)) = taken {
-        if let Some(pool) = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ctx) {
-            pool.free.push(table);
+    if let Some(held) = taken {
+        if let Some(pool) = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&held.ctx) {
+            pool.give_back(&held);
         }
     }
 }
@@ -560,52 +636,60 @@ pub fn discard(ticket: Ticket) {
 /// already by another thread, or its context destroyed) is skipped.
 pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured>)) {
     let Some(engine) = ENGINE.get() else { return };
-    let mut taken: Vec<(usize, usize, Ticket, bool)> = {
+    let mut taken: Vec<(Held, Ticket)> = {
         let mut map = engine.tickets.lock().unwrap_or_else(|e| e.into_inner());
-        tickets
-            .iter()
-            .filter_map(|&t| map.remove(&t.0).map(|(ctx, table, wait_known)| (ctx, table, t, wait_known)))
-            .collect()
+        tickets.iter().filter_map(|&t| map.remove(&t.0).map(|held| (held, t))).collect()
     };
-    // Adjacent tables of one context are read and zeroed with one copy and one memset.
+    // Adjacent tables of one context and size are read and zeroed with one copy and one
+    // memset.
     taken.sort_unstable();
     let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
     let started = Instant::now();
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
+    let mut overflowed: Vec<usize> = Vec::new();
     let mut i = 0;
     let mut host = Vec::new();
     while i < taken.len() {
-        let (ctx, first, _, _) = taken[i];
+        let first = taken[i].0;
+        let size = first.bytes();
         let mut j = i + 1;
-        while j < taken.len() && taken[j].0 == ctx && taken[j].1 == taken[j - 1].1 + TABLE_BYTES {
+        while j < taken.len()
+            && (taken[j].0.ctx, taken[j].0.wide, taken[j].0.table)
+                == (first.ctx, first.wide, taken[j - 1].0.table + size)
+        {
             j += 1;
         }
         let run = &taken[i..j];
-        let bytes = run.len() * TABLE_BYTES;
-        let pool = pools.entry(ctx).or_default();
+        let bytes = run.len() * size;
+        let pool = pools.entry(first.ctx).or_default();
         let stream = pool.stream;
         host.resize(bytes, 0u8);
+        // SAFETY: the API's functions on the engine's own stream, over tables of its context
+        // whose launches completed, into `bytes` of host memory.
         let read = stream.is_some_and(|s| unsafe {
-            (engine.api.memcpy_device_to_host)(host.as_mut_ptr().cast(), first as *mut c_void, bytes, s)
+            (engine.api.memcpy_device_to_host)(host.as_mut_ptr().cast(), first.table as *mut c_void, bytes, s)
                 == api::SANITIZER_SUCCESS
-                && (engine.api.memset)(first as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
+                && (engine.api.memset)(first.table as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
         });
-        for (k, &(_, table, ticket, wait_known)) in run.iter().enumerate() {
-            let measured = read.then(|| table::read(&host[k * TABLE_BYTES..(k + 1) * TABLE_BYTES], wait_known));
+        for (k, (held, ticket)) in run.iter().enumerate() {
+            let measured = read.then(|| table::read(&host[k * size..(k + 1) * size], held.wait_known));
             if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
+                overflowed.push(held.twin);
             }
-            read_out.push((ticket, measured));
+            read_out.push((*ticket, measured));
             if read {
-                pool.free.push(table);
+                pool.give_back(held);
             }
         }
         if let Some(s) = stream {
+            // SAFETY: the engine's own stream.
             unsafe { (engine.api.stream_synchronize)(s) };
         }
         i = j;
     }
     drop(pools);
+    engine.wide.lock().unwrap_or_else(|e| e.into_inner()).extend(overflowed);
     engine.reading_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     read_out.sort_unstable_by_key(|&(ticket, _)| ticket);
     for (ticket, measured) in read_out {

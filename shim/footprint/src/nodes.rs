@@ -70,7 +70,7 @@ fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, ma
                 return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
             }
             twins::copy_attributes(&engine.driver.twins, &pair);
-            match engine::prepare(engine, ctx, may_load) {
+            match engine::prepare(engine, ctx, &pair, may_load) {
                 Ok(true) => Ok(pair),
                 Ok(false) => Err(Unmeasured::NoTable),
                 Err(why) => Err(why),
@@ -88,8 +88,8 @@ fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, ma
             if bound.contains(&pair.twin) {
                 return Err(Unmeasured::NotNow);
             }
-            let (ticket, table) = engine.launch_table(ctx).ok_or(Unmeasured::NoTable)?;
-            engine.bind(ctx, &pair, ticket, table);
+            let ticket = engine.launch_table(ctx, &pair).ok_or(Unmeasured::NoTable)?;
+            engine.bind(&pair, ticket);
             bound.push(pair.twin);
             own.push(pair.own);
             Ok(NodeArmed { twin: pair.twin, ticket })

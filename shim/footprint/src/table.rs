@@ -9,6 +9,9 @@ pub const KEY_FLAGS_SHIFT: u32 = 60;
 pub const BLOCK_SHIFT: u32 = 10;
 /// Entries of a table (`FOOTPRINT_ENTRIES`).
 pub const ENTRIES: usize = 1024;
+/// Entries of a wide table (`WIDE_ENTRIES`): a kernel whose launch filled a table is given
+/// one, so that its later launches are measured exactly where they touch up to a GiB.
+pub const WIDE_ENTRIES: usize = 16384;
 /// Slots a key may take from its hash on (`FOOTPRINT_PROBES`).
 pub const PROBES: usize = 16;
 /// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved,
@@ -21,10 +24,28 @@ pub const EARLY_AT: usize = 32;
 /// Set in a launch's table pointer (its callback data) when its header holds the early range:
 /// the patch reads the header only then.
 pub const EARLY_TAG: usize = 1;
+/// Set in a launch's table pointer when its table is wide ([`WIDE_ENTRIES`]).
+pub const WIDE_TAG: usize = 2;
 /// One entry: key, lo_inv, hi, residues, blocks.
 pub const ENTRY_BYTES: usize = 32;
-/// A whole table.
+/// A whole table, and a wide one.
 pub const TABLE_BYTES: usize = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
+pub const WIDE_TABLE_BYTES: usize = HEADER_BYTES + WIDE_ENTRIES * ENTRY_BYTES;
+
+/// The bytes of a table, wide or not.
+pub fn table_bytes(wide: bool) -> usize {
+    if wide {
+        WIDE_TABLE_BYTES
+    } else {
+        TABLE_BYTES
+    }
+}
+
+/// The entries of a table of `bytes` bytes (one of the two sizes).
+fn entries_in(bytes: usize) -> usize {
+    assert!(bytes == TABLE_BYTES || bytes == WIDE_TABLE_BYTES, "a whole table");
+    (bytes - HEADER_BYTES) / ENTRY_BYTES
+}
 
 /// The kinds of access, as the patch's flags.
 pub const READ: u32 = 1;
@@ -82,12 +103,12 @@ pub fn unkey(key: u64) -> Option<(u64, u32)> {
     (granule != 0).then(|| ((granule - 1) << GRANULE_SHIFT, (key >> KEY_FLAGS_SHIFT) as u32))
 }
 
-/// The slot a key's probing starts at (the patch's `insert`): odd and even flags half a
-/// table apart, so that a kernel that reads and writes the same granules (in place) finds
-/// them in disjoint slots.
-fn slot(key: u64) -> usize {
+/// The slot a key's probing starts at in a table of `entries` (the patch's `insert`): odd
+/// and even flags half a table apart, so that a kernel that reads and writes the same
+/// granules (in place) finds them in disjoint slots.
+fn slot(key: u64, entries: usize) -> usize {
     let (granule, flags) = (key as u32, (key >> KEY_FLAGS_SHIFT) as u32);
-    granule.wrapping_mul(2654435761).wrapping_add(flags * (ENTRIES as u32 / 2)) as usize & (ENTRIES - 1)
+    granule.wrapping_mul(2654435761).wrapping_add(flags * (entries as u32 / 2)) as usize & (entries - 1)
 }
 
 /// What a launch was seen to touch.
@@ -150,10 +171,10 @@ fn runs(lo: u32, hi: u32, blocks: u64, out: &mut Vec<(u32, u32)>) {
     }
 }
 
-/// Reads a table copied from the device (`TABLE_BYTES` bytes); `wait_known`: the launch's
-/// table pointer carried [`EARLY_TAG`].
+/// Reads a table copied from the device (all of it, wide or not); `wait_known`: the
+/// launch's table pointer carried [`EARLY_TAG`].
 pub fn read(table: &[u8], wait_known: bool) -> Measured {
-    assert_eq!(table.len(), TABLE_BYTES, "a whole table");
+    let entries = entries_in(table.len());
     let overflow = (u32_at(table, 0) != 0).then(|| Range {
         lo: !u64_at(table, 8),
         hi: u64_at(table, 16),
@@ -161,7 +182,7 @@ pub fn read(table: &[u8], wait_known: bool) -> Measured {
         residues: DENSE,
     });
     let (mut ranges, mut parts) = (Vec::new(), Vec::with_capacity(MAX_RUNS + 1));
-    for at in (0..ENTRIES).map(|i| HEADER_BYTES + i * ENTRY_BYTES) {
+    for at in (0..entries).map(|i| HEADER_BYTES + i * ENTRY_BYTES) {
         let (key, lo_inv, hi) = (u64_at(table, at), u32_at(table, at + 8), u32_at(table, at + 12));
         // An entry claimed by a warp whose update other warps had not finished is still whole
         // by the time the kernel completes; lo_inv 0 would be an entry never updated (not
@@ -206,7 +227,7 @@ pub fn merge(ranges: &mut Vec<Range>) {
 /// runs in CI without a GPU. Like the patch it only adds, so a table the host did not zero
 /// after reading it still holds what the launch before wrote.
 pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
-    assert_eq!(table.len(), TABLE_BYTES, "a whole table");
+    let entries = entries_in(table.len());
     // The patch's atomics: a 32-bit or 64-bit field at `at` becomes `update` of itself.
     let update32 = |t: &mut [u8], at: usize, update: &dyn Fn(u32) -> u32| {
         let v = update(u32_at(t, at));
@@ -220,8 +241,8 @@ pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
         let key = key(addr, flags);
         let lo = (addr & ((1 << GRANULE_SHIFT) - 1)) as u32;
         let hi = lo + size;
-        let h = slot(key);
-        let entry = (0..PROBES).map(|probe| HEADER_BYTES + ((h + probe) & (ENTRIES - 1)) * ENTRY_BYTES).find(|&at| {
+        let h = slot(key, entries);
+        let entry = (0..PROBES).map(|probe| HEADER_BYTES + ((h + probe) & (entries - 1)) * ENTRY_BYTES).find(|&at| {
             let k = u64_at(table, at);
             k == 0 || k == key
         });
@@ -381,14 +402,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wide_table_holds_what_fills_a_table() {
+        // The launch above in a wide table: every granule has its entry, no cover.
+        let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
+        let mut table = vec![0; WIDE_TABLE_BYTES];
+        emulate(&mut table, &steps);
+        let m = read(&table, false);
+        assert_eq!((m.ranges.len(), m.overflow), (ENTRIES + 500, None));
+    }
+
+    #[test]
     fn the_reads_and_writes_of_the_same_granules_fill_the_table_without_collisions() {
         // Half a table of granules read and written in place: odd and even flags start half a
         // table apart, so every key finds its first slot free.
         let granules = (0..ENTRIES as u64 / 2).map(|i| BASE + (i << GRANULE_SHIFT));
         let steps: Vec<_> = granules.flat_map(|addr| [(addr, 4, READ), (addr, 4, WRITE)]).collect();
         let table = fresh(&steps);
-        let first =
-            |&(addr, _, flags): &(u64, u32, u32)| u64_at(&table, HEADER_BYTES + slot(key(addr, flags)) * ENTRY_BYTES);
+        let first = |&(addr, _, flags): &(u64, u32, u32)| {
+            u64_at(&table, HEADER_BYTES + slot(key(addr, flags), ENTRIES) * ENTRY_BYTES)
+        };
         assert!(steps.iter().all(|step| first(step) == key(step.0, step.2)));
         let m = read(&table, false);
         assert_eq!((m.ranges.len(), m.overflow), (ENTRIES, None));
@@ -427,6 +459,8 @@ mod tests {
             line.split_whitespace().nth(2).expect(name).trim_end_matches('u').parse().expect(name)
         };
         assert_eq!(define("FOOTPRINT_ENTRIES"), ENTRIES as u64);
+        assert_eq!(define("WIDE_ENTRIES"), WIDE_ENTRIES as u64);
+        assert_eq!(define("WIDE_TAG"), WIDE_TAG as u64);
         assert_eq!(define("FOOTPRINT_PROBES"), PROBES as u64);
         assert_eq!(define("GRANULE_SHIFT"), u64::from(GRANULE_SHIFT));
         assert_eq!(define("KEY_FLAGS_SHIFT"), u64::from(KEY_FLAGS_SHIFT));

@@ -399,8 +399,8 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured, {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables by {} launches of the copier and {} copies by the driver",
-            c.measured, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us,
+            "streamsan: footprints: {} launches measured ({} in wide tables), {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables by {} launches of the copier and {} copies by the driver",
+            c.measured, c.wide, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us,
             c.arming_us, c.mirroring_us, c.variable_copies, c.copier_launches, c.driver_copies
         );
         if MODE.get() == Some(&Footprint::Learn) {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use streamsan_footprint::table::{emulate, is_early, EARLY, EARLY_TAG, TABLE_BYTES};
+use streamsan_footprint::table::{emulate, is_early, table_bytes, EARLY, EARLY_TAG, WIDE_TAG};
 
 type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
 type Handle = *mut c_void;
@@ -283,7 +283,8 @@ unsafe extern "C" fn launched(
         .as_ref()
         .and_then(|d| d.get(&(function as usize)).copied())
         .unwrap_or(0);
-    let (table, tagged) = ((data & !EARLY_TAG) as *mut c_void, data & EARLY_TAG != 0);
+    let (table, tagged, wide) =
+        ((data & !(EARLY_TAG | WIDE_TAG)) as *mut c_void, data & EARLY_TAG != 0, data & WIDE_TAG != 0);
     if table.is_null() {
         log(&format!("patched {name}"));
         return;
@@ -315,8 +316,8 @@ unsafe extern "C" fn launched(
             t[0] += t[1];
         }
     }
-    // SAFETY: the table the engine gave this launch, TABLE_BYTES of host memory here.
-    let table = unsafe { core::slice::from_raw_parts_mut(table as *mut u8, TABLE_BYTES) };
+    // SAFETY: the table the engine gave this launch, a whole table of host memory here.
+    let table = unsafe { core::slice::from_raw_parts_mut(table as *mut u8, table_bytes(wide)) };
     let start = FUNCTIONS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
