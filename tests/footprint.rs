@@ -698,13 +698,22 @@ fn a_kernel_in_two_nodes_of_a_built_graph_has_one_node_measured_a_launch() {
 }
 
 #[test]
-fn a_graph_node_whose_module_has_variables_runs_its_own_code_on_its_parameters() {
-    // The twin's copy of the variable could only be copied in and out around the whole
-    // graph: the node runs the program's code (which the program checks counted every
-    // launch), with a note, and the other node is measured.
+fn a_graph_node_whose_module_has_variables_is_measured_when_alone_in_its_module() {
+    // The twin's copy of the variable is copied in before the whole graph and back after it:
+    // the node runs on its twin (the program checks its copy counted every launch), as does
+    // the other node, of another module.
     let (run, log) = run_rounds("built_stateful", "racy", "learn", 2, &[]);
-    assert_eq!(logged(&log, "native", "footprint_counted"), 2, "{log:?}");
+    assert_eq!(logged(&log, "measured", "footprint_counted"), 1, "{log:?}");
+    assert_eq!(logged(&log, "native", "footprint_counted"), 1, "{log:?}");
     assert_eq!(logged(&log, "measured", "footprint_touch"), 1, "{log:?}");
+    assert!(!notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
+    // In and out by the copier, and the constant in by the driver.
+    assert_eq!(variables_copied(&run), (3, 2, 1), "{}", run.stderr());
+    assert!(races(&run).contains(&race("cross-stream-race", Some("WAW"), "write", "write")), "{}", run.stderr());
+    // Two nodes of the module: the other would meet the program's copy while the twin's
+    // node counted in its own. Both run the program's code, with a note.
+    let (run, log) = run_rounds("built_stateful_pair", "racy", "learn", 2, &[]);
+    assert_eq!(logged(&log, "native", "footprint_counted"), 4, "{log:?}");
     assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
 }
 

@@ -209,7 +209,7 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -643,16 +643,18 @@ int main(int argc, char **argv) {
                again 64 bytes from x + 32 (an interior pointer), with no edge (racy) or after
                the first (fixed). One kernel in two nodes. "built_stateful": the first node is
                footprint_counted, of a module with a variable of its own, which must count
-               every launch in the program's copy. "built_capturing": the first round's
-               launch is made while another stream captures in global mode. */
-            int stateful_node = strcmp(scenario, "built_stateful") == 0;
+               every launch in the program's copy; "built_stateful_pair": both nodes are.
+               "built_capturing": the first round's launch is made while another stream
+               captures in global mode. */
+            int counted_pair = strcmp(scenario, "built_stateful_pair") == 0;
+            int stateful_node = strcmp(scenario, "built_stateful") == 0 || counted_pair;
             CUstream c = NULL;
             CUgraph captured;
             if (!exec) {
                 CUgraph graph;
                 CHECK(cuGraphCreate(&graph, 0));
                 CUgraphNode first = triple_node(graph, stateful_node ? counted : touch, NULL, 0, x, 64, W);
-                triple_node(graph, touch, &first, fixed ? 1 : 0, x + 32, 64, W);
+                triple_node(graph, counted_pair ? counted : touch, &first, fixed ? 1 : 0, x + 32, 64, W);
                 CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
                 if (strcmp(scenario, "built_capturing") == 0) {
                     CHECK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
@@ -667,7 +669,7 @@ int main(int argc, char **argv) {
                 unsigned count = 0;
                 CHECK(cuModuleGetGlobal_v2(&count_at, NULL, stateful, "launches"));
                 CHECK(cuMemcpyDtoH_v2(&count, count_at, sizeof count));
-                if (count != (unsigned)round + 1) {
+                if (count != ((unsigned)round + 1) * (counted_pair ? 2 : 1)) {
                     fprintf(stderr, "footprint_counted counted %u launches in round %d\n", count, round);
                     return 3;
                 }

@@ -244,7 +244,7 @@ impl Engine {
     }
 
     /// [`variables::copy`] for a launch in `ctx`, counted: whether every variable was copied.
-    fn mirror(&self, ctx: Handle, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
+    pub(crate) fn mirror(&self, ctx: Handle, pair: &twins::Pair, stream: Handle, into_twin: bool) -> bool {
         if pair.variables.is_empty() {
             return true;
         }

@@ -2,7 +2,10 @@
 //! is given its twin's function (the caller sets it on the executable graph, and sets the
 //! program's back after the launch), with a table bound to the twin's function. A table is
 //! bound per function, so two nodes of one launch never share a twin's function: the second
-//! is measured at a later launch.
+//! is measured at a later launch. A module's variables are copied into its twin before the
+//! whole graph and back after it, so a node whose module has variables is measured only
+//! where no other node of the graph runs that module's code (which would meet the program's
+//! copies while the twin's node changed its own).
 
 use core::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -29,24 +32,42 @@ pub struct NodesArmed {
     /// The program's functions of the nodes sent to twins (for a `CUkernel`, its function
     /// in the context).
     own: Vec<Handle>,
+    /// The nodes whose module's variables were copied into their twins, by index, to be
+    /// copied back after the launch.
+    mirrored: Vec<(usize, twins::Pair)>,
     ctx: Handle,
+    stream: Handle,
     _measuring: MutexGuard<'static, ()>,
 }
 
 /// Before a graph launch on `stream`, outside any callback: a twin and a table for each
-/// kernel node whose program's function (or `CUkernel`) is in `functions`. `may_load` as
-/// for [`engine::arm`]. None: nothing is measured (no engine, no context, or the stream
+/// kernel node whose program's function (or `CUkernel`) is in `functions`; `graph`: the
+/// functions of every kernel node of the graph, one per node. `may_load` as for
+/// [`engine::arm`]. None: nothing is measured (no engine, no context, or the stream
 /// captures: the launch becomes a node of another graph).
-pub fn arm_nodes(functions: &[*mut c_void], stream: *mut c_void, may_load: bool) -> Option<NodesArmed> {
+pub fn arm_nodes(functions: &[Handle], graph: &[Handle], stream: Handle, may_load: bool) -> Option<NodesArmed> {
     let engine = ENGINE.get()?;
     let retired = std::mem::take(&mut engine.twins().retired);
     if !retired.is_empty() {
         twins::unload(&engine.driver.twins, retired);
     }
-    arm(engine, functions, stream, may_load)
+    arm(engine, functions, graph, stream, may_load)
 }
 
-fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, may_load: bool) -> Option<NodesArmed> {
+/// Whether `f` is the only node of `graph` that runs its module's code.
+fn alone_in_module(engine: &engine::Engine, f: Handle, graph: &[Handle]) -> bool {
+    let module_of = |g: Handle| twins::module_of(&engine.driver.twins, g);
+    let Some(module) = module_of(f) else { return false };
+    graph.iter().filter(|&&g| g == f || module_of(g) == Some(module)).count() == 1
+}
+
+fn arm(
+    engine: &'static engine::Engine,
+    functions: &[Handle],
+    graph: &[Handle],
+    stream: Handle,
+    may_load: bool,
+) -> Option<NodesArmed> {
     let mut capturing = 0u32;
     // SAFETY: a real driver function and a valid out-pointer.
     if unsafe { (engine.driver.stream_is_capturing)(stream, &mut capturing) } != 0 || capturing != 0 {
@@ -63,10 +84,7 @@ fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, ma
         .map(|&f| {
             let pair =
                 twins::pair(&engine.driver.twins, &engine.twins, f, ctx, may_load).map_err(Unmeasured::NoTwin)?;
-            // A node's module variables cannot be mirrored around it: the copies would run
-            // before and after the whole graph, not around the node, and the graph's other
-            // nodes would meet the twin's values.
-            if !pair.variables.is_empty() {
+            if !pair.variables.is_empty() && !alone_in_module(engine, f, graph) {
                 return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
             }
             twins::copy_attributes(&engine.driver.twins, &pair);
@@ -81,21 +99,30 @@ fn arm(engine: &'static engine::Engine, functions: &[Handle], stream: Handle, ma
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
     let mut bound: Vec<Handle> = Vec::new();
     let mut own = Vec::with_capacity(pairs.len());
+    let mut mirrored = Vec::new();
     let nodes = pairs
         .into_iter()
-        .map(|pair| {
+        .enumerate()
+        .map(|(i, pair)| {
             let pair = pair?;
             if bound.contains(&pair.twin) {
                 return Err(Unmeasured::NotNow);
             }
             let ticket = engine.launch_table(ctx, &pair).ok_or(Unmeasured::NoTable)?;
+            if !pair.variables.is_empty() {
+                if !engine.mirror(ctx, &pair, stream, true) {
+                    engine::discard(ticket);
+                    return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
+                }
+                mirrored.push((i, pair.clone()));
+            }
             engine.bind(&pair, ticket);
             bound.push(pair.twin);
             own.push(pair.own);
             Ok(NodeArmed { twin: pair.twin, ticket })
         })
         .collect();
-    Some(NodesArmed { nodes, own, ctx, _measuring: measuring })
+    Some(NodesArmed { nodes, own, mirrored, ctx, stream, _measuring: measuring })
 }
 
 impl NodesArmed {
@@ -105,6 +132,7 @@ impl NodesArmed {
         if let Some(Ok(node)) = self.nodes.get(i) {
             engine::discard(node.ticket);
             self.nodes[i] = Err(Unmeasured::Refused);
+            self.mirrored.retain(|(node, _)| *node != i);
         }
     }
 
@@ -113,7 +141,14 @@ impl NodesArmed {
     /// ran nothing: its tables go back, and the caller launches the program's own graph.
     pub fn finish(self, accepted: bool) -> Vec<(usize, Ticket)> {
         let Some(engine) = ENGINE.get() else { return Vec::new() };
-        let NodesArmed { nodes, own, ctx, _measuring } = self;
+        let NodesArmed { nodes, own, mirrored, ctx, stream, _measuring } = self;
+        // What the twins' nodes changed goes back, ordered after the graph on its stream (a
+        // launch refused ran nothing: the twins hold the program's values still).
+        if accepted {
+            for (_, pair) in &mirrored {
+                engine.mirror(ctx, pair, stream, false);
+            }
+        }
         drop(_measuring);
         let armed: Vec<(usize, Ticket)> =
             nodes.iter().enumerate().filter_map(|(i, n)| n.as_ref().ok().map(|n| (i, n.ticket))).collect();

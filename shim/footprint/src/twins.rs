@@ -244,6 +244,11 @@ pub fn pair(
     pair
 }
 
+/// The module of the program's function (or `CUkernel`) `f`.
+pub fn module_of(driver: &Driver, f: Handle) -> Option<Handle> {
+    own_function(driver, f).map(|(_, module)| module)
+}
+
 /// The program's function behind `f` and its module: `f` itself, or for a `CUkernel` (which
 /// cudart passes where a function is declared) its function in the current context.
 fn own_function(driver: &Driver, f: Handle) -> Option<(Handle, Handle)> {

@@ -127,10 +127,22 @@ fn real() -> Option<Driver> {
     })
 }
 
-/// Each executable graph's kernel nodes that can be measured.
-static EXECS: Mutex<Option<HashMap<u64, Vec<Copied>>>> = Mutex::new(None);
+/// An executable graph's kernel nodes: every node's function (the engine measures a node
+/// whose module has variables only where no other node runs that module's code), and the
+/// copies of those that can be measured.
+#[derive(Default)]
+struct Exec {
+    functions: Vec<(CUgraphNode, *mut c_void)>,
+    nodes: Vec<Copied>,
+}
 
-fn execs<T>(f: impl FnOnce(&mut HashMap<u64, Vec<Copied>>) -> T) -> T {
+// SAFETY: the handles are the driver's, valid on any thread.
+unsafe impl Send for Exec {}
+
+/// Each executable graph's kernel nodes.
+static EXECS: Mutex<Option<HashMap<u64, Exec>>> = Mutex::new(None);
+
+fn execs<T>(f: impl FnOnce(&mut HashMap<u64, Exec>) -> T) -> T {
     f(EXECS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new))
 }
 
@@ -154,7 +166,7 @@ pub fn instantiated(exec: CUgraphExec, graph: CUgraph) {
     nodes.truncate(count);
     let model = model();
     let mut named = Vec::new();
-    let mut copied = Vec::new();
+    let mut kernels = Exec::default();
     for node in nodes {
         // SAFETY: all-zero is a valid KernelNodeParams (null handles and pointers).
         let mut params: KernelNodeParams = unsafe { core::mem::zeroed() };
@@ -165,11 +177,12 @@ pub fn instantiated(exec: CUgraphExec, graph: CUgraph) {
         }
         let function = if params.func.is_null() { params.kern } else { params.func };
         named.push((node as u64, kernels::info(model, function).id));
+        kernels.functions.push((node, function));
         // SAFETY: the parameters the driver holds for the node, live until it changes.
-        copied.extend(unsafe { Copied::of(node, &params) });
+        kernels.nodes.extend(unsafe { Copied::of(node, &params) });
     }
     if model.graph_kernels_named(graph as u64, &named) {
-        execs(|e| e.insert(exec as u64, copied));
+        execs(|e| e.insert(exec as u64, kernels));
     }
 }
 
@@ -191,10 +204,17 @@ pub unsafe fn params_set(exec: CUgraphExec, node: CUgraphNode, params: *const Ke
     }
     // SAFETY: the caller's promise.
     let copy = unsafe { params.as_ref().and_then(|p| Copied::of(node, p)) };
+    // SAFETY: as above.
+    let function = unsafe { params.as_ref() }.map(|p| if p.func.is_null() { p.kern } else { p.func });
     execs(|e| {
-        if let Some(nodes) = e.get_mut(&(exec as u64)) {
-            nodes.retain(|c| c.node != node);
-            nodes.extend(copy);
+        if let Some(kernels) = e.get_mut(&(exec as u64)) {
+            kernels.nodes.retain(|c| c.node != node);
+            kernels.nodes.extend(copy);
+            for (n, f) in kernels.functions.iter_mut() {
+                if *n == node {
+                    *f = function.unwrap_or(*f);
+                }
+            }
         }
     });
 }
@@ -213,30 +233,32 @@ pub fn launch(exec: CUgraphExec, on: StreamRef, launch: impl Fn() -> CUresult) -
     }
     let wanted = model().graph_nodes_to_measure(exec as u64, footprint::measures_every_launch());
     // In the model's order: of two nodes of one kernel, the one first asked for is measured.
-    let mut taken: Vec<Copied> = execs(|e| {
-        let Some(nodes) = e.get_mut(&(exec as u64)) else { return Vec::new() };
-        let (taken, kept) = std::mem::take(nodes).into_iter().partition(|c| wanted.contains(&(c.node as u64)));
-        *nodes = kept;
-        taken
+    let (mut taken, graph): (Vec<Copied>, Vec<*mut c_void>) = execs(|e| {
+        let Some(kernels) = e.get_mut(&(exec as u64)) else { return Default::default() };
+        let (taken, kept) =
+            std::mem::take(&mut kernels.nodes).into_iter().partition(|c| wanted.contains(&(c.node as u64)));
+        kernels.nodes = kept;
+        (taken, kernels.functions.iter().map(|&(_, f)| f).collect())
     });
     taken.sort_by_key(|c| wanted.iter().position(|&w| w == c.node as u64));
-    let status = measured(driver, exec, on, &mut taken, launch);
+    let status = measured(driver, exec, on, &mut taken, &graph, launch);
     execs(|e| {
-        if let Some(nodes) = e.get_mut(&(exec as u64)) {
-            nodes.extend(taken);
+        if let Some(kernels) = e.get_mut(&(exec as u64)) {
+            kernels.nodes.extend(taken);
         }
     });
     status
 }
 
-/// Launches `exec` with `nodes` sent to their twins where they can be. A node whose kernel
-/// can have no twin (its module's state, or no code to load) leaves `nodes`: it is not asked
-/// for again.
+/// Launches `exec` with `nodes` sent to their twins where they can be (`graph`: the
+/// functions of all its kernel nodes). A node whose kernel can have no twin (its module's
+/// state, or no code to load) leaves `nodes`: it is not asked for again.
 fn measured(
     driver: Driver,
     exec: CUgraphExec,
     on: StreamRef,
     nodes: &mut Vec<Copied>,
+    graph: &[*mut c_void],
     launch: impl Fn() -> CUresult,
 ) -> (CUresult, Vec<(u64, u64)>) {
     if nodes.is_empty() {
@@ -244,7 +266,7 @@ fn measured(
     }
     let functions: Vec<*mut c_void> = nodes.iter().map(|c| c.function).collect();
     let stream = handle_of(on) as *mut c_void;
-    let Some(mut armed) = engine::arm_nodes(&functions, stream, super::load_gate::open()) else {
+    let Some(mut armed) = engine::arm_nodes(&functions, graph, stream, super::load_gate::open()) else {
         return (launch(), Vec::new());
     };
     // Noted once the engine let go of its lock (the model may wait for other threads).
