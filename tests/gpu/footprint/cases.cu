@@ -42,6 +42,9 @@
 //                                them (fixed)
 //   cases stateful racy|fixed    three rounds of interior, the writer in a module with
 //                                variables (stateful.cu): its count of launches must be 3
+//   cases stateful_graph racy|fixed  the same writer, and sum_part on an eighth of what it
+//                                writes, captured from two streams into a graph launched
+//                                three times: its count must be 3
 // "fixed" orders the second stream (or node) after the first, but for strided, pair,
 // neighbours and between, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdint>
@@ -152,6 +155,12 @@ extern "C" __global__ void sum_two(const float* first, const float* second, int 
 
 cudaError_t stateful(float* p, int n, float* out, cudaStream_t a, cudaStream_t b, cudaEvent_t done, bool fixed,
                      float* host, unsigned* counted);
+cudaError_t stateful_graph(float* p, int n, cudaStream_t a, cudaStream_t b, bool fixed,
+                           void (*read)(const float*, int, cudaStream_t), unsigned* counted);
+
+// stateful_graph's reader: sum_part into a sum of its own.
+static float* graph_sum;
+static void sum_part_on(const float* part, int n, cudaStream_t on) { sum_part<<<264, 256, 0, on>>>(part, n, graph_sum); }
 
 struct Pair {
     float* first;
@@ -167,7 +176,7 @@ extern "C" __global__ void fill_pair(Pair s) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|stateful racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|stateful|stateful_graph racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -352,6 +361,12 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[1], "stateful") == 0) {
         unsigned counted = 0;
         CHECK(stateful(p, n, out, a, b, done, fixed, &host, &counted));
+        if (counted != 3) { printf("counted_write counted %u launches, not 3\n", counted); return 3; }
+    } else if (strcmp(argv[1], "stateful_graph") == 0) {
+        unsigned counted = 0;
+        graph_sum = out;
+        CHECK(stateful_graph(p, n, a, b, fixed, sum_part_on, &counted));
+        CHECK(cudaMemcpy(&host, out, sizeof(float), cudaMemcpyDeviceToHost));
         if (counted != 3) { printf("counted_write counted %u launches, not 3\n", counted); return 3; }
     } else {
         printf("unknown case %s\n", argv[1]);

@@ -60,6 +60,9 @@ cases = [
     # The writer's module has variables of its own (a count of launches, a constant, CCCL's
     # tags): measured on a twin that must give the count back (the case checks it).
     ("stateful", [f"{build}/cases", "stateful"], ("counted_write", "sum_written"), MEASURED),
+    # The same writer as a graph node, the reader a node of another module: the writer is
+    # measured with its variables copied around the whole graph.
+    ("stateful_graph", [f"{build}/cases", "stateful_graph"], ("counted_write", "sum_part"), MEASURED),
     ("torch_view", [sys.executable, "tests/gpu/footprint/torch_view.py"],
      ("vectorized_elementwise_kernel", "reduce_kernel"), MEASURED),
     ("numba", [sys.executable, "tests/gpu/footprint/numba_streams.py"], ("writer", "reader"), MEASURED | {"params"}),

@@ -1,6 +1,7 @@
-// The stateful case of `cases` (its own module: a module with variables keeps its kernels'
-// graph nodes unmeasured): counted_write counts its launches in a __device__ variable and
-// scales what it writes by a __constant__ the host sets each round. CCCL's headers add the
+// The stateful cases of `cases`, in a module of their own (a graph node of a module with
+// variables is measured only where no other node runs that module's code): counted_write
+// counts its launches in a __device__ variable and scales what it writes by a __constant__
+// the host sets each round. CCCL's headers add the
 // one-byte tag objects real modules carry. A twin must hold the program's values of all of
 // them while a launch runs on it, and give the count back.
 #include <cub/cub.cuh>
@@ -36,6 +37,39 @@ cudaError_t stateful(float* p, int n, float* out, cudaStream_t a, cudaStream_t b
         if (e == cudaSuccess) e = cudaMemcpyAsync(host, out, sizeof(float), cudaMemcpyDeviceToHost, b);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
     }
+    if (e == cudaSuccess) e = cudaMemcpyFromSymbol(counted, launches_counted, sizeof *counted);
+    return e;
+}
+
+// counted_write on a and, forked from a onto b, `read` (a kernel of another module) after it
+// (fixed) or not, captured into a graph launched three times. The launches the program's
+// copy of the variable counted, in `counted`.
+cudaError_t stateful_graph(float* p, int n, cudaStream_t a, cudaStream_t b, bool fixed,
+                           void (*read)(const float*, int, cudaStream_t), unsigned* counted) {
+    cudaEvent_t fork, done, join;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    float s = 2.0f;
+    cudaError_t e = cudaMemcpyToSymbol(scale, &s, sizeof s);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal);
+    if (e != cudaSuccess) return e;
+    cudaEventRecord(fork, a);
+    cudaStreamWaitEvent(b, fork, 0);
+    counted_write<<<264, 256, 0, a>>>(p, n);
+    if (fixed) {
+        cudaEventRecord(done, a);
+        cudaStreamWaitEvent(b, done, 0);
+    }
+    read(p + n / 2, n / 8, b);
+    cudaEventRecord(join, b);
+    cudaStreamWaitEvent(a, join, 0);
+    e = cudaStreamEndCapture(a, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    for (int i = 0; i < 3 && e == cudaSuccess; i++) e = cudaGraphLaunch(exec, a);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(a);
     if (e == cudaSuccess) e = cudaMemcpyFromSymbol(counted, launches_counted, sizeof *counted);
     return e;
 }
