@@ -254,6 +254,11 @@ impl Entry {
 struct Kernel {
     /// Words left out of the key: found not to bear on the footprint.
     ignored: Words,
+    /// Words left out of the key whose being a pointer into a buffer is in it: a stale field
+    /// (a tensor list's unused entry) that points into a buffer at some launches is an anchor
+    /// there, and the launch's ranges beyond it are attributed to it, while its value, and
+    /// stale words beside it, change from launch to launch.
+    pointer_shaped: Words,
     /// Words found to bear on the footprint: never left out.
     relevant: Words,
     /// Words seen equal in two launches compared. One never seen so (a counter, stale
@@ -283,6 +288,8 @@ impl Kernel {
         for (i, &w) in words.iter().enumerate() {
             if !self.ignored.has(i) {
                 h.write_u64(w);
+            } else if self.pointer_shaped.has(i) {
+                h.write_u8(u8::from(w == POINTER));
             }
         }
         h.finish()
@@ -376,8 +383,19 @@ impl Kernel {
                 // follows where the allocator put the buffers it spans: either would stay in
                 // every key of the kernel, measured every time.
                 let kept: Vec<usize> = differ.iter().copied().filter(|&i| !self.ignored.has(i)).collect();
+                // Of the words left out, those that held a pointer in one launch and data in
+                // the other: an anchor came or went, which moves what ranges are attributed
+                // to. Their being pointers goes back into the key, and nothing else.
+                let anchored: Vec<usize> =
+                    differ.iter().copied().filter(|&i| (words[i] == POINTER) != (other[i] == POINTER)).collect();
                 match kept[..] {
                     [i] if self.repeats.has(i) => self.relevant.set(i, true),
+                    [] if !anchored.is_empty() => {
+                        for i in anchored {
+                            changed |= !self.pointer_shaped.has(i);
+                            self.pointer_shaped.set(i, true);
+                        }
+                    }
                     [] => {
                         let back: Vec<usize> = differ.iter().copied().filter(|&i| self.repeats.has(i)).collect();
                         let on_covers: Vec<usize> =

@@ -223,6 +223,37 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_field_that_points_into_the_buffer_at_some_launches_keys_by_being_a_pointer() {
+        // A multi-tensor kernel's chunk: its pointer at the buffer's start, the range it
+        // writes 8 KiB on. A stale field (slot 8) holds host data, two values in turn, and at
+        // a later launch an address in the buffer below the range, which then takes the
+        // range; a stale count beside it is new at every launch. Whether the field holds a
+        // pointer goes back into the key, not its value: launches of either shape with values
+        // never seen are predicted.
+        let m = model();
+        let guess = [pointer(BASE, 0)];
+        let measured = [Access::new(BASE + 8192, 8192, Mode::Write)];
+        let data = |stale: u64, count: u64| learning(1, &[POINTER, stale, count]);
+        for (stale, count) in [(0x7ffe_0010, 1), (0x7ffe_0020, 2), (0x7ffe_0010, 3)] {
+            learn(&m, &data(stale, count), &guess, exact(&measured));
+        }
+        assert_eq!(m.learnt_summary().ignored_words, 2);
+        let anchored = |count: u64| Learning {
+            kernel: 1,
+            words: Arc::from([POINTER, POINTER, count]),
+            anchors: Arc::from([pointer(BASE + 4096, 8)]),
+        };
+        learn(&m, &anchored(4), &guess, exact(&measured));
+        let mut later = vec![pointer(BASE, 0)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, 0x7ffe_0030, 99], &mut later, &[]), Lookup::Applied);
+        assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 8192, 8192, Mode::Write)]);
+        let mut later = vec![pointer(BASE, 0)];
+        let anchors = [pointer(BASE + 4096, 8)];
+        assert_eq!(m.apply_learnt(1, &[POINTER, POINTER, 100], &mut later, &anchors), Lookup::Applied);
+        assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 8192, 8192, Mode::Write)]);
+    }
+
+    #[test]
     fn a_cover_reaches_an_anchors_buffer_only_where_a_range_was_measured_in_it() {
         // An optimizer's overflowed launch: its cover spans from the first buffer to the
         // third, and a stale field points into the second (a prefetcher's pinned staging
