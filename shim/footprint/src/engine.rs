@@ -68,6 +68,17 @@ struct Pool {
     copier: Option<Handle>,
 }
 
+impl Pool {
+    /// Frees a table once read (or never written).
+    fn give_back(&mut self, held: &Held) {
+        if held.wide {
+            self.wide_free.push(held.table);
+        } else {
+            self.free.push(held.table);
+        }
+    }
+}
+
 pub(crate) struct Engine {
     pub(crate) api: Api,
     pub(crate) driver: Driver,
@@ -112,17 +123,6 @@ unsafe impl Send for Engine {}
 unsafe impl Sync for Engine {}
 
 pub(crate) static ENGINE: OnceLock<Engine> = OnceLock::new();
-
-impl Pool {
-    /// Frees a table once read (or never written).
-    fn give_back(&mut self, held: &Held) {
-        if held.wide {
-            self.wide_free.push(held.table);
-        } else {
-            self.free.push(held.table);
-        }
-    }
-}
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Why a launch to measure was not.

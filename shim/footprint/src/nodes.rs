@@ -54,11 +54,11 @@ pub fn arm_nodes(functions: &[Handle], graph: &[Handle], stream: Handle, may_loa
     arm(engine, functions, graph, stream, may_load)
 }
 
-/// Whether `f` is the only node of `graph` that runs its module's code.
-fn alone_in_module(engine: &engine::Engine, f: Handle, graph: &[Handle]) -> bool {
-    let module_of = |g: Handle| twins::module_of(&engine.driver.twins, g);
-    let Some(module) = module_of(f) else { return false };
-    graph.iter().filter(|&&g| g == f || module_of(g) == Some(module)).count() == 1
+/// Whether `f` is the only node that runs its module's code, of a graph whose nodes' modules
+/// are `modules`.
+fn alone_in_module(engine: &engine::Engine, f: Handle, modules: &[Option<Handle>]) -> bool {
+    let Some(module) = twins::module_of(&engine.driver.twins, f) else { return false };
+    modules.iter().filter(|&&m| m == Some(module)).count() == 1
 }
 
 fn arm(
@@ -79,12 +79,17 @@ fn arm(
         return None;
     }
     let started = Instant::now();
+    // Asked of the driver only where a node's module has variables.
+    let modules = std::cell::OnceCell::new();
+    let modules = || -> &Vec<Option<Handle>> {
+        modules.get_or_init(|| graph.iter().map(|&g| twins::module_of(&engine.driver.twins, g)).collect())
+    };
     let pairs: Vec<Result<twins::Pair, Unmeasured>> = functions
         .iter()
         .map(|&f| {
             let pair =
                 twins::pair(&engine.driver.twins, &engine.twins, f, ctx, may_load).map_err(Unmeasured::NoTwin)?;
-            if !pair.variables.is_empty() && !alone_in_module(engine, f, graph) {
+            if !pair.variables.is_empty() && !alone_in_module(engine, f, modules()) {
                 return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
             }
             twins::copy_attributes(&engine.driver.twins, &pair);
