@@ -129,6 +129,21 @@ fn the_engine_prints_only_what_its_trace_asks_for() {
 }
 
 #[test]
+fn the_learn_trace_says_why_each_launch_is_measured() {
+    // Each kernel's first launch is a new kernel's; its key's 4th launch checks what was
+    // learnt; the rounds between are predicted.
+    let (run, _) = run_rounds("interior", "racy", "learn", 5, &[("STREAMSAN_FOOTPRINT_TRACE", "1".into())]);
+    let stderr = run.stderr();
+    let reasons: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("streamsan: footprint plan: measure ("))
+        .filter_map(|l| l.split(')').next())
+        .collect();
+    assert!(reasons.contains(&"new kernel") && reasons.contains(&"sample"), "{stderr}");
+    assert!(reasons.iter().all(|r| ["new kernel", "new key", "sample"].contains(r)), "{reasons:?}");
+}
+
+#[test]
 fn a_buffer_inside_a_by_value_struct_is_measured() {
     assert_exact_twins("struct", race("cross-stream-race", Some("WAW"), "write", "write"));
 }

@@ -150,12 +150,18 @@ pub unsafe fn plan(
     unsafe { launch_words(info, params, extra, shape, accesses, words) };
     anchor_words(model.buffer_range(), words, anchors);
     let kernel = kernel_key(info, f);
-    let applied = matches!(model.apply_learnt(kernel, words, accesses, anchors), Lookup::Applied);
-    if trace() && !applied {
+    let why = match model.apply_learnt(kernel, words, accesses, anchors) {
+        Lookup::Applied => return None,
+        Lookup::Unknown { kernel_seen: false } => "new kernel",
+        Lookup::Unknown { kernel_seen: true } => "new key",
+        Lookup::Sample => "sample",
+        Lookup::Unlearnable => "unlearnable",
+    };
+    if trace() {
         let name = info.id.map(|id| model.kernel_name(id)).unwrap_or_default();
-        eprintln!("streamsan: footprint plan: measure {name} words {words:x?}");
+        eprintln!("streamsan: footprint plan: measure ({why}) {name} words {words:x?}");
     }
-    (!applied).then_some(kernel)
+    Some(kernel)
 }
 
 /// Whether a launch's parameters are read before its real call: in `footprint=learn`, to
