@@ -312,11 +312,12 @@ fn measure(
     engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let pair = pair?;
     twins::copy_attributes(&engine.driver.twins, &pair);
-    if !prepare(engine, ctx, &pair, may_load)? {
+    let wide = engine.wants_wide(&pair);
+    if !prepare(engine, ctx, wide, may_load)? {
         return Err(Unmeasured::NoTable);
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
-    let ticket = engine.launch_table(ctx, &pair).ok_or(Unmeasured::NoTable)?;
+    let ticket = engine.launch_table(ctx, &pair, wide).ok_or(Unmeasured::NoTable)?;
     if !engine.mirror(ctx, &pair, stream, true) {
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
@@ -467,15 +468,14 @@ impl Engine {
 
     /// Whether launches of the twin's function of `pair` take wide tables: one of its
     /// launches filled a table.
-    fn wants_wide(&self, pair: &Pair) -> bool {
+    pub(crate) fn wants_wide(&self, pair: &Pair) -> bool {
         self.wide.lock().unwrap_or_else(|e| e.into_inner()).contains(&(pair.twin as usize))
     }
 
-    /// A free table of `ctx` for a launch of `pair`'s twin (wide if it wants one and one is
-    /// free), and its ticket; None when none is free. Calls no driver function: [`prepare`]
-    /// filled the pool.
-    pub(crate) fn launch_table(&self, ctx: Handle, pair: &Pair) -> Option<Ticket> {
-        let want_wide = self.wants_wide(pair);
+    /// A free table of `ctx` for a launch of `pair`'s twin (wide if it wants one,
+    /// [`Engine::wants_wide`], and one is free), and its ticket; None when none is free.
+    /// Calls no driver function: [`prepare`] filled the pool.
+    pub(crate) fn launch_table(&self, ctx: Handle, pair: &Pair, want_wide: bool) -> Option<Ticket> {
         let (table, wide) = {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
             let pool = pools.get_mut(&(ctx as usize))?;
@@ -578,12 +578,11 @@ impl Engine {
     }
 }
 
-/// Before a launch of `pair`'s twin to be measured, outside any callback: makes sure `ctx`
-/// has the engine's stream and a free table (and a wide one if the twin wants it and more
-/// may be made), making them only if `may_allocate`. Ok(false): the engine's stream cannot
-/// be made; Err: every table is waiting to be read, or none may be made now.
-pub(crate) fn prepare(engine: &Engine, ctx: Handle, pair: &Pair, may_allocate: bool) -> Result<bool, Unmeasured> {
-    let wants_wide = engine.wants_wide(pair);
+/// Before a launch to be measured, outside any callback: makes sure `ctx` has the engine's
+/// stream and a free table (and a wide one if the launch `wants_wide` and more may be made),
+/// making them only if `may_allocate`. Ok(false): the engine's stream cannot be made; Err:
+/// every table is waiting to be read, or none may be made now.
+pub(crate) fn prepare(engine: &Engine, ctx: Handle, wants_wide: bool, may_allocate: bool) -> Result<bool, Unmeasured> {
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let pool = pools.entry(ctx as usize).or_default();
     if may_allocate && wants_wide && pool.wide_free.is_empty() && pool.wide_allocated < MAX_WIDE_TABLES {

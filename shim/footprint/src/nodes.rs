@@ -84,7 +84,8 @@ fn arm(
     let modules = || -> &Vec<Option<Handle>> {
         modules.get_or_init(|| graph.iter().map(|&g| twins::module_of(&engine.driver.twins, g)).collect())
     };
-    let pairs: Vec<Result<twins::Pair, Unmeasured>> = functions
+    // Each node's pair, and whether its launches take wide tables.
+    let pairs: Vec<Result<(twins::Pair, bool), Unmeasured>> = functions
         .iter()
         .map(|&f| {
             let pair =
@@ -93,8 +94,9 @@ fn arm(
                 return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
             }
             twins::copy_attributes(&engine.driver.twins, &pair);
-            match engine::prepare(engine, ctx, &pair, may_load) {
-                Ok(true) => Ok(pair),
+            let wide = engine.wants_wide(&pair);
+            match engine::prepare(engine, ctx, wide, may_load) {
+                Ok(true) => Ok((pair, wide)),
                 Ok(false) => Err(Unmeasured::NoTable),
                 Err(why) => Err(why),
             }
@@ -109,11 +111,11 @@ fn arm(
         .into_iter()
         .enumerate()
         .map(|(i, pair)| {
-            let pair = pair?;
+            let (pair, wide) = pair?;
             if bound.contains(&pair.twin) {
                 return Err(Unmeasured::NotNow);
             }
-            let ticket = engine.launch_table(ctx, &pair).ok_or(Unmeasured::NoTable)?;
+            let ticket = engine.launch_table(ctx, &pair, wide).ok_or(Unmeasured::NoTable)?;
             if !pair.variables.is_empty() {
                 if !engine.mirror(ctx, &pair, stream, true) {
                     engine::discard(ticket);

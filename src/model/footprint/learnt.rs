@@ -386,12 +386,11 @@ impl Kernel {
                 // Of the words left out, those that held a pointer in one launch and data in
                 // the other: an anchor came or went, which moves what ranges are attributed
                 // to. Their being pointers goes back into the key, and nothing else.
-                let anchored: Vec<usize> =
-                    differ.iter().copied().filter(|&i| (words[i] == POINTER) != (other[i] == POINTER)).collect();
+                let anchored = |i: &usize| (words[*i] == POINTER) != (other[*i] == POINTER);
                 match kept[..] {
                     [i] if self.repeats.has(i) => self.relevant.set(i, true),
-                    [] if !anchored.is_empty() => {
-                        for i in anchored {
+                    [] if differ.iter().any(anchored) => {
+                        for i in differ.iter().copied().filter(anchored) {
                             changed |= !self.pointer_shaped.has(i);
                             self.pointer_shaped.set(i, true);
                         }

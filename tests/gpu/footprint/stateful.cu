@@ -1,9 +1,9 @@
 // The stateful cases of `cases`, in a module of their own (a graph node of a module with
 // variables is measured only where no other node runs that module's code): counted_write
-// counts its launches in a __device__ variable and scales what it writes by a __constant__
-// the host sets each round. CCCL's headers add the
-// one-byte tag objects real modules carry. A twin must hold the program's values of all of
-// them while a launch runs on it, and give the count back.
+// counts its launches in a __device__ variable and scales what it writes by a __constant__ the
+// host sets each round. CCCL's headers add the one-byte tag objects real modules carry. A twin
+// must hold the program's values of all of them while a launch runs on it, and give the count
+// back.
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
