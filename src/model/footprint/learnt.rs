@@ -214,9 +214,13 @@ struct Entry {
     words: Arc<[u64]>,
     known: Known,
     /// Launches of its key since it was learnt, the one it was learnt from the first (or 3
-    /// since a sample replaced it): those whose count is a power of two from 4 on are
-    /// measured to check it ([`Lookup::Sample`]).
+    /// since a sample replaced it): the 4th, and one in each doubling after, are measured to
+    /// check it ([`sampled`]).
     launches: AtomicU32,
+    /// Where in each doubling its check falls: keys learnt one after another check at
+    /// different launches, so that a program whose keys were all learnt in its first step
+    /// does not measure all of them again in one later step.
+    phase: u32,
     /// Launches measured to check it whose footprint is still to come.
     samples: AtomicU32,
     /// Whether the last sample contradicted it.
@@ -224,8 +228,8 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(words: Arc<[u64]>, known: Known) -> Entry {
-        Entry { words, known, launches: AtomicU32::new(1), samples: AtomicU32::new(0), contradicted: false }
+    fn new(words: Arc<[u64]>, known: Known, phase: u32) -> Entry {
+        Entry { words, known, launches: AtomicU32::new(1), phase, samples: AtomicU32::new(0), contradicted: false }
     }
 
     /// Whether a measured launch's footprint `measured` is what was learnt: the same extents,
@@ -295,8 +299,9 @@ impl Kernel {
         h.finish()
     }
 
-    /// Files `known` under the key of `words`, as the union with what the key had.
-    fn insert(&mut self, words: Arc<[u64]>, known: Known) {
+    /// Files `known` under the key of `words`, as the union with what the key had; a new key
+    /// checks at `phase` ([`Entry::phase`]).
+    fn insert(&mut self, words: Arc<[u64]>, known: Known, phase: impl FnOnce() -> u32) {
         let key = self.key(&words);
         match self.keys.entry(key) {
             MapEntry::Occupied(mut o) => {
@@ -306,7 +311,7 @@ impl Kernel {
                 }
             }
             MapEntry::Vacant(v) => {
-                v.insert(Entry::new(words, known));
+                v.insert(Entry::new(words, known, phase()));
             }
         }
     }
@@ -336,8 +341,9 @@ impl Kernel {
         sampled
     }
 
-    /// Learns from a measured launch: its words and what it touched.
-    fn learn(&mut self, words: Arc<[u64]>, known: Known) {
+    /// Learns from a measured launch: its words and what it touched; `keys_made` counts the
+    /// keys made so far (a new key's phase).
+    fn learn(&mut self, words: Arc<[u64]>, known: Known, keys_made: &AtomicU32) {
         if self.check_sample(&words, &known) {
             return;
         }
@@ -422,10 +428,10 @@ impl Kernel {
             let keys = std::mem::take(&mut self.keys);
             phases::tally(Tally::LearnKeysRefiled, keys.len());
             for (_, e) in keys {
-                self.insert(e.words, e.known);
+                self.insert(e.words, e.known, || e.phase);
             }
         }
-        self.insert(words.clone(), known.clone());
+        self.insert(words.clone(), known.clone(), || keys_made.fetch_add(1, Ordering::Relaxed));
         if self.same_footprint.len() >= FOOTPRINTS {
             self.same_footprint.clear();
         }
@@ -442,11 +448,13 @@ pub struct Learnt {
     kernels: FastMap<u64, Kernel>,
     /// Launches given learnt extents.
     applied: AtomicU64,
+    /// Keys made so far, of every kernel: each new key's [`Entry::phase`].
+    keys_made: AtomicU32,
 }
 
 impl Default for Learnt {
     fn default() -> Learnt {
-        Learnt { kernels: fast_map(), applied: AtomicU64::new(0) }
+        Learnt { kernels: fast_map(), applied: AtomicU64::new(0), keys_made: AtomicU32::new(0) }
     }
 }
 
@@ -460,17 +468,23 @@ pub enum Lookup {
     Unknown { kernel_seen: bool },
     /// Measure the launch to check what was learnt (its parameters' accesses are kept, the
     /// learnt ones given beside): a kernel whose footprint follows device data (an index
-    /// buffer) must not be mispredicted for good. The key's 4th, 8th, 16th... launches counted
-    /// from the one it was learnt from, and the next launch after a sample contradicted it: a
-    /// logarithmic share of its launches.
+    /// buffer) must not be mispredicted for good. The key's 4th launch counted from the one it
+    /// was learnt from, one in each doubling after ([`sampled`]), and the next launch after a
+    /// sample contradicted it: a logarithmic share of its launches.
     Sample,
     /// Its launches touch memory no parameter points into: measure every launch.
     Unlearnable,
 }
 
-/// Whether a learnt key's `n`th launch is measured to check what was learnt.
-fn sampled(n: u32) -> bool {
-    n >= 4 && n.is_power_of_two()
+/// Whether a learnt key's `n`th launch is measured to check what was learnt: the 4th, then
+/// one in each doubling from the 8th on, at `phase` within the doubling's first half (the
+/// 8th to 11th, the 16th to 23rd...).
+fn sampled(n: u32, phase: u32) -> bool {
+    if n < 8 {
+        return n == 4;
+    }
+    let doubling = 1 << n.ilog2();
+    n - doubling == phase & (doubling / 2 - 1)
 }
 
 /// What was learnt, for the engine's trace at exit.
@@ -507,7 +521,7 @@ impl Learnt {
             match &e.known {
                 Known::Unlearnable => return Lookup::Unlearnable,
                 Known::Extents(extents) => {
-                    let sample = sampled(e.launches.fetch_add(1, Ordering::Relaxed) + 1);
+                    let sample = sampled(e.launches.fetch_add(1, Ordering::Relaxed) + 1, e.phase);
                     if sample {
                         e.samples.fetch_add(1, Ordering::Relaxed);
                     }
@@ -574,7 +588,7 @@ impl Learnt {
     pub fn learn(&self, kernel: u64, words: Arc<[u64]>, known: Known) {
         let trace = TRACE.load(Ordering::Relaxed).then(|| format!("{words:x?} as {known:?}"));
         let mut k = self.kernels.entry(kernel).or_default();
-        k.learn(words, known);
+        k.learn(words, known, &self.keys_made);
         if let Some(launch) = trace {
             let positions = |w: &Words| (0..w.0.len() * 64).filter(|&i| w.has(i)).collect::<Vec<_>>();
             eprintln!(

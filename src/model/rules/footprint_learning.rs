@@ -845,6 +845,40 @@ mod tests {
         assert_eq!(sampled, [4, 5, 9, 17, 33]);
     }
 
+    #[test]
+    fn keys_learnt_one_after_another_are_checked_at_different_launches() {
+        // A training step's kernels, each learnt at the first step: one key each, launched
+        // once a step. The 4th step checks all of them; in each later doubling they are
+        // checked once each, spread over its first half rather than all at one step.
+        let m = model();
+        let keys = 8u64;
+        let guess = [pointer(BASE, 0)];
+        for kernel in 0..keys {
+            learn(&m, &learning(kernel, &[POINTER, 64]), &guess, exact(&write(64)));
+        }
+        let mut checked_at: Vec<Vec<u64>> = vec![Vec::new(); 33];
+        for step in 2..=32u64 {
+            for kernel in 0..keys {
+                let words = [POINTER, 64];
+                if m.apply_learnt(kernel, &words, &mut guess.to_vec(), &[]) == Lookup::Sample {
+                    checked_at[step as usize].push(kernel);
+                    learn(&m, &learning(kernel, &words), &guess, exact(&write(64)));
+                }
+            }
+        }
+        let per_step: Vec<usize> = checked_at.iter().map(Vec::len).collect();
+        assert_eq!(per_step[4], keys as usize);
+        // Each key once in 8..16 and once in 16..32.
+        for (from, to) in [(8, 16), (16, 32)] {
+            let mut seen: Vec<u64> = checked_at[from..to].concat();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..keys).collect::<Vec<_>>(), "steps {from}..{to}: {per_step:?}");
+        }
+        // Spread: 8 keys over the 8th-11th launches and the 16th-23rd, at most 2 and 1 a step.
+        assert!(per_step[8..16].iter().all(|&n| n <= 2), "{per_step:?}");
+        assert!(per_step[16..32].iter().all(|&n| n <= 1), "{per_step:?}");
+    }
+
     /// A small deterministic generator for the property test below.
     struct XorShift(u64);
 
