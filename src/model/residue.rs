@@ -1,5 +1,5 @@
 //! Residues: which bytes of a range an access touched, modulo 256. A measured range is the
-//! hull of its accesses of one kind within a run of 1 KiB blocks of a 64 KiB granule; its
+//! hull of its accesses of one kind within a run of 512-byte blocks of a 32 KiB granule; its
 //! residue mask has bit `i` set when some
 //! byte `b` it touched has `(b % 256) / 4 == i`. Two ranges share a byte only if their
 //! masks share a bit in the bytes both span, so strided and interleaved accesses (`x[0::2]`

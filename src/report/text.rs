@@ -225,7 +225,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             format!("{why}: kernels' footprints are their parameters' pointers (footprint=params)")
         }
         NoteKind::FootprintOverflow => format!(
-            "a launch of {} touched more 64 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
+            "a launch of {} touched more 32 KiB granules than its table holds: the rest of its bytes were taken as one range covering them",
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::FootprintUnmeasured => {
@@ -247,7 +247,7 @@ pub fn note_message(kind: NoteKind, api: &str, on: &str, kernel: Option<&str>, s
             format!("{why}: its launches' parameters' pointers stood in for what they touched")
         }
         NoteKind::FootprintLearntCover => format!(
-            "a launch of {} touched more 64 KiB granules than its table holds; what was learnt of it keeps the cover of the rest as its part in each buffer a parameter points into, applied to later launches",
+            "a launch of {} touched more 32 KiB granules than its table holds; what was learnt of it keeps the cover of the rest as its part in each buffer a parameter points into, applied to later launches",
             kernel.unwrap_or("a kernel")
         ),
         NoteKind::HostGuardGaveUp => format!(

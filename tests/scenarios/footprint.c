@@ -507,7 +507,7 @@ int main(int argc, char **argv) {
             launch_touch(b, x, 64, fixed ? A : R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "neighbours") == 0) {
-            /* Arrays side by side in one 64 KiB granule (as an allocator places small arrays):
+            /* Arrays side by side in one 32 KiB granule (as an allocator places small arrays):
                A's kernel reads the first and writes the second; B's reads the first and
                writes the third (fixed) or the second (racy), with no wait. */
             CUdeviceptr g = (x + 0xffff) & ~0xffffull;
@@ -530,11 +530,11 @@ int main(int argc, char **argv) {
             CHECK(cuMemFreeAsync(z, b));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "overflow") == 0) {
-            /* A writes 4 bytes in each of 1,300 64 KiB granules of big (more than a table
-               holds); B reads bytes A wrote in the 1,000th. */
-            launch_touch(a, big, STRIDED(1300, 4), W | SPACED(16));
+            /* A writes 4 bytes in each of 2,600 32 KiB granules of big (more than a table
+               holds); B reads bytes A wrote in the 2,000th. */
+            launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
-            launch_touch(b, big + 1000ull * 65536, 4, R);
+            launch_touch(b, big + 2000ull * 32768, 4, R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "steps") == 0) {
             /* A writes the first half or quarter of x (in turn), with a step count that

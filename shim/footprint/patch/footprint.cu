@@ -6,7 +6,7 @@
 // added from memory with sanitizerAddPatches; the host half is shim/footprint/src.
 //
 // Cost is what matters here: a patch runs for every thread of every memory instruction. So
-// the lanes of a warp that touch the same 64 KiB granule in the same way first agree on one
+// the lanes of a warp that touch the same 32 KiB granule in the same way first agree on one
 // [lo, hi), one residue mask and one block mask (__match_any_sync and warp reductions), and
 // one lane per (granule, kind of access) updates the launch's table, reading before it writes
 // so that the common case (bytes already covered) is a load and no atomic. The reads are few
@@ -32,11 +32,11 @@
 //     Entry entries[];             // FOOTPRINT_ENTRIES or WIDE_ENTRIES
 //   };
 //   struct Entry {                 // 32 bytes
-//     u64 key;                     // ((address >> 16) + 1) | flags << KEY_FLAGS_SHIFT; 0: free
+//     u64 key;                     // ((address >> 15) + 1) | flags << KEY_FLAGS_SHIFT; 0: free
 //     u32 lo_inv;                  // ~(lowest offset in the granule): zero means none yet
-//     u32 hi;                      // highest end offset in the granule (may pass 65536)
+//     u32 hi;                      // highest end offset in the granule (may pass 32768)
 //     u64 residues;                // bit i: a byte b touched with (b % 256) / 4 == i
-//     u64 blocks;                  // bit j: a warp's bytes met [j KiB, j+1 KiB) of the granule
+//     u64 blocks;                  // bit j: a warp's bytes met block j (512 bytes) of the granule
 //   };
 //
 // The flags (READ 1, WRITE 2, ATOMIC 4; EARLY 8, below) are part of the key, so a granule's
@@ -49,7 +49,7 @@
 // them leave that output's blocks unset (each warp's instruction sets the blocks of its own
 // [lo, hi) in the granule, so a block is set only where some warp's bytes lay around it).
 //
-// The key's granule, (address >> 16) + 1, is at most 2^48 for any 64-bit address, below the
+// The key's granule, (address >> 15) + 1, is at most 2^49 for any 64-bit address, below the
 // flags at bit 60: the host rebuilds each address exactly, whatever the address space.
 // Zeroed memory is an empty table; the host zeroes a table after reading it.
 //
@@ -64,10 +64,10 @@
 #include <sanitizer_patching.h>
 #include <stdint.h>
 
-#define FOOTPRINT_ENTRIES 1024u
-#define WIDE_ENTRIES 16384u
+#define FOOTPRINT_ENTRIES 2048u
+#define WIDE_ENTRIES 32768u
 #define FOOTPRINT_PROBES 16u
-#define GRANULE_SHIFT 16
+#define GRANULE_SHIFT 15
 #define KEY_FLAGS_SHIFT 60
 // Flags beside READ 1, WRITE 2, ATOMIC 4: made before the kernel's first grid-dependency wait.
 #define EARLY 8u
@@ -75,8 +75,9 @@
 #define EARLY_TAG 1u
 // Set in a table pointer to a table of WIDE_ENTRIES entries.
 #define WIDE_TAG 2u
-// A block is 1 KiB: 64 of them, one bit each, span a granule.
-#define BLOCK_SHIFT 10
+// A block is 512 bytes, the unit of CUDA's and the caching allocators' alignment: 64 of
+// them, one bit each, span a granule.
+#define BLOCK_SHIFT 9
 // Slots whose keys are read at once when a key is not at its first.
 #define PROBE_BATCH 8u
 

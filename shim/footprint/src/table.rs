@@ -2,16 +2,18 @@
 //! layout, and the two change together), and its reading into byte ranges.
 
 /// Bytes a granule spans (`GRANULE_SHIFT` in the patch).
-pub const GRANULE_SHIFT: u32 = 16;
+pub const GRANULE_SHIFT: u32 = 15;
 /// Where a key's flags start (`KEY_FLAGS_SHIFT`): above the granule of any 64-bit address.
 pub const KEY_FLAGS_SHIFT: u32 = 60;
-/// Bytes a block of a granule spans (`BLOCK_SHIFT`): 64 blocks, one bit each.
-pub const BLOCK_SHIFT: u32 = 10;
+/// Bytes a block of a granule spans (`BLOCK_SHIFT`): 64 blocks, one bit each, of 512 bytes,
+/// the alignment of CUDA's allocations and of the caching allocators' blocks, so that a run's
+/// start in a granule is a buffer's own first byte.
+pub const BLOCK_SHIFT: u32 = 9;
 /// Entries of a table (`FOOTPRINT_ENTRIES`).
-pub const ENTRIES: usize = 1024;
+pub const ENTRIES: usize = 2048;
 /// Entries of a wide table (`WIDE_ENTRIES`): a kernel whose launch filled a table is given
 /// one, so that its later launches are measured exactly where they touch up to a GiB.
-pub const WIDE_ENTRIES: usize = 16384;
+pub const WIDE_ENTRIES: usize = 32768;
 /// Slots a key may take from its hash on (`FOOTPRINT_PROBES`).
 pub const PROBES: usize = 16;
 /// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved,
@@ -60,8 +62,9 @@ pub const DENSE: u64 = u64::MAX;
 
 /// Runs of blocks an entry reads as apart at most: past that, the entry's accesses are
 /// strided (which its residues describe) and it reads as its hull, so that a launch's ranges
-/// stay a few per entry.
-pub const MAX_RUNS: usize = 4;
+/// stay bounded. Up to this many buffers of one granule (a multi-tensor kernel's small
+/// tensors among others) each keep their own ends.
+pub const MAX_RUNS: usize = 16;
 
 /// Bytes `[lo, hi)` the launch accessed in the ways `flags` says; of them, only bytes `b`
 /// whose residue bit `(b % 256) / 4` is set in `residues`.
@@ -269,6 +272,8 @@ mod tests {
     use super::*;
 
     const BASE: u64 = 0x7f00_0000_0000;
+    /// The offsets within a granule.
+    const IN_GRANULE: u64 = (1 << GRANULE_SHIFT) - 1;
 
     /// A zeroed table after `accesses`.
     fn fresh(accesses: &[(u64, u32, u32)]) -> Vec<u8> {
@@ -325,12 +330,12 @@ mod tests {
 
     #[test]
     fn the_key_holds_the_kind_of_access_apart_from_the_granule() {
-        for addr in [BASE, BASE + 0xffff, 1 << GRANULE_SHIFT] {
+        for addr in [BASE, BASE + IN_GRANULE, 1 << GRANULE_SHIFT] {
             let keys: Vec<u64> = (1..16).map(|flags| key(addr, flags)).collect();
             // One granule, fifteen kinds (early or not): fifteen keys, each giving back its
             // granule and kind.
             for (flags, &k) in (1..16).zip(&keys) {
-                assert_eq!(unkey(k), Some((addr & !0xffff, flags)));
+                assert_eq!(unkey(k), Some((addr & !IN_GRANULE, flags)));
                 assert_eq!(keys.iter().filter(|&&other| other == k).count(), 1);
             }
         }
@@ -347,7 +352,7 @@ mod tests {
             let addr = top.wrapping_sub(1 << GRANULE_SHIFT) + 0x100;
             assert!(((addr >> GRANULE_SHIFT) + 1) < 1 << KEY_FLAGS_SHIFT);
             for flags in [READ, WRITE, ATOMIC | READ | WRITE, EARLY | ATOMIC | READ | WRITE] {
-                assert_eq!(unkey(key(addr, flags)), Some((addr & !0xffff, flags)));
+                assert_eq!(unkey(key(addr, flags)), Some((addr & !IN_GRANULE, flags)));
             }
         }
         let addr = (1u64 << 48) - (1 << GRANULE_SHIFT) + 0x100;
@@ -368,21 +373,24 @@ mod tests {
         let m = read(&fresh(&[(BASE, 4096, READ), (BASE + 8192, 4096, READ)]), false);
         assert_eq!(m.ranges, vec![dense(BASE, BASE + 4096, READ), dense(BASE + 8192, BASE + 12288, READ)]);
         // Ends within a block are exact at the hull's ends only: [100, 200) and [3000, 3100)
-        // leave block 1 out, and read as [100, 1024) and [2048, 3100).
+        // leave blocks 1 to 4 out, and read as [100, 512) and [2560, 3100).
         let m = read(&fresh(&[(BASE + 100, 100, READ), (BASE + 3000, 100, READ)]), false);
         let both = residues(100, 100) | residues(3000, 100);
         assert_eq!(
             m.ranges,
             vec![
-                Range { lo: BASE + 100, hi: BASE + 1024, flags: READ, residues: both },
-                Range { lo: BASE + 2048, hi: BASE + 3100, flags: READ, residues: both }
+                Range { lo: BASE + 100, hi: BASE + 512, flags: READ, residues: both },
+                Range { lo: BASE + 2560, hi: BASE + 3100, flags: READ, residues: both }
             ]
         );
         // More runs than MAX_RUNS are a strided access: the hull, with its residues.
-        let steps: Vec<_> = (0..=MAX_RUNS as u64).map(|i| (BASE + 2048 * i, 4, WRITE)).collect();
+        let steps: Vec<_> = (0..=MAX_RUNS as u64).map(|i| (BASE + 1024 * i, 4, WRITE)).collect();
         let m = read(&fresh(&steps), false);
         assert_eq!(m.ranges.len(), 1);
-        assert_eq!((m.ranges[0].lo, m.ranges[0].hi), (BASE, BASE + 2048 * MAX_RUNS as u64 + 4));
+        assert_eq!((m.ranges[0].lo, m.ranges[0].hi), (BASE, BASE + 1024 * MAX_RUNS as u64 + 4));
+        // As many as MAX_RUNS keep their gaps.
+        let m = read(&fresh(&steps[..MAX_RUNS]), false);
+        assert_eq!(m.ranges.len(), MAX_RUNS);
     }
 
     #[test]
@@ -471,14 +479,14 @@ mod tests {
         // which take the four bits above.
         assert_eq!(blocks(0, 1 << GRANULE_SHIFT), u64::MAX);
         assert_eq!(key(u64::MAX, 0) >> KEY_FLAGS_SHIFT, 0);
-        assert_eq!(unkey(key(u64::MAX, EARLY | READ | WRITE | ATOMIC)), Some((!0xffff, 15)));
+        assert_eq!(unkey(key(u64::MAX, EARLY | READ | WRITE | ATOMIC)), Some((!IN_GRANULE, 15)));
         // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved,
         // early_lo, early_hi: 8 each) and 32-byte entries (key: 8 bytes; lo_inv, hi: 4 each;
         // residues, blocks: 8 each); entries 16-byte aligned, for the patch's 16-byte loads.
         assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8 + 8 + 8);
         assert_eq!(EARLY_AT, 4 + 4 + 8 + 8 + 8);
         assert_eq!(ENTRY_BYTES, 8 + 4 + 4 + 8 + 8);
-        assert_eq!(TABLE_BYTES, 48 + 1024 * 32);
+        assert_eq!(TABLE_BYTES, 48 + 2048 * 32);
         assert_eq!((HEADER_BYTES % 16, EARLY_AT % 16, TABLE_BYTES % 16), (0, 0, 0));
     }
 

@@ -34,7 +34,7 @@
 //                                write_all's programmatic port
 //   cases programmatic_node racy|fixed     as programmatic_built, the nodes added with
 //                                cudaGraphAddNode, the edge given as the dependent is added
-//   cases neighbours racy|fixed  three arrays of 4 KiB side by side in one 64 KiB granule:
+//   cases neighbours racy|fixed  three arrays of 4 KiB side by side in one 32 KiB granule:
 //                                stream A copies the first into the second, stream B the
 //                                first into the second (racy) or the third (fixed)
 //   cases between racy|fixed     stream A sums the first and third arrays of one granule,

@@ -51,7 +51,7 @@ cases = [
     ("programmatic_graph_weights", [f"{build}/cases", "programmatic_graph_weights"], ("write_all", "scale_waits"), set()),
     ("programmatic_built", [f"{build}/cases", "programmatic_built"], ("write_all", "sum_nowait"), MEASURED),
     ("programmatic_node", [f"{build}/cases", "programmatic_node"], ("write_all", "sum_nowait"), MEASURED),
-    # Arrays side by side in one 64 KiB granule: an input beside an output is a read and a
+    # Arrays side by side in one 32 KiB granule: an input beside an output is a read and a
     # write, and the blocks between two arrays a kernel reads are not its own. The fixed
     # twins touch other bytes with no wait, which params (one byte per pointer) sees as its
     # guess allows, so they run in the measured modes only.

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use streamsan_footprint::table::{emulate, is_early, table_bytes, EARLY, EARLY_TAG, WIDE_TAG};
+use streamsan_footprint::table::{emulate, is_early, table_bytes, EARLY, EARLY_TAG, GRANULE_SHIFT, WIDE_TAG};
 
 type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
 type Handle = *mut c_void;
@@ -367,7 +367,7 @@ fn accesses(words: &[u64]) -> Vec<(u64, u32, u32)> {
         for (mut at, len) in pieces {
             let end = at + len;
             while at < end {
-                let granule_end = (at | 0xffff) + 1;
+                let granule_end = (at | ((1 << GRANULE_SHIFT) - 1)) + 1;
                 let step = (end.min(granule_end) - at).min(128);
                 steps.push((at, step as u32, flags));
                 at += step;
