@@ -5,7 +5,8 @@ with the engine's counters (STREAMSAN_FOOTPRINT_TRACE=counters) for the measured
 Usage, from the repository root with .device/ filled:
     python3 tests/gpu/perf/modes.py OUT_DIR PROGRAM STEPS WINDOW [MODE...]
 (STEPS timed steps after programs.py's 5 untimed ones; figures over the last WINDOW; modes
-default to params learn)."""
+default to params learn; `floor` is `exact` with every patch point an empty function, the
+experiments shim's STREAMSAN_FOOTPRINT_FLOOR)."""
 import json
 import os
 import re
@@ -27,8 +28,12 @@ native_median = None
 for mode in ["native"] + modes:
     argv = [sys.executable, "tests/gpu/perf/programs.py", program, str(steps), "5"]
     env = dict(os.environ)
+    if mode == "floor":
+        env["STREAMSAN_SHIM"] = os.path.abspath(".device/experiments/libstreamsan_shim.so")
+        env["STREAMSAN_FOOTPRINT_FLOOR"] = "1"
     if mode != "native":
-        argv = [".device/streamsan", "run", "--quiet", "--exitcode", "0", "--footprint", mode,
+        argv = [".device/streamsan", "run", "--quiet", "--exitcode", "0",
+                "--footprint", "exact" if mode == "floor" else mode,
                 "--report", "/tmp/modes.%p.json", "--"] + argv
         env["STREAMSAN_FOOTPRINT_TRACE"] = "counters"
     run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
