@@ -478,6 +478,20 @@ fn a_kernel_that_filled_its_table_is_measured_in_a_wide_one() {
 }
 
 #[test]
+fn a_tensor_lists_small_arrays_in_one_granule_settle_wherever_they_lie() {
+    // Six arrays of 3 KiB in one granule, 2 KiB apart, written through a by-value list; at
+    // every round they lie elsewhere (every other round 512 bytes off a KiB) and in another
+    // order. Each keeps its own bytes, the same relative to its pointer at every round: the
+    // key is learnt once, only its checks (its 4th and 8th launch) are measured again, and
+    // a read of the gap after an array, on another stream with no wait, is no race.
+    let (run, log) = run_rounds("tensor_list", "racy", "learn", 8, &[]);
+    assert_eq!(logged(&log, "measured", "footprint_list"), 3, "{log:?}");
+    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
+    let (fixed, _) = run_rounds("tensor_list", "fixed", "learn", 8, &[]);
+    assert_eq!(races(&fixed), vec![]);
+}
+
+#[test]
 fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
     // at every launch: a key per size once the step is seen not to move the footprint (kept in

@@ -17,12 +17,14 @@
 #define SPACED(shift) ((unsigned long long)(shift) << 8)
 #define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
 #define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" */
+#define LIST 6 /* footprint_list's triples */
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
    the triple and a step count that touches nothing. footprint_fresh*: as footprint_touch.
    footprint_beyond: footprint_touch's parameters, each triple's bytes just after it.
-   footprint_two: two triples. footprint_pair: a by-value struct of a triple and a second buffer's address it never
+   footprint_two: two triples. footprint_list: a by-value struct of LIST triples (PyTorch's
+   multi-tensor kernels: a tensor list by value). footprint_pair: a by-value struct of a triple and a second buffer's address it never
    follows (CuSan's 13_struct_recursion: a struct of two buffers, each kernel using one).
    footprint_indirect(u64 base, u64 index): reads the triple (offset, length, flags) at index
    in device memory and touches `length` bytes at base + offset (a gather: its footprint
@@ -40,6 +42,7 @@ static const char PTX[] =
     ".visible .entry footprint_indirect(\n"
     "  .param .u64 footprint_indirect_param_0,\n  .param .u64 footprint_indirect_param_1\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_pair(\n  .param .align 8 .b8 footprint_pair_param_0[32]\n)\n{\n ret;\n}\n"
+    ".visible .entry footprint_list(\n  .param .align 8 .b8 footprint_list_param_0[144]\n)\n{\n ret;\n}\n"
     ".visible .entry footprint_step(\n"
     "  .param .u64 footprint_step_param_0,\n  .param .u64 footprint_step_param_1,\n"
     "  .param .u64 footprint_step_param_2,\n  .param .u64 footprint_step_param_3\n)\n{\n ret;\n}\n"
@@ -63,7 +66,7 @@ static const char STATEFUL_PTX[] =
     ".visible .const .align 4 .u32 limit;\n"
     TOUCH_ENTRY("footprint_counted");
 
-static CUfunction touch, two, args, pair, indirect, step, fresh[FRESH], beyond, packed, counted, waits, early;
+static CUfunction touch, two, args, pair, list, indirect, step, fresh[FRESH], beyond, packed, counted, waits, early;
 
 /* footprint_early: two triples, in an sm_90 cubin whose machine code waits on its grid
    dependencies (ACQBULK, griddepcontrol.wait) at its third instruction, byte 32: what the
@@ -207,9 +210,24 @@ static void launch_pair(CUstream s, CUdeviceptr p, unsigned long long len, CUdev
     CHECK(cuLaunchKernel(pair, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+/* footprint_list writing LIST arrays of 3 KiB at `at[i]` in x, laid out and ordered as a
+   round's caching allocator might: one 32 KiB granule, blocks between them untouched, the
+   layout and order new at every round. */
+static void launch_list(CUstream s, CUdeviceptr x, int round, CUdeviceptr *at) {
+    struct { unsigned long long p, len, flags; } t[LIST];
+    for (int i = 0; i < LIST; i++) {
+        at[i] = x + (unsigned long long)((i + round) % LIST) * 5120 + (round % 2) * 512;
+        t[i].p = at[i];
+        t[i].len = 3072;
+        t[i].flags = W;
+    }
+    void *params[] = {t};
+    CHECK(cuLaunchKernel(list, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -231,6 +249,7 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&two, module, "footprint_two"));
     CHECK(cuModuleGetFunction(&args, module, "footprint_args"));
     CHECK(cuModuleGetFunction(&pair, module, "footprint_pair"));
+    CHECK(cuModuleGetFunction(&list, module, "footprint_list"));
     CHECK(cuModuleGetFunction(&indirect, module, "footprint_indirect"));
     CHECK(cuModuleGetFunction(&step, module, "footprint_step"));
     CHECK(cuModuleGetFunction(&packed, module, "footprint_packed"));
@@ -535,6 +554,13 @@ int main(int argc, char **argv) {
             launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, big + 2000ull * 32768, 4, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "tensor_list") == 0) {
+            /* A's list kernel writes its arrays; with no wait, B reads the first slot's
+               (racy) or the 2 KiB after it, which no array holds (fixed). */
+            CUdeviceptr at[LIST];
+            launch_list(a, x, round, at);
+            launch_touch(b, fixed ? at[0] + 3072 : at[0], fixed ? 2048 : 3072, R);
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "steps") == 0) {
             /* A writes the first half or quarter of x (in turn), with a step count that
