@@ -40,13 +40,17 @@
 //   cases between racy|fixed     stream A sums the first and third arrays of one granule,
 //                                stream B writes the third (racy) or the second, between
 //                                them (fixed)
+//   cases list racy|fixed        a tensor list by value (as PyTorch's multi-tensor kernels take
+//                                it): six arrays of 3 KiB in one 32 KiB granule, 2 KiB apart,
+//                                512 bytes past a KiB; stream A writes them, stream B reads
+//                                the first (racy) or the 2 KiB after it (fixed)
 //   cases stateful racy|fixed    three rounds of interior, the writer in a module with
 //                                variables (stateful.cu): its count of launches must be 3
 //   cases stateful_graph racy|fixed  the same writer, and sum_part on an eighth of what it
 //                                writes, captured from two streams into a graph launched
 //                                three times: its count must be 3
 // "fixed" orders the second stream (or node) after the first, but for strided, pair,
-// neighbours and between, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
+// neighbours, between and list, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -175,8 +179,19 @@ extern "C" __global__ void fill_pair(Pair s) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < s.n; i += gridDim.x * blockDim.x) out[i] = s.value;
 }
 
+// Arrays of a list, LIST_FLOATS each, one block of write_list each.
+#define LIST 6
+#define LIST_FLOATS 768
+struct List {
+    float* arrays[LIST];
+};
+
+extern "C" __global__ void write_list(List l) {
+    for (int i = threadIdx.x; i < LIST_FLOATS; i += blockDim.x) l.arrays[blockIdx.x][i] = 2.0f;
+}
+
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|stateful|stateful_graph racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|list|stateful|stateful_graph racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -357,6 +372,16 @@ int main(int argc, char** argv) {
             write_all<<<4, 256, 0, b>>>(g + (fixed ? 1 : 2) * len, len);
             CHECK(cudaMemcpyAsync(&host, g + len, sizeof(float), cudaMemcpyDeviceToHost, b));
         }
+        CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "list") == 0) {
+        // From the first 64 KiB boundary in p plus 512 bytes: every array starts 512 bytes
+        // past a KiB, in one granule.
+        float* g = p + ((65536 - (uintptr_t)p % 65536) % 65536) / sizeof(float) + 128;
+        List l;
+        for (int k = 0; k < LIST; k++) l.arrays[k] = g + k * 1280;
+        write_list<<<LIST, 256, 0, a>>>(l);
+        sum_part<<<4, 256, 0, b>>>(fixed ? g + LIST_FLOATS : g, fixed ? 512 : LIST_FLOATS, out);
+        CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, b));
         CHECK(cudaStreamSynchronize(b));
     } else if (strcmp(argv[1], "stateful") == 0) {
         unsigned counted = 0;

@@ -57,6 +57,9 @@ cases = [
     # guess allows, so they run in the measured modes only.
     ("neighbours", [f"{build}/cases", "neighbours"], ("copy_plus", "copy_plus"), MEASURED, MEASURED),
     ("between", [f"{build}/cases", "between"], ("sum_two", "write_all"), MEASURED, MEASURED),
+    # A tensor list's arrays in one granule, each 512 bytes past a KiB: each keeps its own
+    # bytes, so a read of the gap after one is no race (fixed, measured modes only as above).
+    ("list", [f"{build}/cases", "list"], ("write_list", "sum_part"), MEASURED, MEASURED),
     # The writer's module has variables of its own (a count of launches, a constant, CCCL's
     # tags): measured on a twin that must give the count back (the case checks it).
     ("stateful", [f"{build}/cases", "stateful"], ("counted_write", "sum_written"), MEASURED),
