@@ -38,7 +38,7 @@ SUITES = {
     "cusan": "CuSan's runtime tests (no MPI), racy and fixed variants, under streamsan",
     "toggle": "the whole shim against every hook forwarded, inside one process",
     "perf": "real programs, native and streamsan processes alternated",
-    "footprint-perf": "footprint=params, learn and exact against native",
+    "footprint-perf": "footprint=params, learn and exact against native, exact against its empty-patch floor",
     "steady": "a launch's cost on the program's thread, per part",
     "bench-count": "the bench's launch path counted under callgrind (no GPU)",
 }
