@@ -492,6 +492,18 @@ fn a_tensor_lists_small_arrays_in_one_granule_settle_wherever_they_lie() {
 }
 
 #[test]
+fn launches_that_find_no_wide_table_free_overflow_and_are_counted_apart() {
+    // Round 1's launch fills its table; round 2 launches the kernel 70 times before it
+    // synchronizes: 64 take wide tables (a context's all) and hold every granule, the other
+    // 6 take common ones, which overflow, counted as launches that wanted a wide table.
+    let (run, _) = run_rounds("overflow_burst", "racy", "exact", 2, &[]);
+    assert_eq!(counter(&run, " in wide tables"), 64, "{}", run.stderr());
+    assert_eq!(counter(&run, " overflowed,"), 7, "{}", run.stderr());
+    assert_eq!(counter(&run, " wide and"), 0, "{}", run.stderr());
+    assert_eq!(counter(&run, " common ones of launches that wanted a wide one"), 6, "{}", run.stderr());
+}
+
+#[test]
 fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
     // at every launch: a key per size once the step is seen not to move the footprint (kept in

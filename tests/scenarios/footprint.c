@@ -18,6 +18,7 @@
 #define BIG (96ull << 20) /* bytes of the buffer whose footprint overflows a table */
 #define FRESH 8 /* kernels named footprint_fresh0..7, launched once each by "toggle" */
 #define LIST 6 /* footprint_list's triples */
+#define BURST 70 /* overflow_burst's launches a round: more than a context's wide tables */
 
 /* footprint_touch: one triple, untyped (an extern "C" kernel: its pointer says nothing of
    direction or extent). footprint_args: the triple inside a by-value struct. footprint_step:
@@ -227,7 +228,7 @@ static void launch_list(CUstream s, CUdeviceptr x, int round, CUdeviceptr *at) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_burst|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -273,7 +274,7 @@ int main(int argc, char **argv) {
     CHECK(cuMemAlloc_v2(&index, 24));
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
-    if (strcmp(scenario, "overflow") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
+    if (strcmp(scenario, "overflow") == 0 || strcmp(scenario, "overflow_burst") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
     CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
     for (int round = 0; round < rounds; round++) {
         if (strcmp(scenario, "same_words") == 0) {
@@ -554,6 +555,11 @@ int main(int argc, char **argv) {
             launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, big + 2000ull * 32768, 4, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "overflow_burst") == 0) {
+            /* overflow's writer, once in the first round and BURST times before one
+               synchronize in each later round. */
+            for (int i = 0; i < (round ? BURST : 1); i++) launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "tensor_list") == 0) {
             /* A's list kernel writes its arrays; with no wait, B reads the first slot's

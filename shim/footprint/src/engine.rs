@@ -38,13 +38,15 @@ pub struct Driver {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(pub u64);
 
-/// A measured launch's table: its context, where it lies, whether it is wide, whether its
-/// header holds the early range, and the twin's function it was bound to.
+/// A measured launch's table: its context, where it lies, whether it is wide (and whether
+/// the launch wanted one), whether its header holds the early range, and the twin's function
+/// it was bound to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Held {
     ctx: usize,
     table: usize,
     wide: bool,
+    wanted_wide: bool,
     wait_known: bool,
     twin: usize,
 }
@@ -98,11 +100,14 @@ pub(crate) struct Engine {
     wide: Mutex<HashSet<usize>>,
     next_ticket: AtomicU64,
     /// Launches given a table, of them given a wide one; those that found none free; tables
-    /// whose patch found no entry for some granule; twin launches the driver refused.
+    /// whose patch found no entry for some granule, of them wide ones and common ones of
+    /// launches that wanted a wide one, none being free; twin launches the driver refused.
     measured: AtomicU64,
     measured_wide: AtomicU64,
     unmeasured: AtomicU64,
     overflowed: AtomicU64,
+    overflowed_wide: AtomicU64,
+    overflowed_wanting_wide: AtomicU64,
     pub(crate) refused: AtomicU64,
     /// Nanoseconds spent loading twins and reading tables back (copies, resets and the wait
     /// for them).
@@ -225,6 +230,8 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         measured_wide: AtomicU64::new(0),
         unmeasured: AtomicU64::new(0),
         overflowed: AtomicU64::new(0),
+        overflowed_wide: AtomicU64::new(0),
+        overflowed_wanting_wide: AtomicU64::new(0),
         refused: AtomicU64::new(0),
         twins_ns: AtomicU64::new(0),
         reading_ns: AtomicU64::new(0),
@@ -356,8 +363,11 @@ pub struct Counters {
     pub wide: u64,
     /// Launches to measure that found no table free.
     pub no_table: u64,
-    /// Tables that overflowed.
+    /// Tables that overflowed; of them wide ones, and common ones of launches that wanted a
+    /// wide one (none was free).
     pub overflowed: u64,
+    pub overflowed_wide: u64,
+    pub overflowed_wanting_wide: u64,
     /// Twin launches the driver refused.
     pub refused: u64,
     /// Twins loaded, those among them whose module's variables are mirrored; modules left
@@ -397,6 +407,8 @@ pub fn counters() -> Counters {
             wide: c(&e.measured_wide),
             no_table: c(&e.unmeasured),
             overflowed: c(&e.overflowed),
+            overflowed_wide: c(&e.overflowed_wide),
+            overflowed_wanting_wide: c(&e.overflowed_wanting_wide),
             refused: c(&e.refused),
             twins: t.loaded,
             mirrored: t.mirrored,
@@ -489,7 +501,14 @@ impl Engine {
         if wide {
             self.measured_wide.fetch_add(1, Ordering::Relaxed);
         }
-        let held = Held { ctx: ctx as usize, table, wide, wait_known: false, twin: pair.twin as usize };
+        let held = Held {
+            ctx: ctx as usize,
+            table,
+            wide,
+            wanted_wide: want_wide,
+            wait_known: false,
+            twin: pair.twin as usize,
+        };
         self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, held);
         Some(ticket)
     }
@@ -674,6 +693,11 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
             let measured = read.then(|| table::read(&host[k * size..(k + 1) * size], held.wait_known));
             if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
+                if held.wide {
+                    engine.overflowed_wide.fetch_add(1, Ordering::Relaxed);
+                } else if held.wanted_wide {
+                    engine.overflowed_wanting_wide.fetch_add(1, Ordering::Relaxed);
+                }
                 overflowed.push(held.twin);
             }
             read_out.push((*ticket, measured));
