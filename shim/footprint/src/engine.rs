@@ -113,11 +113,14 @@ pub(crate) struct Engine {
     /// for them).
     pub(crate) twins_ns: AtomicU64,
     reading_ns: AtomicU64,
-    /// Nanoseconds arming launches (twin, table, attributes, variables, binding); of them
-    /// and after the launches, copying variables; the variables copied, the copier's
-    /// launches and the driver's copies that copied them.
+    /// Nanoseconds arming launches (twin, table, attributes, variables, binding), of them
+    /// binding tables (with the early range's copy, waited for); copying variables, before
+    /// and after the launches, of it after them; the variables copied, the copier's launches
+    /// and the driver's copies that copied them.
     arming_ns: AtomicU64,
+    binding_ns: AtomicU64,
     mirroring_ns: AtomicU64,
+    mirroring_back_ns: AtomicU64,
     variable_copies: AtomicU64,
     copier_launches: AtomicU64,
     driver_copies: AtomicU64,
@@ -236,7 +239,9 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         twins_ns: AtomicU64::new(0),
         reading_ns: AtomicU64::new(0),
         arming_ns: AtomicU64::new(0),
+        binding_ns: AtomicU64::new(0),
         mirroring_ns: AtomicU64::new(0),
+        mirroring_back_ns: AtomicU64::new(0),
         variable_copies: AtomicU64::new(0),
         copier_launches: AtomicU64::new(0),
         driver_copies: AtomicU64::new(0),
@@ -258,7 +263,11 @@ impl Engine {
         let started = Instant::now();
         let copier = self.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&(ctx as usize)).and_then(|p| p.copier);
         let copied = variables::copy(&self.driver.twins, copier, &pair.variables, stream, into_twin);
-        self.mirroring_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let ns = started.elapsed().as_nanos() as u64;
+        self.mirroring_ns.fetch_add(ns, Ordering::Relaxed);
+        if !into_twin {
+            self.mirroring_back_ns.fetch_add(ns, Ordering::Relaxed);
+        }
         let c = copied.unwrap_or_default();
         self.variable_copies.fetch_add(c.variables, Ordering::Relaxed);
         self.copier_launches.fetch_add(c.launches, Ordering::Relaxed);
@@ -379,11 +388,13 @@ pub struct Counters {
     /// Time spent making twins and reading tables back, in microseconds.
     pub twins_us: u64,
     pub reading_us: u64,
-    /// Time arming launches, and of it and after launches copying module variables, in
-    /// microseconds; the variables copied, by how many launches of the copier and copies
-    /// of the driver's.
+    /// Time arming launches, of it binding tables; copying module variables before and after
+    /// launches, of it after them, in microseconds; the variables copied, by how many
+    /// launches of the copier and copies of the driver's.
     pub arming_us: u64,
+    pub binding_us: u64,
     pub mirroring_us: u64,
+    pub mirroring_back_us: u64,
     pub variable_copies: u64,
     pub copier_launches: u64,
     pub driver_copies: u64,
@@ -417,7 +428,9 @@ pub fn counters() -> Counters {
             twins_us: c(&e.twins_ns) / 1000,
             reading_us: c(&e.reading_ns) / 1000,
             arming_us: c(&e.arming_ns) / 1000,
+            binding_us: c(&e.binding_ns) / 1000,
             mirroring_us: c(&e.mirroring_ns) / 1000,
+            mirroring_back_us: c(&e.mirroring_back_ns) / 1000,
             variable_copies: c(&e.variable_copies),
             copier_launches: c(&e.copier_launches),
             driver_copies: c(&e.driver_copies),
@@ -519,6 +532,13 @@ impl Engine {
     /// marks what those instructions touch as early. A wide table's pointer carries
     /// [`WIDE_TAG`].
     pub(crate) fn bind(&self, pair: &Pair, ticket: Ticket) {
+        let started = Instant::now();
+        self.bind_table(pair, ticket);
+        self.binding_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// [`Engine::bind`]'s work, timed there.
+    fn bind_table(&self, pair: &Pair, ticket: Ticket) {
         let Some(held) = self.tickets.lock().unwrap_or_else(|e| e.into_inner()).get(&ticket.0).copied() else {
             return;
         };

@@ -405,10 +405,10 @@ pub fn finish() {
     if trace_level() > 0 {
         let c = engine::counters();
         eprintln!(
-            "streamsan: footprints: {} launches measured ({} in wide tables), {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables by {} launches of the copier and {} copies by the driver; of the tables that overflowed, {} wide and {} common ones of launches that wanted a wide one",
+            "streamsan: footprints: {} launches measured ({} in wide tables), {} without a free table, {} overflowed, {} twin launches refused; {} twins loaded ({} with their module's variables mirrored), {} modules with state that has no name, {} without code to load; {} µs making twins, {} µs reading tables; {} µs arming launches, {} µs of it and after them copying {} variables by {} launches of the copier and {} copies by the driver; of the tables that overflowed, {} wide and {} common ones of launches that wanted a wide one; {} µs binding tables, {} µs copying variables back",
             c.measured, c.wide, c.no_table, c.overflowed, c.refused, c.twins, c.mirrored, c.with_state, c.without_code, c.twins_us, c.reading_us,
             c.arming_us, c.mirroring_us, c.variable_copies, c.copier_launches, c.driver_copies, c.overflowed_wide,
-            c.overflowed_wanting_wide
+            c.overflowed_wanting_wide, c.binding_us, c.mirroring_back_us
         );
         if MODE.get() == Some(&Footprint::Learn) {
             let l = model.learnt_summary();
