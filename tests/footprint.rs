@@ -504,6 +504,16 @@ fn launches_that_find_no_wide_table_free_overflow_and_are_counted_apart() {
 }
 
 #[test]
+fn only_launches_as_large_as_one_that_filled_its_table_take_wide_ones() {
+    // Round 1's launch over 64 blocks fills its table; round 2 launches the kernel 70 times
+    // over one block, then over 64 again, before it synchronizes: the small launches take
+    // common tables, leaving a wide one for the large launch, which overflows no more.
+    let (run, _) = run_rounds("overflow_sizes", "racy", "exact", 2, &[]);
+    assert_eq!(counter(&run, " in wide tables"), 1, "{}", run.stderr());
+    assert_eq!(counter(&run, " overflowed,"), 1, "{}", run.stderr());
+}
+
+#[test]
 fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     // footprint_step writes half of x, then a quarter, in turn, with a step count that is new
     // at every launch: a key per size once the step is seen not to move the footprint (kept in

@@ -164,6 +164,14 @@ static void launch_touch(CUstream s, CUdeviceptr p, unsigned long long len, unsi
     launch_triple(touch, s, p, len, flags);
 }
 
+/* footprint_touch over a grid of `blocks` blocks (the stand-in touches its triple once). */
+static void launch_touch_grid(CUstream s, unsigned blocks, CUdeviceptr p, unsigned long long len,
+                              unsigned long long flags) {
+    unsigned long long a = p, l = len, f = flags;
+    void *params[] = {&a, &l, &f};
+    CHECK(cuLaunchKernel(touch, blocks, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
 /* footprint_early, launched with programmatic stream serialization on `s`: (p, len, flags)
    and (q, len2, flags2). */
 static void launch_early(CUstream s, CUdeviceptr p, unsigned long long len, unsigned long long flags, CUdeviceptr q,
@@ -228,7 +236,7 @@ static void launch_list(CUstream s, CUdeviceptr x, int round, CUdeviceptr *at) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_burst|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_burst|overflow_sizes|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -274,7 +282,7 @@ int main(int argc, char **argv) {
     CHECK(cuMemAlloc_v2(&index, 24));
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
-    if (strcmp(scenario, "overflow") == 0 || strcmp(scenario, "overflow_burst") == 0) CHECK(cuMemAlloc_v2(&big, BIG));
+    if (strncmp(scenario, "overflow", 8) == 0) CHECK(cuMemAlloc_v2(&big, BIG));
     CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
     for (int round = 0; round < rounds; round++) {
         if (strcmp(scenario, "same_words") == 0) {
@@ -560,6 +568,12 @@ int main(int argc, char **argv) {
             /* overflow's writer, once in the first round and BURST times before one
                synchronize in each later round. */
             for (int i = 0; i < (round ? BURST : 1); i++) launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "overflow_sizes") == 0) {
+            /* overflow's writer over 64 blocks; in later rounds, BURST small launches of it
+               over one block each, then the large one, before one synchronize. */
+            for (int i = 0; i < (round ? BURST : 0); i++) launch_touch_grid(a, 1, big + i * 64, 4, W);
+            launch_touch_grid(a, 64, big, STRIDED(2600, 4), W | SPACED(15));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "tensor_list") == 0) {
             /* A's list kernel writes its arrays; with no wait, B reads the first slot's

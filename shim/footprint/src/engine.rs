@@ -4,7 +4,7 @@
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -39,8 +39,8 @@ pub struct Driver {
 pub struct Ticket(pub u64);
 
 /// A measured launch's table: its context, where it lies, whether it is wide (and whether
-/// the launch wanted one), whether its header holds the early range, and the twin's function
-/// it was bound to.
+/// the launch wanted one), whether its header holds the early range, the twin's function it
+/// was bound to, and the launch's threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Held {
     ctx: usize,
@@ -49,6 +49,7 @@ struct Held {
     wanted_wide: bool,
     wait_known: bool,
     twin: usize,
+    threads: u64,
 }
 
 impl Held {
@@ -96,8 +97,11 @@ pub(crate) struct Engine {
     pub(crate) measuring: Mutex<()>,
     /// Measured launches by ticket, until their tables are read.
     tickets: Mutex<HashMap<u64, Held>>,
-    /// Twins' functions whose launch filled its table: their launches take wide tables.
-    wide: Mutex<HashSet<usize>>,
+    /// Twins' functions one of whose launches filled its table, with the fewest threads such
+    /// a launch had: their launches of as many threads or more take wide tables. A launch's
+    /// footprint grows with its grid: an elementwise kernel's launches over small tensors
+    /// need none, though one over an embedding filled a table.
+    wide: Mutex<HashMap<usize, u64>>,
     next_ticket: AtomicU64,
     /// Launches given a table, of them given a wide one; those that found none free; tables
     /// whose patch found no entry for some granule, of them wide ones and common ones of
@@ -227,7 +231,7 @@ pub fn start(driver: Driver) -> Result<(), Unavailable> {
         twins: Mutex::new(Twins::default()),
         measuring: Mutex::new(()),
         tickets: Mutex::new(HashMap::new()),
-        wide: Mutex::new(HashSet::new()),
+        wide: Mutex::new(HashMap::new()),
         next_ticket: AtomicU64::new(1),
         measured: AtomicU64::new(0),
         measured_wide: AtomicU64::new(0),
@@ -277,19 +281,20 @@ impl Engine {
 }
 
 /// Before the real call of a launch to measure, of `function` (the program's handle: a
-/// `CUfunction` or a `CUkernel`) on `stream`, outside any callback. Returns its twin's
-/// function with a table bound to it, to be launched instead with the same arguments, or
-/// `function` where it cannot be measured. `may_load`: the engine may load code and allocate
-/// now (no device work waits for the host, which a load waiting for the device to drain would
-/// deadlock on, and no capture forbids such calls). [`outcome`] must follow the real call.
-pub fn arm(function: *mut c_void, stream: *mut c_void, may_load: bool) -> *mut c_void {
+/// `CUfunction` or a `CUkernel`) on `stream` with `threads` (its grid's blocks times their
+/// threads), outside any callback. Returns its twin's function with a table bound to it, to be
+/// launched instead with the same arguments, or `function` where it cannot be measured.
+/// `may_load`: the engine may load code and allocate now (no device work waits for the host,
+/// which a load waiting for the device to drain would deadlock on, and no capture forbids such
+/// calls). [`outcome`] must follow the real call.
+pub fn arm(function: *mut c_void, stream: *mut c_void, threads: u64, may_load: bool) -> *mut c_void {
     let Some(engine) = ENGINE.get() else { return function };
     let retired = std::mem::take(&mut engine.twins().retired);
     if !retired.is_empty() {
         twins::unload(&engine.driver.twins, retired);
     }
     let started = Instant::now();
-    let measured = measure(engine, function, stream, may_load);
+    let measured = measure(engine, function, stream, threads, may_load);
     engine.arming_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let (launch, last) = match measured {
         Ok(Some(armed)) => {
@@ -310,6 +315,7 @@ fn measure(
     engine: &'static Engine,
     function: Handle,
     stream: Handle,
+    threads: u64,
     may_load: bool,
 ) -> Result<Option<Armed>, Unmeasured> {
     let mut capturing = 0u32;
@@ -328,12 +334,12 @@ fn measure(
     engine.twins_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let pair = pair?;
     twins::copy_attributes(&engine.driver.twins, &pair);
-    let wide = engine.wants_wide(&pair);
+    let wide = engine.wants_wide(&pair, threads);
     if !prepare(engine, ctx, wide, may_load)? {
         return Err(Unmeasured::NoTable);
     }
     let measuring = engine.measuring.lock().unwrap_or_else(|e| e.into_inner());
-    let ticket = engine.launch_table(ctx, &pair, wide).ok_or(Unmeasured::NoTable)?;
+    let ticket = engine.launch_table(ctx, &pair, wide, threads).ok_or(Unmeasured::NoTable)?;
     if !engine.mirror(ctx, &pair, stream, true) {
         discard(ticket);
         return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
@@ -491,16 +497,16 @@ impl Engine {
         }
     }
 
-    /// Whether launches of the twin's function of `pair` take wide tables: one of its
-    /// launches filled a table.
-    pub(crate) fn wants_wide(&self, pair: &Pair) -> bool {
-        self.wide.lock().unwrap_or_else(|e| e.into_inner()).contains(&(pair.twin as usize))
+    /// Whether a launch of `threads` of the twin's function of `pair` takes a wide table: a
+    /// launch of it of as many threads or fewer filled a table.
+    pub(crate) fn wants_wide(&self, pair: &Pair, threads: u64) -> bool {
+        self.wide.lock().unwrap_or_else(|e| e.into_inner()).get(&(pair.twin as usize)).is_some_and(|&t| threads >= t)
     }
 
-    /// A free table of `ctx` for a launch of `pair`'s twin (wide if it wants one,
-    /// [`Engine::wants_wide`], and one is free), and its ticket; None when none is free.
+    /// A free table of `ctx` for a launch of `threads` of `pair`'s twin (wide if it wants
+    /// one, [`Engine::wants_wide`], and one is free), and its ticket; None when none is free.
     /// Calls no driver function: [`prepare`] filled the pool.
-    pub(crate) fn launch_table(&self, ctx: Handle, pair: &Pair, want_wide: bool) -> Option<Ticket> {
+    pub(crate) fn launch_table(&self, ctx: Handle, pair: &Pair, want_wide: bool, threads: u64) -> Option<Ticket> {
         let (table, wide) = {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
             let pool = pools.get_mut(&(ctx as usize))?;
@@ -521,6 +527,7 @@ impl Engine {
             wanted_wide: want_wide,
             wait_known: false,
             twin: pair.twin as usize,
+            threads,
         };
         self.tickets.lock().unwrap_or_else(|e| e.into_inner()).insert(ticket.0, held);
         Some(ticket)
@@ -684,7 +691,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
     let started = Instant::now();
     let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
-    let mut overflowed: Vec<usize> = Vec::new();
+    let mut overflowed: Vec<(usize, u64)> = Vec::new();
     let mut i = 0;
     let mut host = Vec::new();
     while i < taken.len() {
@@ -718,7 +725,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
                 } else if held.wanted_wide {
                     engine.overflowed_wanting_wide.fetch_add(1, Ordering::Relaxed);
                 }
-                overflowed.push(held.twin);
+                overflowed.push((held.twin, held.threads));
             }
             read_out.push((*ticket, measured));
             if read {
@@ -732,7 +739,11 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         i = j;
     }
     drop(pools);
-    engine.wide.lock().unwrap_or_else(|e| e.into_inner()).extend(overflowed);
+    let mut wide = engine.wide.lock().unwrap_or_else(|e| e.into_inner());
+    for (twin, threads) in overflowed {
+        wide.entry(twin).and_modify(|t| *t = (*t).min(threads)).or_insert(threads);
+    }
+    drop(wide);
     engine.reading_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     read_out.sort_unstable_by_key(|&(ticket, _)| ticket);
     for (ticket, measured) in read_out {

@@ -16,6 +16,10 @@ use crate::api::Handle;
 use crate::engine::{self, Ticket, Unmeasured, ENGINE};
 use crate::twins::{self, NoTwin};
 
+/// The threads taken for a node's launch, whose grid is not read: it takes a wide table where
+/// any launch of its kernel filled one ([`engine::Engine::wants_wide`]).
+const NODE_THREADS: u64 = u64::MAX;
+
 /// A node sent to a twin: the twin's function to set on the node, its launch's ticket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeArmed {
@@ -94,7 +98,7 @@ fn arm(
                 return Err(Unmeasured::NoTwin(NoTwin::ModuleState));
             }
             twins::copy_attributes(&engine.driver.twins, &pair);
-            let wide = engine.wants_wide(&pair);
+            let wide = engine.wants_wide(&pair, NODE_THREADS);
             match engine::prepare(engine, ctx, wide, may_load) {
                 Ok(true) => Ok((pair, wide)),
                 Ok(false) => Err(Unmeasured::NoTable),
@@ -115,7 +119,7 @@ fn arm(
             if bound.contains(&pair.twin) {
                 return Err(Unmeasured::NotNow);
             }
-            let ticket = engine.launch_table(ctx, &pair, wide).ok_or(Unmeasured::NoTable)?;
+            let ticket = engine.launch_table(ctx, &pair, wide, NODE_THREADS).ok_or(Unmeasured::NoTable)?;
             if !pair.variables.is_empty() {
                 if !engine.mirror(ctx, &pair, stream, true) {
                     engine::discard(ticket);

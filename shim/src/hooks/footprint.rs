@@ -178,14 +178,15 @@ pub fn measures_every_launch() -> bool {
 }
 
 /// Makes a launch of `f` on `stream` (the handle the driver knows it by on this thread:
-/// never 0, which means two streams) through `call` (the real driver function with the
-/// program's other arguments): to `measure` it, on its twin ([`engine::arm`]), and if the
-/// driver refuses the twin's launch, as the program made it. The driver's status, and the
-/// launch's ticket if it was measured; a launch to measure that was not gets a note saying
-/// why.
+/// never 0, which means two streams), of grid and block `shape`, through `call` (the real
+/// driver function with the program's other arguments): to `measure` it, on its twin
+/// ([`engine::arm`]), and if the driver refuses the twin's launch, as the program made it.
+/// The driver's status, and the launch's ticket if it was measured; a launch to measure that
+/// was not gets a note saying why.
 pub fn launch(
     f: *mut c_void,
     stream: *mut c_void,
+    shape: [u32; 6],
     measure: bool,
     call: impl Fn(*mut c_void) -> u32,
 ) -> (u32, Option<u64>) {
@@ -195,7 +196,8 @@ pub fn launch(
         return (call(f), None);
     }
     let may_load = super::load_gate::open();
-    let sent = phases::time(Phase::FootprintArm, || engine::arm(f, stream, may_load));
+    let threads = shape.iter().map(|&d| u64::from(d)).product();
+    let sent = phases::time(Phase::FootprintArm, || engine::arm(f, stream, threads, may_load));
     let status = call(sent);
     match phases::time(Phase::FootprintArm, || engine::outcome(status == 0)) {
         engine::Outcome::Measured(ticket) => (status, Some(ticket.0)),

@@ -166,9 +166,10 @@ pub unsafe fn launch_kernel(
     if leaves_out(FORWARD_LAUNCHES) {
         return driver(f);
     }
-    let measure = unsafe { plan(f, kernel_params, extra, [grid_x, grid_y, grid_z, block_x, block_y, block_z]) };
+    let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
+    let measure = unsafe { plan(f, kernel_params, extra, shape) };
     let on = handle_of(stream(call, h_stream)) as *mut c_void;
-    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
+    let (status, ticket) = footprint::launch(f.cast(), on, shape, measure, |f| driver(f.cast()));
     if ok(status) {
         let on = stream(call, h_stream);
         programmatic::before_told(f, on, false);
@@ -201,7 +202,7 @@ pub unsafe fn launch_kernel_ex(
     // SAFETY: likewise.
     let on = unsafe { config.as_ref() }.map_or(core::ptr::null_mut(), |c| c.stream);
     let on = handle_of(stream(call, on)) as *mut c_void;
-    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
+    let (status, ticket) = footprint::launch(f.cast(), on, shape, measure, |f| driver(f.cast()));
     // SAFETY: the configuration the driver accepted.
     if ok(status) {
         if let Some(config) = unsafe { config.as_ref() } {
@@ -248,7 +249,7 @@ pub unsafe fn launch_cooperative_kernel(
     let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
     let measure = unsafe { plan(f, kernel_params, core::ptr::null_mut(), shape) };
     let on = handle_of(stream(call, h_stream)) as *mut c_void;
-    let (status, ticket) = footprint::launch(f.cast(), on, measure, |f| driver(f.cast()));
+    let (status, ticket) = footprint::launch(f.cast(), on, shape, measure, |f| driver(f.cast()));
     if ok(status) {
         let on = stream(call, h_stream);
         programmatic::before_told(f, on, false);
