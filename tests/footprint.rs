@@ -103,6 +103,17 @@ fn race(kind: &str, hazard: Option<&str>, first: &str, second: &str) -> RaceShap
     (kind.into(), hazard.map(Into::into), first.into(), second.into())
 }
 
+/// The race most scenarios have: a read on one stream of what a kernel on another wrote.
+fn write_then_read() -> RaceShape {
+    race("cross-stream-race", Some("RAW"), "write", "read")
+}
+
+/// Asserts that the scenario's fixed twin reports nothing under `mode` over `rounds` rounds.
+fn assert_fixed_clean(scenario: &str, mode: &str, rounds: u32) {
+    let (fixed, _) = run_rounds(scenario, "fixed", mode, rounds, &[]);
+    assert_eq!(races(&fixed), vec![], "{scenario}: the fixed twin under {mode}");
+}
+
 /// In `footprint=exact`, the scenario's racy twin finds exactly `expected`, its fixed twin
 /// nothing.
 fn assert_exact_twins(scenario: &str, expected: RaceShape) {
@@ -112,7 +123,7 @@ fn assert_exact_twins(scenario: &str, expected: RaceShape) {
 
 #[test]
 fn an_interior_pointer_race_is_found_by_its_measured_footprint_and_missed_by_its_parameters() {
-    assert_exact_twins("interior", race("cross-stream-race", Some("RAW"), "write", "read"));
+    assert_exact_twins("interior", write_then_read());
     // The parameters name two different bytes of x: nothing to see.
     assert_eq!(races(&run_mode("interior", "racy", "params", &[])), vec![]);
 }
@@ -153,16 +164,14 @@ fn a_struct_of_two_buffers_races_only_through_the_buffer_both_kernels_touch() {
     // Each struct holds both addresses; each kernel follows one. A measurement replaces the
     // parameters' guess: the address a kernel never followed is no access.
     assert_exact_twins("pair", race("cross-stream-race", Some("WAW"), "write", "write"));
-    let (fixed, _) = run_rounds("pair", "fixed", "learn", 3, &[]);
-    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+    assert_fixed_clean("pair", "learn", 3);
 }
 
 #[test]
 fn interleaved_strided_writes_keep_their_gaps() {
     // x[0::2] against x[1::2]: disjoint bytes, no race; x[0::2] against x[0::4]: a race.
     assert_exact_twins("interleaved", race("cross-stream-race", Some("WAW"), "write", "write"));
-    let (fixed, _) = run_rounds("interleaved", "fixed", "learn", 3, &[]);
-    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+    assert_fixed_clean("interleaved", "learn", 3);
 }
 
 #[test]
@@ -179,8 +188,7 @@ fn a_learnt_footprint_that_moves_with_device_data_is_caught_by_a_sample_and_repl
     let (learn, log) = run_rounds("indirect", "racy", "learn", rounds, &[]);
     assert_eq!(logged(&log, "measured", "footprint_indirect"), 7, "{log:?}");
     assert_eq!(found(&learn), 9, "{:?}", race_counts(&learn));
-    let (fixed, _) = run_rounds("indirect", "fixed", "learn", rounds, &[]);
-    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+    assert_fixed_clean("indirect", "learn", rounds);
 }
 
 #[test]
@@ -213,8 +221,7 @@ fn launches_past_the_tables_stand_on_their_parameters_and_say_so() {
     assert_eq!(counter(&run, " without a free table"), 4201 - 4096, "{}", run.stderr());
     assert!(notes(&run).contains(&"footprint-unmeasured".to_string()), "{:?}", notes(&run));
     assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read-or-write")]);
-    let (fixed, _) = run_rounds("flood", "fixed", "exact", 1, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_fixed_clean("flood", "exact", 1);
 }
 
 #[test]
@@ -253,7 +260,7 @@ fn without_a_stream_of_its_own_the_engine_measures_nothing_and_says_so() {
 
 #[test]
 fn launches_read_out_of_issue_order_are_checked_once_and_without_false_races() {
-    assert_exact_twins("out-of-order", race("cross-stream-race", Some("RAW"), "write", "read"));
+    assert_exact_twins("out-of-order", write_then_read());
 }
 
 #[test]
@@ -274,8 +281,7 @@ fn an_input_and_an_output_in_one_granule_keep_their_own_kinds_of_access() {
     // Two kernels read one array and write its neighbours in the same 64 KiB granule: no
     // race unless they write the same one (a read-write hull over both would be a WAW).
     assert_exact_twins("neighbours", race("cross-stream-race", Some("WAW"), "write", "write"));
-    let (fixed, _) = run_rounds("neighbours", "fixed", "learn", 3, &[]);
-    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+    assert_fixed_clean("neighbours", "learn", 3);
 }
 
 #[test]
@@ -283,8 +289,7 @@ fn an_array_between_two_a_kernel_reads_in_one_granule_is_not_theirs() {
     // A kernel reads two arrays of one granule; another writes the one between them: no race
     // (a hull over both reads would hold it), unless it writes one the kernel reads.
     assert_exact_twins("between", race("cross-stream-race", Some("WAR"), "read", "write"));
-    let (fixed, _) = run_rounds("between", "fixed", "learn", 3, &[]);
-    assert_eq!(races(&fixed), vec![], "the fixed twin under learn");
+    assert_fixed_clean("between", "learn", 3);
 }
 
 #[test]
@@ -316,7 +321,7 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
     // cleared: the pair after it is ordered).
     for (scenario, mode) in [("programmatic", "exact"), ("programmatic", "learn"), ("programmatic_stream", "learn")] {
         let racy = run_mode(scenario, "racy", mode, &[]);
-        assert_eq!(races(&racy), vec![race("cross-stream-race", Some("RAW"), "write", "read")], "{mode}");
+        assert_eq!(races(&racy), vec![write_then_read()], "{mode}");
         let report = &racy.reports()[0];
         let race = &report.races[0];
         assert_eq!(race.first.stream.label, race.second.stream.label, "one stream");
@@ -341,7 +346,7 @@ fn a_programmatic_launch_that_never_waits_races_with_the_kernel_ahead_of_it() {
 /// others given what was learnt, their split with it).
 #[test]
 fn a_programmatic_launch_races_with_the_kernel_ahead_of_it_before_its_wait_only() {
-    let early_read = race("cross-stream-race", Some("RAW"), "write", "read");
+    let early_read = write_then_read();
     for (mode, rounds) in [("exact", 2), ("learn", 3)] {
         let (racy, _) = run_rounds("programmatic_early", "racy", mode, rounds, &[]);
         assert_eq!(race_counts(&racy), vec![(early_read.clone(), u64::from(rounds))], "{mode}");
@@ -371,7 +376,7 @@ fn a_programmatic_launch_races_with_the_kernel_ahead_of_it_before_its_wait_only(
 fn a_programmatic_kernel_node_races_with_the_kernel_node_it_follows_before_its_wait_only() {
     for mode in ["exact", "learn"] {
         let (racy, _) = run_rounds("programmatic_early_captured", "racy", mode, 2, &[]);
-        let early_read = race("cross-stream-race", Some("RAW"), "write", "read");
+        let early_read = write_then_read();
         assert_eq!(race_counts(&racy), vec![(early_read, 2)], "{mode}");
         let race = &racy.reports()[0].races[0];
         assert_eq!(race.first.stream.label, race.second.stream.label, "{mode}: one lane");
@@ -392,7 +397,7 @@ fn a_programmatic_kernel_node_that_never_waits_races_with_the_kernel_node_it_fol
     for scenario in ["programmatic_captured", "programmatic_built", "programmatic_node"] {
         for mode in ["exact", "learn"] {
             let racy = run_mode(scenario, "racy", mode, &[]);
-            let expected = vec![race("cross-stream-race", Some("RAW"), "write", "read")];
+            let expected = vec![write_then_read()];
             assert_eq!(races(&racy), expected, "{scenario} {mode}");
             let race = &racy.reports()[0].races[0];
             assert_eq!(race.first.stream.label, race.second.stream.label, "{scenario}: one lane");
@@ -428,7 +433,7 @@ fn learn_measures_a_kernel_once_per_key_and_applies_what_it_learnt() {
     assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
     // Rounds 2 and 3 are checked at issue with the learnt extents: the same race, 3 times.
     let found = race_counts(&run);
-    assert_eq!(found, vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    assert_eq!(found, vec![(write_then_read(), 3)]);
 }
 
 #[test]
@@ -436,7 +441,7 @@ fn exact_measures_every_launch_and_learns_nothing() {
     let (run, log) = run_rounds("interior", "racy", "exact", 3, &[]);
     // The writer and the reader, in each of 3 rounds.
     assert_eq!(logged(&log, "measured", "footprint_touch"), 6, "{log:?}");
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 3)]);
 }
 
 #[test]
@@ -444,25 +449,23 @@ fn what_is_learnt_belongs_to_its_kernel() {
     let (racy, _) = run_rounds("same_words", "racy", "learn", 1, &[]);
     assert_eq!(races(&racy), vec![race("cross-stream-race", Some("WAW"), "write", "write")]);
     // footprint_beyond, launched with footprint_touch's words, uses what was learnt of it.
-    let (fixed, _) = run_rounds("same_words", "fixed", "learn", 1, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_fixed_clean("same_words", "learn", 1);
 }
 
 #[test]
 fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race() {
     // 2,600 granules written: the table holds 2,048, the rest are one cover.
     let exact = run_mode("overflow", "racy", "exact", &[]);
-    assert_eq!(races(&exact), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&exact), vec![write_then_read()]);
     assert!(notes(&exact).contains(&"footprint-overflow".to_string()), "{:?}", notes(&exact));
     let (learn, log) = run_rounds("overflow", "racy", "learn", 3, &[]);
     // The writer and the reader measured once each: the overflowed key was learnt.
     assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
-    assert_eq!(race_counts(&learn), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    assert_eq!(race_counts(&learn), vec![(write_then_read(), 3)]);
     let notes = notes(&learn);
     assert!(notes.contains(&"footprint-learnt-cover".to_string()), "{notes:?}");
     assert_eq!(counter(&learn, " with a cover"), 1, "{}", learn.stderr());
-    let (fixed, _) = run_rounds("overflow", "fixed", "learn", 3, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_fixed_clean("overflow", "learn", 3);
 }
 
 #[test]
@@ -472,9 +475,8 @@ fn a_kernel_that_filled_its_table_is_measured_in_a_wide_one() {
     let (exact, _) = run_rounds("overflow", "racy", "exact", 3, &[]);
     assert_eq!(counter(&exact, " overflowed"), 1, "{}", exact.stderr());
     assert_eq!(counter(&exact, " in wide tables"), 4, "{}", exact.stderr());
-    assert_eq!(race_counts(&exact), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
-    let (fixed, _) = run_rounds("overflow", "fixed", "exact", 3, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_eq!(race_counts(&exact), vec![(write_then_read(), 3)]);
+    assert_fixed_clean("overflow", "exact", 3);
 }
 
 #[test]
@@ -486,9 +488,8 @@ fn a_tensor_lists_small_arrays_in_one_granule_settle_wherever_they_lie() {
     // a read of the gap after an array, on another stream with no wait, is no race.
     let (run, log) = run_rounds("tensor_list", "racy", "learn", 8, &[]);
     assert_eq!(logged(&log, "measured", "footprint_list"), 3, "{log:?}");
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
-    let (fixed, _) = run_rounds("tensor_list", "fixed", "learn", 8, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 8)]);
+    assert_fixed_clean("tensor_list", "learn", 8);
 }
 
 #[test]
@@ -524,9 +525,8 @@ fn a_step_count_that_changes_at_every_launch_does_not_keep_a_kernel_measured() {
     assert_eq!(measured, 2 + streamsan::model::footprint::learnt::IGNORED_AFTER as usize, "{log:?}");
     assert_eq!(counter(&run, " words left out of keys"), 1, "{}", run.stderr());
     // Every round's race is found, measured or learnt.
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
-    let (fixed, _) = run_rounds("steps", "fixed", "learn", 8, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 8)]);
+    assert_fixed_clean("steps", "learn", 8);
 }
 
 #[test]
@@ -538,9 +538,8 @@ fn a_byte_that_changes_beside_a_size_does_not_keep_a_kernel_measured() {
     let (run, log) = run_rounds("packed", "racy", "learn", 8, &[]);
     let measured = logged(&log, "measured", "footprint_packed");
     assert_eq!(measured, 2 + streamsan::model::footprint::learnt::IGNORED_AFTER as usize, "{log:?}");
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
-    let (fixed, _) = run_rounds("packed", "fixed", "learn", 8, &[]);
-    assert_eq!(races(&fixed), vec![]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 8)]);
+    assert_fixed_clean("packed", "learn", 8);
 }
 
 #[test]
@@ -565,8 +564,8 @@ fn measured_launches_run_on_a_patched_twin_and_every_other_on_the_programs_own_c
         assert_eq!(logged(&log, "measured", &format!("footprint_fresh{round}")), 1, "{log:?}");
     }
     // Every round's race, found by the measured writer.
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 8)]);
-    assert_eq!(races(&run_rounds("toggle", "fixed", "learn", 8, &[]).0), vec![]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 8)]);
+    assert_fixed_clean("toggle", "learn", 8);
 }
 
 #[test]
@@ -585,8 +584,8 @@ fn a_twin_holds_its_modules_variables_as_the_program_left_them() {
         // The writable variable copied into the twin and back by the engine's copier, the
         // constant into the twin by the driver.
         assert_eq!(variables_copied(&run), (3, 2, 1), "{}", run.stderr());
-        assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
-        assert_eq!(races(&run_rounds(scenario, "fixed", "learn", 3, &[]).0), vec![]);
+        assert_eq!(race_counts(&run), vec![(write_then_read(), 3)]);
+        assert_fixed_clean(scenario, "learn", 3);
     }
 }
 
@@ -599,7 +598,7 @@ fn without_the_copier_the_driver_copies_every_variable_both_ways() {
     let (run, log) = run_rounds("stateful", "racy", "learn", 3, &fail);
     assert_eq!(logged(&log, "measured", "footprint_counted"), 1, "{log:?}");
     assert_eq!(variables_copied(&run), (3, 0, 3), "{}", run.stderr());
-    assert_eq!(race_counts(&run), vec![(race("cross-stream-race", Some("RAW"), "write", "read"), 3)]);
+    assert_eq!(race_counts(&run), vec![(write_then_read(), 3)]);
 }
 
 #[test]
@@ -611,7 +610,7 @@ fn no_twin_is_loaded_while_device_work_may_wait_for_the_host() {
     let touches: Vec<&str> =
         log.iter().filter(|l| l.ends_with(" footprint_touch")).map(|l| l.split(' ').next().unwrap_or("")).collect();
     assert_eq!(touches, ["native", "measured", "measured"], "{log:?}");
-    assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&run), vec![write_then_read()]);
     assert_eq!(races(&run_mode("gated", "fixed", "learn", &[])), vec![]);
 }
 
@@ -623,7 +622,7 @@ fn no_twin_is_loaded_while_a_stream_captures_in_global_mode() {
     let touches: Vec<&str> =
         log.iter().filter(|l| l.ends_with(" footprint_touch")).map(|l| l.split(' ').next().unwrap_or("")).collect();
     assert_eq!(touches, ["native", "measured", "measured"], "{log:?}");
-    assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&run), vec![write_then_read()]);
     assert_eq!(races(&run_mode("capturing", "fixed", "learn", &[])), vec![]);
 }
 
@@ -634,7 +633,7 @@ fn a_twin_takes_the_attributes_the_program_gave_its_function() {
     let (run, log) = run_rounds("big-shared", "racy", "learn", 1, &[]);
     assert_eq!(logged(&log, "measured", "footprint_beyond"), 1, "{log:?}");
     assert_eq!(counter(&run, " twin launches refused"), 0, "{}", run.stderr());
-    assert_eq!(races(&run), vec![race("cross-stream-race", Some("RAW"), "write", "read")]);
+    assert_eq!(races(&run), vec![write_then_read()]);
     assert_eq!(races(&run_mode("big-shared", "fixed", "learn", &[])), vec![]);
 }
 
@@ -688,8 +687,7 @@ fn learnt_footprints_find_every_race_exact_footprints_find() {
             let found = learn.iter().find(|(r, _)| r == race).map_or(0, |(_, c)| *c);
             assert!(found >= *count, "{scenario}: {race:?} found {count} times in exact, {found} in learn: {learn:?}");
         }
-        let (fixed, _) = run_rounds(scenario, "fixed", "learn", 3, &[]);
-        assert_eq!(races(&fixed), vec![], "{scenario}: fixed twin under learn");
+        assert_fixed_clean(scenario, "learn", 3);
     }
 }
 
@@ -724,12 +722,12 @@ fn kernels_on_two_branches_of_a_captured_graph_race_by_their_measured_footprints
         assert_eq!(logged(&log, "native", kernel), 2, "{log:?}");
     }
     assert_eq!(log.iter().filter(|l| l.starts_with("patched ")).count(), 0, "{log:?}");
-    assert_eq!(races(&run_rounds("graph", "fixed", "learn", 3, &[]).0), vec![]);
+    assert_fixed_clean("graph", "learn", 3);
     // Exact measures every launch; the parameters name two different bytes and miss it.
     let (run, log) = run_rounds("graph", "racy", "exact", 2, &[]);
     assert_eq!(races(&run), vec![write_write]);
     assert_eq!(logged(&log, "measured", "footprint_args"), 2, "{log:?}");
-    assert_eq!(races(&run_rounds("graph", "fixed", "exact", 2, &[]).0), vec![]);
+    assert_fixed_clean("graph", "exact", 2);
     assert_eq!(races(&run_mode("graph", "racy", "params", &[])), vec![]);
 }
 
@@ -746,7 +744,7 @@ fn a_kernel_in_two_nodes_of_a_built_graph_has_one_node_measured_a_launch() {
     assert_eq!(races(&run), vec![guessed, measured], "{}", run.stderr());
     assert_eq!(logged(&log, "measured", "footprint_touch"), 2, "{log:?}");
     assert_eq!(logged(&log, "native", "footprint_touch"), 2, "{log:?}");
-    assert_eq!(races(&run_rounds("built", "fixed", "learn", 2, &[]).0), vec![]);
+    assert_fixed_clean("built", "learn", 2);
 }
 
 #[test]

@@ -372,8 +372,8 @@ pub fn outcome(accepted: bool) -> Outcome {
 /// What the engine did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Launches given a table, and of them given a wide one (their kernel's launch filled
-    /// a table before).
+    /// Launches given a table, and of them given a wide one (a launch of their kernel as
+    /// large or smaller filled a table before).
     pub measured: u64,
     pub wide: u64,
     /// Launches to measure that found no table free.
