@@ -690,7 +690,6 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
     taken.sort_unstable();
     let mut read_out: Vec<(Ticket, Option<Measured>)> = Vec::with_capacity(taken.len());
     let started = Instant::now();
-    let mut pools = engine.pools.lock().unwrap_or_else(|e| e.into_inner());
     let mut overflowed: Vec<(usize, u64)> = Vec::new();
     let mut i = 0;
     let mut host = Vec::new();
@@ -706,15 +705,17 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         }
         let run = &taken[i..j];
         let bytes = run.len() * size;
-        let pool = pools.entry(first.ctx).or_default();
-        let stream = pool.stream;
+        // The pools stay unlocked while the device copies: other threads arm launches meanwhile.
+        let stream = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get(&first.ctx).and_then(|p| p.stream);
         host.resize(bytes, 0u8);
         // SAFETY: the API's functions on the engine's own stream, over tables of its context
-        // whose launches completed, into `bytes` of host memory.
+        // whose launches completed, into `bytes` of host memory; the memset is waited for
+        // before the tables are free again.
         let read = stream.is_some_and(|s| unsafe {
             (engine.api.memcpy_device_to_host)(host.as_mut_ptr().cast(), first.table as *mut c_void, bytes, s)
                 == api::SANITIZER_SUCCESS
                 && (engine.api.memset)(first.table as *mut c_void, 0, bytes, s) == api::SANITIZER_SUCCESS
+                && (engine.api.stream_synchronize)(s) == api::SANITIZER_SUCCESS
         });
         for (k, (held, ticket)) in run.iter().enumerate() {
             let measured = read.then(|| table::read(&host[k * size..(k + 1) * size], held.wait_known));
@@ -728,17 +729,14 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
                 overflowed.push((held.twin, held.threads));
             }
             read_out.push((*ticket, measured));
-            if read {
-                pool.give_back(held);
-            }
         }
-        if let Some(s) = stream {
-            // SAFETY: the engine's own stream.
-            unsafe { (engine.api.stream_synchronize)(s) };
+        if read {
+            if let Some(pool) = engine.pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&first.ctx) {
+                run.iter().for_each(|(held, _)| pool.give_back(held));
+            }
         }
         i = j;
     }
-    drop(pools);
     let mut wide = engine.wide.lock().unwrap_or_else(|e| e.into_inner());
     for (twin, threads) in overflowed {
         wide.entry(twin).and_modify(|t| *t = (*t).min(threads)).or_insert(threads);
