@@ -115,22 +115,13 @@ static __device__ __forceinline__ uint32_t flags_of(uint32_t sanitizer_flags) {
 // 16 aligned bytes of a table in one load: an entry's first half (key, lo_inv, hi) or its
 // second (residues, blocks), or the header's first half (overflow, cover_flags,
 // cover_lo_inv). Every field only grows, so a value read is never ahead of the truth:
-// "covered" read is covered, even from a stale line. So the loads may hit the SM's L1 cache
-// (`.ca`), which is not coherent with other SMs' atomics: a warp finding its bytes covered,
-// the common case, waits tens of cycles instead of a trip to L2.
+// "covered" read is covered.
 static __device__ __forceinline__ uint4 load16(const void* p) {
     uint4 v;
-    asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p)
                  : "memory");
-    return v;
-}
-
-// 8 aligned bytes of a table, as load16.
-static __device__ __forceinline__ unsigned long long load8(const void* p) {
-    unsigned long long v;
-    asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
@@ -169,7 +160,7 @@ static __device__ __noinline__ void probe(Table* t, uint32_t mask, uint32_t h, u
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
             uint32_t slot = (h + from + k) & mask;
-            keys[k] = from + k < FOOTPRINT_PROBES ? load8(&entries[slot].key) : key;
+            keys[k] = from + k < FOOTPRINT_PROBES ? *(volatile unsigned long long*)&entries[slot].key : key;
         }
 #pragma unroll
         for (uint32_t k = 0; k < PROBE_BATCH; ++k) {
@@ -187,7 +178,7 @@ static __device__ __noinline__ void probe(Table* t, uint32_t mask, uint32_t h, u
     uint64_t base = ((key & ((1ull << KEY_FLAGS_SHIFT) - 1)) - 1) << GRANULE_SHIFT;
     uint64_t addr_lo = base + lo, addr_hi = base + hi;
     uint4 cover = load16(t);
-    unsigned long long cover_hi = load8(&t->cover_hi);
+    unsigned long long cover_hi = *(volatile unsigned long long*)&t->cover_hi;
     if (cover.x == 0) atomicExch(&t->overflow, 1u);
     if ((cover.y & flags) != flags) atomicOr(&t->cover_flags, flags);
     if (join(cover.z, cover.w) < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
