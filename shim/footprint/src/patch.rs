@@ -28,11 +28,16 @@ pub unsafe fn instruct(api: &api::Api, module: api::Handle) {
 
 /// With the `experiments` feature and `STREAMSAN_FOOTPRINT_FLOOR` set, the function global
 /// accesses call instead: one that records nothing, so that a run measures what patching
-/// alone costs a program (the floor `exact` is compared with).
+/// alone costs a program (the floor `exact` is compared with); with it set to `grouping`,
+/// one that groups a warp's lanes as recording does and leaves the table alone.
 #[cfg(feature = "experiments")]
 fn floor(instruction: u32) -> Option<&'static CStr> {
-    (instruction == api::INSTRUCTION_GLOBAL_MEMORY_ACCESS && std::env::var_os("STREAMSAN_FOOTPRINT_FLOOR").is_some())
-        .then_some(c"streamsan_footprint_nothing")
+    let level = std::env::var_os("STREAMSAN_FOOTPRINT_FLOOR")?;
+    (instruction == api::INSTRUCTION_GLOBAL_MEMORY_ACCESS).then_some(if level == "grouping" {
+        c"streamsan_footprint_grouping"
+    } else {
+        c"streamsan_footprint_nothing"
+    })
 }
 
 /// Without the `experiments` feature: never.
