@@ -552,11 +552,12 @@ fn measured_launches_run_on_a_patched_twin_and_every_other_on_the_programs_own_c
     assert_eq!(log.iter().filter(|l| l.starts_with("patch ")).count(), 1, "{log:?}");
     // footprint_touch measured: round 1's 300 (nothing is learnt before the program first
     // synchronizes), its reader's key once, the new key of each round, and the checks of the
-    // learnt keys at their 4th launch and once in each doubling after: the writer's (the first
-    // key made, its phase 0) at 4 to 2048 (its 2101 launches after round 1's), the reader's
-    // (the second, its check in the 8th to 11th launches at the 9th) at 4 only, in its 8.
-    // Every other launch ran the program's code, and no launch ran patched without a table.
-    let measured = 300 + 1 + 8 + 10 + 1;
+    // learnt keys at their 4th launch, once in each doubling to the 64th and once in each
+    // quadrupling after: the writer's (the first key made, its phase 0) at 4, 8, 16, 32, 64,
+    // 256 and 1024 (its 2101 launches after round 1's), the reader's (the second, its check
+    // in the 8th to 11th launches at the 9th) at 4 only, in its 8. Every other launch ran the
+    // program's code, and no launch ran patched without a table.
+    let measured = 300 + 1 + 8 + 7 + 1;
     assert_eq!(logged(&log, "measured", "footprint_touch"), measured, "{}", run.stderr());
     assert_eq!(logged(&log, "native", "footprint_touch"), 8 * (300 + 2) - measured, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("patched ")).count(), 0, "{log:?}");

@@ -214,10 +214,10 @@ struct Entry {
     words: Arc<[u64]>,
     known: Known,
     /// Launches of its key since it was learnt, the one it was learnt from the first (or 3
-    /// since a sample replaced it): the 4th, and one in each doubling after, are measured to
-    /// check it ([`sampled`]).
+    /// since a sample replaced it): the 4th, and one in each doubling, then quadrupling,
+    /// after, are measured to check it ([`sampled`]).
     launches: AtomicU32,
-    /// Where in each doubling its check falls: keys learnt one after another check at
+    /// Where in each period its check falls: keys learnt one after another check at
     /// different launches, so that a program whose keys were all learnt in its first step
     /// does not measure all of them again in one later step.
     phase: u32,
@@ -469,22 +469,30 @@ pub enum Lookup {
     /// Measure the launch to check what was learnt (its parameters' accesses are kept, the
     /// learnt ones given beside): a kernel whose footprint follows device data (an index
     /// buffer) must not be mispredicted for good. The key's 4th launch counted from the one it
-    /// was learnt from, one in each doubling after ([`sampled`]), and the next launch after a
-    /// sample contradicted it: a logarithmic share of its launches.
+    /// was learnt from, one in each doubling after, then in each quadrupling ([`sampled`]), and
+    /// the next launch after a sample contradicted it: a logarithmic share of its launches.
     Sample,
     /// Its launches touch memory no parameter points into: measure every launch.
     Unlearnable,
 }
 
 /// Whether a learnt key's `n`th launch is measured to check what was learnt: the 4th, then
-/// one in each doubling from the 8th on, at `phase` within the doubling's first half (the
-/// 8th to 11th, the 16th to 23rd...).
+/// one in each doubling from the 8th to the 63rd, at `phase` within its first half (the 8th
+/// to 11th, the 16th to 23rd...), then one in each quadrupling, at `phase` within its first
+/// two quarters (the 64th to 191st, the 256th to 767th...). A check costs its launch tens of
+/// times its native time on the device, and a long run's keys hold still: the later checks
+/// thin out faster than the first.
 fn sampled(n: u32, phase: u32) -> bool {
     if n < 8 {
         return n == 4;
     }
-    let doubling = 1 << n.ilog2();
-    n - doubling == phase & (doubling / 2 - 1)
+    let log = n.ilog2();
+    if log < 6 {
+        let doubling = 1 << log;
+        return n - doubling == phase & (doubling / 2 - 1);
+    }
+    let quadrupling = 1 << (log & !1);
+    n - quadrupling == phase & (2 * quadrupling - 1)
 }
 
 /// What was learnt, for the engine's trace at exit.

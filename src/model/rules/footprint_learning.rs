@@ -879,6 +879,28 @@ mod tests {
         assert!(per_step[16..32].iter().all(|&n| n <= 1), "{per_step:?}");
     }
 
+    #[test]
+    fn a_key_that_holds_is_checked_once_a_doubling_then_once_a_quadrupling() {
+        // One key launched up to its 1,023rd launch (the first is the one it was learnt
+        // from), every check confirming it: the 4th launch, one in each doubling up to the
+        // 64th, then one in each quadrupling.
+        let m = model();
+        let (words, guess) = ([POINTER, 64], [pointer(BASE, 0)]);
+        learn(&m, &learning(1, &words), &guess, exact(&write(64)));
+        let mut checked = Vec::new();
+        for n in 2..1024u32 {
+            if m.apply_learnt(1, &words, &mut guess.to_vec(), &[]) == Lookup::Sample {
+                checked.push(n);
+                learn(&m, &learning(1, &words), &guess, exact(&write(64)));
+            }
+        }
+        let periods = [(4, 5), (8, 16), (16, 32), (32, 64), (64, 256), (256, 1024)];
+        let per_period: Vec<usize> =
+            periods.iter().map(|&(from, to)| checked.iter().filter(|&&n| from <= n && n < to).count()).collect();
+        assert_eq!(per_period, [1; 6], "checked at {checked:?}");
+        assert_eq!(checked.len(), 6, "checked at {checked:?}");
+    }
+
     /// A small deterministic generator for the property test below.
     struct XorShift(u64);
 
