@@ -482,7 +482,7 @@ pub enum Lookup {
 /// two quarters (the 64th to 191st, the 256th to 767th...). A check costs its launch tens of
 /// times its native time on the device, and a long run's keys hold still: the later checks
 /// thin out faster than the first.
-fn sampled(n: u32, phase: u32) -> bool {
+pub(crate) fn sampled(n: u32, phase: u32) -> bool {
     if n < 8 {
         return n == 4;
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::model::capture::Exec;
 use crate::model::clock::VectorClock;
 use crate::model::definition::NodeKind;
+use crate::model::footprint::learnt::sampled;
 use crate::model::op::{Access, KernelId, OpRecord, Overlap};
 use crate::model::Model;
 
@@ -33,16 +34,16 @@ impl Model {
 
     /// The handles of the kernel nodes of `exec` that its next launch is to measure, the
     /// least recently measured first: every one (`every`, `footprint=exact`); else those
-    /// never measured, and every one at the launches whose count is a power of two from the
-    /// 4th on, which check what was measured before (a kernel whose footprint follows device
-    /// data).
+    /// never measured, and every one at the launches a learnt key is checked at (the 4th,
+    /// 8th, 16th, 32nd, 64th, 256th..., [`sampled`]), which check what was measured before
+    /// (a kernel whose footprint follows device data).
     pub fn graph_nodes_to_measure(&self, exec: u64, every: bool) -> Vec<u64> {
         let Some(exec) = self.graphs.execs.get(&exec).map(|e| e.clone()) else {
             return Vec::new();
         };
         let state = exec.state.lock().unwrap_or_else(|e| e.into_inner());
         let next = state.launches + 1;
-        let check = every || (next >= 4 && next.is_power_of_two());
+        let check = every || sampled(u32::try_from(next).unwrap_or(u32::MAX), 0);
         let last = |i: usize| state.measured.get(i).cloned().flatten().map(|(launch, _)| launch);
         let mut nodes: Vec<(Option<u64>, u64)> = exec
             .graph
@@ -171,6 +172,25 @@ mod tests {
         kernel_node(&fixed, 1, &[]);
         kernel_node(&fixed, 2, &[1]);
         assert!(launch_measured(&fixed).is_empty());
+    }
+
+    /// After the launch that measured them, an executable graph's kernel nodes are measured
+    /// again at the launches a learnt key is checked at, and only there.
+    #[test]
+    fn kernel_nodes_are_checked_on_a_learnt_keys_schedule() {
+        let m = model();
+        kernel_node(&m, 1, &[]);
+        kernel_node(&m, 2, &[1]);
+        assert!(launch_measured(&m).is_empty());
+        let origin = Origin::test("cuGraphLaunch", 32);
+        let mut checked = Vec::new();
+        for launch in 2..=300u64 {
+            if m.graph_nodes_to_measure(EXEC, false).len() == 2 {
+                checked.push(launch);
+            }
+            m.graph_launch(EXEC, STREAM, &origin);
+        }
+        assert_eq!(checked, [4, 8, 16, 32, 64, 256]);
     }
 
     /// What a node's measurement showed stands for its parameters at a later launch that
