@@ -185,13 +185,17 @@ static __device__ __noinline__ void probe(Table* t, uint32_t mask, uint32_t h, u
     if (cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
 }
 
+// The key's first slot in a table of `mask` + 1 entries: linear probing starts there
+// (table.rs reads the same). Odd and even flags start half a table apart, so that the reads
+// and the writes of the same granules (a kernel working in place) fill disjoint slots.
+static __device__ __forceinline__ uint32_t first_slot(unsigned long long key, uint32_t mask) {
+    return ((uint32_t)key * 2654435761u + (uint32_t)(key >> KEY_FLAGS_SHIFT) * ((mask + 1) / 2)) & mask;
+}
+
 // `mask`: the table's entries less one.
 static __device__ __noinline__ void insert(Table* t, uint32_t mask, unsigned long long key, uint32_t lo, uint32_t hi,
                                            unsigned long long residues, unsigned long long blocks) {
-    // Linear probing from the key's hash (table.rs reads the same). Odd and even flags start
-    // half a table apart, so that the reads and the writes of the same granules (a kernel
-    // working in place) fill disjoint slots.
-    uint32_t h = ((uint32_t)key * 2654435761u + (uint32_t)(key >> KEY_FLAGS_SHIFT) * ((mask + 1) / 2)) & mask;
+    uint32_t h = first_slot(key, mask);
     Entry* first = &entries_of(t)[h];
     uint4 head = load16(first);
     uint4 masks = load16(&first->residues);
@@ -260,19 +264,38 @@ static __device__ __forceinline__ unsigned long long blocks_of(uint32_t lo, uint
     return ((2ull << (last - first)) - 1) << first;
 }
 
+static __device__ __forceinline__ Table* table_of(void* userdata) {
+    return (Table*)((uint64_t)userdata & ~(uint64_t)(EARLY_TAG | WIDE_TAG));
+}
+
+// The flags of a key: the access's kind, and EARLY where the table's header says its pc lies
+// before the kernel's first grid-dependency wait. The pc is the patched instruction's, the
+// same for every lane here: a call into another function (a pc outside the range) is not
+// early.
+static __device__ __forceinline__ uint32_t key_flags(void* userdata, uint64_t pc, uint32_t flags) {
+    uint32_t f = flags_of(flags);
+    if ((uint64_t)userdata & EARLY_TAG) {
+        ulonglong2 early = *(const ulonglong2*)&table_of(userdata)->early_lo;
+        if (early.x <= pc && pc < early.y) f |= EARLY;
+    }
+    return f;
+}
+
+static __device__ __forceinline__ unsigned long long key_of(uint64_t addr, uint32_t f) {
+    return ((addr >> GRANULE_SHIFT) + 1) | (unsigned long long)f << KEY_FLAGS_SHIFT;
+}
+
+static __device__ __forceinline__ uint32_t mask_of(void* userdata) {
+    return ((uint64_t)userdata & WIDE_TAG ? WIDE_ENTRIES : FOOTPRINT_ENTRIES) - 1;
+}
+
 template <bool Update>
 static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags) {
-    Table* t = (Table*)((uint64_t)userdata & ~(uint64_t)(EARLY_TAG | WIDE_TAG));
+    Table* t = table_of(userdata);
     uint64_t addr = (uint64_t)ptr;
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
     uint32_t hi = lo + size;
-    uint32_t f = flags_of(flags);
-    // The pc is the patched instruction's, the same for every lane here: a call into another
-    // function (a pc outside the range) is not early.
-    if ((uint64_t)userdata & EARLY_TAG) {
-        ulonglong2 early = *(const ulonglong2*)&t->early_lo;
-        if (early.x <= pc && pc < early.y) f |= EARLY;
-    }
+    uint32_t f = key_flags(userdata, pc, flags);
     unsigned long long residues = residues_of(addr, size);
     // The lanes of the warp here now, grouped by granule and flags: a group is one entry's.
     uint32_t active = __activemask();
@@ -304,8 +327,8 @@ static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* pt
     uint32_t lane;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     if ((uint32_t)(__ffs(peers) - 1) == lane) {
-        unsigned long long key = ((addr >> GRANULE_SHIFT) + 1) | (unsigned long long)f << KEY_FLAGS_SHIFT;
-        uint32_t mask = ((uint64_t)userdata & WIDE_TAG ? WIDE_ENTRIES : FOOTPRINT_ENTRIES) - 1;
+        unsigned long long key = key_of(addr, f);
+        uint32_t mask = mask_of(userdata);
         if (Update) {
             insert(t, mask, key, lo, hi, residues, blocks_of(lo, hi));
         } else if ((lo ^ hi ^ (uint32_t)residues ^ (uint32_t)key) == 0x5eed5eedu) {
@@ -313,4 +336,27 @@ static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* pt
             t->reserved = 1;
         }
     }
+}
+
+// An experiment on the common case, a warp whose bytes its table holds already: each lane
+// reads its key's first slot (the lanes of one granule read one entry, one transaction) and
+// the warp records only if some lane's bytes are not there, so that a covered access costs
+// two loads and a vote instead of the grouping. A lane covered on its own needs no update:
+// the grouped one would only add the blocks between lanes, which no lane touched. Only the
+// shim built with `experiments` patches with it (STREAMSAN_FOOTPRINT_FLOOR=covered).
+extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_covered_first(
+    void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
+    if (userdata == nullptr) return SANITIZER_PATCH_SUCCESS;
+    uint64_t addr = (uint64_t)ptr;
+    uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
+    uint32_t hi = lo + size;
+    unsigned long long key = key_of(addr, key_flags(userdata, pc, flags));
+    Entry* e = &entries_of(table_of(userdata))[first_slot(key, mask_of(userdata))];
+    uint4 head = load16(e);
+    uint4 masks = load16(&e->residues);
+    unsigned long long residues = residues_of(addr, size), blocks = blocks_of(lo, hi);
+    bool covered = join(head.x, head.y) == key && head.z >= ~lo && head.w >= hi &&
+                   (join(masks.x, masks.y) & residues) == residues && (join(masks.z, masks.w) & blocks) == blocks;
+    if (!__all_sync(__activemask(), covered)) record<true>(userdata, pc, ptr, size, flags);
+    return SANITIZER_PATCH_SUCCESS;
 }

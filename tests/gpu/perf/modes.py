@@ -7,7 +7,8 @@ Usage, from the repository root with .device/ filled:
 (STEPS timed steps after programs.py's 5 untimed ones; figures over the last WINDOW; modes
 default to params learn; `floor` is `exact` with every patch point an empty function, the
 experiments shim's STREAMSAN_FOOTPRINT_FLOOR; `grouping` is `exact` whose patch groups a
-warp's lanes as it does to record and leaves the table alone)."""
+warp's lanes as it does to record and leaves the table alone; `covered` is `exact` whose
+patch records only where a lane finds its bytes missing from its entry)."""
 import json
 import os
 import re
@@ -29,12 +30,12 @@ native_median = None
 for mode in ["native"] + modes:
     argv = [sys.executable, "tests/gpu/perf/programs.py", program, str(steps), "5"]
     env = dict(os.environ)
-    if mode in ("floor", "grouping"):
+    if mode in ("floor", "grouping", "covered"):
         env["STREAMSAN_SHIM"] = os.path.abspath(".device/experiments/libstreamsan_shim.so")
         env["STREAMSAN_FOOTPRINT_FLOOR"] = "1" if mode == "floor" else mode
     if mode != "native":
         argv = [".device/streamsan", "run", "--quiet", "--exitcode", "0",
-                "--footprint", "exact" if mode in ("floor", "grouping") else mode,
+                "--footprint", "exact" if mode in ("floor", "grouping", "covered") else mode,
                 "--report", "/tmp/modes.%p.json", "--"] + argv
         env["STREAMSAN_FOOTPRINT_TRACE"] = "counters"
     run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
