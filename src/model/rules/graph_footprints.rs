@@ -146,6 +146,15 @@ mod tests {
         model.races().iter().map(|r| r.race.kind).collect()
     }
 
+    /// A graph of kernel node 1 then node 2, launched once with both measured: no race.
+    fn joined_and_measured() -> Model {
+        let model = model();
+        kernel_node(&model, 1, &[]);
+        kernel_node(&model, 2, &[1]);
+        assert!(launch_measured(&model).is_empty());
+        model
+    }
+
     /// Two kernel nodes on two branches, whose parameters name nothing, both measured
     /// writing one buffer: a race; joined by an edge: none. Either way each node keeps its
     /// footprint, and the next launch measures neither.
@@ -168,20 +177,14 @@ mod tests {
         racy.launch_measured(14, Some(Footprint { ranges: &[], cover: None }));
         assert_eq!(racy.graph_nodes_to_measure(EXEC, true), [2, 1]);
 
-        let fixed = model();
-        kernel_node(&fixed, 1, &[]);
-        kernel_node(&fixed, 2, &[1]);
-        assert!(launch_measured(&fixed).is_empty());
+        joined_and_measured();
     }
 
     /// After the launch that measured them, an executable graph's kernel nodes are measured
     /// again at the launches a learnt key is checked at, and only there.
     #[test]
     fn kernel_nodes_are_checked_on_a_learnt_keys_schedule() {
-        let m = model();
-        kernel_node(&m, 1, &[]);
-        kernel_node(&m, 2, &[1]);
-        assert!(launch_measured(&m).is_empty());
+        let m = joined_and_measured();
         let origin = Origin::test("cuGraphLaunch", 32);
         let mut checked = Vec::new();
         for launch in 2..=300u64 {
@@ -197,10 +200,7 @@ mod tests {
     /// does not measure it: a memset on another stream racing with it is found.
     #[test]
     fn a_node_s_measured_footprint_stands_at_its_later_launches() {
-        let model = model();
-        kernel_node(&model, 1, &[]);
-        kernel_node(&model, 2, &[1]);
-        assert!(launch_measured(&model).is_empty());
+        let model = joined_and_measured();
         model.graph_launch(EXEC, STREAM, &Origin::test("cuGraphLaunch", 31));
         model.stream_created(0x20, 1, true, &Origin::test("cuStreamCreate", 32));
         let write = [Access::new(BUFFER, 8, Mode::Write)];
