@@ -214,12 +214,16 @@ static __device__ __noinline__ void insert(Table* t, uint32_t mask, unsigned lon
 template <bool Update>
 static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags);
 
-// The patch: a launch without a table returns at once; the work, and the registers it must
-// save, are in record(), and the table's update in insert(), called by one lane per group
-// (so that only that lane saves what the update needs).
+// Records an access unless every lane of the warp here finds its bytes in its table already.
+static __device__ __forceinline__ void measure(void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags);
+
+// The patch: a launch without a table returns at once, a covered access after two loads
+// (measure()); the grouping, and the registers it must save, are in record(), and the
+// table's update in insert(), called by one lane per group (so that only that lane saves
+// what the update needs).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
-    if (userdata != nullptr) record<true>(userdata, pc, ptr, size, flags);
+    if (userdata != nullptr) measure(userdata, pc, ptr, size, flags);
     return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -230,8 +234,8 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_noth
     return SANITIZER_PATCH_SUCCESS;
 }
 
-// Between the floor and the whole patch: the lanes group and reduce as they do to record,
-// and the table is not touched. Only the shim built with `experiments` patches with it
+// The lanes group and reduce as they do to record, every time, and the table is not
+// touched. Only the shim built with `experiments` patches with it
 // (STREAMSAN_FOOTPRINT_FLOOR=grouping), so that a run splits a measured launch's cost into
 // patching, grouping and the table's update.
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_grouping(
@@ -245,7 +249,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_grou
 // source bytes, which zero-fills).
 extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_memcpy_async(
     void* userdata, uint64_t pc, void* src, uint32_t dst, uint32_t size) {
-    if (userdata != nullptr && src != nullptr) record<true>(userdata, pc, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
+    if (userdata != nullptr && src != nullptr) measure(userdata, pc, src, size, SANITIZER_MEMORY_DEVICE_FLAG_READ);
     return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -338,15 +342,13 @@ static __device__ __noinline__ void record(void* userdata, uint64_t pc, void* pt
     }
 }
 
-// An experiment on the common case, a warp whose bytes its table holds already: each lane
-// reads its key's first slot (the lanes of one granule read one entry, one transaction) and
-// the warp records only if some lane's bytes are not there, so that a covered access costs
-// two loads and a vote instead of the grouping. A lane covered on its own needs no update:
-// the grouped one would only add the blocks between lanes, which no lane touched. Only the
-// shim built with `experiments` patches with it (STREAMSAN_FOOTPRINT_FLOOR=covered).
-extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_covered_first(
-    void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void* new_value) {
-    if (userdata == nullptr) return SANITIZER_PATCH_SUCCESS;
+// The common case is a warp whose bytes its table holds already: each lane reads its key's
+// first slot (the lanes of one granule read one entry, one transaction) and the warp records
+// only if some lane's bytes are not there, so that a covered access costs two loads and a
+// vote instead of the grouping. A lane covered on its own needs no update: the grouped one
+// would only add the blocks between lanes, which no lane touched.
+static __device__ __forceinline__ void measure(void* userdata, uint64_t pc, void* ptr, uint32_t size,
+                                               uint32_t flags) {
     uint64_t addr = (uint64_t)ptr;
     uint32_t lo = (uint32_t)(addr & ((1u << GRANULE_SHIFT) - 1));
     uint32_t hi = lo + size;
@@ -358,5 +360,4 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamsan_footprint_cove
     bool covered = join(head.x, head.y) == key && head.z >= ~lo && head.w >= hi &&
                    (join(masks.x, masks.y) & residues) == residues && (join(masks.z, masks.w) & blocks) == blocks;
     if (!__all_sync(__activemask(), covered)) record<true>(userdata, pc, ptr, size, flags);
-    return SANITIZER_PATCH_SUCCESS;
 }

@@ -29,14 +29,13 @@ pub unsafe fn instruct(api: &api::Api, module: api::Handle) {
 /// With the `experiments` feature and `STREAMSAN_FOOTPRINT_FLOOR` set, the function global
 /// accesses call instead: one that records nothing, so that a run measures what patching
 /// alone costs a program (the floor `exact` is compared with); with it set to `grouping`,
-/// one that groups a warp's lanes as recording does and leaves the table alone; with it set
-/// to `covered`, one that records only where a lane finds its bytes missing from its entry.
+/// one that groups a warp's lanes as recording does, at every access, and leaves the table
+/// alone.
 #[cfg(feature = "experiments")]
 fn floor(instruction: u32) -> Option<&'static CStr> {
     let level = std::env::var_os("STREAMSAN_FOOTPRINT_FLOOR")?;
     (instruction == api::INSTRUCTION_GLOBAL_MEMORY_ACCESS).then_some(match level.to_str() {
         Some("grouping") => c"streamsan_footprint_grouping",
-        Some("covered") => c"streamsan_footprint_covered_first",
         _ => c"streamsan_footprint_nothing",
     })
 }

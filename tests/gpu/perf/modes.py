@@ -7,9 +7,8 @@ Usage, from the repository root with .device/ filled:
 (STEPS timed steps after programs.py's 5 untimed ones; figures over the last WINDOW; modes
 default to params learn; `floor` is `exact` with every patch point an empty function, the
 experiments shim's STREAMSAN_FOOTPRINT_FLOOR; `grouping` is `exact` whose patch groups a
-warp's lanes as it does to record and leaves the table alone; `covered` is `exact` whose
-patch records only where a lane finds its bytes missing from its entry; a mode ending in
-`+host` runs with --host-races too)."""
+warp's lanes at every access as it does to record and leaves the table alone; a mode ending
+in `+host` runs with --host-races too)."""
 import json
 import os
 import re
@@ -32,12 +31,12 @@ for mode in ["native"] + modes:
     argv = [sys.executable, "tests/gpu/perf/programs.py", program, str(steps), "5"]
     env = dict(os.environ)
     footprint, guarded = mode.removesuffix("+host"), mode.endswith("+host")
-    if footprint in ("floor", "grouping", "covered"):
+    if footprint in ("floor", "grouping"):
         env["STREAMSAN_SHIM"] = os.path.abspath(".device/experiments/libstreamsan_shim.so")
         env["STREAMSAN_FOOTPRINT_FLOOR"] = "1" if footprint == "floor" else footprint
     if mode != "native":
         argv = [".device/streamsan", "run", "--quiet", "--exitcode", "0",
-                "--footprint", "exact" if footprint in ("floor", "grouping", "covered") else footprint,
+                "--footprint", "exact" if footprint in ("floor", "grouping") else footprint,
                 *(["--host-races"] if guarded else []),
                 "--report", "/tmp/modes.%p.json", "--"] + argv
         env["STREAMSAN_FOOTPRINT_TRACE"] = "counters"
