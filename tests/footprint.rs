@@ -469,6 +469,18 @@ fn a_kernel_whose_table_overflows_is_learnt_and_its_cover_still_finds_the_race()
 }
 
 #[test]
+fn an_overflowed_tables_covers_keep_its_input_read_only() {
+    // Two launches on two streams with no wait each read one large input and write a large
+    // output of their own, more granules than a table holds: their covers keep the reads
+    // apart from the writes, so the input both read is no race, an output both write is.
+    for mode in ["exact", "learn"] {
+        let (racy, _) = run_rounds("overflow_input", "racy", mode, 3, &[]);
+        assert_eq!(races(&racy), vec![race("cross-stream-race", Some("WAW"), "write", "write")], "{mode}");
+        assert_fixed_clean("overflow_input", mode, 3);
+    }
+}
+
+#[test]
 fn a_kernel_that_filled_its_table_is_measured_in_a_wide_one() {
     // Round 1's writer fills its table; the kernel's later launches (the reader's too: one
     // kernel) take wide tables, hold every granule, and overflow no more.

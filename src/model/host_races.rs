@@ -258,7 +258,7 @@ mod tests {
             assert!(model.races().is_empty(), "not before the footprint");
             model.stream_synchronized(StreamRef::Handle(0x10));
             let ranges = [params[0], Access::new(0x20_0000, 1024, measured)];
-            model.launch_measured(7, Some(Footprint { ranges: &ranges, cover: None }));
+            model.launch_measured(7, Some(Footprint { ranges: &ranges, covers: &[] }));
             let found: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
             assert_eq!(found, vec![RaceKind::HostRace; races], "the launch {measured:?} the bytes");
         }

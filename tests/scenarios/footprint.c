@@ -236,7 +236,7 @@ static void launch_list(CUstream s, CUdeviceptr x, int round, CUdeviceptr *at) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_burst|overflow_sizes|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_input|overflow_burst|overflow_sizes|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
     CUmodule module, stateful, early_module;
     CUstream a, b;
     CUevent done;
-    CUdeviceptr x, y, index, big = 0;
+    CUdeviceptr x, y, index, big = 0, big2 = 0, big3 = 0;
     CUgraphExec exec = NULL; /* "graph" and "built": made in the first round, launched in each */
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
@@ -283,6 +283,10 @@ int main(int argc, char **argv) {
     CHECK(cuMemsetD8_v2(x, 0, N));
     CHECK(cuMemsetD8_v2(y, 0, N));
     if (strncmp(scenario, "overflow", 8) == 0) CHECK(cuMemAlloc_v2(&big, BIG));
+    if (strcmp(scenario, "overflow_input") == 0) {
+        CHECK(cuMemAlloc_v2(&big2, BIG));
+        CHECK(cuMemAlloc_v2(&big3, BIG));
+    }
     CHECK(cuCtxSynchronize()); /* a memset of device memory may return before it is done */
     for (int round = 0; round < rounds; round++) {
         if (strcmp(scenario, "same_words") == 0) {
@@ -563,6 +567,13 @@ int main(int argc, char **argv) {
             launch_touch(a, big, STRIDED(2600, 4), W | SPACED(15));
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, big + 2000ull * 32768, 4, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "overflow_input") == 0) {
+            /* Warp's stream tests: A and B each read 2,100 granules of big and write 2,100 of
+               another buffer (each more than a table holds), with no wait: A big2's, B big3's
+               (fixed) or big2's (racy). */
+            launch_two(a, big, STRIDED(2100, 4), R | SPACED(15), big2, STRIDED(2100, 4), W | SPACED(15));
+            launch_two(b, big, STRIDED(2100, 4), R | SPACED(15), fixed ? big3 : big2, STRIDED(2100, 4), W | SPACED(15));
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "overflow_burst") == 0) {
             /* overflow's writer, once in the first round and BURST times before one

@@ -22,14 +22,18 @@
 // kernel whose launch filled a table before). Its layout is shared with the host reader
 // (shim/footprint/src/table.rs) and must change with it:
 //
-//   struct Table {
+//   struct Table {                 // 64 bytes before the entries
 //     u32 overflow;                // set when a key found no entry
-//     u32 cover_flags;             // flags of the overflowed accesses
-//     u64 cover_lo_inv;            // ~lo of the overflowed accesses (max of ~lo: min of lo)
-//     u64 cover_hi;                // their hi
+//     u32 cover_flags;             // flags of the overflowed accesses: reads' in bits 0-7,
+//                                  // writes' and atomics' in bits 8-15
 //     u64 reserved;
 //     u64 early_lo, early_hi;      // pcs of the kernel's code before its first grid wait
+//     Cover covers[2];             // the overflowed reads', then writes' and atomics'
 //     Entry entries[];             // FOOTPRINT_ENTRIES or WIDE_ENTRIES
+//   };
+//   struct Cover {
+//     u64 lo_inv;                  // ~lo of the overflowed accesses (max of ~lo: min of lo)
+//     u64 hi;                      // their hi
 //   };
 //   struct Entry {                 // 32 bytes
 //     u64 key;                     // ((address >> 15) + 1) | flags << KEY_FLAGS_SHIFT; 0: free
@@ -43,6 +47,8 @@
 // reads, its writes and its atomics each have an entry of their own: an input and an output
 // that the allocator put in one granule keep their own ranges, never one read-write hull over
 // both.
+// The covers keep reads apart from writes too: a launch that reads one large array and writes
+// another, overflowing, leaves the input read-only.
 // The residues keep the gaps of strided access within [lo, hi): x[0::2] and x[1::2] of a
 // float array set disjoint bits, so the host can tell their bytes apart. The blocks keep the
 // gaps between arrays in one granule: two inputs with an output of another kernel between
@@ -89,17 +95,21 @@ struct Entry {
     unsigned long long blocks;
 };
 
+struct Cover {
+    unsigned long long lo_inv;
+    unsigned long long hi;
+};
+
 struct Table {
     uint32_t overflow;
     uint32_t cover_flags;
-    unsigned long long cover_lo_inv;
-    unsigned long long cover_hi;
     unsigned long long reserved;
     unsigned long long early_lo;
     unsigned long long early_hi;
+    Cover covers[2];
 };
 
-static_assert(sizeof(Table) == 48, "the header table.rs reads");
+static_assert(sizeof(Table) == 64, "the header table.rs reads");
 
 // The entries follow the header.
 static __device__ __forceinline__ Entry* entries_of(Table* t) { return (Entry*)(t + 1); }
@@ -113,8 +123,7 @@ static __device__ __forceinline__ uint32_t flags_of(uint32_t sanitizer_flags) {
 }
 
 // 16 aligned bytes of a table in one load: an entry's first half (key, lo_inv, hi) or its
-// second (residues, blocks), or the header's first half (overflow, cover_flags,
-// cover_lo_inv). Every field only grows, so a value read is never ahead of the truth:
+// second (residues, blocks), the header's first 16 bytes (overflow, cover_flags) or a cover. Every field only grows, so a value read is never ahead of the truth:
 // "covered" read is covered.
 static __device__ __forceinline__ uint4 load16(const void* p) {
     uint4 v;
@@ -172,17 +181,20 @@ static __device__ __noinline__ void probe(Table* t, uint32_t mask, uint32_t h, u
             }
         }
     }
-    // No entry: widen the launch's cover instead (the host reads it as touched, and says so;
-    // a cover keeps no residues).
+    // No entry: widen the launch's cover of its kind instead, reads' or the others' (the host
+    // reads a cover as touched, and says so; a cover keeps no residues).
     uint32_t flags = (uint32_t)(key >> KEY_FLAGS_SHIFT);
+    uint32_t kind = (flags & 6u) != 0;
+    uint32_t kind_flags = flags << (8 * kind);
     uint64_t base = ((key & ((1ull << KEY_FLAGS_SHIFT) - 1)) - 1) << GRANULE_SHIFT;
     uint64_t addr_lo = base + lo, addr_hi = base + hi;
-    uint4 cover = load16(t);
-    unsigned long long cover_hi = *(volatile unsigned long long*)&t->cover_hi;
-    if (cover.x == 0) atomicExch(&t->overflow, 1u);
-    if ((cover.y & flags) != flags) atomicOr(&t->cover_flags, flags);
-    if (join(cover.z, cover.w) < ~addr_lo) atomicMax(&t->cover_lo_inv, (unsigned long long)~addr_lo);
-    if (cover_hi < addr_hi) atomicMax(&t->cover_hi, (unsigned long long)addr_hi);
+    Cover* c = &t->covers[kind];
+    uint4 head = load16(t);
+    uint4 cover = load16(c);
+    if (head.x == 0) atomicExch(&t->overflow, 1u);
+    if ((head.y & kind_flags) != kind_flags) atomicOr(&t->cover_flags, kind_flags);
+    if (join(cover.x, cover.y) < ~addr_lo) atomicMax(&c->lo_inv, (unsigned long long)~addr_lo);
+    if (join(cover.z, cover.w) < addr_hi) atomicMax(&c->hi, (unsigned long long)addr_hi);
 }
 
 // The key's first slot in a table of `mask` + 1 entries: linear probing starts there

@@ -719,7 +719,7 @@ pub fn collect(tickets: &[Ticket], mut found: impl FnMut(Ticket, Option<Measured
         });
         for (k, (held, ticket)) in run.iter().enumerate() {
             let measured = read.then(|| table::read(&host[k * size..(k + 1) * size], held.wait_known));
-            if measured.as_ref().is_some_and(|m| m.overflow.is_some()) {
+            if measured.as_ref().is_some_and(|m| !m.covers.is_empty()) {
                 engine.overflowed.fetch_add(1, Ordering::Relaxed);
                 if held.wide {
                     engine.overflowed_wide.fetch_add(1, Ordering::Relaxed);

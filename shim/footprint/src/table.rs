@@ -16,13 +16,17 @@ pub const ENTRIES: usize = 2048;
 pub const WIDE_ENTRIES: usize = 32768;
 /// Slots a key may take from its hash on (`FOOTPRINT_PROBES`).
 pub const PROBES: usize = 16;
-/// The header before the entries: overflow, cover_flags, cover_lo_inv, cover_hi, reserved,
-/// early_lo, early_hi.
-pub const HEADER_BYTES: usize = 48;
+/// The header before the entries: overflow, cover_flags, reserved, early_lo, early_hi, then
+/// the two covers ([`COVERS_AT`]).
+pub const HEADER_BYTES: usize = 64;
 /// Where the header holds `[early_lo, early_hi)`: the program counters of the kernel's
 /// instructions before its first grid-dependency wait, written by the host before a launch
 /// whose table pointer carries [`EARLY_TAG`].
-pub const EARLY_AT: usize = 32;
+pub const EARLY_AT: usize = 16;
+/// Where the header holds its covers, `[lo_inv, hi]` each: the overflowed reads', then the
+/// overflowed writes' and atomics' (so that an overflowed input stays read-only). Their
+/// flags are in `cover_flags`, the reads' in bits 0-7, the others' in bits 8-15.
+pub const COVERS_AT: usize = 32;
 /// Set in a launch's table pointer (its callback data) when its header holds the early range:
 /// the patch reads the header only then.
 pub const EARLY_TAG: usize = 1;
@@ -119,10 +123,10 @@ fn slot(key: u64, entries: usize) -> usize {
 pub struct Measured {
     /// Sorted by `lo`; ranges of equal flags neither overlap nor touch.
     pub ranges: Vec<Range>,
-    /// The table was full: every access that found no entry lies in this range (which may
-    /// span memory the launch never touched). Never [`EARLY`]: it may hold accesses of both
-    /// sides of the wait.
-    pub overflow: Option<Range>,
+    /// The table was full: every access that found no entry lies in one of these ranges
+    /// (which may span memory the launch never touched), reads apart from writes and
+    /// atomics. Never [`EARLY`]: a cover may hold accesses of both sides of the wait.
+    pub covers: Vec<Range>,
     /// The patch was given the launch's early range: ranges flagged [`EARLY`] were touched
     /// before the kernel's first grid-dependency wait, the others after it. Otherwise no
     /// range is early, and where each lies around a wait is not known.
@@ -178,12 +182,11 @@ fn runs(lo: u32, hi: u32, blocks: u64, out: &mut Vec<(u32, u32)>) {
 /// launch's table pointer carried [`EARLY_TAG`].
 pub fn read(table: &[u8], wait_known: bool) -> Measured {
     let entries = entries_in(table.len());
-    let overflow = (u32_at(table, 0) != 0).then(|| Range {
-        lo: !u64_at(table, 8),
-        hi: u64_at(table, 16),
-        flags: u32_at(table, 4) & !EARLY,
-        residues: DENSE,
-    });
+    let covers = (0..2)
+        .map(|kind| (COVERS_AT + 16 * kind, (u32_at(table, 4) >> (8 * kind)) & 0xff & !EARLY))
+        .filter(|&(_, flags)| u32_at(table, 0) != 0 && flags != 0)
+        .map(|(at, flags)| Range { lo: !u64_at(table, at), hi: u64_at(table, at + 8), flags, residues: DENSE })
+        .collect();
     let (mut ranges, mut parts) = (Vec::new(), Vec::with_capacity(MAX_RUNS + 1));
     for at in (0..entries).map(|i| HEADER_BYTES + i * ENTRY_BYTES) {
         let (key, lo_inv, hi) = (u64_at(table, at), u32_at(table, at + 8), u32_at(table, at + 12));
@@ -204,7 +207,7 @@ pub fn read(table: &[u8], wait_known: bool) -> Measured {
         }));
     }
     merge(&mut ranges);
-    Measured { ranges, overflow, wait_known }
+    Measured { ranges, covers, wait_known }
 }
 
 /// Sorts `ranges` and joins those of equal flags that overlap or touch (with the residues of
@@ -258,10 +261,12 @@ pub fn emulate(table: &mut [u8], accesses: &[(u64, u32, u32)]) {
                 update64(table, at + 24, &|v| v | blocks(lo, hi));
             }
             None => {
+                let kind = usize::from(flags & (WRITE | ATOMIC) != 0);
+                let at = COVERS_AT + 16 * kind;
                 update32(table, 0, &|_| 1);
-                update32(table, 4, &|v| v | flags);
-                update64(table, 8, &|v| v.max(!addr));
-                update64(table, 16, &|v| v.max(addr + u64::from(size)));
+                update32(table, 4, &|v| v | flags << (8 * kind));
+                update64(table, at, &|v| v.max(!addr));
+                update64(table, at + 8, &|v| v.max(addr + u64::from(size)));
             }
         }
     }
@@ -293,7 +298,7 @@ mod tests {
         let steps: Vec<_> = (0..8192u64).map(|i| (BASE + i * 128, 128, WRITE)).collect();
         let m = read(&fresh(&steps), false);
         assert_eq!(m.ranges, vec![dense(BASE, BASE + (1 << 20), WRITE)]);
-        assert_eq!(m.overflow, None);
+        assert!(m.covers.is_empty());
     }
 
     #[test]
@@ -398,7 +403,7 @@ mod tests {
         // More granules than entries (and probes): the rest go to the cover.
         let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
         let m = read(&fresh(&steps), false);
-        let cover = m.overflow.expect("overflowed");
+        let [cover] = m.covers[..] else { panic!("one cover: {:?}", m.covers) };
         assert_eq!(cover.flags, WRITE);
         let total = m.ranges.len() as u64;
         assert!(total < ENTRIES as u64 + 500);
@@ -410,13 +415,29 @@ mod tests {
     }
 
     #[test]
+    fn an_overflowed_input_stays_read_only_in_its_own_cover() {
+        // One large array read and another written, more granules than entries: the reads
+        // that found no entry widen one cover, the writes another, each over its own array.
+        let (input, output) = (BASE, BASE + (1 << 32));
+        let steps: Vec<_> = (0..ENTRIES as u64)
+            .flat_map(|i| [(input + (i << GRANULE_SHIFT), 4, READ), (output + (i << GRANULE_SHIFT), 4, WRITE)])
+            .collect();
+        let m = read(&fresh(&steps), false);
+        let [reads, writes] = m.covers[..] else { panic!("two covers: {:?}", m.covers) };
+        assert_eq!(reads.flags, READ);
+        assert!(input <= reads.lo && reads.hi <= output, "{reads:x?}");
+        assert_eq!(writes.flags, WRITE);
+        assert!(output <= writes.lo, "{writes:x?}");
+    }
+
+    #[test]
     fn a_wide_table_holds_what_fills_a_table() {
         // The launch above in a wide table: every granule has its entry, no cover.
         let steps: Vec<_> = (0..(ENTRIES as u64 + 500)).map(|i| (BASE + (i << 20), 4, WRITE)).collect();
         let mut table = vec![0; WIDE_TABLE_BYTES];
         emulate(&mut table, &steps);
         let m = read(&table, false);
-        assert_eq!((m.ranges.len(), m.overflow), (ENTRIES + 500, None));
+        assert_eq!((m.ranges.len(), m.covers), (ENTRIES + 500, vec![]));
     }
 
     #[test]
@@ -431,7 +452,7 @@ mod tests {
         };
         assert!(steps.iter().all(|step| first(step) == key(step.0, step.2)));
         let m = read(&table, false);
-        assert_eq!((m.ranges.len(), m.overflow), (ENTRIES, None));
+        assert_eq!((m.ranges.len(), m.covers), (ENTRIES, vec![]));
     }
 
     #[test]
@@ -448,7 +469,7 @@ mod tests {
         assert!(m.wait_known);
         // A full table's cover holds accesses of both sides: it is not early.
         let steps: Vec<_> = (0..(ENTRIES as u64 + 64)).map(|i| (BASE + (i << 20), 4, WRITE | EARLY)).collect();
-        assert_eq!(read(&fresh(&steps), true).overflow.map(|c| c.flags), Some(WRITE));
+        assert_eq!(read(&fresh(&steps), true).covers.iter().map(|c| c.flags).collect::<Vec<_>>(), [WRITE]);
     }
 
     #[test]
@@ -480,14 +501,17 @@ mod tests {
         assert_eq!(blocks(0, 1 << GRANULE_SHIFT), u64::MAX);
         assert_eq!(key(u64::MAX, 0) >> KEY_FLAGS_SHIFT, 0);
         assert_eq!(unkey(key(u64::MAX, EARLY | READ | WRITE | ATOMIC)), Some((!IN_GRANULE, 15)));
-        // The header (overflow, cover_flags: 4 bytes each; cover_lo_inv, cover_hi, reserved,
-        // early_lo, early_hi: 8 each) and 32-byte entries (key: 8 bytes; lo_inv, hi: 4 each;
-        // residues, blocks: 8 each); entries 16-byte aligned, for the patch's 16-byte loads.
-        assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8 + 8 + 8);
-        assert_eq!(EARLY_AT, 4 + 4 + 8 + 8 + 8);
+        // The header (overflow, cover_flags: 4 bytes each; reserved, early_lo, early_hi: 8
+        // each; two covers of lo_inv, hi: 8 each) and 32-byte entries (key: 8 bytes; lo_inv,
+        // hi: 4 each; residues, blocks: 8 each); covers and entries 16-byte aligned, for the
+        // patch's 16-byte loads.
+        assert!(source.contains("static_assert(sizeof(Table) == 64,"));
+        assert_eq!(HEADER_BYTES, 4 + 4 + 8 + 8 + 8 + 2 * (8 + 8));
+        assert_eq!(EARLY_AT, 4 + 4 + 8);
+        assert_eq!(COVERS_AT, 4 + 4 + 8 + 8 + 8);
         assert_eq!(ENTRY_BYTES, 8 + 4 + 4 + 8 + 8);
-        assert_eq!(TABLE_BYTES, 48 + 2048 * 32);
-        assert_eq!((HEADER_BYTES % 16, EARLY_AT % 16, TABLE_BYTES % 16), (0, 0, 0));
+        assert_eq!(TABLE_BYTES, 64 + 2048 * 32);
+        assert_eq!((HEADER_BYTES % 16, EARLY_AT % 16, COVERS_AT % 16, TABLE_BYTES % 16), (0, 0, 0, 0));
     }
 
     #[test]

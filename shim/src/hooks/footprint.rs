@@ -364,8 +364,8 @@ pub fn collect() {
         Some(measured) => {
             if trace() {
                 eprintln!(
-                    "streamsan: footprint of launch {}: {:x?} overflow {:x?} wait known {}",
-                    ticket.0, measured.ranges, measured.overflow, measured.wait_known
+                    "streamsan: footprint of launch {}: {:x?} covers {:x?} wait known {}",
+                    ticket.0, measured.ranges, measured.covers, measured.wait_known
                 );
             }
             let access = |r: &engine::Range| Access {
@@ -375,12 +375,13 @@ pub fn collect() {
             };
             accesses.clear();
             accesses.extend(measured.ranges.iter().map(access));
-            if measured.overflow.is_some() {
+            if !measured.covers.is_empty() {
                 model.footprint_note(NoteKind::FootprintOverflow, ticket.0, Some(ticket.0));
             }
-            // The cover may hold accesses of both sides of a wait: its place is not known.
-            let cover = measured.overflow.as_ref().map(|r| Access { place: WaitPlace::Unknown, ..access(r) });
-            let footprint = MeasuredFootprint { ranges: &accesses, cover };
+            // A cover may hold accesses of both sides of a wait: its place is not known.
+            let covers: Vec<Access> =
+                measured.covers.iter().map(|r| Access { place: WaitPlace::Unknown, ..access(r) }).collect();
+            let footprint = MeasuredFootprint { ranges: &accesses, covers: &covers };
             model.launch_measured(ticket.0, Some(footprint));
         }
         None => model.launch_measured(ticket.0, None),

@@ -686,7 +686,7 @@ pub fn known(
             lo = end;
         }
     }
-    if let Some(cover) = measured.cover {
+    for cover in measured.covers {
         let (lo, hi) = (cover.addr, cover.addr + cover.len);
         // Its ends were touched: in a buffer no parameter points into, memory was reached
         // through memory.
@@ -707,7 +707,7 @@ pub fn known(
             let (plo, phi) = (lo.max(buffer.0), hi.min(buffer.1));
             if plo < phi {
                 let p = pointer(buffer, plo).expect("a pointer into the buffer");
-                add_extent(&mut extents, extent(&p, (plo, phi), &cover, true));
+                add_extent(&mut extents, extent(&p, (plo, phi), cover, true));
             }
         }
     }

@@ -1,14 +1,15 @@
 //! What the footprint engine measured of a launch, as the model takes it: byte ranges with
-//! their modes, and a cover where the engine's table overflowed.
+//! their modes, and covers where the engine's table overflowed.
 
 use crate::model::op::{Access, Mode, WaitPlace};
 
-/// What the engine measured of a launch: byte ranges, and, where its table overflowed, one
-/// cover of the accesses that found no entry (bytes between them may not have been touched).
+/// What the engine measured of a launch: byte ranges, and, where its table overflowed, the
+/// covers of the accesses that found no entry, reads apart from writes and atomics (bytes
+/// between them may not have been touched).
 #[derive(Clone, Copy, Debug)]
 pub struct Footprint<'a> {
     pub ranges: &'a [Access],
-    pub cover: Option<Access>,
+    pub covers: &'a [Access],
 }
 
 impl Footprint<'_> {

@@ -176,7 +176,7 @@ impl Model {
         // pinned staging buffer. Only its part in the buffers it reaches is taken, as a learnt
         // cover's is (docs/footprints.md#exact-every-launch-measured).
         let whole_pointer = |b: &Buffer| pending.guess.iter().any(|g| g.exact && b.base <= g.addr && g.addr < b.end());
-        let cover = measured.cover.into_iter().flat_map(|c| {
+        let cover = measured.covers.iter().flat_map(|&c| {
             let reached = pending.met.iter().filter(|b| measured.cover_reaches((b.base, b.end()), whole_pointer(b)));
             reached.filter_map(move |b| {
                 let (lo, hi) = (c.addr.max(b.base), (c.addr + c.len).min(b.end()));
@@ -290,7 +290,7 @@ mod tests {
         let model = a_pending_launch(Mode::Read);
         pend(&model, S2, 8, 4, Mode::Write);
         memset(&model, S2, 5);
-        model.launch_measured(8, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Write)], cover: None }));
+        model.launch_measured(8, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Write)], covers: &[] }));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
@@ -328,7 +328,7 @@ mod tests {
             assert!(model.launch_pending(S1, work, 7, None).is_some());
             let cover = Access::new(BUFFER, 0x2100, Mode::Read);
             let ranges: Vec<Access> = range.into_iter().collect();
-            model.launch_measured(7, Some(Footprint { ranges: &ranges, cover: Some(cover) }));
+            model.launch_measured(7, Some(Footprint { ranges: &ranges, covers: &[cover] }));
             let race = model.races().iter().any(|r| r.race.kind == RaceKind::CrossStream);
             assert_eq!(race, raced, "{written:#x} {second:?}: {:?}", model.races());
         }
@@ -346,7 +346,7 @@ mod tests {
         let n = MAX_RANGES_PER_BUFFER as u64 + 4;
         let mut ranges: Vec<Access> = (0..n).map(|k| Access::new(BUFFER + 16 * k, 8, Mode::Write)).collect();
         ranges.push(Access::new(second.base, 8, Mode::Write));
-        model.launch_measured(8, Some(Footprint { ranges: &ranges, cover: None }));
+        model.launch_measured(8, Some(Footprint { ranges: &ranges, covers: &[] }));
         let (_, later) = model.pending.take(7).expect("pending");
         let in_first = later.unordered.iter().filter(|l| l.lo < second.base).count();
         let in_second = later.unordered.iter().filter(|l| l.lo >= second.base).count();
@@ -362,7 +362,7 @@ mod tests {
         let model = a_pending_launch(Mode::Write);
         pend(&model, S2, 8, 4, Mode::Write);
         let params = [Access::new(BUFFER, 8, Mode::Write)];
-        let footprint = Footprint { ranges: &params, cover: None };
+        let footprint = Footprint { ranges: &params, covers: &[] };
         model.launch_measured(8, Some(footprint));
         assert!(model.races().is_empty(), "{:?}", model.races());
         memset(&model, S2, 5);
@@ -381,7 +381,7 @@ mod tests {
         model.free(BUFFER, FreeOn::Stream(S1), &Origin::test("cuMemFreeAsync", 4));
         model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 5));
         memset(&model, S2, 6);
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], cover: None }));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 256, Mode::Write)], covers: &[] }));
         assert!(model.races().is_empty(), "{:?}", model.races());
     }
 
@@ -404,7 +404,7 @@ mod tests {
         model.stream_wait_event(S2, 0xe, &Origin::test("cuStreamWaitEvent", 7));
         model.free(BUFFER, FreeOn::Stream(S2), &Origin::test("cuMemFreeAsync", 8));
         model.alloc(buffer(), Some(S2), &Origin::test("cuMemAllocAsync", 9));
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Read)], cover: None }));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 8, Mode::Read)], covers: &[] }));
         let races: Vec<(RaceKind, &str)> = model.races().iter().map(|r| (r.race.kind, r.race.first.op.api)).collect();
         assert_eq!(races, [(RaceKind::CrossStream, "cuMemsetD8Async")]);
     }
@@ -423,7 +423,7 @@ mod tests {
         model.alloc(buffer(), None, &Origin::test("cuMemAlloc", 4));
         pend(&model, S1, 7, 5, Mode::Read);
         model.free(BUFFER, FreeOn::Synchronous { ctx: 1 }, &Origin::test("cuMemFree", 6));
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(FREED, 8, Mode::Read)], cover: None }));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(FREED, 8, Mode::Read)], covers: &[] }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::UseAfterFree]);
     }
@@ -434,7 +434,7 @@ mod tests {
     fn a_free_issued_after_a_pending_launch_is_a_free_race_only() {
         let model = a_pending_launch(Mode::Read);
         model.free(BUFFER, FreeOn::Stream(S2), &Origin::test("cuMemFreeAsync", 4));
-        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], cover: None }));
+        model.launch_measured(7, Some(Footprint { ranges: &[Access::new(BUFFER, 64, Mode::Read)], covers: &[] }));
         let kinds: Vec<RaceKind> = model.races().iter().map(|r| r.race.kind).collect();
         assert_eq!(kinds, vec![RaceKind::FreeRace]);
     }
@@ -470,7 +470,7 @@ mod tests {
         ] {
             let model = a_programmatic_dependent();
             let read = [Access { place, ..Access::new(BUFFER, 8, Mode::Read) }];
-            model.launch_measured(8, Some(Footprint { ranges: &read, cover: None }));
+            model.launch_measured(8, Some(Footprint { ranges: &read, covers: &[] }));
             assert_eq!(kinds(&model), expected, "{place:?}");
         }
         let model = a_programmatic_dependent();
@@ -488,7 +488,7 @@ mod tests {
         let ranges: Vec<Access> = (0..n)
             .flat_map(|k| [at(k, WaitPlace::Before), Access { addr: BUFFER + 16 * k + 8, ..at(k, WaitPlace::After) }])
             .collect();
-        model.launch_measured(8, Some(Footprint { ranges: &ranges, cover: None }));
+        model.launch_measured(8, Some(Footprint { ranges: &ranges, covers: &[] }));
         assert_eq!(kinds(&model), (vec![RaceKind::CrossStream], 0));
     }
 
@@ -516,7 +516,7 @@ mod tests {
             model.work(S2, Work { origin, kernel: None, accesses: &write, host: HostEffect::None });
             let measured = [Access::new(BUFFER, 8, Mode::Write)];
             for ticket in [7, 8] {
-                model.launch_measured(ticket, Some(Footprint { ranges: &measured, cover: None }));
+                model.launch_measured(ticket, Some(Footprint { ranges: &measured, covers: &[] }));
             }
             assert_eq!(model.races().len(), usize::from(blind), "blind {blind}: {:?}", model.races());
         }

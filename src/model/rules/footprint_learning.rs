@@ -131,7 +131,7 @@ mod tests {
     }
 
     fn exact(ranges: &[Access]) -> Footprint<'_> {
-        Footprint { ranges, cover: None }
+        Footprint { ranges, covers: &[] }
     }
 
     fn span(a: &Access) -> (u64, u64, Mode) {
@@ -269,7 +269,7 @@ mod tests {
         };
         let ranges = [Access::new(BASE + 2 * SIZE, 64, Mode::Write)];
         let cover = Access::new(BASE + 128, 2 * SIZE, Mode::ReadWrite);
-        learn(&m, &learning, &[pointer(BASE, 0)], Footprint { ranges: &ranges, cover: Some(cover) });
+        learn(&m, &learning, &[pointer(BASE, 0)], Footprint { ranges: &ranges, covers: &[cover] });
         let mut later = vec![pointer(BASE, 0)];
         let anchors = [pointer(BASE + SIZE + 512, 8), pointer(BASE + 2 * SIZE, 16)];
         assert_eq!(m.apply_learnt(1, &learning.words, &mut later, &anchors), Lookup::Applied);
@@ -290,7 +290,7 @@ mod tests {
             let ranges: Vec<Access> =
                 ranged.then(|| Access::new(BASE + SIZE + 64, 8, Mode::Read)).into_iter().collect();
             let cover = Access::new(BASE + 128, SIZE, Mode::ReadWrite);
-            learn(&m, &learning, &[pointer(BASE, 0), second], Footprint { ranges: &ranges, cover: Some(cover) });
+            learn(&m, &learning, &[pointer(BASE, 0), second], Footprint { ranges: &ranges, covers: &[cover] });
             let mut later = vec![pointer(BASE, 0), Access { addr: BASE + SIZE, ..second }];
             assert_eq!(m.apply_learnt(1, &learning.words, &mut later, &[]), Lookup::Applied);
             let in_second = later
@@ -404,7 +404,7 @@ mod tests {
         let guess = [pointer(BASE, 0), pointer(BASE + 2 * SIZE, 8)];
         let words = [POINTER, POINTER];
         let cover = Access::new(BASE + 64, 2 * SIZE, Mode::Write);
-        learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
+        learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], covers: &[cover] });
         let mut later = vec![pointer(BASE + 0x100_0000, 0), pointer(BASE + 0x200_0000, 8)];
         assert_eq!(m.apply_learnt(1, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(span(&later[0]), (BASE + 0x100_0000 + 64, SIZE - 64, Mode::Write));
@@ -419,12 +419,12 @@ mod tests {
         // was not followed, and is no access.
         let short = Access::new(BASE + 64, SIZE - 64, Mode::Write);
         let guess = [pointer(BASE, 0), pointer(BASE + SIZE, 8)];
-        learn(&m, &learning(3, &words), &guess, Footprint { ranges: &[], cover: Some(short) });
+        learn(&m, &learning(3, &words), &guess, Footprint { ranges: &[], covers: &[short] });
         let mut later = guess.to_vec();
         assert_eq!(m.apply_learnt(3, &words, &mut later, &[]), Lookup::Applied);
         assert_eq!(later.iter().map(span).collect::<Vec<_>>(), [(BASE + 64, SIZE - 64, Mode::Write)]);
         // A cover ending in a buffer no parameter points into: memory reached through memory.
-        learn(&m, &learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], cover: Some(cover) });
+        learn(&m, &learning(2, &words), &[pointer(BASE, 0)], Footprint { ranges: &[], covers: &[cover] });
         assert_eq!(m.apply_learnt(2, &words, &mut vec![pointer(BASE, 0)], &[]), Lookup::Unlearnable);
     }
 
@@ -514,7 +514,7 @@ mod tests {
                 &m,
                 &learning(1, &[POINTER, POINTER, 4096, stale]),
                 &guess,
-                Footprint { ranges: &[], cover: Some(cover) },
+                Footprint { ranges: &[], covers: &[cover] },
             );
         }
         for stale in 3..6 {
@@ -538,7 +538,7 @@ mod tests {
         for (size, stale) in [(4096, 1), (8192, 1), (4096 * 3, 1)] {
             let cover = Access::new(BASE + SIZE - 64, 128, Mode::Write);
             let words = [POINTER, POINTER, size, stale];
-            learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
+            learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], covers: &[cover] });
         }
         for stale in [2, 3, 2] {
             learn(&m, &learning(1, &[POINTER, POINTER, 64, stale]), &guess, exact(&write(64)));
@@ -571,7 +571,7 @@ mod tests {
                 measured += 1;
                 let (lo, hi) = (BASE + 64 * (step * 37 % 61), BASE + 2 * SIZE - 64 * (step * 53 % 59));
                 let cover = Access::new(lo, hi - lo, Mode::ReadWrite);
-                learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], cover: Some(cover) });
+                learn(&m, &learning(1, &words), &guess, Footprint { ranges: &[], covers: &[cover] });
             }
         }
         assert!(measured <= 12, "{measured} of 64 launches measured");
@@ -605,7 +605,7 @@ mod tests {
         let m = model();
         let guess = [pointer(BASE, 0)];
         let cover = Access::new(BASE, 64, Mode::Write);
-        learn(&m, &learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], cover: Some(cover) });
+        learn(&m, &learning(1, &[POINTER, 64, 1]), &guess, Footprint { ranges: &[], covers: &[cover] });
         for stale in 2..5 {
             learn(&m, &learning(1, &[POINTER, 64, stale]), &guess, exact(&write(64)));
         }
@@ -782,7 +782,7 @@ mod tests {
                     measured += usize::from(matches!(lookup, Lookup::Unknown { .. }));
                     let cover = Access::new(BASE + SIZE, 64 * (1 + (step * 7 + c) % 13), Mode::Write);
                     let ranges = [Access::new(BASE, chunk(c), Mode::ReadWrite)];
-                    learn(&m, &learning(1, &words), &guess, Footprint { ranges: &ranges, cover: Some(cover) });
+                    learn(&m, &learning(1, &words), &guess, Footprint { ranges: &ranges, covers: &[cover] });
                 }
             }
             measured_per_step.push(measured);

@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(model.completed_launches(), [11, 12]);
         let write = [Access::new(BUFFER, 8, Mode::Write)];
         for ticket in [11, 12] {
-            model.launch_measured(ticket, Some(Footprint { ranges: &write, cover: None }));
+            model.launch_measured(ticket, Some(Footprint { ranges: &write, covers: &[] }));
         }
         model.races().iter().map(|r| r.race.kind).collect()
     }
@@ -170,11 +170,11 @@ mod tests {
         let origin = Origin::test("cuGraphLaunch", 31);
         assert!(racy.graph_launch_measured(EXEC, STREAM, &origin, &[(2, 13)]).is_empty());
         racy.stream_synchronized(STREAM);
-        racy.launch_measured(13, Some(Footprint { ranges: &[], cover: None }));
+        racy.launch_measured(13, Some(Footprint { ranges: &[], covers: &[] }));
         assert_eq!(racy.graph_nodes_to_measure(EXEC, true), [1, 2]);
         assert!(racy.graph_launch_measured(EXEC, STREAM, &origin, &[(1, 14)]).is_empty());
         racy.stream_synchronized(STREAM);
-        racy.launch_measured(14, Some(Footprint { ranges: &[], cover: None }));
+        racy.launch_measured(14, Some(Footprint { ranges: &[], covers: &[] }));
         assert_eq!(racy.graph_nodes_to_measure(EXEC, true), [2, 1]);
 
         joined_and_measured();

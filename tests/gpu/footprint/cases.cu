@@ -44,13 +44,17 @@
 //                                it): six arrays of 3 KiB in one 32 KiB granule, 2 KiB apart,
 //                                512 bytes past a KiB; stream A writes them, stream B reads
 //                                the first (racy) or the 2 KiB after it (fixed)
+//   cases large_input racy|fixed three rounds of Warp's stream tests: streams A and B each
+//                                copy a 40 MB array, plus one, into a 40 MB array of their
+//                                own (fixed) or into the same one (racy), with no wait: more
+//                                granules than a table holds, read and written
 //   cases stateful racy|fixed    three rounds of interior, the writer in a module with
 //                                variables (stateful.cu): its count of launches must be 3
 //   cases stateful_graph racy|fixed  the same writer, and sum_part on an eighth of what it
 //                                writes, captured from two streams into a graph launched
 //                                three times: its count must be 3
 // "fixed" orders the second stream (or node) after the first, but for strided, pair,
-// neighbours, between and list, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
+// neighbours, between, list and large_input, whose fixed twins touch other bytes with no wait. Prints a checksum; exit 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -191,7 +195,7 @@ extern "C" __global__ void write_list(List l) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|list|stateful|stateful_graph racy|fixed\n"); return 2; }
+    if (argc != 3) { printf("usage: cases interior|struct|strided|async|pair|graph|built|graph_same|programmatic|programmatic_weights|programmatic_early|programmatic_graph|programmatic_graph_weights|programmatic_built|programmatic_node|neighbours|between|list|large_input|stateful|stateful_graph racy|fixed\n"); return 2; }
     bool fixed = strcmp(argv[2], "fixed") == 0;
     const int n = 1 << 22;
     cudaStream_t a, b;
@@ -383,6 +387,20 @@ int main(int argc, char** argv) {
         sum_part<<<4, 256, 0, b>>>(fixed ? g + LIST_FLOATS : g, fixed ? 512 : LIST_FLOATS, out);
         CHECK(cudaMemcpyAsync(&host, out, sizeof(float), cudaMemcpyDeviceToHost, b));
         CHECK(cudaStreamSynchronize(b));
+    } else if (strcmp(argv[1], "large_input") == 0) {
+        const int len = 10 << 20;
+        float *in, *first, *second;
+        CHECK(cudaMalloc(&in, len * sizeof(float)));
+        CHECK(cudaMalloc(&first, len * sizeof(float)));
+        CHECK(cudaMalloc(&second, len * sizeof(float)));
+        CHECK(cudaMemset(in, 0, len * sizeof(float)));
+        CHECK(cudaDeviceSynchronize());
+        for (int round = 0; round < 3; round++) {
+            copy_plus<<<264, 256, 0, a>>>(in, first, len);
+            copy_plus<<<264, 256, 0, b>>>(in, fixed ? second : first, len);
+            CHECK(cudaDeviceSynchronize());
+        }
+        CHECK(cudaMemcpy(&host, fixed ? second : first, sizeof(float), cudaMemcpyDeviceToHost));
     } else if (strcmp(argv[1], "stateful") == 0) {
         unsigned counted = 0;
         CHECK(stateful(p, n, out, a, b, done, fixed, &host, &counted));

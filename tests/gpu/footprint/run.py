@@ -60,6 +60,10 @@ cases = [
     # A tensor list's arrays in one granule, each 512 bytes past a KiB: each keeps its own
     # bytes, so a read of the gap after one is no race (fixed, measured modes only as above).
     ("list", [f"{build}/cases", "list"], ("write_list", "sum_part"), MEASURED, MEASURED),
+    # Two copies of one 40 MB array into arrays of their own, on two streams with no wait:
+    # each launch's reads and writes overflow a table, and its covers keep the input
+    # read-only (fixed, measured modes only as above); into one array, a race (racy).
+    ("large_input", [f"{build}/cases", "large_input"], ("copy_plus", "copy_plus"), MEASURED, MEASURED),
     # The writer's module has variables of its own (a count of launches, a constant, CCCL's
     # tags): measured on a twin that must give the count back (the case checks it).
     ("stateful", [f"{build}/cases", "stateful"], ("counted_write", "sum_written"), MEASURED),
