@@ -403,7 +403,7 @@ def footprint_perf(results):
             if mode == "native":
                 continue
             spread_ = f"{f['x_native_spread'][0]:g}-{f['x_native_spread'][1]:g}" if f.get("x_native_spread") else "one process"
-            floor = x(f["median_ms"] / floors[workload]) if mode in ("exact", "grouping") and workload in floors else ""
+            floor = x(f["median_ms"] / floors[workload]) if mode in ("exact", "grouping", "covered") and workload in floors else ""
             steps = f"last {f['window']}" if f.get("window") else ""
             rows.append([workload, f"`{mode}`", f"{f['median_ms']:g} ms", f"**{x(f['x_native'])}**", floor, steps,
                          spread_, f"{r['gpu']}, {r['date'][:10]}"])
