@@ -21,7 +21,7 @@ extern "C" __global__ void sum_written(const float* part, int n, float* out) {
     atomicAdd(out, s);
 }
 
-// Three rounds: counted_write writes all of p on a, sum_written sums an eighth of it from p + n/2
+// Three rounds: the host sets scale on a, counted_write writes all of p on a, sum_written sums an eighth of it from p + n/2
 // on b, after a's work (fixed) or not; the sum is exact in floats. The launches the program's
 // copy of the variable counted, in `counted`.
 cudaError_t stateful(float* p, int n, float* out, cudaStream_t a, cudaStream_t b, cudaEvent_t done, bool fixed,
@@ -29,7 +29,9 @@ cudaError_t stateful(float* p, int n, float* out, cudaStream_t a, cudaStream_t b
     cudaError_t e = cudaSuccess;
     for (int round = 0; round < 3 && e == cudaSuccess; round++) {
         float s = 1.0f + round;
-        e = cudaMemcpyToSymbol(scale, &s, sizeof s);
+        // On a, so that the writer reads it: cudaMemcpyToSymbol from pageable memory may return
+        // before the copy lands, and a is a non-blocking stream.
+        e = cudaMemcpyToSymbolAsync(scale, &s, sizeof s, 0, cudaMemcpyHostToDevice, a);
         if (e == cudaSuccess) counted_write<<<264, 256, 0, a>>>(p, n);
         if (e == cudaSuccess && fixed) e = cudaEventRecord(done, a);
         if (e == cudaSuccess && fixed) e = cudaStreamWaitEvent(b, done, 0);
@@ -50,7 +52,7 @@ cudaError_t stateful_graph(float* p, int n, cudaStream_t a, cudaStream_t b, bool
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     float s = 2.0f;
-    cudaError_t e = cudaMemcpyToSymbol(scale, &s, sizeof s);
+    cudaError_t e = cudaMemcpyToSymbolAsync(scale, &s, sizeof s, 0, cudaMemcpyHostToDevice, a);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
