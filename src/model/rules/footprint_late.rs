@@ -176,14 +176,14 @@ impl Model {
         // pinned staging buffer. Only its part in the buffers it reaches is taken, as a learnt
         // cover's is (docs/footprints.md#exact-every-launch-measured).
         let whole_pointer = |b: &Buffer| pending.guess.iter().any(|g| g.exact && b.base <= g.addr && g.addr < b.end());
-        let cover = measured.covers.iter().flat_map(|&c| {
+        let in_reach = measured.covers.iter().flat_map(|&c| {
             let reached = pending.met.iter().filter(|b| measured.cover_reaches((b.base, b.end()), whole_pointer(b)));
             reached.filter_map(move |b| {
                 let (lo, hi) = (c.addr.max(b.base), (c.addr + c.len).min(b.end()));
                 (lo < hi).then(|| Access { addr: lo, len: hi - lo, ..c })
             })
         });
-        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(cover).collect();
+        let mut out: Vec<Access> = measured.ranges.iter().copied().chain(in_reach).collect();
         out.sort_unstable_by_key(|a| a.addr);
         // Each range's buffer, looked up once.
         let ids: Vec<Option<u64>> = out.iter().map(|a| self.buffer_id_met(pending, a.addr)).collect();
