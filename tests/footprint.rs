@@ -481,6 +481,23 @@ fn an_overflowed_tables_covers_keep_its_input_read_only() {
 }
 
 #[test]
+fn graphs_joined_by_an_external_event_race_only_where_nothing_orders_them() {
+    // Warp's test_event_external: one graph adds to x and y and records an external event,
+    // another waits on it and reads them, each launched on a stream of its own, four times.
+    // The wait orders each second graph after its first; nothing orders the next first
+    // graph after the second (racy: it writes what the second reads), unless a wait does.
+    for mode in ["exact", "learn"] {
+        let (racy, _) = run_rounds("external", "racy", mode, 1, &[]);
+        let found = races(&racy);
+        assert!(!found.is_empty(), "{mode}: the racy twin's race");
+        for (kind, hazard, first, _) in &found {
+            assert_eq!((kind.as_str(), hazard.as_deref(), first.as_str()), ("cross-stream-race", Some("WAR"), "read"));
+        }
+        assert_fixed_clean("external", mode, 1);
+    }
+}
+
+#[test]
 fn a_kernel_that_filled_its_table_is_measured_in_a_wide_one() {
     // Round 1's writer fills its table; the kernel's later launches (the reader's too: one
     // kernel) take wide tables, hold every granule, and overflow no more.

@@ -35,14 +35,16 @@ named_enum! {
 
 impl Hazard {
     /// The hazard between two conflicting accesses. An access of unknown direction counts as
-    /// the read it most often is (a consumer's input); the write it conflicts with is the
-    /// other access, since two unknown accesses do not conflict.
+    /// the read it most often is (a consumer's input) against a write; against a read, it
+    /// is the write (two reads do not conflict, nor do two unknown accesses).
     pub fn between(first: Mode, second: Mode) -> Hazard {
         let declared_writable = |mode| matches!(mode, Mode::Write | Mode::ReadWrite | Mode::Atomic);
         match (declared_writable(first), declared_writable(second)) {
             (true, false) => Hazard::ReadAfterWrite,
             (false, true) => Hazard::WriteAfterRead,
-            _ => Hazard::WriteAfterWrite,
+            (true, true) => Hazard::WriteAfterWrite,
+            (false, false) if first == Mode::Unknown => Hazard::ReadAfterWrite,
+            (false, false) => Hazard::WriteAfterRead,
         }
     }
 }
@@ -262,5 +264,25 @@ impl Notes {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.0.clear();
         inner.1.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_access_of_unknown_direction_is_the_write_against_a_read_and_the_read_against_a_write() {
+        use Hazard::*;
+        use Mode::*;
+        assert_eq!(Hazard::between(Write, Read), ReadAfterWrite);
+        assert_eq!(Hazard::between(Read, ReadWrite), WriteAfterRead);
+        assert_eq!(Hazard::between(Atomic, Write), WriteAfterWrite);
+        // A read, then a kernel that may write what it read: the kernel is the write.
+        assert_eq!(Hazard::between(Read, Unknown), WriteAfterRead);
+        assert_eq!(Hazard::between(Unknown, Read), ReadAfterWrite);
+        // Against a write, it is the read it most often is.
+        assert_eq!(Hazard::between(Unknown, Write), WriteAfterRead);
+        assert_eq!(Hazard::between(ReadWrite, Unknown), ReadAfterWrite);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use crate::hash::{fast_map, FastMap};
 use crate::thread_cache::ThreadCache;
 
-use super::capture::CaptureLane;
+use super::capture::{Capture, CaptureLane};
 use super::clock::{Epoch, HostClock, HostSnapshot, Slot, VectorClock, HOST};
 use super::lock::{Guard, Lock};
 use super::op::{GridWait, StackId, ThreadId};
@@ -332,6 +332,11 @@ impl Stream {
 
     pub fn lock(&self) -> Guard<'_, StreamState> {
         self.state.lock()
+    }
+
+    /// Whether the stream takes part in `capture`.
+    pub fn captures_into(&self, capture: &Arc<Capture>) -> bool {
+        self.lock().capture.as_ref().is_some_and(|lane| Arc::ptr_eq(&lane.capture, capture))
     }
 
     /// Joins this stream's clock into `into`.

@@ -236,7 +236,7 @@ static void launch_list(CUstream s, CUdeviceptr x, int round, CUdeviceptr *at) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_input|overflow_burst|overflow_sizes|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
+        fprintf(stderr, "usage: footprint same_words|interior|struct|pair|interleaved|indirect|later|gap|reuse|flood|captured|out-of-order|strided|atomics|neighbours|between|free|freed_unread|overflow|overflow_input|external|overflow_burst|overflow_sizes|steps|packed|toggle|tensor_list|stateful|stateful_legacy|big-shared|gated|capturing|graph|built|built_stateful|built_stateful_pair|built_capturing|programmatic|programmatic_stream|programmatic_captured|programmatic_built|programmatic_node|programmatic_early|programmatic_early_captured|pool_steps racy|fixed [ROUNDS]\n");
         return 2;
     }
     const char *scenario = argv[1];
@@ -670,6 +670,35 @@ int main(int argc, char **argv) {
             launch_touch(a, x, 64, W);
             if (fixed) { CHECK(cuEventRecord(done, a)); CHECK(cuStreamWaitEvent(b, done, 0)); }
             launch_touch(b, x + 32, 8, R);
+            CHECK(cuCtxSynchronize());
+        } else if (strcmp(scenario, "external") == 0) {
+            /* Warp's test_event_external: one graph adds to x then y and records an external
+               event; another waits on it and reads x and y into x + 256; each launched on a
+               stream of its own, 4 times. The next first graph is ordered after the second
+               (fixed) or not (racy: it writes x and y while the second reads them). */
+            static CUgraphExec first = NULL, second = NULL;
+            static CUevent external;
+            if (!first) {
+                CUgraph graph;
+                CHECK(cuEventCreate(&external, 0));
+                CHECK(cuStreamBeginCapture_v2(a, 0));
+                launch_touch(a, x, 64, R | W);
+                launch_touch(a, y, 64, R | W);
+                CHECK(cuEventRecordWithFlags(external, a, 1 /* CU_EVENT_RECORD_EXTERNAL */));
+                CHECK(cuStreamEndCapture(a, &graph));
+                CHECK(cuGraphInstantiateWithFlags(&first, graph, 0));
+                CHECK(cuStreamBeginCapture_v2(a, 0));
+                CHECK(cuStreamWaitEvent(a, external, 1 /* CU_EVENT_WAIT_EXTERNAL */));
+                launch_two(a, x, 64, R, y, 64, R);
+                launch_touch(a, x + 256, 64, W);
+                CHECK(cuStreamEndCapture(a, &graph));
+                CHECK(cuGraphInstantiateWithFlags(&second, graph, 0));
+            }
+            for (int i = 0; i < 4; i++) {
+                CHECK(cuGraphLaunch(first, a));
+                CHECK(cuGraphLaunch(second, b));
+                if (fixed) { CHECK(cuEventRecord(done, b)); CHECK(cuStreamWaitEvent(a, done, 0)); }
+            }
             CHECK(cuCtxSynchronize());
         } else if (strcmp(scenario, "graph") == 0) {
             /* A graph captured from A, forked to B and joined back (as Warp's ScopedCapture

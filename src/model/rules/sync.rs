@@ -62,6 +62,13 @@ impl Model {
             // event as it is at each launch: it may be recorded by then.
             EventState::Unrecorded | EventState::Recorded(_)
                 if self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) => {}
+            // The same for an event recorded in another capture (its graph's external event
+            // record node: Warp's `record_event(external=True)`). The driver takes such a
+            // wait only with `CU_EVENT_WAIT_EXTERNAL`: at each launch it waits for the
+            // event's last record then, not for the other capture's nodes.
+            EventState::Captured { ref capture, .. }
+                if !stream.captures_into(capture)
+                    && self.capture_node(&stream, || NodeKind::WaitEvent { event }, origin, None) => {}
             EventState::Unrecorded => {
                 let epoch = self.issue_only(&stream);
                 self.notes.add(NoteKind::WaitOnUnrecordedEvent, OpRecord::new(origin, None, epoch), event);
