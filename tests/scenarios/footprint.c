@@ -248,7 +248,10 @@ int main(int argc, char **argv) {
     CUstream a, b;
     CUevent done;
     CUdeviceptr x, y, index, big = 0, big2 = 0, big3 = 0;
-    CUgraphExec exec = NULL; /* "graph" and "built": made in the first round, launched in each */
+    /* "graph", "built" and "external" (with its second graph and event): made in the first
+       round, launched in each */
+    CUgraphExec exec = NULL, second = NULL;
+    CUevent external = NULL;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -676,9 +679,7 @@ int main(int argc, char **argv) {
                event; another waits on it and reads x and y into x + 256; each launched on a
                stream of its own, 4 times. The next first graph is ordered after the second
                (fixed) or not (racy: it writes x and y while the second reads them). */
-            static CUgraphExec first = NULL, second = NULL;
-            static CUevent external;
-            if (!first) {
+            if (!exec) {
                 CUgraph graph;
                 CHECK(cuEventCreate(&external, 0));
                 CHECK(cuStreamBeginCapture_v2(a, 0));
@@ -686,7 +687,7 @@ int main(int argc, char **argv) {
                 launch_touch(a, y, 64, R | W);
                 CHECK(cuEventRecordWithFlags(external, a, 1 /* CU_EVENT_RECORD_EXTERNAL */));
                 CHECK(cuStreamEndCapture(a, &graph));
-                CHECK(cuGraphInstantiateWithFlags(&first, graph, 0));
+                CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
                 CHECK(cuStreamBeginCapture_v2(a, 0));
                 CHECK(cuStreamWaitEvent(a, external, 1 /* CU_EVENT_WAIT_EXTERNAL */));
                 launch_two(a, x, 64, R, y, 64, R);
@@ -695,7 +696,7 @@ int main(int argc, char **argv) {
                 CHECK(cuGraphInstantiateWithFlags(&second, graph, 0));
             }
             for (int i = 0; i < 4; i++) {
-                CHECK(cuGraphLaunch(first, a));
+                CHECK(cuGraphLaunch(exec, a));
                 CHECK(cuGraphLaunch(second, b));
                 if (fixed) { CHECK(cuEventRecord(done, b)); CHECK(cuStreamWaitEvent(a, done, 0)); }
             }
