@@ -6,10 +6,12 @@
 // added from memory with sanitizerAddPatches; the host half is shim/footprint/src.
 //
 // Cost is what matters here: a patch runs for every thread of every memory instruction. So
-// the lanes of a warp that touch the same 32 KiB granule in the same way first agree on one
-// [lo, hi), one residue mask and one block mask (__match_any_sync and warp reductions), and
-// one lane per (granule, kind of access) updates the launch's table, reading before it writes
-// so that the common case (bytes already covered) is a load and no atomic. The reads are few
+// each lane first reads its entry's first slot, and a warp whose lanes all find their bytes
+// there (the common case) does nothing more. Otherwise the lanes that touch the same 32 KiB
+// granule in the same way agree on one [lo, hi), one residue mask and one block mask
+// (__match_any_sync and warp reductions), and one lane per (granule, kind of access) updates
+// the launch's table, reading before it writes so that bytes already covered take no
+// atomic. The reads are few
 // trips to memory, each waited for in turn by the whole warp: an entry is read in two loads
 // issued together, a key not at its first slot has its other slots read at once, and the
 // atomics' results are never waited for. A launch with no table (footprint=learn's learnt
